@@ -1,0 +1,413 @@
+package ingest
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// attrs gathers the attributes (OTLP) or tags (Jaeger) that matter while a
+// decoder walks them, whatever their order or wire type, then resolves
+// priorities in finish. Decoders reuse one attrs value per input.
+type attrs struct {
+	peerService, serverAddress, serverPort, netPeerName, netPeerPort string
+	dbSystem, dbNamespace, dbName, statement                         string
+	urlFull, httpURL, httpHost, httpTarget, urlPath                  string
+	msgSystem, msgDest                                               string
+	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
+	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
+
+	httpStatus, grpcStatus                   int
+	resend, prevAttempts, retryCount         int
+	transparent, idemKey, errorTag, truncate bool
+}
+
+func (a *attrs) reset() {
+	*a = attrs{httpStatus: 0, grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent}
+}
+
+// str records a string-typed value. Numeric keys parse it, since Jaeger and
+// older SDKs send integers as strings.
+func (a *attrs) str(key, v string) {
+	switch key {
+	case "peer.service":
+		a.peerService = v
+	case "server.address":
+		a.serverAddress = v
+	case "server.port":
+		a.serverPort = v
+	case "net.peer.name":
+		a.netPeerName = v
+	case "net.peer.port":
+		a.netPeerPort = v
+	case "db.system", "db.system.name":
+		a.dbSystem = v
+	case "db.namespace":
+		a.dbNamespace = v
+	case "db.name":
+		a.dbName = v
+	case "db.statement", "db.query.text":
+		a.statement = v
+	case "url.full":
+		a.urlFull = v
+	case "http.url":
+		a.httpURL = v
+	case "http.host":
+		a.httpHost = v
+	case "http.target":
+		a.httpTarget = v
+	case "url.path":
+		a.urlPath = v
+	case "messaging.system":
+		a.msgSystem = v
+	case "messaging.destination.name", "messaging.destination":
+		a.msgDest = v
+	case "http.request.method", "http.method":
+		a.method = v
+	case "http.route":
+		a.route = v
+	case "url.template":
+		a.urlTemplate = v
+	case "rpc.service":
+		a.rpcService = v
+	case "rpc.method":
+		a.rpcMethod = v
+	case "rpc.system", "rpc.system.name":
+		a.rpcSystem = v
+	case "error.type":
+		a.errorType = v
+	case "otel.status_code":
+		a.otelStatus = v
+	case "otel.status_description":
+		a.otelStatusDesc = v
+	case "span.kind":
+		a.kindTag = v
+	case "error":
+		a.errorTag = v == "true"
+	case "rpc.response.status_code":
+		if c, ok := grpcCode(v); ok {
+			a.grpcStatus = c
+		}
+	case "http.response.status_code", "http.status_code", "rpc.grpc.status_code",
+		"http.request.resend_count", "previous-rpc-attempts", "retry.count", "transparent-retry":
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			a.integer(key, n)
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			a.boolean(key, b)
+		}
+	default:
+		a.header(key, v)
+	}
+}
+
+// integer records an integer-typed value; string keys get its decimal form.
+func (a *attrs) integer(key string, n int64) {
+	switch key {
+	case "http.response.status_code", "http.status_code":
+		if n > 0 && n < 1000 {
+			a.httpStatus = int(n)
+		}
+	case "rpc.grpc.status_code":
+		if n >= 0 && n <= 16 {
+			a.grpcStatus = int(n)
+		}
+	case "rpc.response.status_code":
+		if n >= 0 && n <= 16 {
+			a.grpcStatus = int(n)
+		}
+	case "http.request.resend_count":
+		a.resend = clampCount(n)
+	case "previous-rpc-attempts":
+		a.prevAttempts = clampCount(n)
+	case "retry.count":
+		a.retryCount = clampCount(n)
+	case "transparent-retry":
+		a.transparent = n != 0
+	case "server.port", "net.peer.port":
+		a.str(key, strconv.FormatInt(n, 10))
+	}
+}
+
+// boolean records a boolean-typed value.
+func (a *attrs) boolean(key string, b bool) {
+	switch key {
+	case "transparent-retry":
+		a.transparent = b
+	case "error":
+		a.errorTag = b
+	}
+}
+
+// header picks the retry-relevant headers out of captured request/response
+// headers and metadata (http.request.header.*, rpc.grpc.*.metadata.*, or a
+// bare header name as some instrumentations tag them).
+func (a *attrs) header(key, v string) {
+	if !strings.Contains(key, "dempotency") && !strings.Contains(key, "etry") {
+		return
+	}
+	name := key
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		name = key[i+1:]
+	}
+	name = strings.ToLower(name)
+	switch {
+	case strings.Contains(name, "idempotency"):
+		a.idemKey = a.idemKey || v != "" && v != "[]"
+	case name == "retry-after" || name == "retry_after" || name == "grpc-retry-pushback-ms":
+		a.retryAfter = firstOfArray(v)
+		if name == "grpc-retry-pushback-ms" {
+			a.retryAfter = "ms:" + a.retryAfter
+		}
+	}
+}
+
+// firstOfArray takes the first element of a value that arrived as a
+// stringified array (Jaeger renders OTLP array attributes as JSON text).
+func firstOfArray(v string) string {
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, "[") {
+		return v
+	}
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+	if i := strings.IndexByte(v, ','); i >= 0 {
+		v = v[:i]
+	}
+	return strings.Trim(strings.TrimSpace(v), `"`)
+}
+
+func clampCount(n int64) int {
+	switch {
+	case n < 0:
+		return Absent
+	case n > 32767:
+		return 32767
+	}
+	return int(n)
+}
+
+// finish resolves the gathered attributes into sp. The caller has set ids,
+// times, name, kind and OTLP status already.
+func (a *attrs) finish(set *Set, sp *Span) {
+	if sp.Kind == KindUnspecified && a.kindTag != "" {
+		sp.Kind, _ = ParseKind(a.kindTag)
+	}
+	if sp.Status == StatusUnset {
+		switch {
+		case strings.EqualFold(a.otelStatus, "error") || a.errorTag:
+			sp.Status = StatusError
+		case strings.EqualFold(a.otelStatus, "ok"):
+			sp.Status = StatusOK
+		}
+		if sp.StatusMessage == 0 && a.otelStatusDesc != "" {
+			sp.StatusMessage = a.intern(set, a.otelStatusDesc)
+		}
+	}
+	sp.HTTPStatus = uint16(a.httpStatus)
+	sp.GRPCStatus = int8(a.grpcStatus)
+	sp.ResendCount = int16(a.resend)
+	sp.PrevAttempts = int16(a.prevAttempts)
+	sp.RetryCount = int16(a.retryCount)
+	if a.transparent {
+		sp.Flags |= FlagTransparentRetry
+	}
+	if a.idemKey {
+		sp.Flags |= FlagIdempotencyKey
+	}
+	sp.RetryAfterMS = int32(retryAfterMS(a.retryAfter, sp.End))
+	sp.ErrorType = a.intern(set, a.errorType)
+
+	rawURL := a.urlFull
+	if rawURL == "" {
+		rawURL = a.httpURL
+	}
+	var u *url.URL
+	if rawURL != "" {
+		u, _ = url.Parse(rawURL)
+	}
+	if sp.Kind == KindClient || sp.Kind == KindProducer || a.peerService != "" {
+		sp.Peer = a.intern(set, a.peer(u))
+	}
+	switch {
+	case a.method != "":
+		sp.Method = a.intern(set, strings.ToUpper(a.method))
+	case a.rpcMethod != "":
+		sp.Method = a.intern(set, a.rpcMethod)
+	}
+	switch {
+	case a.route != "":
+		sp.Route = a.intern(set, a.route)
+	case a.urlTemplate != "":
+		sp.Route = a.intern(set, a.urlTemplate)
+	case a.rpcService != "" || a.rpcMethod != "":
+		sp.Route = a.intern(set, a.rpcService+"/"+a.rpcMethod)
+	default:
+		p := a.urlPath
+		if p == "" && u != nil {
+			p = u.Path
+		}
+		if p == "" && a.httpTarget != "" {
+			p, _, _ = strings.Cut(a.httpTarget, "?")
+		}
+		if p != "" {
+			sp.Route = a.intern(set, TemplatePath(p))
+		}
+	}
+	switch {
+	case rawURL != "":
+		sp.Target = fnv64(rawURL)
+	case a.httpTarget != "":
+		sp.Target = fnv64(a.httpHost + a.httpTarget)
+	case a.statement != "":
+		sp.Target = fnv64(a.statement)
+	case a.msgDest != "":
+		sp.Target = fnv64(a.msgSystem + "/" + a.msgDest)
+	}
+	if a.truncate {
+		sp.Flags |= FlagTruncated
+	}
+}
+
+// peer resolves the remote identity of a client span in the documented order.
+func (a *attrs) peer(u *url.URL) string {
+	withPort := func(host, port string) string {
+		if port == "" || port == "0" {
+			return host
+		}
+		return host + ":" + port
+	}
+	switch {
+	case a.peerService != "":
+		return a.peerService
+	case a.serverAddress != "":
+		return withPort(a.serverAddress, a.serverPort)
+	case a.dbSystem != "":
+		ns := a.dbNamespace
+		if ns == "" {
+			ns = a.dbName
+		}
+		if ns == "" {
+			return a.dbSystem
+		}
+		return a.dbSystem + "/" + ns
+	case a.netPeerName != "":
+		return withPort(a.netPeerName, a.netPeerPort)
+	case u != nil && u.Host != "":
+		return u.Host
+	case a.httpHost != "":
+		return a.httpHost
+	case a.msgDest != "":
+		return a.msgSystem + "/" + a.msgDest
+	}
+	return ""
+}
+
+func (a *attrs) intern(set *Set, v string) Sym {
+	if v == "" {
+		return 0
+	}
+	if len(v) > MaxValueBytes {
+		a.truncate = true
+	}
+	return set.Intern(v)
+}
+
+// retryAfterMS parses a Retry-After value: delta-seconds, an HTTP-date
+// (relative to the span's end), or "ms:N" for gRPC pushback.
+func retryAfterMS(v string, endNanos int64) int {
+	if v == "" {
+		return Absent
+	}
+	if ms, ok := strings.CutPrefix(v, "ms:"); ok {
+		if n, err := strconv.ParseInt(ms, 10, 32); err == nil && n >= 0 {
+			return int(n)
+		}
+		return Absent
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s < 0 || s > 1e6 {
+			return Absent
+		}
+		return int(s * 1000)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(time.Unix(0, endNanos))
+		if d < 0 {
+			d = 0
+		}
+		if d > 1e6*time.Second {
+			return Absent
+		}
+		return int(d / time.Millisecond)
+	}
+	return Absent
+}
+
+var grpcCodes = map[string]int{
+	"OK": 0, "CANCELLED": 1, "UNKNOWN": 2, "INVALID_ARGUMENT": 3, "DEADLINE_EXCEEDED": 4,
+	"NOT_FOUND": 5, "ALREADY_EXISTS": 6, "PERMISSION_DENIED": 7, "RESOURCE_EXHAUSTED": 8,
+	"FAILED_PRECONDITION": 9, "ABORTED": 10, "OUT_OF_RANGE": 11, "UNIMPLEMENTED": 12,
+	"INTERNAL": 13, "UNAVAILABLE": 14, "DATA_LOSS": 15, "UNAUTHENTICATED": 16,
+}
+
+// grpcCode parses a gRPC status given by name ("UNAVAILABLE", "Unavailable")
+// or number.
+func grpcCode(v string) (int, bool) {
+	if n, err := strconv.Atoi(v); err == nil {
+		return n, n >= 0 && n <= 16
+	}
+	c, ok := grpcCodes[strings.ToUpper(strings.ReplaceAll(v, " ", "_"))]
+	return c, ok
+}
+
+// TemplatePath replaces path segments that look like identifiers (numbers,
+// UUIDs, long hex or mixed digit/letter tokens) with {id}, so that
+// /orders/42/items becomes /orders/{id}/items.
+func TemplatePath(p string) string {
+	if !strings.ContainsAny(p, "0123456789") {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if looksLikeID(s) {
+			segs[i] = "{id}"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+func looksLikeID(s string) bool {
+	if s == "" {
+		return false
+	}
+	digits, hexOnly := 0, true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c >= 'a' && c <= 'f', c >= 'A' && c <= 'F', c == '-':
+		default:
+			hexOnly = false
+		}
+	}
+	switch {
+	case digits == len(s):
+		return true // 42
+	case hexOnly && len(s) >= 8 && digits > 0:
+		return true // UUIDs, hashes
+	}
+	return digits*2 >= len(s) && len(s) >= 6 // mostly digits: a1234b
+}
+
+// fnv64 is FNV-1a, stable across runs (unlike hash/maphash), so targets
+// compare across inputs and sessions.
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}

@@ -1,0 +1,307 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Options bound what one input may cost. The zero value takes the defaults.
+type Options struct {
+	// MaxDocumentBytes bounds a document that must be held whole (a single
+	// JSON or protobuf message, one JSON line, one length-prefixed message)
+	// after decompression. Default 1 GiB.
+	MaxDocumentBytes int64
+	// Progress, when set, is called with the number of compressed bytes read
+	// so far from the current input and its total size (0 for stdin).
+	Progress func(name string, read, total int64)
+}
+
+const defaultMaxDocument = 1 << 30
+
+func (o Options) maxDoc() int64 {
+	if o.MaxDocumentBytes > 0 {
+		return o.MaxDocumentBytes
+	}
+	return defaultMaxDocument
+}
+
+// ReadFiles decodes every named input into one Set. A name may be a file, a
+// directory (read recursively, in lexical order, skipping hidden entries), or
+// "-" for stdin. The first failing input stops the read and its error names
+// the input and position.
+func ReadFiles(ctx context.Context, names []string, stdin io.Reader, opts Options) (*Set, error) {
+	set := NewSet()
+	for _, name := range names {
+		if name == "-" {
+			if err := Decode(ctx, set, "-", stdin, opts); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		files, err := expand(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if err := readFile(ctx, set, f, opts); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return set, nil
+}
+
+// expand lists the regular files under name (name itself if it is a file).
+func expand(name string) ([]string, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("ingest %s: %w", name, err)
+	}
+	if !st.IsDir() {
+		return []string{name}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(name, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != name && len(d.Name()) > 0 && d.Name()[0] == '.' {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ingest %s: %w", name, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("ingest %s: directory holds no files", name)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+func readFile(ctx context.Context, set *Set, name string, opts Options) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("ingest %s: %w", name, err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if opts.Progress != nil {
+		var total int64
+		if st, err := f.Stat(); err == nil {
+			total = st.Size()
+		}
+		r = &progressReader{r: f, name: name, total: total, fn: opts.Progress}
+	}
+	return Decode(ctx, set, name, r, opts)
+}
+
+type progressReader struct {
+	r           io.Reader
+	name        string
+	read, total int64
+	fn          func(string, int64, int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.read += int64(n)
+	p.fn(p.name, p.read, p.total)
+	return n, err
+}
+
+// Decode detects the format of r from its content (never its name),
+// decompresses gzip or zstd transparently, and appends its spans to set with
+// an Input record. name is used in errors and in the Input.
+func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Options) error {
+	in := Input{Name: name, First: len(set.Spans)}
+	src := &source{name: name, maxDoc: opts.maxDoc(), ctx: ctx}
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(4)
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return src.errAt(0, fmt.Errorf("gzip: %w", err))
+		}
+		defer zr.Close()
+		in.Compression = "gzip"
+		br = bufio.NewReaderSize(zr, 64<<10)
+	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderMaxMemory(uint64(src.maxDoc)), zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return src.errAt(0, fmt.Errorf("zstd: %w", err))
+		}
+		defer zr.Close()
+		in.Compression = "zstd"
+		br = bufio.NewReaderSize(zr, 64<<10)
+	}
+	src.cr = &countingReader{r: br}
+	src.r = bufio.NewReaderSize(src.cr, 64<<10)
+
+	format, err := sniff(src)
+	if err != nil {
+		return err
+	}
+	in.Format = format
+	var w warnings
+	switch format {
+	case FormatOTLPProto:
+		err = decodeOTLPProto(src, set, &w)
+	case FormatOTLPProtoStream:
+		err = decodeOTLPProtoStream(src, set, &w)
+	case FormatOTLPJSON, FormatOTLPJSONLines, FormatJaegerAPIv3:
+		err = decodeOTLPJSONStream(src, set, &w, format)
+	case FormatJaegerJSON:
+		err = decodeJaegerJSON(src, set, &w)
+	case FormatJaegerProto:
+		err = decodeJaegerProto(src, set, &w)
+	}
+	if err != nil {
+		set.Spans = set.Spans[:in.First]
+		return err
+	}
+	in.Count = len(set.Spans) - in.First
+	in.Bytes = src.cr.n
+	if in.Count == 0 {
+		return src.errAt(src.cr.n, fmt.Errorf("%s input holds no spans%s", format, w.summary()))
+	}
+	in.Warnings = w.list
+	set.Inputs = append(set.Inputs, in)
+	return nil
+}
+
+// summary renders collected warnings for an error message.
+func (w *warnings) summary() string {
+	if len(w.list) == 0 {
+		return ""
+	}
+	s := " ("
+	for i, x := range w.list {
+		if i > 0 {
+			s += "; "
+		}
+		s += x.String()
+	}
+	return s + ")"
+}
+
+// source is one decompressed input being decoded.
+type source struct {
+	ctx    context.Context
+	name   string
+	r      *bufio.Reader
+	cr     *countingReader
+	maxDoc int64
+}
+
+// offset is the byte offset (after decompression) of the next unread byte.
+func (s *source) offset() int64 { return s.cr.n - int64(s.r.Buffered()) }
+
+func (s *source) errAt(off int64, err error) error {
+	return fmt.Errorf("ingest %s: offset %d: %w", s.name, off, err)
+}
+
+func (s *source) errLine(line int, err error) error {
+	return fmt.Errorf("ingest %s: line %d: %w", s.name, line, err)
+}
+
+// readAll reads the rest of the input, bounded by maxDoc.
+func (s *source) readAll() ([]byte, error) {
+	start := s.offset()
+	b, err := io.ReadAll(io.LimitReader(s.r, s.maxDoc+1))
+	if err != nil {
+		return nil, s.errAt(start+int64(len(b)), err)
+	}
+	if int64(len(b)) > s.maxDoc {
+		return nil, s.errAt(start, fmt.Errorf("document exceeds %d bytes after decompression", s.maxDoc))
+	}
+	return b, nil
+}
+
+// readN reads exactly n bytes, bounded by maxDoc.
+func (s *source) readN(n int64) ([]byte, error) {
+	start := s.offset()
+	if n > s.maxDoc {
+		return nil, s.errAt(start, fmt.Errorf("message of %d bytes exceeds the %d byte limit", n, s.maxDoc))
+	}
+	b := make([]byte, n)
+	got, err := io.ReadFull(s.r, b)
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, s.errAt(start+int64(got), fmt.Errorf("truncated: message needs %d bytes, input has %d", n, got))
+		}
+		return nil, s.errAt(start+int64(got), err)
+	}
+	return b, nil
+}
+
+// lines calls fn with each non-blank line and its 1-based number. A line
+// longer than maxDoc is an error.
+func (s *source) lines(fn func(line []byte, n int, off int64) error) error {
+	var buf []byte
+	for n := 1; ; n++ {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		off := s.offset()
+		buf = buf[:0]
+		for {
+			chunk, err := s.r.ReadSlice('\n')
+			buf = append(buf, chunk...)
+			if int64(len(buf)) > s.maxDoc {
+				return s.errLine(n, fmt.Errorf("line exceeds %d bytes", s.maxDoc))
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF {
+				if len(bytes.TrimSpace(buf)) > 0 {
+					if ferr := fn(buf, n, off); ferr != nil {
+						return ferr
+					}
+				}
+				return nil
+			}
+			if err != nil {
+				return s.errLine(n, err)
+			}
+			break
+		}
+		if len(bytes.TrimSpace(buf)) == 0 {
+			continue
+		}
+		if err := fn(buf, n, off); err != nil {
+			return err
+		}
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,127 @@
+package ingest
+
+import "fmt"
+
+// MaxValueBytes bounds every attribute value the Span record keeps (status
+// messages, operation names, error types): one enormous attribute must not
+// balloon the string table. Longer values are cut and the span is flagged.
+const MaxValueBytes = 1024
+
+// Set holds decoded spans, their interned strings and links, and the inputs
+// they came from. Several inputs decode into one Set so traces spread over
+// files join up.
+type Set struct {
+	Spans  []Span
+	Links  []Link
+	Inputs []Input
+
+	strs  []string
+	index map[string]Sym
+}
+
+// NewSet returns an empty Set whose string table holds only "".
+func NewSet() *Set {
+	return &Set{strs: []string{""}, index: map[string]Sym{"": 0}}
+}
+
+// Str resolves an interned string.
+func (s *Set) Str(x Sym) string {
+	if int(x) < len(s.strs) {
+		return s.strs[x]
+	}
+	return ""
+}
+
+// Intern returns the Sym for v, adding it to the table if new. Values longer
+// than MaxValueBytes are cut (on a UTF-8 boundary) before interning.
+func (s *Set) Intern(v string) Sym {
+	v, _ = clip(v)
+	if x, ok := s.index[v]; ok {
+		return x
+	}
+	x := Sym(len(s.strs))
+	s.strs = append(s.strs, v)
+	s.index[v] = x
+	return x
+}
+
+// internBytes interns b without allocating when the string is already known.
+func (s *Set) internBytes(b []byte) Sym {
+	if x, ok := s.index[string(b)]; ok {
+		return x
+	}
+	return s.Intern(string(b))
+}
+
+// Links returns the links of sp.
+func (s *Set) SpanLinks(sp *Span) []Link {
+	return s.Links[sp.FirstLink : sp.FirstLink+uint32(sp.NumLinks)]
+}
+
+// clip cuts v to MaxValueBytes on a rune boundary and reports whether it did.
+func clip(v string) (string, bool) {
+	if len(v) <= MaxValueBytes {
+		return v, false
+	}
+	n := MaxValueBytes
+	for n > 0 && v[n]&0xC0 == 0x80 {
+		n--
+	}
+	return v[:n], true
+}
+
+// Format names a detected input format.
+type Format string
+
+// The formats ingest detects from content.
+const (
+	FormatOTLPProto       Format = "otlp-proto"        // one ExportTraceServiceRequest / TracesData
+	FormatOTLPProtoStream Format = "otlp-proto-stream" // collector file exporter: 4-byte big-endian length + message, repeated
+	FormatOTLPJSON        Format = "otlp-json"         // one request per document
+	FormatOTLPJSONLines   Format = "otlp-jsonl"        // collector file exporter: one request per line
+	FormatJaegerJSON      Format = "jaeger-json"       // Jaeger UI download / query API {"data":[...]} or a bare trace
+	FormatJaegerAPIv3     Format = "jaeger-api-v3-json"
+	FormatJaegerProto     Format = "jaeger-proto" // jaeger-idl api_v2 model Batch / Trace / SpansResponseChunk
+)
+
+// Input describes one decoded input: where its spans sit in Set.Spans and
+// what decoding noticed along the way.
+type Input struct {
+	Name        string // file path, or "-" for stdin
+	Format      Format
+	Compression string // "", "gzip" or "zstd"
+	Bytes       int64  // bytes read after decompression
+	First, Count int   // Set.Spans[First:First+Count]
+	Warnings    []Warning
+}
+
+// Warning is a non-fatal observation about the input, aggregated by kind.
+type Warning struct {
+	Kind    string `json:"kind"`
+	Count   int    `json:"count"`
+	Example string `json:"example"`
+}
+
+// String renders "kind (xN): example".
+func (w Warning) String() string {
+	if w.Count > 1 {
+		return fmt.Sprintf("%s (x%d): %s", w.Kind, w.Count, w.Example)
+	}
+	return fmt.Sprintf("%s: %s", w.Kind, w.Example)
+}
+
+// warnings aggregates warnings by kind, keeping the first example of each and
+// the order kinds were first seen.
+type warnings struct {
+	list []Warning
+}
+
+func (w *warnings) add(kind, format string, args ...any) {
+	for i := range w.list {
+		if w.list[i].Kind == kind {
+			w.list[i].Count++
+			return
+		}
+	}
+	w.list = append(w.list, Warning{Kind: kind, Count: 1, Example: fmt.Sprintf(format, args...)})
+}

@@ -1,0 +1,165 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// sniffBytes is how much of the input detection may look at.
+const sniffBytes = 64 << 10
+
+// sniff detects the format from the first bytes of the decompressed input.
+func sniff(s *source) (Format, error) {
+	head, err := s.r.Peek(sniffBytes)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return "", s.errAt(int64(len(head)), err)
+	}
+	if len(head) == 0 {
+		return "", s.errAt(0, errors.New("empty input"))
+	}
+	trimmed := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(trimmed) == 0 {
+		return "", s.errAt(int64(len(head)), errors.New("input holds only white space"))
+	}
+	switch trimmed[0] {
+	case '{', '[':
+		return sniffJSON(s, trimmed)
+	case 0x0a:
+		if looksLikeJaegerBatch(head) {
+			return FormatJaegerProto, nil
+		}
+		return FormatOTLPProto, nil
+	case 0x00:
+		if len(head) >= 5 && head[4] == 0x0a && binary.BigEndian.Uint32(head) > 0 {
+			return FormatOTLPProtoStream, nil
+		}
+	}
+	return "", s.errAt(0, fmt.Errorf("unrecognised content starting % x: expected OTLP protobuf or JSON, or Jaeger JSON or protobuf (gzip and zstd are decompressed)", head[:min(len(head), 8)]))
+}
+
+// sniffJSON tells the JSON dialects apart by their top-level keys.
+func sniffJSON(s *source, head []byte) (Format, error) {
+	keys := topLevelKeys(head)
+	has := func(names ...string) bool {
+		for _, n := range names {
+			for _, k := range keys {
+				if k == n {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case has("resourceSpans", "resource_spans"):
+		if firstLineIsDocument(head) {
+			return FormatOTLPJSONLines, nil
+		}
+		return FormatOTLPJSON, nil
+	case has("result"):
+		return FormatJaegerAPIv3, nil
+	case has("data", "traceID", "spans", "processes"):
+		return FormatJaegerJSON, nil
+	case head[0] == '[':
+		return FormatJaegerJSON, nil
+	case has("instrumentationLibrarySpans", "resourceLogs", "resourceMetrics", "resource_logs", "resource_metrics"):
+		return "", s.errAt(0, fmt.Errorf("OTLP JSON without trace data: top-level keys %s", strings.Join(keys, ", ")))
+	}
+	if len(keys) == 0 {
+		return "", s.errAt(0, errors.New("JSON document with no keys: not a trace format"))
+	}
+	return "", s.errAt(0, fmt.Errorf("JSON with top-level keys %s is not a known trace format (want resourceSpans, result, data, or a Jaeger trace)", strings.Join(keys, ", ")))
+}
+
+// topLevelKeys lists the keys of the first JSON object in head (which may be
+// cut short), without decoding the values.
+func topLevelKeys(head []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	var keys []string
+	depth := 0
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				depth++
+				expectKey = depth == 1 && t == '{'
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return keys
+				}
+				expectKey = depth == 1
+			}
+			continue
+		case string:
+			if depth == 1 && expectKey {
+				keys = append(keys, t)
+				expectKey = false
+				continue
+			}
+		}
+		if depth == 1 {
+			expectKey = true
+		}
+	}
+}
+
+// firstLineIsDocument reports whether the input is JSON Lines: its first
+// line is a complete JSON value, or longer than the sniffed prefix (a
+// minified document, which line mode reads just as well).
+func firstLineIsDocument(head []byte) bool {
+	i := bytes.IndexByte(head, '\n')
+	if i < 0 {
+		return true
+	}
+	return json.Valid(head[:i])
+}
+
+// looksLikeJaegerBatch tells a jaeger-idl Batch/Trace (field 1 = Span, whose
+// first fields are a 16- or 8-byte trace_id and an 8-byte span_id) from an
+// OTLP request (field 1 = ResourceSpans, which starts with a Resource or
+// ScopeSpans message).
+func looksLikeJaegerBatch(b []byte) bool {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return false
+	}
+	inner, m := protowire.ConsumeBytes(b[n:])
+	if m < 0 {
+		// Cut short by the sniff window: look at what is there.
+		_, ln := protowire.ConsumeVarint(b[n:])
+		if ln < 0 {
+			return false
+		}
+		inner = b[n+ln:]
+	}
+	num, typ, n = protowire.ConsumeTag(inner)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return false
+	}
+	id, m := protowire.ConsumeBytes(inner[n:])
+	if m < 0 || (len(id) != 16 && len(id) != 8) {
+		return false
+	}
+	rest := inner[n+m:]
+	num, typ, n = protowire.ConsumeTag(rest)
+	if n < 0 || num != 2 || typ != protowire.BytesType {
+		return false
+	}
+	sid, m := protowire.ConsumeBytes(rest[n:])
+	return m >= 0 && len(sid) == 8
+}

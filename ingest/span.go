@@ -1,0 +1,168 @@
+// Package ingest detects and decodes exported distributed traces (OTLP protobuf
+// and JSON, Jaeger UI/query JSON, Jaeger api_v3 JSON and the Jaeger protobuf
+// model, optionally gzip- or zstd-compressed) and normalises every span into one
+// compact record, Span, held in a Set.
+//
+// The package knows nothing of what spans mean: pairing, retries and graphs
+// belong to package graph. It never prints and never exits; errors name the
+// input and the byte offset or line where decoding failed.
+package ingest
+
+import (
+	"encoding/hex"
+	"strings"
+)
+
+// TraceID is a 16-byte trace identifier. Shorter identifiers (Jaeger's 64-bit
+// ids, or hex strings with leading zeros trimmed) are right-aligned.
+type TraceID [16]byte
+
+// SpanID is an 8-byte span identifier; the zero value means "none".
+type SpanID [8]byte
+
+// String returns the identifier as 32 lowercase hex digits.
+func (t TraceID) String() string { return hex.EncodeToString(t[:]) }
+
+// IsZero reports whether the identifier is all zeros (invalid in OTLP).
+func (t TraceID) IsZero() bool { return t == TraceID{} }
+
+// String returns the identifier as 16 lowercase hex digits.
+func (s SpanID) String() string { return hex.EncodeToString(s[:]) }
+
+// IsZero reports whether the identifier is all zeros, which for a parent
+// means the span is a root.
+func (s SpanID) IsZero() bool { return s == SpanID{} }
+
+// Kind is the OpenTelemetry span kind.
+type Kind uint8
+
+// Span kinds, numbered as in OTLP.
+const (
+	KindUnspecified Kind = iota
+	KindInternal
+	KindServer
+	KindClient
+	KindProducer
+	KindConsumer
+)
+
+var kindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+
+// String returns the lowercase kind name, e.g. "client".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unspecified"
+}
+
+// ParseKind accepts the spellings real exporters use: "client", "CLIENT",
+// "SPAN_KIND_CLIENT", and Jaeger's span.kind tag values.
+func ParseKind(s string) (Kind, bool) {
+	s = strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "SPAN_KIND_"))
+	for i, n := range kindNames {
+		if s == n {
+			return Kind(i), true
+		}
+	}
+	return KindUnspecified, false
+}
+
+// Status is the span status code.
+type Status uint8
+
+// Status codes, numbered as in OTLP.
+const (
+	StatusUnset Status = iota
+	StatusOK
+	StatusError
+)
+
+// String returns "unset", "ok" or "error".
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusError:
+		return "error"
+	}
+	return "unset"
+}
+
+// Sym is an interned string: an index into the Set's string table. Sym 0 is
+// always the empty string, so a zero Sym means "absent".
+type Sym uint32
+
+// Absent marks an optional small integer field (resend count, retry counts,
+// gRPC status, Retry-After) that the span did not carry.
+const Absent = -1
+
+// Span flag bits.
+const (
+	// FlagTransparentRetry is grpc-go's transparent-retry attempt marker.
+	FlagTransparentRetry uint8 = 1 << iota
+	// FlagIdempotencyKey means the request carried an idempotency key header.
+	FlagIdempotencyKey
+	// FlagTruncated means at least one retained attribute value was cut to
+	// MaxValueBytes.
+	FlagTruncated
+)
+
+// Span is the normalised record every decoder produces. Strings are interned
+// Syms resolved through Set.Str, which keeps a million spans near 100 MB.
+type Span struct {
+	TraceID  TraceID
+	SpanID   SpanID
+	ParentID SpanID
+	// Start and End are Unix times in nanoseconds.
+	Start, End int64
+
+	Service Sym // resource service.name (Jaeger process serviceName)
+	Name    Sym // span name (operation)
+	// Peer is the remote identity of a client or producer span, taken from
+	// peer.service, server.address, db.system+db.namespace (or db.name),
+	// net.peer.name, the URL host, messaging system+destination, in that order.
+	Peer          Sym
+	Method        Sym // HTTP request method, or the gRPC/RPC method
+	Route         Sym // http.route, url.template, or rpc service/method
+	StatusMessage Sym
+	ErrorType     Sym // error.type
+
+	// Target is a hash of the request identity (full URL, database statement,
+	// messaging destination): equal targets with equal peers suggest the same
+	// request sent again. Zero when the span carries none.
+	Target uint64
+
+	Kind   Kind
+	Status Status
+	Flags  uint8
+	// GRPCStatus is the gRPC status code (0..16), or Absent.
+	GRPCStatus int8
+	// HTTPStatus is the HTTP response status code, 0 when absent.
+	HTTPStatus uint16
+	// ResendCount is http.request.resend_count, or Absent.
+	ResendCount int16
+	// PrevAttempts is grpc-go's previous-rpc-attempts on Attempt spans, or Absent.
+	PrevAttempts int16
+	// RetryCount is Envoy's retry.count (or a library's retry attempt tag), or Absent.
+	RetryCount int16
+	// RetryAfterMS is a captured Retry-After (or gRPC pushback) in
+	// milliseconds, or Absent.
+	RetryAfterMS int32
+	// FirstLink and NumLinks index Set.Links.
+	FirstLink uint32
+	NumLinks  uint16
+}
+
+// Duration returns End-Start in nanoseconds.
+func (s *Span) Duration() int64 { return s.End - s.Start }
+
+// Has reports whether flag bit f is set.
+func (s *Span) Has(f uint8) bool { return s.Flags&f != 0 }
+
+// Link is a span link: a reference from one span to another span, possibly in
+// another trace.
+type Link struct {
+	TraceID TraceID
+	SpanID  SpanID
+}
