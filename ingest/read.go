@@ -39,7 +39,8 @@ func (o Options) maxDoc() int64 {
 // ReadFiles decodes every named input into one Set. A name may be a file, a
 // directory (read recursively, in lexical order, skipping hidden entries), or
 // "-" for stdin. The first failing input stops the read and its error names
-// the input and position.
+// the input and position. Inside a directory, files whose content is no
+// trace format at all (ErrUnrecognised) are listed in Set.Skipped instead.
 func ReadFiles(ctx context.Context, names []string, stdin io.Reader, opts Options) (*Set, error) {
 	set := NewSet()
 	for _, name := range names {
@@ -54,7 +55,14 @@ func ReadFiles(ctx context.Context, names []string, stdin io.Reader, opts Option
 			return nil, err
 		}
 		for _, f := range files {
-			if err := readFile(ctx, set, f, opts); err != nil {
+			err := readFile(ctx, set, f, opts)
+			if errors.Is(err, ErrUnrecognised) && f != name {
+				// A directory may hold READMEs and scripts beside its
+				// traces: skip what is no trace format, and say so.
+				set.Skipped = append(set.Skipped, Skip{Name: f, Reason: err.Error()})
+				continue
+			}
+			if err != nil {
 				return nil, err
 			}
 		}

@@ -14,6 +14,8 @@ type Set struct {
 	Spans  []Span
 	Links  []Link
 	Inputs []Input
+	// Skipped lists files inside directories that held no trace format.
+	Skipped []Skip
 
 	strs  []string
 	index map[string]Sym
@@ -87,12 +89,18 @@ const (
 // Input describes one decoded input: where its spans sit in Set.Spans and
 // what decoding noticed along the way.
 type Input struct {
-	Name        string // file path, or "-" for stdin
-	Format      Format
-	Compression string // "", "gzip" or "zstd"
-	Bytes       int64  // bytes read after decompression
-	First, Count int   // Set.Spans[First:First+Count]
-	Warnings    []Warning
+	Name         string // file path, or "-" for stdin
+	Format       Format
+	Compression  string // "", "gzip" or "zstd"
+	Bytes        int64  // bytes read after decompression
+	First, Count int    // Set.Spans[First:First+Count]
+	Warnings     []Warning
+}
+
+// Skip is a file passed over while reading a directory.
+type Skip struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 // Warning is a non-fatal observation about the input, aggregated by kind.

@@ -13,6 +13,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
+// ErrUnrecognised means the content is no trace format ingest knows.
+var ErrUnrecognised = errors.New("not a trace format")
+
 // sniffBytes is how much of the input detection may look at.
 const sniffBytes = 64 << 10
 
@@ -42,7 +45,7 @@ func sniff(s *source) (Format, error) {
 			return FormatOTLPProtoStream, nil
 		}
 	}
-	return "", s.errAt(0, fmt.Errorf("unrecognised content starting % x: expected OTLP protobuf or JSON, or Jaeger JSON or protobuf (gzip and zstd are decompressed)", head[:min(len(head), 8)]))
+	return "", s.errAt(0, fmt.Errorf("%w: content starts % x; expected OTLP protobuf or JSON, or Jaeger JSON or protobuf (gzip and zstd are decompressed)", ErrUnrecognised, head[:min(len(head), 8)]))
 }
 
 // sniffJSON tells the JSON dialects apart by their top-level keys.
@@ -74,9 +77,9 @@ func sniffJSON(s *source, head []byte) (Format, error) {
 		return "", s.errAt(0, fmt.Errorf("OTLP JSON without trace data: top-level keys %s", strings.Join(keys, ", ")))
 	}
 	if len(keys) == 0 {
-		return "", s.errAt(0, errors.New("JSON document with no keys: not a trace format"))
+		return "", s.errAt(0, fmt.Errorf("%w: JSON document with no keys", ErrUnrecognised))
 	}
-	return "", s.errAt(0, fmt.Errorf("JSON with top-level keys %s is not a known trace format (want resourceSpans, result, data, or a Jaeger trace)", strings.Join(keys, ", ")))
+	return "", s.errAt(0, fmt.Errorf("%w: JSON with top-level keys %s (want resourceSpans, result, data, or a Jaeger trace)", ErrUnrecognised, strings.Join(keys, ", ")))
 }
 
 // topLevelKeys lists the keys of the first JSON object in head (which may be

@@ -1,0 +1,60 @@
+# retryaudit — run `make help` for the targets.
+GO       ?= go
+BIN      := bin/retryaudit
+FUZZTIME ?= 4s
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: help build demo test lint vet fmt-check fuzz bench samples golden clean
+
+## help: list the targets
+help:
+	@awk -F': ' '/^## /{sub(/^## /,""); split($$0,a,": "); printf "  %-8s %s\n", a[1], substr($$0, length(a[1])+3)}' $(MAKEFILE_LIST)
+
+## build: build bin/retryaudit
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/retryaudit
+
+## demo: run retryaudit on the committed samples
+demo: build
+	./$(BIN) ingest samples/
+
+## test: gofmt check, go vet, all tests, then a short pass of every fuzz target
+test: lint
+	$(GO) test ./...
+	cd samples/generator && $(GO) test ./...
+	$(MAKE) --no-print-directory fuzz
+
+## lint: gofmt check and go vet (the tool's module and the samples generator)
+lint: fmt-check vet
+
+fmt-check:
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	cd samples/generator && $(GO) vet ./...
+
+## fuzz: run every fuzz target for FUZZTIME each (default 4s)
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg > /tmp/retryaudit-fuzz.log 2>&1 || { cat /tmp/retryaudit-fuzz.log; exit 1; }; \
+		done; \
+	done
+
+## bench: run the benchmarks (figures in README.md)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+## samples: regenerate the sample traces (runs a real instrumented mesh on 127.0.0.1)
+samples:
+	cd samples/generator && $(GO) run . -out ..
+
+## golden: rewrite golden files from the current output
+golden:
+	$(GO) test ./... -update
+
+clean:
+	rm -rf bin

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retryaudit/retryaudit/ingest"
+	"github.com/retryaudit/retryaudit/report"
+)
+
+type ingestOptions struct {
+	io        *streams
+	inputs    []string
+	format    string
+	output    string
+	clockSkew time.Duration
+	maxDocMiB int64
+}
+
+func newIngestCmd(io *streams) *cobra.Command {
+	opts := &ingestOptions{io: io}
+	cmd := &cobra.Command{
+		Use:   "ingest FILE|DIR|- ...",
+		Short: "Decode trace files and summarise what they hold",
+		Long: `Decode trace files and summarise, per input and in total, the detected
+format, traces, spans, services, time window, error spans and warnings.
+
+Formats are detected from content: OTLP protobuf (one request, or the
+collector file exporter's length-prefixed layout), OTLP JSON (one request or
+one per line), Jaeger UI/query JSON, Jaeger api_v3 JSON and the Jaeger
+protobuf model; gzip and zstd are decompressed. Directories are read
+recursively; "-" reads stdin.`,
+		Example: `  retryaudit ingest samples/mixed/traces.otlp.jsonl
+  retryaudit ingest --format json samples/
+  zcat traces.json.gz | retryaudit ingest -`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.inputs = args
+			if err := checkFormat(opts.format, "table", "json"); err != nil {
+				return err
+			}
+			if opts.maxDocMiB <= 0 {
+				return usageError{fmt.Errorf("--max-document %d: want a positive size in MiB", opts.maxDocMiB)}
+			}
+			return runIngest(cmd, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.format, "format", "table", "output format: table or json")
+	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
+	f.DurationVar(&opts.clockSkew, "clock-skew", ingest.DefaultClockSkew, "warn when a child starts this much before its parent")
+	f.Int64Var(&opts.maxDocMiB, "max-document", 1024, "largest single document (JSON file, line or protobuf message) to hold in memory, in `MiB`")
+	return cmd
+}
+
+func runIngest(cmd *cobra.Command, opts *ingestOptions) error {
+	set, err := ingest.ReadFiles(cmd.Context(), opts.inputs, opts.io.In, ingest.Options{MaxDocumentBytes: opts.maxDocMiB << 20})
+	if err != nil {
+		return err
+	}
+	sum := set.Summary(opts.clockSkew)
+	w, closeOut, err := outputFile(opts.io, opts.output)
+	if err != nil {
+		return err
+	}
+	if opts.format == "json" {
+		err = report.JSON(w, sum)
+	} else {
+		err = report.IngestTable(w, sum)
+	}
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	return err
+}

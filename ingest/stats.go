@@ -1,0 +1,209 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DefaultClockSkew is how far a child may start before its parent before
+// Summarize warns: spans from different hosts carry their clocks' offsets.
+const DefaultClockSkew = 10 * time.Millisecond
+
+// Stats summarises a run of spans: what `retryaudit ingest` prints.
+type Stats struct {
+	Traces     int       `json:"traces"`
+	Spans      int       `json:"spans"`
+	Services   int       `json:"services"`
+	ErrorSpans int       `json:"error_spans"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Warnings   []Warning `json:"warnings"`
+}
+
+// Summarize counts traces, services and error spans in spans and checks
+// their structure: parents missing from the input, duplicate span ids,
+// children starting before their parent by more than skew, spans that end
+// before they start, and cycles in parent references. Decoding warnings are
+// not included; callers merge them.
+func Summarize(spans []Span, skew time.Duration) Stats {
+	st := Stats{Spans: len(spans), Warnings: []Warning{}}
+	if len(spans) == 0 {
+		return st
+	}
+	var w warnings
+	order := make([]int32, len(spans))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		return compareIDs(&spans[a].TraceID, &spans[a].SpanID, &spans[b].TraceID, &spans[b].SpanID)
+	})
+
+	services := map[Sym]struct{}{}
+	lo, hi := spans[0].Start, spans[0].End
+	for i, idx := range order {
+		sp := &spans[idx]
+		if i == 0 || sp.TraceID != spans[order[i-1]].TraceID {
+			st.Traces++
+		} else if sp.SpanID == spans[order[i-1]].SpanID {
+			w.add("duplicate span id", "span %s appears more than once in trace %s", sp.SpanID, sp.TraceID)
+		}
+		services[sp.Service] = struct{}{}
+		if sp.Status == StatusError {
+			st.ErrorSpans++
+		}
+		lo, hi = min(lo, sp.Start), max(hi, sp.End)
+	}
+	st.Services = len(services)
+	st.Start, st.End = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
+
+	find := func(t *TraceID, s *SpanID) int32 {
+		i, ok := slices.BinarySearchFunc(order, 0, func(a int32, _ int) int {
+			return compareIDs(&spans[a].TraceID, &spans[a].SpanID, t, s)
+		})
+		if !ok {
+			return -1
+		}
+		return order[i]
+	}
+	parent := make([]int32, len(spans))
+	for i := range spans {
+		sp := &spans[i]
+		parent[i] = -1
+		if sp.ParentID.IsZero() {
+			continue
+		}
+		p := find(&sp.TraceID, &sp.ParentID)
+		if p < 0 {
+			w.add("missing parent", "span %s names parent %s, which is not in the input (trace %s)", sp.SpanID, sp.ParentID, sp.TraceID)
+			continue
+		}
+		parent[i] = p
+		if d := spans[p].Start - sp.Start; d > int64(skew) {
+			w.add("child starts before parent", "span %s starts %s before its parent %s (clock skew tolerance %s)", sp.SpanID, time.Duration(d), sp.ParentID, skew)
+		}
+	}
+	if n, first := cycles(parent); n > 0 {
+		w.add("parent cycle", "%d spans sit on cycles of parent references (first at span %s)", n, spans[first].SpanID)
+	}
+	for i := range spans {
+		if spans[i].End < spans[i].Start {
+			w.add("end before start", "span %s ends %s before it starts", spans[i].SpanID, time.Duration(spans[i].Start-spans[i].End))
+		}
+	}
+	st.Warnings = append(st.Warnings, w.list...)
+	return st
+}
+
+// cycles returns how many spans lie on a cycle of parent links and the
+// first such span, in linear time: each walk up the parent chain stops at a
+// span already settled, and a walk that meets its own path found a cycle.
+func cycles(parent []int32) (n int, first int32) {
+	const (
+		unseen = iota
+		onPath
+		settled
+	)
+	state := make([]uint8, len(parent))
+	first = -1
+	var path []int32
+	for i := range parent {
+		path = path[:0]
+		x := int32(i)
+		for x >= 0 && state[x] == unseen {
+			state[x] = onPath
+			path = append(path, x)
+			x = parent[x]
+		}
+		if x >= 0 && state[x] == onPath {
+			for j := len(path) - 1; j >= 0; j-- {
+				n++
+				if first < 0 || path[j] < first {
+					first = path[j]
+				}
+				if path[j] == x {
+					break
+				}
+			}
+		}
+		for _, y := range path {
+			state[y] = settled
+		}
+	}
+	return n, first
+}
+
+// MergeWarnings combines warning lists, adding counts of equal kinds and
+// keeping the first example.
+func MergeWarnings(lists ...[]Warning) []Warning {
+	out := []Warning{}
+	for _, l := range lists {
+		for _, x := range l {
+			found := false
+			for i := range out {
+				if out[i].Kind == x.Kind {
+					out[i].Count += x.Count
+					found = true
+					break
+				}
+			}
+			if !found {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// String renders a one-line summary.
+func (s Stats) String() string {
+	return fmt.Sprintf("%d traces, %d spans, %d services, %d error spans", s.Traces, s.Spans, s.Services, s.ErrorSpans)
+}
+
+// compareIDs orders spans by trace id, then span id.
+func compareIDs(t1 *TraceID, s1 *SpanID, t2 *TraceID, s2 *SpanID) int {
+	if c := bytes.Compare(t1[:], t2[:]); c != 0 {
+		return c
+	}
+	return bytes.Compare(s1[:], s2[:])
+}
+
+// InputStats is one input's Stats with where it came from.
+type InputStats struct {
+	Name        string `json:"name"`
+	Format      Format `json:"format"`
+	Compression string `json:"compression,omitempty"`
+	Bytes       int64  `json:"bytes"`
+	Stats
+}
+
+// Summary is the per-input and total view of a Set.
+type Summary struct {
+	Schema  string       `json:"schema"`
+	Inputs  []InputStats `json:"inputs"`
+	Total   Stats        `json:"total"`
+	Skipped []Skip       `json:"skipped"`
+}
+
+// SummarySchema versions the JSON form of Summary.
+const SummarySchema = "retryaudit.ingest/v1"
+
+// Summary summarises every input of the set and the whole, with decoding
+// warnings merged into the structural ones. A trace spread over several
+// inputs is whole only in the total, so per-input "missing parent" warnings
+// can disappear there.
+func (s *Set) Summary(skew time.Duration) Summary {
+	sum := Summary{Schema: SummarySchema, Inputs: []InputStats{}, Skipped: append([]Skip{}, s.Skipped...)}
+	var decodeWarnings [][]Warning
+	for _, in := range s.Inputs {
+		st := Summarize(s.Spans[in.First:in.First+in.Count], skew)
+		st.Warnings = MergeWarnings(in.Warnings, st.Warnings)
+		decodeWarnings = append(decodeWarnings, in.Warnings)
+		sum.Inputs = append(sum.Inputs, InputStats{Name: in.Name, Format: in.Format, Compression: in.Compression, Bytes: in.Bytes, Stats: st})
+	}
+	sum.Total = Summarize(s.Spans, skew)
+	sum.Total.Warnings = MergeWarnings(append(decodeWarnings, sum.Total.Warnings)...)
+	return sum
+}

@@ -1,0 +1,81 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+// IngestTable renders an ingest summary: one row per input and a total,
+// then the warnings of each input.
+func IngestTable(w io.Writer, sum ingest.Summary) error {
+	t := newTable(w, []string{"input", "format", "traces", "spans", "services", "errors", "window"},
+		tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft)
+	row := func(name, format string, st ingest.Stats) error {
+		return t.Append([]string{name, format, strconv.Itoa(st.Traces), strconv.Itoa(st.Spans),
+			strconv.Itoa(st.Services), strconv.Itoa(st.ErrorSpans), window(st)})
+	}
+	for _, in := range sum.Inputs {
+		format := string(in.Format)
+		if in.Compression != "" {
+			format += "+" + in.Compression
+		}
+		if err := row(in.Name, format, in.Stats); err != nil {
+			return err
+		}
+	}
+	if len(sum.Inputs) > 1 {
+		if err := row("total", "", sum.Total); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	return ingestWarnings(w, sum)
+}
+
+func ingestWarnings(w io.Writer, sum ingest.Summary) error {
+	header := false
+	show := func(name string, list []ingest.Warning) error {
+		for _, x := range list {
+			if !header {
+				if _, err := fmt.Fprintln(w, "\nwarnings:"); err != nil {
+					return err
+				}
+				header = true
+			}
+			if _, err := fmt.Fprintf(w, "  %s: %s\n", name, x); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, sk := range sum.Skipped {
+		if err := show(sk.Name, []ingest.Warning{{Kind: "skipped", Count: 1, Example: sk.Reason}}); err != nil {
+			return err
+		}
+	}
+	if len(sum.Inputs) == 1 {
+		return show(sum.Inputs[0].Name, sum.Total.Warnings)
+	}
+	for _, in := range sum.Inputs {
+		if err := show(in.Name, in.Warnings); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// window renders the time span covered as "start +duration".
+func window(st ingest.Stats) string {
+	if st.Spans == 0 {
+		return ""
+	}
+	return st.Start.Format(time.RFC3339) + " +" + st.End.Sub(st.Start).Round(time.Millisecond).String()
+}
