@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -22,10 +21,49 @@ type attrs struct {
 	httpStatus, grpcStatus                   int
 	resend, prevAttempts, retryCount         int
 	transparent, idemKey, errorTag, truncate bool
+
+	buf []byte // scratch space kept across spans
 }
 
 func (a *attrs) reset() {
-	*a = attrs{httpStatus: 0, grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent}
+	*a = attrs{grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent, buf: a.buf}
+}
+
+// splitURL returns the host[:port] and path of an absolute or
+// scheme-relative URL without allocating (net/url.Parse costs more than the
+// rest of a span's normalisation).
+func splitURL(raw string) (host, path string) {
+	if raw == "" {
+		return "", ""
+	}
+	rest := raw
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	} else if strings.HasPrefix(rest, "//") {
+		rest = rest[2:]
+	} else {
+		host = ""
+		if i := strings.IndexAny(rest, "?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		return "", rest
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		return stripUserinfo(rest), ""
+	}
+	host, rest = stripUserinfo(rest[:end]), rest[end:]
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return host, rest
+}
+
+func stripUserinfo(h string) string {
+	if i := strings.LastIndexByte(h, '@'); i >= 0 {
+		return h[i+1:]
+	}
+	return h
 }
 
 // str records a string-typed value. Numeric keys parse it, since Jaeger and
@@ -222,12 +260,13 @@ func (a *attrs) finish(set *Set, sp *Span) {
 	if rawURL == "" {
 		rawURL = a.httpURL
 	}
-	var u *url.URL
-	if rawURL != "" {
-		u, _ = url.Parse(rawURL)
-	}
+	urlHost, urlPath := splitURL(rawURL)
 	if sp.Kind == KindClient || sp.Kind == KindProducer || a.peerService != "" {
-		sp.Peer = a.intern(set, a.peer(u))
+		a.buf = a.peer(a.buf[:0], urlHost)
+		if len(a.buf) > MaxValueBytes {
+			a.truncate = true
+		}
+		sp.Peer = set.internBytes(a.buf)
 	}
 	switch {
 	case a.method != "":
@@ -244,14 +283,15 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		sp.Route = a.intern(set, a.rpcService+"/"+a.rpcMethod)
 	default:
 		p := a.urlPath
-		if p == "" && u != nil {
-			p = u.Path
+		if p == "" {
+			p = urlPath
 		}
 		if p == "" && a.httpTarget != "" {
 			p, _, _ = strings.Cut(a.httpTarget, "?")
 		}
 		if p != "" {
-			sp.Route = a.intern(set, TemplatePath(p))
+			a.buf = appendTemplatePath(a.buf[:0], p)
+			sp.Route = set.internBytes(a.buf)
 		}
 	}
 	switch {
@@ -269,17 +309,19 @@ func (a *attrs) finish(set *Set, sp *Span) {
 	}
 }
 
-// peer resolves the remote identity of a client span in the documented order.
-func (a *attrs) peer(u *url.URL) string {
-	withPort := func(host, port string) string {
-		if port == "" || port == "0" {
-			return host
+// peer appends the remote identity of a client span, resolved in the
+// documented order, to dst.
+func (a *attrs) peer(dst []byte, urlHost string) []byte {
+	withPort := func(host, port string) []byte {
+		dst = append(dst, host...)
+		if port != "" && port != "0" {
+			dst = append(append(dst, ':'), port...)
 		}
-		return host + ":" + port
+		return dst
 	}
 	switch {
 	case a.peerService != "":
-		return a.peerService
+		return append(dst, a.peerService...)
 	case a.serverAddress != "":
 		return withPort(a.serverAddress, a.serverPort)
 	case a.dbSystem != "":
@@ -287,20 +329,21 @@ func (a *attrs) peer(u *url.URL) string {
 		if ns == "" {
 			ns = a.dbName
 		}
-		if ns == "" {
-			return a.dbSystem
+		dst = append(dst, a.dbSystem...)
+		if ns != "" {
+			dst = append(append(dst, '/'), ns...)
 		}
-		return a.dbSystem + "/" + ns
+		return dst
 	case a.netPeerName != "":
 		return withPort(a.netPeerName, a.netPeerPort)
-	case u != nil && u.Host != "":
-		return u.Host
+	case urlHost != "":
+		return append(dst, urlHost...)
 	case a.httpHost != "":
-		return a.httpHost
+		return append(dst, a.httpHost...)
 	case a.msgDest != "":
-		return a.msgSystem + "/" + a.msgDest
+		return append(append(append(dst, a.msgSystem...), '/'), a.msgDest...)
 	}
-	return ""
+	return dst
 }
 
 func (a *attrs) intern(set *Set, v string) Sym {
@@ -365,16 +408,23 @@ func grpcCode(v string) (int, bool) {
 // UUIDs, long hex or mixed digit/letter tokens) with {id}, so that
 // /orders/42/items becomes /orders/{id}/items.
 func TemplatePath(p string) string {
-	if !strings.ContainsAny(p, "0123456789") {
-		return p
-	}
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		if looksLikeID(s) {
-			segs[i] = "{id}"
+	return string(appendTemplatePath(nil, p))
+}
+
+func appendTemplatePath(dst []byte, p string) []byte {
+	for {
+		seg, rest, more := strings.Cut(p, "/")
+		if looksLikeID(seg) {
+			dst = append(dst, "{id}"...)
+		} else {
+			dst = append(dst, seg...)
 		}
+		if !more {
+			return dst
+		}
+		dst = append(dst, '/')
+		p = rest
 	}
-	return strings.Join(segs, "/")
 }
 
 func looksLikeID(s string) bool {

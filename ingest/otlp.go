@@ -36,71 +36,102 @@ func decodeOTLPProto(s *source, set *Set, w *warnings) error {
 // decodeOTLPProtoStream decodes the collector file exporter's protobuf
 // layout: each message preceded by its length as a 4-byte big-endian integer.
 func decodeOTLPProtoStream(s *source, set *Set, w *warnings) error {
-	var u ptrace.ProtoUnmarshaler
-	var hdr [4]byte
-	for {
-		if err := s.ctx.Err(); err != nil {
-			return err
+	return pipeline(s, set, w, func(emit func(ptrace.Traces) error, _ *warnings) error {
+		var u ptrace.ProtoUnmarshaler
+		var hdr [4]byte
+		for {
+			off := s.offset()
+			n, err := io.ReadFull(s.r, hdr[:])
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return s.errAt(off+int64(n), fmt.Errorf("truncated length prefix (%d of 4 bytes)", n))
+			}
+			size := binary.BigEndian.Uint32(hdr[:])
+			if size == 0 {
+				return s.errAt(off, errors.New("zero-length message in length-prefixed OTLP stream"))
+			}
+			b, err := s.readN(int64(size))
+			if err != nil {
+				return err
+			}
+			td, err := u.UnmarshalTraces(b)
+			if err != nil {
+				return s.errAt(off+4, fmt.Errorf("OTLP protobuf message of %d bytes: %w", size, err))
+			}
+			if err := emit(td); err != nil {
+				return err
+			}
 		}
-		off := s.offset()
-		n, err := io.ReadFull(s.r, hdr[:])
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return s.errAt(off+int64(n), fmt.Errorf("truncated length prefix (%d of 4 bytes)", n))
-		}
-		size := binary.BigEndian.Uint32(hdr[:])
-		if size == 0 {
-			return s.errAt(off, errors.New("zero-length message in length-prefixed OTLP stream"))
-		}
-		b, err := s.readN(int64(size))
-		if err != nil {
-			return err
-		}
-		td, err := u.UnmarshalTraces(b)
-		if err != nil {
-			return s.errAt(off+4, fmt.Errorf("OTLP protobuf message of %d bytes: %w", size, err))
-		}
+	})
+}
+
+// pipeline overlaps reading and unmarshalling (produce, in its own
+// goroutine) with normalising into the Set (here), one request at a time in
+// input order, so a stream decodes on two cores in bounded memory.
+// produce records its warnings in the *warnings it is given; they are merged
+// into w when it ends.
+func pipeline(s *source, set *Set, w *warnings, produce func(emit func(ptrace.Traces) error, pw *warnings) error) error {
+	batches := make(chan ptrace.Traces, 2)
+	done := make(chan struct{})
+	var perr error
+	var pw warnings
+	go func() {
+		defer close(batches)
+		perr = produce(func(td ptrace.Traces) error {
+			select {
+			case batches <- td:
+				return s.ctx.Err()
+			case <-done:
+				return errors.New("stopped")
+			}
+		}, &pw)
+	}()
+	for td := range batches {
 		addTraces(set, td, w)
 	}
+	close(done)
+	for _, x := range pw.list {
+		w.list = MergeWarnings(w.list, []Warning{x})
+	}
+	return perr
 }
 
 // decodeOTLPJSONStream decodes OTLP JSON: one document, JSON Lines (one
 // request per line), or Jaeger api_v3 responses ({"result": <OTLP JSON>},
 // one or several).
 func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
-	if f == FormatOTLPJSON {
-		b, err := s.readAll()
-		if err != nil {
-			return err
-		}
-		return decodeOTLPJSONDoc(b, set, w, func(off int64, err error) error { return s.errAt(off, err) })
-	}
-	// Lines, or a single pretty-printed api_v3 document.
+	whole := f == FormatOTLPJSON
 	if f == FormatJaegerAPIv3 {
+		// api_v3 responses come one per line, or as one pretty-printed document.
 		head, _ := s.r.Peek(sniffBytes)
-		if !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n")) {
+		whole = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
+	}
+	return pipeline(s, set, w, func(emit func(ptrace.Traces) error, pw *warnings) error {
+		doc := func(b []byte, fail func(int64, error) error) error {
+			if f == FormatJaegerAPIv3 {
+				return decodeAPIv3Doc(b, emit, pw, fail)
+			}
+			return decodeOTLPJSONDoc(b, emit, fail)
+		}
+		if whole {
 			b, err := s.readAll()
 			if err != nil {
 				return err
 			}
-			return decodeAPIv3Doc(b, set, w, func(off int64, err error) error { return s.errAt(off, err) })
+			return doc(b, func(off int64, err error) error { return s.errAt(off, err) })
 		}
-	}
-	return s.lines(func(line []byte, n int, _ int64) error {
-		fail := func(off int64, err error) error {
-			return fmt.Errorf("ingest %s: line %d: column %d: %w", s.name, n, off+1, err)
-		}
-		if f == FormatJaegerAPIv3 {
-			return decodeAPIv3Doc(line, set, w, fail)
-		}
-		return decodeOTLPJSONDoc(line, set, w, fail)
+		return s.lines(func(line []byte, n int, _ int64) error {
+			return doc(line, func(off int64, err error) error {
+				return fmt.Errorf("ingest %s: line %d: column %d: %w", s.name, n, off+1, err)
+			})
+		})
 	})
 }
 
 // decodeAPIv3Doc unwraps one Jaeger api_v3 response.
-func decodeAPIv3Doc(b []byte, set *Set, w *warnings, fail func(int64, error) error) error {
+func decodeAPIv3Doc(b []byte, emit func(ptrace.Traces) error, w *warnings, fail func(int64, error) error) error {
 	var doc struct {
 		Result json.RawMessage `json:"result"`
 		Error  *struct {
@@ -118,19 +149,20 @@ func decodeAPIv3Doc(b []byte, set *Set, w *warnings, fail func(int64, error) err
 		w.add("empty api_v3 result", "a response with no result")
 		return nil
 	}
-	return decodeOTLPJSONDoc(doc.Result, set, w, fail)
+	// Positions inside the result are reported from the start of b.
+	base := int64(bytes.Index(b, doc.Result))
+	return decodeOTLPJSONDoc(doc.Result, emit, func(off int64, err error) error { return fail(base+off, err) })
 }
 
 // decodeOTLPJSONDoc decodes one OTLP JSON request with pdata. Dialects pdata
 // rejects or silently drops (base64 ids as protobuf-canonical JSON writes
 // them, lowercase enum names, the deprecated instrumentationLibrarySpans)
 // are normalised and decoded again.
-func decodeOTLPJSONDoc(b []byte, set *Set, w *warnings, fail func(int64, error) error) error {
+func decodeOTLPJSONDoc(b []byte, emit func(ptrace.Traces) error, fail func(int64, error) error) error {
 	var u ptrace.JSONUnmarshaler
 	td, err := u.UnmarshalTraces(b)
 	if err == nil && (td.SpanCount() > 0 || !bytes.Contains(b, []byte("nstrumentationLibrary"))) {
-		addTraces(set, td, w)
-		return nil
+		return emit(td)
 	}
 	fixed, nerr := normaliseOTLPJSON(b)
 	if nerr != nil {
@@ -143,8 +175,7 @@ func decodeOTLPJSONDoc(b []byte, set *Set, w *warnings, fail func(int64, error) 
 		}
 		return fail(jsoniterOffset(err), fmt.Errorf("OTLP JSON: %s", jsoniterMessage(err)))
 	}
-	addTraces(set, td, w)
-	return nil
+	return emit(td)
 }
 
 var jsoniterPos = regexp.MustCompile(`error found in #(\d+) byte`)
@@ -358,7 +389,7 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 		s.NumLinks = uint16(n)
 	}
 	checkSpan(&s, w)
-	set.Spans = append(set.Spans, s)
+	set.add(&s)
 }
 
 // checkSpan records per-span problems every decoder shares.

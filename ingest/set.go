@@ -55,7 +55,18 @@ func (s *Set) internBytes(b []byte) Sym {
 	return s.Intern(string(b))
 }
 
-// Links returns the links of sp.
+// add appends sp, doubling capacity when full: append's 1.25x growth for
+// large slices copies a million-span Set four times over.
+func (s *Set) add(sp *Span) {
+	if len(s.Spans) == cap(s.Spans) {
+		grown := make([]Span, len(s.Spans), max(1024, 2*cap(s.Spans)))
+		copy(grown, s.Spans)
+		s.Spans = grown
+	}
+	s.Spans = append(s.Spans, *sp)
+}
+
+// SpanLinks returns the links of sp.
 func (s *Set) SpanLinks(sp *Span) []Link {
 	return s.Links[sp.FirstLink : sp.FirstLink+uint32(sp.NumLinks)]
 }

@@ -1,0 +1,124 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retryaudit/retryaudit/samples/synth"
+)
+
+// benchSizes are the sizes the README promises figures for.
+var benchSizes = []int{100_000, 1_000_000}
+
+// BenchmarkOTLP measures ingest of OTLP protobuf (file exporter layout) and
+// OTLP JSON lines against pdata alone unmarshalling the same bytes. Both run
+// inside each iteration, interleaved, so the reported ratio
+// (ingest-ns / pdata-ns) is robust to machine noise.
+func BenchmarkOTLP(b *testing.B) {
+	for _, n := range benchSizes {
+		reqs := synth.Requests(n, 1)
+		var proto, jsonl bytes.Buffer
+		if err := synth.WriteProtoStream(&proto, reqs); err != nil {
+			b.Fatal(err)
+		}
+		if err := synth.WriteJSONLines(&jsonl, reqs); err != nil {
+			b.Fatal(err)
+		}
+		reqs = nil
+		b.Run(fmt.Sprintf("proto/%dk", n/1000), func(b *testing.B) {
+			benchRatio(b, n, proto.Bytes(), pdataProtoStream)
+		})
+		b.Run(fmt.Sprintf("jsonl/%dk", n/1000), func(b *testing.B) {
+			benchRatio(b, n, jsonl.Bytes(), pdataJSONLines)
+		})
+	}
+}
+
+func benchRatio(b *testing.B, n int, data []byte, pdataOnly func([]byte) int) {
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	var tPdata, tIngest time.Duration
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if got := pdataOnly(data); got != n {
+			b.Fatalf("pdata decoded %d spans, want %d", got, n)
+		}
+		t1 := time.Now()
+		set := NewSet()
+		if err := Decode(context.Background(), set, "bench", bytes.NewReader(data), Options{}); err != nil {
+			b.Fatal(err)
+		}
+		if len(set.Spans) != n {
+			b.Fatalf("ingest decoded %d spans, want %d", len(set.Spans), n)
+		}
+		tPdata += t1.Sub(t0)
+		tIngest += time.Since(t1)
+	}
+	b.ReportMetric(float64(tIngest)/float64(tPdata), "ingest/pdata")
+	b.ReportMetric(float64(n)*float64(b.N)/tIngest.Seconds(), "spans/s")
+}
+
+// pdataProtoStream is the floor: pdata unmarshalling each length-prefixed
+// message and nothing else.
+func pdataProtoStream(data []byte) int {
+	var u ptrace.ProtoUnmarshaler
+	n := 0
+	for len(data) >= 4 {
+		size := binary.BigEndian.Uint32(data)
+		td, err := u.UnmarshalTraces(data[4 : 4+size])
+		if err != nil {
+			panic(err)
+		}
+		n += td.SpanCount()
+		data = data[4+size:]
+	}
+	return n
+}
+
+func pdataJSONLines(data []byte) int {
+	var u ptrace.JSONUnmarshaler
+	n := 0
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		if len(line) == 0 {
+			continue
+		}
+		td, err := u.UnmarshalTraces(line)
+		if err != nil {
+			panic(err)
+		}
+		n += td.SpanCount()
+	}
+	return n
+}
+
+// BenchmarkSetMemory reports the live heap a decoded Set of a million spans
+// holds (after a GC), the figure behind the README's memory claim; peak RSS
+// of the whole command is measured by `make bench` with /usr/bin/time.
+func BenchmarkSetMemory(b *testing.B) {
+	const n = 1_000_000
+	var proto bytes.Buffer
+	if err := synth.WriteProtoStream(&proto, synth.Requests(n, 2)); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		set := NewSet()
+		if err := Decode(context.Background(), set, "bench", bytes.NewReader(proto.Bytes()), Options{}); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "live-MB")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/span")
+		runtime.KeepAlive(set)
+	}
+}
