@@ -16,7 +16,7 @@ build:
 
 ## demo: run retryaudit on the committed samples
 demo: build
-	./$(BIN) ingest samples/
+	./$(BIN) ingest samples/*/traces.*
 
 ## test: gofmt check, go vet, all tests, then a short pass of every fuzz target
 test: lint

@@ -141,6 +141,7 @@ func (p *progressReader) Read(b []byte) (int, error) {
 // an Input record. name is used in errors and in the Input.
 func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Options) error {
 	in := Input{Name: name, First: len(set.Spans)}
+	firstLink := len(set.Links)
 	src := &source{name: name, maxDoc: opts.maxDoc(), ctx: ctx}
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4)
@@ -164,6 +165,9 @@ func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Option
 	}
 	src.cr = &countingReader{r: br}
 	src.r = bufio.NewReaderSize(src.cr, 64<<10)
+	if bom, _ := src.r.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
+		src.r.Discard(3)
+	}
 
 	format, err := sniff(src)
 	if err != nil {
@@ -184,8 +188,11 @@ func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Option
 		err = decodeJaegerProto(src, set, &w)
 	}
 	if err != nil {
-		set.Spans = set.Spans[:in.First]
+		set.Spans, set.Links = set.Spans[:in.First], set.Links[:firstLink]
 		return err
+	}
+	if format == FormatOTLPJSONLines && src.docs == 1 {
+		in.Format = FormatOTLPJSON // one request on one line: a plain document
 	}
 	in.Count = len(set.Spans) - in.First
 	in.Bytes = src.cr.n
@@ -219,6 +226,7 @@ type source struct {
 	r      *bufio.Reader
 	cr     *countingReader
 	maxDoc int64
+	docs   int // documents (lines, messages) decoded so far
 }
 
 // offset is the byte offset (after decompression) of the next unread byte.
@@ -283,6 +291,7 @@ func (s *source) lines(fn func(line []byte, n int, off int64) error) error {
 			}
 			if err == io.EOF {
 				if len(bytes.TrimSpace(buf)) > 0 {
+					s.docs++
 					if ferr := fn(buf, n, off); ferr != nil {
 						return ferr
 					}
@@ -297,6 +306,7 @@ func (s *source) lines(fn func(line []byte, n int, off int64) error) error {
 		if len(bytes.TrimSpace(buf)) == 0 {
 			continue
 		}
+		s.docs++
 		if err := fn(buf, n, off); err != nil {
 			return err
 		}

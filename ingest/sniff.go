@@ -28,22 +28,24 @@ func sniff(s *source) (Format, error) {
 	if len(head) == 0 {
 		return "", s.errAt(0, errors.New("empty input"))
 	}
-	trimmed := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	trimmed := bytes.TrimLeft(head, " \t\r\n")
 	if len(trimmed) == 0 {
 		return "", s.errAt(int64(len(head)), errors.New("input holds only white space"))
 	}
-	switch trimmed[0] {
-	case '{', '[':
+	// 0x0a is both a newline and the tag of protobuf field 1: JSON wins only
+	// when an object with a key (or an array) really follows.
+	if t := trimmed[0]; (t == '{' || t == '[') && (head[0] != 0x0a || t == '[' || len(topLevelKeys(trimmed)) > 0) {
 		return sniffJSON(s, trimmed)
-	case 0x0a:
+	}
+	switch {
+	case head[0] == 0x0a:
 		if looksLikeJaegerBatch(head) {
 			return FormatJaegerProto, nil
 		}
 		return FormatOTLPProto, nil
-	case 0x00:
-		if len(head) >= 5 && head[4] == 0x0a && binary.BigEndian.Uint32(head) > 0 {
-			return FormatOTLPProtoStream, nil
-		}
+	case len(head) >= 5 && head[4] == 0x0a && binary.BigEndian.Uint32(head) > 0:
+		// A length prefix, then a message starting with field 1.
+		return FormatOTLPProtoStream, nil
 	}
 	return "", s.errAt(0, fmt.Errorf("%w: content starts % x; expected OTLP protobuf or JSON, or Jaeger JSON or protobuf (gzip and zstd are decompressed)", ErrUnrecognised, head[:min(len(head), 8)]))
 }

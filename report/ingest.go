@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/olekukonko/tablewriter/tw"
@@ -56,20 +57,41 @@ func ingestWarnings(w io.Writer, sum ingest.Summary) error {
 		}
 		return nil
 	}
-	for _, sk := range sum.Skipped {
-		if err := show(sk.Name, []ingest.Warning{{Kind: "skipped", Count: 1, Example: sk.Reason}}); err != nil {
+	if n := len(sum.Skipped); n > 0 {
+		names := make([]string, 0, min(n, 5))
+		for _, sk := range sum.Skipped[:min(n, 5)] {
+			names = append(names, sk.Name)
+		}
+		more := ""
+		if n > 5 {
+			more = fmt.Sprintf(" and %d more", n-5)
+		}
+		if _, err := fmt.Fprintf(w, "\nskipped %d files that hold no trace format: %s%s (--format json gives each reason)\n",
+			n, strings.Join(names, ", "), more); err != nil {
 			return err
 		}
 	}
 	if len(sum.Inputs) == 1 {
 		return show(sum.Inputs[0].Name, sum.Total.Warnings)
 	}
+	seen := map[string]bool{}
 	for _, in := range sum.Inputs {
 		if err := show(in.Name, in.Warnings); err != nil {
 			return err
 		}
+		for _, x := range in.Warnings {
+			seen[x.Kind] = true
+		}
 	}
-	return nil
+	// What only shows when inputs are read together, such as the same
+	// spans exported in two files.
+	var across []ingest.Warning
+	for _, x := range sum.Total.Warnings {
+		if !seen[x.Kind] {
+			across = append(across, x)
+		}
+	}
+	return show("across inputs", across)
 }
 
 // window renders the time span covered as "start +duration".

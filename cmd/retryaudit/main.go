@@ -3,8 +3,18 @@
 // alternative retry policies.
 package main
 
-import "os"
+import (
+	"os"
+	"runtime/debug"
+)
 
 func main() {
+	// Ingest builds one large, pointer-free span table while decoders make
+	// short-lived garbage: a GC target of 50% keeps the peak resident size
+	// of a million spans near 230 MB instead of 330 MB at no measured cost
+	// in time (README, "Performance"). GOGC set by the user wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/retryaudit/retryaudit/samples/synth"
+)
+
+// BenchmarkIngestPeakRSS builds the real binary, runs `retryaudit ingest`
+// on a million synthetic spans in each streamed format, and reports its peak
+// resident set size: the README's memory figure. The size is read by
+// /usr/bin/time (Debian package "time"): Linux carries a process's RSS high
+// water mark across fork and exec, so the rusage of a child started from
+// this (large) benchmark process would report the parent's memory.
+func BenchmarkIngestPeakRSS(b *testing.B) {
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		b.Skip("needs /usr/bin/time (apt-get install time)")
+	}
+	dir := b.TempDir()
+	exe := filepath.Join(dir, "retryaudit")
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	const n = 1_000_000
+	reqs := synth.Requests(n, 3)
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer, []ptrace.Traces) error
+	}{
+		{"otlp-proto-stream", synth.WriteProtoStream},
+		{"otlp-jsonl", synth.WriteJSONLines},
+	} {
+		path := filepath.Join(dir, f.name)
+		file, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := bufio.NewWriter(file)
+		if err := f.write(w, reqs); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		file.Close()
+		b.Run(f.name+"/1M", func(b *testing.B) {
+			var peakKB int64
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command("/usr/bin/time", "-f", "maxrss=%M", exe, "ingest", "--format", "json", path)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				if err := cmd.Run(); err != nil {
+					b.Fatalf("%v\n%s", err, stderr.Bytes())
+				}
+				m := regexp.MustCompile(`maxrss=(\d+)`).FindSubmatch(stderr.Bytes())
+				if m == nil {
+					b.Fatalf("no maxrss in %q", stderr.Bytes())
+				}
+				kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+				peakKB = max(peakKB, kb)
+			}
+			b.ReportMetric(float64(peakKB)/1024, "peak-RSS-MB")
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
+		})
+	}
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run this binary's run() as the command
+// "retryaudit" inside scripts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"retryaudit": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the end-to-end scripts in testdata/script. $SAMPLES and
+// $REALTRACES point at the committed samples and the shared reference
+// traces (scripts that need the latter skip without it).
+func TestScripts(t *testing.T) {
+	samples, _ := filepath.Abs(filepath.Join("..", "..", "samples"))
+	real, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "realtraces"))
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("SAMPLES", samples)
+			env.Setenv("REALTRACES", real)
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "realtraces" {
+				_, err := os.Stat(real)
+				return err == nil, nil
+			}
+			return false, nil
+		},
+		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") != "",
+	})
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/avast/retry-go/v4"
+	"github.com/cenkalti/backoff/v5"
+	"github.com/hashicorp/go-retryablehttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// request is one logical call along an edge; every attempt resends it.
+type request struct {
+	method, url string
+	body        []byte
+	header      http.Header
+}
+
+// result is the response of the last attempt of a call.
+type result struct {
+	status int
+	body   []byte
+}
+
+// statusError is an attempt that got an HTTP error status.
+type statusError struct{ res result }
+
+func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d", e.res.status) }
+
+// retryableStatus is the one retry predicate every caller uses: 408, 429 and
+// the transient 5xx are retried; every other 4xx is permanent.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// retryable reports whether a failed attempt should be retried: not once the
+// caller's own context is done, then by status, and always after a transport
+// error (which includes a per-try timeout).
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return retryableStatus(se.res.status)
+	}
+	return true
+}
+
+// caller sends calls along one edge through its retry library. Its
+// http.Client's transport is otelhttp over captureTransport, so each attempt
+// is a CLIENT span under the calling SERVER span.
+type caller struct {
+	edge   Edge
+	method string
+	base   string // callee base URL
+	client *http.Client
+	rc     *retryablehttp.Client // only for libRetryablehttp
+	send   func(context.Context, request) (result, error)
+	stats  *edgeStats
+}
+
+func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
+	p := e.Policy
+	c := &caller{
+		edge:   e,
+		base:   base,
+		client: &http.Client{Transport: transport, Timeout: p.PerTryTimeout},
+		stats:  &edgeStats{statuses: map[int]bool{}, from: map[string]bool{}},
+	}
+	c.method, _, _ = strings.Cut(e.Route, " ")
+	switch p.Library {
+	case libBackoff:
+		c.send = c.sendBackoff
+	case libRetryGo:
+		c.send = c.sendRetryGo
+	case libRetryablehttp:
+		c.rc = &retryablehttp.Client{
+			HTTPClient:   c.client,
+			RetryWaitMin: p.Backoff.Base,
+			RetryWaitMax: p.Backoff.Cap,
+			RetryMax:     p.MaxAttempts - 1,
+			CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+				if ctx.Err() != nil {
+					return false, ctx.Err()
+				}
+				return err != nil || retryableStatus(resp.StatusCode), nil
+			},
+			Backoff:      retryablehttp.DefaultBackoff,
+			ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		}
+		c.send = c.sendRetryablehttp
+	default:
+		c.send = c.attempt
+	}
+	return c
+}
+
+// call makes one logical call to path. An HTTP error status after the last
+// attempt comes back as a result; err is only a transport failure.
+func (c *caller) call(ctx context.Context, path string, body []byte) (result, error) {
+	r := request{method: c.method, url: c.base + path, body: body, header: http.Header{}}
+	if body != nil {
+		r.header.Set("Content-Type", "application/json")
+	}
+	if c.edge.Policy.IdempotencyKey {
+		r.header.Set("Idempotency-Key", rand.Text())
+	}
+	log := &attemptLog{}
+	res, err := c.send(context.WithValue(ctx, attemptLogKey{}, log), r)
+	c.stats.record(ctx, c.edge.Policy, log)
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.res, nil
+	}
+	return res, err
+}
+
+// attempt sends r once.
+func (c *caller) attempt(ctx context.Context, r request) (result, error) {
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	if err != nil {
+		return result{}, err
+	}
+	req.Header = r.header.Clone()
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return result{}, err
+	}
+	return readResult(resp)
+}
+
+func readResult(resp *http.Response) (result, error) {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return result{}, err
+	}
+	res := result{status: resp.StatusCode, body: b}
+	if res.status >= 400 {
+		return res, &statusError{res}
+	}
+	return res, nil
+}
+
+func (c *caller) sendBackoff(ctx context.Context, r request) (result, error) {
+	p := c.edge.Policy
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     p.Backoff.Base,
+		RandomizationFactor: p.Backoff.JitterFraction,
+		Multiplier:          p.Backoff.Multiplier,
+		MaxInterval:         p.Backoff.Cap,
+	}
+	return backoff.Retry(ctx, func() (result, error) {
+		res, err := c.attempt(ctx, r)
+		if err != nil && !retryable(ctx, err) {
+			return res, backoff.Permanent(err)
+		}
+		return res, err
+	}, backoff.WithBackOff(b), backoff.WithMaxTries(uint(p.MaxAttempts)))
+}
+
+func (c *caller) sendRetryGo(ctx context.Context, r request) (result, error) {
+	p := c.edge.Policy
+	return retry.DoWithData(func() (result, error) { return c.attempt(ctx, r) },
+		retry.Context(ctx),
+		retry.Attempts(uint(p.MaxAttempts)),
+		retry.Delay(p.Backoff.Base),
+		retry.DelayType(retry.FixedDelay),
+		retry.RetryIf(func(err error) bool { return retryable(ctx, err) }),
+		retry.LastErrorOnly(true))
+}
+
+func (c *caller) sendRetryablehttp(ctx context.Context, r request) (result, error) {
+	var body any // a typed nil []byte would make retryablehttp send an empty chunked body
+	if r.body != nil {
+		body = r.body
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, r.method, r.url, body)
+	if err != nil {
+		return result{}, err
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
+	resp, err := c.rc.Do(req)
+	if err != nil {
+		return result{}, err
+	}
+	return readResult(resp)
+}
+
+// attemptLog collects the outcome of each attempt of one call, as seen by
+// captureTransport.
+type attemptLog struct {
+	mu       sync.Mutex
+	statuses []int // HTTP status per attempt, 0 for a transport error
+}
+
+type attemptLogKey struct{}
+
+// captureTransport sits under otelhttp's transport, so the request context
+// holds the attempt's CLIENT span. It records the captured headers on that
+// span as OpenTelemetry's http.request.header.* / http.response.header.*
+// string slices, and logs the attempt's outcome for the ground truth.
+type captureTransport struct{ base http.RoundTripper }
+
+func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	span := trace.SpanFromContext(req.Context())
+	if keys := req.Header.Values("Idempotency-Key"); len(keys) > 0 {
+		span.SetAttributes(attribute.StringSlice("http.request.header.idempotency-key", keys))
+	}
+	resp, err := t.base.RoundTrip(req)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+		if ra := resp.Header.Values("Retry-After"); len(ra) > 0 {
+			span.SetAttributes(attribute.StringSlice("http.response.header.retry-after", ra))
+		}
+	}
+	if log, ok := req.Context().Value(attemptLogKey{}).(*attemptLog); ok {
+		log.mu.Lock()
+		log.statuses = append(log.statuses, status)
+		log.mu.Unlock()
+	}
+	return resp, err
+}
+
+// edgeStats is what actually happened on an edge, for truth.json.
+type edgeStats struct {
+	mu        sync.Mutex
+	calls     int
+	exhausted int             // calls that gave up after MaxAttempts retryable failures
+	statuses  map[int]bool    // HTTP error statuses the caller received
+	from      map[string]bool // caller routes whose handlers made the calls
+}
+
+func (s *edgeStats) calledFrom(route string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.from[route] = true
+}
+
+func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	for _, st := range log.statuses {
+		if st >= 400 {
+			s.statuses[st] = true
+		}
+	}
+	n := len(log.statuses)
+	if n == p.MaxAttempts && ctx.Err() == nil {
+		if last := log.statuses[n-1]; last == 0 || retryableStatus(last) {
+			s.exhausted++
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Fault is what a faulting endpoint does with one request. The zero Fault
+// answers normally.
+type Fault struct {
+	// Status, when non-zero, is answered instead of the normal response.
+	Status int
+	// RetryAfter, in seconds, is sent as a Retry-After header with Status.
+	RetryAfter int
+	// Delay is spent before answering and ignores cancellation, like a
+	// blocking query that keeps running after its caller gave up.
+	Delay time.Duration
+}
+
+// The faults the scenarios inject.
+var (
+	unavailable = Fault{Status: http.StatusServiceUnavailable}
+	throttled   = Fault{Status: http.StatusTooManyRequests, RetryAfter: 1}
+	badRequest  = Fault{Status: http.StatusBadRequest}
+	slow        = Fault{Delay: 250 * time.Millisecond}
+)
+
+// times returns a script of n copies of f.
+func times(n int, f Fault) []Fault {
+	s := make([]Fault, n)
+	for i := range s {
+		s[i] = f
+	}
+	return s
+}
+
+// target names a faulting endpoint and how its fault key derives from the
+// root request's order id.
+type target struct {
+	service string
+	route   string
+	key     func(order string) string
+}
+
+// The endpoints that inject faults.
+var (
+	dbStock          = target{"db", routeDBStock, skuOf}
+	inventoryStock   = target{"inventory", routeStock, skuOf}
+	inventoryReserve = target{"inventory", routeReserve, orderOf}
+	paymentsCharge   = target{"payments", routeCharge, orderOf}
+)
+
+func skuOf(order string) string   { return "sku-" + order }
+func orderOf(order string) string { return order }
+
+// faultTable hands out scripted faults. Each endpoint and key (a sku or an
+// order id) has a script consumed one request at a time; past its end, or
+// without one, requests succeed. Retries at any layer therefore walk through
+// the script in order, which makes the outcome of every root request
+// deterministic.
+type faultTable struct {
+	mu      sync.Mutex
+	scripts map[string][]Fault
+}
+
+func newFaultTable() *faultTable {
+	return &faultTable{scripts: map[string][]Fault{}}
+}
+
+func faultKey(service, route, key string) string { return service + " " + route + " " + key }
+
+// plan installs script for the root request with the given order id.
+func (ft *faultTable) plan(t target, order string, script []Fault) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.scripts[faultKey(t.service, t.route, t.key(order))] = script
+}
+
+// next pops the fault for one request to service's route with key.
+func (ft *faultTable) next(service, route, key string) Fault {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	k := faultKey(service, route, key)
+	s := ft.scripts[k]
+	if len(s) == 0 {
+		return Fault{}
+	}
+	ft.scripts[k] = s[1:]
+	return s[0]
+}
+
+// apply serves f: it sleeps for f.Delay, then answers f.Status if set and
+// reports whether it answered.
+func (f Fault) apply(w http.ResponseWriter) bool {
+	if f.Delay > 0 {
+		time.Sleep(f.Delay)
+	}
+	if f.Status == 0 {
+		return false
+	}
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+	}
+	http.Error(w, http.StatusText(f.Status), f.Status)
+	return true
+}

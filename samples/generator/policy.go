@@ -1,0 +1,93 @@
+package main
+
+import "time"
+
+// Module paths of the retry libraries the callers use. They double as the
+// "library" values written to truth.json.
+const (
+	libBackoff       = "github.com/cenkalti/backoff/v5"
+	libRetryGo       = "github.com/avast/retry-go/v4"
+	libRetryablehttp = "github.com/hashicorp/go-retryablehttp"
+)
+
+// Backoff describes the wait between attempts in the vocabulary of
+// truth.json: Kind is none, constant or exponential; Jitter is none or
+// proportional (±JitterFraction of the computed wait).
+type Backoff struct {
+	Kind           string
+	Base           time.Duration
+	Multiplier     float64
+	Cap            time.Duration
+	Jitter         string
+	JitterFraction float64
+}
+
+// Policy is how a caller retries calls along one edge. The retry adapters in
+// caller.go configure their library from these fields and truth.go writes the
+// same fields out, so the ground truth cannot drift from what ran.
+type Policy struct {
+	// Library is the module path of the retry library, "" for a single attempt.
+	Library     string
+	MaxAttempts int
+	Backoff     Backoff
+	// PerTryTimeout bounds each attempt (http.Client.Timeout); 0 means none.
+	PerTryTimeout time.Duration
+	// HonoursRetryAfter is true where the library waits for a 429/503
+	// response's Retry-After instead of its own backoff.
+	HonoursRetryAfter bool
+	// IdempotencyKey makes the caller send one Idempotency-Key per logical
+	// call, repeated on every attempt.
+	IdempotencyKey bool
+}
+
+// retries reports whether the policy may send more than one attempt.
+func (p Policy) retries() bool { return p.MaxAttempts > 1 }
+
+// withPerTryTimeout returns p with every attempt bounded by d.
+func (p Policy) withPerTryTimeout(d time.Duration) Policy {
+	p.PerTryTimeout = d
+	return p
+}
+
+// withIdempotencyKey returns p sending an Idempotency-Key header.
+func (p Policy) withIdempotencyKey() Policy {
+	p.IdempotencyKey = true
+	return p
+}
+
+// single is a caller that never retries.
+func single() Policy {
+	return Policy{MaxAttempts: 1, Backoff: Backoff{Kind: "none", Jitter: "none"}}
+}
+
+// backoffExponential retries with cenkalti/backoff's ExponentialBackOff: the
+// n-th wait is base*multiplier^(n-1), capped, then randomised by ±fraction.
+func backoffExponential(attempts int, base time.Duration, multiplier float64, cap time.Duration, fraction float64) Policy {
+	return Policy{
+		Library:     libBackoff,
+		MaxAttempts: attempts,
+		Backoff: Backoff{Kind: "exponential", Base: base, Multiplier: multiplier, Cap: cap,
+			Jitter: "proportional", JitterFraction: fraction},
+	}
+}
+
+// retryGoFixed retries with avast/retry-go's FixedDelay: the same wait every
+// time, no jitter.
+func retryGoFixed(attempts int, delay time.Duration) Policy {
+	return Policy{
+		Library:     libRetryGo,
+		MaxAttempts: attempts,
+		Backoff:     Backoff{Kind: "constant", Base: delay, Jitter: "none"},
+	}
+}
+
+// retryableHTTP retries with hashicorp/go-retryablehttp's DefaultBackoff:
+// min*2^n capped at max without jitter, or the Retry-After of a 429/503.
+func retryableHTTP(attempts int, minWait, maxWait time.Duration) Policy {
+	return Policy{
+		Library:           libRetryablehttp,
+		MaxAttempts:       attempts,
+		Backoff:           Backoff{Kind: "exponential", Base: minWait, Multiplier: 2, Cap: maxWait, Jitter: "none"},
+		HonoursRetryAfter: true,
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// receiver is a minimal OTLP/HTTP trace receiver on 127.0.0.1: it accepts
+// protobuf ExportTraceServiceRequests on /v1/traces and keeps them in arrival
+// order.
+type receiver struct {
+	srv *http.Server
+	url string
+
+	mu       sync.Mutex
+	requests []ptrace.Traces
+}
+
+func startReceiver() (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rc := &receiver{url: "http://" + ln.Addr().String() + "/v1/traces"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", rc.export)
+	rc.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go rc.srv.Serve(ln)
+	return rc, nil
+}
+
+func (rc *receiver) export(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "application/x-protobuf" {
+		http.Error(w, "unsupported content type "+ct, http.StatusUnsupportedMediaType)
+		return
+	}
+	if enc := r.Header.Get("Content-Encoding"); enc != "" {
+		http.Error(w, "unsupported content encoding "+enc, http.StatusUnsupportedMediaType)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	// ExportTraceServiceRequest and TracesData share one wire format.
+	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rc.mu.Lock()
+	rc.requests = append(rc.requests, td)
+	rc.mu.Unlock()
+	// An empty body is an empty ExportTraceServiceResponse: full success.
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.WriteHeader(http.StatusOK)
+}
+
+// stop closes the receiver and returns what it received.
+func (rc *receiver) stop() []ptrace.Traces {
+	rc.srv.Close()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.requests
+}
+
+// writeOTLP writes the requests in the OpenTelemetry Collector file
+// exporter's two layouts: JSON, one request per line, and protobuf, each
+// request preceded by its length as a 4-byte big-endian integer.
+func writeOTLP(jsonlPath, binpbPath string, requests []ptrace.Traces) error {
+	var jm ptrace.JSONMarshaler
+	var pm ptrace.ProtoMarshaler
+	return writeFiles(map[string]func(w io.Writer) error{
+		jsonlPath: func(w io.Writer) error {
+			for _, td := range requests {
+				b, err := jm.MarshalTraces(td)
+				if err != nil {
+					return err
+				}
+				if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		binpbPath: func(w io.Writer) error {
+			for _, td := range requests {
+				b, err := pm.MarshalTraces(td)
+				if err != nil {
+					return err
+				}
+				if err := binary.Write(w, binary.BigEndian, uint32(len(b))); err != nil {
+					return err
+				}
+				if _, err := w.Write(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+}
+
+// writeFiles creates each file and fills it through a buffered writer.
+func writeFiles(files map[string]func(io.Writer) error) error {
+	for path, fill := range files {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		bw := bufio.NewWriter(f)
+		err = fill(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import "time"
+
+// Edge is one caller→callee operation of the mesh with the caller's retry
+// policy for it. Route is the callee's ServeMux pattern ("GET /orders/{id}").
+type Edge struct {
+	Caller, Callee string
+	Route          string
+	Policy         Policy
+}
+
+// Case is a group of root requests that share a fault script.
+type Case struct {
+	Count int
+	// Pay sends POST /checkout/{id}/pay instead of GET /checkout/{id}.
+	Pay bool
+	// Target is where Script is injected; Script nil means no fault.
+	Target target
+	Script []Fault
+}
+
+// Scenario is one run of the mesh.
+type Scenario struct {
+	Name        string
+	Description string
+	// Seed shuffles the root requests (math/rand/v2 PCG).
+	Seed  uint64
+	Edges []Edge
+	Cases []Case
+}
+
+// rootRequests is the number of root requests the scenario sends.
+func (s Scenario) rootRequests() int {
+	n := 0
+	for _, c := range s.Cases {
+		n += c.Count
+	}
+	return n
+}
+
+const ms = time.Millisecond
+
+// scenarios returns every scenario the generator writes.
+func scenarios() []Scenario {
+	return []Scenario{retryEverywhere(), edgeOnly(), mixed()}
+}
+
+func retryEverywhere() Scenario {
+	return Scenario{
+		Name: "retry-everywhere",
+		Description: "edge, api and inventory each make up to 3 attempts, so one db outage " +
+			"multiplies into 27 db calls for a single checkout.",
+		Seed: 1,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, backoffExponential(3, 20*ms, 2, 200*ms, 0.5)},
+			{"api", "inventory", routeStock, retryGoFixed(3, 20*ms)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, retryableHTTP(3, 10*ms, 80*ms)},
+		},
+		Cases: []Case{
+			{Count: 14},
+			{Count: 7, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 4, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(1, throttled)},
+			{Count: 2, Target: dbStock, Script: times(1, badRequest)},
+			{Count: 1, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 1, Target: dbStock, Script: times(9, unavailable)},
+			{Count: 1, Target: dbStock, Script: times(27, unavailable)},
+		},
+	}
+}
+
+func edgeOnly() Scenario {
+	return Scenario{
+		Name:        "edge-only",
+		Description: "only edge retries (3 attempts, jittered exponential); every db failure re-runs the whole chain below it.",
+		Seed:        2,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, backoffExponential(3, 20*ms, 2, 200*ms, 0.5)},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{
+			{Count: 16},
+			{Count: 8, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 4, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(1, badRequest)},
+			{Count: 2, Target: dbStock, Script: times(3, unavailable)},
+		},
+	}
+}
+
+func mixed() Scenario {
+	return Scenario{
+		Name: "mixed",
+		Description: "constant-delay retries at edge, jittered exponential at api, go-retryablehttp with " +
+			"per-try timeouts and Retry-After at inventory, and two retried POSTs, one with an Idempotency-Key.",
+		Seed: 3,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, retryGoFixed(3, 25*ms)},
+			{"edge", "api", routePayment, single()},
+			{"api", "inventory", routeStock, backoffExponential(4, 20*ms, 2, 160*ms, 0.5)},
+			{"api", "pricing", routePrice, single()},
+			{"api", "inventory", routeReserve, retryGoFixed(3, 30*ms)},
+			{"api", "payments", routeCharge, retryableHTTP(4, 20*ms, 160*ms).withIdempotencyKey()},
+			{"inventory", "db", routeDBStock, retryableHTTP(3, 10*ms, 80*ms).withPerTryTimeout(100 * ms)},
+		},
+		Cases: []Case{
+			{Count: 12},
+			{Count: 5, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 3, Target: dbStock, Script: times(1, slow)},
+			{Count: 2, Target: dbStock, Script: times(1, throttled)},
+			{Count: 2, Target: dbStock, Script: times(1, badRequest)},
+			{Count: 1, Target: dbStock, Script: times(3, slow)},
+			{Count: 2, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 1, Target: inventoryStock, Script: times(2, unavailable)},
+			{Count: 1, Target: inventoryStock, Script: times(4, unavailable)},
+			{Count: 1, Target: inventoryStock, Script: times(12, unavailable)},
+
+			{Count: 3, Pay: true},
+			{Count: 2, Pay: true, Target: paymentsCharge, Script: times(1, unavailable)},
+			{Count: 1, Pay: true, Target: paymentsCharge, Script: times(1, throttled)},
+			{Count: 1, Pay: true, Target: paymentsCharge, Script: times(4, unavailable)},
+			{Count: 1, Pay: true, Target: paymentsCharge, Script: times(1, badRequest)},
+			{Count: 2, Pay: true, Target: inventoryReserve, Script: times(1, unavailable)},
+			{Count: 1, Pay: true, Target: inventoryReserve, Script: times(3, unavailable)},
+		},
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// truth is the ground truth written as truth.json. Configuration comes from
+// the scenario's Policy values the callers were built from; what happened
+// (exhaustion, statuses seen) comes from the attempts the callers made.
+type truth struct {
+	Scenario     string      `json:"scenario"`
+	Description  string      `json:"description"`
+	RootRequests int         `json:"root_requests"`
+	Edges        []truthEdge `json:"edges"`
+	Paths        []truthPath `json:"paths"`
+}
+
+type truthEdge struct {
+	Caller string `json:"caller"`
+	Callee string `json:"callee"`
+	// Operation is the callee's http.route as its SERVER span carries it.
+	Operation         string       `json:"operation"`
+	Method            string       `json:"method"`
+	Library           *string      `json:"library"`
+	Retries           bool         `json:"retries"`
+	MaxAttempts       int          `json:"max_attempts"`
+	ExhaustedInTraces bool         `json:"exhausted_in_traces"`
+	Backoff           truthBackoff `json:"backoff"`
+	PerTryTimeoutMS   *int64       `json:"per_try_timeout_ms"`
+	// RetriedStatus and NotRetriedStatus split the HTTP error statuses the
+	// caller received on this edge by whether its policy retries them.
+	RetriedStatus     []int `json:"retried_status"`
+	NotRetriedStatus  []int `json:"not_retried_status"`
+	HonoursRetryAfter bool  `json:"honours_retry_after"`
+	IdempotencyKey    bool  `json:"idempotency_key"`
+}
+
+type truthBackoff struct {
+	Kind           string   `json:"kind"`
+	BaseMS         *int64   `json:"base_ms"`
+	Multiplier     *float64 `json:"multiplier"`
+	CapMS          *int64   `json:"cap_ms"`
+	Jitter         string   `json:"jitter"`
+	JitterFraction *float64 `json:"jitter_fraction"`
+}
+
+// httpRoute is the http.route otelhttp records for a ServeMux pattern.
+func httpRoute(pattern string) string {
+	_, route, _ := strings.Cut(pattern, " ")
+	return route
+}
+
+// truthPath is one chain of calls from an entry operation of edge down to an
+// operation that calls nothing, following the calls the handlers actually
+// made. WorstCaseAmplification is the product of max_attempts along it: the
+// most calls one root request can make to the last service through retries
+// alone (fan-out loops not counted).
+type truthPath struct {
+	Services []string `json:"services"`
+	// Operations[i] is the http.route served by Services[i].
+	Operations             []string `json:"operations"`
+	WorstCaseAmplification int      `json:"worst_case_amplification"`
+}
+
+func buildTruth(sc Scenario, callers []*caller) (truth, error) {
+	t := truth{Scenario: sc.Name, Description: sc.Description, RootRequests: sc.rootRequests()}
+	for _, c := range callers {
+		te, err := truthOf(c)
+		if err != nil {
+			return truth{}, err
+		}
+		t.Edges = append(t.Edges, te)
+	}
+	t.Paths = paths(callers)
+	return t, nil
+}
+
+func truthOf(c *caller) (truthEdge, error) {
+	e, p, st := c.edge, c.edge.Policy, c.stats
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.calls == 0 {
+		return truthEdge{}, fmt.Errorf("edge %s→%s %s was never called", e.Caller, e.Callee, e.Route)
+	}
+	method, _, _ := strings.Cut(e.Route, " ")
+	te := truthEdge{
+		Caller: e.Caller, Callee: e.Callee, Operation: httpRoute(e.Route), Method: method,
+		Retries: p.retries(), MaxAttempts: p.MaxAttempts, ExhaustedInTraces: st.exhausted > 0,
+		Backoff:       truthBackoff{Kind: p.Backoff.Kind, Jitter: p.Backoff.Jitter},
+		RetriedStatus: []int{}, NotRetriedStatus: []int{},
+		HonoursRetryAfter: p.HonoursRetryAfter, IdempotencyKey: p.IdempotencyKey,
+	}
+	if p.Library != "" {
+		te.Library = &p.Library
+	}
+	if p.PerTryTimeout > 0 {
+		te.PerTryTimeoutMS = millis(p.PerTryTimeout)
+	}
+	if p.Backoff.Kind != "none" {
+		te.Backoff.BaseMS = millis(p.Backoff.Base)
+	}
+	if p.Backoff.Kind == "exponential" {
+		te.Backoff.Multiplier = &p.Backoff.Multiplier
+		te.Backoff.CapMS = millis(p.Backoff.Cap)
+	}
+	if p.Backoff.Jitter != "none" {
+		te.Backoff.JitterFraction = &p.Backoff.JitterFraction
+	}
+	for status := range st.statuses {
+		if p.retries() && retryableStatus(status) {
+			te.RetriedStatus = append(te.RetriedStatus, status)
+		} else {
+			te.NotRetriedStatus = append(te.NotRetriedStatus, status)
+		}
+	}
+	slices.Sort(te.RetriedStatus)
+	slices.Sort(te.NotRetriedStatus)
+	return te, nil
+}
+
+func millis(d time.Duration) *int64 {
+	v := d.Milliseconds()
+	return &v
+}
+
+// paths lists every chain of calls that starts at an operation no caller
+// targets (edge's routes).
+func paths(callers []*caller) []truthPath {
+	targeted := map[string]bool{}
+	entries := map[string]bool{}
+	for _, c := range callers {
+		targeted[c.edge.Route] = true
+		for from := range c.stats.from {
+			entries[from] = true
+		}
+	}
+	var out []truthPath
+	var entry string
+	var walk func(route string, prefix []*caller)
+	walk = func(route string, prefix []*caller) {
+		leaf := true
+		for _, c := range callers {
+			if c.stats.from[route] {
+				leaf = false
+				walk(c.edge.Route, append(slices.Clip(prefix), c))
+			}
+		}
+		if !leaf || len(prefix) == 0 {
+			return
+		}
+		p := truthPath{Services: []string{prefix[0].edge.Caller}, Operations: []string{httpRoute(entry)},
+			WorstCaseAmplification: 1}
+		for _, c := range prefix {
+			p.Services = append(p.Services, c.edge.Callee)
+			p.Operations = append(p.Operations, httpRoute(c.edge.Route))
+			p.WorstCaseAmplification *= c.edge.Policy.MaxAttempts
+		}
+		out = append(out, p)
+	}
+	for _, entry = range slices.Sorted(maps.Keys(entries)) {
+		if !targeted[entry] {
+			walk(entry, nil)
+		}
+	}
+	return out
+}
+
+func writeTruth(path string, t truth) error {
+	return writeFiles(map[string]func(io.Writer) error{path: func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(t)
+	}})
+}
