@@ -17,6 +17,8 @@ build:
 ## demo: run retryaudit on the committed samples
 demo: build
 	./$(BIN) ingest samples/*/traces.*
+	./$(BIN) infer samples/retry-everywhere/traces.otlp.jsonl.gz
+	./$(BIN) infer samples/mixed/traces.otlp.jsonl.gz
 
 ## test: gofmt check, go vet, all tests, then a short pass of every fuzz target
 test: lint

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +15,7 @@ type ingestOptions struct {
 	format    string
 	output    string
 	clockSkew time.Duration
-	maxDocMiB int64
+	in        inputFlags
 }
 
 func newIngestCmd(io *streams) *cobra.Command {
@@ -32,7 +31,7 @@ collector file exporter's length-prefixed layout), OTLP JSON (one request or
 one per line), Jaeger UI/query JSON, Jaeger api_v3 JSON and the Jaeger
 protobuf model; gzip and zstd are decompressed. Directories are read
 recursively; "-" reads stdin.`,
-		Example: `  retryaudit ingest samples/mixed/traces.otlp.jsonl
+		Example: `  retryaudit ingest samples/mixed/traces.otlp.jsonl.gz
   retryaudit ingest --format json samples/
   zcat traces.json.gz | retryaudit ingest -`,
 		Args: cobra.MinimumNArgs(1),
@@ -41,8 +40,8 @@ recursively; "-" reads stdin.`,
 			if err := checkFormat(opts.format, "table", "json"); err != nil {
 				return err
 			}
-			if opts.maxDocMiB <= 0 {
-				return usageError{fmt.Errorf("--max-document %d: want a positive size in MiB", opts.maxDocMiB)}
+			if err := opts.in.validate(); err != nil {
+				return err
 			}
 			return runIngest(cmd, opts)
 		},
@@ -51,12 +50,12 @@ recursively; "-" reads stdin.`,
 	f.StringVar(&opts.format, "format", "table", "output format: table or json")
 	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
 	f.DurationVar(&opts.clockSkew, "clock-skew", ingest.DefaultClockSkew, "warn when a child starts this much before its parent")
-	f.Int64Var(&opts.maxDocMiB, "max-document", 1024, "largest single document (JSON file, line or protobuf message) to hold in memory, in `MiB`")
+	opts.in.bind(f)
 	return cmd
 }
 
 func runIngest(cmd *cobra.Command, opts *ingestOptions) error {
-	set, err := ingest.ReadFiles(cmd.Context(), opts.inputs, opts.io.In, ingest.Options{MaxDocumentBytes: opts.maxDocMiB << 20})
+	set, err := opts.in.read(cmd.Context(), opts.io, opts.inputs)
 	if err != nil {
 		return err
 	}

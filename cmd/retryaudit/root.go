@@ -101,6 +101,7 @@ retry and how, and replays degradations under alternative retry policies.`,
 	root.AddCommand(
 		newVersionCmd(io),
 		newIngestCmd(io),
+		newInferCmd(io),
 	)
 	return root
 }

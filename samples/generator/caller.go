@@ -80,7 +80,7 @@ func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
 		edge:   e,
 		base:   base,
 		client: &http.Client{Transport: transport, Timeout: p.PerTryTimeout},
-		stats:  &edgeStats{statuses: map[int]bool{}, from: map[string]bool{}},
+		stats:  newEdgeStats(p),
 	}
 	c.method, _, _ = strings.Cut(e.Route, " ")
 	switch p.Library {
@@ -211,8 +211,17 @@ func (c *caller) sendRetryablehttp(ctx context.Context, r request) (result, erro
 // attemptLog collects the outcome of each attempt of one call, as seen by
 // captureTransport.
 type attemptLog struct {
-	mu       sync.Mutex
-	statuses []int // HTTP status per attempt, 0 for a transport error
+	mu         sync.Mutex
+	statuses   []int  // HTTP status per attempt, 0 for a transport error
+	retryAfter []bool // per attempt: the response carried Retry-After
+}
+
+// add logs one attempt.
+func (l *attemptLog) add(status int, retryAfter bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.statuses = append(l.statuses, status)
+	l.retryAfter = append(l.retryAfter, retryAfter)
 }
 
 type attemptLogKey struct{}
@@ -229,28 +238,38 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		span.SetAttributes(attribute.StringSlice("http.request.header.idempotency-key", keys))
 	}
 	resp, err := t.base.RoundTrip(req)
-	status := 0
+	status, retryAfter := 0, false
 	if err == nil {
 		status = resp.StatusCode
 		if ra := resp.Header.Values("Retry-After"); len(ra) > 0 {
 			span.SetAttributes(attribute.StringSlice("http.response.header.retry-after", ra))
+			retryAfter = true
 		}
 	}
 	if log, ok := req.Context().Value(attemptLogKey{}).(*attemptLog); ok {
-		log.mu.Lock()
-		log.statuses = append(log.statuses, status)
-		log.mu.Unlock()
+		log.add(status, retryAfter)
 	}
 	return resp, err
 }
 
-// edgeStats is what actually happened on an edge, for truth.json.
+// edgeStats is what actually happened on an edge, for truth.json and for
+// checking that the traces hold enough retries to infer the policy from.
 type edgeStats struct {
 	mu        sync.Mutex
 	calls     int
 	exhausted int             // calls that gave up after MaxAttempts retryable failures
 	statuses  map[int]bool    // HTTP error statuses the caller received
 	from      map[string]bool // caller routes whose handlers made the calls
+	// waits[i] counts the waits before attempt index i (0-based, so
+	// waits[0] is always 0) that the caller's own backoff chose: a wait
+	// for a Retry-After the policy honours is the server's, counted in
+	// retryAfterWaits instead.
+	waits           []int
+	retryAfterWaits int
+}
+
+func newEdgeStats(p Policy) *edgeStats {
+	return &edgeStats{statuses: map[int]bool{}, from: map[string]bool{}, waits: make([]int, p.MaxAttempts)}
 }
 
 func (s *edgeStats) calledFrom(route string) {
@@ -271,6 +290,16 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 		}
 	}
 	n := len(log.statuses)
+	for i := 1; i < n; i++ {
+		if p.HonoursRetryAfter && log.retryAfter[i-1] {
+			s.retryAfterWaits++
+			continue
+		}
+		for len(s.waits) <= i {
+			s.waits = append(s.waits, 0)
+		}
+		s.waits[i]++
+	}
 	if n == p.MaxAttempts && ctx.Err() == nil {
 		if last := log.statuses[n-1]; last == 0 || retryableStatus(last) {
 			s.exhausted++

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -17,8 +19,9 @@ import (
 )
 
 // TestShortScenario runs the mixed scenario with one root request per case
-// end to end, then checks that the three trace files parse and agree, and
-// that the retries visible in the traces match truth.json.
+// end to end, then checks that the three trace files parse and agree, that
+// the retries visible in the traces match truth.json and the generator's own
+// counts, and that those counts are the ones the fault scripts imply.
 func TestShortScenario(t *testing.T) {
 	sc := mixed()
 	sc.Name = "short"
@@ -26,32 +29,37 @@ func TestShortScenario(t *testing.T) {
 		sc.Cases[i].Count = 1
 	}
 	out := t.TempDir()
-	if _, err := runScenario(context.Background(), sc, out); err != nil {
+	callers, _, err := runScenario(context.Background(), sc, out, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(out, sc.Name)
 
-	jsonl := readJSONL(t, filepath.Join(dir, "traces.otlp.jsonl"))
-	binpb := readBinpb(t, filepath.Join(dir, "traces.otlp.binpb"))
-	jaegerSpans := readJaeger(t, filepath.Join(dir, "traces.jaeger.json"))
+	jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
+	binpb := readBinpb(t, filepath.Join(dir, fileOTLPProto))
+	jaegerSpans := readJaeger(t, filepath.Join(dir, fileJaeger))
 	nJSON, nProto := spanCount(jsonl), spanCount(binpb)
 	if nJSON == 0 || nJSON != nProto || nJSON != jaegerSpans {
 		t.Fatalf("span counts differ: jsonl %d, binpb %d, jaeger %d", nJSON, nProto, jaegerSpans)
 	}
 
 	var tr truth
-	readJSON(t, filepath.Join(dir, "truth.json"), &tr)
+	readJSON(t, filepath.Join(dir, fileTruth), &tr)
 	if tr.RootRequests != sc.rootRequests() || len(tr.Edges) != len(sc.Edges) {
 		t.Fatalf("truth has %d root requests and %d edges, want %d and %d",
 			tr.RootRequests, len(tr.Edges), sc.rootRequests(), len(sc.Edges))
 	}
 	calls := callsInTraces(jsonl)
-	for _, e := range tr.Edges {
+	for i, e := range tr.Edges {
 		key := e.Caller + " " + e.Callee + " " + e.Method + " " + e.Operation
-		sizes := calls[key]
-		if len(sizes) == 0 {
+		traced := calls[key]
+		if len(traced) == 0 {
 			t.Errorf("%s: no calls in the traces", key)
 			continue
+		}
+		sizes := make([]int, len(traced))
+		for j, c := range traced {
+			sizes[j] = len(c)
 		}
 		most := slices.Max(sizes)
 		if most > e.MaxAttempts {
@@ -60,21 +68,63 @@ func TestShortScenario(t *testing.T) {
 		if e.Retries && e.ExhaustedInTraces && most != e.MaxAttempts {
 			t.Errorf("%s: exhausted_in_traces but no call made %d attempts (most %d)", key, e.MaxAttempts, most)
 		}
+		// The waits the generator counted are the ones in the traces.
+		c := callers[i]
+		waits, raWaits := waitsInTraces(traced, e.MaxAttempts, e.HonoursRetryAfter)
+		c.stats.mu.Lock()
+		if len(traced) != c.stats.calls || !slices.Equal(waits, c.stats.waits) || raWaits != c.stats.retryAfterWaits {
+			t.Errorf("%s: traces hold %d calls, waits %v and %d Retry-After waits; the generator counted %d, %v and %d",
+				key, len(traced), waits, raWaits, c.stats.calls, c.stats.waits, c.stats.retryAfterWaits)
+		}
+		c.stats.mu.Unlock()
 	}
 	// The N+1 loop: every pricing call is a distinct single-attempt request.
-	if got := calls["api pricing GET /prices/{item}"]; slices.Max(got) != 1 || len(got) < pricedItems {
-		t.Errorf("pricing calls per distinct request %v, want several of 1", got)
+	if got := calls["api pricing GET /prices/{item}"]; len(got) < pricedItems || slices.ContainsFunc(got, func(c []tracedAttempt) bool { return len(c) != 1 }) {
+		t.Errorf("pricing calls %v, want several of 1 attempt", got)
+	}
+	// The fault scripts decide every attempt: the simulation predicts them.
+	for i, sim := range simulate(sc) {
+		if got, want := statsOf(callers[i]), statsOf(sim); got != want {
+			t.Errorf("%s → %s %s: run %s; simulation %s", sim.edge.Caller, sim.edge.Callee, sim.edge.Route, got, want)
+		}
 	}
 }
 
+// tracedAttempt is one CLIENT span of a logical call.
+type tracedAttempt struct {
+	start, end pcommon.Timestamp
+	retryAfter bool // the response carried Retry-After
+}
+
+// waitsInTraces counts the waits between the attempts of calls by the index
+// of the attempt they precede, as edgeStats does; with honoursRetryAfter a
+// wait after a response with Retry-After is counted apart.
+func waitsInTraces(calls [][]tracedAttempt, maxAttempts int, honoursRetryAfter bool) (waits []int, retryAfter int) {
+	waits = make([]int, maxAttempts)
+	for _, c := range calls {
+		for i := 1; i < len(c); i++ {
+			if c[i].start < c[i-1].end {
+				continue // overlapping attempts are not waits; the callers here never hedge
+			}
+			if honoursRetryAfter && c[i-1].retryAfter {
+				retryAfter++
+				continue
+			}
+			waits[i]++
+		}
+	}
+	return waits, retryAfter
+}
+
 // callsInTraces groups CLIENT spans into logical calls, the attempts of one
-// call being siblings with the same url.full, and returns the number of
-// attempts of each call by "caller callee method http.route".
-func callsInTraces(requests []ptrace.Traces) map[string][]int {
+// call being siblings with the same url.full, and returns each call's
+// attempts in start order by "caller callee method http.route".
+func callsInTraces(requests []ptrace.Traces) map[string][][]tracedAttempt {
 	type info struct {
 		service, route, method, url string
 		kind                        ptrace.SpanKind
 		parent                      pcommon.SpanID
+		attempt                     tracedAttempt
 	}
 	spans := map[pcommon.SpanID]info{}
 	for _, td := range requests {
@@ -89,8 +139,10 @@ func callsInTraces(requests []ptrace.Traces) map[string][]int {
 						}
 						return ""
 					}
+					_, ra := a.Get("http.response.header.retry-after")
 					spans[sp.SpanID()] = info{service: svc.Str(), route: get("http.route"),
-						method: get("http.request.method"), url: get("url.full"), kind: sp.Kind(), parent: sp.ParentSpanID()}
+						method: get("http.request.method"), url: get("url.full"), kind: sp.Kind(), parent: sp.ParentSpanID(),
+						attempt: tracedAttempt{start: sp.StartTimestamp(), end: sp.EndTimestamp(), retryAfter: ra}}
 				}
 			}
 		}
@@ -105,21 +157,22 @@ func callsInTraces(requests []ptrace.Traces) map[string][]int {
 		parent pcommon.SpanID
 		url    string
 	}
-	attempts := map[callKey]int{}
+	attempts := map[callKey][]tracedAttempt{}
 	edgeOf := map[callKey]string{}
 	for id, s := range spans {
 		if s.kind != ptrace.SpanKindClient {
 			continue
 		}
 		k := callKey{s.parent, s.url}
-		attempts[k]++
+		attempts[k] = append(attempts[k], s.attempt)
 		if srv, ok := callee[id]; ok {
 			edgeOf[k] = s.service + " " + srv.service + " " + s.method + " " + srv.route
 		}
 	}
-	out := map[string][]int{}
-	for k, n := range attempts {
-		out[edgeOf[k]] = append(out[edgeOf[k]], n)
+	out := map[string][][]tracedAttempt{}
+	for k, c := range attempts {
+		slices.SortFunc(c, func(a, b tracedAttempt) int { return cmp.Compare(a.start, b.start) })
+		out[edgeOf[k]] = append(out[edgeOf[k]], c)
 	}
 	return out
 }
@@ -132,15 +185,29 @@ func spanCount(requests []ptrace.Traces) int {
 	return n
 }
 
-func readJSONL(t *testing.T, path string) []ptrace.Traces {
+// readGzip returns the decompressed content of a gzip file.
+func readGzip(t *testing.T, path string) []byte {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b
+}
+
+func readJSONL(t *testing.T, path string) []ptrace.Traces {
+	t.Helper()
 	var out []ptrace.Traces
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(readGzip(t, path)))
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
 		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(sc.Bytes())
@@ -157,11 +224,7 @@ func readJSONL(t *testing.T, path string) []ptrace.Traces {
 
 func readBinpb(t *testing.T, path string) []ptrace.Traces {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bytes.NewReader(b)
+	r := bytes.NewReader(readGzip(t, path))
 	var out []ptrace.Traces
 	for {
 		var n uint32
@@ -186,7 +249,9 @@ func readBinpb(t *testing.T, path string) []ptrace.Traces {
 func readJaeger(t *testing.T, path string) int {
 	t.Helper()
 	var resp jaegerResponse
-	readJSON(t, path, &resp)
+	if err := json.Unmarshal(readGzip(t, path), &resp); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 	n := 0
 	for _, tr := range resp.Data {
 		for _, sp := range tr.Spans {

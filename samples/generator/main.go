@@ -11,9 +11,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"maps"
 	"math/rand/v2"
@@ -31,52 +33,52 @@ func main() {
 	ctx := context.Background()
 	for _, sc := range scenarios() {
 		start := time.Now()
-		sum, err := runScenario(ctx, sc, *out)
+		_, sum, err := runScenario(ctx, sc, *out, true)
+		fmt.Printf("%s (%s)\n%s", sc.Name, time.Since(start).Round(time.Millisecond), sum)
 		if err != nil {
 			log.Fatalf("%s: %v", sc.Name, err)
 		}
-		fmt.Printf("%s (%s)\n%s", sc.Name, time.Since(start).Round(time.Millisecond), sum)
 	}
 }
 
+// The files written into each scenario directory. The trace files are
+// gzip-compressed; retryaudit recognises gzip by its magic bytes.
+const (
+	fileOTLPJSON  = "traces.otlp.jsonl.gz"
+	fileOTLPProto = "traces.otlp.binpb.gz"
+	fileJaeger    = "traces.jaeger.json.gz"
+	fileTruth     = "truth.json"
+)
+
+// legacyFiles are the uncompressed trace files earlier versions wrote; a run
+// removes them so that a directory never holds two versions of its traces.
+var legacyFiles = []string{"traces.otlp.jsonl", "traces.otlp.binpb", "traces.jaeger.json"}
+
 // runScenario runs sc's mesh, sends its root requests and writes its files
-// into out/<scenario>/. It returns a human-readable summary.
-func runScenario(ctx context.Context, sc Scenario, out string) (string, error) {
+// into out/<scenario>/. It returns the callers, whose stats say what happened
+// on each edge, and a human-readable summary. With requireInferable, a run
+// whose traces hold too few retries for inference (checkInferable) fails
+// before it writes anything.
+func runScenario(ctx context.Context, sc Scenario, out string, requireInferable bool) ([]*caller, string, error) {
 	dir := filepath.Join(out, sc.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
 	rc, err := startReceiver()
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	m, err := startMesh(ctx, sc, rc.url)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	roots, err := drive(sc, m)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := m.stop(stopCtx); err != nil {
-		return "", err
+		return nil, "", err
 	}
 	requests := rc.stop()
-	t, err := buildTruth(sc, m.callers)
-	if err != nil {
-		return "", err
-	}
-	if err := writeOTLP(filepath.Join(dir, "traces.otlp.jsonl"), filepath.Join(dir, "traces.otlp.binpb"), requests); err != nil {
-		return "", err
-	}
-	if err := writeJaeger(filepath.Join(dir, "traces.jaeger.json"), requests); err != nil {
-		return "", err
-	}
-	if err := writeTruth(filepath.Join(dir, "truth.json"), t); err != nil {
-		return "", err
-	}
 	spans := 0
 	for _, td := range requests {
 		spans += td.SpanCount()
@@ -85,10 +87,39 @@ func runScenario(ctx context.Context, sc Scenario, out string) (string, error) {
 	fmt.Fprintf(&b, "  %d root requests, answers %s\n  %d spans in %d OTLP export requests\n",
 		sc.rootRequests(), roots, spans, len(requests))
 	for _, c := range m.callers {
-		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d, gave up after %d attempts: %d\n",
-			c.edge.Caller, c.edge.Callee, c.edge.Route, c.stats.calls, c.edge.Policy.MaxAttempts, c.stats.exhausted)
+		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d", c.edge.Caller, c.edge.Callee, c.edge.Route, c.stats.calls)
+		if c.edge.Policy.retries() {
+			fmt.Fprintf(&b, ", gave up after %d attempts: %d, %s", c.edge.Policy.MaxAttempts, c.stats.exhausted, describeWaits(c.stats))
+		}
+		b.WriteString("\n")
 	}
-	return b.String(), nil
+	if requireInferable {
+		if err := checkInferable(m.callers); err != nil {
+			return nil, b.String(), fmt.Errorf("too few retries for inference, nothing written:\n%w", err)
+		}
+	}
+	t, err := buildTruth(sc, m.callers)
+	if err != nil {
+		return nil, b.String(), err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, b.String(), err
+	}
+	if err := writeOTLP(filepath.Join(dir, fileOTLPJSON), filepath.Join(dir, fileOTLPProto), requests); err != nil {
+		return nil, b.String(), err
+	}
+	if err := writeJaeger(filepath.Join(dir, fileJaeger), requests); err != nil {
+		return nil, b.String(), err
+	}
+	if err := writeTruth(filepath.Join(dir, fileTruth), t); err != nil {
+		return nil, b.String(), err
+	}
+	for _, name := range legacyFiles {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, b.String(), err
+		}
+	}
+	return m.callers, b.String(), nil
 }
 
 // drive sends the scenario's root requests to edge one at a time, in an

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,7 +113,9 @@ func writeOTLP(jsonlPath, binpbPath string, requests []ptrace.Traces) error {
 	})
 }
 
-// writeFiles creates each file and fills it through a buffered writer.
+// writeFiles creates each file and fills it through a buffered writer,
+// gzip-compressed where the name ends in ".gz". The gzip header carries no
+// name and no time, so only the content decides the bytes.
 func writeFiles(files map[string]func(io.Writer) error) error {
 	for path, fill := range files {
 		f, err := os.Create(path)
@@ -119,7 +123,18 @@ func writeFiles(files map[string]func(io.Writer) error) error {
 			return err
 		}
 		bw := bufio.NewWriter(f)
-		err = fill(bw)
+		if strings.HasSuffix(path, ".gz") {
+			var zw *gzip.Writer
+			zw, err = gzip.NewWriterLevel(bw, gzip.BestCompression)
+			if err == nil {
+				err = fill(zw)
+				if cerr := zw.Close(); err == nil {
+					err = cerr
+				}
+			}
+		} else {
+			err = fill(bw)
+		}
 		if err == nil {
 			err = bw.Flush()
 		}

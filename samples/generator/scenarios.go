@@ -58,15 +58,23 @@ func retryEverywhere() Scenario {
 			{"api", "pricing", routePrice, single()},
 			{"inventory", "db", routeDBStock, retryableHTTP(3, 10*ms, 80*ms)},
 		},
+		// Each wait edge → api makes takes 3 failed inventory calls (api's
+		// whole budget) or 9 failed db calls; the inventory cases fail
+		// inventory itself so that edge retries often without 27 db calls
+		// per request.
 		Cases: []Case{
-			{Count: 14},
-			{Count: 7, Target: dbStock, Script: times(1, unavailable)},
-			{Count: 4, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 40},
+			{Count: 10, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(2, unavailable)},
 			{Count: 2, Target: dbStock, Script: times(1, throttled)},
-			{Count: 2, Target: dbStock, Script: times(1, badRequest)},
-			{Count: 1, Target: dbStock, Script: times(3, unavailable)},
-			{Count: 1, Target: dbStock, Script: times(9, unavailable)},
+			{Count: 3, Target: dbStock, Script: times(1, badRequest)},
+			{Count: 4, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(9, unavailable)},
 			{Count: 1, Target: dbStock, Script: times(27, unavailable)},
+			{Count: 2, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 1, Target: inventoryStock, Script: times(2, unavailable)},
+			{Count: 6, Target: inventoryStock, Script: times(3, unavailable)},
+			{Count: 5, Target: inventoryStock, Script: times(6, unavailable)},
 		},
 	}
 }
@@ -83,11 +91,13 @@ func edgeOnly() Scenario {
 			{"inventory", "db", routeDBStock, single()},
 		},
 		Cases: []Case{
-			{Count: 16},
-			{Count: 8, Target: dbStock, Script: times(1, unavailable)},
-			{Count: 4, Target: dbStock, Script: times(2, unavailable)},
-			{Count: 2, Target: dbStock, Script: times(1, badRequest)},
-			{Count: 2, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 40},
+			{Count: 12, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 3, Target: dbStock, Script: times(1, badRequest)},
+			{Count: 3, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 4, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 2, Target: inventoryStock, Script: times(2, unavailable)},
 		},
 	}
 }
@@ -107,25 +117,35 @@ func mixed() Scenario {
 			{"api", "payments", routeCharge, retryableHTTP(4, 20*ms, 160*ms).withIdempotencyKey()},
 			{"inventory", "db", routeDBStock, retryableHTTP(3, 10*ms, 80*ms).withPerTryTimeout(100 * ms)},
 		},
+		// edge → api GET waits once per 4 failed inventory calls (api's
+		// whole budget) or 12 failed db calls.
 		Cases: []Case{
-			{Count: 12},
-			{Count: 5, Target: dbStock, Script: times(1, unavailable)},
-			{Count: 3, Target: dbStock, Script: times(1, slow)},
+			{Count: 40},
+			{Count: 8, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 3, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 4, Target: dbStock, Script: times(1, slow)},
 			{Count: 2, Target: dbStock, Script: times(1, throttled)},
 			{Count: 2, Target: dbStock, Script: times(1, badRequest)},
-			{Count: 1, Target: dbStock, Script: times(3, slow)},
-			{Count: 2, Target: inventoryStock, Script: times(1, unavailable)},
-			{Count: 1, Target: inventoryStock, Script: times(2, unavailable)},
-			{Count: 1, Target: inventoryStock, Script: times(4, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(3, slow)},
+			{Count: 1, Target: dbStock, Script: times(12, unavailable)},
+			{Count: 3, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 2, Target: inventoryStock, Script: times(2, unavailable)},
+			{Count: 2, Target: inventoryStock, Script: times(3, unavailable)},
+			{Count: 6, Target: inventoryStock, Script: times(4, unavailable)},
+			{Count: 5, Target: inventoryStock, Script: times(8, unavailable)},
 			{Count: 1, Target: inventoryStock, Script: times(12, unavailable)},
 
-			{Count: 3, Pay: true},
-			{Count: 2, Pay: true, Target: paymentsCharge, Script: times(1, unavailable)},
+			{Count: 10, Pay: true},
+			{Count: 4, Pay: true, Target: inventoryReserve, Script: times(1, unavailable)},
+			{Count: 3, Pay: true, Target: inventoryReserve, Script: times(2, unavailable)},
+			{Count: 3, Pay: true, Target: inventoryReserve, Script: times(3, unavailable)},
+			{Count: 1, Pay: true, Target: inventoryReserve, Script: times(1, badRequest)},
+			{Count: 4, Pay: true, Target: paymentsCharge, Script: times(1, unavailable)},
+			{Count: 3, Pay: true, Target: paymentsCharge, Script: times(2, unavailable)},
+			{Count: 2, Pay: true, Target: paymentsCharge, Script: times(3, unavailable)},
+			{Count: 2, Pay: true, Target: paymentsCharge, Script: times(4, unavailable)},
 			{Count: 1, Pay: true, Target: paymentsCharge, Script: times(1, throttled)},
-			{Count: 1, Pay: true, Target: paymentsCharge, Script: times(4, unavailable)},
 			{Count: 1, Pay: true, Target: paymentsCharge, Script: times(1, badRequest)},
-			{Count: 2, Pay: true, Target: inventoryReserve, Script: times(1, unavailable)},
-			{Count: 1, Pay: true, Target: inventoryReserve, Script: times(3, unavailable)},
 		},
 	}
 }

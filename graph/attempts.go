@@ -1,0 +1,452 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+// outcome classifies how an attempt ended, as a retry policy sees it.
+type outcome uint8
+
+const (
+	outcomeOK outcome = iota
+	// outcomeRetryable: 5xx, 429, 408, gRPC UNAVAILABLE / RESOURCE_EXHAUSTED /
+	// DEADLINE_EXCEEDED, a transport error or a timeout.
+	outcomeRetryable
+	// outcomeClientError: a 4xx other than 401/407/408/429, or a gRPC status
+	// a client should not retry.
+	outcomeClientError
+	// outcomeChallenge: a redirect or an authentication challenge, which
+	// clients answer with a new request that is not a retry.
+	outcomeChallenge
+)
+
+func (o outcome) failed() bool { return o == outcomeRetryable || o == outcomeClientError }
+
+var grpcNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+	"OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
+
+// classify reads an attempt's outcome and a status label ("503",
+// "grpc UNAVAILABLE", "timeout", "error") from its span, falling back to
+// the callee's server span when the client span carries no status.
+func classify(ix *index, client, server int32) (outcome, string) {
+	sp := &ix.spans[client]
+	httpStatus, grpcStatus := sp.HTTPStatus, sp.GRPCStatus
+	if httpStatus == 0 && grpcStatus == ingest.Absent && sp.Status != ingest.StatusError && server >= 0 {
+		// The client span says nothing of the answer: take the server's word.
+		httpStatus, grpcStatus = ix.spans[server].HTTPStatus, ix.spans[server].GRPCStatus
+	}
+	switch {
+	case httpStatus != 0:
+		s := int(httpStatus)
+		label := fmt.Sprint(s)
+		switch {
+		case s >= 500, s == 429, s == 408:
+			return outcomeRetryable, label
+		case s == 401, s == 407, s >= 300 && s < 400:
+			return outcomeChallenge, label
+		case s >= 400:
+			return outcomeClientError, label
+		}
+		return outcomeOK, label
+	case grpcStatus != ingest.Absent:
+		c := int(grpcStatus)
+		label := "grpc " + grpcNames[c]
+		switch c {
+		case 0:
+			return outcomeOK, label
+		case 4, 8, 14:
+			return outcomeRetryable, label
+		}
+		return outcomeClientError, label
+	case sp.Status == ingest.StatusError:
+		if isTimeout(ix, sp) {
+			return outcomeRetryable, "timeout"
+		}
+		return outcomeRetryable, "transport error"
+	}
+	return outcomeOK, "ok"
+}
+
+// isTimeout recognises timeouts by the words instrumentations use for them.
+func isTimeout(ix *index, sp *ingest.Span) bool {
+	for _, s := range []string{ix.str(sp.StatusMessage), ix.str(sp.ErrorType)} {
+		s = strings.ToLower(s)
+		if strings.Contains(s, "timeout") || strings.Contains(s, "deadline") || strings.Contains(s, "timed out") {
+			return true
+		}
+	}
+	return false
+}
+
+// attempt is one try of a logical call.
+type attempt struct {
+	span       int32 // the span standing for the attempt
+	server     int32 // the callee's SERVER/CONSUMER span, -1 if not instrumented
+	start, end int64
+	outcome    outcome
+	status     string
+	transport  bool // failed without an answer: a timeout, a reset, a refused connection
+	retryAfter int32
+	idemKey    bool
+	target     uint64
+	// nth is the attempt's position in its call, counting attempts that
+	// markers say were made but not exported; -1 when unknown.
+	nth int
+	// synthetic attempts stand for tries hidden inside one span (Envoy's
+	// retry.count): their times are the span's, not their own.
+	synthetic bool
+}
+
+// call is a logical call: the attempts one caller span made for one request.
+type call struct {
+	from     int32 // the caller's span the call is made from
+	callee   string
+	op       string // operation as the callee names it
+	method   string
+	clientOp string // how the caller names it, for attempts that never reached the callee
+	attempts []attempt
+	evidence string // "markers", "below-instrumentation" or "timing"
+	hedged   bool
+	hedgeGap int64 // delay from the first attempt to the hedge
+	missing  int
+}
+
+func (c *call) last() *attempt { return &c.attempts[len(c.attempts)-1] }
+
+// isAttempt reports whether a span is a client-side attempt: a CLIENT or
+// PRODUCER span, or a span of no kind that names a remote peer and has no
+// server child.
+func isAttempt(sp *ingest.Span) bool {
+	switch sp.Kind {
+	case ingest.KindClient, ingest.KindProducer:
+		return true
+	case ingest.KindUnspecified, ingest.KindInternal:
+		return sp.Peer != 0
+	}
+	return false
+}
+
+func isServer(sp *ingest.Span) bool {
+	return sp.Kind == ingest.KindServer || sp.Kind == ingest.KindConsumer
+}
+
+// serverChildren returns the SERVER/CONSUMER children of span i in
+// another service... or its own (a service calling itself).
+func (ix *index) serverChildren(i int32) []int32 {
+	var out []int32
+	for _, c := range ix.kids(i) {
+		if isServer(&ix.spans[c]) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// opName names what a server span serves: its route (with the method),
+// else its name.
+func (ix *index) opName(i int32) string {
+	sp := &ix.spans[i]
+	return ix.opNames.name(ix, nameKey{sp.Method, sp.Route, sp.Name, false})
+}
+
+// clientOpName names what a client span calls, as the caller sees it.
+func (ix *index) clientOpName(i int32) string {
+	sp := &ix.spans[i]
+	return ix.opNames.name(ix, nameKey{sp.Method, sp.Route, sp.Name, true})
+}
+
+// nameKey identifies an operation name by the interned strings it is made
+// of, so each distinct name is built once, not once per span.
+type nameKey struct {
+	method, route, name ingest.Sym
+	client              bool
+}
+
+type opNames map[nameKey]string
+
+func (m opNames) name(ix *index, k nameKey) string {
+	if s, ok := m[k]; ok {
+		return s
+	}
+	route, name, method := ix.str(k.route), ix.str(k.name), ix.str(k.method)
+	s := name
+	switch {
+	case route == "":
+	case method == "" || strings.HasPrefix(route, method+" "):
+		s = route
+	default:
+		s = method + " " + route
+	}
+	m[k] = s
+	return s
+}
+
+func (ix *index) newAttempt(client, server int32) attempt {
+	sp := &ix.spans[client]
+	o, status := classify(ix, client, server)
+	a := attempt{span: client, server: server, start: sp.Start, end: sp.End, outcome: o, status: status,
+		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), target: sp.Target}
+	a.transport = o == outcomeRetryable && sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent
+	if a.retryAfter == ingest.Absent && server >= 0 {
+		a.retryAfter = ix.spans[server].RetryAfterMS
+	}
+	if !a.idemKey && server >= 0 {
+		a.idemKey = ix.spans[server].Has(ingest.FlagIdempotencyKey)
+	}
+	return a
+}
+
+// extractCalls finds every logical call in the index.
+func extractCalls(ix *index, names *naming) []*call {
+	var calls []*call
+	for p := range ix.spans {
+		if !ix.keep[p] {
+			continue
+		}
+		calls = append(calls, callsUnder(ix, names, int32(p), ix.kids(int32(p)))...)
+		if isRootAttempt(ix, int32(p)) {
+			// A trace that starts with a client (a load generator, a
+			// batch job's HTTP client): the attempt is its own caller.
+			calls = append(calls, callsUnder(ix, names, int32(p), []int32{int32(p)})...)
+		}
+	}
+	return calls
+}
+
+// isRootAttempt reports whether span i is an attempt that starts its trace.
+func isRootAttempt(ix *index, i int32) bool {
+	return ix.parent[i] < 0 && ix.spans[i].ParentID.IsZero() && isAttempt(&ix.spans[i])
+}
+
+// callsUnder groups the attempts among kids, made from span p, into calls.
+func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
+	var out []*call
+	type group struct {
+		callee, clientOp string
+		calls            []*call
+	}
+	var groups []*group
+	for _, c := range kids {
+		sp := &ix.spans[c]
+		if !isAttempt(sp) {
+			continue
+		}
+		if sp.PrevAttempts != ingest.Absent && isAttempt(&ix.spans[p]) {
+			continue // an attempt of p's call, counted by grpcCall under p's parent
+		}
+		// grpc-go: one CLIENT span per call, one child per attempt.
+		if atts := ix.markedAttemptChildren(c); len(atts) > 0 {
+			out = append(out, ix.grpcCall(names, p, c, atts))
+			continue
+		}
+		servers := ix.serverChildren(c)
+		if len(servers) > 1 && sameOperation(ix, servers) || sp.RetryCount > 0 {
+			out = append(out, ix.belowCall(names, p, c, servers))
+			continue
+		}
+		server := int32(-1)
+		if len(servers) == 1 {
+			server = servers[0]
+		}
+		a := ix.newAttempt(c, server)
+		callee, op := names.resolve(ix, c, server)
+		clientOp := ix.clientOpName(c)
+		var g *group
+		for _, x := range groups {
+			if x.callee == callee && x.clientOp == clientOp {
+				g = x
+			}
+		}
+		if g == nil {
+			g = &group{callee: callee, clientOp: clientOp}
+			groups = append(groups, g)
+		}
+		g.calls = joinAttempt(g.calls, a, sp, func() *call {
+			return &call{from: p, callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"}
+		})
+		if last := g.calls[len(g.calls)-1]; last.op == "" || (server >= 0 && last.op != op) {
+			if server >= 0 {
+				last.op = op
+			}
+		}
+	}
+	for _, g := range groups {
+		out = append(out, g.calls...)
+	}
+	return out
+}
+
+// joinAttempt adds attempt a (span sp) to the calls of its group: it
+// continues the latest call when markers say so, or when it starts after
+// that call's last attempt failed; it hedges that call when it overlaps an
+// attempt for the same request; otherwise it starts a new call.
+func joinAttempt(calls []*call, a attempt, sp *ingest.Span, newCall func() *call) []*call {
+	// start begins a new call with a; a resend count says how many
+	// attempts before it were not exported.
+	start := func() []*call {
+		c := newCall()
+		if sp.ResendCount > 0 {
+			c.evidence = "markers"
+			c.missing = int(sp.ResendCount)
+		}
+		a.nth = c.missing
+		c.attempts = append(c.attempts, a)
+		return append(calls, c)
+	}
+	if len(calls) == 0 {
+		return start()
+	}
+	cur := calls[len(calls)-1]
+	prev := cur.last()
+	switch {
+	case sp.ResendCount != ingest.Absent:
+		if sp.ResendCount == 0 || prev.outcome == outcomeOK {
+			// A resend never follows a success: its predecessors were
+			// not exported.
+			return start()
+		}
+		cur.evidence = "markers"
+		if gap := int(sp.ResendCount) - len(cur.attempts) - cur.missing; gap > 0 {
+			cur.missing += gap
+		}
+	case prev.end <= a.start+overlapTolerance:
+		// A different request identity after a failure is a loop moving
+		// on to its next argument, not a retry.
+		sameRequest := prev.target == 0 || a.target == 0 || prev.target == a.target
+		if !prev.outcome.failed() || !sameRequest {
+			return start()
+		}
+	case prev.target != 0 && prev.target == a.target && (prev.outcome != outcomeOK || a.outcome != outcomeOK):
+		// A hedge is abandoned once one attempt answers: two overlapping
+		// successes are parallel work (a pool running one parametrised
+		// statement), not a hedge.
+		cur.hedged = true
+		if cur.hedgeGap == 0 {
+			cur.hedgeGap = a.start - cur.attempts[0].start
+		}
+	default:
+		return start() // parallel fan-out
+	}
+	a.nth = len(cur.attempts) + cur.missing
+	cur.attempts = append(cur.attempts, a)
+	return calls
+}
+
+// overlapTolerance absorbs the clock granularity of exporters that round
+// times (Jaeger's microseconds): an attempt may appear to start a hair
+// before its predecessor ended.
+const overlapTolerance = 50_000 // ns
+
+// markedAttemptChildren returns the children of a CLIENT span that are
+// grpc-go Attempt spans (they carry previous-rpc-attempts).
+func (ix *index) markedAttemptChildren(c int32) []int32 {
+	var out []int32
+	for _, k := range ix.kids(c) {
+		if ix.spans[k].PrevAttempts != ingest.Absent {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// grpcCall builds a call from grpc-go's per-attempt spans under CLIENT span c.
+func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
+	cl := &call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"}
+	slices.SortFunc(atts, func(a, b int32) int { return int(ix.spans[a].PrevAttempts) - int(ix.spans[b].PrevAttempts) })
+	named := false
+	for i, k := range atts {
+		server := int32(-1)
+		if s := ix.serverChildren(k); len(s) > 0 {
+			server = s[0]
+		}
+		a := ix.newAttempt(k, server)
+		a.nth = int(ix.spans[k].PrevAttempts)
+		if a.outcome == outcomeOK && ix.spans[k].Status == ingest.StatusUnset && ix.spans[k].GRPCStatus == ingest.Absent {
+			// Attempt spans often carry no status of their own: the call's
+			// status holds for the last attempt, and earlier ones failed.
+			if i < len(atts)-1 {
+				a.outcome, a.status = outcomeRetryable, "error"
+			} else {
+				a.outcome, a.status = classify(ix, c, server)
+			}
+		}
+		if i == 0 || server >= 0 && !named {
+			// Name by the first attempt that reached the callee.
+			cl.callee, cl.op = names.resolve(ix, c, server)
+			named = server >= 0
+		} else if server >= 0 {
+			_, cl.op = names.resolve(ix, c, server)
+		}
+		cl.attempts = append(cl.attempts, a)
+	}
+	if want := int(ix.spans[atts[len(atts)-1]].PrevAttempts) + 1; want > len(atts) {
+		cl.missing = want - len(atts)
+	}
+	return cl
+}
+
+// belowCall builds a call whose retries happen below the instrumentation:
+// several SERVER spans under one CLIENT span (a proxy or library retried), or
+// Envoy's retry.count on the client span.
+// sameOperation reports whether the server spans are one service serving
+// one operation: retries of one request below the instrumentation. Server
+// spans of different services under one client (a PRODUCER consumed by
+// several subscribers) are fan-out.
+func sameOperation(ix *index, servers []int32) bool {
+	first := &ix.spans[servers[0]]
+	for _, s := range servers[1:] {
+		sp := &ix.spans[s]
+		if sp.Service != first.Service || ix.opName(s) != ix.opName(servers[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxSynthetic bounds the attempts made up from one span's retry counter.
+const maxSynthetic = 64
+
+func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
+	sp := &ix.spans[c]
+	cl := &call{from: p, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation"}
+	if len(servers) == 0 {
+		cl.callee, cl.op = names.resolve(ix, c, -1)
+		// retry.count is untrusted input: stand in at most maxSynthetic
+		// attempts for it and count the rest as missing, so a hostile span
+		// cannot make inference allocate without bound.
+		n := min(int(sp.RetryCount)+1, maxSynthetic)
+		cl.missing = int(sp.RetryCount) + 1 - n
+		for i := 0; i < n; i++ {
+			a := ix.newAttempt(c, -1)
+			if i < n-1 {
+				a.outcome, a.status = outcomeRetryable, "error"
+			}
+			// Only the whole span's times are known: no wait or duration
+			// of a single attempt can be read from them.
+			a.nth, a.synthetic = -1, true
+			cl.attempts = append(cl.attempts, a)
+		}
+		cl.evidence = "markers"
+		return cl
+	}
+	cl.callee, cl.op = names.resolve(ix, c, servers[0])
+	if n := int(sp.RetryCount) + 1; n > len(servers) {
+		cl.missing = n - len(servers)
+	}
+	for i, s := range servers {
+		o, status := classify(ix, s, s)
+		srv := &ix.spans[s]
+		nth := i
+		if cl.missing > 0 {
+			nth = -1 // which attempts are missing is unknown
+		}
+		cl.attempts = append(cl.attempts, attempt{span: s, server: s, start: srv.Start, end: srv.End, outcome: o, status: status,
+			retryAfter: srv.RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), target: sp.Target, nth: nth})
+	}
+	return cl
+}

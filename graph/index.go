@@ -1,0 +1,153 @@
+package graph
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+// index links spans to their parents and children. Spans that appear more
+// than once (the same export read twice, or in two formats) count once.
+type index struct {
+	set      *ingest.Set
+	spans    []ingest.Span
+	keep     []bool  // false for duplicates
+	parent   []int32 // -1 for roots and spans whose parent is missing
+	childOff []int32 // children of i are children[childOff[i]:childOff[i+1]], by start time
+	children []int32
+	dups     int
+	orphans  int
+	opNames  opNames
+}
+
+// spanKey orders spans by trace id, then span id, then position, as
+// integers: sorting a million of these is several times faster than
+// comparing byte arrays through an index.
+type spanKey struct {
+	hi, lo, sid uint64
+	idx         int32
+}
+
+func keyOf(sp *ingest.Span, i int32) spanKey {
+	return spanKey{binary.BigEndian.Uint64(sp.TraceID[:8]), binary.BigEndian.Uint64(sp.TraceID[8:]), binary.BigEndian.Uint64(sp.SpanID[:]), i}
+}
+
+func (a spanKey) cmpID(b spanKey) int {
+	switch {
+	case a.hi != b.hi:
+		return cmp.Compare(a.hi, b.hi)
+	case a.lo != b.lo:
+		return cmp.Compare(a.lo, b.lo)
+	}
+	return cmp.Compare(a.sid, b.sid)
+}
+
+// compareKeys orders by id, then position: the first copy of a duplicate
+// comes first and wins.
+func compareKeys(a, b spanKey) int {
+	if c := a.cmpID(b); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.idx, b.idx)
+}
+
+// sortKeys sorts keys on two cores: each half on its own, then one merge.
+func sortKeys(keys []spanKey) []spanKey {
+	if len(keys) < 1<<14 {
+		slices.SortFunc(keys, compareKeys)
+		return keys
+	}
+	a, b := keys[:len(keys)/2], keys[len(keys)/2:]
+	done := make(chan struct{})
+	go func() { slices.SortFunc(a, compareKeys); close(done) }()
+	slices.SortFunc(b, compareKeys)
+	<-done
+	out := make([]spanKey, 0, len(keys))
+	for len(a) > 0 && len(b) > 0 {
+		if compareKeys(a[0], b[0]) <= 0 {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+func newIndex(set *ingest.Set) *index {
+	spans := set.Spans
+	n := len(spans)
+	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), opNames: opNames{}}
+	keys := make([]spanKey, n)
+	for i := range spans {
+		keys[i] = keyOf(&spans[i], int32(i))
+	}
+	keys = sortKeys(keys)
+	for i, k := range keys {
+		if i > 0 && k.cmpID(keys[i-1]) == 0 {
+			ix.dups++
+			continue
+		}
+		ix.keep[k.idx] = true
+	}
+	// Walk the sorted keys trace by trace: a parent is searched for only
+	// among the spans of its own trace, which stay in cache.
+	for i := range ix.parent {
+		ix.parent[i] = -1
+	}
+	counts := make([]int32, n+1)
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && keys[hi].hi == keys[lo].hi && keys[hi].lo == keys[lo].lo {
+			hi++
+		}
+		trace := keys[lo:hi]
+		for _, k := range trace {
+			sp := &spans[k.idx]
+			if !ix.keep[k.idx] || sp.ParentID.IsZero() {
+				continue
+			}
+			want := spanKey{k.hi, k.lo, binary.BigEndian.Uint64(sp.ParentID[:]), 0}
+			j, ok := slices.BinarySearchFunc(trace, want, spanKey.cmpID)
+			if !ok {
+				ix.orphans++
+				continue
+			}
+			if p := trace[j].idx; p != k.idx {
+				ix.parent[k.idx] = p
+				counts[p+1]++
+			}
+		}
+		lo = hi
+	}
+	ix.childOff = counts
+	for i := 1; i <= n; i++ {
+		ix.childOff[i] += ix.childOff[i-1]
+	}
+	ix.children = make([]int32, ix.childOff[n])
+	fill := slices.Clone(ix.childOff[:n])
+	for i, p := range ix.parent {
+		if p >= 0 {
+			ix.children[fill[p]] = int32(i)
+			fill[p]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		c := ix.children[ix.childOff[i]:ix.childOff[i+1]]
+		slices.SortFunc(c, func(a, b int32) int {
+			if d := spans[a].Start - spans[b].Start; d != 0 {
+				if d < 0 {
+					return -1
+				}
+				return 1
+			}
+			return int(a - b)
+		})
+	}
+	return ix
+}
+
+func (ix *index) kids(i int32) []int32 { return ix.children[ix.childOff[i]:ix.childOff[i+1]] }
+
+func (ix *index) str(s ingest.Sym) string { return ix.set.Str(s) }

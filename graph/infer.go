@@ -1,0 +1,233 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+// selfQuantiles are the quantiles of each operation's self time carried in
+// the topology, from which replay draws service times.
+var selfQuantiles = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}
+
+// Infer builds the retry topology of the spans in set. It does not fail on
+// odd input: what it cannot decide it reports as unknown, and what looks
+// wrong it lists in Topology.Warnings.
+func Infer(set *ingest.Set) *Topology {
+	ix := newIndex(set)
+	var ops opTable
+	var instrumented map[string]bool
+	statsDone := make(chan struct{})
+	go func() {
+		defer close(statsDone)
+		own := *ix
+		own.opNames = opNames{}
+		ops, instrumented = serverStats(&own)
+	}()
+	names := newNaming(ix)
+	calls := extractCalls(ix, names)
+	ecs := groupEdges(ix, calls)
+
+	t := &Topology{Schema: Schema, Services: []Service{}, Edges: []Edge{}, Paths: []Path{}, Warnings: []string{}}
+	for _, ec := range ecs {
+		t.Edges = append(t.Edges, inferEdge(ix, ec))
+	}
+	roots := map[node][]int32{}
+	traces := map[ingest.TraceID]bool{}
+	var lo, hi int64
+	for i := range ix.spans {
+		if !ix.keep[i] {
+			continue
+		}
+		sp := &ix.spans[i]
+		traces[sp.TraceID] = true
+		if lo == 0 || sp.Start < lo {
+			lo = sp.Start
+		}
+		hi = max(hi, sp.End)
+		if ix.parent[i] < 0 && !isAttempt(sp) || isRootAttempt(ix, int32(i)) {
+			n := node{ix.str(sp.Service), ix.opName(int32(i))}
+			roots[n] = append(roots[n], int32(i))
+		}
+	}
+	t.Edges = append(t.Edges, userEdges(ix, roots)...)
+	t.Paths = buildPaths(ix, t.Edges, ecs, roots)
+	<-statsDone
+	t.Services = services(ops, instrumented, ecs)
+	t.Findings = findings(t.Edges, t.Paths)
+
+	rootCalls := 0
+	for _, r := range roots {
+		rootCalls += len(r)
+	}
+	t.Source = Source{Traces: len(traces), Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls}
+	if window := float64(hi-lo) / 1e9; window >= 1e-3 {
+		// Below a millisecond a rate says nothing: leave it 0 (unknown).
+		t.Source.WindowS = round3(window)
+		t.Source.RootRatePerS = round3(float64(rootCalls) / window)
+	}
+	t.Warnings = warningsOf(ix, t)
+	return t
+}
+
+// userEdges adds a `user` caller for every root operation.
+func userEdges(ix *index, roots map[node][]int32) []Edge {
+	var out []Edge
+	for n, spans := range roots {
+		if !isServer(&ix.spans[spans[0]]) {
+			continue
+		}
+		e := Edge{Caller: userCaller, Callee: n.svc, Operation: n.op, Calls: len(spans), Attempts: len(spans),
+			AttemptsHistogram: []int{len(spans)}, MaxAttempts: 1, Backoff: Backoff{Kind: "none", Jitter: "none"},
+			RetriedStatus: []string{}, NotRetriedStatus: []string{}, Method: ix.str(ix.spans[spans[0]].Method)}
+		var d []float64
+		failed := 0
+		for _, s := range spans {
+			d = append(d, float64(ix.spans[s].Duration())/1e6)
+			if o, _ := classify(ix, s, s); o.failed() {
+				failed++
+			}
+		}
+		slices.Sort(d)
+		e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = round3(quantile(d, 0.5)), round3(quantile(d, 0.95)), round3(quantile(d, 0.99))
+		e.FailureRate = round3(float64(failed) / float64(len(spans)))
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Callee+out[i].Operation < out[j].Callee+out[j].Operation })
+	return out
+}
+
+// opStats gathers one operation's durations and failures.
+type opStats struct {
+	dur, self []float64
+	failed    int
+}
+
+// opTable maps service → operation → stats.
+type opTable map[string]map[string]*opStats
+
+func (t opTable) get(svc, op string) *opStats {
+	if t[svc] == nil {
+		t[svc] = map[string]*opStats{}
+	}
+	if t[svc][op] == nil {
+		t[svc][op] = &opStats{}
+	}
+	return t[svc][op]
+}
+
+// serverStats measures every operation of the instrumented services from
+// their SERVER spans (and local roots). It reads the index only, so Infer
+// runs it beside call extraction, with its own name cache.
+func serverStats(ix *index) (opTable, map[string]bool) {
+	ops := opTable{}
+	instrumented := map[string]bool{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] {
+			continue
+		}
+		instrumented[ix.str(sp.Service)] = true
+		if !isServer(sp) && ix.parent[i] >= 0 {
+			continue
+		}
+		st := ops.get(ix.str(sp.Service), ix.opName(int32(i)))
+		st.dur = append(st.dur, float64(sp.Duration())/1e6)
+		st.self = append(st.self, float64(selfTime(ix, int32(i)))/1e6)
+		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
+			st.failed++
+		}
+	}
+	for _, m := range ops {
+		for _, st := range m {
+			slices.Sort(st.dur) // here, on the second core, rather than in services
+			slices.Sort(st.self)
+		}
+	}
+	return ops, instrumented
+}
+
+// services lists every service with the operations it serves: measured
+// from SERVER spans for instrumented services (ops), from their callers'
+// attempts for virtual ones.
+func services(ops opTable, instrumented map[string]bool, ecs []*edgeCalls) []Service {
+	for _, ec := range ecs {
+		if instrumented[ec.key.callee] {
+			continue
+		}
+		// A virtual callee's time is what its callers waited for it.
+		st := ops.get(ec.key.callee, ec.key.op)
+		for _, c := range ec.calls {
+			for _, a := range c.attempts {
+				d := float64(a.end-a.start) / 1e6
+				st.dur = append(st.dur, d)
+				st.self = append(st.self, d)
+				if a.outcome.failed() {
+					st.failed++
+				}
+			}
+		}
+	}
+	var out []Service
+	for svc, m := range ops {
+		s := Service{Name: svc, Virtual: !instrumented[svc], Operations: []Operation{}}
+		for op, st := range m {
+			slices.Sort(st.dur)
+			slices.Sort(st.self)
+			o := Operation{Name: op, Count: len(st.dur), P50MS: round3(quantile(st.dur, 0.5)), P95MS: round3(quantile(st.dur, 0.95)),
+				P99MS: round3(quantile(st.dur, 0.99)), SelfQuantilesMS: []float64{}}
+			if len(st.self) > 0 {
+				for _, q := range selfQuantiles {
+					o.SelfQuantilesMS = append(o.SelfQuantilesMS, round3(quantile(st.self, q)))
+				}
+			}
+			if len(st.dur) > 0 {
+				o.ErrorRate = round3(float64(st.failed) / float64(len(st.dur)))
+			}
+			s.Operations = append(s.Operations, o)
+		}
+		sort.Slice(s.Operations, func(i, j int) bool { return s.Operations[i].Name < s.Operations[j].Name })
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// selfTime is a span's duration minus the time covered by its children
+// (their union, clipped to the span).
+func selfTime(ix *index, i int32) int64 {
+	sp := &ix.spans[i]
+	covered, end := int64(0), sp.Start
+	for _, c := range ix.kids(i) { // sorted by start
+		cs, ce := max(ix.spans[c].Start, end), min(ix.spans[c].End, sp.End)
+		if ce > cs {
+			covered += ce - cs
+			end = ce
+		}
+	}
+	return max(sp.Duration()-covered, 0)
+}
+
+func warningsOf(ix *index, t *Topology) []string {
+	w := []string{}
+	if ix.dups > 0 {
+		w = append(w, fmt.Sprintf("%d spans appear more than once (the same export read twice?): each counted once", ix.dups))
+	}
+	if ix.orphans > 0 {
+		w = append(w, fmt.Sprintf("%d spans name a parent that is not in the input: their calls cannot be attributed to a caller", ix.orphans))
+	}
+	for _, e := range t.Edges {
+		if e.MissingAttempts > 0 {
+			w = append(w, fmt.Sprintf("%s: %d attempts that retry markers count are missing from the input (spans never exported?)", edgeLocation(e), e.MissingAttempts))
+		}
+		if e.Retries && e.Backoff.Kind == "unknown" {
+			w = append(w, fmt.Sprintf("%s: %d waits between attempts are too few to tell the backoff", edgeLocation(e), e.Backoff.Samples))
+		}
+		if e.Retries && !e.MaxAttemptsExact {
+			w = append(w, fmt.Sprintf("%s: no call was seen exhausting its retries; max attempts %d is a lower bound", edgeLocation(e), e.MaxAttempts))
+		}
+	}
+	return w
+}

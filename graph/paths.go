@@ -1,0 +1,172 @@
+package graph
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// node is a service serving one operation.
+type node struct{ svc, op string }
+
+// userCaller names the callers outside the traces: whoever sent the root
+// requests.
+const userCaller = "user"
+
+// buildPaths enumerates every chain of edges from a root operation to an
+// operation that calls nothing further, with its worst-case amplification
+// (the product of max attempts) and the highest amplification one root
+// request really saw.
+func buildPaths(ix *index, edges []Edge, ecs []*edgeCalls, roots map[node][]int32) []Path {
+	out := map[node][]int{}
+	for i, e := range edges {
+		if e.Caller == userCaller {
+			continue
+		}
+		n := node{e.Caller, e.CallerOperation}
+		out[n] = append(out[n], i)
+	}
+	byServer := callsByServer(ix, ecs)
+	rootNodes := make([]node, 0, len(roots))
+	for n := range roots {
+		rootNodes = append(rootNodes, n)
+	}
+	sort.Slice(rootNodes, func(i, j int) bool {
+		return rootNodes[i].svc+"\x00"+rootNodes[i].op < rootNodes[j].svc+"\x00"+rootNodes[j].op
+	})
+	var paths []Path
+	var walk func(n node, chain []int, onStack map[node]bool)
+	walk = func(n node, chain []int, onStack map[node]bool) {
+		next := out[n]
+		if len(next) == 0 && len(chain) > 0 {
+			paths = append(paths, makePath(edges, chain, observedAmplification(ix, ecs, byServer, chain, roots[node{edges[chain[0]].Caller, edges[chain[0]].CallerOperation}])))
+			return
+		}
+		onStack[n] = true
+		for _, i := range next {
+			m := node{edges[i].Callee, edges[i].Operation}
+			if onStack[m] {
+				continue // a cycle: the path ends where it would repeat
+			}
+			walk(m, append(chain[:len(chain):len(chain)], i), onStack)
+		}
+		delete(onStack, n)
+	}
+	for _, r := range rootNodes {
+		walk(r, nil, map[node]bool{})
+	}
+	sort.SliceStable(paths, func(i, j int) bool {
+		if paths[i].WorstCaseAmplification != paths[j].WorstCaseAmplification {
+			return paths[i].WorstCaseAmplification > paths[j].WorstCaseAmplification
+		}
+		return strings.Join(paths[i].Operations, "\x00") < strings.Join(paths[j].Operations, "\x00")
+	})
+	return paths
+}
+
+func makePath(edges []Edge, chain []int, observed float64) Path {
+	p := Path{WorstCaseAmplification: 1, WorstCaseExact: true, RetryingLayers: []string{}, ObservedMaxAmplification: round3(observed)}
+	first := edges[chain[0]]
+	p.Services = append(p.Services, first.Caller)
+	p.Operations = append(p.Operations, first.CallerOperation)
+	for _, i := range chain {
+		e := edges[i]
+		p.Services = append(p.Services, e.Callee)
+		p.Operations = append(p.Operations, e.Operation)
+		p.WorstCaseAmplification *= e.MaxAttempts
+		if e.Retries {
+			p.RetryingLayers = append(p.RetryingLayers, e.Caller)
+			p.WorstCaseExact = p.WorstCaseExact && e.MaxAttemptsExact
+		}
+	}
+	return p
+}
+
+// callsByServer maps each SERVER span to the edge calls made while serving
+// it, as offsets into one slice (a map of a million slices costs more than
+// the rest of path building).
+type serverCalls struct {
+	off   []int32
+	calls []edgeCall
+}
+
+func (s *serverCalls) of(span int32) []edgeCall { return s.calls[s.off[span]:s.off[span+1]] }
+
+func callsByServer(ix *index, ecs []*edgeCalls) *serverCalls {
+	n := len(ix.spans)
+	sc := &serverCalls{off: make([]int32, n+1)}
+	var servers []int32
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			s := ix.serverOf(c.from)
+			servers = append(servers, s)
+			sc.off[s+1]++
+		}
+	}
+	for i := 1; i <= n; i++ {
+		sc.off[i] += sc.off[i-1]
+	}
+	sc.calls = make([]edgeCall, len(servers))
+	fill := slices.Clone(sc.off[:n])
+	k := 0
+	for ei, ec := range ecs {
+		for _, c := range ec.calls {
+			s := servers[k]
+			k++
+			sc.calls[fill[s]] = edgeCall{ei, c}
+			fill[s]++
+		}
+	}
+	return sc
+}
+
+type edgeCall struct {
+	edge int
+	c    *call
+}
+
+// observedAmplification follows the path's edges down from every root
+// request and returns the highest ratio of attempts at the path's last hop
+// to the calls that hop would have seen without any retry above or at it
+// (fan-out loops count as calls, not amplification).
+func observedAmplification(ix *index, ecs []*edgeCalls, byServer *serverCalls, chain []int, roots []int32) float64 {
+	best := 0.0
+	type inst struct {
+		span     int32
+		allFirst bool
+	}
+	for _, r := range roots {
+		level := []inst{{r, true}}
+		attempts, firstCalls := 0, 0
+		for depth, ei := range chain {
+			last := depth == len(chain)-1
+			var next []inst
+			for _, in := range level {
+				for _, ec := range byServer.of(in.span) {
+					if ec.edge != ei || ec.c.hedged {
+						continue
+					}
+					if last {
+						attempts += len(ec.c.attempts)
+						if in.allFirst {
+							firstCalls++
+						}
+						continue
+					}
+					for k, a := range ec.c.attempts {
+						if a.server >= 0 {
+							next = append(next, inst{a.server, in.allFirst && k == 0})
+						}
+					}
+				}
+			}
+			level = next
+		}
+		if firstCalls > 0 {
+			best = max(best, float64(attempts)/float64(firstCalls))
+		} else if attempts > 0 {
+			best = max(best, float64(attempts))
+		}
+	}
+	return best
+}

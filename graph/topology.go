@@ -1,0 +1,161 @@
+package graph
+
+// Schema versions the JSON form of Topology. Fields named in DESIGN.md's
+// contract are never renamed or removed without bumping it.
+const Schema = "retryaudit.topology/v1"
+
+// Topology is what inference finds in the traces: the service graph, each
+// edge's retry policy, the paths from every root with their amplification,
+// and findings. Its JSON form round-trips: replay reads it back, and users
+// may edit it.
+type Topology struct {
+	Schema   string    `json:"schema"`
+	Source   Source    `json:"source"`
+	Services []Service `json:"services"`
+	Edges    []Edge    `json:"edges"`
+	Paths    []Path    `json:"paths"`
+	Findings []Finding `json:"findings"`
+	Warnings []string  `json:"warnings"`
+}
+
+// Source describes the traces the topology was inferred from.
+type Source struct {
+	Traces       int     `json:"traces"`
+	Spans        int     `json:"spans"`
+	RootCalls    int     `json:"root_calls"`
+	WindowS      float64 `json:"window_s"`
+	RootRatePerS float64 `json:"root_rate_per_s"`
+}
+
+// Service is a node of the graph. Virtual services are uninstrumented peers
+// (databases, caches, external APIs) known only from their callers' spans.
+type Service struct {
+	Name    string `json:"name"`
+	Virtual bool   `json:"virtual"`
+	// Operations the service serves, with their observed latency.
+	Operations []Operation `json:"operations"`
+}
+
+// Operation is one route or method a service serves.
+type Operation struct {
+	Name  string  `json:"name"`
+	Count int     `json:"count"`
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	P99MS float64 `json:"p99_ms"`
+	// SelfP50MS etc. are the service's own time (span duration minus the
+	// time covered by its outgoing calls), which replay draws service times from.
+	SelfQuantilesMS []float64 `json:"self_quantiles_ms"`
+	ErrorRate       float64   `json:"error_rate"`
+}
+
+// Edge is one caller → callee operation with the retry policy inferred for it.
+type Edge struct {
+	Caller    string `json:"caller"`
+	Callee    string `json:"callee"`
+	Operation string `json:"operation"`
+	Method    string `json:"method,omitempty"`
+	// CallerOperation is the operation of the caller's span the calls are made from.
+	CallerOperation string `json:"caller_operation"`
+
+	Calls    int `json:"calls"`
+	Attempts int `json:"attempts"`
+	// AttemptsHistogram[i] counts calls that made i+1 attempts.
+	AttemptsHistogram []int `json:"attempts_histogram"`
+	Retries           bool  `json:"retries"`
+	MaxAttempts       int   `json:"max_attempts"`
+	MaxAttemptsExact  bool  `json:"max_attempts_exact"`
+	// Evidence says how retries were recognised: "markers" (resend count,
+	// grpc-go attempt spans, Envoy retry.count), "below-instrumentation"
+	// (several server spans under one client span), or "timing" (sibling
+	// attempts that follow failures).
+	Evidence string `json:"evidence,omitempty"`
+
+	Backoff           Backoff  `json:"backoff"`
+	PerTryTimeoutMS   *float64 `json:"per_try_timeout_ms"`
+	RetriedStatus     []string `json:"retried_status"`
+	NotRetriedStatus  []string `json:"not_retried_status"`
+	RetryAfterHonored int      `json:"retry_after_honored"`
+	RetryAfterIgnored int      `json:"retry_after_ignored"`
+
+	Hedging *Hedging `json:"hedging"`
+
+	// Idempotency covers retried calls of non-idempotent methods.
+	Idempotency *Idempotency `json:"idempotency"`
+
+	// OutlivedCaller counts attempts on this edge that started after the
+	// caller's own caller had already given up on the request that caused
+	// them: the deadline did not propagate.
+	OutlivedCaller int `json:"outlived_caller"`
+
+	CalleeP50MS float64 `json:"callee_p50_ms"`
+	CalleeP95MS float64 `json:"callee_p95_ms"`
+	CalleeP99MS float64 `json:"callee_p99_ms"`
+	FailureRate float64 `json:"failure_rate"`
+	// MissingAttempts counts attempts that markers say were made but whose
+	// spans are not in the input.
+	MissingAttempts int `json:"missing_attempts"`
+}
+
+// Backoff is the inferred wait between attempts.
+type Backoff struct {
+	// Kind is none, constant, exponential, or unknown when too few retries
+	// were seen to tell.
+	Kind       string   `json:"kind"`
+	BaseMS     float64  `json:"base_ms"`
+	Multiplier *float64 `json:"multiplier"`
+	CapMS      *float64 `json:"cap_ms"`
+	// Jitter is none, full, equal, decorrelated, proportional, or unknown.
+	Jitter         string   `json:"jitter"`
+	JitterFraction *float64 `json:"jitter_fraction"`
+	// JitterPresent says whether waits at the same attempt vary beyond
+	// scheduling noise; null with fewer than three waits. Jitter can be
+	// unknown while this is true: present, but too few samples to name.
+	JitterPresent *bool `json:"jitter_present"`
+	// Samples is how many gaps between attempts the inference used.
+	Samples int `json:"samples"`
+}
+
+// Hedging describes overlapping attempts to the same request.
+type Hedging struct {
+	Calls   int     `json:"calls"`
+	DelayMS float64 `json:"delay_ms"`
+}
+
+// Idempotency is the key coverage of retried non-idempotent calls.
+type Idempotency struct {
+	RetriedCalls int `json:"retried_calls"`
+	WithKey      int `json:"with_key"`
+}
+
+// Path is a chain of calls from a root operation to an operation that calls
+// nothing further.
+type Path struct {
+	Services   []string `json:"services"`
+	Operations []string `json:"operations"`
+	// RetryingLayers are the callers on the path whose calls retry.
+	RetryingLayers         []string `json:"retrying_layers"`
+	WorstCaseAmplification int      `json:"worst_case_amplification"`
+	// WorstCaseExact is false when any factor is a lower bound.
+	WorstCaseExact           bool    `json:"worst_case_exact"`
+	ObservedMaxAmplification float64 `json:"observed_max_amplification"`
+}
+
+// Severity orders findings.
+type Severity string
+
+// Severities, most severe first.
+const (
+	SeverityHigh   Severity = "high"
+	SeverityMedium Severity = "medium"
+	SeverityLow    Severity = "low"
+)
+
+// Finding is one problem with a stable id, where it is, and one line of
+// evidence.
+type Finding struct {
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	Location string   `json:"location"`
+	Message  string   `json:"message"`
+}

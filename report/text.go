@@ -1,0 +1,125 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Text that comes from span data (service names, operations, status
+// strings) and from user-edited topology files is untrusted: it may hold
+// quotes, markup, control characters and invalid UTF-8. Every renderer
+// first makes it one plain line with display or printable, then escapes
+// what its own format treats as special (mdEscape, dotQuote, mermaidEscape).
+
+// display returns a name as it is when it is plain printable text, and
+// Go-quoted otherwise: when it is empty, has leading or trailing space, or
+// holds control, format or invalid characters. Like ls quoting odd file
+// names, this keeps every name on one line and keeps two different names
+// from looking alike.
+func display(s string) string {
+	if s == "" || strings.TrimSpace(s) != s || printable(s) != s {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// printable returns free text (a message that quotes names) with its
+// non-printable runes and invalid bytes escaped the way Go writes them
+// (\n, \x00, \u202e) and everything else left as it is.
+func printable(s string) string {
+	plain := func(r rune, n int) bool { return (r != utf8.RuneError || n > 1) && unicode.IsPrint(r) }
+	clean := true
+	for i := 0; i < len(s) && clean; {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		clean = plain(r, n)
+		i += n
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case plain(r, n):
+			b.WriteString(s[i : i+n])
+		case n == 1 && r == utf8.RuneError:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// mdEscaper backslash-escapes the ASCII punctuation that Markdown (GFM)
+// gives a meaning inside a paragraph or a table cell: the escape itself,
+// code spans, emphasis, links, raw HTML, strikethrough and cell separators.
+var mdEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "|", `\|`, "*", `\*`, "_", `\_`, "~", `\~`,
+	"[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "&", `\&`,
+)
+
+// mdEscape makes display text literal Markdown text.
+func mdEscape(s string) string { return mdEscaper.Replace(s) }
+
+// dotEscaper escapes a DOT quoted string: backslashes (which Graphviz
+// reads in pairs, and whose escString sequences like \N it expands in
+// labels), quotes, and newlines, which become Graphviz's centred line break.
+var dotEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
+
+// dotQuote returns s as a quoted DOT identifier or label.
+func dotQuote(s string) string { return `"` + dotEscaper.Replace(s) + `"` }
+
+// mermaidEscaper writes Mermaid's entity codes (#name; or #decimal;, which
+// Mermaid turns into HTML entities) for the characters that could end a
+// quoted label, open markup or a Markdown string, or close the fence
+// around a mermaid block; # itself, so a name cannot forge an entity.
+var mermaidEscaper = strings.NewReplacer(
+	"#", "#35;", `"`, "#quot;", "<", "#lt;", ">", "#gt;", "&", "#amp;", "`", "#96;",
+)
+
+// mermaidEscape makes display text safe inside a Mermaid ["..."] label.
+func mermaidEscape(s string) string { return mermaidEscaper.Replace(s) }
+
+// ms formats milliseconds compactly: to 0.1 ms from 10 ms up, to 0.01 ms
+// below, without trailing zeros ("1000.7ms", "20ms", "0.09ms").
+func ms(v float64) string {
+	if math.Abs(v) >= 10 {
+		return decimal(v, 1) + "ms"
+	}
+	return decimal(v, 2) + "ms"
+}
+
+// decimal formats v rounded to places decimals, without trailing zeros.
+func decimal(v float64, places int) string {
+	p := math.Pow10(places)
+	r := math.Round(v*p) / p
+	if r == 0 {
+		r = 0 // no "-0"
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+// stickyWriter remembers the first write error and drops later writes, so
+// a renderer can write line after line and check once at the end.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}

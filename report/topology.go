@@ -1,0 +1,360 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/retryaudit/retryaudit/graph"
+)
+
+// topologyView is what the table and Markdown renderers of a Topology
+// show, worked out once as plain display text: each renderer only lays it
+// out and escapes it for its format.
+type topologyView struct {
+	headline string
+	edges    grid
+	paths    grid
+	findings []findingView
+	warnings []string
+}
+
+// grid is a table before layout: a header, column alignments and rows of
+// cells.
+type grid struct {
+	header []string
+	align  []tw.Align
+	rows   [][]string
+}
+
+type findingView struct {
+	severity, id, text string
+}
+
+func newTopologyView(t *graph.Topology) topologyView {
+	v := topologyView{
+		headline: headline(t.Paths),
+		edges: grid{
+			header: []string{"caller", "callee", "operation", "calls", "attempts", "retries", "max attempts",
+				"backoff", "jitter", "per-try timeout", "retried statuses", "callee p99"},
+			align: []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignLeft,
+				tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft, tw.AlignRight},
+		},
+		paths: grid{
+			header: []string{"path", "entry", "retrying layers", "worst case", "observed max"},
+			align:  []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight},
+		},
+	}
+	for _, e := range t.Edges {
+		v.edges.rows = append(v.edges.rows, []string{
+			display(e.Caller), display(e.Callee), display(e.Operation),
+			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), yesNo(e.Retries), maxAttempts(e),
+			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), listText(e.RetriedStatus), ms(e.CalleeP99MS),
+		})
+	}
+	for _, p := range t.Paths {
+		entry := ""
+		if len(p.Operations) > 0 {
+			entry = display(p.Operations[0])
+		}
+		observed := "-"
+		if p.ObservedMaxAmplification > 0 {
+			observed = decimal(p.ObservedMaxAmplification, 1) + "x"
+		}
+		v.paths.rows = append(v.paths.rows, []string{
+			pathText(p.Services), entry, listText(p.RetryingLayers), worstCase(p), observed,
+		})
+	}
+	for _, f := range t.Findings {
+		text := printable(f.Message)
+		if f.Location != "" {
+			text = printable(f.Location) + ": " + text
+		}
+		v.findings = append(v.findings, findingView{
+			severity: strings.ToUpper(display(string(f.Severity))), id: display(f.ID), text: text,
+		})
+	}
+	for _, w := range t.Warnings {
+		v.warnings = append(v.warnings, printable(w))
+	}
+	return v
+}
+
+// headline names the path with the highest worst-case amplification
+// (paths come sorted that way).
+func headline(paths []graph.Path) string {
+	if len(paths) == 0 {
+		return "worst-case amplification: 1x (no calls between services)"
+	}
+	p := paths[0]
+	s := fmt.Sprintf("worst-case amplification: %dx on %s", p.WorstCaseAmplification, pathText(p.Services))
+	if !p.WorstCaseExact {
+		s += " (lower bound)"
+	}
+	return s
+}
+
+func pathText(services []string) string {
+	names := make([]string, len(services))
+	for i, s := range services {
+		names[i] = display(s)
+	}
+	return strings.Join(names, " → ")
+}
+
+// listText joins names with commas, or "-" for none.
+func listText(list []string) string {
+	if len(list) == 0 {
+		return "-"
+	}
+	names := make([]string, len(list))
+	for i, s := range list {
+		names[i] = display(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// atLeast marks a lower bound.
+func atLeast(exact bool) string {
+	if exact {
+		return ""
+	}
+	return "≥"
+}
+
+// maxAttempts is "3", or "≥2" when no retrying call was seen giving up.
+func maxAttempts(e graph.Edge) string {
+	return atLeast(!e.Retries || e.MaxAttemptsExact) + strconv.Itoa(e.MaxAttempts)
+}
+
+func worstCase(p graph.Path) string {
+	return atLeast(p.WorstCaseExact) + strconv.Itoa(p.WorstCaseAmplification) + "x"
+}
+
+// backoffText describes the wait between attempts in full:
+// "exponential 20ms ×2 cap 160ms", "constant 25ms", "none",
+// "unknown (2 waits)"; "-" on an edge that does not retry.
+func backoffText(e graph.Edge) string {
+	if !e.Retries {
+		return "-"
+	}
+	b := e.Backoff
+	switch b.Kind {
+	case "none":
+		return "none"
+	case "constant":
+		return "constant " + ms(b.BaseMS)
+	case "exponential":
+		s := "exponential " + ms(b.BaseMS)
+		if b.Multiplier != nil {
+			s += " ×" + decimal(*b.Multiplier, 2)
+		}
+		if b.CapMS != nil {
+			s += " cap " + ms(*b.CapMS)
+		}
+		return s
+	case "unknown", "":
+		return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
+	}
+	return display(b.Kind)
+}
+
+// backoffShort is the backoff in a few characters for graph labels:
+// "exp 20ms", "const 25ms", "immediate", "backoff unknown".
+func backoffShort(b graph.Backoff) string {
+	switch b.Kind {
+	case "none":
+		return "immediate"
+	case "constant":
+		return "const " + ms(b.BaseMS)
+	case "exponential":
+		return "exp " + ms(b.BaseMS)
+	case "unknown", "":
+		return "backoff unknown"
+	}
+	return display(b.Kind)
+}
+
+// jitterText is "none", "proportional ±50%", "full", "present (3 waits)"
+// when waits vary but too few were seen to name the kind, or "unknown";
+// "-" on an edge that does not retry.
+func jitterText(e graph.Edge) string {
+	if !e.Retries {
+		return "-"
+	}
+	b := e.Backoff
+	switch b.Jitter {
+	case "proportional":
+		if b.JitterFraction != nil {
+			return "proportional ±" + decimal(100**b.JitterFraction, 0) + "%"
+		}
+		return "proportional"
+	case "unknown", "":
+		if b.JitterPresent != nil && *b.JitterPresent {
+			return fmt.Sprintf("present (%s)", plural(b.Samples, "wait"))
+		}
+		if b.JitterPresent != nil {
+			return fmt.Sprintf("none (%s)", plural(b.Samples, "wait"))
+		}
+		return "unknown"
+	}
+	return display(b.Jitter)
+}
+
+func timeoutText(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return ms(*v)
+}
+
+// TopologyTable renders a topology for people on a terminal: a first line
+// naming the worst-case amplification, then a table of edges with their
+// inferred retry policy, a table of paths, the findings one per line, and
+// the warnings.
+func TopologyTable(w io.Writer, t *graph.Topology) error {
+	v := newTopologyView(t)
+	sw := &stickyWriter{w: w}
+	fmt.Fprintln(sw, v.headline)
+	for _, g := range []grid{v.edges, v.paths} {
+		if len(g.rows) == 0 {
+			continue
+		}
+		fmt.Fprintln(sw)
+		tab := newTable(sw, g.header, g.align...)
+		for _, r := range g.rows {
+			if err := tab.Append(r); err != nil {
+				return err
+			}
+		}
+		if err := tab.Render(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(sw)
+	if len(v.findings) == 0 {
+		fmt.Fprintln(sw, "no findings")
+	}
+	idWidth := 0
+	for _, f := range v.findings {
+		idWidth = max(idWidth, utf8.RuneCountInString(f.id))
+	}
+	for _, f := range v.findings {
+		fmt.Fprintf(sw, "%-6s %-*s  %s\n", f.severity, idWidth, f.id, f.text)
+	}
+	if len(v.warnings) > 0 {
+		fmt.Fprintln(sw, "\nwarnings:")
+		for _, x := range v.warnings {
+			fmt.Fprintf(sw, "  %s\n", x)
+		}
+	}
+	return sw.err
+}
+
+// TopologyMarkdown renders a topology for an incident-review document: a
+// heading, the worst-case amplification in bold, the edge and path tables
+// as GitHub Markdown tables, the call graph as a mermaid block, and the
+// findings and warnings as lists. Text from the traces is escaped so that
+// it reads as written and cannot break a table or inject markup.
+func TopologyMarkdown(w io.Writer, t *graph.Topology) error {
+	v := newTopologyView(t)
+	sw := &stickyWriter{w: w}
+	fmt.Fprintln(sw, "## Retry topology")
+	fmt.Fprintln(sw)
+	if s := t.Source; s.Traces > 0 {
+		fmt.Fprintf(sw, "Inferred from %d traces (%d spans, %d root requests over %ss).\n\n",
+			s.Traces, s.Spans, s.RootCalls, decimal(s.WindowS, 1))
+	}
+	fmt.Fprintf(sw, "**%s**\n", mdEscape(v.headline))
+	for _, sec := range []struct {
+		title string
+		g     grid
+	}{{"Edges", v.edges}, {"Paths", v.paths}} {
+		if len(sec.g.rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(sw, "\n### %s\n\n", sec.title)
+		markdownTable(sw, sec.g)
+	}
+	if len(t.Edges) > 0 {
+		fmt.Fprint(sw, "\n### Call graph\n\n```mermaid\n")
+		if err := TopologyMermaid(sw, t); err != nil {
+			return err
+		}
+		fmt.Fprintln(sw, "```")
+	}
+	fmt.Fprint(sw, "\n### Findings\n\n")
+	if len(v.findings) == 0 {
+		fmt.Fprintln(sw, "No findings.")
+	}
+	for _, f := range v.findings {
+		fmt.Fprintf(sw, "- **%s** %s — %s\n", mdEscape(f.severity), mdEscape(f.id), mdEscape(f.text))
+	}
+	if len(v.warnings) > 0 {
+		fmt.Fprint(sw, "\n### Warnings\n\n")
+		for _, x := range v.warnings {
+			fmt.Fprintf(sw, "- %s\n", mdEscape(x))
+		}
+	}
+	return sw.err
+}
+
+// markdownTable writes g as a GitHub Markdown table, its columns padded so
+// that the source reads as a table too.
+func markdownTable(w io.Writer, g grid) {
+	cells := make([][]string, 0, len(g.rows)+1)
+	cells = append(cells, escapeRow(g.header))
+	for _, r := range g.rows {
+		cells = append(cells, escapeRow(r))
+	}
+	width := make([]int, len(g.header))
+	for _, r := range cells {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c), 3)
+		}
+	}
+	line := func(r []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if g.align[i] == tw.AlignRight {
+				b.WriteString(" " + pad + c + " |")
+			} else {
+				b.WriteString(" " + c + pad + " |")
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(cells[0])
+	rule := make([]string, len(g.header))
+	for i := range rule {
+		rule[i] = strings.Repeat("-", width[i])
+		if g.align[i] == tw.AlignRight {
+			rule[i] = strings.Repeat("-", width[i]-1) + ":"
+		}
+	}
+	line(rule)
+	for _, r := range cells[1:] {
+		line(r)
+	}
+}
+
+func escapeRow(r []string) []string {
+	out := make([]string, len(r))
+	for i, c := range r {
+		out[i] = mdEscape(c)
+	}
+	return out
+}

@@ -1,0 +1,405 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// topologyRenderers are the renderers with golden files, by file extension.
+var topologyRenderers = []struct {
+	ext    string
+	render func(io.Writer, *graph.Topology) error
+}{
+	{"table", TopologyTable},
+	{"md", TopologyMarkdown},
+	{"dot", TopologyDOT},
+	{"mmd", TopologyMermaid},
+}
+
+// sampleScenarios are the committed sample runs the goldens are inferred from.
+var sampleScenarios = []string{"retry-everywhere", "edge-only", "mixed"}
+
+type topologyInput struct {
+	name string
+	topo *graph.Topology
+}
+
+// topologyInputs returns the topologies inferred from the samples, the
+// hostile hand-built one and an empty one.
+func topologyInputs(t *testing.T) []topologyInput {
+	t.Helper()
+	var in []topologyInput
+	for _, s := range sampleScenarios {
+		// The samples may be stored compressed (ingest sniffs gzip and zstd).
+		files, _ := filepath.Glob(filepath.Join("..", "samples", s, "traces.otlp.jsonl*"))
+		if len(files) == 0 {
+			t.Fatalf("no ../samples/%s/traces.otlp.jsonl[.gz|.zst]", s)
+		}
+		set, err := ingest.ReadFiles(context.Background(), files[:1], nil, ingest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, topologyInput{s, graph.Infer(set)})
+	}
+	return append(in, topologyInput{"hostile", hostileTopology()}, topologyInput{"empty", &graph.Topology{Schema: graph.Schema}})
+}
+
+// Names as hostile span data may carry them.
+const (
+	evilScript    = "<script>alert(1)</script>"
+	evilQuote     = `a"b`
+	evilBackslash = `back\slash`
+	evilNewline   = "new\nline"
+	evilPipe      = "pipe|name"
+)
+
+var hostileNames = []string{evilScript, evilQuote, evilBackslash, evilNewline, evilPipe}
+
+func ptr[T any](v T) *T { return &v }
+
+// hostileTopology is a small topology whose every string is hostile.
+func hostileTopology() *graph.Topology {
+	none := graph.Backoff{Kind: "none", Jitter: "none"}
+	return &graph.Topology{
+		Schema: graph.Schema,
+		Services: []graph.Service{
+			{Name: evilScript}, {Name: evilQuote}, {Name: evilBackslash, Virtual: true},
+			{Name: evilNewline, Virtual: true}, {Name: evilPipe},
+		},
+		Edges: []graph.Edge{
+			{Caller: "user", Callee: evilScript, Operation: "GET /`x`|y", Calls: 10, Attempts: 10, MaxAttempts: 1,
+				Backoff: none, CalleeP99MS: 1234.5678},
+			{Caller: evilScript, Callee: evilQuote, Operation: `POST /a"b`, Calls: 10, Attempts: 17, Retries: true,
+				MaxAttempts: 3, MaxAttemptsExact: true,
+				Backoff: graph.Backoff{Kind: "exponential", BaseMS: 20.04, Multiplier: ptr(2.0), CapMS: ptr(160.0),
+					Jitter: "proportional", JitterFraction: ptr(0.5), JitterPresent: ptr(true), Samples: 7},
+				PerTryTimeoutMS: ptr(100.0), RetriedStatus: []string{"503", "<b>429</b>"}, CalleeP99MS: 250.06},
+			{Caller: evilQuote, Callee: evilBackslash, Operation: "q|uery \xff", Calls: 4, Attempts: 6, Retries: true,
+				MaxAttempts: 2, Backoff: graph.Backoff{Kind: "unknown", BaseMS: 5, Jitter: "unknown", Samples: 2},
+				RetriedStatus: []string{"timeout"}, CalleeP99MS: 0.0049},
+			{Caller: evilQuote, Callee: evilNewline, Operation: "GET\n/x", Calls: 4, Attempts: 4, MaxAttempts: 1,
+				MaxAttemptsExact: true, Backoff: none, CalleeP99MS: 3.14159},
+			{Caller: evilScript, Callee: evilPipe, Operation: "*bold* _em_ [link](x) ~~s~~ &amp;", Calls: 10, Attempts: 12,
+				Retries: true, MaxAttempts: 3, MaxAttemptsExact: true,
+				Backoff:       graph.Backoff{Kind: "constant", BaseMS: 25, Jitter: "unknown", JitterPresent: ptr(true), Samples: 3},
+				RetriedStatus: []string{"503"}, CalleeP99MS: 12},
+		},
+		Paths: []graph.Path{
+			{Services: []string{evilScript, evilQuote, evilBackslash}, Operations: []string{"GET /`x`|y", `POST /a"b`, "q|uery \xff"},
+				RetryingLayers: []string{evilScript, evilQuote}, WorstCaseAmplification: 6, ObservedMaxAmplification: 4},
+			{Services: []string{evilScript, evilPipe}, Operations: []string{"GET /`x`|y", "*bold*"},
+				RetryingLayers: []string{evilScript}, WorstCaseAmplification: 3, WorstCaseExact: true, ObservedMaxAmplification: 2.5},
+			{Services: []string{evilQuote, evilNewline}, Operations: []string{`POST /a"b`, "GET\n/x"},
+				RetryingLayers: []string{}, WorstCaseAmplification: 1, WorstCaseExact: true},
+		},
+		Findings: []graph.Finding{
+			{ID: graph.FindingMultiLayer, Severity: graph.SeverityHigh, Location: evilScript + " → " + evilQuote + " → " + evilBackslash,
+				Message: "2 layers retry (`x`|y): one request can become 6x attempts at " + evilBackslash},
+			{ID: graph.FindingNoJitter, Severity: graph.SeverityMedium, Location: evilScript + " → " + evilPipe,
+				Message: "retries with no jitter\nand a second line"},
+		},
+		Warnings: []string{evilPipe + ": `tick` \x00 <b>bold</b>\nnext"},
+	}
+}
+
+func TestTopologyGolden(t *testing.T) {
+	for _, in := range topologyInputs(t) {
+		for _, r := range topologyRenderers {
+			t.Run(in.name+"/"+r.ext, func(t *testing.T) {
+				var buf bytes.Buffer
+				if err := r.render(&buf, in.topo); err != nil {
+					t.Fatal(err)
+				}
+				checkGolden(t, filepath.Join("testdata", "topology-"+in.name+"."+r.ext+".golden"), buf.Bytes())
+			})
+		}
+	}
+}
+
+// checkGolden compares got with the golden file, or rewrites it with -update.
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(g), len(w)) {
+		gl, wl := "<missing>", "<missing>"
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			t.Fatalf("%s: line %d differs (go test -update rewrites goldens):\n got: %q\nwant: %q", path, i+1, gl, wl)
+		}
+	}
+}
+
+func TestTopologyTableHeadline(t *testing.T) {
+	const prefix = "worst-case amplification: "
+	for _, in := range topologyInputs(t) {
+		t.Run(in.name, func(t *testing.T) {
+			var want string
+			switch in.name {
+			case "hostile":
+				want = prefix + `6x on <script>alert(1)</script> → a"b → back\slash (lower bound)`
+			case "empty":
+				want = prefix + "1x (no calls between services)"
+			default:
+				if len(in.topo.Paths) == 0 {
+					t.Fatal("no paths inferred from the sample")
+				}
+				top := in.topo.Paths[0]
+				for _, p := range in.topo.Paths {
+					if p.WorstCaseAmplification > top.WorstCaseAmplification {
+						t.Fatalf("paths are not sorted by worst case: %d before %d", top.WorstCaseAmplification, p.WorstCaseAmplification)
+					}
+				}
+				want = prefix + strings.Join(top.Services, " → ")
+			}
+			var buf bytes.Buffer
+			if err := TopologyTable(&buf, in.topo); err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(buf.String(), "\n")
+			if !strings.HasPrefix(first, prefix) {
+				t.Fatalf("first line %q does not start with %q", first, prefix)
+			}
+			if in.name == "hostile" || in.name == "empty" {
+				if first != want {
+					t.Fatalf("first line\n got: %q\nwant: %q", first, want)
+				}
+				return
+			}
+			// Sample: the top path, whatever amplification inference finds.
+			top := in.topo.Paths[0]
+			if !strings.HasSuffix(strings.TrimSuffix(first, " (lower bound)"), " on "+strings.Join(top.Services, " → ")) {
+				t.Fatalf("first line %q does not name the top path %v", first, top.Services)
+			}
+		})
+	}
+}
+
+func render(t *testing.T, f func(io.Writer, *graph.Topology) error, topo *graph.Topology) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f(&buf, topo); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// wantLabels are the hostile service names as every renderer should show
+// them once its own escaping is undone.
+func wantLabels() []string {
+	out := make([]string, 0, len(hostileNames)+1)
+	for _, n := range hostileNames {
+		out = append(out, display(n))
+	}
+	out = append(out, "user")
+	slices.Sort(out)
+	return out
+}
+
+func TestTopologyDOTEscapes(t *testing.T) {
+	out := render(t, TopologyDOT, hostileTopology())
+	// Outside its quoted strings each line must be one of the statements
+	// the renderer writes: nothing of a name has leaked out of its quotes.
+	stmt := regexp.MustCompile(`^(digraph S \{|  rankdir=S;|  node \[shape=S, fontname=S\];|  edge \[fontname=S, fontsize=S\];|` +
+		`  S \[label=S(, style=S)?\];|  S -> S \[label=S(, color=S, fontcolor=S, style=S)?\];|\})$`)
+	var labels []string
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		skeleton, strs, err := dotStrings(line)
+		if err != nil {
+			t.Fatalf("%v in line %q of:\n%s", err, line, out)
+		}
+		if !stmt.MatchString(skeleton) {
+			t.Errorf("unexpected DOT statement %q in:\n%s", line, out)
+		}
+		if strings.HasPrefix(skeleton, "  S [label=S") {
+			labels = append(labels, strs[1])
+		}
+	}
+	// Node labels are the names, intact.
+	slices.Sort(labels)
+	if !slices.Equal(labels, wantLabels()) {
+		t.Errorf("DOT node labels\n got: %q\nwant: %q", labels, wantLabels())
+	}
+}
+
+// dotStrings reads the quoted strings of one line of DOT the way Graphviz
+// does (\\ and \" are read as pairs; \n in a label is a line break) and
+// returns the line with each replaced by S, and their contents.
+func dotStrings(line string) (skeleton string, strs []string, err error) {
+	var sk strings.Builder
+	for i := 0; i < len(line); i++ {
+		if line[i] != '"' {
+			sk.WriteByte(line[i])
+			continue
+		}
+		var s strings.Builder
+		j := i + 1
+		for ; j < len(line) && line[j] != '"'; j++ {
+			if line[j] == '\\' && j+1 < len(line) {
+				switch line[j+1] {
+				case '\\', '"':
+					j++
+					s.WriteByte(line[j])
+					continue
+				case 'n':
+					j++
+					s.WriteByte('\n')
+					continue
+				}
+			}
+			s.WriteByte(line[j])
+		}
+		if j == len(line) {
+			return "", nil, fmt.Errorf("quoted string from byte %d not closed on its line", i)
+		}
+		strs = append(strs, s.String())
+		sk.WriteString("S")
+		i = j
+	}
+	return sk.String(), strs, nil
+}
+
+func TestTopologyMermaidEscapes(t *testing.T) {
+	out := render(t, TopologyMermaid, hostileTopology())
+	if strings.Contains(out, "<script") || strings.Contains(out, "`") {
+		t.Fatalf("raw markup or backtick in Mermaid output:\n%s", out)
+	}
+	node := regexp.MustCompile(`^    n\d+\["([^"<>&` + "`" + `]*)"\]$`)
+	stmt := regexp.MustCompile(`^(flowchart LR|    n\d+ --> n\d+|    n\d+ ==>\|"×≥?\d+"\| n\d+|    classDef virtual stroke-dasharray: 5 5|    class n\d+(,n\d+)* virtual)$`)
+	unescape := strings.NewReplacer("#35;", "#", "#quot;", `"`, "#lt;", "<", "#gt;", ">", "#amp;", "&", "#96;", "`")
+	var labels []string
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if m := node.FindStringSubmatch(line); m != nil {
+			labels = append(labels, unescape.Replace(m[1]))
+			continue
+		}
+		if !stmt.MatchString(line) {
+			t.Errorf("unexpected Mermaid line %q in:\n%s", line, out)
+		}
+	}
+	slices.Sort(labels)
+	if !slices.Equal(labels, wantLabels()) {
+		t.Errorf("Mermaid node labels\n got: %q\nwant: %q", labels, wantLabels())
+	}
+}
+
+func TestTopologyMarkdownEscapes(t *testing.T) {
+	out := render(t, TopologyMarkdown, hostileTopology())
+	unescape := regexp.MustCompile(`\\([[:punct:]])`)
+	var cells []string
+	columns := -1
+	inMermaid := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case line == "```mermaid":
+			inMermaid = true
+		case line == "```":
+			inMermaid = false
+		case inMermaid:
+			continue
+		case strings.HasPrefix(line, "|"):
+			row := splitCells(line)
+			if columns < 0 {
+				columns = len(row)
+			}
+			if len(row) != columns {
+				t.Errorf("row has %d cells, table has %d (a raw | in a cell?): %q", len(row), columns, line)
+			}
+			for _, c := range row {
+				cells = append(cells, unescape.ReplaceAllString(strings.TrimSpace(c), "$1"))
+			}
+		default:
+			columns = -1
+		}
+		if !inMermaid && regexp.MustCompile(`(^|[^\\])[<>`+"`"+`]`).MatchString(line) && line != "```" && line != "```mermaid" {
+			t.Errorf("unescaped <, > or backtick outside code: %q", line)
+		}
+	}
+	for _, want := range append(wantLabels(), display("q|uery \xff"), "GET /`x`|y", "*bold* _em_ [link](x) ~~s~~ &amp;", "<b>429</b>") {
+		if want == "user" {
+			continue
+		}
+		if !slices.ContainsFunc(cells, func(c string) bool { return strings.Contains(c, want) }) {
+			t.Errorf("no table cell shows %q intact; cells: %q", want, cells)
+		}
+	}
+}
+
+// splitCells splits a Markdown table row on the | that are not escaped
+// (preceded by an odd number of backslashes).
+func splitCells(line string) []string {
+	var cells []string
+	start, bs := 1, 0
+	for i := 1; i < len(line); i++ {
+		switch {
+		case line[i] == '\\':
+			bs++
+			continue
+		case line[i] == '|' && bs%2 == 0:
+			cells = append(cells, line[start:i])
+			start = i + 1
+		}
+		bs = 0
+	}
+	return cells
+}
+
+func TestTextHelpers(t *testing.T) {
+	for _, tc := range []struct{ name, got, want string }{
+		{"display plain", display("api"), "api"},
+		{"display empty", display(""), `""`},
+		{"display spaces", display(" api"), `" api"`},
+		{"display newline", display("new\nline"), `"new\nline"`},
+		{"display bidi", display("a\u202eb"), `"a\u202eb"`},
+		{"display invalid", display("a\xffb"), `"a\xffb"`},
+		{"display quote", display(`a"b`), `a"b`},
+		{"printable", printable("a\tb\x00\xff→ \u200b"), `a\tb\x00\xff→ \u200b`},
+		{"ms large", ms(1000.709), "1000.7ms"},
+		{"ms whole", ms(20.04), "20ms"},
+		{"ms small", ms(0.092), "0.09ms"},
+		{"ms round up", ms(9.999), "10ms"},
+		{"ms negative zero", ms(-0.001), "0ms"},
+		{"decimal", decimal(2.5, 2), "2.5"},
+		{"md", mdEscape("a|b`c\\d*<e>"), "a\\|b\\`c\\\\d\\*\\<e\\>"},
+		{"dot", dotQuote("a\"b\\c\nd"), `"a\"b\\c\nd"`},
+		{"mermaid", mermaidEscape(`<a href="#x">&` + "`"), "#lt;a href=#quot;#35;x#quot;#gt;#amp;#96;"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+}
