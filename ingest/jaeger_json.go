@@ -847,30 +847,14 @@ type jStart struct{ ns int64 }
 
 // UnmarshalJSON parses the time into Unix nanoseconds.
 func (t *jStart) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		return nil
-	}
-	lit, isStr := unquote(data)
-	if !isStr {
-		lit = data
-	}
-	ns, numeric, err := micros(lit)
-	if err != nil {
-		return fmt.Errorf("startTime %s: %w", data, err)
-	}
-	if numeric {
-		t.ns = ns
-		return nil
-	}
-	if isStr {
-		if tm, perr := time.Parse(time.RFC3339Nano, string(lit)); perr == nil {
-			if t.ns, err = unixNanos(tm); err != nil {
-				return fmt.Errorf("startTime %s: %w", data, err)
-			}
-			return nil
+	return parseMicrosOr(data, &t.ns, "startTime", "microseconds since the epoch nor an RFC 3339 time", func(lit string) (int64, bool, error) {
+		tm, err := time.Parse(time.RFC3339Nano, lit)
+		if err != nil {
+			return 0, false, nil
 		}
-	}
-	return fmt.Errorf("startTime %s is neither microseconds since the epoch nor an RFC 3339 time", data)
+		ns, err := unixNanos(tm)
+		return ns, true, err
+	})
 }
 
 // jDuration is a duration: microseconds (a number or a numeric string), or
@@ -879,6 +863,17 @@ type jDuration struct{ ns int64 }
 
 // UnmarshalJSON parses the duration into nanoseconds.
 func (d *jDuration) UnmarshalJSON(data []byte) error {
+	return parseMicrosOr(data, &d.ns, "duration", `microseconds nor a duration like "0.000100s"`, func(lit string) (int64, bool, error) {
+		dur, err := time.ParseDuration(lit)
+		return int64(dur), err == nil, nil
+	})
+}
+
+// parseMicrosOr reads a Jaeger time field into *ns: microseconds as a
+// number or numeric string, else a string in the protobuf JSON form that
+// alt parses (alt reports ok false when the string is not in that form).
+// null leaves *ns as it is.
+func parseMicrosOr(data []byte, ns *int64, field, want string, alt func(string) (int64, bool, error)) error {
 	if string(data) == "null" {
 		return nil
 	}
@@ -886,21 +881,25 @@ func (d *jDuration) UnmarshalJSON(data []byte) error {
 	if !isStr {
 		lit = data
 	}
-	ns, numeric, err := micros(lit)
+	v, numeric, err := micros(lit)
 	if err != nil {
-		return fmt.Errorf("duration %s: %w", data, err)
+		return fmt.Errorf("%s %s: %w", field, data, err)
 	}
 	if numeric {
-		d.ns = ns
+		*ns = v
 		return nil
 	}
 	if isStr {
-		if dur, perr := time.ParseDuration(string(lit)); perr == nil {
-			d.ns = int64(dur)
+		v, ok, err := alt(string(lit))
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", field, data, err)
+		}
+		if ok {
+			*ns = v
 			return nil
 		}
 	}
-	return fmt.Errorf("duration %s is neither microseconds nor a duration like \"0.000100s\"", data)
+	return fmt.Errorf("%s %s is neither %s", field, data, want)
 }
 
 // micros parses a decimal number of microseconds into nanoseconds. numeric
