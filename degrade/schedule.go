@@ -1,0 +1,227 @@
+package degrade
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Schedule is every fault of one run. Faults may overlap in time and
+// target the same service; their effects then combine (see Schedule.Effect).
+type Schedule []Fault
+
+// ParseAll parses every spec of a run. It reports every bad spec, not only
+// the first, joined with errors.Join; each is a *SpecError. No specs is an
+// empty schedule: a run without faults.
+func ParseAll(specs []string) (Schedule, error) {
+	s := make(Schedule, 0, len(specs))
+	var errs []error
+	for _, spec := range specs {
+		f, err := Parse(spec)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s = append(s, f)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+// Effect is what the active faults do to one attempt. The zero Effect but
+// for Slow = 1 is "no fault".
+type Effect struct {
+	// Fail: the attempt fails fast with 503 (outage mode=error).
+	Fail bool
+	// NoAnswer: the attempt is never answered and the caller waits out its
+	// timeout (outage mode=timeout). When overlapping outages set both Fail
+	// and NoAnswer, NoAnswer is the one that holds: an attempt that gets no
+	// answer cannot also be failed fast.
+	NoAnswer bool
+	// ErrorRate is the probability the attempt fails fast (error-rate).
+	ErrorRate float64
+	// Loss is the probability the attempt or its response is lost and the
+	// caller waits out its timeout (packet-loss).
+	Loss float64
+	// Slow multiplies the service time (slow-shard on this shard, latency
+	// x=); ≥ 1.
+	Slow float64
+	// Add is added to the service time, in seconds (latency add=).
+	Add float64
+	// Limit > 0 caps the service's concurrency (db-pool): at most Limit
+	// attempts are served at once, the rest queue.
+	Limit int
+}
+
+// None reports whether e changes nothing.
+func (e Effect) None() bool {
+	return e == Effect{Slow: 1}
+}
+
+// Effect returns what the faults active at time t do to an attempt from
+// caller to svc that lands on shard (see PickShard; 0 for an unsharded
+// service). Several active faults combine: probabilities as independent
+// events (1-(1-a)(1-b)), multipliers multiply, additions add, and Limit is
+// the smallest. A hot-partition has no per-attempt effect: it acts through
+// PickShard.
+func (s Schedule) Effect(caller, svc string, shard int, t float64) Effect {
+	e := Effect{Slow: 1}
+	for _, f := range s {
+		if f.Service != svc || !f.Active(t) {
+			continue
+		}
+		switch f.Kind {
+		case Outage:
+			if f.Mode == ModeTimeout {
+				e.NoAnswer = true
+			} else {
+				e.Fail = true
+			}
+		case ErrorRate:
+			e.ErrorRate = orProb(e.ErrorRate, f.Rate)
+		case PacketLoss:
+			if f.Caller == "" || f.Caller == caller {
+				e.Loss = orProb(e.Loss, f.Loss)
+			}
+		case SlowShard:
+			if shard == f.Shard {
+				e.Slow *= f.Factor
+			}
+		case Latency:
+			if f.Factor != 0 {
+				e.Slow *= f.Factor
+			}
+			e.Add += f.Add
+		case DBPool:
+			if e.Limit == 0 || f.Limit < e.Limit {
+				e.Limit = f.Limit
+			}
+		}
+	}
+	return e
+}
+
+// orProb is the probability that at least one of two independent events
+// with probabilities a and b happens: 1-(1-a)(1-b), written so that it is
+// exactly b when a is 0.
+func orProb(a, b float64) float64 {
+	return a + b - a*b
+}
+
+// Shards returns how many shards svc needs: the largest shards= of the
+// slow-shard and hot-partition faults on svc, whenever they are active, or
+// 1 when there are none.
+func (s Schedule) Shards(svc string) int {
+	n := 1
+	for _, f := range s {
+		if f.Service == svc && (f.Kind == SlowShard || f.Kind == HotPartition) {
+			n = max(n, f.Shards)
+		}
+	}
+	return n
+}
+
+// PickShard maps u, uniform in [0,1), to the shard of svc an attempt at time
+// t lands on, in [0, Shards(svc)). Normally the shards are equally likely.
+// While a hot-partition on svc is active, the shard is Zipf-distributed over
+// all Shards(svc) shards with the fault's exponent, shard 0 the hottest:
+// P(k) ∝ (k+1)^-Skew (with several active hot-partitions, the largest Skew).
+// The map is an inverse CDF, so the same u always gives the same shard and
+// a larger u never a smaller one.
+func (s Schedule) PickShard(svc string, t float64, u float64) int {
+	n := s.Shards(svc)
+	if n == 1 {
+		return 0
+	}
+	if !(u >= 0) { // also NaN
+		u = 0
+	}
+	skew := 0.0
+	for _, f := range s {
+		if f.Kind == HotPartition && f.Service == svc && f.Active(t) {
+			skew = max(skew, f.Skew)
+		}
+	}
+	if skew == 0 {
+		return min(int(u*float64(n)), n-1)
+	}
+	cdf := zipfCDF(n, skew)
+	return min(sort.SearchFloat64s(cdf, math.Nextafter(u, 2)), n-1)
+}
+
+type zipfKey struct {
+	n    int
+	skew float64
+}
+
+// zipfCDFs caches the CDFs PickShard uses: a run has only a few
+// (shard count, exponent) pairs and asks for them once per attempt.
+var zipfCDFs sync.Map // zipfKey -> []float64
+
+// zipfCDF returns the CDF of the Zipf distribution over n ranks with
+// exponent skew: cdf[k] = P(rank ≤ k), cdf[n-1] = 1 exactly.
+func zipfCDF(n int, skew float64) []float64 {
+	key := zipfKey{n, skew}
+	if c, ok := zipfCDFs.Load(key); ok {
+		return c.([]float64)
+	}
+	cdf := ZipfPMF(n, skew)
+	for k := 1; k < n; k++ {
+		cdf[k] += cdf[k-1]
+	}
+	cdf[n-1] = 1
+	c, _ := zipfCDFs.LoadOrStore(key, cdf)
+	return c.([]float64)
+}
+
+// ZipfPMF returns the Zipf probabilities over n ranks with exponent skew:
+// pmf[k] = (k+1)^-skew / Σ_{j=1..n} j^-skew. It is the shard distribution
+// of PickShard during a hot-partition.
+func ZipfPMF(n int, skew float64) []float64 {
+	pmf := make([]float64, n)
+	total := 0.0
+	for k := range pmf {
+		pmf[k] = math.Pow(float64(k+1), -skew)
+		total += pmf[k]
+	}
+	for k := range pmf {
+		pmf[k] /= total
+	}
+	return pmf
+}
+
+// Trigger returns the span of all the faults' windows: the earliest start
+// and the latest end, +Inf when some fault lasts until the end of the run.
+// Recovery time and the metastability verdict count from end. ok is false
+// for an empty schedule.
+func (s Schedule) Trigger() (start, end float64, ok bool) {
+	if len(s) == 0 {
+		return 0, 0, false
+	}
+	start, end = math.Inf(1), math.Inf(-1)
+	for _, f := range s {
+		start = min(start, f.At)
+		end = max(end, f.End())
+	}
+	return start, end, true
+}
+
+// Services returns the services the faults name, callers of packet-loss
+// edges included, sorted and without duplicates.
+func (s Schedule) Services() []string {
+	var names []string
+	for _, f := range s {
+		if f.Service != "" {
+			names = append(names, f.Service)
+		}
+		if f.Caller != "" {
+			names = append(names, f.Caller)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}

@@ -1,0 +1,108 @@
+package replay
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/retryaudit/retryaudit/degrade"
+)
+
+// Variant is the model under one named policy.
+type Variant struct {
+	Policy string
+	Model  *Model
+}
+
+// Degradation is one named fault schedule ("" and an empty schedule: no fault).
+type Degradation struct {
+	Name   string
+	Faults degrade.Schedule
+}
+
+// Matrix is a set of runs: every policy variant under every degradation,
+// with the same seed, plus what yields and work amplification are measured
+// against. Policy "none" must be among the variants.
+type Matrix struct {
+	Variants     []Variant
+	Degradations []Degradation
+	Config       RunConfig
+	// Progress, when set, is called after each run with runs done and total.
+	Progress func(done, total int)
+}
+
+// Run executes the matrix on every core (runs are independent) and returns
+// results in variant-major order, each with its work amplification and
+// yield filled in. The output does not depend on scheduling.
+func (mx *Matrix) Run() ([]Result, error) {
+	noneAt := -1
+	for i, v := range mx.Variants {
+		if err := v.Model.Validate(); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", v.Policy, err)
+		}
+		if v.Policy == "none" {
+			noneAt = i
+		}
+	}
+	if noneAt < 0 {
+		return nil, fmt.Errorf("the matrix needs policy none to measure yield against")
+	}
+	type job struct {
+		v, d int
+		base bool
+	}
+	var jobs []job
+	for d := range mx.Degradations {
+		for v := range mx.Variants {
+			jobs = append(jobs, job{v: v, d: d})
+		}
+	}
+	jobs = append(jobs, job{v: noneAt, base: true})
+	results := make([]Result, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	var mu sync.Mutex
+	done := 0
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := jobs[i]
+				var faults degrade.Schedule
+				name := "baseline"
+				if !j.base {
+					faults, name = mx.Degradations[j.d].Faults, mx.Degradations[j.d].Name
+				}
+				r, err := Run(mx.Variants[j.v].Model, faults, mx.Config)
+				r.Policy, r.Degradation = mx.Variants[j.v].Policy, name
+				results[i], errs[i] = r, err
+				if mx.Progress != nil {
+					mu.Lock()
+					done++
+					mx.Progress(done, len(jobs))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	base := results[len(results)-1]
+	out := results[:len(results)-1]
+	nv := len(mx.Variants)
+	for d := range mx.Degradations {
+		row := out[d*nv : (d+1)*nv]
+		Compare(row, base, row[noneAt])
+	}
+	return out, nil
+}

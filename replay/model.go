@@ -1,0 +1,225 @@
+package replay
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Model is what replay simulates: services with workers and FIFO queues,
+// the operations they serve with their service-time distributions and the
+// calls each operation makes, and the client policy of every edge.
+type Model struct {
+	Services []Service
+	Edges    []Edge
+	// Entry are the root operations, with their share of arrivals.
+	Entry []Entry
+	// Rate is the open-loop arrival rate of root requests per second.
+	Rate float64
+	// Clients > 0 makes arrivals closed-loop instead: that many clients,
+	// each sending its next request Think seconds after the last one ended.
+	Clients int
+	Think   float64
+	// ClientDeadline is how long the end user waits for a root request;
+	// a success after it counts as a failure. 0: no deadline.
+	ClientDeadline float64
+	// Assumed lists capacities and other figures the traces could not show,
+	// for the report's footnotes.
+	Assumed []string
+}
+
+// Service is a pool of identical workers in front of one FIFO queue.
+type Service struct {
+	Name    string
+	Workers int
+	// QueueCap bounds the queue (0: unbounded); arrivals beyond it are
+	// rejected with 503.
+	QueueCap int
+	// ShedRetriesAt > 0 makes the service reject retries (attempt number
+	// > 1) once its queue holds that many jobs, keeping room for first
+	// attempts.
+	ShedRetriesAt int
+	// CancelProb is the probability that work whose caller has given up is
+	// cancelled (dropped from the queue, or stopped if running). 0: servers
+	// keep working for callers who left.
+	CancelProb float64
+	// Thrash models what seed 000 calls overloaded servers doing less
+	// useful work: each job's service time grows by Thrash × (queued jobs
+	// per worker), capped at 4× that, as lock contention, pool thrashing
+	// and GC pressure do. 0: service times do not depend on load.
+	Thrash float64
+	Ops    []Op
+}
+
+// Op is one operation a service serves.
+type Op struct {
+	Name string
+	Time Dist
+	// Calls are edge indices, made in order after the service time (or
+	// all at once when Parallel).
+	Calls    []int
+	Parallel bool
+}
+
+// Edge is a caller operation calling a callee operation under a policy.
+type Edge struct {
+	Caller, CallerOp int
+	Callee, CalleeOp int
+	// Prob is the chance one execution of the caller op makes these calls.
+	Prob float64
+	// Repeat is how many calls one execution makes (a fan-out loop), ≥ 1.
+	Repeat     int
+	Idempotent bool
+	Policy     Policy
+}
+
+// Entry is a root operation and its share of root arrivals.
+type Entry struct {
+	Service, Op int
+	Weight      float64
+}
+
+// Dist is a service-time distribution in seconds.
+type Dist interface {
+	Sample(rng *rand.Rand) float64
+	Mean() float64
+}
+
+// Exponential service times, the M in M/M/c.
+type Exponential struct{ MeanS float64 }
+
+// Sample draws a service time.
+func (d Exponential) Sample(rng *rand.Rand) float64 { return rng.ExpFloat64() * d.MeanS }
+
+// Mean returns the mean service time.
+func (d Exponential) Mean() float64 { return d.MeanS }
+
+// Constant service times.
+type Constant float64
+
+// Sample returns the constant.
+func (d Constant) Sample(*rand.Rand) float64 { return float64(d) }
+
+// Mean returns the constant.
+func (d Constant) Mean() float64 { return float64(d) }
+
+// LogNormal service times with an optional slow tail (seed 002's lab):
+// with probability TailProb a draw is TailFactor times longer.
+type LogNormal struct {
+	Median, Sigma        float64
+	TailProb, TailFactor float64
+}
+
+// Sample draws a service time.
+func (d LogNormal) Sample(rng *rand.Rand) float64 {
+	x := d.Median * math.Exp(d.Sigma*rng.NormFloat64())
+	if d.TailProb > 0 && rng.Float64() < d.TailProb {
+		x *= d.TailFactor
+	}
+	return x
+}
+
+// Mean returns the mean service time.
+func (d LogNormal) Mean() float64 {
+	m := d.Median * math.Exp(d.Sigma*d.Sigma/2)
+	return m * (1 + d.TailProb*(d.TailFactor-1))
+}
+
+// Empirical draws from observed quantiles by inverse CDF, interpolating
+// linearly between them (the topology carries self-time quantiles).
+type Empirical struct {
+	Levels, Values []float64 // increasing levels in [0,1] and their quantiles (seconds)
+	mean           float64
+}
+
+// NewEmpirical checks and builds an empirical distribution.
+func NewEmpirical(levels, values []float64) (*Empirical, error) {
+	if len(levels) != len(values) || len(levels) < 2 || levels[0] != 0 || levels[len(levels)-1] != 1 {
+		return nil, fmt.Errorf("empirical distribution needs quantiles from level 0 to 1, got %d levels for %d values", len(levels), len(values))
+	}
+	if !slices.IsSorted(levels) || !slices.IsSorted(values) {
+		return nil, fmt.Errorf("empirical quantiles must increase")
+	}
+	e := &Empirical{Levels: levels, Values: values}
+	for i := 1; i < len(levels); i++ {
+		e.mean += (levels[i] - levels[i-1]) * (values[i] + values[i-1]) / 2
+	}
+	return e, nil
+}
+
+// Sample draws a service time.
+func (e *Empirical) Sample(rng *rand.Rand) float64 {
+	u := rng.Float64()
+	i, _ := slices.BinarySearch(e.Levels, u)
+	if i == 0 {
+		return e.Values[0]
+	}
+	lo, hi := e.Levels[i-1], e.Levels[i]
+	f := (u - lo) / (hi - lo)
+	return e.Values[i-1] + f*(e.Values[i]-e.Values[i-1])
+}
+
+// Mean returns the mean service time.
+func (e *Empirical) Mean() float64 { return e.mean }
+
+// Policy is a client's retry policy on one edge.
+type Policy struct {
+	MaxAttempts   int     // ≥ 1
+	PerTryTimeout float64 // seconds; 0: none
+	// Deadline bounds the whole call including retries (seconds from its
+	// start); 0: the caller's own deadline, if it propagates.
+	Deadline float64
+	// Propagate passes the deadline to the callee, which drops work whose
+	// deadline has passed instead of doing it.
+	Propagate       bool
+	Backoff         Backoff
+	HonorRetryAfter bool
+	// Budget limits retries; nil: unlimited. SharedBudget shares one budget
+	// between every edge into the same callee (caller and callee share it),
+	// otherwise each edge has its own.
+	Budget       func() Budget
+	SharedBudget bool
+	Breaker      *BreakerConfig
+	// HedgeAfter > 0 sends a second attempt if the first has not answered
+	// after that many seconds; the first answer wins and the loser is
+	// cancelled.
+	HedgeAfter float64
+}
+
+// Validate reports the first inconsistency in the model.
+func (m *Model) Validate() error {
+	if len(m.Entry) == 0 {
+		return fmt.Errorf("model has no entry operation")
+	}
+	if m.Rate <= 0 && m.Clients <= 0 {
+		return fmt.Errorf("model needs an arrival rate or closed-loop clients")
+	}
+	for i, s := range m.Services {
+		if s.Workers < 1 {
+			return fmt.Errorf("service %s: %d workers: want 1 or more", s.Name, s.Workers)
+		}
+		for j, op := range s.Ops {
+			if op.Time == nil {
+				return fmt.Errorf("service %s op %s: no service-time distribution", s.Name, op.Name)
+			}
+			for _, e := range op.Calls {
+				if e < 0 || e >= len(m.Edges) || m.Edges[e].Caller != i || m.Edges[e].CallerOp != j {
+					return fmt.Errorf("service %s op %s: call to edge %d that is not its own", s.Name, op.Name, e)
+				}
+			}
+		}
+	}
+	for i, e := range m.Edges {
+		if e.Callee < 0 || e.Callee >= len(m.Services) || e.CalleeOp < 0 || e.CalleeOp >= len(m.Services[e.Callee].Ops) {
+			return fmt.Errorf("edge %d: callee out of range", i)
+		}
+		if e.Policy.MaxAttempts < 1 {
+			return fmt.Errorf("edge %d (%s → %s): max attempts %d: want 1 or more", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, e.Policy.MaxAttempts)
+		}
+		if e.Repeat < 1 {
+			return fmt.Errorf("edge %d: repeat %d: want 1 or more", i, e.Repeat)
+		}
+	}
+	return nil
+}

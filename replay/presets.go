@@ -1,0 +1,154 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/retryaudit/retryaudit/degrade"
+)
+
+// Preset is a ready-made matrix that reproduces a figure of the articles
+// retryaudit grew from.
+type Preset struct {
+	Name, About string
+	Matrix      Matrix
+}
+
+// Presets lists the preset names.
+func Presets() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewPreset builds a preset. load scales its offered load (1 = as in the
+// article); seed seeds every run.
+func NewPreset(name string, load float64, seed uint64) (*Preset, error) {
+	f, ok := presets[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown scenario %q: want one of %v", name, Presets())
+	}
+	if load <= 0 {
+		load = 1
+	}
+	p, err := f(load)
+	if err != nil {
+		return nil, err
+	}
+	p.Matrix.Config.Seed = seed
+	return p, nil
+}
+
+var presets = map[string]func(load float64) (*Preset, error){
+	"storm": stormPreset,
+	"lab":   labPreset,
+}
+
+// single is a one-service model: clients calling one server.
+func single(name string, workers int, t Dist, rate float64, deadline float64, p Policy) *Model {
+	return &Model{
+		Services: []Service{
+			{Name: "client", Workers: 1 << 20, Ops: []Op{{Name: "request", Time: Constant(0), Calls: []int{0}}}},
+			{Name: name, Workers: workers, Ops: []Op{{Name: "serve", Time: t}}},
+		},
+		Edges:          []Edge{{Caller: 0, CallerOp: 0, Callee: 1, CalleeOp: 0, Prob: 1, Repeat: 1, Policy: p}},
+		Entry:          []Entry{{Service: 0, Op: 0, Weight: 1}},
+		Rate:           rate,
+		ClientDeadline: deadline,
+	}
+}
+
+// The seeds' budgets with their parameters, as budget factories. The
+// parameters are valid constants, which TestPresetBudgets checks.
+func tokenBucket() Budget { b, _ := NewTokenBucket(10, 0.1); return b }
+func ratioBudget() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
+
+func schedule(specs ...string) degrade.Schedule {
+	s, err := degrade.ParseAll(specs)
+	if err != nil {
+		panic(err) // presets are constants: a bad spec is a programming error caught by tests
+	}
+	return s
+}
+
+// stormPreset is seed 000's retry storm: a server with capacity for 60
+// requests a second serving 40 a second of open-loop demand; every client
+// gives up on an attempt after 0.5 s and allows up to five retries; a 1 s
+// blip and a 3 s outage; immediate retries, exponential backoff (250 ms
+// doubling, capped at 2 s), backoff with full jitter, and the article's
+// token-bucket budget.
+func stormPreset(load float64) (*Preset, error) {
+	base := Policy{MaxAttempts: 6, PerTryTimeout: 0.5}
+	backoff := Backoff{Kind: "exponential", Base: 0.25, Multiplier: 2, Cap: 2, Jitter: "none"}
+	variant := func(name string, f func(*Policy)) Variant {
+		p := base
+		f(&p)
+		// 6 workers at 100 ms a request: capacity 60/s. Clients that time
+		// out close their connection; the server notices for half of the
+		// work still queued (the rest it does for nobody).
+		m := single("server", 6, Exponential{MeanS: 0.1}, 40*load, 0, p)
+		m.Services[1].CancelProb = 0.5
+		return Variant{Policy: name, Model: m}
+	}
+	return &Preset{
+		Name:  "storm",
+		About: "seed 000: 40 rps open-loop demand on a 60 rps server, 0.5 s per-try timeout, up to 5 retries",
+		Matrix: Matrix{
+			Variants: []Variant{
+				variant("none", func(p *Policy) { p.MaxAttempts = 1 }),
+				variant("immediate", func(p *Policy) { p.Backoff = Backoff{Kind: "immediate", Jitter: "none"} }),
+				variant("backoff", func(p *Policy) { p.Backoff = backoff }),
+				variant("backoff+jitter", func(p *Policy) { p.Backoff = backoff; p.Backoff.Jitter = "full" }),
+				variant("budget", func(p *Policy) {
+					p.Backoff = Backoff{Kind: "immediate", Jitter: "none"}
+					p.Budget = tokenBucket
+				}),
+			},
+			Degradations: []Degradation{
+				{Name: "blip 1s", Faults: schedule("outage:svc=server,at=10s,for=1s,mode=timeout")},
+				{Name: "outage 3s", Faults: schedule("outage:svc=server,at=10s,for=3s,mode=timeout")},
+			},
+			Config: RunConfig{Duration: 40, Drain: 5},
+		},
+	}, nil
+}
+
+// labPreset is seed 002's lab: a fixed 20-worker service with lognormal
+// service times and a slow tail, a client timeout, backoff with jitter, a
+// retry budget, and a cancellation probability for timed-out work; load is
+// the offered load as a share of capacity (default 0.9).
+func labPreset(load float64) (*Preset, error) {
+	if load == 1 {
+		load = 0.9
+	}
+	t := LogNormal{Median: 0.05, Sigma: 0.5, TailProb: 0.02, TailFactor: 10}
+	capacity := 20 / t.Mean()
+	base := Policy{MaxAttempts: 4, PerTryTimeout: 0.3,
+		Backoff: Backoff{Kind: "exponential", Base: 0.05, Multiplier: 2, Cap: 1, Jitter: "full"}}
+	variant := func(name string, cancel float64, f func(*Policy)) Variant {
+		p := base
+		f(&p)
+		m := single("service", 20, t, load*capacity, 0, p)
+		m.Services[1].CancelProb = cancel
+		return Variant{Policy: name, Model: m}
+	}
+	return &Preset{
+		Name:  "lab",
+		About: fmt.Sprintf("seed 002: 20 workers, lognormal service times with a 2%% slow tail, offered load %.0f%% of capacity", 100*load),
+		Matrix: Matrix{
+			Variants: []Variant{
+				variant("none", 0, func(p *Policy) { p.MaxAttempts = 1 }),
+				variant("retries", 0, func(*Policy) {}),
+				variant("retries+cancel", 0.9, func(*Policy) {}),
+				variant("budget", 0, func(p *Policy) { p.Budget = ratioBudget }),
+			},
+			Degradations: []Degradation{
+				{Name: "slow 5s", Faults: schedule("latency:svc=service,at=10s,for=5s,x=3")},
+			},
+			Config: RunConfig{Duration: 40, Drain: 5},
+		},
+	}, nil
+}

@@ -1,0 +1,720 @@
+package replay
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/retryaudit/retryaudit/degrade"
+)
+
+// Event kinds.
+const (
+	evArrival evKind = iota // an open-loop root request arrives
+	evThink                 // a closed-loop client sends its next request
+	evServed                // a job's service time is over
+	evTimeout               // an attempt's per-try timeout (or deadline) fires
+	evHedge                 // a call's hedge delay is over
+	evRetry                 // a call's backoff is over: send the next attempt
+	evTick                  // once a simulated second: sample the series
+	evKick                  // a fault starts or ends: re-check worker limits
+)
+
+type jobState uint8
+
+const (
+	jobQueued jobState = iota
+	jobRunning
+	jobCalling
+	jobDone
+)
+
+// job is one attempt being served by a service.
+type job struct {
+	att          int32 // the attempt it answers
+	svc, op      int32
+	pool         int32
+	start        float64 // when a worker took it
+	deadline     float64 // absolute; +Inf without propagation
+	nextEdge     int32   // sequential calls: index into the op's Calls
+	repeatLeft   int32
+	pending      int32
+	attemptNo    int16
+	state        jobState
+	failed       bool
+	cancelled    bool
+	lostResponse bool
+	gen          int32
+}
+
+// call is one logical call: a root request, or one caller job's call over
+// an edge, with its attempts.
+type call struct {
+	job       int32    // caller job, -1 for a root request
+	jobGen    int32    // the caller job's generation: its slot may be reused
+	open      [2]int32 // the latest attempts (a hedge has two out at once)
+	edge      int32    // -1 for a root request
+	svc, op   int32    // the callee
+	start     float64
+	deadline  float64
+	attempts  int16
+	inflight  int16
+	prevDelay float64
+	done      bool
+	gen       int32
+}
+
+// attempt is one try of a call.
+type attempt struct {
+	call      int32
+	job       int32 // the server job, -1 if it never became one
+	n         int16
+	open      bool
+	abandoned float64 // when the client stopped waiting; 0 while it waits
+	gen       int32
+}
+
+// pool is a service's (or one shard's) workers and FIFO queue.
+type pool struct {
+	workers, busy int
+	queue         []int32
+	head          int
+}
+
+func (p *pool) queued() int { return len(p.queue) - p.head }
+
+func (p *pool) push(j int32) { p.queue = append(p.queue, j) }
+
+func (p *pool) pop() int32 {
+	j := p.queue[p.head]
+	p.head++
+	if p.head > 1024 && p.head*2 > len(p.queue) {
+		p.queue = append(p.queue[:0], p.queue[p.head:]...)
+		p.head = 0
+	}
+	return j
+}
+
+type svcState struct {
+	pools []pool
+	name  string
+}
+
+// sim is one run: the model, the faults, the clock and every entity.
+type sim struct {
+	m      *Model
+	faults degrade.Schedule
+	cfg    RunConfig
+	h      eventHeap
+	now    float64
+
+	// One random stream per component, so changing one component's draws
+	// leaves the others' sequences alone.
+	rngArrival, rngService, rngClient, rngFault *rand.Rand
+
+	svcs      []svcState
+	jobs      []job
+	calls     []call
+	atts      []attempt
+	freeJobs  []int32
+	freeCalls []int32
+	freeAtt   []int32
+
+	budgets  []Budget // per edge (shared budgets appear under each of their edges)
+	breakers []*Breaker
+	entryCDF []float64
+	ends     int // events processed
+
+	met metrics
+}
+
+func newRNG(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
+
+func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
+	s := &sim{m: m, faults: faults, cfg: cfg,
+		rngArrival: newRNG(cfg.Seed, 1), rngService: newRNG(cfg.Seed, 2),
+		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4)}
+	s.svcs = make([]svcState, len(m.Services))
+	for i, svc := range m.Services {
+		n := faults.Shards(svc.Name)
+		s.svcs[i].name = svc.Name
+		s.svcs[i].pools = make([]pool, n)
+		for k := range n {
+			// Workers split evenly over shards; every shard keeps at least one.
+			s.svcs[i].pools[k].workers = max(1, (svc.Workers+n-1-k)/n)
+		}
+	}
+	shared := map[int]Budget{}
+	s.budgets = make([]Budget, len(m.Edges))
+	s.breakers = make([]*Breaker, len(m.Edges))
+	for i, e := range m.Edges {
+		switch {
+		case e.Policy.Budget == nil:
+		case e.Policy.SharedBudget:
+			if shared[e.Callee] == nil {
+				shared[e.Callee] = e.Policy.Budget()
+			}
+			s.budgets[i] = shared[e.Callee]
+		default:
+			s.budgets[i] = e.Policy.Budget()
+		}
+		if e.Policy.Breaker != nil {
+			s.breakers[i] = NewBreaker(*e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
+		}
+	}
+	total := 0.0
+	for _, e := range m.Entry {
+		total += e.Weight
+		s.entryCDF = append(s.entryCDF, total)
+	}
+	s.met.init(cfg.Duration, len(m.Edges))
+	return s
+}
+
+func (s *sim) run() {
+	m := s.m
+	switch {
+	case m.Clients > 0:
+		for c := range m.Clients {
+			// Spread the clients' first requests over one think time.
+			s.h.push(s.rngArrival.Float64()*max(m.Think, 0.01), evThink, int32(c), 0)
+		}
+	default:
+		s.h.push(s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
+	}
+	for t := 1.0; t <= s.cfg.Duration; t++ {
+		s.h.push(t, evTick, 0, 0)
+	}
+	for _, f := range s.faults {
+		s.h.push(f.At, evKick, 0, 0)
+		if f.For > 0 {
+			s.h.push(f.At+f.For, evKick, 0, 0)
+		}
+	}
+	horizon := s.cfg.Duration + s.cfg.Drain
+	for s.h.len() > 0 {
+		ev := s.h.pop()
+		if ev.t > horizon {
+			break
+		}
+		s.now = ev.t
+		s.ends++
+		switch ev.kind {
+		case evArrival:
+			if s.now < s.cfg.Duration {
+				s.rootRequest()
+				s.h.push(s.now+s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
+			}
+		case evThink:
+			if s.now < s.cfg.Duration {
+				s.rootRequest()
+			}
+		case evServed:
+			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
+				s.served(ev.id)
+			}
+		case evTimeout:
+			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
+				s.timeout(ev.id)
+			}
+		case evHedge:
+			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
+				s.hedge(a.call)
+			}
+		case evRetry:
+			if c := &s.calls[ev.id]; c.gen == ev.gen && !c.done {
+				s.send(ev.id)
+			}
+		case evTick:
+			s.tick()
+		case evKick:
+			for i := range s.svcs {
+				for k := range s.svcs[i].pools {
+					s.startQueued(int32(i), int32(k))
+				}
+			}
+		}
+	}
+}
+
+func (s *sim) rootRequest() {
+	i := 0
+	if len(s.entryCDF) > 1 {
+		u := s.rngArrival.Float64() * s.entryCDF[len(s.entryCDF)-1]
+		for i < len(s.entryCDF)-1 && u >= s.entryCDF[i] {
+			i++
+		}
+	}
+	e := s.m.Entry[i]
+	deadline := math.Inf(1)
+	if s.m.ClientDeadline > 0 {
+		deadline = s.now + s.m.ClientDeadline
+	}
+	c := s.newCall(call{job: -1, edge: -1, svc: int32(e.Service), op: int32(e.Op), start: s.now, deadline: deadline})
+	s.met.rootStarted(s.now)
+	s.send(c)
+}
+
+// policy returns the policy of call c (the end user's for a root request).
+func (s *sim) policy(c *call) *Policy {
+	if c.edge < 0 {
+		return &rootPolicy
+	}
+	return &s.m.Edges[c.edge].Policy
+}
+
+// rootPolicy is the end user: one attempt, waiting until its deadline.
+var rootPolicy = Policy{MaxAttempts: 1}
+
+// send makes the next attempt of call ci.
+func (s *sim) send(ci int32) {
+	c := &s.calls[ci]
+	p := s.policy(c)
+	if c.edge >= 0 {
+		if br := s.breakers[c.edge]; br != nil && !br.Allow(s.now) {
+			s.met.refusedBreaker(c.edge, s.now)
+			s.finish(ci, false)
+			return
+		}
+	}
+	c.attempts++
+	c.inflight++
+	n := c.attempts
+	if c.edge >= 0 {
+		if b := s.budgets[c.edge]; b != nil && n == 1 {
+			b.Request(s.now)
+		}
+		s.met.attemptSent(c.edge, n > 1, s.now)
+	}
+	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true})
+	c = &s.calls[ci]
+	c.open[1], c.open[0] = c.open[0], a
+	// The client waits for the per-try timeout or what is left of the
+	// deadline, whichever comes first.
+	wait := c.deadline - s.now
+	if p.PerTryTimeout > 0 {
+		wait = min(wait, p.PerTryTimeout)
+	}
+	if !math.IsInf(wait, 1) {
+		s.h.push(s.now+wait, evTimeout, a, s.atts[a].gen)
+	}
+	if p.HedgeAfter > 0 && n == 1 && p.MaxAttempts > 1 {
+		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
+	}
+	s.arrive(a)
+}
+
+// arrive delivers attempt ai to its callee, where faults, shedding and the
+// queue decide its fate.
+func (s *sim) arrive(ai int32) {
+	a := &s.atts[ai]
+	c := &s.calls[a.call]
+	svc := &s.m.Services[c.svc]
+	caller := ""
+	if c.job >= 0 {
+		caller = s.m.Services[s.jobs[c.job].svc].Name
+	}
+	shard := 0
+	if len(s.svcs[c.svc].pools) > 1 {
+		shard = s.faults.PickShard(svc.Name, s.now, s.rngFault.Float64())
+	}
+	eff := s.faults.Effect(caller, svc.Name, shard, s.now)
+	lost := eff.Loss > 0 && s.rngFault.Float64() < eff.Loss
+	lostResponse := lost && s.rngFault.Float64() < 0.5
+	switch {
+	case eff.NoAnswer, lost && !lostResponse:
+		return // never answered: the caller waits out its timeout
+	case eff.Fail, eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate:
+		s.answer(ai, false, s.cfg.RetryAfter)
+		return
+	}
+	p := &s.svcs[c.svc].pools[shard]
+	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
+		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
+		s.met.shed(s.now)
+		s.answer(ai, false, s.cfg.RetryAfter)
+		return
+	}
+	deadline := math.Inf(1)
+	if c.edge >= 0 && s.m.Edges[c.edge].Policy.Propagate {
+		deadline = c.deadline
+	}
+	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse})
+	a.job = j
+	p.push(j)
+	s.startQueued(c.svc, int32(shard))
+}
+
+// limit is the pool's worker count under active faults.
+func (s *sim) limit(svc, pi int32) int {
+	p := &s.svcs[svc].pools[pi]
+	if eff := s.faults.Effect("", s.m.Services[svc].Name, int(pi), s.now); eff.Limit > 0 {
+		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
+	}
+	return p.workers
+}
+
+// startQueued gives free workers to queued jobs.
+func (s *sim) startQueued(svc, pi int32) {
+	p := &s.svcs[svc].pools[pi]
+	limit := s.limit(svc, pi)
+	for p.busy < limit && p.queued() > 0 {
+		ji := p.pop()
+		j := &s.jobs[ji]
+		if j.cancelled {
+			s.freeJob(ji)
+			continue
+		}
+		if s.now >= j.deadline {
+			// The caller's deadline passed while this waited: drop it.
+			s.met.droppedLate(s.now)
+			ai := j.att
+			s.freeJob(ji)
+			s.answer(ai, false, 0)
+			continue
+		}
+		p.busy++
+		j.state = jobRunning
+		j.start = s.now
+		svc := &s.m.Services[svc]
+		t := svc.Ops[j.op].Time.Sample(s.rngService)
+		eff := s.faults.Effect("", svc.Name, int(pi), s.now)
+		if eff.Slow > 1 {
+			t *= eff.Slow
+		}
+		if svc.Thrash > 0 {
+			t *= 1 + svc.Thrash*min(float64(p.queued())/float64(p.workers), 4)
+		}
+		t += eff.Add
+		s.h.push(s.now+t, evServed, ji, j.gen)
+	}
+}
+
+// served: the job's own work is done; make its downstream calls.
+func (s *sim) served(ji int32) {
+	j := &s.jobs[ji]
+	op := &s.m.Services[j.svc].Ops[j.op]
+	if len(op.Calls) == 0 {
+		s.complete(ji)
+		return
+	}
+	j.state = jobCalling
+	if op.Parallel {
+		for _, e := range op.Calls {
+			for range s.repeats(e) {
+				s.jobs[ji].pending++
+				s.startCall(ji, int32(e))
+			}
+		}
+		if s.jobs[ji].pending == 0 {
+			s.complete(ji)
+		}
+		return
+	}
+	j.nextEdge = -1
+	s.nextCall(ji)
+}
+
+// repeats draws how many calls one execution makes over edge e.
+func (s *sim) repeats(e int) int {
+	ed := &s.m.Edges[e]
+	if ed.Prob < 1 && s.rngService.Float64() >= ed.Prob {
+		return 0
+	}
+	return ed.Repeat
+}
+
+// nextCall makes a sequential job's next call, or completes it.
+func (s *sim) nextCall(ji int32) {
+	j := &s.jobs[ji]
+	op := &s.m.Services[j.svc].Ops[j.op]
+	for j.repeatLeft == 0 {
+		j.nextEdge++
+		if int(j.nextEdge) >= len(op.Calls) {
+			s.complete(ji)
+			return
+		}
+		j.repeatLeft = int32(s.repeats(op.Calls[j.nextEdge]))
+	}
+	j.repeatLeft--
+	j.pending++
+	s.startCall(ji, int32(op.Calls[j.nextEdge]))
+}
+
+func (s *sim) startCall(ji, e int32) {
+	j := &s.jobs[ji]
+	ed := &s.m.Edges[e]
+	deadline := j.deadline
+	if d := ed.Policy.Deadline; d > 0 {
+		deadline = min(deadline, s.now+d)
+	}
+	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline})
+	s.send(c)
+}
+
+// complete ends a job: its worker is freed and its attempt answered.
+func (s *sim) complete(ji int32) {
+	j := &s.jobs[ji]
+	ok := !j.failed
+	ai, svc, pi, lost := j.att, j.svc, j.pool, j.lostResponse
+	s.release(ji)
+	if !lost {
+		s.answer(ai, ok, 0)
+	}
+	s.startQueued(svc, pi)
+}
+
+// release frees a running job's worker and accounts its work.
+func (s *sim) release(ji int32) {
+	j := &s.jobs[ji]
+	if j.state == jobRunning || j.state == jobCalling {
+		s.svcs[j.svc].pools[j.pool].busy--
+		work := s.now - j.start
+		wasted := 0.0
+		if a := &s.atts[j.att]; a.gen >= 0 && a.abandoned > 0 {
+			wasted = s.now - max(j.start, a.abandoned)
+		}
+		s.met.work(j.svc, work, wasted, s.now)
+	}
+	s.freeJob(ji)
+}
+
+// answer delivers the callee's answer to attempt ai.
+func (s *sim) answer(ai int32, ok bool, retryAfter float64) {
+	a := &s.atts[ai]
+	if !a.open {
+		return // the client stopped waiting: nobody reads this answer
+	}
+	a.open = false
+	ci := a.call
+	c := &s.calls[ci]
+	c.inflight--
+	s.settle(c, ok, false, a.n > 1)
+	if ok {
+		s.finish(ci, true)
+		return
+	}
+	s.retryOrFail(ci, retryAfter)
+}
+
+// settle tells the edge's budget and breaker how an attempt ended.
+func (s *sim) settle(c *call, ok, timeout, retry bool) {
+	if c.edge < 0 {
+		return
+	}
+	if b := s.budgets[c.edge]; b != nil {
+		b.Result(s.now, ok, timeout)
+		b.Done(s.now, retry)
+	}
+	if br := s.breakers[c.edge]; br != nil {
+		br.Result(s.now, ok)
+	}
+}
+
+// timeout: the client stops waiting for attempt ai.
+func (s *sim) timeout(ai int32) {
+	a := &s.atts[ai]
+	a.open = false
+	a.abandoned = s.now
+	ci := a.call
+	c := &s.calls[ci]
+	c.inflight--
+	s.abandon(ai)
+	s.settle(c, false, true, a.n > 1)
+	s.retryOrFail(ci, 0)
+}
+
+// abandon applies the callee's cancellation to the work of an attempt the
+// client no longer waits for.
+func (s *sim) abandon(ai int32) {
+	a := &s.atts[ai]
+	if a.abandoned == 0 {
+		a.abandoned = s.now
+	}
+	ji := a.job
+	if ji < 0 {
+		return
+	}
+	j := &s.jobs[ji]
+	if j.att != ai || j.state == jobDone {
+		return
+	}
+	svc := &s.m.Services[j.svc]
+	if svc.CancelProb <= 0 || s.rngFault.Float64() >= svc.CancelProb {
+		return
+	}
+	switch j.state {
+	case jobQueued:
+		j.cancelled = true // skipped when it reaches the head of the queue
+	case jobRunning, jobCalling:
+		svcI, pi := j.svc, j.pool
+		s.release(ji)
+		s.startQueued(svcI, pi)
+	}
+}
+
+// retryOrFail decides what follows a failed attempt of call ci.
+func (s *sim) retryOrFail(ci int32, retryAfter float64) {
+	c := &s.calls[ci]
+	if c.done || c.inflight > 0 {
+		return // a hedged attempt is still out
+	}
+	p := s.policy(c)
+	if int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
+		s.finish(ci, false)
+		return
+	}
+	if c.edge >= 0 {
+		if b := s.budgets[c.edge]; b != nil && !b.Retry(s.now) {
+			s.met.refusedBudget(c.edge, s.now)
+			s.finish(ci, false)
+			return
+		}
+	}
+	delay := p.Backoff.Delay(int(c.attempts), c.prevDelay, s.rngClient)
+	c.prevDelay = delay
+	if p.HonorRetryAfter && retryAfter > delay {
+		delay = retryAfter
+	}
+	if s.now+delay >= c.deadline {
+		// The retry was granted but will never be sent: give the slot back.
+		if c.edge >= 0 && s.budgets[c.edge] != nil {
+			s.budgets[c.edge].Done(s.now, true)
+		}
+		s.finish(ci, false)
+		return
+	}
+	s.h.push(s.now+delay, evRetry, ci, c.gen)
+}
+
+// hedge sends a second attempt of call ci while the first is out.
+func (s *sim) hedge(ci int32) {
+	c := &s.calls[ci]
+	if c.done || c.edge < 0 || int(c.attempts) >= s.policy(c).MaxAttempts {
+		return
+	}
+	if b := s.budgets[c.edge]; b != nil && !b.Retry(s.now) {
+		s.met.refusedBudget(c.edge, s.now)
+		return
+	}
+	s.met.hedged(c.edge)
+	s.send(ci)
+}
+
+// finish ends call ci: its open attempts are abandoned (hedge losers), and
+// its caller learns the outcome.
+func (s *sim) finish(ci int32, ok bool) {
+	c := &s.calls[ci]
+	c.done = true
+	if c.inflight > 0 {
+		for _, ai := range c.open {
+			if a := &s.atts[ai]; a.open && a.call == ci {
+				a.open = false
+				s.abandonAlways(ai)
+				if c.edge >= 0 && s.budgets[c.edge] != nil {
+					s.budgets[c.edge].Done(s.now, a.n > 1)
+				}
+			}
+		}
+		c.inflight = 0
+	}
+	if c.job < 0 {
+		s.met.rootDone(c.start, s.now, ok && s.now <= c.deadline)
+		if s.m.Clients > 0 {
+			s.h.push(s.now+s.m.Think, evThink, 0, 0)
+		}
+		s.freeCall(ci)
+		return
+	}
+	ji, gen := c.job, c.jobGen
+	s.freeCall(ci)
+	j := &s.jobs[ji]
+	if j.gen != gen || j.state != jobCalling {
+		return // the caller's own work was cancelled meanwhile
+	}
+	j.pending--
+	if !ok {
+		j.failed = true
+	}
+	if s.m.Services[j.svc].Ops[j.op].Parallel {
+		if j.pending == 0 {
+			s.complete(ji)
+		}
+		return
+	}
+	s.nextCall(ji)
+}
+
+// abandonAlways cancels a hedge loser's work: hedging clients always cancel.
+func (s *sim) abandonAlways(ai int32) {
+	a := &s.atts[ai]
+	a.abandoned = s.now
+	if ji := a.job; ji >= 0 {
+		j := &s.jobs[ji]
+		if j.att == ai && j.state != jobDone {
+			switch j.state {
+			case jobQueued:
+				j.cancelled = true
+			default:
+				svcI, pi := j.svc, j.pool
+				s.release(ji)
+				s.startQueued(svcI, pi)
+			}
+		}
+	}
+}
+
+func (s *sim) tick() {
+	q := 0
+	for i := range s.svcs {
+		for k := range s.svcs[i].pools {
+			q += s.svcs[i].pools[k].queued()
+		}
+	}
+	s.met.queueDepth(s.now, q)
+}
+
+// Entity slabs with free lists; a generation counter per slot makes events
+// for a freed entity stale.
+
+func (s *sim) newJob(j job) int32 {
+	if n := len(s.freeJobs); n > 0 {
+		i := s.freeJobs[n-1]
+		s.freeJobs = s.freeJobs[:n-1]
+		j.gen = s.jobs[i].gen + 1
+		s.jobs[i] = j
+		return i
+	}
+	s.jobs = append(s.jobs, j)
+	return int32(len(s.jobs) - 1)
+}
+
+func (s *sim) freeJob(i int32) {
+	s.jobs[i].state = jobDone
+	s.freeJobs = append(s.freeJobs, i)
+}
+
+func (s *sim) newCall(c call) int32 {
+	if n := len(s.freeCalls); n > 0 {
+		i := s.freeCalls[n-1]
+		s.freeCalls = s.freeCalls[:n-1]
+		c.gen = s.calls[i].gen + 1
+		s.calls[i] = c
+		return i
+	}
+	s.calls = append(s.calls, c)
+	return int32(len(s.calls) - 1)
+}
+
+func (s *sim) freeCall(i int32) { s.freeCalls = append(s.freeCalls, i) }
+
+func (s *sim) newAttempt(a attempt) int32 {
+	if n := len(s.freeAtt); n > 0 {
+		i := s.freeAtt[n-1]
+		s.freeAtt = s.freeAtt[:n-1]
+		a.gen = s.atts[i].gen + 1
+		s.atts[i] = a
+		return i
+	}
+	s.atts = append(s.atts, a)
+	return int32(len(s.atts) - 1)
+}
