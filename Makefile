@@ -19,6 +19,8 @@ demo: build
 	./$(BIN) ingest samples/*/traces.*
 	./$(BIN) infer samples/retry-everywhere/traces.otlp.jsonl.gz
 	./$(BIN) infer samples/mixed/traces.otlp.jsonl.gz
+	./$(BIN) replay samples/retry-everywhere/traces.otlp.jsonl.gz --load 20 --capacity db=4 --duration 30s
+	./$(BIN) replay --scenario storm
 
 ## test: gofmt check, go vet, all tests, then a short pass of every fuzz target
 test: lint

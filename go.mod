@@ -3,6 +3,7 @@ module github.com/retryaudit/retryaudit
 go 1.26.0
 
 require (
+	github.com/goccy/go-yaml v1.19.2
 	github.com/gogo/protobuf v1.3.2
 	github.com/jaegertracing/jaeger-idl v0.14.0
 	github.com/klauspost/compress v1.20.4

@@ -8,9 +8,9 @@ import (
 	"github.com/retryaudit/retryaudit/ingest"
 )
 
-// selfQuantiles are the quantiles of each operation's self time carried in
-// the topology, from which replay draws service times.
-var selfQuantiles = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}
+// SelfQuantileLevels are the quantiles of each operation's self time carried in
+// Operation.SelfQuantilesMS, from which replay draws service times.
+var SelfQuantileLevels = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1}
 
 // Infer builds the retry topology of the spans in set. It does not fail on
 // odd input: what it cannot decide it reports as unknown, and what looks
@@ -179,7 +179,7 @@ func services(ops opTable, instrumented map[string]bool, ecs []*edgeCalls) []Ser
 			o := Operation{Name: op, Count: len(st.dur), P50MS: round3(quantile(st.dur, 0.5)), P95MS: round3(quantile(st.dur, 0.95)),
 				P99MS: round3(quantile(st.dur, 0.99)), SelfQuantilesMS: []float64{}}
 			if len(st.self) > 0 {
-				for _, q := range selfQuantiles {
+				for _, q := range SelfQuantileLevels {
 					o.SelfQuantilesMS = append(o.SelfQuantilesMS, round3(quantile(st.self, q)))
 				}
 			}

@@ -32,7 +32,8 @@ type Matrix struct {
 }
 
 // Run executes the matrix on every core (runs are independent) and returns
-// results in variant-major order, each with its work amplification and
+// results in degradation-major order (every variant under the first
+// degradation, then under the second…), each with its work amplification and
 // yield filled in. The output does not depend on scheduling.
 func (mx *Matrix) Run() ([]Result, error) {
 	noneAt := -1

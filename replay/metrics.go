@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -40,11 +41,12 @@ type metrics struct {
 	series                    Series
 }
 
-func (m *metrics) init(duration float64, edges int) {
+func (m *metrics) init(duration float64, edges, expectedRoots int) {
 	n := int(math.Ceil(duration)) + 1
 	m.series = Series{Originals: make([]int, n), Retries: make([]int, n), Goodput: make([]int, n),
 		QueueDepth: make([]int, n), Wasted: make([]float64, n)}
 	m.edgeAttempts = make([]int, edges)
+	m.latencies = make([]float64, 0, expectedRoots)
 	m.edgeRetries = make([]int, edges)
 }
 
@@ -133,6 +135,9 @@ type Result struct {
 	DroppedLate      int            `json:"dropped_past_deadline"`
 	Hedges           int            `json:"hedges"`
 
+	// Triggered says the run had a fault that started and ended within it,
+	// so recovery and metastability were judged.
+	Triggered bool `json:"triggered"`
 	// RecoveryS is how long after the trigger ended goodput came back to
 	// 90% of its level before the trigger; nil if it never did in the run.
 	RecoveryS *float64 `json:"recovery_s"`
@@ -167,13 +172,22 @@ func (s *sim) result() Result {
 		}
 		r.MeanMS = 1000 * sum / float64(len(m.latencies))
 	}
-	slices.Sort(m.latencies)
-	r.P50MS, r.P95MS, r.P99MS = 1000*pct(m.latencies, 0.5), 1000*pct(m.latencies, 0.95), 1000*pct(m.latencies, 0.99)
+	// Nearest-rank percentiles by selection, highest first so that each
+	// selection narrows the next: the same values a full sort gives, in
+	// linear time.
+	if n := len(m.latencies); n > 0 {
+		r.P99MS = 1000 * selectRank(m.latencies, rank(n, 0.99))
+		r.P95MS = 1000 * selectRank(m.latencies[:rank(n, 0.99)+1], rank(n, 0.95))
+		r.P50MS = 1000 * selectRank(m.latencies[:rank(n, 0.95)+1], rank(n, 0.5))
+	}
 	for i, e := range s.m.Edges {
 		r.Attempts = append(r.Attempts, EdgeAttempts{Edge: s.m.Services[e.Caller].Name + " → " + s.m.Services[e.Callee].Name,
 			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i]})
 	}
-	r.RecoveryS, r.Metastable = verdict(m.series.Goodput, s.faults, s.cfg)
+	r.RecoveryS, r.Metastable = verdict(m.series, s.faults, s.cfg)
+	if start, end, ok := s.faults.Trigger(); ok && !math.IsInf(end, 1) && start < s.cfg.Duration {
+		r.Triggered = true
+	}
 	return r
 }
 
@@ -182,6 +196,56 @@ func pct(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[max(i, 0)]
+	return sorted[rank(len(sorted), p)]
+}
+
+// rank is the index of the nearest-rank p-th percentile among n sorted
+// values (0 when n is 0).
+func rank(n int, p float64) int {
+	return max(int(math.Ceil(p*float64(n)))-1, 0)
+}
+
+// selectRank reorders xs so that xs[k] is the value a sort would put
+// there, everything before it ≤ and everything after it ≥, and returns it
+// (0 for an empty xs). It is quickselect with a median-of-three pivot and
+// three-way partitioning (runs of equal latencies are common), falling
+// back to a sort if the partitions stop shrinking.
+func selectRank(xs []float64, k int) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	lo, hi := 0, len(xs) // the answer is in xs[lo:hi]
+	for budget := 2 * bits.Len(uint(len(xs))); hi-lo > 16; budget-- {
+		if budget == 0 {
+			slices.Sort(xs[lo:hi])
+			return xs[k]
+		}
+		a, b, c := xs[lo], xs[lo+(hi-lo)/2], xs[hi-1]
+		pivot := max(min(a, b), min(max(a, b), c))
+		// xs[lo:lt] < pivot, xs[lt:i] == pivot, xs[gt:hi] > pivot.
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch x := xs[i]; {
+			case x < pivot:
+				xs[lt], xs[i] = xs[i], xs[lt]
+				lt++
+				i++
+			case x > pivot:
+				gt--
+				xs[gt], xs[i] = xs[i], xs[gt]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k >= gt:
+			lo = gt
+		default:
+			return pivot
+		}
+	}
+	slices.Sort(xs[lo:hi])
+	return xs[k]
 }

@@ -24,6 +24,8 @@ type Model struct {
 	// ClientDeadline is how long the end user waits for a root request;
 	// a success after it counts as a failure. 0: no deadline.
 	ClientDeadline float64
+	// RootPropagate passes the end user's deadline to the entry services.
+	RootPropagate bool
 	// Assumed lists capacities and other figures the traces could not show,
 	// for the report's footnotes.
 	Assumed []string
@@ -71,7 +73,9 @@ type Edge struct {
 	// Repeat is how many calls one execution makes (a fan-out loop), ≥ 1.
 	Repeat     int
 	Idempotent bool
-	Policy     Policy
+	// CalleeP95 is the callee's observed p95 latency (seconds), for hedging.
+	CalleeP95 float64
+	Policy    Policy
 }
 
 // Entry is a root operation and its share of root arrivals.

@@ -86,8 +86,12 @@ func Compare(results []Result, base, none Result) {
 	}
 }
 
-// verdict reads recovery time and metastability from the goodput series.
-func verdict(goodput []int, faults degrade.Schedule, cfg RunConfig) (*float64, bool) {
+// verdict reads recovery time and metastability from the series. Goodput
+// is judged as a share of the requests offered in the same seconds, so
+// Poisson noise in arrivals, which moves both alike, does not pass for a
+// collapse: the system is healthy while that share stays at 90% or more of
+// what it was before the trigger.
+func verdict(ser Series, faults degrade.Schedule, cfg RunConfig) (*float64, bool) {
 	start, end, ok := faults.Trigger()
 	if !ok || math.IsInf(end, 1) {
 		return nil, false
@@ -97,14 +101,20 @@ func verdict(goodput []int, faults degrade.Schedule, cfg RunConfig) (*float64, b
 	if to <= from || to > limit {
 		return nil, false
 	}
-	pre := meanInts(goodput[from:to])
+	share := func(a, b int) float64 {
+		offered := sumInts(ser.Originals[a:b])
+		if offered == 0 {
+			return 1
+		}
+		return float64(sumInts(ser.Goodput[a:b])) / float64(offered)
+	}
+	pre := share(from, to)
 	if pre <= 0 {
 		return nil, false
 	}
-	healthy := func(s int) bool { return float64(goodput[s]) >= 0.9*pre }
 	var recovery *float64
-	for s := int(math.Ceil(end)); s+1 < limit; s++ {
-		if healthy(s) && healthy(s+1) {
+	for s := int(math.Ceil(end)); s+2 <= limit; s++ {
+		if share(s, s+2) >= 0.9*pre {
 			r := float64(s) - end
 			recovery = &r
 			break
@@ -114,18 +124,15 @@ func verdict(goodput []int, faults degrade.Schedule, cfg RunConfig) (*float64, b
 	if b > limit {
 		return recovery, false
 	}
-	return recovery, meanInts(goodput[a:b]) < 0.9*pre
+	return recovery, share(a, b) < 0.9*pre
 }
 
-func meanInts(xs []int) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
+func sumInts(xs []int) int {
 	t := 0
 	for _, x := range xs {
 		t += x
 	}
-	return float64(t) / float64(len(xs))
+	return t
 }
 
 // String renders a one-line summary.

@@ -34,6 +34,7 @@ type job struct {
 	svc, op      int32
 	pool         int32
 	start        float64 // when a worker took it
+	selfEnd      float64 // when its own service time ended (calling and later)
 	deadline     float64 // absolute; +Inf without propagation
 	nextEdge     int32   // sequential calls: index into the op's Calls
 	repeatLeft   int32
@@ -51,7 +52,8 @@ type job struct {
 type call struct {
 	job       int32    // caller job, -1 for a root request
 	jobGen    int32    // the caller job's generation: its slot may be reused
-	open      [2]int32 // the latest attempts (a hedge has two out at once)
+	open      [2]int32 // the latest attempts (a hedge has two out at once), -1 for none
+	openGen   [2]int32 // their generations: attempt slots are reused
 	edge      int32    // -1 for a root request
 	svc, op   int32    // the callee
 	start     float64
@@ -63,10 +65,12 @@ type call struct {
 	gen       int32
 }
 
-// attempt is one try of a call.
+// attempt is one try of a call. Its slot is reused once both sides are
+// done with it: the client no longer waits (!open) and no server job holds
+// it (job < 0).
 type attempt struct {
 	call      int32
-	job       int32 // the server job, -1 if it never became one
+	job       int32 // the server job; -1 if none (yet, or any more); -2 once the slot is free
 	n         int16
 	open      bool
 	abandoned float64 // when the client stopped waiting; 0 while it waits
@@ -97,6 +101,24 @@ func (p *pool) pop() int32 {
 type svcState struct {
 	pools []pool
 	name  string
+	// faults are the faults that name this service (nil for most): the
+	// only ones degrade.Schedule.Effect would look at, so a service
+	// without any skips the lookups. limits: some of them is a db-pool.
+	faults degrade.Schedule
+	limits bool
+}
+
+// noEffect is degrade's "no fault".
+var noEffect = degrade.Effect{Slow: 1}
+
+// effect is what the faults on service svc do at the current time to an
+// attempt from caller landing on shard.
+func (s *sim) effect(caller string, svc int32, shard int) degrade.Effect {
+	st := &s.svcs[svc]
+	if len(st.faults) == 0 {
+		return noEffect
+	}
+	return st.faults.Effect(caller, st.name, shard, s.now)
 }
 
 // sim is one run: the model, the faults, the clock and every entity.
@@ -137,6 +159,12 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	for i, svc := range m.Services {
 		n := faults.Shards(svc.Name)
 		s.svcs[i].name = svc.Name
+		for _, f := range faults {
+			if f.Service == svc.Name {
+				s.svcs[i].faults = append(s.svcs[i].faults, f)
+				s.svcs[i].limits = s.svcs[i].limits || f.Kind == degrade.DBPool
+			}
+		}
 		s.svcs[i].pools = make([]pool, n)
 		for k := range n {
 			// Workers split evenly over shards; every shard keeps at least one.
@@ -166,7 +194,13 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		total += e.Weight
 		s.entryCDF = append(s.entryCDF, total)
 	}
-	s.met.init(cfg.Duration, len(m.Edges))
+	// Room for the expected root requests, and a little more, so the
+	// latency list rarely grows.
+	expected := m.Rate * cfg.Duration
+	if m.Clients > 0 {
+		expected = 0
+	}
+	s.met.init(cfg.Duration, len(m.Edges), int(min(expected*1.05+64, 1<<26)))
 	return s
 }
 
@@ -272,6 +306,13 @@ func (s *sim) send(ci int32) {
 	if c.edge >= 0 {
 		if br := s.breakers[c.edge]; br != nil && !br.Allow(s.now) {
 			s.met.refusedBreaker(c.edge, s.now)
+			if c.attempts > 0 && s.budgets[c.edge] != nil {
+				// A retry or hedge the budget granted is not sent after all.
+				s.budgets[c.edge].Done(s.now, true)
+			}
+			if c.inflight > 0 {
+				return // a refused hedge: the attempt already out still counts
+			}
 			s.finish(ci, false)
 			return
 		}
@@ -288,6 +329,7 @@ func (s *sim) send(ci int32) {
 	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true})
 	c = &s.calls[ci]
 	c.open[1], c.open[0] = c.open[0], a
+	c.openGen[1], c.openGen[0] = c.openGen[0], s.atts[a].gen
 	// The client waits for the per-try timeout or what is left of the
 	// deadline, whichever comes first.
 	wait := c.deadline - s.now
@@ -310,14 +352,16 @@ func (s *sim) arrive(ai int32) {
 	c := &s.calls[a.call]
 	svc := &s.m.Services[c.svc]
 	caller := ""
-	if c.job >= 0 {
-		caller = s.m.Services[s.jobs[c.job].svc].Name
+	if c.edge >= 0 {
+		// The edge names the caller; c.job's slot may have been reused if
+		// the caller's work was cancelled.
+		caller = s.m.Services[s.m.Edges[c.edge].Caller].Name
 	}
 	shard := 0
-	if len(s.svcs[c.svc].pools) > 1 {
-		shard = s.faults.PickShard(svc.Name, s.now, s.rngFault.Float64())
+	if st := &s.svcs[c.svc]; len(st.pools) > 1 {
+		shard = st.faults.PickShard(st.name, s.now, s.rngFault.Float64())
 	}
-	eff := s.faults.Effect(caller, svc.Name, shard, s.now)
+	eff := s.effect(caller, c.svc, shard)
 	lost := eff.Loss > 0 && s.rngFault.Float64() < eff.Loss
 	lostResponse := lost && s.rngFault.Float64() < 0.5
 	switch {
@@ -335,7 +379,7 @@ func (s *sim) arrive(ai int32) {
 		return
 	}
 	deadline := math.Inf(1)
-	if c.edge >= 0 && s.m.Edges[c.edge].Policy.Propagate {
+	if c.edge >= 0 && s.m.Edges[c.edge].Policy.Propagate || c.edge < 0 && s.m.RootPropagate {
 		deadline = c.deadline
 	}
 	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse})
@@ -347,7 +391,10 @@ func (s *sim) arrive(ai int32) {
 // limit is the pool's worker count under active faults.
 func (s *sim) limit(svc, pi int32) int {
 	p := &s.svcs[svc].pools[pi]
-	if eff := s.faults.Effect("", s.m.Services[svc].Name, int(pi), s.now); eff.Limit > 0 {
+	if !s.svcs[svc].limits {
+		return p.workers
+	}
+	if eff := s.effect("", svc, int(pi)); eff.Limit > 0 {
 		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
 	}
 	return p.workers
@@ -375,9 +422,9 @@ func (s *sim) startQueued(svc, pi int32) {
 		p.busy++
 		j.state = jobRunning
 		j.start = s.now
+		eff := s.effect("", svc, int(pi))
 		svc := &s.m.Services[svc]
 		t := svc.Ops[j.op].Time.Sample(s.rngService)
-		eff := s.faults.Effect("", svc.Name, int(pi), s.now)
 		if eff.Slow > 1 {
 			t *= eff.Slow
 		}
@@ -398,14 +445,19 @@ func (s *sim) served(ji int32) {
 		return
 	}
 	j.state = jobCalling
+	j.selfEnd = s.now
 	if op.Parallel {
+		// pending holds one extra count while the calls are started, so a
+		// call that ends at once (a fast failure) cannot complete the job
+		// before its siblings are sent.
+		j.pending = 1
 		for _, e := range op.Calls {
 			for range s.repeats(e) {
 				s.jobs[ji].pending++
 				s.startCall(ji, int32(e))
 			}
 		}
-		if s.jobs[ji].pending == 0 {
+		if s.jobs[ji].pending--; s.jobs[ji].pending == 0 {
 			s.complete(ji)
 		}
 		return
@@ -468,10 +520,17 @@ func (s *sim) release(ji int32) {
 	j := &s.jobs[ji]
 	if j.state == jobRunning || j.state == jobCalling {
 		s.svcs[j.svc].pools[j.pool].busy--
-		work := s.now - j.start
+		// Work is the job's own service time: while it waits for its
+		// downstream calls it holds a worker but does no work (the callees'
+		// work is counted where it is done).
+		end := s.now
+		if j.state == jobCalling {
+			end = j.selfEnd
+		}
+		work := end - j.start
 		wasted := 0.0
-		if a := &s.atts[j.att]; a.gen >= 0 && a.abandoned > 0 {
-			wasted = s.now - max(j.start, a.abandoned)
+		if a := &s.atts[j.att]; a.abandoned > 0 {
+			wasted = max(0, end-max(j.start, a.abandoned))
 		}
 		s.met.work(j.svc, work, wasted, s.now)
 	}
@@ -485,10 +544,13 @@ func (s *sim) answer(ai int32, ok bool, retryAfter float64) {
 		return // the client stopped waiting: nobody reads this answer
 	}
 	a.open = false
-	ci := a.call
+	ci, retry := a.call, a.n > 1
+	// The server side is done with it (answers come from there), so the
+	// slot is free.
+	s.freeAttempt(ai)
 	c := &s.calls[ci]
 	c.inflight--
-	s.settle(c, ok, false, a.n > 1)
+	s.settle(c, ok, false, retry)
 	if ok {
 		s.finish(ci, true)
 		return
@@ -515,11 +577,12 @@ func (s *sim) timeout(ai int32) {
 	a := &s.atts[ai]
 	a.open = false
 	a.abandoned = s.now
-	ci := a.call
+	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
 	c.inflight--
 	s.abandon(ai)
-	s.settle(c, false, true, a.n > 1)
+	s.freeAttempt(ai) // unless a server job still holds it
+	s.settle(c, false, true, retry)
 	s.retryOrFail(ci, 0)
 }
 
@@ -596,8 +659,12 @@ func (s *sim) hedge(ci int32) {
 		s.met.refusedBudget(c.edge, s.now)
 		return
 	}
-	s.met.hedged(c.edge)
+	edge, gen, n := c.edge, c.gen, c.attempts
 	s.send(ci)
+	// Count the hedge only if it went out (an open breaker refuses it).
+	if c := &s.calls[ci]; c.gen == gen && c.attempts > n {
+		s.met.hedged(edge)
+	}
 }
 
 // finish ends call ci: its open attempts are abandoned (hedge losers), and
@@ -606,12 +673,17 @@ func (s *sim) finish(ci int32, ok bool) {
 	c := &s.calls[ci]
 	c.done = true
 	if c.inflight > 0 {
-		for _, ai := range c.open {
-			if a := &s.atts[ai]; a.open && a.call == ci {
+		for k, ai := range c.open {
+			if ai < 0 {
+				continue
+			}
+			if a := &s.atts[ai]; a.gen == c.openGen[k] && a.open && a.call == ci {
 				a.open = false
+				retry := a.n > 1
 				s.abandonAlways(ai)
+				s.freeAttempt(ai)
 				if c.edge >= 0 && s.budgets[c.edge] != nil {
-					s.budgets[c.edge].Done(s.now, a.n > 1)
+					s.budgets[c.edge].Done(s.now, retry)
 				}
 			}
 		}
@@ -689,11 +761,25 @@ func (s *sim) newJob(j job) int32 {
 }
 
 func (s *sim) freeJob(i int32) {
-	s.jobs[i].state = jobDone
+	j := &s.jobs[i]
+	j.state = jobDone
 	s.freeJobs = append(s.freeJobs, i)
+	if a := &s.atts[j.att]; a.job == i {
+		a.job = -1
+		s.freeAttempt(j.att) // unless its client still waits
+	}
+}
+
+// freeAttempt frees attempt i's slot if both sides are done with it.
+func (s *sim) freeAttempt(i int32) {
+	if a := &s.atts[i]; !a.open && a.job == -1 {
+		a.job = -2
+		s.freeAtt = append(s.freeAtt, i)
+	}
 }
 
 func (s *sim) newCall(c call) int32 {
+	c.open = [2]int32{-1, -1}
 	if n := len(s.freeCalls); n > 0 {
 		i := s.freeCalls[n-1]
 		s.freeCalls = s.freeCalls[:n-1]

@@ -108,6 +108,27 @@ func decimal(v float64, places int) string {
 	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
+// fixed formats v rounded to places decimals, keeping trailing zeros so
+// that a column of figures lines up on its decimal point ("0.920",
+// "36.40"), and never writes "-0".
+func fixed(v float64, places int) string {
+	s := strconv.FormatFloat(v, 'f', places, 64)
+	if strings.Trim(s, "-0.") == "" {
+		s = strings.TrimPrefix(s, "-")
+	}
+	return s
+}
+
+// signed is fixed with an explicit sign on a change: "+0.23", "-1.50", and
+// no sign when the change rounds to zero ("0.00").
+func signed(v float64, places int) string {
+	s := fixed(v, places)
+	if s[0] >= '0' && s[0] <= '9' && strings.Trim(s, "0.") != "" {
+		s = "+" + s
+	}
+	return s
+}
+
 // stickyWriter remembers the first write error and drops later writes, so
 // a renderer can write line after line and check once at the end.
 type stickyWriter struct {

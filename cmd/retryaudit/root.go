@@ -102,6 +102,7 @@ retry and how, and replays degradations under alternative retry policies.`,
 		newVersionCmd(io),
 		newIngestCmd(io),
 		newInferCmd(io),
+		newReplayCmd(io),
 	)
 	return root
 }

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retryaudit/retryaudit/degrade"
+	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/report"
+)
+
+type replayOptions struct {
+	io         *streams
+	inputs     []string
+	topology   string
+	scenario   string
+	policies   []string
+	degrade    []string
+	policyFile string
+	capacity   []string
+	headroom   float64
+	load, rate float64
+	clients    int
+	think      time.Duration
+	deadline   time.Duration
+	seed       uint64
+	duration   time.Duration
+	format     string
+	output     string
+	in         inputFlags
+}
+
+// defaultPolicies is the comparison replay runs unless told otherwise.
+var defaultPolicies = []string{"none", "observed", "everywhere", "edge-only", "idempotent-only", "hedge-p95", "budget", "retry-after"}
+
+var replayRenderers = map[string]func(io.Writer, *report.ReplayReport) error{
+	"table":    report.ReplayTable,
+	"markdown": report.ReplayMarkdown,
+	"json":     report.ReplayJSON,
+}
+
+func newReplayCmd(io *streams) *cobra.Command {
+	opts := &replayOptions{io: io}
+	cmd := &cobra.Command{
+		Use:   "replay [FILE|DIR|- ...]",
+		Short: "Simulate degradations under alternative retry policies",
+		Long: `Replay the observed traffic through a discrete-event model of the topology
+while dependencies degrade, under alternative retry policies, and compare
+availability, goodput, work amplification, retry share, yield (availability
+gained per unit of extra work against policy none), latency, recovery time
+and whether the system stays collapsed after the trigger is gone.
+
+The topology comes from trace files (inferred on the fly) or from
+--topology (the JSON of 'retryaudit infer --format json', perhaps edited).
+--scenario runs a preset from the articles instead (storm, lab).
+
+Policies (--policy, repeatable): a base (observed, none, everywhere,
+edge-only, idempotent-only, hedge-p95) followed by modifiers joined with +
+(budget, retry-after, breaker, deadline, shed), e.g. edge-only+budget.
+Degradations (--degrade, repeatable), e.g.:
+  outage:svc=db,at=10s,for=3s[,mode=error|timeout]
+  slow-shard:svc=db,at=10s,for=30s,shards=8,x=10
+  hot-partition:svc=db,at=10s,for=30s,zipf=1.2
+  packet-loss:edge=api->db,at=10s,for=10s,p=0.2
+  db-pool:svc=db,at=10s,for=20s,k=2
+  error-rate:svc=db,at=10s,for=10s,p=0.3
+  latency:svc=db,at=10s,for=10s,add=200ms`,
+		Example: `  retryaudit replay samples/retry-everywhere/traces.otlp.jsonl.gz --degrade outage:svc=db,at=10s,for=5s
+  retryaudit replay --topology top.json --policy observed --policy edge-only+budget --capacity db=8
+  retryaudit replay --scenario storm`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.inputs = args
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			return runReplay(cmd, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.topology, "topology", "", "read the topology from `FILE` (infer --format json) instead of traces")
+	f.StringVar(&opts.scenario, "scenario", "", "run a preset instead: "+strings.Join(replay.Presets(), ", "))
+	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; default "+strings.Join(defaultPolicies, ", ")+")")
+	f.StringArrayVar(&opts.degrade, "degrade", nil, "degradation `SPEC` (repeatable; default an outage of the deepest retried dependency)")
+	f.StringVar(&opts.policyFile, "policy-file", "", "apply a YAML policy `FILE` (gRPC retryPolicy, Envoy retry_policy, Finagle budget) on top of each policy")
+	f.StringArrayVar(&opts.capacity, "capacity", nil, "a service's capacity, `SVC=WORKERS` or SVC=RATErps (repeatable)")
+	f.Float64Var(&opts.headroom, "headroom", replay.DefaultHeadroom, "assumed capacity = observed concurrency × this, for services without --capacity")
+	f.Float64Var(&opts.load, "load", 1, "multiply the observed root rate (a preset's offered load)")
+	f.Float64Var(&opts.rate, "rate", 0, "root requests per second (replaces the observed rate)")
+	f.IntVar(&opts.clients, "clients", 0, "closed-loop clients instead of open-loop arrivals")
+	f.DurationVar(&opts.think, "think", 100*time.Millisecond, "closed-loop clients' think time")
+	f.DurationVar(&opts.deadline, "client-deadline", 5*time.Second, "how long end users wait for a root request")
+	f.Uint64Var(&opts.seed, "seed", 1, "random seed: the same inputs and seed give byte-identical output")
+	f.DurationVar(&opts.duration, "duration", 60*time.Second, "simulated time during which requests arrive")
+	f.StringVar(&opts.format, "format", "table", "output format: table, markdown or json")
+	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
+	opts.in.bind(f)
+	return cmd
+}
+
+func (o *replayOptions) validate() error {
+	if err := checkFormat(o.format, "table", "markdown", "json"); err != nil {
+		return err
+	}
+	sources := 0
+	for _, set := range []bool{len(o.inputs) > 0, o.topology != "", o.scenario != ""} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return usageError{fmt.Errorf("give trace files, --topology FILE, or --scenario NAME (exactly one)")}
+	}
+	if o.scenario != "" && (len(o.policies) > 0 || len(o.degrade) > 0 || o.policyFile != "" || len(o.capacity) > 0) {
+		return usageError{fmt.Errorf("--scenario brings its own policies, degradations and capacities")}
+	}
+	if o.duration <= 0 || o.load <= 0 || o.rate < 0 || o.clients < 0 || o.headroom <= 0 {
+		return usageError{fmt.Errorf("--duration, --load and --headroom must be positive; --rate and --clients not negative")}
+	}
+	return o.in.validate()
+}
+
+func runReplay(cmd *cobra.Command, o *replayOptions) error {
+	var mx replay.Matrix
+	var notes []string
+	if o.scenario != "" {
+		p, err := replay.NewPreset(o.scenario, o.load, o.seed)
+		if err != nil {
+			return usageError{err}
+		}
+		mx, notes = p.Matrix, []string{p.About}
+	} else {
+		top, err := o.readTopology(cmd)
+		if err != nil {
+			return err
+		}
+		m, err := o.model(top)
+		if err != nil {
+			return err
+		}
+		notes = m.Assumed
+		if mx.Variants, err = o.variants(m); err != nil {
+			return err
+		}
+		if mx.Degradations, err = o.degradations(top); err != nil {
+			return err
+		}
+		mx.Config = replay.RunConfig{Seed: o.seed, Duration: o.duration.Seconds()}
+	}
+	results, err := mx.Run()
+	if err != nil {
+		return err
+	}
+	rep := &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "none", Notes: notes, Runs: results}
+	w, closeOut, err := outputFile(o.io, o.output)
+	if err != nil {
+		return err
+	}
+	err = replayRenderers[o.format](w, rep)
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, error) {
+	if o.topology == "" {
+		set, err := o.in.read(cmd.Context(), o.io, o.inputs)
+		if err != nil {
+			return nil, err
+		}
+		return graph.Infer(set), nil
+	}
+	f, err := os.Open(o.topology)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	top, err := graph.ReadTopology(f)
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: %w", o.topology, err)
+	}
+	return top, nil
+}
+
+func (o *replayOptions) model(top *graph.Topology) (*replay.Model, error) {
+	caps := map[string]replay.Capacity{}
+	for _, c := range o.capacity {
+		name, cp, err := replay.ParseCapacity(c)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--capacity: %w", err)}
+		}
+		caps[name] = cp
+	}
+	return replay.FromTopology(top, replay.BuildOptions{Load: o.load, Rate: o.rate, Clients: o.clients, Think: o.think.Seconds(),
+		ClientDeadline: o.deadline.Seconds(), Capacity: caps, Headroom: o.headroom})
+}
+
+// variants applies every policy expression (none first: the baseline)
+// and the policy file, if any.
+func (o *replayOptions) variants(m *replay.Model) ([]replay.Variant, error) {
+	exprs := o.policies
+	if len(exprs) == 0 {
+		exprs = defaultPolicies
+	}
+	if exprs[0] != "none" {
+		exprs = append([]string{"none"}, exprs...)
+	}
+	var pf *replay.PolicyFile
+	if o.policyFile != "" {
+		data, err := os.ReadFile(o.policyFile)
+		if err != nil {
+			return nil, err
+		}
+		if pf, err = replay.ParsePolicyFile(o.policyFile, data); err != nil {
+			return nil, err
+		}
+	}
+	var out []replay.Variant
+	seen := map[string]bool{}
+	for _, e := range exprs {
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
+		pm, err := replay.ApplyPolicy(m, e)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--policy: %w", err)}
+		}
+		if pf != nil && e != "none" {
+			if pm, err = pf.Apply(pm); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, replay.Variant{Policy: e, Model: pm})
+	}
+	return out, nil
+}
+
+func (o *replayOptions) degradations(top *graph.Topology) ([]replay.Degradation, error) {
+	specs := o.degrade
+	if len(specs) == 0 {
+		target := deepestRetried(top)
+		if target == "" {
+			return nil, usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
+		}
+		specs = []string{"outage:svc=" + target + ",at=10s,for=5s"}
+	}
+	var out []replay.Degradation
+	for _, s := range specs {
+		f, err := degrade.Parse(s)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--degrade: %w", err)}
+		}
+		out = append(out, replay.Degradation{Name: f.String(), Faults: degrade.Schedule{f}})
+	}
+	return out, nil
+}
+
+// deepestRetried is the last service of the most amplified path: the
+// dependency whose failure the retrying layers above multiply.
+func deepestRetried(top *graph.Topology) string {
+	if len(top.Paths) == 0 {
+		return ""
+	}
+	s := top.Paths[0].Services
+	return s[len(s)-1]
+}

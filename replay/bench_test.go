@@ -1,0 +1,232 @@
+package replay
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// benchLoopModel is the one-service model of BenchmarkEventLoop: M/M/100
+// at 80% load, 10,000 root requests a second for 50 simulated seconds
+// (about a million events: an arrival and a completion per request, plus
+// the per-second ticks).
+func benchLoopModel() (*Model, RunConfig) {
+	m := &Model{
+		Services: []Service{{Name: "server", Workers: 100, Ops: []Op{{Name: "serve", Time: Exponential{MeanS: 0.008}}}}},
+		Entry:    []Entry{{Service: 0, Op: 0, Weight: 1}},
+		Rate:     10_000,
+	}
+	return m, RunConfig{Seed: 1, Duration: 50, Drain: -1}
+}
+
+// BenchmarkEventLoop measures the engine's event rate on one service. Run
+// it on one core: go test -run '^$' -bench EventLoop -cpu 1 ./replay/
+func BenchmarkEventLoop(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		model func() (*Model, RunConfig)
+	}{
+		{"mmc", benchLoopModel},
+		// The same load through a client edge with a per-try timeout and
+		// retries: attempts, timeouts and the policy code on the path.
+		{"client-edge", func() (*Model, RunConfig) {
+			m := single("server", 100, Exponential{MeanS: 0.008}, 10_000, 0,
+				Policy{MaxAttempts: 3, PerTryTimeout: 0.1, Backoff: Backoff{Kind: "exponential", Base: 0.01, Cap: 0.1, Jitter: "full"}})
+			return m, RunConfig{Seed: 1, Duration: 50, Drain: -1}
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m, cfg := bc.model()
+			events := 0
+			b.ReportAllocs()
+			start := time.Now()
+			for b.Loop() {
+				r, err := Run(m, nil, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				events += r.Events
+			}
+			b.ReportMetric(float64(events)/time.Since(start).Seconds(), "events/s")
+			b.ReportMetric(float64(events)/float64(b.N), "events/op")
+		})
+	}
+}
+
+// bareEvents is how many events BenchmarkBareHeap processes per op: about
+// what one BenchmarkEventLoop/mmc run does (Result.Events), so that ns/op of
+// the two compare directly.
+const bareEvents = 1_000_000
+
+// bareInFlight is how many events the bare loop keeps pending, about the
+// engine's heap size in BenchmarkEventLoop/mmc (80 jobs in service, the
+// next arrival, the remaining ticks).
+const bareInFlight = 100
+
+// BenchmarkBareHeap is the floor under the engine: a loop that pops the
+// earliest event and schedules the next one at an exponential delay, with
+// nothing else to do. "eventHeap" uses the engine's own heap, "container"
+// container/heap.
+func BenchmarkBareHeap(b *testing.B) {
+	b.Run("eventHeap", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(1, 1))
+		start := time.Now()
+		for b.Loop() {
+			var h eventHeap
+			for i := range bareInFlight {
+				h.push(rng.ExpFloat64()*bareInFlight/10_000, evServed, int32(i), 0)
+			}
+			for range bareEvents {
+				ev := h.pop()
+				h.push(ev.t+rng.ExpFloat64()*bareInFlight/10_000, ev.kind, ev.id, ev.gen+1)
+			}
+		}
+		b.ReportMetric(float64(b.N)*bareEvents/time.Since(start).Seconds(), "events/s")
+	})
+	b.Run("container", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(1, 1))
+		start := time.Now()
+		for b.Loop() {
+			h := &stdHeap{}
+			for i := range bareInFlight {
+				heap.Push(h, event{t: rng.ExpFloat64() * bareInFlight / 10_000, seq: uint64(i), id: int32(i)})
+			}
+			seq := uint64(bareInFlight)
+			for range bareEvents {
+				ev := heap.Pop(h).(event)
+				seq++
+				heap.Push(h, event{t: ev.t + rng.ExpFloat64()*bareInFlight/10_000, seq: seq, id: ev.id})
+			}
+		}
+		b.ReportMetric(float64(b.N)*bareEvents/time.Since(start).Seconds(), "events/s")
+	})
+}
+
+// stdHeap is the event heap through container/heap's interface.
+type stdHeap []event
+
+func (h stdHeap) Len() int { return len(h) }
+func (h stdHeap) Less(i, j int) bool {
+	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].seq < h[j].seq
+}
+func (h stdHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *stdHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *stdHeap) Pop() any {
+	old := *h
+	n := len(old)
+	x := old[n-1]
+	*h = old[:n-1]
+	return x
+}
+
+// fourLayer is the topology of BenchmarkMatrix: edge → api → inventory →
+// db, 1,000 root requests a second with a 2 s client deadline, under one
+// of eight policies. Workers are sized from Little's law with room to
+// spare (a caller holds its worker while it waits for its callee), the db
+// being the tight one: 16 workers (2 a shard when sharded) for about 2.5
+// busy at 2.5 ms a query.
+func fourLayer(policy string) *Model {
+	ln := func(median float64) Dist { return LogNormal{Median: median, Sigma: 0.5, TailProb: 0.01, TailFactor: 5} }
+	m := &Model{
+		Services: []Service{
+			{Name: "edge", Workers: 2000, Ops: []Op{{Name: "GET /order", Time: ln(0.001), Calls: []int{0}}}},
+			{Name: "api", Workers: 1000, Ops: []Op{{Name: "GetOrder", Time: ln(0.003), Calls: []int{1}}}},
+			{Name: "inventory", Workers: 500, Ops: []Op{{Name: "Reserve", Time: ln(0.004), Calls: []int{2}}}},
+			{Name: "db", Workers: 16, Ops: []Op{{Name: "SELECT", Time: ln(0.002)}}},
+		},
+		Edges: []Edge{
+			{Caller: 0, CallerOp: 0, Callee: 1, CalleeOp: 0, Prob: 1, Repeat: 1, Idempotent: true},
+			{Caller: 1, CallerOp: 0, Callee: 2, CalleeOp: 0, Prob: 1, Repeat: 1},
+			{Caller: 2, CallerOp: 0, Callee: 3, CalleeOp: 0, Prob: 1, Repeat: 1, Idempotent: true},
+		},
+		Entry:          []Entry{{Service: 0, Op: 0, Weight: 1}},
+		Rate:           1000,
+		ClientDeadline: 2,
+	}
+	timeouts := []float64{1, 0.5, 0.2}
+	retry := func(i int) Policy {
+		return Policy{MaxAttempts: 3, PerTryTimeout: timeouts[i],
+			Backoff: Backoff{Kind: BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.5, Jitter: JitterFull}}
+	}
+	ratio := func() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
+	for i := range m.Edges {
+		p := Policy{MaxAttempts: 1, PerTryTimeout: timeouts[i]}
+		switch policy {
+		case "none":
+		case "everywhere":
+			p = retry(i)
+		case "edge-only":
+			if i == 0 {
+				p = retry(i)
+			}
+		case "idempotent-only":
+			if m.Edges[i].Idempotent && i > 0 {
+				p = retry(i)
+			}
+		case "hedge-p95":
+			if i == 2 {
+				p.MaxAttempts, p.HedgeAfter = 2, 0.006
+			}
+		case "budget":
+			p = retry(i)
+			p.Budget, p.SharedBudget = ratio, true
+		case "retry-after":
+			p = retry(i)
+			p.HonorRetryAfter = true
+		case "breaker+deadline":
+			p = retry(i)
+			p.Breaker = &BreakerConfig{FailureRate: 0.5, Window: 5, MinRequests: 20, OpenFor: 2, Jitter: 0.2, HalfOpenProbes: 3}
+			p.Propagate = true
+			if i == 0 {
+				p.Deadline = 2
+			}
+		default:
+			panic("unknown policy " + policy)
+		}
+		m.Edges[i].Policy = p
+	}
+	return m
+}
+
+// benchPolicies and benchDegradations are BenchmarkMatrix's matrix.
+var benchPolicies = []string{"none", "everywhere", "edge-only", "idempotent-only", "hedge-p95", "budget", "retry-after", "breaker+deadline"}
+
+func benchDegradations() []Degradation {
+	return []Degradation{
+		{Name: "slow-shard", Faults: schedule("slow-shard:svc=db,at=20s,for=20s,x=10")},
+		{Name: "hot-partition", Faults: schedule("hot-partition:svc=db,at=20s,for=20s")},
+		{Name: "packet-loss", Faults: schedule("packet-loss:svc=db,at=20s,for=20s,p=0.1")},
+		{Name: "db-pool", Faults: schedule("db-pool:svc=db,at=20s,for=20s,k=2")},
+		{Name: "outage", Faults: schedule("outage:svc=db,at=20s,for=10s")},
+	}
+}
+
+func benchMatrix() *Matrix {
+	mx := &Matrix{Degradations: benchDegradations(), Config: RunConfig{Seed: 1, Duration: 60, Drain: 10}}
+	for _, p := range benchPolicies {
+		mx.Variants = append(mx.Variants, Variant{Policy: p, Model: fourLayer(p)})
+	}
+	return mx
+}
+
+// BenchmarkMatrix runs the 8 policies × 5 degradations (+ the baseline run)
+// of the four-layer topology through Matrix.Run, which uses every core:
+// go test -run '^$' -bench Matrix ./replay/
+func BenchmarkMatrix(b *testing.B) {
+	mx := benchMatrix()
+	events := 0
+	start := time.Now()
+	for b.Loop() {
+		res, err := mx.Run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			events += r.Events
+		}
+	}
+	el := time.Since(start).Seconds()
+	b.ReportMetric(el/float64(b.N), "s/matrix")
+	b.ReportMetric(float64(events)/el, "events/s")
+}

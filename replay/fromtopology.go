@@ -1,0 +1,256 @@
+package replay
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/retryaudit/retryaudit/graph"
+)
+
+// Capacity is what the traces cannot show about a service: its workers,
+// given directly or as a throughput.
+type Capacity struct {
+	Workers int
+	RPS     float64
+}
+
+// ParseCapacity reads "svc=N" (workers) or "svc=Xrps" (throughput).
+func ParseCapacity(spec string) (string, Capacity, error) {
+	name, val, ok := strings.Cut(spec, "=")
+	if !ok || name == "" || val == "" {
+		return "", Capacity{}, fmt.Errorf("capacity %q: want SERVICE=WORKERS or SERVICE=RATErps, e.g. db=8 or db=120rps", spec)
+	}
+	if r, isRate := strings.CutSuffix(val, "rps"); isRate {
+		x, err := strconv.ParseFloat(r, 64)
+		if err != nil || x <= 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+			return "", Capacity{}, fmt.Errorf("capacity %q: %q is not a positive rate; want e.g. %s=120rps", spec, val, name)
+		}
+		return name, Capacity{RPS: x}, nil
+	}
+	n, err := strconv.Atoi(val)
+	if err != nil || n < 1 || n > 1<<20 {
+		return "", Capacity{}, fmt.Errorf("capacity %q: %q is not a worker count from 1 to %d; want e.g. %s=8", spec, val, 1<<20, name)
+	}
+	return name, Capacity{Workers: n}, nil
+}
+
+// BuildOptions shape the model built from a topology.
+type BuildOptions struct {
+	// Load multiplies the observed root rate; Rate, when > 0, replaces it.
+	Load, Rate float64
+	// Clients > 0: closed-loop arrivals with Think seconds between requests.
+	Clients int
+	Think   float64
+	// ClientDeadline is how long end users wait (seconds).
+	ClientDeadline float64
+	// Capacity overrides per service; others get Headroom × their observed
+	// concurrency (Little's law on the traces), at least MinWorkers.
+	Capacity   map[string]Capacity
+	Headroom   float64
+	MinWorkers int
+}
+
+// Defaults for BuildOptions.
+const (
+	DefaultHeadroom       = 2.0
+	DefaultMinWorkers     = 4
+	DefaultClientDeadline = 5.0
+)
+
+// FromTopology builds the model of an inferred topology under its observed
+// policies: services with the operations seen, service times drawn from each
+// operation's self-time quantiles, calls with the observed structure (how
+// many calls per execution of the caller's operation) and each edge's
+// inferred retry policy. Capacities the traces cannot show are assumed and
+// listed in Model.Assumed.
+func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
+	if o.Load <= 0 {
+		o.Load = 1
+	}
+	if o.Headroom <= 0 {
+		o.Headroom = DefaultHeadroom
+	}
+	if o.MinWorkers <= 0 {
+		o.MinWorkers = DefaultMinWorkers
+	}
+	if o.ClientDeadline <= 0 {
+		o.ClientDeadline = DefaultClientDeadline
+	}
+	m := &Model{ClientDeadline: o.ClientDeadline, Clients: o.Clients, Think: o.Think}
+	svcIdx := map[string]int{}
+	opIdx := map[[2]string]int{}
+	counts := map[[2]string]int{}
+	addOp := func(svc, op string, d Dist, count int) (int, int) {
+		si, ok := svcIdx[svc]
+		if !ok {
+			si = len(m.Services)
+			svcIdx[svc] = si
+			m.Services = append(m.Services, Service{Name: svc})
+		}
+		k := [2]string{svc, op}
+		oi, ok := opIdx[k]
+		if !ok {
+			oi = len(m.Services[si].Ops)
+			opIdx[k] = oi
+			m.Services[si].Ops = append(m.Services[si].Ops, Op{Name: op, Time: d})
+			counts[k] = count
+		}
+		return si, oi
+	}
+	for _, s := range t.Services {
+		for _, op := range s.Operations {
+			d, err := serviceTime(op)
+			if err != nil {
+				return nil, fmt.Errorf("service %s op %s: %w", s.Name, op.Name, err)
+			}
+			addOp(s.Name, op.Name, d, op.Count)
+		}
+	}
+	window := math.Max(t.Source.WindowS, 1)
+	for _, e := range t.Edges {
+		if e.Caller == "user" {
+			si, oi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
+			m.Entry = append(m.Entry, Entry{Service: si, Op: oi, Weight: float64(e.Calls)})
+			continue
+		}
+		ci, coi := addOp(e.Caller, e.CallerOperation, Constant(0), 0)
+		ei, eoi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
+		per := float64(e.Calls) / math.Max(float64(counts[[2]string{e.Caller, e.CallerOperation}]), 1)
+		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
+			Idempotent: methodIdempotent(e.Method) || e.Idempotency != nil && e.Idempotency.WithKey == e.Idempotency.RetriedCalls,
+			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e)}
+		// Repeat the most calls one execution makes and keep the observed
+		// mean with the probability of making them.
+		ed.Repeat = max(1, int(math.Ceil(per-1e-9)))
+		ed.Prob = math.Min(1, per/float64(ed.Repeat))
+		m.Edges = append(m.Edges, ed)
+		m.Services[ci].Ops[coi].Calls = append(m.Services[ci].Ops[coi].Calls, len(m.Edges)-1)
+	}
+	if len(m.Entry) == 0 {
+		return nil, fmt.Errorf("the topology has no root operation to send requests to")
+	}
+	switch {
+	case o.Rate > 0:
+		m.Rate = o.Rate
+	case t.Source.RootRatePerS > 0:
+		m.Rate = t.Source.RootRatePerS * o.Load
+		m.Assumed = append(m.Assumed, fmt.Sprintf("root rate %.3g/s: the traces' %.3g/s × load %g", m.Rate, t.Source.RootRatePerS, o.Load))
+	case o.Clients == 0:
+		return nil, fmt.Errorf("the traces show no root rate (window under a millisecond): give --rate")
+	}
+	for i := range m.Services {
+		s := &m.Services[i]
+		if c, ok := o.Capacity[s.Name]; ok {
+			s.Workers = c.Workers
+			if c.RPS > 0 {
+				s.Workers = max(1, int(math.Ceil(c.RPS*meanTime(m, i))))
+			}
+			continue
+		}
+		// Little's law: concurrency = arrival rate × time in the service.
+		busy := 0.0
+		for _, svc := range t.Services {
+			if svc.Name != s.Name {
+				continue
+			}
+			for _, op := range svc.Operations {
+				busy += float64(op.Count) / window * o.Load * op.P95MS / 1000
+			}
+		}
+		s.Workers = max(o.MinWorkers, int(math.Ceil(o.Headroom*busy)))
+		m.Assumed = append(m.Assumed, fmt.Sprintf("%s: %d workers (observed concurrency %.2f × headroom %g, at least %d); set with --capacity %s=N",
+			s.Name, s.Workers, busy, o.Headroom, o.MinWorkers, s.Name))
+	}
+	for k := range o.Capacity {
+		if _, ok := svcIdx[k]; !ok {
+			return nil, fmt.Errorf("--capacity %s: no such service (have %s)", k, strings.Join(serviceNames(m), ", "))
+		}
+	}
+	return m, m.Validate()
+}
+
+func serviceNames(m *Model) []string {
+	var n []string
+	for _, s := range m.Services {
+		n = append(n, s.Name)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// meanTime is the mean service time over a service's operations.
+func meanTime(m *Model, i int) float64 {
+	s := &m.Services[i]
+	t := 0.0
+	for _, op := range s.Ops {
+		t += op.Time.Mean()
+	}
+	return t / math.Max(float64(len(s.Ops)), 1)
+}
+
+// serviceTime draws from an operation's self-time quantiles.
+func serviceTime(op graph.Operation) (Dist, error) {
+	if len(op.SelfQuantilesMS) != len(graph.SelfQuantileLevels) {
+		return Constant(op.P50MS / 1000), nil
+	}
+	vals := make([]float64, len(op.SelfQuantilesMS))
+	for i, v := range op.SelfQuantilesMS {
+		vals[i] = v / 1000
+		if i > 0 && vals[i] < vals[i-1] {
+			vals[i] = vals[i-1] // rounding in the topology may break monotony by a hair
+		}
+	}
+	if vals[len(vals)-1] == vals[0] {
+		return Constant(vals[0]), nil
+	}
+	return NewEmpirical(graph.SelfQuantileLevels, vals)
+}
+
+func methodIdempotent(m string) bool {
+	switch strings.ToUpper(m) {
+	case "POST", "PATCH", "CONNECT":
+		return false
+	}
+	return true
+}
+
+// observedPolicy is an edge's inferred policy as a client policy.
+func observedPolicy(e graph.Edge) Policy {
+	p := Policy{MaxAttempts: max(1, e.MaxAttempts), HonorRetryAfter: e.RetryAfterHonored > 0}
+	if e.PerTryTimeoutMS != nil {
+		p.PerTryTimeout = *e.PerTryTimeoutMS / 1000
+	}
+	b := e.Backoff
+	p.Backoff = Backoff{Kind: "immediate", Jitter: "none"}
+	switch b.Kind {
+	case "constant", "unknown":
+		if b.BaseMS > 0 {
+			p.Backoff = Backoff{Kind: "constant", Base: b.BaseMS / 1000, Jitter: "none"}
+		}
+	case "exponential":
+		p.Backoff = Backoff{Kind: "exponential", Base: b.BaseMS / 1000, Multiplier: 2, Jitter: "none"}
+		if b.Multiplier != nil {
+			p.Backoff.Multiplier = *b.Multiplier
+		}
+		if b.CapMS != nil {
+			p.Backoff.Cap = *b.CapMS / 1000
+		}
+	}
+	switch b.Jitter {
+	case "full", "equal", "decorrelated":
+		p.Backoff.Jitter = b.Jitter
+	case "proportional":
+		p.Backoff.Jitter = "proportional"
+		if b.JitterFraction != nil {
+			p.Backoff.Fraction = *b.JitterFraction
+		}
+	}
+	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
+		p.HedgeAfter = e.Hedging.DelayMS / 1000
+		p.MaxAttempts = max(p.MaxAttempts, 2)
+	}
+	return p
+}

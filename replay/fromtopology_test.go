@@ -1,0 +1,138 @@
+package replay
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/retryaudit/retryaudit/degrade"
+	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+func sampleTopology(t *testing.T, scenario string) *graph.Topology {
+	t.Helper()
+	set, err := ingest.ReadFiles(context.Background(), []string{filepath.Join("..", "samples", scenario, "traces.otlp.jsonl.gz")}, nil, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return graph.Infer(set)
+}
+
+// TestFromTopology builds a model from the retry-everywhere sample and
+// checks it carries the inferred structure and policies.
+func TestFromTopology(t *testing.T) {
+	top := sampleTopology(t, "retry-everywhere")
+	m, err := FromTopology(top, BuildOptions{Load: 10, Capacity: map[string]Capacity{"db": {Workers: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Edge{}
+	for _, e := range m.Edges {
+		byName[m.Services[e.Caller].Name+"→"+m.Services[e.Callee].Name] = e
+	}
+	if e := byName["inventory→db"]; e.Policy.MaxAttempts != 3 || e.Policy.Backoff.Kind != "exponential" {
+		t.Errorf("inventory→db policy %+v", e.Policy)
+	}
+	if e := byName["api→pricing"]; e.Repeat != 3 || e.Prob > 0.9 || e.Prob < 0.6 || e.Policy.MaxAttempts != 1 {
+		t.Errorf("api→pricing: repeat %d with probability %.2f (the N+1 loop makes 3 calls when stock is found), attempts %d", e.Repeat, e.Prob, e.Policy.MaxAttempts)
+	}
+	for _, s := range m.Services {
+		if s.Name == "db" && s.Workers != 3 {
+			t.Errorf("db workers %d, want the --capacity 3", s.Workers)
+		}
+	}
+	if len(m.Assumed) == 0 || !strings.Contains(strings.Join(m.Assumed, "\n"), "headroom") {
+		t.Errorf("assumed capacities not listed: %v", m.Assumed)
+	}
+	// The model runs, and an outage at db makes the retrying layers work.
+	faults, _ := degrade.ParseAll([]string{"outage:svc=db,at=5s,for=3s"})
+	r, err := Run(m, faults, RunConfig{Seed: 1, Duration: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.RootRequests == 0 || r.RetryShare == 0 {
+		t.Errorf("run: %v", r)
+	}
+}
+
+func TestApplyPolicy(t *testing.T) {
+	m, err := FromTopology(sampleTopology(t, "mixed"), BuildOptions{Load: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(m *Model) (retrying int) {
+		for _, e := range m.Edges {
+			if e.Policy.MaxAttempts > 1 {
+				retrying++
+			}
+		}
+		return
+	}
+	for _, tc := range []struct {
+		expr    string
+		check   func(*Model) bool
+		wantErr string
+	}{
+		{expr: "none", check: func(m *Model) bool { return count(m) == 0 }},
+		{expr: "observed", check: func(m *Model) bool { return count(m) == 5 }},
+		{expr: "everywhere", check: func(m *Model) bool { return count(m) == len(m.Edges) }},
+		{expr: "edge-only", check: func(m *Model) bool {
+			for _, e := range m.Edges {
+				if (m.Services[e.Caller].Name == "edge") != (e.Policy.MaxAttempts > 1) {
+					return false
+				}
+			}
+			return true
+		}},
+		{expr: "idempotent-only", check: func(m *Model) bool {
+			for _, e := range m.Edges {
+				if e.Idempotent != (e.Policy.MaxAttempts > 1) {
+					return false
+				}
+			}
+			return true
+		}},
+		{expr: "hedge-p95", check: func(m *Model) bool {
+			for _, e := range m.Edges {
+				if e.Policy.MaxAttempts > 1 && e.Policy.HedgeAfter == 0 {
+					return false
+				}
+			}
+			return true
+		}},
+		{expr: "budget+retry-after+breaker+deadline+shed", check: func(m *Model) bool {
+			e := m.Edges[0].Policy
+			return e.Budget != nil && e.SharedBudget && e.HonorRetryAfter && e.Breaker != nil && e.Propagate && m.RootPropagate && m.Services[0].ShedRetriesAt > 0
+		}},
+		{expr: "budget+none", wantErr: "base policy and must come first"},
+		{expr: "sometimes", wantErr: `unknown "sometimes"`},
+	} {
+		got, err := ApplyPolicy(m, tc.expr)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want %q", tc.expr, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.expr, err)
+		case !tc.check(got):
+			t.Errorf("%s: policy not applied", tc.expr)
+		}
+	}
+	if count(m) != 5 {
+		t.Error("ApplyPolicy changed the model it was given")
+	}
+}
+
+func TestParseCapacity(t *testing.T) {
+	for spec, want := range map[string]string{
+		"db=8": "", "db=120rps": "", "db": "want SERVICE=WORKERS", "db=0": "worker count", "db=-3rps": "positive rate", "=4": "want SERVICE",
+	} {
+		_, _, err := ParseCapacity(spec)
+		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseCapacity(%q) = %v, want %q", spec, err, want)
+		}
+	}
+}
