@@ -53,7 +53,11 @@ func Infer(set *ingest.Set) *Topology {
 		}
 	}
 	t.Edges = append(t.Edges, userEdges(ix, roots)...)
-	t.Paths = buildPaths(ix, t.Edges, ecs, roots)
+	byServer := callsByServer(ix, ecs)
+	for i, share := range concurrentShares(ix, ecs, byServer) {
+		t.Edges[i].ConcurrentShare = share
+	}
+	t.Paths = buildPaths(ix, t.Edges, ecs, byServer, roots)
 	<-statsDone
 	t.Services = services(ops, instrumented, ecs)
 	t.Findings = findings(t.Edges, t.Paths)

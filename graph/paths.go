@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -17,7 +18,7 @@ const userCaller = "user"
 // operation that calls nothing further, with its worst-case amplification
 // (the product of max attempts) and the highest amplification one root
 // request really saw.
-func buildPaths(ix *index, edges []Edge, ecs []*edgeCalls, roots map[node][]int32) []Path {
+func buildPaths(ix *index, edges []Edge, ecs []*edgeCalls, byServer *serverCalls, roots map[node][]int32) []Path {
 	out := map[node][]int{}
 	for i, e := range edges {
 		if e.Caller == userCaller {
@@ -26,7 +27,6 @@ func buildPaths(ix *index, edges []Edge, ecs []*edgeCalls, roots map[node][]int3
 		n := node{e.Caller, e.CallerOperation}
 		out[n] = append(out[n], i)
 	}
-	byServer := callsByServer(ix, ecs)
 	rootNodes := make([]node, 0, len(roots))
 	for n := range roots {
 		rootNodes = append(rootNodes, n)
@@ -118,6 +118,53 @@ func callsByServer(ix *index, ecs []*edgeCalls) *serverCalls {
 		}
 	}
 	return sc
+}
+
+// concurrentShares measures, per edge, the share of its calls that
+// overlapped another call made while serving the same request.
+func concurrentShares(ix *index, ecs []*edgeCalls, byServer *serverCalls) []float64 {
+	overlapping := make([]int, len(ecs))
+	type span struct {
+		start, end int64
+		edge       int
+	}
+	var calls []span
+	for s := range ix.spans {
+		here := byServer.of(int32(s))
+		if len(here) < 2 {
+			continue
+		}
+		calls = calls[:0]
+		for _, ec := range here {
+			a := ec.c.attempts
+			calls = append(calls, span{a[0].start, a[len(a)-1].end, ec.edge})
+		}
+		slices.SortFunc(calls, func(x, y span) int { return cmpInt64(x.start, y.start) })
+		// A call overlaps another when it starts before the latest end so
+		// far, or the next call starts before it ends.
+		latest := int64(math.MinInt64)
+		for i, c := range calls {
+			if c.start+overlapTolerance < latest || i+1 < len(calls) && calls[i+1].start+overlapTolerance < c.end {
+				overlapping[c.edge]++
+			}
+			latest = max(latest, c.end)
+		}
+	}
+	out := make([]float64, len(ecs))
+	for i, ec := range ecs {
+		out[i] = round3(float64(overlapping[i]) / float64(len(ec.calls)))
+	}
+	return out
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 type edgeCall struct {

@@ -88,6 +88,11 @@ type Edge struct {
 	// them: the deadline did not propagate.
 	OutlivedCaller int `json:"outlived_caller"`
 
+	// ConcurrentShare is the share of this edge's calls that overlapped
+	// another call made while serving the same request: near 1 for
+	// parallel fan-out, 0 for calls made one after another.
+	ConcurrentShare float64 `json:"concurrent_share"`
+
 	CalleeP50MS float64 `json:"callee_p50_ms"`
 	CalleeP95MS float64 `json:"callee_p95_ms"`
 	CalleeP99MS float64 `json:"callee_p99_ms"`

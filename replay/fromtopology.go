@@ -51,6 +51,9 @@ type BuildOptions struct {
 	Capacity   map[string]Capacity
 	Headroom   float64
 	MinWorkers int
+	// Arrivals, when set, replay the traces' own root requests (graph.
+	// RootArrivals) instead of a Poisson stream, time compressed by Load.
+	Arrivals []graph.Arrival
 }
 
 // Defaults for BuildOptions.
@@ -110,6 +113,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 	}
 	window := math.Max(t.Source.WindowS, 1)
+	concurrent, total := map[[2]int]float64{}, map[[2]int]float64{}
 	for _, e := range t.Edges {
 		if e.Caller == "user" {
 			si, oi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
@@ -128,11 +132,22 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		ed.Prob = math.Min(1, per/float64(ed.Repeat))
 		m.Edges = append(m.Edges, ed)
 		m.Services[ci].Ops[coi].Calls = append(m.Services[ci].Ops[coi].Calls, len(m.Edges)-1)
+		concurrent[[2]int{ci, coi}] += e.ConcurrentShare * float64(e.Calls)
+		total[[2]int{ci, coi}] += float64(e.Calls)
+	}
+	// An operation whose calls mostly overlapped makes them in parallel.
+	for k, c := range concurrent {
+		m.Services[k[0]].Ops[k[1]].Parallel = c >= 0.5*total[k]
 	}
 	if len(m.Entry) == 0 {
 		return nil, fmt.Errorf("the topology has no root operation to send requests to")
 	}
 	switch {
+	case len(o.Arrivals) > 0:
+		if err := traceArrivals(m, o.Arrivals, o.Load); err != nil {
+			return nil, err
+		}
+		m.Assumed = append(m.Assumed, fmt.Sprintf("arrivals: the traces' %d root requests, repeated every %.3gs (load %g compresses time)", len(m.Arrivals), m.Period, o.Load))
 	case o.Rate > 0:
 		m.Rate = o.Rate
 	case t.Source.RootRatePerS > 0:
@@ -170,6 +185,30 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 	}
 	return m, m.Validate()
+}
+
+// traceArrivals schedules the traces' own root requests.
+func traceArrivals(m *Model, arr []graph.Arrival, load float64) error {
+	entry := map[[2]string]int{}
+	for i, e := range m.Entry {
+		entry[[2]string{m.Services[e.Service].Name, m.Services[e.Service].Ops[e.Op].Name}] = i
+	}
+	for _, a := range arr {
+		i, ok := entry[[2]string{a.Service, a.Operation}]
+		if !ok {
+			return fmt.Errorf("arrival for %s %s, which is no root operation of the topology", a.Service, a.Operation)
+		}
+		m.Arrivals = append(m.Arrivals, Arrival{At: a.AtS / load, Entry: i})
+	}
+	// One period spans the traces plus one mean gap, so the repeat keeps
+	// the traces' rate.
+	last := arr[len(arr)-1].AtS
+	gap := last / math.Max(float64(len(arr)-1), 1)
+	if gap <= 0 {
+		gap = 1
+	}
+	m.Period = (last + gap) / load
+	return nil
 }
 
 func serviceNames(m *Model) []string {

@@ -136,3 +136,54 @@ func TestParseCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceArrivals: --arrivals trace sends the traces' own root requests,
+// repeated to fill the run, time compressed by the load.
+func TestTraceArrivals(t *testing.T) {
+	set, err := ingest.ReadFiles(context.Background(), []string{filepath.Join("..", "samples", "mixed", "traces.otlp.jsonl.gz")}, nil, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr := graph.RootArrivals(set)
+	top := graph.Infer(set)
+	if len(arr) != top.Source.RootCalls {
+		t.Fatalf("%d arrivals, want the topology's %d root calls", len(arr), top.Source.RootCalls)
+	}
+	m, err := FromTopology(top, BuildOptions{Load: 4, Arrivals: arr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(m, nil, RunConfig{Seed: 1, Duration: 3 * m.Period})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three periods hold three copies of the traces' requests (the last
+	// may end a hair past the duration).
+	if r.RootRequests < 3*len(arr)-1 || r.RootRequests > 3*len(arr) {
+		t.Errorf("%d root requests in 3 periods, want %d", r.RootRequests, 3*len(arr))
+	}
+}
+
+// TestParallelStructure: an operation whose calls overlapped in the traces
+// makes them in parallel in the model.
+func TestParallelStructure(t *testing.T) {
+	q := []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	top := &graph.Topology{Schema: graph.Schema, Source: graph.Source{RootRatePerS: 10, WindowS: 10},
+		Services: []graph.Service{
+			{Name: "api", Operations: []graph.Operation{{Name: "GET /page", Count: 100, P95MS: 50, SelfQuantilesMS: q}}},
+			{Name: "profile", Operations: []graph.Operation{{Name: "GET /p", Count: 100, P95MS: 20, SelfQuantilesMS: q}}},
+			{Name: "cart", Operations: []graph.Operation{{Name: "GET /c", Count: 100, P95MS: 20, SelfQuantilesMS: q}}},
+		},
+		Edges: []graph.Edge{
+			{Caller: "user", Callee: "api", Operation: "GET /page", Calls: 100, MaxAttempts: 1},
+			{Caller: "api", CallerOperation: "GET /page", Callee: "profile", Operation: "GET /p", Calls: 100, MaxAttempts: 1, ConcurrentShare: 1},
+			{Caller: "api", CallerOperation: "GET /page", Callee: "cart", Operation: "GET /c", Calls: 100, MaxAttempts: 1, ConcurrentShare: 0.9},
+		}}
+	m, err := FromTopology(top, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Services[0].Ops[0].Parallel {
+		t.Error("api's calls overlapped in the traces but the model makes them one after another")
+	}
+}

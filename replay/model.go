@@ -17,6 +17,11 @@ type Model struct {
 	Entry []Entry
 	// Rate is the open-loop arrival rate of root requests per second.
 	Rate float64
+	// Arrivals, when set, replace the Poisson stream: root requests come at
+	// these times (seconds, increasing) to these entries, repeated end to
+	// end until the run's duration, every Period seconds.
+	Arrivals []Arrival
+	Period   float64
 	// Clients > 0 makes arrivals closed-loop instead: that many clients,
 	// each sending its next request Think seconds after the last one ended.
 	Clients int
@@ -76,6 +81,12 @@ type Edge struct {
 	// CalleeP95 is the callee's observed p95 latency (seconds), for hedging.
 	CalleeP95 float64
 	Policy    Policy
+}
+
+// Arrival is one scheduled root request.
+type Arrival struct {
+	At    float64
+	Entry int
 }
 
 // Entry is a root operation and its share of root arrivals.
@@ -196,8 +207,16 @@ func (m *Model) Validate() error {
 	if len(m.Entry) == 0 {
 		return fmt.Errorf("model has no entry operation")
 	}
-	if m.Rate <= 0 && m.Clients <= 0 {
-		return fmt.Errorf("model needs an arrival rate or closed-loop clients")
+	if m.Rate <= 0 && m.Clients <= 0 && len(m.Arrivals) == 0 {
+		return fmt.Errorf("model needs an arrival rate, arrival times or closed-loop clients")
+	}
+	for i, a := range m.Arrivals {
+		if a.Entry < 0 || a.Entry >= len(m.Entry) || a.At < 0 || i > 0 && a.At < m.Arrivals[i-1].At || a.At > m.Period {
+			return fmt.Errorf("arrival %d (at %gs, entry %d): want increasing times within the period %gs and a known entry", i, a.At, a.Entry, m.Period)
+		}
+	}
+	if len(m.Arrivals) > 0 && m.Period <= 0 {
+		return fmt.Errorf("arrival times need a positive period")
 	}
 	for i, s := range m.Services {
 		if s.Workers < 1 {

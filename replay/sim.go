@@ -207,6 +207,8 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 func (s *sim) run() {
 	m := s.m
 	switch {
+	case len(m.Arrivals) > 0:
+		s.h.push(m.Arrivals[0].At, evArrival, 0, 0)
 	case m.Clients > 0:
 		for c := range m.Clients {
 			// Spread the clients' first requests over one think time.
@@ -234,13 +236,22 @@ func (s *sim) run() {
 		s.ends++
 		switch ev.kind {
 		case evArrival:
-			if s.now < s.cfg.Duration {
-				s.rootRequest()
-				s.h.push(s.now+s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
+			if s.now >= s.cfg.Duration {
+				break
 			}
+			if len(m.Arrivals) == 0 {
+				s.rootRequest(-1)
+				s.h.push(s.now+s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
+				break
+			}
+			// The traces' own arrivals: ev.id counts them across repeats.
+			k, n := int(ev.id), len(m.Arrivals)
+			s.rootRequest(m.Arrivals[k%n].Entry)
+			k++
+			s.h.push(float64(k/n)*m.Period+m.Arrivals[k%n].At, evArrival, int32(k), 0)
 		case evThink:
 			if s.now < s.cfg.Duration {
-				s.rootRequest()
+				s.rootRequest(-1)
 			}
 		case evServed:
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
@@ -270,14 +281,17 @@ func (s *sim) run() {
 	}
 }
 
-func (s *sim) rootRequest() {
-	i := 0
-	if len(s.entryCDF) > 1 {
+// rootRequest sends a root request to entry i, or to one drawn by weight
+// when i < 0.
+func (s *sim) rootRequest(i int) {
+	if i < 0 && len(s.entryCDF) > 1 {
+		i = 0
 		u := s.rngArrival.Float64() * s.entryCDF[len(s.entryCDF)-1]
 		for i < len(s.entryCDF)-1 && u >= s.entryCDF[i] {
 			i++
 		}
 	}
+	i = max(i, 0)
 	e := s.m.Entry[i]
 	deadline := math.Inf(1)
 	if s.m.ClientDeadline > 0 {

@@ -27,6 +27,7 @@ type replayOptions struct {
 	headroom   float64
 	load, rate float64
 	clients    int
+	arrivals   string
 	think      time.Duration
 	deadline   time.Duration
 	seed       uint64
@@ -92,6 +93,7 @@ Degradations (--degrade, repeatable), e.g.:
 	f.Float64Var(&opts.headroom, "headroom", replay.DefaultHeadroom, "assumed capacity = observed concurrency × this, for services without --capacity")
 	f.Float64Var(&opts.load, "load", 1, "multiply the observed root rate (a preset's offered load)")
 	f.Float64Var(&opts.rate, "rate", 0, "root requests per second (replaces the observed rate)")
+	f.StringVar(&opts.arrivals, "arrivals", "poisson", "root arrivals: poisson (at the observed rate × --load, or --rate) or trace (the traces' own timestamps, repeated; --load compresses time)")
 	f.IntVar(&opts.clients, "clients", 0, "closed-loop clients instead of open-loop arrivals")
 	f.DurationVar(&opts.think, "think", 100*time.Millisecond, "closed-loop clients' think time")
 	f.DurationVar(&opts.deadline, "client-deadline", 5*time.Second, "how long end users wait for a root request")
@@ -119,6 +121,18 @@ func (o *replayOptions) validate() error {
 	if o.scenario != "" && (len(o.policies) > 0 || len(o.degrade) > 0 || o.policyFile != "" || len(o.capacity) > 0) {
 		return usageError{fmt.Errorf("--scenario brings its own policies, degradations and capacities")}
 	}
+	switch o.arrivals {
+	case "poisson":
+	case "trace":
+		if len(o.inputs) == 0 {
+			return usageError{fmt.Errorf("--arrivals trace replays trace files' timestamps: give trace files, not --topology or --scenario")}
+		}
+		if o.rate > 0 || o.clients > 0 {
+			return usageError{fmt.Errorf("--arrivals trace takes its rate from the traces: drop --rate and --clients")}
+		}
+	default:
+		return usageError{fmt.Errorf("--arrivals %q: want poisson or trace", o.arrivals)}
+	}
 	if o.duration <= 0 || o.load <= 0 || o.rate < 0 || o.clients < 0 || o.headroom <= 0 {
 		return usageError{fmt.Errorf("--duration, --load and --headroom must be positive; --rate and --clients not negative")}
 	}
@@ -135,11 +149,11 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		}
 		mx, notes = p.Matrix, []string{p.About}
 	} else {
-		top, err := o.readTopology(cmd)
+		top, arrivals, err := o.readTopology(cmd)
 		if err != nil {
 			return err
 		}
-		m, err := o.model(top)
+		m, err := o.model(top, arrivals)
 		if err != nil {
 			return err
 		}
@@ -168,27 +182,33 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 	return err
 }
 
-func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, error) {
+// readTopology infers the topology from the trace files (and lists their
+// root arrivals for --arrivals trace) or reads --topology.
+func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, []graph.Arrival, error) {
 	if o.topology == "" {
 		set, err := o.in.read(cmd.Context(), o.io, o.inputs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return graph.Infer(set), nil
+		var arrivals []graph.Arrival
+		if o.arrivals == "trace" {
+			arrivals = graph.RootArrivals(set)
+		}
+		return graph.Infer(set), arrivals, nil
 	}
 	f, err := os.Open(o.topology)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	top, err := graph.ReadTopology(f)
 	if err != nil {
-		return nil, fmt.Errorf("topology %s: %w", o.topology, err)
+		return nil, nil, fmt.Errorf("topology %s: %w", o.topology, err)
 	}
-	return top, nil
+	return top, nil, nil
 }
 
-func (o *replayOptions) model(top *graph.Topology) (*replay.Model, error) {
+func (o *replayOptions) model(top *graph.Topology, arrivals []graph.Arrival) (*replay.Model, error) {
 	caps := map[string]replay.Capacity{}
 	for _, c := range o.capacity {
 		name, cp, err := replay.ParseCapacity(c)
@@ -198,7 +218,7 @@ func (o *replayOptions) model(top *graph.Topology) (*replay.Model, error) {
 		caps[name] = cp
 	}
 	return replay.FromTopology(top, replay.BuildOptions{Load: o.load, Rate: o.rate, Clients: o.clients, Think: o.think.Seconds(),
-		ClientDeadline: o.deadline.Seconds(), Capacity: caps, Headroom: o.headroom})
+		ClientDeadline: o.deadline.Seconds(), Capacity: caps, Headroom: o.headroom, Arrivals: arrivals})
 }
 
 // variants applies every policy expression (none first: the baseline)
