@@ -14,13 +14,9 @@ help:
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/retryaudit
 
-## demo: run retryaudit on the committed samples
+## demo: audit the committed samples: prints the report, writes report.html and report.md
 demo: build
-	./$(BIN) ingest samples/*/traces.*
-	./$(BIN) infer samples/retry-everywhere/traces.otlp.jsonl.gz
-	./$(BIN) infer samples/mixed/traces.otlp.jsonl.gz
-	./$(BIN) replay samples/retry-everywhere/traces.otlp.jsonl.gz --load 20 --capacity db=4 --duration 30s
-	./$(BIN) replay --scenario storm
+	./$(BIN) audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
 
 ## test: gofmt check, go vet, all tests, then a short pass of every fuzz target
 test: lint

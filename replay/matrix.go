@@ -107,3 +107,13 @@ func (mx *Matrix) Run() ([]Result, error) {
 	}
 	return out, nil
 }
+
+// ParseDegradation reads one fault spec as a degradation named by its
+// canonical form.
+func ParseDegradation(spec string) (Degradation, error) {
+	f, err := degrade.Parse(spec)
+	if err != nil {
+		return Degradation{}, err
+	}
+	return Degradation{Name: f.String(), Faults: degrade.Schedule{f}}, nil
+}

@@ -142,12 +142,17 @@ func idempotentOnly(m *Model) {
 	})
 }
 
-// hedgeP95 replaces retries with one hedge after the callee's p95.
+// MinHedgeDelay is the shortest hedge delay policy hedge-p95 uses: below
+// a millisecond a hedge is a duplicate sent at once, not a hedge.
+const MinHedgeDelay = 0.001
+
+// hedgeP95 replaces retries with one hedge after the callee's p95 (at
+// least MinHedgeDelay), on idempotent edges; other edges do not retry.
 func hedgeP95(m *Model) {
 	forEdges(m, func(e *Edge, p *Policy) {
 		p.MaxAttempts = 1
 		if e.CalleeP95 > 0 && e.Idempotent {
-			p.MaxAttempts, p.HedgeAfter = 2, e.CalleeP95
+			p.MaxAttempts, p.HedgeAfter = 2, max(e.CalleeP95, MinHedgeDelay)
 		}
 	})
 }

@@ -52,6 +52,10 @@ type replayView struct {
 type replayBlock struct {
 	title  string
 	tables []grid
+	// degradation is the name the runs share; runs are in column order,
+	// the baseline first (the HTML renderer charts them).
+	degradation string
+	runs        []*replay.Result
 }
 
 // replayMetrics are the rows of a comparison table. delta is nil for a
@@ -152,6 +156,12 @@ func newReplayView(rep *ReplayReport) replayView {
 		v.notes = append(v.notes, printable(n))
 	}
 	note := func(text string) string {
+		// One footnote per distinct text.
+		for i, n := range v.notes {
+			if n == text {
+				return "[" + strconv.Itoa(i+1) + "]"
+			}
+		}
 		v.notes = append(v.notes, text)
 		return "[" + strconv.Itoa(len(v.notes)) + "]"
 	}
@@ -197,7 +207,7 @@ func newReplayView(rep *ReplayReport) replayView {
 	}
 
 	for _, g := range groups {
-		b := replayBlock{title: "degradation: " + display(g.name)}
+		b := replayBlock{title: "degradation: " + display(g.name), degradation: g.name}
 		if g.name == "" {
 			b.title = "no degradation"
 		}
@@ -217,6 +227,7 @@ func newReplayView(rep *ReplayReport) replayView {
 		others := make([]*replay.Result, 0, len(g.runs)-1)
 		others = append(others, g.runs[:at]...)
 		others = append(others, g.runs[at+1:]...)
+		b.runs = append([]*replay.Result{base}, others...)
 
 		// Every cell once, in column order, so that notes are numbered in
 		// the order their markers first appear.
@@ -283,8 +294,7 @@ func yieldCell(r *replay.Result, degradation string, note func(string) string) s
 	case r.Policy == "none":
 		return "-"
 	}
-	return "n/a " + note(fmt.Sprintf("yield undefined for %s under %s: no extra work against none",
-		display(r.Policy), display(degradation)))
+	return "n/a " + note("n/a: yield is undefined when a policy does no extra work against none (the same work, or less, for its change in availability)")
 }
 
 // split divides n columns over as few tables of at most per columns as

@@ -259,7 +259,7 @@ func TestReplayTableLayout(t *testing.T) {
 	if got := rowOf(block, "yield"); strings.Join(got[:5], " ") != "- n/a [3] -0.062 0.200" {
 		t.Errorf("yield row %q", got)
 	}
-	if !strings.Contains(out, "\n[3] yield undefined for retries under outage 3s: no extra work against none\n") {
+	if !strings.Contains(out, "\n[3] n/a: yield is undefined when a policy does no extra work against none") {
 		t.Errorf("no note for the undefined yield in:\n%s", out)
 	}
 	// Wasted work against a baseline of zero.
@@ -310,7 +310,7 @@ func TestReplayMarkdownTables(t *testing.T) {
 	if tables != 4 {
 		t.Errorf("%d tables, want 4:\n%s", tables, out)
 	}
-	for _, want := range []string{"| METASTABLE |", `pipe\|name`, "n/a \\[3\\]", "\n3. yield undefined for retries under outage 3s", "\n### degradation: slow 5s \\[4\\]\n"} {
+	for _, want := range []string{"| METASTABLE |", `pipe\|name`, "n/a \\[3\\]", "\n3. n/a: yield is undefined", "\n### degradation: slow 5s \\[4\\]\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

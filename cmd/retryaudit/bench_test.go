@@ -74,3 +74,45 @@ func BenchmarkIngestPeakRSS(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAudit runs the real binary's audit with the default matrix on
+// the committed samples (README target: under 10 s on 2 cores) and on a
+// million synthetic spans (target: under 60 s).
+func BenchmarkAudit(b *testing.B) {
+	dir := b.TempDir()
+	exe := filepath.Join(dir, "retryaudit")
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	samples, err := filepath.Glob(filepath.Join("..", "..", "samples", "*", "traces.otlp.jsonl.gz"))
+	if err != nil || len(samples) == 0 {
+		b.Fatalf("no samples: %v", err)
+	}
+	big := filepath.Join(dir, "1m.binpb")
+	file, err := os.Create(big)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(file)
+	if err := synth.WriteProtoStream(w, synth.Requests(1_000_000, 5)); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	file.Close()
+	for _, tc := range []struct {
+		name  string
+		input []string
+	}{{"samples", samples}, {"1M-spans", []string{big}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command(exe, append([]string{"audit", "-q", "--format", "json", "-o", os.DevNull}, tc.input...)...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/audit")
+		})
+	}
+}

@@ -9,32 +9,25 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
 	"github.com/retryaudit/retryaudit/report"
 )
 
 type replayOptions struct {
-	io         *streams
-	inputs     []string
-	topology   string
-	scenario   string
-	policies   []string
-	degrade    []string
-	policyFile string
-	capacity   []string
-	headroom   float64
-	load, rate float64
-	clients    int
-	arrivals   string
-	think      time.Duration
-	deadline   time.Duration
-	seed       uint64
-	duration   time.Duration
-	format     string
-	output     string
-	in         inputFlags
+	io       *streams
+	inputs   []string
+	topology string
+	scenario string
+	policies []string
+	degrade  []string
+	clients  int
+	arrivals string
+	think    time.Duration
+	format   string
+	output   string
+	sim      simFlags
+	in       inputFlags
 }
 
 // defaultPolicies is the comparison replay runs unless told otherwise.
@@ -88,19 +81,12 @@ Degradations (--degrade, repeatable), e.g.:
 	f.StringVar(&opts.scenario, "scenario", "", "run a preset instead: "+strings.Join(replay.Presets(), ", "))
 	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; default "+strings.Join(defaultPolicies, ", ")+")")
 	f.StringArrayVar(&opts.degrade, "degrade", nil, "degradation `SPEC` (repeatable; default an outage of the deepest retried dependency)")
-	f.StringVar(&opts.policyFile, "policy-file", "", "apply a YAML policy `FILE` (gRPC retryPolicy, Envoy retry_policy, Finagle budget) on top of each policy")
-	f.StringArrayVar(&opts.capacity, "capacity", nil, "a service's capacity, `SVC=WORKERS` or SVC=RATErps (repeatable)")
-	f.Float64Var(&opts.headroom, "headroom", replay.DefaultHeadroom, "assumed capacity = observed concurrency × this, for services without --capacity")
-	f.Float64Var(&opts.load, "load", 1, "multiply the observed root rate (a preset's offered load)")
-	f.Float64Var(&opts.rate, "rate", 0, "root requests per second (replaces the observed rate)")
 	f.StringVar(&opts.arrivals, "arrivals", "poisson", "root arrivals: poisson (at the observed rate × --load, or --rate) or trace (the traces' own timestamps, repeated; --load compresses time)")
 	f.IntVar(&opts.clients, "clients", 0, "closed-loop clients instead of open-loop arrivals")
 	f.DurationVar(&opts.think, "think", 100*time.Millisecond, "closed-loop clients' think time")
-	f.DurationVar(&opts.deadline, "client-deadline", 5*time.Second, "how long end users wait for a root request")
-	f.Uint64Var(&opts.seed, "seed", 1, "random seed: the same inputs and seed give byte-identical output")
-	f.DurationVar(&opts.duration, "duration", 60*time.Second, "simulated time during which requests arrive")
 	f.StringVar(&opts.format, "format", "table", "output format: table, markdown or json")
 	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
+	opts.sim.bind(f)
 	opts.in.bind(f)
 	return cmd
 }
@@ -118,7 +104,7 @@ func (o *replayOptions) validate() error {
 	if sources != 1 {
 		return usageError{fmt.Errorf("give trace files, --topology FILE, or --scenario NAME (exactly one)")}
 	}
-	if o.scenario != "" && (len(o.policies) > 0 || len(o.degrade) > 0 || o.policyFile != "" || len(o.capacity) > 0) {
+	if o.scenario != "" && (len(o.policies) > 0 || len(o.degrade) > 0 || o.sim.policyFile != "" || len(o.sim.capacity) > 0) {
 		return usageError{fmt.Errorf("--scenario brings its own policies, degradations and capacities")}
 	}
 	switch o.arrivals {
@@ -127,14 +113,17 @@ func (o *replayOptions) validate() error {
 		if len(o.inputs) == 0 {
 			return usageError{fmt.Errorf("--arrivals trace replays trace files' timestamps: give trace files, not --topology or --scenario")}
 		}
-		if o.rate > 0 || o.clients > 0 {
+		if o.sim.rate > 0 || o.clients > 0 {
 			return usageError{fmt.Errorf("--arrivals trace takes its rate from the traces: drop --rate and --clients")}
 		}
 	default:
 		return usageError{fmt.Errorf("--arrivals %q: want poisson or trace", o.arrivals)}
 	}
-	if o.duration <= 0 || o.load <= 0 || o.rate < 0 || o.clients < 0 || o.headroom <= 0 {
-		return usageError{fmt.Errorf("--duration, --load and --headroom must be positive; --rate and --clients not negative")}
+	if o.clients < 0 {
+		return usageError{fmt.Errorf("--clients %d: want 0 or more", o.clients)}
+	}
+	if err := o.sim.validate(); err != nil {
+		return err
 	}
 	return o.in.validate()
 }
@@ -143,7 +132,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 	var mx replay.Matrix
 	var notes []string
 	if o.scenario != "" {
-		p, err := replay.NewPreset(o.scenario, o.load, o.seed)
+		p, err := replay.NewPreset(o.scenario, o.sim.load, o.sim.seed)
 		if err != nil {
 			return usageError{err}
 		}
@@ -153,18 +142,33 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		if err != nil {
 			return err
 		}
-		m, err := o.model(top, arrivals)
+		m, err := o.sim.model(top, replay.BuildOptions{Clients: o.clients, Think: o.think.Seconds(), Arrivals: arrivals})
 		if err != nil {
 			return err
 		}
 		notes = m.Assumed
-		if mx.Variants, err = o.variants(m); err != nil {
+		exprs := o.policies
+		if len(exprs) == 0 {
+			exprs = defaultPolicies
+		}
+		if exprs[0] != "none" {
+			exprs = append([]string{"none"}, exprs...)
+		}
+		if mx.Variants, _, err = o.sim.variants(m, exprs); err != nil {
 			return err
 		}
-		if mx.Degradations, err = o.degradations(top); err != nil {
+		specs := o.degrade
+		if len(specs) == 0 {
+			target := deepestRetried(top)
+			if target == "" {
+				return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
+			}
+			specs = []string{"outage:svc=" + target + ",at=10s,for=5s"}
+		}
+		if mx.Degradations, err = degradations(specs); err != nil {
 			return err
 		}
-		mx.Config = replay.RunConfig{Seed: o.seed, Duration: o.duration.Seconds()}
+		mx.Config = o.sim.config()
 	}
 	results, err := mx.Run()
 	if err != nil {
@@ -206,80 +210,6 @@ func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, []gra
 		return nil, nil, fmt.Errorf("topology %s: %w", o.topology, err)
 	}
 	return top, nil, nil
-}
-
-func (o *replayOptions) model(top *graph.Topology, arrivals []graph.Arrival) (*replay.Model, error) {
-	caps := map[string]replay.Capacity{}
-	for _, c := range o.capacity {
-		name, cp, err := replay.ParseCapacity(c)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--capacity: %w", err)}
-		}
-		caps[name] = cp
-	}
-	return replay.FromTopology(top, replay.BuildOptions{Load: o.load, Rate: o.rate, Clients: o.clients, Think: o.think.Seconds(),
-		ClientDeadline: o.deadline.Seconds(), Capacity: caps, Headroom: o.headroom, Arrivals: arrivals})
-}
-
-// variants applies every policy expression (none first: the baseline)
-// and the policy file, if any.
-func (o *replayOptions) variants(m *replay.Model) ([]replay.Variant, error) {
-	exprs := o.policies
-	if len(exprs) == 0 {
-		exprs = defaultPolicies
-	}
-	if exprs[0] != "none" {
-		exprs = append([]string{"none"}, exprs...)
-	}
-	var pf *replay.PolicyFile
-	if o.policyFile != "" {
-		data, err := os.ReadFile(o.policyFile)
-		if err != nil {
-			return nil, err
-		}
-		if pf, err = replay.ParsePolicyFile(o.policyFile, data); err != nil {
-			return nil, err
-		}
-	}
-	var out []replay.Variant
-	seen := map[string]bool{}
-	for _, e := range exprs {
-		if seen[e] {
-			continue
-		}
-		seen[e] = true
-		pm, err := replay.ApplyPolicy(m, e)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--policy: %w", err)}
-		}
-		if pf != nil && e != "none" {
-			if pm, err = pf.Apply(pm); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, replay.Variant{Policy: e, Model: pm})
-	}
-	return out, nil
-}
-
-func (o *replayOptions) degradations(top *graph.Topology) ([]replay.Degradation, error) {
-	specs := o.degrade
-	if len(specs) == 0 {
-		target := deepestRetried(top)
-		if target == "" {
-			return nil, usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
-		}
-		specs = []string{"outage:svc=" + target + ",at=10s,for=5s"}
-	}
-	var out []replay.Degradation
-	for _, s := range specs {
-		f, err := degrade.Parse(s)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--degrade: %w", err)}
-		}
-		out = append(out, replay.Degradation{Name: f.String(), Faults: degrade.Schedule{f}})
-	}
-	return out, nil
 }
 
 // deepestRetried is the last service of the most amplified path: the

@@ -103,6 +103,8 @@ retry and how, and replays degradations under alternative retry policies.`,
 		newIngestCmd(io),
 		newInferCmd(io),
 		newReplayCmd(io),
+		newAuditCmd(io),
+		newReportCmd(io),
 	)
 	return root
 }

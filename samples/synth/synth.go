@@ -20,115 +20,145 @@ import (
 // batch span processor with its default batch of 512 spans would send.
 const SpansPerRequest = 512
 
-// hop is one call in the generated trace shape.
+// hop is one call in the generated trace shape: a CLIENT span in the
+// caller's service and, unless the callee is an uninstrumented database, a
+// SERVER span in the callee's.
 type hop struct {
-	service, peer, route, method string
-	parent                       int // index of the calling hop, -1 for the root
-	db                           bool
+	caller, callee, route string
+	parent                int // index of the hop whose server span makes this call; -1 for the root
+	db                    bool
 }
 
 var shape = []hop{
-	{service: "edge", route: "GET /checkout/{id}", method: "GET", parent: -1},
-	{service: "api", peer: "api", route: "GET /api/cart/{id}", method: "GET", parent: 0},
-	{service: "inventory", peer: "inventory", route: "GET /inventory/{sku}", method: "GET", parent: 1},
-	{service: "pricing", peer: "pricing", route: "GET /price/{sku}", method: "GET", parent: 1},
-	{service: "inventory", peer: "postgresql", route: "SELECT stock", method: "", parent: 2, db: true},
+	{callee: "edge", route: "/checkout/{id}", parent: -1},
+	{caller: "edge", callee: "api", route: "/api/cart/{id}", parent: 0},
+	{caller: "api", callee: "inventory", route: "/inventory/{sku}", parent: 1},
+	{caller: "api", callee: "pricing", route: "/price/{sku}", parent: 1},
+	{caller: "inventory", callee: "postgresql", route: "SELECT inventory.stock", parent: 2, db: true},
 }
 
 // Requests returns export requests holding n spans in all, each with up to
 // SpansPerRequest spans, grouped by service as SDK exporters send them.
+// Every tenth inventory call is retried once or twice after a 503, with
+// http.request.resend_count on the retries, as .NET and Java HTTP clients
+// record them.
 func Requests(n int, seed uint64) []ptrace.Traces {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	var out []ptrace.Traces
-	var cur ptrace.Traces
-	inCur := 0
-	scopes := map[string]ptrace.SpanSlice{}
+	g := &gen{n: n}
 	start := int64(1_764_000_000_000_000_000)
-	for made := 0; made < n; {
-		if inCur == 0 || inCur >= SpansPerRequest {
-			cur = ptrace.NewTraces()
-			out = append(out, cur)
-			inCur = 0
-			clear(scopes)
-		}
+	for trace := 0; g.made < n; trace++ {
 		var tid pcommon.TraceID
 		binary.BigEndian.PutUint64(tid[:8], rng.Uint64())
 		binary.BigEndian.PutUint64(tid[8:], rng.Uint64())
-		ids := make([]pcommon.SpanID, 0, 16)
-		t := start + int64(made)*1_000_000
+		servers := make([]pcommon.SpanID, len(shape)) // each hop's successful server span
+		t := start + int64(trace)*1_000_000           // 1,000 root requests a second
 		for i, h := range shape {
-			attempts := 1
-			if i == 2 && rng.IntN(10) == 0 {
-				attempts = 2 + rng.IntN(2) // a retried call
-			}
-			for a := 0; a < attempts && made < n; a++ {
-				spans, ok := scopes[h.service]
-				if !ok {
-					rs := cur.ResourceSpans().AppendEmpty()
-					rs.Resource().Attributes().PutStr("service.name", h.service)
-					rs.Resource().Attributes().PutStr("telemetry.sdk.language", "go")
-					ss := rs.ScopeSpans().AppendEmpty()
-					ss.Scope().SetName("go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp")
-					spans = ss.Spans()
-					scopes[h.service] = spans
-				}
-				sp := spans.AppendEmpty()
-				var sid pcommon.SpanID
-				binary.BigEndian.PutUint64(sid[:], rng.Uint64())
-				sp.SetTraceID(tid)
-				sp.SetSpanID(sid)
-				if h.parent >= 0 && h.parent < len(ids) {
-					sp.SetParentSpanID(ids[h.parent])
-				}
-				begin := t + int64(i)*200_000 + int64(a)*5_000_000
-				sp.SetStartTimestamp(pcommon.Timestamp(begin))
-				sp.SetEndTimestamp(pcommon.Timestamp(begin + 1_000_000 + rng.Int64N(4_000_000)))
-				at := sp.Attributes()
-				failed := a < attempts-1
-				switch {
-				case h.parent < 0:
-					sp.SetName(h.route)
-					sp.SetKind(ptrace.SpanKindServer)
-					at.PutStr("http.request.method", h.method)
-					at.PutStr("http.route", "/checkout/{id}")
+			begin := t + int64(i)*200_000
+			if h.parent < 0 {
+				servers[i] = g.span(rng, tid, h.callee, "GET "+h.route, ptrace.SpanKindServer, pcommon.SpanID{}, begin, 5_000_000, func(at pcommon.Map) {
+					at.PutStr("http.request.method", "GET")
+					at.PutStr("http.route", h.route)
 					at.PutStr("url.path", fmt.Sprintf("/checkout/%d", rng.IntN(1e6)))
 					at.PutInt("http.response.status_code", 200)
-				case h.db:
-					sp.SetName("SELECT inventory.stock")
-					sp.SetKind(ptrace.SpanKindClient)
-					at.PutStr("db.system", "postgresql")
-					at.PutStr("db.namespace", "inventory")
-					at.PutStr("db.query.text", "SELECT qty FROM stock WHERE sku = $1")
-					at.PutStr("server.address", "db.internal")
-					at.PutInt("server.port", 5432)
-				default:
-					sp.SetName(h.method)
-					sp.SetKind(ptrace.SpanKindClient)
-					at.PutStr("http.request.method", h.method)
-					at.PutStr("url.full", fmt.Sprintf("http://%s:8080/%s/%d", h.peer, h.peer, rng.IntN(1e6)))
-					at.PutStr("server.address", h.peer)
-					at.PutInt("server.port", 8080)
-					at.PutStr("network.protocol.version", "1.1")
-					if failed {
-						at.PutInt("http.response.status_code", 503)
-						at.PutStr("error.type", "503")
-						sp.Status().SetCode(ptrace.StatusCodeError)
-					} else {
-						at.PutInt("http.response.status_code", 200)
+				})
+				continue
+			}
+			attempts := 1
+			if i == 2 && rng.IntN(10) == 0 {
+				attempts = 2 + rng.IntN(2)
+			}
+			for a := 0; a < attempts && g.made < n; a++ {
+				failed := a < attempts-1
+				status := int64(200)
+				if failed {
+					status = 503
+				}
+				at0 := begin + int64(a)*5_000_000
+				dur := 500_000 + rng.Int64N(2_000_000)
+				name := "GET"
+				if h.db {
+					name = h.route
+				}
+				client := g.span(rng, tid, h.caller, name, ptrace.SpanKindClient, servers[h.parent], at0, dur, func(at pcommon.Map) {
+					if h.db {
+						at.PutStr("db.system", "postgresql")
+						at.PutStr("db.namespace", "inventory")
+						at.PutStr("db.query.text", "SELECT qty FROM stock WHERE sku = $1")
+						at.PutStr("server.address", "db.internal")
+						at.PutInt("server.port", 5432)
+						return
 					}
+					at.PutStr("http.request.method", "GET")
+					at.PutStr("url.full", fmt.Sprintf("http://%s:8080/%s/%d", h.callee, h.callee, rng.IntN(1e6)))
+					at.PutStr("server.address", h.callee)
+					at.PutInt("server.port", 8080)
+					at.PutInt("http.response.status_code", status)
 					if a > 0 {
 						at.PutInt("http.request.resend_count", int64(a))
 					}
+				})
+				if h.db || g.made >= n {
+					continue
 				}
-				if a == 0 {
-					ids = append(ids, sid)
+				server := g.span(rng, tid, h.callee, "GET "+h.route, ptrace.SpanKindServer, client, at0+50_000, dur-100_000, func(at pcommon.Map) {
+					at.PutStr("http.request.method", "GET")
+					at.PutStr("http.route", h.route)
+					at.PutInt("http.response.status_code", status)
+				})
+				if !failed {
+					servers[i] = server
 				}
-				made++
-				inCur++
 			}
 		}
 	}
-	return out
+	return g.out
+}
+
+// gen appends spans to export requests of SpansPerRequest spans.
+type gen struct {
+	n, made, inCur int
+	out            []ptrace.Traces
+	scopes         map[string]ptrace.SpanSlice
+}
+
+func (g *gen) span(rng *rand.Rand, tid pcommon.TraceID, svc, name string, kind ptrace.SpanKind, parent pcommon.SpanID,
+	start, dur int64, attrs func(pcommon.Map)) pcommon.SpanID {
+	if g.made >= g.n {
+		return pcommon.SpanID{}
+	}
+	if g.inCur == 0 || g.inCur >= SpansPerRequest {
+		g.out = append(g.out, ptrace.NewTraces())
+		g.inCur = 0
+		g.scopes = map[string]ptrace.SpanSlice{}
+	}
+	spans, ok := g.scopes[svc]
+	if !ok {
+		rs := g.out[len(g.out)-1].ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", svc)
+		rs.Resource().Attributes().PutStr("telemetry.sdk.language", "go")
+		ss := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().SetName("go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp")
+		spans = ss.Spans()
+		g.scopes[svc] = spans
+	}
+	sp := spans.AppendEmpty()
+	var sid pcommon.SpanID
+	binary.BigEndian.PutUint64(sid[:], rng.Uint64())
+	sp.SetTraceID(tid)
+	sp.SetSpanID(sid)
+	sp.SetParentSpanID(parent)
+	sp.SetName(name)
+	sp.SetKind(kind)
+	sp.SetStartTimestamp(pcommon.Timestamp(start))
+	sp.SetEndTimestamp(pcommon.Timestamp(start + dur))
+	attrs(sp.Attributes())
+	if code, ok := sp.Attributes().Get("http.response.status_code"); ok && code.Int() >= 500 {
+		sp.Attributes().PutStr("error.type", "503")
+		sp.Status().SetCode(ptrace.StatusCodeError)
+	}
+	g.made++
+	g.inCur++
+	return sid
 }
 
 // WriteProtoStream writes requests in the collector file exporter's protobuf

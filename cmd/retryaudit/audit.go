@@ -1,0 +1,211 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/ingest"
+	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/report"
+)
+
+type auditOptions struct {
+	io         *streams
+	inputs     []string
+	policies   []string
+	degrade    []string
+	format     string
+	output     string
+	html, md   string
+	emitPolicy string
+	quiet      bool
+	failOn     []string
+	thresholds []threshold
+	sim        simFlags
+	in         inputFlags
+}
+
+func newAuditCmd(io *streams) *cobra.Command {
+	opts := &auditOptions{io: io}
+	cmd := &cobra.Command{
+		Use:   "audit FILE|DIR|- ...",
+		Short: "From trace files to a decision: infer, replay the standard matrix, recommend",
+		Long: `Ingest the traces, infer the retry topology, replay every default
+degradation (outage, slow-shard, hot-partition, packet-loss, db-pool) of the
+dependencies that matter (the deepest retried dependency, the most amplified
+one, every database or cache) under the policies observed, none, everywhere,
+edge-only, idempotent-only, hedge-p95, budget and retry-after, and report:
+the worst-case amplification, the topology and its findings, per degradation
+a comparison against the observed policies, and a recommendation — the
+policy with the best yield that never stays collapsed, and what it changes
+edge by edge.
+
+--fail-on makes the command exit 3 after its report when a threshold is
+crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
+		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
+  retryaudit audit traces/ --emit-policy policy.yaml --fail-on amplification>10 --fail-on metastable:observed`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.inputs = args
+			if err := checkFormat(opts.format, "table", "json"); err != nil {
+				return err
+			}
+			for _, e := range opts.failOn {
+				t, err := parseThreshold(e)
+				if err != nil {
+					return usageError{err}
+				}
+				opts.thresholds = append(opts.thresholds, t)
+			}
+			if err := opts.sim.validate(); err != nil {
+				return err
+			}
+			if err := opts.in.validate(); err != nil {
+				return err
+			}
+			return runAudit(cmd, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; replaces the default set)")
+	f.StringArrayVar(&opts.degrade, "degrade", nil, "degradation `SPEC` (repeatable; replaces the default matrix)")
+	f.StringVar(&opts.format, "format", "table", "output format: table or json (the topology and all results)")
+	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
+	f.StringVar(&opts.html, "html", "", "also write a self-contained HTML report to `FILE`")
+	f.StringVar(&opts.md, "md", "", "also write a Markdown report to `FILE`")
+	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended change as a YAML policy `FILE` (replay --policy-file reads it)")
+	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
+	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY")
+	opts.sim.bind(f)
+	opts.in.bind(f)
+	return cmd
+}
+
+func runAudit(cmd *cobra.Command, o *auditOptions) error {
+	set, err := o.read(cmd)
+	if err != nil {
+		return err
+	}
+	top := graph.Infer(set)
+	m, err := o.sim.model(top, replay.BuildOptions{})
+	if err != nil {
+		return err
+	}
+	exprs := o.policies
+	if len(exprs) == 0 {
+		exprs = replay.AuditPolicies
+	}
+	// observed is the baseline of the comparison, none the reference of yield.
+	exprs = append([]string{"observed", "none"}, exprs...)
+	variants, models, err := o.sim.variants(m, exprs)
+	if err != nil {
+		return err
+	}
+	var degr []replay.Degradation
+	if len(o.degrade) > 0 {
+		degr, err = degradations(o.degrade)
+	} else {
+		degr, err = replay.AuditDegradations(replay.AuditTargets(top), m)
+	}
+	if err != nil {
+		return err
+	}
+	if len(degr) == 0 {
+		return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
+	}
+	bar := newProgress(o.io, o.quiet, int64(len(variants)*len(degr)+1), "replay", false)
+	mx := replay.Matrix{Variants: variants, Degradations: degr, Config: o.sim.config(),
+		Progress: func(done, _ int) { bar.set(int64(done)) }}
+	results, err := mx.Run()
+	bar.done()
+	if err != nil {
+		return err
+	}
+	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top,
+		Replay:         &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "observed", Notes: m.Assumed, Runs: results},
+		Recommendation: replay.Recommend(results, models, models["observed"])}
+	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
+		return err
+	}
+	if o.emitPolicy != "" && a.Recommendation.Policy != "" {
+		data, err := replay.EmitPolicyFile(models["observed"], models[a.Recommendation.Policy]).Marshal()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.emitPolicy, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return crossed(o.thresholds, a)
+}
+
+// read ingests the inputs with a progress bar of bytes read.
+func (o *auditOptions) read(cmd *cobra.Command) (*ingest.Set, error) {
+	var total int64
+	for _, name := range o.inputs {
+		if st, err := os.Stat(name); err == nil && !st.IsDir() {
+			total += st.Size()
+		}
+	}
+	bar := newProgress(o.io, o.quiet, total, "ingest", true)
+	var before, current int64
+	var last string
+	opts := ingest.Options{MaxDocumentBytes: o.in.maxDocMiB << 20, Progress: func(name string, read, size int64) {
+		if name != last {
+			before += current
+			last, current = name, 0
+		}
+		current = read
+		bar.set(before + current)
+	}}
+	set, err := ingest.ReadFiles(cmd.Context(), o.inputs, o.io.In, opts)
+	bar.done()
+	return set, err
+}
+
+// writeAudit renders the audit to -o (table or JSON) and the report files.
+func writeAudit(st *streams, output, format, html, md string, a *report.AuditReport) error {
+	w, closeOut, err := outputFile(st, output)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		err = report.JSON(w, a)
+	} else {
+		err = report.AuditTable(w, a)
+	}
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name   string
+		render func(io.Writer, *report.AuditReport) error
+	}{{html, report.AuditHTML}, {md, report.AuditMarkdown}} {
+		if f.name == "" {
+			continue
+		}
+		if err := writeFile(f.name, func(w io.Writer) error { return f.render(w, a) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(name string, render func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := render(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,697 @@
+package report
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/retryaudit/retryaudit/degrade"
+	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// The HTML report is one offline file: the template below, its styles
+// inline, the call graph and every chart inline SVG drawn here, no script,
+// and a Content-Security-Policy that forbids any fetch. html/template
+// escapes every string from span data in text, attributes and SVG alike;
+// the only markup built in Go is SVG geometry made of numbers.
+
+//go:embed html/audit.html.tmpl
+var htmlFiles embed.FS
+
+var auditTemplate = template.Must(template.ParseFS(htmlFiles, "html/audit.html.tmpl"))
+
+// maxChartPoints bounds the points of one plotted series: longer series are
+// averaged over consecutive buckets of seconds.
+const maxChartPoints = 600
+
+// AuditHTML renders an audit as one self-contained HTML file that makes no
+// network request: the worst-case amplification and what the traces held;
+// the call graph as inline SVG, services as boxes laid out in layers by
+// depth from the roots, retrying edges red and labelled with the attempts
+// they allow and the amplification seen, virtual services dashed; the
+// findings and the topology's tables; the recommendation; and per
+// degradation the comparison table of ReplayTable and, per policy, small
+// charts of the per-second series (offered originals and retries, goodput,
+// queue depth, wasted work) with the trigger window shaded. Each plotted
+// series is a polyline with data-series, data-policy and data-degradation
+// attributes. Series longer than 600 seconds are averaged down to at most
+// 600 points.
+func AuditHTML(w io.Writer, a *AuditReport) error {
+	var buf bytes.Buffer
+	if err := auditTemplate.Execute(&buf, newAuditPage(a)); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// auditPage is what the template shows, all of it display text and
+// preformatted SVG coordinates.
+type auditPage struct {
+	Headline string
+	Source   string
+	Graph    *svgGraph
+	Findings []htmlFinding
+	Warnings []string
+	Edges    htmlTable
+	Paths    htmlTable
+
+	Recommendation *htmlRecommendation
+
+	Replay *htmlReplay
+}
+
+type htmlFinding struct {
+	Severity, Class, ID, Text string
+}
+
+// htmlTable is a grid ready for the template: a header and rows of cells.
+type htmlTable struct {
+	Header []htmlCell
+	Rows   [][]htmlCell
+}
+
+type htmlCell struct {
+	Text  string
+	Right bool   // right-aligned (figures)
+	Class string // "bad" for a cell to draw attention to, or ""
+}
+
+func newHTMLTable(g grid) htmlTable {
+	right := func(i int) bool { return i < len(g.align) && g.align[i] == tw.AlignRight }
+	t := htmlTable{Header: make([]htmlCell, len(g.header))}
+	for i, h := range g.header {
+		t.Header[i] = htmlCell{Text: h, Right: right(i)}
+	}
+	for _, r := range g.rows {
+		row := make([]htmlCell, len(r))
+		for i, c := range r {
+			row[i] = htmlCell{Text: c, Right: right(i)}
+			if c == "METASTABLE" {
+				row[i].Class = "bad"
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+type htmlRecommendation struct {
+	Policy, Reason string
+	Changes        htmlTable
+	Rejected       []htmlRejection
+}
+
+type htmlRejection struct{ Policy, Why string }
+
+type htmlReplay struct {
+	Header []string
+	Notes  []string
+	Blocks []htmlBlock
+}
+
+// htmlBlock is one degradation: its comparison tables and its charts.
+type htmlBlock struct {
+	ID      string // anchor
+	Title   string
+	Tables  []htmlTable
+	Trigger string // what the shaded band is, or why there is none
+	Charts  []policyChart
+}
+
+// policyChart is one policy's small multiple under one degradation.
+type policyChart struct {
+	Policy     string
+	Summary    []string // availability, goodput, recovery
+	Metastable bool
+	Panels     []chartPanel
+}
+
+func newAuditPage(a *AuditReport) auditPage {
+	if a == nil {
+		a = &AuditReport{}
+	}
+	t := a.Topology
+	if t == nil {
+		t = &graph.Topology{}
+	}
+	tv := newTopologyView(t)
+	p := auditPage{Headline: tv.headline, Warnings: tv.warnings, Edges: newHTMLTable(tv.edges), Paths: newHTMLTable(tv.paths)}
+	if s := t.Source; s.Traces > 0 {
+		p.Source = "Inferred from " + plural(s.Traces, "trace") + " (" + plural(s.Spans, "span") + ", " +
+			plural(s.RootCalls, "root request") + " over " + decimal(s.WindowS, 1) + " s, " +
+			decimal(s.RootRatePerS, 1) + " root requests/s)."
+	}
+	for i, f := range tv.findings {
+		class := "other"
+		switch t.Findings[i].Severity {
+		case graph.SeverityHigh, graph.SeverityMedium, graph.SeverityLow:
+			class = string(t.Findings[i].Severity)
+		}
+		p.Findings = append(p.Findings, htmlFinding{Severity: f.severity, Class: class, ID: f.id, Text: f.text})
+	}
+	if len(t.Edges) > 0 || len(t.Services) > 0 {
+		p.Graph = layoutCallGraph(newCallGraph(t))
+	}
+	if r := a.Recommendation; r != nil {
+		p.Recommendation = newHTMLRecommendation(r)
+	}
+	if a.Replay != nil {
+		p.Replay = newHTMLReplay(a.Replay)
+	}
+	return p
+}
+
+func newHTMLRecommendation(r *replay.Recommendation) *htmlRecommendation {
+	h := &htmlRecommendation{Reason: printable(r.Reason)}
+	if r.Policy != "" {
+		h.Policy = display(r.Policy)
+	}
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return display(s)
+	}
+	g := grid{header: []string{"caller", "callee", "operation", "change"}}
+	for _, c := range r.Changes {
+		g.rows = append(g.rows, []string{dash(c.Caller), dash(c.Callee), dash(c.Operation), printable(c.Change)})
+	}
+	h.Changes = newHTMLTable(g)
+	for _, x := range r.Rejected {
+		h.Rejected = append(h.Rejected, htmlRejection{Policy: display(x.Policy), Why: printable(x.Why)})
+	}
+	return h
+}
+
+func newHTMLReplay(rep *ReplayReport) *htmlReplay {
+	v := newReplayView(rep)
+	h := &htmlReplay{Header: v.header, Notes: v.notes}
+	for i, b := range v.blocks {
+		hb := htmlBlock{ID: "degradation-" + strconv.Itoa(i+1), Title: b.title}
+		for _, g := range b.tables {
+			hb.Tables = append(hb.Tables, newHTMLTable(g))
+		}
+		hb.Trigger, hb.Charts = blockCharts(b)
+		h.Blocks = append(h.Blocks, hb)
+	}
+	return h
+}
+
+// triggerWindow is the span of a degradation's faults, from its name when
+// the name is a fault spec (or several separated by spaces or semicolons),
+// as replay and audit name their degradations. end is +Inf for a fault
+// that lasts until the end of the run.
+func triggerWindow(name string) (start, end float64, ok bool) {
+	if f, err := degrade.Parse(name); err == nil {
+		return f.At, f.End(), true
+	}
+	specs := strings.FieldsFunc(name, func(r rune) bool { return r == ';' || unicode.IsSpace(r) })
+	if len(specs) < 2 {
+		return 0, 0, false
+	}
+	s, err := degrade.ParseAll(specs)
+	if err != nil {
+		return 0, 0, false
+	}
+	return s.Trigger()
+}
+
+// Chart geometry, in pixels: every panel is chartW wide; the rates panel
+// is rateH high and the queue and waste panels smallH.
+const (
+	chartW                          = 330
+	rateH, smallH                   = 150, 78
+	padLeft, padRight, padTop, padB = 46, 10, 20, 20
+)
+
+// The series a chart plots, in the order their polylines are drawn.
+type seriesSpec struct {
+	key, label string
+	values     func(*replay.Series) []float64
+	// at is where a value of second i is plotted: the middle of the second
+	// for counts over it, its end for a level sampled then.
+	at float64
+}
+
+func ints(xs []int) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+var (
+	rateSeries = []seriesSpec{
+		{"originals", "offered originals/s", func(s *replay.Series) []float64 { return ints(s.Originals) }, 0.5},
+		{"retries", "offered retries/s", func(s *replay.Series) []float64 { return ints(s.Retries) }, 0.5},
+		{"goodput", "goodput/s", func(s *replay.Series) []float64 { return ints(s.Goodput) }, 0.5},
+	}
+	queueSeries = []seriesSpec{
+		{"queue_depth", "queue depth", func(s *replay.Series) []float64 { return ints(s.QueueDepth) }, 1},
+	}
+	wasteSeries = []seriesSpec{
+		{"wasted_s", "wasted work (service-s/s)", func(s *replay.Series) []float64 { return s.Wasted }, 0.5},
+	}
+)
+
+// blockCharts draws one degradation's small multiples: per policy, in the
+// order of the comparison table, a rates panel, a queue-depth panel and a
+// wasted-work panel, with y scales shared by every policy so that the
+// panels compare at a glance.
+func blockCharts(b replayBlock) (string, []policyChart) {
+	seconds := 0
+	for _, r := range b.runs {
+		seconds = max(seconds, len(r.Series.Goodput), len(r.Series.Originals), len(r.Series.QueueDepth))
+	}
+	start, end, ok := triggerWindow(b.degradation)
+	var trigger string
+	switch {
+	case ok && math.IsInf(end, 1):
+		trigger = "shaded: the trigger, from " + decimal(start, 3) + " s to the end of the run"
+	case ok:
+		trigger = "shaded: the trigger, " + decimal(start, 3) + " s to " + decimal(end, 3) + " s"
+	case slices.ContainsFunc(b.runs, func(r *replay.Result) bool { return r.Triggered }):
+		trigger = "the trigger window is not shaded: the degradation's name is not a fault spec"
+	}
+	var shade *[2]float64
+	if ok && start < float64(seconds) {
+		shade = &[2]float64{start, min(end, float64(seconds))}
+	}
+	top := func(specs []seriesSpec) float64 {
+		m := 0.0
+		for _, r := range b.runs {
+			for _, s := range specs {
+				for _, v := range s.values(&r.Series) {
+					m = max(m, v)
+				}
+			}
+		}
+		return niceCeil(m)
+	}
+	rateTop, queueTop, wasteTop := top(rateSeries), top(queueSeries), top(wasteSeries)
+	var charts []policyChart
+	for _, r := range b.runs {
+		recovery := "recovery " + recoveryText(r)
+		if r.RecoveryS != nil {
+			recovery += " s"
+		}
+		c := policyChart{
+			Policy:     display(r.Policy),
+			Metastable: r.Metastable,
+			Summary:    []string{"availability " + fixed(r.Availability, 3), "goodput " + fixed(r.Goodput, 1) + "/s", recovery},
+		}
+		for _, pn := range []struct {
+			title  string
+			h      int
+			top    float64
+			series []seriesSpec
+		}{
+			{"requests per second", rateH, rateTop, rateSeries},
+			{"queue depth (jobs, all services)", smallH, queueTop, queueSeries},
+			{"wasted work (service-seconds per second)", smallH, wasteTop, wasteSeries},
+		} {
+			c.Panels = append(c.Panels, drawPanel(pn.title, pn.h, seconds, pn.top, shade, pn.series, r, b.degradation))
+		}
+		charts = append(charts, c)
+	}
+	return trigger, charts
+}
+
+// chartPanel is one small chart: an axis frame, ticks, the shaded trigger
+// and one polyline per series.
+type chartPanel struct {
+	Title, ViewBox, Width, Height string
+	// The plot area.
+	X0, Y0, X1, Y1 string
+	Shade          *svgRect
+	XTicks, YTicks []svgTick
+	Lines          []chartLine
+}
+
+type svgRect struct{ X, Y, W, H string }
+
+// svgTick is a tick label at (X, Y) and its line from (LX1, LY1) to
+// (LX2, LY2).
+type svgTick struct {
+	X, Y, Text         string
+	LX1, LY1, LX2, LY2 string
+}
+
+type chartLine struct {
+	Series, Label, Policy, Degradation string
+	Points                             string
+	N                                  int // points plotted
+}
+
+// px formats a coordinate to a tenth of a pixel.
+func px(v float64) string { return decimal(v, 1) }
+
+func drawPanel(title string, h, seconds int, top float64, shade *[2]float64, specs []seriesSpec, r *replay.Result, degradation string) chartPanel {
+	x0, x1 := float64(padLeft), float64(chartW-padRight)
+	y0, y1 := float64(padTop), float64(h-padB)
+	span := float64(max(seconds, 1))
+	sx := func(t float64) float64 { return x0 + (x1-x0)*t/span }
+	sy := func(v float64) float64 { return y1 - (y1-y0)*v/top }
+	p := chartPanel{
+		Title: title, ViewBox: "0 0 " + strconv.Itoa(chartW) + " " + strconv.Itoa(h),
+		Width: strconv.Itoa(chartW), Height: strconv.Itoa(h),
+		X0: px(x0), Y0: px(y0), X1: px(x1), Y1: px(y1),
+	}
+	if shade != nil {
+		a, b := sx(shade[0]), sx(shade[1])
+		p.Shade = &svgRect{X: px(a), Y: px(y0), W: px(max(b-a, 1)), H: px(y1 - y0)}
+	}
+	step := niceCeil(span / 6)
+	for t := 0.0; t <= span+1e-9; t += step {
+		x := sx(t)
+		p.XTicks = append(p.XTicks, svgTick{X: px(x), Y: px(y1 + 13), Text: decimal(t, 3) + "s",
+			LX1: px(x), LY1: px(y1), LX2: px(x), LY2: px(y1 + 3)})
+	}
+	for _, v := range []float64{0, top / 2, top} {
+		y := sy(v)
+		p.YTicks = append(p.YTicks, svgTick{X: px(x0 - 4), Y: px(y + 3.5), Text: compactNumber(v),
+			LX1: px(x0), LY1: px(y), LX2: px(x1), LY2: px(y)})
+	}
+	for _, s := range specs {
+		xs, vs := downsample(s.values(&r.Series), s.at)
+		var b strings.Builder
+		for i := range xs {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(px(sx(xs[i])))
+			b.WriteByte(',')
+			b.WriteString(px(sy(vs[i])))
+		}
+		p.Lines = append(p.Lines, chartLine{Series: s.key, Label: s.label, Policy: display(r.Policy),
+			Degradation: display(degradation), Points: b.String(), N: len(xs)})
+	}
+	return p
+}
+
+// downsample returns the times and values to plot for a per-second
+// series: one point per second at i+at, or, for a series longer than
+// maxChartPoints, the mean of each bucket of consecutive seconds at the
+// bucket's mean time.
+func downsample(v []float64, at float64) (xs, ys []float64) {
+	k := (len(v) + maxChartPoints - 1) / maxChartPoints
+	k = max(k, 1)
+	for from := 0; from < len(v); from += k {
+		to := min(from+k, len(v))
+		sum := 0.0
+		for _, x := range v[from:to] {
+			sum += x
+		}
+		n := float64(to - from)
+		xs = append(xs, float64(from)+(n-1)/2+at)
+		ys = append(ys, sum/n)
+	}
+	return xs, ys
+}
+
+// niceCeil is the smallest of 1, 2, 2.5 or 5 times a power of ten that is
+// at least v (1 for v ≤ 0), the top of an axis.
+func niceCeil(v float64) float64 {
+	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= v*(1-1e-12) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// compactNumber is an axis label: "0", "2.5", "750", "1.5k", "2M".
+func compactNumber(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return decimal(v/1e6, 2) + "M"
+	case a >= 1e4:
+		return decimal(v/1e3, 2) + "k"
+	}
+	return decimal(v, 3)
+}
+
+// The call graph's geometry, in pixels.
+const (
+	nodeH         = 34
+	nodeGapY      = 44
+	layerGap      = 230
+	graphMargin   = 24
+	nodeMinW      = 72
+	nodeMaxRunes  = 28
+	nodeRuneWidth = 7.6 // a generous mean advance at 13px sans-serif
+)
+
+// svgGraph is the call graph laid out for SVG.
+type svgGraph struct {
+	Width, Height, ViewBox string
+	Nodes                  []svgNode
+	Links                  []svgLink
+}
+
+type svgNode struct {
+	X, Y, W, H, TX, TY string
+	Label, Name        string // Label may be shortened; Name is the whole
+	Virtual            bool
+}
+
+type svgLink struct {
+	Path    string
+	Retry   bool
+	Title   string
+	Labels  []svgText
+	From    string // the services' display names, for data attributes
+	To      string
+	Attempt string // the retry label, "×3", or ""
+}
+
+// svgText is a line of text; Class "a-start" or "a-end" anchors it at
+// its start or end instead of its middle.
+type svgText struct{ X, Y, Text, Class string }
+
+// layoutCallGraph places the services in layers by their depth from the
+// roots (the longest chain of calls above them, cycles broken), left to
+// right, each layer ordered by the mean position of its callers to keep
+// crossings down and each service level with its callers where there is
+// room, and routes each link as a curve: forward between layers, and
+// below the boxes for a link that closes a cycle.
+func layoutCallGraph(g callGraph) *svgGraph {
+	n := len(g.nodes)
+	if n == 0 {
+		return nil
+	}
+	// Links that close a cycle, found depth-first from the roots (services
+	// nobody calls) and then from whatever is left, are drawn back under
+	// the boxes; the others form a DAG, layered by longest path.
+	back := make([]bool, len(g.links))
+	out := make([][]int, n)
+	called := make([]bool, n)
+	for i, l := range g.links {
+		out[l.from] = append(out[l.from], i)
+		if l.from != l.to {
+			called[l.to] = true
+		}
+	}
+	state := make([]int8, n) // 0 unseen, 1 on the path, 2 done
+	var visit func(v int)
+	visit = func(v int) {
+		state[v] = 1
+		for _, li := range out[v] {
+			switch w := g.links[li].to; state[w] {
+			case 0:
+				visit(w)
+			case 1:
+				back[li] = true
+			}
+		}
+		state[v] = 2
+	}
+	for _, rootsOnly := range []bool{true, false} {
+		for v := range n {
+			if state[v] == 0 && (!rootsOnly || !called[v]) {
+				visit(v)
+			}
+		}
+	}
+	depth := make([]int, n)
+	for range n {
+		changed := false
+		for i, l := range g.links {
+			if !back[i] && depth[l.from]+1 > depth[l.to] {
+				depth[l.to] = depth[l.from] + 1
+				changed = true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	layers := make([][]int, slices.Max(depth)+1)
+	for i, d := range depth {
+		layers[d] = append(layers[d], i)
+	}
+	row := make([]float64, n)
+	for d, layer := range layers {
+		if d > 0 {
+			key := make(map[int]float64, len(layer))
+			for _, v := range layer {
+				sum, cnt := 0.0, 0
+				for i, l := range g.links {
+					if l.to == v && !back[i] {
+						sum += row[l.from]
+						cnt++
+					}
+				}
+				key[v] = math.Inf(1)
+				if cnt > 0 {
+					key[v] = sum / float64(cnt)
+				}
+			}
+			slices.SortStableFunc(layer, func(a, b int) int {
+				if key[a] < key[b] {
+					return -1
+				}
+				if key[a] > key[b] {
+					return 1
+				}
+				return 0
+			})
+		}
+		for i, v := range layer {
+			row[v] = float64(i)
+		}
+	}
+
+	label := make([]string, n)
+	width := make([]float64, n)
+	for i, nd := range g.nodes {
+		label[i] = nd.label
+		if utf8.RuneCountInString(label[i]) > nodeMaxRunes {
+			label[i] = string([]rune(label[i])[:nodeMaxRunes-1]) + "…"
+		}
+		width[i] = max(nodeMinW, float64(utf8.RuneCountInString(label[i]))*nodeRuneWidth+24)
+	}
+	// Each layer's nodes go at the mean height of their callers in earlier
+	// layers (roots stack from the top), in layer order, pushed down as far
+	// as it takes to keep them apart: a chain of calls is a straight line.
+	const top = graphMargin + 22
+	x := make([]float64, n)
+	y := make([]float64, n)
+	left := float64(graphMargin)
+	bottom := 0.0
+	for _, layer := range layers {
+		colW := 0.0
+		for _, v := range layer {
+			colW = max(colW, width[v])
+		}
+		next := float64(top)
+		for _, v := range layer {
+			want := next
+			sum, cnt := 0.0, 0
+			for i, l := range g.links {
+				if l.to == v && !back[i] {
+					sum += y[l.from]
+					cnt++
+				}
+			}
+			if cnt > 0 {
+				want = max(next, sum/float64(cnt))
+			}
+			x[v], y[v] = left+(colW-width[v])/2, want
+			next = want + nodeH + nodeGapY
+			bottom = max(bottom, want+nodeH)
+		}
+		left += colW + layerGap
+	}
+	W := left - layerGap + graphMargin
+	H := bottom + graphMargin
+	if slices.Contains(back, true) {
+		H = bottom + 78 // room below the boxes for links back
+	}
+	if slices.ContainsFunc(g.links, func(l callLink) bool { return l.from == l.to }) {
+		W += 220 // room right of the boxes for loops' labels
+	}
+	sg := &svgGraph{Width: px(W), Height: px(H), ViewBox: "0 0 " + px(W) + " " + px(H)}
+	for i, nd := range g.nodes {
+		sg.Nodes = append(sg.Nodes, svgNode{
+			X: px(x[i]), Y: px(y[i]), W: px(width[i]), H: px(nodeH),
+			TX: px(x[i] + width[i]/2), TY: px(y[i] + nodeH/2 + 4.5),
+			Label: label[i], Name: nd.label, Virtual: nd.virtual,
+		})
+	}
+	for i, l := range g.links {
+		// The label goes where its own curve is not: above a level link;
+		// under the end of a link down, where the curve is all above;
+		// under the start of a link up; under a link back.
+		var d string
+		var lx, ly float64 // the first line's anchor
+		anchor := ""
+		lines := []string{plural(l.calls, "call")}
+		if l.worst != nil {
+			amp := "-"
+			if l.calls > 0 {
+				amp = decimal(float64(l.attempts)/float64(l.calls), 2) + "×"
+			}
+			lines = []string{
+				l.retryLabel() + " (" + backoffShort(l.worst.Backoff) + ")",
+				plural(l.attempts, "attempt") + " / " + plural(l.calls, "call") + " = " + amp,
+			}
+		}
+		above := float64(6 + 13*(len(lines)-1)) // from the first line's baseline to the line
+		switch {
+		case l.from == l.to:
+			// A loop on the right side of the box, labelled beside it.
+			rx, cy := x[l.from]+width[l.from], y[l.from]+nodeH/2
+			d = "M" + px(rx) + "," + px(cy-8) + " C" + px(rx+50) + "," + px(cy-40) + " " + px(rx+50) + "," + px(cy+40) +
+				" " + px(rx) + "," + px(cy+8)
+			lx, ly, anchor = rx+44, cy-2, "a-start"
+		case !back[i]:
+			sx, sy := x[l.from]+width[l.from], y[l.from]+nodeH/2
+			tx, ty := x[l.to], y[l.to]+nodeH/2
+			c := (tx - sx) / 2
+			d = "M" + px(sx) + "," + px(sy) + " C" + px(sx+c) + "," + px(sy) + " " + px(tx-c) + "," + px(ty) + " " + px(tx) + "," + px(ty)
+			switch {
+			case math.Abs(ty-sy) < 1:
+				lx, ly = (sx+tx)/2, sy-above
+			case ty > sy:
+				lx, ly, anchor = tx-12, ty+16, "a-end"
+			default:
+				lx, ly, anchor = sx+10, sy+16, "a-start"
+			}
+		default:
+			// Back to the same or an earlier layer: under the boxes.
+			sx, sy := x[l.from]+width[l.from]/2, y[l.from]+nodeH
+			tx, ty := x[l.to]+width[l.to]/2, y[l.to]+nodeH
+			low := max(sy, ty) + 50
+			d = "M" + px(sx) + "," + px(sy) + " C" + px(sx) + "," + px(low) + " " + px(tx) + "," + px(low) + " " + px(tx) + "," + px(ty)
+			lx, ly = (sx+tx)/2, (sy+ty)/8+3*low/4+15
+		}
+		from, to := g.nodes[l.from].label, g.nodes[l.to].label
+		sl := svgLink{Path: d, From: from, To: to, Title: from + " → " + to + ": " + plural(l.calls, "call") + ", " + plural(l.attempts, "attempt")}
+		if l.worst != nil {
+			sl.Retry, sl.Attempt = true, l.retryLabel()
+			sl.Title += "; retries up to " + l.retryLabel() + ", " + backoffText(*l.worst)
+		}
+		for i, text := range lines {
+			sl.Labels = append(sl.Labels, svgText{X: px(lx), Y: px(ly + float64(13*i)), Text: text, Class: anchor})
+		}
+		sg.Links = append(sg.Links, sl)
+	}
+	return sg
+}
