@@ -762,17 +762,7 @@ func (s *sim) tick() {
 // Entity slabs with free lists; a generation counter per slot makes events
 // for a freed entity stale.
 
-func (s *sim) newJob(j job) int32 {
-	if n := len(s.freeJobs); n > 0 {
-		i := s.freeJobs[n-1]
-		s.freeJobs = s.freeJobs[:n-1]
-		j.gen = s.jobs[i].gen + 1
-		s.jobs[i] = j
-		return i
-	}
-	s.jobs = append(s.jobs, j)
-	return int32(len(s.jobs) - 1)
-}
+func (s *sim) newJob(j job) int32 { return alloc(&s.jobs, &s.freeJobs, j) }
 
 func (s *sim) freeJob(i int32) {
 	j := &s.jobs[i]
@@ -794,27 +784,39 @@ func (s *sim) freeAttempt(i int32) {
 
 func (s *sim) newCall(c call) int32 {
 	c.open = [2]int32{-1, -1}
-	if n := len(s.freeCalls); n > 0 {
-		i := s.freeCalls[n-1]
-		s.freeCalls = s.freeCalls[:n-1]
-		c.gen = s.calls[i].gen + 1
-		s.calls[i] = c
-		return i
-	}
-	s.calls = append(s.calls, c)
-	return int32(len(s.calls) - 1)
+	return alloc(&s.calls, &s.freeCalls, c)
 }
 
 func (s *sim) freeCall(i int32) { s.freeCalls = append(s.freeCalls, i) }
 
-func (s *sim) newAttempt(a attempt) int32 {
-	if n := len(s.freeAtt); n > 0 {
-		i := s.freeAtt[n-1]
-		s.freeAtt = s.freeAtt[:n-1]
-		a.gen = s.atts[i].gen + 1
-		s.atts[i] = a
+func (s *sim) newAttempt(a attempt) int32 { return alloc(&s.atts, &s.freeAtt, a) }
+
+// entity is a slab slot type with a generation counter.
+type entity[T any] interface {
+	*T
+	generation() int32
+	setGeneration(int32)
+}
+
+func (j *job) generation() int32         { return j.gen }
+func (j *job) setGeneration(g int32)     { j.gen = g }
+func (c *call) generation() int32        { return c.gen }
+func (c *call) setGeneration(g int32)    { c.gen = g }
+func (a *attempt) generation() int32     { return a.gen }
+func (a *attempt) setGeneration(g int32) { a.gen = g }
+
+// alloc places v in a free slot of items if there is one, one generation
+// past the slot's last occupant, so events scheduled for that occupant
+// are recognised as stale; otherwise it appends.
+func alloc[T any, P entity[T]](items *[]T, free *[]int32, v T) int32 {
+	if n := len(*free); n > 0 {
+		i := (*free)[n-1]
+		*free = (*free)[:n-1]
+		g := P(&(*items)[i]).generation() + 1
+		(*items)[i] = v
+		P(&(*items)[i]).setGeneration(g)
 		return i
 	}
-	s.atts = append(s.atts, a)
-	return int32(len(s.atts) - 1)
+	*items = append(*items, v)
+	return int32(len(*items) - 1)
 }
