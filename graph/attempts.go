@@ -147,33 +147,25 @@ func (ix *index) serverChildren(i int32) []int32 {
 	return out
 }
 
-// opName names what a server span serves: its route (with the method),
-// else its name.
-func (ix *index) opName(i int32) string {
-	sp := &ix.spans[i]
-	return ix.opNames.name(ix, nameKey{sp.Method, sp.Route, sp.Name, false})
-}
+// opName names what a span serves (a server span) or calls (a client
+// span): its route with the method, else its name. Names are built once
+// per span when the index is made.
+func (ix *index) opName(i int32) string { return ix.ops[i] }
 
 // clientOpName names what a client span calls, as the caller sees it.
-func (ix *index) clientOpName(i int32) string {
-	sp := &ix.spans[i]
-	return ix.opNames.name(ix, nameKey{sp.Method, sp.Route, sp.Name, true})
-}
+func (ix *index) clientOpName(i int32) string { return ix.ops[i] }
 
 // nameKey identifies an operation name by the interned strings it is made
 // of, so each distinct name is built once, not once per span.
-type nameKey struct {
-	method, route, name ingest.Sym
-	client              bool
-}
+type nameKey struct{ method, route, name ingest.Sym }
 
 type opNames map[nameKey]string
 
-func (m opNames) name(ix *index, k nameKey) string {
+func (m opNames) name(set *ingest.Set, k nameKey) string {
 	if s, ok := m[k]; ok {
 		return s
 	}
-	route, name, method := ix.str(k.route), ix.str(k.name), ix.str(k.method)
+	route, name, method := set.Str(k.route), set.Str(k.name), set.Str(k.method)
 	s := name
 	switch {
 	case route == "":

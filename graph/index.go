@@ -19,7 +19,7 @@ type index struct {
 	children []int32
 	dups     int
 	orphans  int
-	opNames  opNames
+	ops      []string // each span's operation name (opName)
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
@@ -78,7 +78,18 @@ func sortKeys(keys []spanKey) []spanKey {
 func newIndex(set *ingest.Set) *index {
 	spans := set.Spans
 	n := len(spans)
-	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), opNames: opNames{}}
+	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), ops: make([]string, n)}
+	names := opNames{}
+	var last nameKey
+	lastName := ""
+	for i := range spans {
+		sp := &spans[i]
+		k := nameKey{sp.Method, sp.Route, sp.Name}
+		if i == 0 || k != last {
+			last, lastName = k, names.name(set, k)
+		}
+		ix.ops[i] = lastName
+	}
 	keys := make([]spanKey, n)
 	for i := range spans {
 		keys[i] = keyOf(&spans[i], int32(i))
@@ -135,6 +146,9 @@ func newIndex(set *ingest.Set) *index {
 	}
 	for i := 0; i < n; i++ {
 		c := ix.children[ix.childOff[i]:ix.childOff[i+1]]
+		if len(c) < 2 {
+			continue
+		}
 		slices.SortFunc(c, func(a, b int32) int {
 			if d := spans[a].Start - spans[b].Start; d != 0 {
 				if d < 0 {

@@ -22,9 +22,7 @@ func Infer(set *ingest.Set) *Topology {
 	statsDone := make(chan struct{})
 	go func() {
 		defer close(statsDone)
-		own := *ix
-		own.opNames = opNames{}
-		ops, instrumented = serverStats(&own)
+		ops, instrumented = serverStats(ix) // reads the index only
 	}()
 	names := newNaming(ix)
 	calls := extractCalls(ix, names)
@@ -124,7 +122,7 @@ func (t opTable) get(svc, op string) *opStats {
 
 // serverStats measures every operation of the instrumented services from
 // their SERVER spans (and local roots). It reads the index only, so Infer
-// runs it beside call extraction, with its own name cache.
+// runs it beside call extraction.
 func serverStats(ix *index) (opTable, map[string]bool) {
 	ops := opTable{}
 	instrumented := map[string]bool{}
