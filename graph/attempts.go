@@ -114,9 +114,26 @@ type call struct {
 	hedged   bool
 	hedgeGap int64 // delay from the first attempt to the hedge
 	missing  int
+	inline   [1]attempt // backing for the first attempt
 }
 
 func (c *call) last() *attempt { return &c.attempts[len(c.attempts)-1] }
+
+// callChunk is how many calls the index allocates at once.
+const callChunk = 4096
+
+// newCall places c in the index's arena: calls are allocated in chunks,
+// and a call's first attempt lives inside it, since most calls make one.
+// A million spans otherwise cost two allocations per call.
+func (ix *index) newCall(c call) *call {
+	if len(ix.arena) == cap(ix.arena) {
+		ix.arena = make([]call, 0, callChunk)
+	}
+	ix.arena = append(ix.arena, c)
+	p := &ix.arena[len(ix.arena)-1]
+	p.attempts = p.inline[:0:1]
+	return p
+}
 
 // isAttempt reports whether a span is a client-side attempt: a CLIENT or
 // PRODUCER span, or a span of no kind that names a remote peer and has no
@@ -259,7 +276,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 			groups = append(groups, g)
 		}
 		g.calls = joinAttempt(g.calls, a, sp, func() *call {
-			return &call{from: p, callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"}
+			return ix.newCall(call{from: p, callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})
 		})
 		if last := g.calls[len(g.calls)-1]; last.op == "" || (server >= 0 && last.op != op) {
 			if server >= 0 {
@@ -348,7 +365,7 @@ func (ix *index) markedAttemptChildren(c int32) []int32 {
 
 // grpcCall builds a call from grpc-go's per-attempt spans under CLIENT span c.
 func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
-	cl := &call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"}
+	cl := ix.newCall(call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"})
 	slices.SortFunc(atts, func(a, b int32) int { return int(ix.spans[a].PrevAttempts) - int(ix.spans[b].PrevAttempts) })
 	named := false
 	for i, k := range atts {
@@ -405,7 +422,7 @@ const maxSynthetic = 64
 
 func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	sp := &ix.spans[c]
-	cl := &call{from: p, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation"}
+	cl := ix.newCall(call{from: p, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation"})
 	if len(servers) == 0 {
 		cl.callee, cl.op = names.resolve(ix, c, -1)
 		// retry.count is untrusted input: stand in at most maxSynthetic

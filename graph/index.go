@@ -20,6 +20,7 @@ type index struct {
 	dups     int
 	orphans  int
 	ops      []string // each span's operation name (opName)
+	arena    []call   // the current chunk of calls (newCall)
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
