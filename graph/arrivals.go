@@ -1,10 +1,6 @@
 package graph
 
-import (
-	"slices"
-
-	"github.com/retryaudit/retryaudit/ingest"
-)
+import "slices"
 
 // Arrival is one root request as the traces saw it: when it came, relative
 // to the first, and which root operation it asked for.
@@ -14,11 +10,9 @@ type Arrival struct {
 	Operation string
 }
 
-// RootArrivals lists the root requests of the spans in time order: the
-// root SERVER spans that become the `user` edges of the topology. Replay
-// uses them to send the traces' own traffic instead of a Poisson stream.
-func RootArrivals(set *ingest.Set) []Arrival {
-	ix := newIndex(set)
+// rootArrivals lists the root requests in time order: the root SERVER
+// spans that become the `user` edges of the topology.
+func rootArrivals(ix *index) []Arrival {
 	var roots []int32
 	for i := range ix.spans {
 		if ix.keep[i] && ix.parent[i] < 0 && isServer(&ix.spans[i]) {

@@ -36,6 +36,11 @@ func quantile(sorted []float64, p float64) float64 {
 
 func ptr(v float64) *float64 { return &v }
 
+// latency returns the p50, p95 and p99 of sorted durations (ms), rounded.
+func latency(sorted []float64) (p50, p95, p99 float64) {
+	return round3(quantile(sorted, 0.5)), round3(quantile(sorted, 0.95)), round3(quantile(sorted, 0.99))
+}
+
 // round3 keeps figures readable and output stable across platforms.
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 

@@ -69,7 +69,10 @@ func (ix *index) callerAttempt(i int32) int32 {
 	return ix.parent[s]
 }
 
-func isIdempotentMethod(m string) bool {
+// IdempotentMethod reports whether an HTTP method may be repeated safely
+// (RFC 9110: every method but POST, PATCH and CONNECT; RPC methods, which
+// carry no HTTP method, count as idempotent).
+func IdempotentMethod(m string) bool {
 	switch strings.ToUpper(m) {
 	case "POST", "PATCH", "CONNECT":
 		return false
@@ -82,7 +85,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	e := Edge{Caller: ec.key.caller, CallerOperation: ec.key.callerOp, Callee: ec.key.callee, Operation: ec.key.op,
 		AttemptsHistogram: []int{}, RetriedStatus: []string{}, NotRetriedStatus: []string{}}
 	mostAttempts := maxAttemptsSoFar(ec)
-	maxAtt, evidence := 0, ""
+	evidence := ""
 	var gaps [][]float64
 	retried, notRetried := map[string]bool{}, map[string]bool{}
 	var timeoutDur, namedTimeoutDur, okDur, serverDur []float64
@@ -108,11 +111,10 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 			e.AttemptsHistogram = append(e.AttemptsHistogram, 0)
 		}
 		e.AttemptsHistogram[n-1]++
-		maxAtt = max(maxAtt, n)
 		if n > 1 && (evidence == "" || c.evidence != "timing") {
 			evidence = c.evidence
 		}
-		if n > 1 && !isIdempotentMethod(c.method) {
+		if n > 1 && !IdempotentMethod(c.method) {
 			idem.RetriedCalls++
 			for _, a := range c.attempts {
 				if a.idemKey {
@@ -172,8 +174,8 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 			notRetried[l.status] = true
 		}
 	}
-	e.MaxAttempts = max(maxAtt, 1)
-	e.Retries = maxAtt > 1
+	e.MaxAttempts = max(mostAttempts, 1)
+	e.Retries = mostAttempts > 1
 	e.Evidence = evidence
 	e.MaxAttemptsExact = exhausted(ec, e.MaxAttempts, retried)
 	for s := range retried {
@@ -204,7 +206,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	}
 	e.Method = mostCommon(methods)
 	slices.Sort(serverDur)
-	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = round3(quantile(serverDur, 0.5)), round3(quantile(serverDur, 0.95)), round3(quantile(serverDur, 0.99))
+	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(serverDur)
 	if e.Attempts > 0 {
 		e.FailureRate = round3(float64(failed) / float64(e.Attempts))
 	}

@@ -16,7 +16,18 @@ var SelfQuantileLevels = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.
 // odd input: what it cannot decide it reports as unknown, and what looks
 // wrong it lists in Topology.Warnings.
 func Infer(set *ingest.Set) *Topology {
+	return infer(newIndex(set))
+}
+
+// InferWithArrivals is Infer, plus the root requests in time order that
+// replay sends as the traces' own traffic (--arrivals trace), from one
+// index of the spans.
+func InferWithArrivals(set *ingest.Set) (*Topology, []Arrival) {
 	ix := newIndex(set)
+	return infer(ix), rootArrivals(ix)
+}
+
+func infer(ix *index) *Topology {
 	var ops opTable
 	var instrumented map[string]bool
 	statsDone := make(chan struct{})
@@ -93,7 +104,7 @@ func userEdges(ix *index, roots map[node][]int32) []Edge {
 			}
 		}
 		slices.Sort(d)
-		e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = round3(quantile(d, 0.5)), round3(quantile(d, 0.95)), round3(quantile(d, 0.99))
+		e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(d)
 		e.FailureRate = round3(float64(failed) / float64(len(spans)))
 		out = append(out, e)
 	}
@@ -178,8 +189,8 @@ func services(ops opTable, instrumented map[string]bool, ecs []*edgeCalls) []Ser
 		for op, st := range m {
 			slices.Sort(st.dur)
 			slices.Sort(st.self)
-			o := Operation{Name: op, Count: len(st.dur), P50MS: round3(quantile(st.dur, 0.5)), P95MS: round3(quantile(st.dur, 0.95)),
-				P99MS: round3(quantile(st.dur, 0.99)), SelfQuantilesMS: []float64{}}
+			o := Operation{Name: op, Count: len(st.dur), SelfQuantilesMS: []float64{}}
+			o.P50MS, o.P95MS, o.P99MS = latency(st.dur)
 			if len(st.self) > 0 {
 				for _, q := range SelfQuantileLevels {
 					o.SelfQuantilesMS = append(o.SelfQuantilesMS, round3(quantile(st.self, q)))

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -129,7 +130,7 @@ func TestTruth(t *testing.T) {
 					}
 					same := true
 					for i := range p.Services {
-						if p.Services[i] != tp.Services[i] || !hasSuffix(p.Operations[i], tp.Operations[i]) {
+						if p.Services[i] != tp.Services[i] || !strings.HasSuffix(p.Operations[i], tp.Operations[i]) {
 							same = false
 						}
 					}
@@ -151,10 +152,6 @@ func TestTruth(t *testing.T) {
 	if decided < 2*undecided {
 		t.Errorf("inference decided only %d of %d backoff/jitter figures", decided, decided+undecided)
 	}
-}
-
-func hasSuffix(op, route string) bool {
-	return len(op) >= len(route) && op[len(op)-len(route):] == route
 }
 
 // TestFormatsAgree infers each scenario from its three exports: OTLP JSON

@@ -147,11 +147,7 @@ func (a *attrs) integer(key string, n int64) {
 		if n > 0 && n < 1000 {
 			a.httpStatus = int(n)
 		}
-	case "rpc.grpc.status_code":
-		if n >= 0 && n <= 16 {
-			a.grpcStatus = int(n)
-		}
-	case "rpc.response.status_code":
+	case "rpc.grpc.status_code", "rpc.response.status_code":
 		if n >= 0 && n <= 16 {
 			a.grpcStatus = int(n)
 		}

@@ -165,17 +165,27 @@ func (d *jaegerJSON) endTrace(t *jTraceInfo) {
 // data reads the value of a query response's "data" key: null or an array
 // of traces.
 func (d *jaegerJSON) data() error {
+	if ok, err := d.openArray("data: expected an array of traces"); !ok {
+		return err
+	}
+	return d.traces()
+}
+
+// openArray reads the start of a value that must be null or an array: ok
+// is true when an array's '[' was read; a null gives false and no error,
+// anything else an error saying what was expected.
+func (d *jaegerJSON) openArray(expected string) (ok bool, err error) {
 	at := d.valueStart()
 	tok, err := d.token()
 	switch {
 	case err != nil:
-		return err
+		return false, err
 	case tok == nil:
-		return nil
+		return false, nil
 	case tok != json.Delim('['):
-		return d.s.errAt(d.base+at, fmt.Errorf("Jaeger JSON: data: expected an array of traces, found %v", tok))
+		return false, d.s.errAt(d.base+at, fmt.Errorf("Jaeger JSON: %s, found %v", expected, tok))
 	}
-	return d.traces()
+	return true, nil
 }
 
 // traces reads the elements of an array of trace objects whose '[' has been
@@ -204,15 +214,8 @@ func (d *jaegerJSON) traces() error {
 // spanArray decodes a trace's "spans" value, converting each span as soon as
 // it is read.
 func (d *jaegerJSON) spanArray(t *jTraceInfo) error {
-	at := d.valueStart()
-	tok, err := d.token()
-	switch {
-	case err != nil:
+	if ok, err := d.openArray("spans: expected an array"); !ok {
 		return err
-	case tok == nil:
-		return nil
-	case tok != json.Delim('['):
-		return d.s.errAt(d.base+at, fmt.Errorf("Jaeger JSON: spans: expected an array, found %v", tok))
 	}
 	for d.dec.More() {
 		if d.spans++; d.spans%1024 == 0 {
@@ -229,7 +232,7 @@ func (d *jaegerJSON) spanArray(t *jTraceInfo) error {
 			return err
 		}
 	}
-	_, err = d.token() // ']'
+	_, err := d.token() // ']'
 	return err
 }
 

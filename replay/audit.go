@@ -9,8 +9,8 @@ import (
 	"github.com/retryaudit/retryaudit/graph"
 )
 
-// AuditPolicies are the policies an audit compares by default.
-var AuditPolicies = []string{"observed", "none", "everywhere", "edge-only", "idempotent-only", "hedge-p95", "budget", "retry-after"}
+// StandardPolicies are the policies audit and replay compare by default.
+var StandardPolicies = []string{"observed", "none", "everywhere", "edge-only", "idempotent-only", "hedge-p95", "budget", "retry-after"}
 
 // AuditTargets are the dependencies that matter in a topology: the deepest
 // retried dependency (the end of the most amplified path), the most

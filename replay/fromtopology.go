@@ -52,7 +52,7 @@ type BuildOptions struct {
 	Headroom   float64
 	MinWorkers int
 	// Arrivals, when set, replay the traces' own root requests (graph.
-	// RootArrivals) instead of a Poisson stream, time compressed by Load.
+	// InferWithArrivals) instead of a Poisson stream, time compressed by Load.
 	Arrivals []graph.Arrival
 }
 
@@ -124,7 +124,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		ei, eoi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
 		per := float64(e.Calls) / math.Max(float64(counts[[2]string{e.Caller, e.CallerOperation}]), 1)
 		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
-			Idempotent: methodIdempotent(e.Method) || e.Idempotency != nil && e.Idempotency.WithKey == e.Idempotency.RetriedCalls,
+			Idempotent: graph.IdempotentMethod(e.Method) || e.Idempotency != nil && e.Idempotency.WithKey == e.Idempotency.RetriedCalls,
 			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e)}
 		// Repeat the most calls one execution makes and keep the observed
 		// mean with the probability of making them.
@@ -246,14 +246,6 @@ func serviceTime(op graph.Operation) (Dist, error) {
 		return Constant(vals[0]), nil
 	}
 	return NewEmpirical(graph.SelfQuantileLevels, vals)
-}
-
-func methodIdempotent(m string) bool {
-	switch strings.ToUpper(m) {
-	case "POST", "PATCH", "CONNECT":
-		return false
-	}
-	return true
 }
 
 // observedPolicy is an edge's inferred policy as a client policy.

@@ -144,8 +144,7 @@ func TestTraceArrivals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arr := graph.RootArrivals(set)
-	top := graph.Infer(set)
+	top, arr := graph.InferWithArrivals(set)
 	if len(arr) != top.Source.RootCalls {
 		t.Fatalf("%d arrivals, want the topology's %d root calls", len(arr), top.Source.RootCalls)
 	}

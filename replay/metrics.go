@@ -191,14 +191,6 @@ func (s *sim) result() Result {
 	return r
 }
 
-// pct is the nearest-rank percentile of sorted xs.
-func pct(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[rank(len(sorted), p)]
-}
-
 // rank is the index of the nearest-rank p-th percentile among n sorted
 // values (0 when n is 0).
 func rank(n int, p float64) int {

@@ -674,3 +674,12 @@ func TestEventHeapOrder(t *testing.T) {
 		popped++
 	}
 }
+
+// pct is the nearest-rank percentile of sorted xs, the reference the
+// engine's selection is checked against.
+func pct(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[rank(len(sorted), p)]
+}

@@ -590,19 +590,20 @@ func (s *sim) settle(c *call, ok, timeout, retry bool) {
 func (s *sim) timeout(ai int32) {
 	a := &s.atts[ai]
 	a.open = false
-	a.abandoned = s.now
 	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
 	c.inflight--
-	s.abandon(ai)
+	s.abandon(ai, false)
 	s.freeAttempt(ai) // unless a server job still holds it
 	s.settle(c, false, true, retry)
 	s.retryOrFail(ci, 0)
 }
 
-// abandon applies the callee's cancellation to the work of an attempt the
-// client no longer waits for.
-func (s *sim) abandon(ai int32) {
+// abandon records that the client no longer waits for attempt ai and
+// cancels its work: always for a hedge loser (hedging clients cancel), with
+// the callee's CancelProb for a timed-out attempt (otherwise the server
+// keeps working for a caller who left).
+func (s *sim) abandon(ai int32, always bool) {
 	a := &s.atts[ai]
 	if a.abandoned == 0 {
 		a.abandoned = s.now
@@ -615,9 +616,10 @@ func (s *sim) abandon(ai int32) {
 	if j.att != ai || j.state == jobDone {
 		return
 	}
-	svc := &s.m.Services[j.svc]
-	if svc.CancelProb <= 0 || s.rngFault.Float64() >= svc.CancelProb {
-		return
+	if !always {
+		if p := s.m.Services[j.svc].CancelProb; p <= 0 || s.rngFault.Float64() >= p {
+			return
+		}
 	}
 	switch j.state {
 	case jobQueued:
@@ -694,7 +696,7 @@ func (s *sim) finish(ci int32, ok bool) {
 			if a := &s.atts[ai]; a.gen == c.openGen[k] && a.open && a.call == ci {
 				a.open = false
 				retry := a.n > 1
-				s.abandonAlways(ai)
+				s.abandon(ai, true)
 				s.freeAttempt(ai)
 				if c.edge >= 0 && s.budgets[c.edge] != nil {
 					s.budgets[c.edge].Done(s.now, retry)
@@ -728,25 +730,6 @@ func (s *sim) finish(ci int32, ok bool) {
 		return
 	}
 	s.nextCall(ji)
-}
-
-// abandonAlways cancels a hedge loser's work: hedging clients always cancel.
-func (s *sim) abandonAlways(ai int32) {
-	a := &s.atts[ai]
-	a.abandoned = s.now
-	if ji := a.job; ji >= 0 {
-		j := &s.jobs[ji]
-		if j.att == ai && j.state != jobDone {
-			switch j.state {
-			case jobQueued:
-				j.cancelled = true
-			default:
-				svcI, pi := j.svc, j.pool
-				s.release(ji)
-				s.startQueued(svcI, pi)
-			}
-		}
-	}
 }
 
 func (s *sim) tick() {

@@ -97,7 +97,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	}
 	exprs := o.policies
 	if len(exprs) == 0 {
-		exprs = replay.AuditPolicies
+		exprs = replay.StandardPolicies
 	}
 	// observed is the baseline of the comparison, none the reference of yield.
 	exprs = append([]string{"observed", "none"}, exprs...)
@@ -145,24 +145,8 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 
 // read ingests the inputs with a progress bar of bytes read.
 func (o *auditOptions) read(cmd *cobra.Command) (*ingest.Set, error) {
-	var total int64
-	for _, name := range o.inputs {
-		if st, err := os.Stat(name); err == nil && !st.IsDir() {
-			total += st.Size()
-		}
-	}
-	bar := newProgress(o.io, o.quiet, total, "ingest", true)
-	var before, current int64
-	var last string
-	opts := ingest.Options{MaxDocumentBytes: o.in.maxDocMiB << 20, Progress: func(name string, read, size int64) {
-		if name != last {
-			before += current
-			last, current = name, 0
-		}
-		current = read
-		bar.set(before + current)
-	}}
-	set, err := ingest.ReadFiles(cmd.Context(), o.inputs, o.io.In, opts)
+	bar := newProgress(o.io, o.quiet, inputBytes(o.inputs), "ingest", true)
+	set, err := o.in.read(cmd.Context(), o.io, o.inputs, bar.set)
 	bar.done()
 	return set, err
 }

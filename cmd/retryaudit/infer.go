@@ -62,7 +62,7 @@ giving up. --format json writes the topology that replay reads back.`,
 }
 
 func runInfer(cmd *cobra.Command, opts *inferOptions) error {
-	set, err := opts.in.read(cmd.Context(), opts.io, opts.inputs)
+	set, err := opts.in.read(cmd.Context(), opts.io, opts.inputs, nil)
 	if err != nil {
 		return err
 	}

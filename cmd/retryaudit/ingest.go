@@ -55,7 +55,7 @@ recursively; "-" reads stdin.`,
 }
 
 func runIngest(cmd *cobra.Command, opts *ingestOptions) error {
-	set, err := opts.in.read(cmd.Context(), opts.io, opts.inputs)
+	set, err := opts.in.read(cmd.Context(), opts.io, opts.inputs, nil)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -25,7 +26,33 @@ func (f *inputFlags) validate() error {
 	return nil
 }
 
-// read decodes the named inputs ("-" is stdin).
-func (f *inputFlags) read(ctx context.Context, io *streams, names []string) (*ingest.Set, error) {
-	return ingest.ReadFiles(ctx, names, io.In, ingest.Options{MaxDocumentBytes: f.maxDocMiB << 20})
+// read decodes the named inputs ("-" is stdin). progress, when not nil, is
+// told how many bytes have been read so far over all inputs.
+func (f *inputFlags) read(ctx context.Context, io *streams, names []string, progress func(read int64)) (*ingest.Set, error) {
+	opts := ingest.Options{MaxDocumentBytes: f.maxDocMiB << 20}
+	if progress != nil {
+		var before, current int64
+		var last string
+		opts.Progress = func(name string, read, _ int64) {
+			if name != last {
+				before += current
+				last, current = name, 0
+			}
+			current = read
+			progress(before + current)
+		}
+	}
+	return ingest.ReadFiles(ctx, names, io.In, opts)
+}
+
+// inputBytes is the total size of the named regular files (directories
+// and stdin count 0), the length of an ingest progress bar.
+func inputBytes(names []string) int64 {
+	var total int64
+	for _, name := range names {
+		if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() {
+			total += st.Size()
+		}
+	}
+	return total
 }

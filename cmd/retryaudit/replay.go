@@ -30,9 +30,6 @@ type replayOptions struct {
 	in       inputFlags
 }
 
-// defaultPolicies is the comparison replay runs unless told otherwise.
-var defaultPolicies = []string{"none", "observed", "everywhere", "edge-only", "idempotent-only", "hedge-p95", "budget", "retry-after"}
-
 var replayRenderers = map[string]func(io.Writer, *report.ReplayReport) error{
 	"table":    report.ReplayTable,
 	"markdown": report.ReplayMarkdown,
@@ -79,7 +76,7 @@ Degradations (--degrade, repeatable), e.g.:
 	f := cmd.Flags()
 	f.StringVar(&opts.topology, "topology", "", "read the topology from `FILE` (infer --format json) instead of traces")
 	f.StringVar(&opts.scenario, "scenario", "", "run a preset instead: "+strings.Join(replay.Presets(), ", "))
-	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; default "+strings.Join(defaultPolicies, ", ")+")")
+	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; default "+strings.Join(replay.StandardPolicies, ", ")+")")
 	f.StringArrayVar(&opts.degrade, "degrade", nil, "degradation `SPEC` (repeatable; default an outage of the deepest retried dependency)")
 	f.StringVar(&opts.arrivals, "arrivals", "poisson", "root arrivals: poisson (at the observed rate × --load, or --rate) or trace (the traces' own timestamps, repeated; --load compresses time)")
 	f.IntVar(&opts.clients, "clients", 0, "closed-loop clients instead of open-loop arrivals")
@@ -149,7 +146,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		notes = m.Assumed
 		exprs := o.policies
 		if len(exprs) == 0 {
-			exprs = defaultPolicies
+			exprs = replay.StandardPolicies
 		}
 		if exprs[0] != "none" {
 			exprs = append([]string{"none"}, exprs...)
@@ -159,11 +156,12 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		}
 		specs := o.degrade
 		if len(specs) == 0 {
-			target := deepestRetried(top)
-			if target == "" {
+			// The deepest retried dependency: the first of the audit's targets.
+			targets := replay.AuditTargets(top)
+			if len(targets) == 0 {
 				return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
 			}
-			specs = []string{"outage:svc=" + target + ",at=10s,for=5s"}
+			specs = []string{"outage:svc=" + targets[0] + ",at=10s,for=5s"}
 		}
 		if mx.Degradations, err = degradations(specs); err != nil {
 			return err
@@ -190,15 +188,15 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 // root arrivals for --arrivals trace) or reads --topology.
 func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, []graph.Arrival, error) {
 	if o.topology == "" {
-		set, err := o.in.read(cmd.Context(), o.io, o.inputs)
+		set, err := o.in.read(cmd.Context(), o.io, o.inputs, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		var arrivals []graph.Arrival
 		if o.arrivals == "trace" {
-			arrivals = graph.RootArrivals(set)
+			top, arrivals := graph.InferWithArrivals(set)
+			return top, arrivals, nil
 		}
-		return graph.Infer(set), arrivals, nil
+		return graph.Infer(set), nil, nil
 	}
 	f, err := os.Open(o.topology)
 	if err != nil {
@@ -210,14 +208,4 @@ func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, []gra
 		return nil, nil, fmt.Errorf("topology %s: %w", o.topology, err)
 	}
 	return top, nil, nil
-}
-
-// deepestRetried is the last service of the most amplified path: the
-// dependency whose failure the retrying layers above multiply.
-func deepestRetried(top *graph.Topology) string {
-	if len(top.Paths) == 0 {
-		return ""
-	}
-	s := top.Paths[0].Services
-	return s[len(s)-1]
 }
