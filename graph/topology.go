@@ -16,6 +16,9 @@ type Topology struct {
 	Paths    []Path    `json:"paths"`
 	Findings []Finding `json:"findings"`
 	Warnings []string  `json:"warnings"`
+	// Calibration holds what replay needs to reproduce the traces (see
+	// Calibration); absent in topologies written before it existed.
+	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
 // Source describes the traces the topology was inferred from.
@@ -100,6 +103,8 @@ type Edge struct {
 	// MissingAttempts counts attempts that markers say were made but whose
 	// spans are not in the input.
 	MissingAttempts int `json:"missing_attempts"`
+	// Outcomes is the edge's failure model as the traces show it.
+	Outcomes *Outcomes `json:"outcomes,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.

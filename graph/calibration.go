@@ -1,0 +1,465 @@
+package graph
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// BucketS is the width of the time buckets in which the traces' failure
+// timeline is kept: fine enough to place a two-second incident, coarse
+// enough that a bucket of a busy edge holds a few attempts.
+const BucketS = 0.5
+
+// Calibration is what the traces say about the system as it ran, beyond its
+// retry policies: the figures a replay must reproduce (root outcomes and
+// latency), and the inputs it needs to do so (the arrival window, the
+// head-sampling probability, how many requests each service held at once).
+type Calibration struct {
+	// ArrivalWindowS spans the root requests' start times, plus one mean
+	// gap between them, so that roots / window is their rate.
+	ArrivalWindowS float64 `json:"arrival_window_s"`
+	// RootRatePerS is the root requests per second over the arrival
+	// window, before any scaling for sampling.
+	RootRatePerS float64  `json:"root_rate_per_s"`
+	BucketS      float64  `json:"bucket_s"`
+	Sampling     Sampling `json:"sampling"`
+	Root         RootStats `json:"root"`
+	// InFlight is each service's mean number of requests in flight by
+	// Little's law: the sum of its span durations over the arrival window.
+	InFlight []ServiceLoad `json:"in_flight"`
+}
+
+// Sampling is the head-sampling probability the rates are scaled by.
+type Sampling struct {
+	// Probability is the effective share of traces kept (1: all).
+	Probability float64 `json:"probability"`
+	// Source says where it came from: "jaeger probabilistic", "tracestate
+	// th", "--sample-rate", "none seen", or a mix of those.
+	Source string `json:"source"`
+	// LowerBound is true when no root said how it was sampled: the rates
+	// are then lower bounds, exact only if every trace was kept.
+	LowerBound bool `json:"lower_bound"`
+	// Roots is how many roots carried a probability.
+	Roots int `json:"roots"`
+}
+
+// RootStats are the root requests' outcomes and latency as traced. A 4xx is
+// the client's error, not a loss of availability: server errors are 5xx
+// and error statuses.
+type RootStats struct {
+	Requests        int     `json:"requests"`
+	SuccessRate     float64 `json:"success_rate"`
+	ServerErrorRate float64 `json:"server_error_rate"`
+	P50MS           float64 `json:"p50_ms"`
+	P90MS           float64 `json:"p90_ms"`
+	P99MS           float64 `json:"p99_ms"`
+}
+
+// ServiceLoad is one service's mean concurrency.
+type ServiceLoad struct {
+	Service  string  `json:"service"`
+	InFlight float64 `json:"in_flight"`
+}
+
+// Outcomes is an edge's failure model: how its attempts ended when the
+// callee's own downstream calls succeeded (the callee's own outcome),
+// first attempts apart from retries, outside and inside incidents, and
+// how often a failure below the callee made the attempt fail.
+type Outcomes struct {
+	First OutcomeMix `json:"first"`
+	Retry OutcomeMix `json:"retry"`
+	// DownstreamFailed counts attempts during which one of the callee's
+	// own calls failed; Propagated how many of them failed in turn (the
+	// rest were absorbed by a fallback).
+	DownstreamFailed int `json:"downstream_failed"`
+	Propagated       int `json:"propagated"`
+	// RetryAfterMS is the mean Retry-After the callee sent with failures.
+	RetryAfterMS float64 `json:"retry_after_ms"`
+	// Incidents are the time buckets (BucketS wide, from the first root
+	// request) whose first attempts failed well beyond the rest: the
+	// traces' own failure timeline. First and Retry above exclude them.
+	Incidents []Incident `json:"incidents"`
+}
+
+// Incident is one time bucket of an edge's failure timeline.
+type Incident struct {
+	Bucket int        `json:"bucket"`
+	First  OutcomeMix `json:"first"`
+	Retry  OutcomeMix `json:"retry"`
+}
+
+// OutcomeMix counts attempts by how they ended.
+type OutcomeMix struct {
+	OK          int `json:"ok"`
+	ServerError int `json:"server_error"` // 5xx, a retryable gRPC status, an error status
+	Throttled   int `json:"throttled"`    // 429 or RESOURCE_EXHAUSTED without Retry-After
+	RetryAfter  int `json:"retry_after"`  // a failure that carried Retry-After (429, 503)
+	ClientError int `json:"client_error"` // a 4xx or gRPC status that callers do not retry
+	Timeout     int `json:"timeout"`
+	Transport   int `json:"transport"` // reset, refused: failed without an answer
+}
+
+// Total is the number of attempts counted.
+func (m OutcomeMix) Total() int {
+	return m.OK + m.Failed()
+}
+
+// Failed is the number of attempts that failed.
+func (m OutcomeMix) Failed() int {
+	return m.ServerError + m.Throttled + m.RetryAfter + m.ClientError + m.Timeout + m.Transport
+}
+
+func (m *OutcomeMix) add(a *attempt) {
+	switch {
+	case a.outcome == outcomeClientError:
+		m.ClientError++
+	case !a.outcome.failed():
+		m.OK++
+	case a.retryAfter >= 0:
+		m.RetryAfter++
+	case a.status == "429" || a.status == "grpc RESOURCE_EXHAUSTED":
+		m.Throttled++
+	case a.status == "timeout" || a.status == "408" || a.status == "grpc DEADLINE_EXCEEDED":
+		m.Timeout++
+	case a.transport:
+		m.Transport++
+	default:
+		m.ServerError++
+	}
+}
+
+func (m *OutcomeMix) plus(o OutcomeMix) {
+	m.OK += o.OK
+	m.ServerError += o.ServerError
+	m.Throttled += o.Throttled
+	m.RetryAfter += o.RetryAfter
+	m.ClientError += o.ClientError
+	m.Timeout += o.Timeout
+	m.Transport += o.Transport
+}
+
+// retryable is the number of failures a caller may retry.
+func (m OutcomeMix) retryable() int { return m.Failed() - m.ClientError }
+
+// calibrate adds the calibration statistics to t: every edge's outcome mix
+// and timeline, work-only self times, the roots' outcomes and latency,
+// concurrency by Little's law and the sampling probability.
+func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology) {
+	var all []int32
+	for _, r := range roots {
+		all = append(all, r...)
+	}
+	slices.Sort(all)
+	cal := &Calibration{BucketS: BucketS, InFlight: []ServiceLoad{}}
+	t0, window := arrivalWindow(ix, all)
+	cal.ArrivalWindowS = round3(window)
+	if window > 0 {
+		cal.RootRatePerS = round3(float64(len(all)) / window)
+	}
+	cal.Sampling = sampling(ix, all)
+	cal.Root = rootStats(ix, all)
+
+	downFailed := make(map[int32]bool)
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			if c.last().outcome.failed() {
+				downFailed[ix.serverOf(c.from)] = true
+			}
+		}
+	}
+	for i, ec := range ecs {
+		o := &Outcomes{Incidents: []Incident{}}
+		type split struct{ first, retry OutcomeMix }
+		buckets := map[int]*split{}
+		raSum, raN := 0.0, 0
+		for _, c := range ec.calls {
+			for k := range c.attempts {
+				a := &c.attempts[k]
+				if a.retryAfter >= 0 && a.outcome.failed() {
+					raSum += float64(a.retryAfter)
+					raN++
+				}
+				if a.server >= 0 && downFailed[a.server] {
+					o.DownstreamFailed++
+					if a.outcome.failed() {
+						o.Propagated++
+					}
+					continue
+				}
+				b := bucketOf(a.start, t0)
+				sp := buckets[b]
+				if sp == nil {
+					sp = &split{}
+					buckets[b] = sp
+				}
+				if k == 0 {
+					sp.first.add(a)
+				} else {
+					sp.retry.add(a)
+				}
+			}
+		}
+		if raN > 0 {
+			o.RetryAfterMS = round3(raSum / float64(raN))
+		}
+		keys := make([]int, 0, len(buckets))
+		for b := range buckets {
+			keys = append(keys, b)
+		}
+		sort.Ints(keys)
+		var whole OutcomeMix
+		for _, b := range keys {
+			whole.plus(buckets[b].first)
+		}
+		incident := incidentTest(whole)
+		for _, b := range keys {
+			sp := buckets[b]
+			if incident(sp.first) {
+				o.Incidents = append(o.Incidents, Incident{Bucket: b, First: sp.first, Retry: sp.retry})
+				continue
+			}
+			o.First.plus(sp.first)
+			o.Retry.plus(sp.retry)
+		}
+		t.Edges[i].Outcomes = o
+	}
+	userOutcomes(ix, roots, downFailed, t0, t)
+	workSelfTimes(ix, ecs, t)
+	cal.InFlight = inFlight(ix, ecs, window)
+	t.Calibration = cal
+}
+
+// incidentTest returns whether a bucket's first attempts failed beyond the
+// edge's overall rate by more than three binomial deviations and one
+// attempt, and at least half of them: an incident, not noise.
+func incidentTest(whole OutcomeMix) func(OutcomeMix) bool {
+	h := 0.0
+	if n := whole.Total(); n > 0 {
+		h = float64(whole.retryable()) / float64(n)
+	}
+	return func(m OutcomeMix) bool {
+		n := float64(m.Total())
+		k := float64(m.retryable())
+		return n >= 2 && k >= 0.5*n && k > n*h+3*math.Sqrt(n*h*(1-h))+1
+	}
+}
+
+func bucketOf(start, t0 int64) int {
+	return max(0, int(float64(start-t0)/1e9/BucketS))
+}
+
+// arrivalWindow returns the first root start and the window of root
+// arrivals in seconds (0 when there are fewer than two roots or they all
+// started within a millisecond).
+func arrivalWindow(ix *index, roots []int32) (int64, float64) {
+	if len(roots) == 0 {
+		return 0, 0
+	}
+	lo, hi := ix.spans[roots[0]].Start, ix.spans[roots[0]].Start
+	for _, r := range roots {
+		lo, hi = min(lo, ix.spans[r].Start), max(hi, ix.spans[r].Start)
+	}
+	span := float64(hi-lo) / 1e9
+	if len(roots) < 2 || span < 1e-3 {
+		return lo, 0
+	}
+	return lo, span + span/float64(len(roots)-1)
+}
+
+// sampling weighs every root by its own head-sampling probability: the
+// effective probability is roots / Σ 1/p.
+func sampling(ix *index, roots []int32) Sampling {
+	s := Sampling{Probability: 1, Source: "none seen", LowerBound: true}
+	inv, sources := 0.0, map[string]bool{}
+	for _, r := range roots {
+		sp := &ix.spans[r]
+		p := float64(sp.SampleProb)
+		if p <= 0 || p > 1 {
+			inv++
+			continue
+		}
+		s.Roots++
+		inv += 1 / p
+		sources[ix.str(sp.SampleSource)] = true
+	}
+	if s.Roots == 0 || inv == 0 {
+		return s
+	}
+	s.Probability = round6(float64(len(roots)) / inv)
+	var names []string
+	for n := range sources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s.Source = joinNames(names)
+	s.LowerBound = s.Roots < len(roots)
+	return s
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += " + "
+		}
+		out += n
+	}
+	return out
+}
+
+// rootStats measures the root requests' outcomes and latency.
+func rootStats(ix *index, roots []int32) RootStats {
+	st := RootStats{Requests: len(roots)}
+	if len(roots) == 0 {
+		return st
+	}
+	d := make([]float64, 0, len(roots))
+	ok, server := 0, 0
+	for _, r := range roots {
+		d = append(d, float64(ix.spans[r].Duration())/1e6)
+		switch o, _ := classify(ix, r, r); o {
+		case outcomeRetryable:
+			server++
+		case outcomeClientError:
+		default:
+			ok++
+		}
+	}
+	slices.Sort(d)
+	n := float64(len(roots))
+	st.SuccessRate, st.ServerErrorRate = round6(float64(ok)/n), round6(float64(server)/n)
+	st.P50MS, st.P90MS, st.P99MS = round3(quantile(d, 0.5)), round3(quantile(d, 0.9)), round3(quantile(d, 0.99))
+	return st
+}
+
+// userOutcomes gives every user edge the outcome mix of its root spans.
+func userOutcomes(ix *index, roots map[node][]int32, downFailed map[int32]bool, t0 int64, t *Topology) {
+	for i := range t.Edges {
+		e := &t.Edges[i]
+		if e.Caller != userCaller {
+			continue
+		}
+		o := &Outcomes{Incidents: []Incident{}}
+		for _, r := range roots[node{e.Callee, e.Operation}] {
+			a := ix.newAttempt(r, r)
+			if downFailed[r] {
+				o.DownstreamFailed++
+				if a.outcome.failed() {
+					o.Propagated++
+				}
+				continue
+			}
+			o.First.add(&a)
+		}
+		e.Outcomes = o
+	}
+}
+
+// workSelfTimes replaces each instrumented operation's self-time quantiles
+// with the work it did itself: its span's duration minus the time covered
+// by its children and minus the waits between the attempts of its calls
+// (backoff and Retry-After sleeps), which hold a request but do no work.
+func workSelfTimes(ix *index, ecs []*edgeCalls, t *Topology) {
+	waits := map[int32][][2]int64{}
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			for k := 1; k < len(c.attempts); k++ {
+				prev, next := &c.attempts[k-1], &c.attempts[k]
+				if next.start > prev.end && !prev.synthetic && !next.synthetic {
+					waits[c.from] = append(waits[c.from], [2]int64{prev.end, next.start})
+				}
+			}
+		}
+	}
+	if len(waits) == 0 {
+		return
+	}
+	self := map[node][]float64{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] || !isServer(sp) && ix.parent[i] >= 0 {
+			continue
+		}
+		n := node{ix.str(sp.Service), ix.opName(int32(i))}
+		self[n] = append(self[n], float64(workTime(ix, int32(i), waits[int32(i)]))/1e6)
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		if s.Virtual {
+			continue
+		}
+		for oi := range s.Operations {
+			op := &s.Operations[oi]
+			xs := self[node{s.Name, op.Name}]
+			if len(xs) == 0 {
+				continue
+			}
+			slices.Sort(xs)
+			op.SelfQuantilesMS = op.SelfQuantilesMS[:0]
+			for _, q := range SelfQuantileLevels {
+				op.SelfQuantilesMS = append(op.SelfQuantilesMS, round3(quantile(xs, q)))
+			}
+		}
+	}
+}
+
+// workTime is span i's duration minus the union of its children's
+// intervals and the given waits, clipped to the span.
+func workTime(ix *index, i int32, waits [][2]int64) int64 {
+	sp := &ix.spans[i]
+	ivs := slices.Clone(waits)
+	for _, c := range ix.kids(i) {
+		ivs = append(ivs, [2]int64{ix.spans[c].Start, ix.spans[c].End})
+	}
+	slices.SortFunc(ivs, func(a, b [2]int64) int { return cmpInt64(a[0], b[0]) })
+	covered, end := int64(0), sp.Start
+	for _, iv := range ivs {
+		cs, ce := max(iv[0], end), min(iv[1], sp.End)
+		if ce > cs {
+			covered += ce - cs
+			end = ce
+		}
+	}
+	return max(sp.Duration()-covered, 0)
+}
+
+// inFlight is Little's law per service: the sum of its span durations
+// (server spans for instrumented services, attempts for virtual ones)
+// over the arrival window.
+func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
+	out := []ServiceLoad{}
+	if window <= 0 {
+		return out
+	}
+	busy := map[string]float64{}
+	instrumented := map[string]bool{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] {
+			continue
+		}
+		svc := ix.str(sp.Service)
+		instrumented[svc] = true
+		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
+			busy[svc] += float64(sp.Duration()) / 1e9
+		}
+	}
+	for _, ec := range ecs {
+		if instrumented[ec.key.callee] {
+			continue
+		}
+		for _, c := range ec.calls {
+			for _, a := range c.attempts {
+				busy[ec.key.callee] += float64(a.end-a.start) / 1e9
+			}
+		}
+	}
+	for svc, b := range busy {
+		out = append(out, ServiceLoad{Service: svc, InFlight: round3(b / window)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	return out
+}
