@@ -21,9 +21,9 @@ type Calibration struct {
 	ArrivalWindowS float64 `json:"arrival_window_s"`
 	// RootRatePerS is the root requests per second over the arrival
 	// window, before any scaling for sampling.
-	RootRatePerS float64  `json:"root_rate_per_s"`
-	BucketS      float64  `json:"bucket_s"`
-	Sampling     Sampling `json:"sampling"`
+	RootRatePerS float64   `json:"root_rate_per_s"`
+	BucketS      float64   `json:"bucket_s"`
+	Sampling     Sampling  `json:"sampling"`
 	Root         RootStats `json:"root"`
 	// InFlight is each service's mean number of requests in flight by
 	// Little's law: the sum of its span durations over the arrival window.
@@ -69,6 +69,13 @@ type ServiceLoad struct {
 type Outcomes struct {
 	First OutcomeMix `json:"first"`
 	Retry OutcomeMix `json:"retry"`
+	// FirstUnderRetry are the first attempts (counted in First too) made
+	// while serving a request that a caller above was retrying: failures
+	// stick to requests across layers, not only across one edge's retries.
+	FirstUnderRetry OutcomeMix `json:"first_under_retry"`
+	// RetryByAttempt splits Retry by attempt: [0] second attempts, [1]
+	// third… The later a retry, the likelier its request fails for good.
+	RetryByAttempt []OutcomeMix `json:"retry_by_attempt"`
 	// DownstreamFailed counts attempts during which one of the callee's
 	// own calls failed; Propagated how many of them failed in turn (the
 	// rest were absorbed by a fallback).
@@ -161,74 +168,159 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	cal.Root = rootStats(ix, all)
 
 	downFailed := make(map[int32]bool)
+	calling := make(map[int32]bool)
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
+			s := ix.serverOf(c.from)
+			calling[s] = true
 			if c.last().outcome.failed() {
-				downFailed[ix.serverOf(c.from)] = true
+				downFailed[s] = true
 			}
 		}
 	}
+	under := underRetry(ix, ecs)
 	for i, ec := range ecs {
-		o := &Outcomes{Incidents: []Incident{}}
-		type split struct{ first, retry OutcomeMix }
-		buckets := map[int]*split{}
-		raSum, raN := 0.0, 0
-		for _, c := range ec.calls {
-			for k := range c.attempts {
-				a := &c.attempts[k]
-				if a.retryAfter >= 0 && a.outcome.failed() {
-					raSum += float64(a.retryAfter)
-					raN++
-				}
-				if a.server >= 0 && downFailed[a.server] {
-					o.DownstreamFailed++
-					if a.outcome.failed() {
-						o.Propagated++
-					}
-					continue
-				}
-				b := bucketOf(a.start, t0)
-				sp := buckets[b]
-				if sp == nil {
-					sp = &split{}
-					buckets[b] = sp
-				}
-				if k == 0 {
-					sp.first.add(a)
-				} else {
-					sp.retry.add(a)
-				}
-			}
-		}
-		if raN > 0 {
-			o.RetryAfterMS = round3(raSum / float64(raN))
-		}
-		keys := make([]int, 0, len(buckets))
-		for b := range buckets {
-			keys = append(keys, b)
-		}
-		sort.Ints(keys)
-		var whole OutcomeMix
-		for _, b := range keys {
-			whole.plus(buckets[b].first)
-		}
-		incident := incidentTest(whole)
-		for _, b := range keys {
-			sp := buckets[b]
-			if incident(sp.first) {
-				o.Incidents = append(o.Incidents, Incident{Bucket: b, First: sp.first, Retry: sp.retry})
-				continue
-			}
-			o.First.plus(sp.first)
-			o.Retry.plus(sp.retry)
-		}
-		t.Edges[i].Outcomes = o
+		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, under)
 	}
-	userOutcomes(ix, roots, downFailed, t0, t)
+	userOutcomes(ix, roots, downFailed, t)
 	workSelfTimes(ix, ecs, t)
+	ownFailures(ix, downFailed, calling, t)
 	cal.InFlight = inFlight(ix, ecs, window)
 	t.Calibration = cal
 }
+
+// edgeOutcomes measures one edge's failure model and transit times.
+func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[int32]bool, under func(int32) bool) {
+	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}}
+	// rec is one attempt whose outcome is the callee's own.
+	type rec struct {
+		a      *attempt
+		k      int // its index in the call
+		bucket int
+		under  bool // made while serving a request some caller was retrying
+	}
+	var recs []rec
+	raSum, raN := 0.0, 0
+	var transit []float64
+	for _, c := range ec.calls {
+		u := under(ix.serverOf(c.from))
+		for k := range c.attempts {
+			a := &c.attempts[k]
+			if a.retryAfter >= 0 && a.outcome.failed() {
+				raSum += float64(a.retryAfter)
+				raN++
+			}
+			if a.server >= 0 && a.transport && a.end-a.start < ix.spans[a.server].Duration() {
+				// The callee answered too late: its own time, which replay
+				// draws, times the attempt out again. Counting the timeout
+				// here as well would fail it twice.
+				continue
+			}
+			if a.server >= 0 {
+				transit = append(transit, float64(max(a.end-a.start-ix.spans[a.server].Duration(), 0))/1e6)
+			}
+			if a.server >= 0 && downFailed[a.server] {
+				o.DownstreamFailed++
+				if a.outcome.failed() {
+					o.Propagated++
+				}
+				continue
+			}
+			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), under: u})
+		}
+	}
+	if raN > 0 {
+		o.RetryAfterMS = round3(raSum / float64(raN))
+	}
+	// Incidents: buckets whose first attempts failed far beyond the rest.
+	type split struct{ first, retry OutcomeMix }
+	buckets := map[int]*split{}
+	var whole OutcomeMix
+	for _, r := range recs {
+		sp := buckets[r.bucket]
+		if sp == nil {
+			sp = &split{}
+			buckets[r.bucket] = sp
+		}
+		if r.k == 0 {
+			sp.first.add(r.a)
+			whole.add(r.a)
+		} else {
+			sp.retry.add(r.a)
+		}
+	}
+	incident := incidentTest(whole)
+	keys := make([]int, 0, len(buckets))
+	for b, sp := range buckets {
+		if incident(sp.first) {
+			keys = append(keys, b)
+		}
+	}
+	sort.Ints(keys)
+	inIncident := map[int]bool{}
+	for _, b := range keys {
+		inIncident[b] = true
+		o.Incidents = append(o.Incidents, Incident{Bucket: b, First: buckets[b].first, Retry: buckets[b].retry})
+	}
+	for _, r := range recs {
+		switch {
+		case inIncident[r.bucket]:
+		case r.k == 0:
+			o.First.add(r.a)
+			if r.under {
+				o.FirstUnderRetry.add(r.a)
+			}
+		default:
+			o.Retry.add(r.a)
+			for len(o.RetryByAttempt) < r.k {
+				o.RetryByAttempt = append(o.RetryByAttempt, OutcomeMix{})
+			}
+			o.RetryByAttempt[r.k-1].add(r.a)
+		}
+	}
+	e.Outcomes = o
+	if len(transit) > 0 {
+		slices.Sort(transit)
+		e.TransitQuantilesMS = quantilesOf(transit)
+	}
+}
+
+// underRetry returns whether the work in a server span was done for a
+// request that some caller above was retrying: the attempt that reached
+// it, or one of the attempts above it, was a retry. A retried request is
+// more often a bad one (a poisoned key, a bad shard) at every layer below.
+func underRetry(ix *index, ecs []*edgeCalls) func(int32) bool {
+	type ref struct {
+		from  int32
+		retry bool
+	}
+	reached := map[int32]ref{} // server span → the attempt that reached it
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			for k, a := range c.attempts {
+				if a.server >= 0 {
+					reached[a.server] = ref{c.from, k > 0}
+				}
+			}
+		}
+	}
+	memo := map[int32]bool{}
+	var under func(s int32, depth int) bool
+	under = func(s int32, depth int) bool {
+		if v, ok := memo[s]; ok {
+			return v
+		}
+		r, ok := reached[s]
+		v := ok && (r.retry || depth < maxDepth && under(ix.serverOf(r.from), depth+1))
+		memo[s] = v
+		return v
+	}
+	return func(s int32) bool { return under(s, 0) }
+}
+
+// maxDepth bounds how far up underRetry looks: a malformed trace cannot
+// make it recurse without end.
+const maxDepth = 256
 
 // incidentTest returns whether a bucket's first attempts failed beyond the
 // edge's overall rate by more than three binomial deviations and one
@@ -331,12 +423,12 @@ func rootStats(ix *index, roots []int32) RootStats {
 	slices.Sort(d)
 	n := float64(len(roots))
 	st.SuccessRate, st.ServerErrorRate = round6(float64(ok)/n), round6(float64(server)/n)
-	st.P50MS, st.P90MS, st.P99MS = round3(quantile(d, 0.5)), round3(quantile(d, 0.9)), round3(quantile(d, 0.99))
+	st.P50MS, st.P90MS, st.P99MS = round3(nearestRank(d, 0.5)), round3(nearestRank(d, 0.9)), round3(nearestRank(d, 0.99))
 	return st
 }
 
 // userOutcomes gives every user edge the outcome mix of its root spans.
-func userOutcomes(ix *index, roots map[node][]int32, downFailed map[int32]bool, t0 int64, t *Topology) {
+func userOutcomes(ix *index, roots map[node][]int32, downFailed map[int32]bool, t *Topology) {
 	for i := range t.Edges {
 		e := &t.Edges[i]
 		if e.Caller != userCaller {
@@ -355,6 +447,44 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed map[int32]bool, 
 			o.First.add(&a)
 		}
 		e.Outcomes = o
+	}
+}
+
+// ownFailures counts, per operation of the instrumented services, the
+// executions that failed on their own and those of them that failed before
+// making any call: a request the service rejects does not go on to call
+// its dependencies, and a replay that made the calls anyway would take too
+// long to fail and call too often when it succeeds.
+func ownFailures(ix *index, downFailed, calling map[int32]bool, t *Topology) {
+	type counts struct{ own, noCalls int }
+	byOp := map[node]*counts{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] || !isServer(sp) || downFailed[int32(i)] {
+			continue
+		}
+		if o, _ := classify(ix, int32(i), int32(i)); !o.failed() {
+			continue
+		}
+		n := node{ix.str(sp.Service), ix.opName(int32(i))}
+		c := byOp[n]
+		if c == nil {
+			c = &counts{}
+			byOp[n] = c
+		}
+		c.own++
+		if !calling[int32(i)] {
+			c.noCalls++
+		}
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		for oi := range s.Operations {
+			op := &s.Operations[oi]
+			if c := byOp[node{s.Name, op.Name}]; c != nil {
+				op.OwnFailures, op.FailedWithoutCalls = c.own, c.noCalls
+			}
+		}
 	}
 }
 
@@ -398,12 +528,27 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, t *Topology) {
 				continue
 			}
 			slices.Sort(xs)
-			op.SelfQuantilesMS = op.SelfQuantilesMS[:0]
-			for _, q := range SelfQuantileLevels {
-				op.SelfQuantilesMS = append(op.SelfQuantilesMS, round3(quantile(xs, q)))
-			}
+			op.SelfQuantilesMS = quantilesOf(xs)
 		}
 	}
+}
+
+// quantilesOf returns sorted xs at SelfQuantileLevels.
+func quantilesOf(xs []float64) []float64 {
+	out := make([]float64, 0, len(SelfQuantileLevels))
+	for _, q := range SelfQuantileLevels {
+		out = append(out, round3(quantile(xs, q)))
+	}
+	return out
+}
+
+// nearestRank is the nearest-rank p-quantile of sorted xs, the definition
+// replay's latency percentiles use.
+func nearestRank(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[max(int(math.Ceil(p*float64(len(sorted))))-1, 0)]
 }
 
 // workTime is span i's duration minus the union of its children's

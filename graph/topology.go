@@ -50,6 +50,11 @@ type Operation struct {
 	// time covered by its outgoing calls), which replay draws service times from.
 	SelfQuantilesMS []float64 `json:"self_quantiles_ms"`
 	ErrorRate       float64   `json:"error_rate"`
+	// OwnFailures counts executions that failed although every call they
+	// made succeeded (the operation's own failures); FailedWithoutCalls
+	// how many of them made no call at all (they failed before calling).
+	OwnFailures        int `json:"own_failures,omitempty"`
+	FailedWithoutCalls int `json:"failed_without_calls,omitempty"`
 }
 
 // Edge is one caller → callee operation with the retry policy inferred for it.
@@ -105,6 +110,10 @@ type Edge struct {
 	MissingAttempts int `json:"missing_attempts"`
 	// Outcomes is the edge's failure model as the traces show it.
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
+	// TransitQuantilesMS is the time an attempt spends outside the
+	// callee's span (network, connection set-up, serialisation), at
+	// SelfQuantileLevels; empty when no attempt reached an instrumented callee.
+	TransitQuantilesMS []float64 `json:"transit_quantiles_ms,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.

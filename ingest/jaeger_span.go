@@ -25,9 +25,9 @@ type jaegerSpans struct {
 	links     []Link // the current span's links
 	hasParent bool   // the current span's parent came from a CHILD_OF reference
 
-	procs     map[string]jProc // process id → process, for the current trace
-	batch     jProc            // a Batch's (or Trace's only) process
-	hasBatch  bool
+	procs    map[string]jProc // process id → process, for the current trace
+	batch    jProc            // a Batch's (or Trace's only) process
+	hasBatch bool
 }
 
 // newJaegerSpans returns a converter appending to set and reporting to w.

@@ -17,6 +17,7 @@ const (
 	evRetry                 // a call's backoff is over: send the next attempt
 	evTick                  // once a simulated second: sample the series
 	evKick                  // a fault starts or ends: re-check worker limits
+	evArrive                // an attempt reaches its callee after its transit time
 )
 
 type jobState uint8
@@ -42,9 +43,19 @@ type job struct {
 	attemptNo    int16
 	state        jobState
 	failed       bool
+	clientErr    bool // failed because a call ended in a client error
 	cancelled    bool
 	lostResponse bool
 	gen          int32
+	// fail is the failure model of the edge (or root operation) the job
+	// answers, nil for none.
+	fail *Failures
+	// own is the job's own outcome when drawn before its calls (drawn).
+	own   outcome
+	drawn bool
+	ownRA float64
+	// underRetry: this attempt, or one above it, is a retry.
+	underRetry bool
 }
 
 // call is one logical call: a root request, or one caller job's call over
@@ -62,6 +73,9 @@ type call struct {
 	inflight  int16
 	prevDelay float64
 	done      bool
+	// clientErr: an attempt ended in a client error, which is not retried.
+	clientErr bool
+	entry     int16 // the root operation of a root request
 	gen       int32
 }
 
@@ -132,6 +146,9 @@ type sim struct {
 	// One random stream per component, so changing one component's draws
 	// leaves the others' sequences alone.
 	rngArrival, rngService, rngClient, rngFault *rand.Rand
+	rngOutcome                                  *rand.Rand
+	// observed: the run replays the traces' own failure timeline.
+	observed bool
 
 	svcs      []svcState
 	jobs      []job
@@ -154,7 +171,8 @@ func newRNG(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 
 func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	s := &sim{m: m, faults: faults, cfg: cfg,
 		rngArrival: newRNG(cfg.Seed, 1), rngService: newRNG(cfg.Seed, 2),
-		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4)}
+		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4), rngOutcome: newRNG(cfg.Seed, 5),
+		observed: faults.Observed()}
 	s.svcs = make([]svcState, len(m.Services))
 	for i, svc := range m.Services {
 		n := faults.Shards(svc.Name)
@@ -271,6 +289,10 @@ func (s *sim) run() {
 			}
 		case evTick:
 			s.tick()
+		case evArrive:
+			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
+				s.arrive(ev.id)
+			}
 		case evKick:
 			for i := range s.svcs {
 				for k := range s.svcs[i].pools {
@@ -297,7 +319,7 @@ func (s *sim) rootRequest(i int) {
 	if s.m.ClientDeadline > 0 {
 		deadline = s.now + s.m.ClientDeadline
 	}
-	c := s.newCall(call{job: -1, edge: -1, svc: int32(e.Service), op: int32(e.Op), start: s.now, deadline: deadline})
+	c := s.newCall(call{job: -1, edge: -1, entry: int16(i), svc: int32(e.Service), op: int32(e.Op), start: s.now, deadline: deadline})
 	s.met.rootStarted(s.now)
 	s.send(c)
 }
@@ -356,6 +378,14 @@ func (s *sim) send(ci int32) {
 	if p.HedgeAfter > 0 && n == 1 && p.MaxAttempts > 1 {
 		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
 	}
+	if c.edge >= 0 {
+		if tr := s.m.Edges[c.edge].Transit; tr != nil {
+			// The network and the client's own overhead: the attempt
+			// reaches the callee that much later and holds no callee worker.
+			s.h.push(s.now+tr.Sample(s.rngOutcome), evArrive, a, s.atts[a].gen)
+			return
+		}
+	}
 	s.arrive(a)
 }
 
@@ -396,7 +426,15 @@ func (s *sim) arrive(ai int32) {
 	if c.edge >= 0 && s.m.Edges[c.edge].Policy.Propagate || c.edge < 0 && s.m.RootPropagate {
 		deadline = c.deadline
 	}
-	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse})
+	fail := s.m.Entry[c.entry].Fail
+	under := a.n > 1
+	if c.edge >= 0 {
+		fail = s.m.Edges[c.edge].Fail
+		if p := &s.jobs[c.job]; p.gen == c.jobGen && p.underRetry {
+			under = true
+		}
+	}
+	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, underRetry: under})
 	a.job = j
 	p.push(j)
 	s.startQueued(c.svc, int32(shard))
@@ -458,6 +496,16 @@ func (s *sim) served(ji int32) {
 		s.complete(ji)
 		return
 	}
+	if op.FailFast > 0 && j.fail != nil {
+		// Draw the job's own outcome now: a request the service rejects
+		// fails before it calls anything.
+		j.own, j.ownRA = s.drawOwn(j)
+		j.drawn = true
+		if j.own != outOK && s.rngOutcome.Float64() < op.FailFast {
+			s.complete(ji)
+			return
+		}
+	}
 	j.state = jobCalling
 	j.selfEnd = s.now
 	if op.Parallel {
@@ -517,14 +565,25 @@ func (s *sim) startCall(ji, e int32) {
 	s.send(c)
 }
 
-// complete ends a job: its worker is freed and its attempt answered.
+// complete ends a job: its worker is freed and its attempt answered with
+// the outcome the failure model gives.
 func (s *sim) complete(ji int32) {
+	o, retryAfter := s.ownOutcome(ji)
 	j := &s.jobs[ji]
-	ok := !j.failed
 	ai, svc, pi, lost := j.att, j.svc, j.pool, j.lostResponse
 	s.release(ji)
 	if !lost {
-		s.answer(ai, ok, 0)
+		switch o {
+		case outOK:
+			s.answer(ai, true, 0)
+		case outClientError:
+			if a := &s.atts[ai]; a.open {
+				s.calls[a.call].clientErr = true
+			}
+			s.answer(ai, false, 0)
+		default:
+			s.answer(ai, false, retryAfter)
+		}
 	}
 	s.startQueued(svc, pi)
 }
@@ -565,6 +624,9 @@ func (s *sim) answer(ai int32, ok bool, retryAfter float64) {
 	c := &s.calls[ci]
 	c.inflight--
 	s.settle(c, ok, false, retry)
+	if !ok && c.edge >= 0 {
+		s.met.attemptFailed(c.edge)
+	}
 	if ok {
 		s.finish(ci, true)
 		return
@@ -593,6 +655,9 @@ func (s *sim) timeout(ai int32) {
 	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
 	c.inflight--
+	if c.edge >= 0 {
+		s.met.attemptFailed(c.edge)
+	}
 	s.abandon(ai, false)
 	s.freeAttempt(ai) // unless a server job still holds it
 	s.settle(c, false, true, retry)
@@ -638,7 +703,7 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64) {
 		return // a hedged attempt is still out
 	}
 	p := s.policy(c)
-	if int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
+	if c.clientErr || int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
 		s.finish(ci, false)
 		return
 	}
@@ -706,14 +771,14 @@ func (s *sim) finish(ci int32, ok bool) {
 		c.inflight = 0
 	}
 	if c.job < 0 {
-		s.met.rootDone(c.start, s.now, ok && s.now <= c.deadline)
+		s.met.rootDone(c.start, s.now, ok && s.now <= c.deadline, !ok && c.clientErr)
 		if s.m.Clients > 0 {
 			s.h.push(s.now+s.m.Think, evThink, 0, 0)
 		}
 		s.freeCall(ci)
 		return
 	}
-	ji, gen := c.job, c.jobGen
+	ji, gen, clientErr := c.job, c.jobGen, c.clientErr
 	s.freeCall(ci)
 	j := &s.jobs[ji]
 	if j.gen != gen || j.state != jobCalling {
@@ -722,6 +787,7 @@ func (s *sim) finish(ci int32, ok bool) {
 	j.pending--
 	if !ok {
 		j.failed = true
+		j.clientErr = j.clientErr || clientErr
 	}
 	if s.m.Services[j.svc].Ops[j.op].Parallel {
 		if j.pending == 0 {

@@ -1,0 +1,175 @@
+package replay
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/retryaudit/retryaudit/graph"
+)
+
+// Mix is how attempts end when the callee's own calls succeeded: the
+// probabilities of a retryable failure, of one that carries Retry-After,
+// and of a client error (a 4xx callers do not retry). The rest succeed.
+type Mix struct {
+	Fail, RetryAfter, ClientError float64
+}
+
+// Failures is the failure model of an edge (or of a root operation): the
+// callee's own outcomes, for first attempts apart from retries (a retry of
+// a failed request fails far more often than a first try: a bad shard, a
+// poisoned key), the incidents of the traces' timeline by time bucket, and
+// how often a failure of the callee's own calls fails the attempt.
+type Failures struct {
+	// First is for first attempts of requests no caller above is
+	// retrying, FirstUnderRetry for those made while serving a retry
+	// (failures stick to requests across layers); Retry for retries, and
+	// RetryBy[i] for attempt i+2 where the traces show it.
+	First, FirstUnderRetry, Retry Mix
+	RetryBy                       []Mix
+	// Propagate is the probability that a failed downstream call makes the
+	// attempt fail (1 without a fallback).
+	Propagate float64
+	// RetryAfter is the Retry-After the callee sends (seconds).
+	RetryAfter float64
+	// Incidents replace First and Retry in their time buckets (see
+	// Model.Bucket) when the observed degradation is replayed.
+	Incidents map[int][2]Mix
+}
+
+// outcome is how the callee answers an attempt.
+type outcome uint8
+
+const (
+	outOK outcome = iota
+	outFail
+	outRetryAfter
+	outClientError
+)
+
+func (m Mix) draw(u float64) outcome {
+	switch {
+	case u < m.Fail:
+		return outFail
+	case u < m.Fail+m.RetryAfter:
+		return outRetryAfter
+	case u < m.Fail+m.RetryAfter+m.ClientError:
+		return outClientError
+	}
+	return outOK
+}
+
+// draw picks the callee's own outcome of attempt number n in time bucket
+// b (-1: no timeline); under: a caller above is retrying the request.
+func (f *Failures) draw(n int16, under bool, b int, rng *rand.Rand) outcome {
+	var mix Mix
+	switch {
+	case n > 1 && int(n)-2 < len(f.RetryBy):
+		mix = f.RetryBy[n-2]
+	case n > 1:
+		mix = f.Retry
+	case under:
+		mix = f.FirstUnderRetry
+	default:
+		mix = f.First
+	}
+	if inc, ok := f.Incidents[b]; ok && b >= 0 {
+		mix = inc[0]
+		if n > 1 {
+			mix = inc[1]
+		}
+	}
+	return mix.draw(rng.Float64())
+}
+
+// mixOf turns counted outcomes into a Mix. With no attempts counted it
+// returns fallback.
+func mixOf(m graph.OutcomeMix, fallback Mix) Mix {
+	n := float64(m.Total())
+	if n == 0 {
+		return fallback
+	}
+	ra := float64(m.RetryAfter)
+	return Mix{Fail: float64(m.Failed()-m.RetryAfter-m.ClientError) / n, RetryAfter: ra / n, ClientError: float64(m.ClientError) / n}
+}
+
+// minus is a's counts less b's, each at least 0.
+func minus(a, b graph.OutcomeMix) graph.OutcomeMix {
+	return graph.OutcomeMix{OK: max(a.OK-b.OK, 0), ServerError: max(a.ServerError-b.ServerError, 0),
+		Throttled: max(a.Throttled-b.Throttled, 0), RetryAfter: max(a.RetryAfter-b.RetryAfter, 0),
+		ClientError: max(a.ClientError-b.ClientError, 0), Timeout: max(a.Timeout-b.Timeout, 0),
+		Transport: max(a.Transport-b.Transport, 0)}
+}
+
+// failuresOf builds the failure model of an edge from what the traces
+// show, nil when they show nothing (a topology written without outcomes).
+func failuresOf(o *graph.Outcomes) *Failures {
+	if o == nil {
+		return nil
+	}
+	f := &Failures{Propagate: 1, RetryAfter: o.RetryAfterMS / 1000}
+	all := mixOf(o.First, Mix{})
+	f.First = mixOf(minus(o.First, o.FirstUnderRetry), all)
+	f.FirstUnderRetry = mixOf(o.FirstUnderRetry, all)
+	// Retries never seen outside incidents fail as first attempts do.
+	f.Retry = mixOf(o.Retry, all)
+	for _, m := range o.RetryByAttempt {
+		f.RetryBy = append(f.RetryBy, mixOf(m, f.Retry))
+	}
+	if o.DownstreamFailed > 0 {
+		f.Propagate = float64(o.Propagated) / float64(o.DownstreamFailed)
+	}
+	for _, inc := range o.Incidents {
+		if f.Incidents == nil {
+			f.Incidents = map[int][2]Mix{}
+		}
+		first := mixOf(inc.First, f.First)
+		f.Incidents[inc.Bucket] = [2]Mix{first, mixOf(inc.Retry, first)}
+	}
+	return f
+}
+
+// bucket is the timeline bucket of simulated time t, -1 when the model
+// has no timeline or the run does not replay it.
+func (s *sim) bucket(t float64) int {
+	if !s.observed || s.m.Bucket <= 0 {
+		return -1
+	}
+	if p := s.m.TimelinePeriod; p > 0 {
+		t = math.Mod(t, p)
+	}
+	return int(t / s.m.Bucket)
+}
+
+// ownOutcome decides how job ji's attempt ends once its work and calls are
+// done: a failed call fails it with the edge's propagation probability;
+// otherwise the callee's own outcome is drawn from the failure model.
+func (s *sim) ownOutcome(ji int32) (outcome, float64) {
+	j := &s.jobs[ji]
+	f := j.fail
+	if j.failed {
+		if f != nil && f.Propagate < 1 && s.rngOutcome.Float64() >= f.Propagate {
+			return outOK, 0
+		}
+		if j.clientErr {
+			return outClientError, 0
+		}
+		return outFail, 0
+	}
+	if j.drawn {
+		return j.own, j.ownRA
+	}
+	return s.drawOwn(j)
+}
+
+// drawOwn draws job j's own outcome from its failure model, with the
+// Retry-After that comes with it.
+func (s *sim) drawOwn(j *job) (outcome, float64) {
+	if j.fail == nil {
+		return outOK, 0
+	}
+	o := j.fail.draw(j.attemptNo, j.underRetry, s.bucket(j.start), s.rngOutcome)
+	if o == outRetryAfter {
+		return o, j.fail.RetryAfter
+	}
+	return o, 0
+}
