@@ -76,6 +76,10 @@ type Outcomes struct {
 	// RetryByAttempt splits Retry by attempt: [0] second attempts, [1]
 	// third… The later a retry, the likelier its request fails for good.
 	RetryByAttempt []OutcomeMix `json:"retry_by_attempt"`
+	// RetryAfterDownstream are the retries (counted in Retry, not in
+	// RetryByAttempt) whose previous attempt failed because a call the
+	// callee made failed: the callee's own failure is no likelier then.
+	RetryAfterDownstream OutcomeMix `json:"retry_after_downstream"`
 	// DownstreamFailed counts attempts during which one of the callee's
 	// own calls failed; Propagated how many of them failed in turn (the
 	// rest were absorbed by a fallback).
@@ -198,6 +202,8 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 		k      int // its index in the call
 		bucket int
 		under  bool // made while serving a request some caller was retrying
+		// afterDown: the previous attempt failed because of the callee's calls
+		afterDown bool
 	}
 	var recs []rec
 	raSum, raN := 0.0, 0
@@ -226,7 +232,12 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 				}
 				continue
 			}
-			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), under: u})
+			afterDown := false
+			if k > 0 {
+				p := &c.attempts[k-1]
+				afterDown = p.server >= 0 && downFailed[p.server] && p.outcome.failed()
+			}
+			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), under: u, afterDown: afterDown})
 		}
 	}
 	if raN > 0 {
@@ -270,6 +281,9 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 			if r.under {
 				o.FirstUnderRetry.add(r.a)
 			}
+		case r.afterDown:
+			o.Retry.add(r.a)
+			o.RetryAfterDownstream.add(r.a)
 		default:
 			o.Retry.add(r.a)
 			for len(o.RetryByAttempt) < r.k {

@@ -26,6 +26,9 @@ type Failures struct {
 	// RetryBy[i] for attempt i+2 where the traces show it.
 	First, FirstUnderRetry, Retry Mix
 	RetryBy                       []Mix
+	// RetryAfterDownstream is for retries of an attempt that failed
+	// because one of the callee's own calls failed.
+	RetryAfterDownstream Mix
 	// Propagate is the probability that a failed downstream call makes the
 	// attempt fail (1 without a fallback).
 	Propagate float64
@@ -60,9 +63,11 @@ func (m Mix) draw(u float64) outcome {
 
 // draw picks the callee's own outcome of attempt number n in time bucket
 // b (-1: no timeline); under: a caller above is retrying the request.
-func (f *Failures) draw(n int16, under bool, b int, rng *rand.Rand) outcome {
+func (f *Failures) draw(n int16, under, afterDown bool, b int, rng *rand.Rand) outcome {
 	var mix Mix
 	switch {
+	case n > 1 && afterDown:
+		mix = f.RetryAfterDownstream
 	case n > 1 && int(n)-2 < len(f.RetryBy):
 		mix = f.RetryBy[n-2]
 	case n > 1:
@@ -115,6 +120,7 @@ func failuresOf(o *graph.Outcomes) *Failures {
 	for _, m := range o.RetryByAttempt {
 		f.RetryBy = append(f.RetryBy, mixOf(m, f.Retry))
 	}
+	f.RetryAfterDownstream = mixOf(o.RetryAfterDownstream, all)
 	if o.DownstreamFailed > 0 {
 		f.Propagate = float64(o.Propagated) / float64(o.DownstreamFailed)
 	}
@@ -167,7 +173,7 @@ func (s *sim) drawOwn(j *job) (outcome, float64) {
 	if j.fail == nil {
 		return outOK, 0
 	}
-	o := j.fail.draw(j.attemptNo, j.underRetry, s.bucket(j.start), s.rngOutcome)
+	o := j.fail.draw(j.attemptNo, j.underRetry, j.afterDown, s.bucket(j.start), s.rngOutcome)
 	if o == outRetryAfter {
 		return o, j.fail.RetryAfter
 	}

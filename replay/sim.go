@@ -56,6 +56,8 @@ type job struct {
 	ownRA float64
 	// underRetry: this attempt, or one above it, is a retry.
 	underRetry bool
+	// afterDown: the attempt before it failed because of the callee's calls.
+	afterDown bool
 }
 
 // call is one logical call: a root request, or one caller job's call over
@@ -75,8 +77,11 @@ type call struct {
 	done      bool
 	// clientErr: an attempt ended in a client error, which is not retried.
 	clientErr bool
-	entry     int16 // the root operation of a root request
-	gen       int32
+	// downFailed: the latest attempt failed because the callee's own
+	// calls failed (its failure model draws the next one accordingly).
+	downFailed bool
+	entry      int16 // the root operation of a root request
+	gen        int32
 }
 
 // attempt is one try of a call. Its slot is reused once both sides are
@@ -434,7 +439,7 @@ func (s *sim) arrive(ai int32) {
 			under = true
 		}
 	}
-	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, underRetry: under})
+	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, underRetry: under, afterDown: c.downFailed})
 	a.job = j
 	p.push(j)
 	s.startQueued(c.svc, int32(shard))
@@ -571,6 +576,9 @@ func (s *sim) complete(ji int32) {
 	o, retryAfter := s.ownOutcome(ji)
 	j := &s.jobs[ji]
 	ai, svc, pi, lost := j.att, j.svc, j.pool, j.lostResponse
+	if a := &s.atts[ai]; a.open {
+		s.calls[a.call].downFailed = j.failed
+	}
 	s.release(ji)
 	if !lost {
 		switch o {
