@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/retryaudit/retryaudit/ingest"
 )
 
 // BucketS is the width of the time buckets in which the traces' failure
@@ -69,10 +71,11 @@ type ServiceLoad struct {
 type Outcomes struct {
 	First OutcomeMix `json:"first"`
 	Retry OutcomeMix `json:"retry"`
-	// FirstUnderRetry are the first attempts (counted in First too) made
-	// while serving a request that a caller above was retrying: failures
-	// stick to requests across layers, not only across one edge's retries.
-	FirstUnderRetry OutcomeMix `json:"first_under_retry"`
+	// FirstAfterFailure are the first attempts (counted in First too) of
+	// requests that had already failed somewhere (an attempt of the same
+	// trace failed before this one started): failures stick to requests
+	// across layers, not only across one edge's retries.
+	FirstAfterFailure OutcomeMix `json:"first_after_failure"`
 	// RetryByAttempt splits Retry by attempt: [0] second attempts, [1]
 	// third… The later a retry, the likelier its request fails for good.
 	RetryByAttempt []OutcomeMix `json:"retry_by_attempt"`
@@ -182,9 +185,9 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 			}
 		}
 	}
-	under := underRetry(ix, ecs)
+	firstFail := firstFailures(ix, ecs)
 	for i, ec := range ecs {
-		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, under)
+		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, firstFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
 	workSelfTimes(ix, ecs, t)
@@ -194,14 +197,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 }
 
 // edgeOutcomes measures one edge's failure model and transit times.
-func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[int32]bool, under func(int32) bool) {
+func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[int32]bool, firstFail map[ingest.TraceID]int64) {
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}}
 	// rec is one attempt whose outcome is the callee's own.
 	type rec struct {
 		a      *attempt
 		k      int // its index in the call
 		bucket int
-		under  bool // made while serving a request some caller was retrying
+		after  bool // the request had failed somewhere before
 		// afterDown: the previous attempt failed because of the callee's calls
 		afterDown bool
 	}
@@ -209,7 +212,6 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 	raSum, raN := 0.0, 0
 	var transit []float64
 	for _, c := range ec.calls {
-		u := under(ix.serverOf(c.from))
 		for k := range c.attempts {
 			a := &c.attempts[k]
 			if a.retryAfter >= 0 && a.outcome.failed() {
@@ -237,7 +239,8 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 				p := &c.attempts[k-1]
 				afterDown = p.server >= 0 && downFailed[p.server] && p.outcome.failed()
 			}
-			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), under: u, afterDown: afterDown})
+			ff, failed := firstFail[ix.spans[a.span].TraceID]
+			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: failed && ff <= a.start, afterDown: afterDown})
 		}
 	}
 	if raN > 0 {
@@ -278,8 +281,8 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 		case inIncident[r.bucket]:
 		case r.k == 0:
 			o.First.add(r.a)
-			if r.under {
-				o.FirstUnderRetry.add(r.a)
+			if r.after {
+				o.FirstAfterFailure.add(r.a)
 			}
 		case r.afterDown:
 			o.Retry.add(r.a)
@@ -299,42 +302,24 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 	}
 }
 
-// underRetry returns whether the work in a server span was done for a
-// request that some caller above was retrying: the attempt that reached
-// it, or one of the attempts above it, was a retry. A retried request is
-// more often a bad one (a poisoned key, a bad shard) at every layer below.
-func underRetry(ix *index, ecs []*edgeCalls) func(int32) bool {
-	type ref struct {
-		from  int32
-		retry bool
-	}
-	reached := map[int32]ref{} // server span → the attempt that reached it
+// firstFailures returns, per trace, when its first failed attempt ended.
+func firstFailures(ix *index, ecs []*edgeCalls) map[ingest.TraceID]int64 {
+	out := map[ingest.TraceID]int64{}
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
-			for k, a := range c.attempts {
-				if a.server >= 0 {
-					reached[a.server] = ref{c.from, k > 0}
+			for _, a := range c.attempts {
+				if !a.outcome.failed() {
+					continue
+				}
+				id := ix.spans[a.span].TraceID
+				if t, ok := out[id]; !ok || a.end < t {
+					out[id] = a.end
 				}
 			}
 		}
 	}
-	memo := map[int32]bool{}
-	var under func(s int32, depth int) bool
-	under = func(s int32, depth int) bool {
-		if v, ok := memo[s]; ok {
-			return v
-		}
-		r, ok := reached[s]
-		v := ok && (r.retry || depth < maxDepth && under(ix.serverOf(r.from), depth+1))
-		memo[s] = v
-		return v
-	}
-	return func(s int32) bool { return under(s, 0) }
+	return out
 }
-
-// maxDepth bounds how far up underRetry looks: a malformed trace cannot
-// make it recurse without end.
-const maxDepth = 256
 
 // incidentTest returns whether a bucket's first attempts failed beyond the
 // edge's overall rate by more than three binomial deviations and one

@@ -20,12 +20,12 @@ type Mix struct {
 // poisoned key), the incidents of the traces' timeline by time bucket, and
 // how often a failure of the callee's own calls fails the attempt.
 type Failures struct {
-	// First is for first attempts of requests no caller above is
-	// retrying, FirstUnderRetry for those made while serving a retry
+	// First is for first attempts of requests that have not failed
+	// anywhere yet, FirstAfterFailure for those of requests that have
 	// (failures stick to requests across layers); Retry for retries, and
 	// RetryBy[i] for attempt i+2 where the traces show it.
-	First, FirstUnderRetry, Retry Mix
-	RetryBy                       []Mix
+	First, FirstAfterFailure, Retry Mix
+	RetryBy                         []Mix
 	// RetryAfterDownstream is for retries of an attempt that failed
 	// because one of the callee's own calls failed.
 	RetryAfterDownstream Mix
@@ -62,8 +62,9 @@ func (m Mix) draw(u float64) outcome {
 }
 
 // draw picks the callee's own outcome of attempt number n in time bucket
-// b (-1: no timeline); under: a caller above is retrying the request.
-func (f *Failures) draw(n int16, under, afterDown bool, b int, rng *rand.Rand) outcome {
+// b (-1: no timeline); after: the request has failed somewhere before;
+// afterDown: the previous attempt failed because of the callee's calls.
+func (f *Failures) draw(n int16, after, afterDown bool, b int, rng *rand.Rand) outcome {
 	var mix Mix
 	switch {
 	case n > 1 && afterDown:
@@ -72,8 +73,8 @@ func (f *Failures) draw(n int16, under, afterDown bool, b int, rng *rand.Rand) o
 		mix = f.RetryBy[n-2]
 	case n > 1:
 		mix = f.Retry
-	case under:
-		mix = f.FirstUnderRetry
+	case after:
+		mix = f.FirstAfterFailure
 	default:
 		mix = f.First
 	}
@@ -113,8 +114,8 @@ func failuresOf(o *graph.Outcomes) *Failures {
 	}
 	f := &Failures{Propagate: 1, RetryAfter: o.RetryAfterMS / 1000}
 	all := mixOf(o.First, Mix{})
-	f.First = mixOf(minus(o.First, o.FirstUnderRetry), all)
-	f.FirstUnderRetry = mixOf(o.FirstUnderRetry, all)
+	f.First = mixOf(minus(o.First, o.FirstAfterFailure), all)
+	f.FirstAfterFailure = mixOf(o.FirstAfterFailure, all)
 	// Retries never seen outside incidents fail as first attempts do.
 	f.Retry = mixOf(o.Retry, all)
 	for _, m := range o.RetryByAttempt {
@@ -173,9 +174,34 @@ func (s *sim) drawOwn(j *job) (outcome, float64) {
 	if j.fail == nil {
 		return outOK, 0
 	}
-	o := j.fail.draw(j.attemptNo, j.underRetry, j.afterDown, s.bucket(j.start), s.rngOutcome)
+	o := j.fail.draw(j.attemptNo, j.afterFailure, j.afterDown, s.bucket(j.start), s.rngOutcome)
 	if o == outRetryAfter {
 		return o, j.fail.RetryAfter
 	}
 	return o, 0
+}
+
+// rootOf returns the root request call c serves, with its generation.
+func (s *sim) rootOf(ci int32) (int32, int32) {
+	c := &s.calls[ci]
+	if c.job < 0 {
+		return ci, c.gen
+	}
+	if j := &s.jobs[c.job]; j.gen == c.jobGen {
+		return j.root, j.rootGen
+	}
+	return -1, 0
+}
+
+// taint records that the request call ci serves has failed somewhere.
+func (s *sim) taint(ci int32) {
+	if r, gen := s.rootOf(ci); r >= 0 && s.calls[r].gen == gen {
+		s.calls[r].tainted = true
+	}
+}
+
+// tainted reports whether the request call ci serves has failed before.
+func (s *sim) tainted(ci int32) bool {
+	r, gen := s.rootOf(ci)
+	return r >= 0 && s.calls[r].gen == gen && s.calls[r].tainted
 }

@@ -54,8 +54,10 @@ type job struct {
 	own   outcome
 	drawn bool
 	ownRA float64
-	// underRetry: this attempt, or one above it, is a retry.
-	underRetry bool
+	// afterFailure: the request had failed somewhere when this arrived.
+	afterFailure bool
+	// root and rootGen name the root request's call the job serves.
+	root, rootGen int32
 	// afterDown: the attempt before it failed because of the callee's calls.
 	afterDown bool
 }
@@ -80,8 +82,10 @@ type call struct {
 	// downFailed: the latest attempt failed because the callee's own
 	// calls failed (its failure model draws the next one accordingly).
 	downFailed bool
-	entry      int16 // the root operation of a root request
-	gen        int32
+	// tainted (root requests): an attempt serving it has failed.
+	tainted bool
+	entry   int16 // the root operation of a root request
+	gen     int32
 }
 
 // attempt is one try of a call. Its slot is reused once both sides are
@@ -432,14 +436,11 @@ func (s *sim) arrive(ai int32) {
 		deadline = c.deadline
 	}
 	fail := s.m.Entry[c.entry].Fail
-	under := a.n > 1
 	if c.edge >= 0 {
 		fail = s.m.Edges[c.edge].Fail
-		if p := &s.jobs[c.job]; p.gen == c.jobGen && p.underRetry {
-			under = true
-		}
 	}
-	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, underRetry: under, afterDown: c.downFailed})
+	root, rootGen := s.rootOf(a.call)
+	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, afterFailure: s.tainted(a.call), afterDown: c.downFailed, root: root, rootGen: rootGen})
 	a.job = j
 	p.push(j)
 	s.startQueued(c.svc, int32(shard))
@@ -634,6 +635,7 @@ func (s *sim) answer(ai int32, ok bool, retryAfter float64) {
 	s.settle(c, ok, false, retry)
 	if !ok && c.edge >= 0 {
 		s.met.attemptFailed(c.edge)
+		s.taint(ci)
 	}
 	if ok {
 		s.finish(ci, true)
@@ -665,6 +667,7 @@ func (s *sim) timeout(ai int32) {
 	c.inflight--
 	if c.edge >= 0 {
 		s.met.attemptFailed(c.edge)
+		s.taint(ci)
 	}
 	s.abandon(ai, false)
 	s.freeAttempt(ai) // unless a server job still holds it
