@@ -45,8 +45,8 @@ type CalibrateOptions struct {
 	// Seed+1, …
 	Seeds int
 	Seed  uint64
-	// Tolerances; the zero value means DefaultTolerances.
-	Tolerances Tolerances
+	// Tolerances; nil means DefaultTolerances.
+	Tolerances *Tolerances
 	// Build shapes the model as for any replay; Load and Rate are ignored:
 	// calibration replays the traffic the traces saw.
 	Build BuildOptions
@@ -117,8 +117,9 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 	if o.Seeds <= 0 {
 		o.Seeds = DefaultCalibrationSeeds
 	}
-	if o.Tolerances == (Tolerances{}) {
-		o.Tolerances = DefaultTolerances()
+	if o.Tolerances == nil {
+		d := DefaultTolerances()
+		o.Tolerances = &d
 	}
 	b := o.Build
 	b.Load, b.Rate, b.Arrivals, b.Clients = 1, 0, nil, 0
@@ -163,7 +164,7 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 // compareRuns averages the runs, scales them to the traced root requests
 // and holds every figure to its tolerance.
 func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions) *Calibration {
-	tol := o.Tolerances
+	tol := *o.Tolerances
 	c := &Calibration{Seeds: len(runs), Tolerances: tol, Edges: []EdgeCalibration{}, Misses: []string{}, Notes: m.Assumed}
 	tr := t.Calibration.Root
 	c.Root.Traced = RootFigures{Requests: float64(tr.Requests), SuccessRate: tr.SuccessRate, ServerErrorRate: tr.ServerErrorRate,
