@@ -58,10 +58,13 @@ type RootStats struct {
 	P99MS           float64 `json:"p99_ms"`
 }
 
-// ServiceLoad is one service's mean concurrency.
+// ServiceLoad is one service's concurrency: the mean by Little's law, and
+// the most requests it was seen holding at once (it has at least that many
+// request slots, since it served them).
 type ServiceLoad struct {
-	Service  string  `json:"service"`
-	InFlight float64 `json:"in_flight"`
+	Service      string  `json:"service"`
+	InFlight     float64 `json:"in_flight"`
+	PeakInFlight int     `json:"peak_in_flight"`
 }
 
 // Outcomes is an edge's failure model: how its attempts ended when the
@@ -190,7 +193,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, firstFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
-	workSelfTimes(ix, ecs, t)
+	workSelfTimes(ix, ecs, downFailed, t)
 	ownFailures(ix, downFailed, calling, t)
 	cal.InFlight = inFlight(ix, ecs, window)
 	t.Calibration = cal
@@ -298,7 +301,7 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 	e.Outcomes = o
 	if len(transit) > 0 {
 		slices.Sort(transit)
-		e.TransitQuantilesMS = quantilesOf(transit)
+		e.TransitQuantilesMS = workQuantiles(transit)
 	}
 }
 
@@ -491,7 +494,7 @@ func ownFailures(ix *index, downFailed, calling map[int32]bool, t *Topology) {
 // with the work it did itself: its span's duration minus the time covered
 // by its children and minus the waits between the attempts of its calls
 // (backoff and Retry-After sleeps), which hold a request but do no work.
-func workSelfTimes(ix *index, ecs []*edgeCalls, t *Topology) {
+func workSelfTimes(ix *index, ecs []*edgeCalls, downFailed map[int32]bool, t *Topology) {
 	waits := map[int32][][2]int64{}
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
@@ -503,33 +506,90 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, t *Topology) {
 			}
 		}
 	}
-	if len(waits) == 0 {
-		return
+	// self[n][0] holds the work of executions that did not fail on their
+	// own, self[n][1] of those that did: a request refused or failing
+	// fast takes less work than one served.
+	self := map[node]*[2][]float64{}
+	at := func(n node) *[2][]float64 {
+		if self[n] == nil {
+			self[n] = &[2][]float64{}
+		}
+		return self[n]
 	}
-	self := map[node][]float64{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
 		if !ix.keep[i] || !isServer(sp) && ix.parent[i] >= 0 {
 			continue
 		}
-		n := node{ix.str(sp.Service), ix.opName(int32(i))}
-		self[n] = append(self[n], float64(workTime(ix, int32(i), waits[int32(i)]))/1e6)
+		k := 0
+		if o, _ := classify(ix, int32(i), int32(i)); o.failed() && !downFailed[int32(i)] {
+			k = 1
+		}
+		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
+		x[k] = append(x[k], float64(workTime(ix, int32(i), waits[int32(i)]))/1e6)
+	}
+	instrumented := map[string]bool{}
+	for _, s := range t.Services {
+		instrumented[s.Name] = !s.Virtual
+	}
+	for _, ec := range ecs {
+		if instrumented[ec.key.callee] {
+			continue
+		}
+		for _, c := range ec.calls {
+			for _, a := range c.attempts {
+				k := 0
+				if a.outcome.failed() {
+					k = 1
+				}
+				x := at(node{ec.key.callee, ec.key.op})
+				x[k] = append(x[k], float64(a.end-a.start)/1e6)
+			}
+		}
 	}
 	for si := range t.Services {
 		s := &t.Services[si]
-		if s.Virtual {
-			continue
-		}
 		for oi := range s.Operations {
 			op := &s.Operations[oi]
-			xs := self[node{s.Name, op.Name}]
-			if len(xs) == 0 {
+			x := self[node{s.Name, op.Name}]
+			if x == nil {
 				continue
 			}
-			slices.Sort(xs)
-			op.SelfQuantilesMS = quantilesOf(xs)
+			all := append(slices.Clone(x[0]), x[1]...)
+			slices.Sort(all)
+			if !s.Virtual && len(all) > 0 {
+				op.SelfQuantilesMS = quantilesOf(all)
+			}
+			if len(x[0]) > 0 {
+				slices.Sort(x[0])
+				op.WorkQuantilesMS = workQuantiles(x[0])
+			}
+			if len(x[1]) > 0 {
+				slices.Sort(x[1])
+				op.FailedWorkQuantilesMS = workQuantiles(x[1])
+			}
 		}
 	}
+}
+
+// WorkLevels are the quantile levels of the work and transit times replay
+// draws from: every percentile, fine enough that a bimodal time (fast
+// answers and a slow tail past a client's timeout) keeps its gap.
+var WorkLevels = func() []float64 {
+	l := make([]float64, 101)
+	for i := range l {
+		l[i] = float64(i) / 100
+	}
+	return l
+}()
+
+// workQuantiles returns sorted xs at WorkLevels.
+func workQuantiles(xs []float64) []float64 {
+	out := make([]float64, len(WorkLevels))
+	for i, q := range WorkLevels {
+		out[i] = round3(quantile(xs, q))
+	}
+	return out
 }
 
 // quantilesOf returns sorted xs at SelfQuantileLevels.
@@ -539,6 +599,29 @@ func quantilesOf(xs []float64) []float64 {
 		out = append(out, round3(quantile(xs, q)))
 	}
 	return out
+}
+
+// flightEdge is a request starting (+1) or ending (-1) at a time.
+type flightEdge struct {
+	t int64
+	d int
+}
+
+// peak is the most requests in flight at once: ends sort before starts at
+// the same instant, so back-to-back requests do not count as overlapping.
+func peak(edges []flightEdge) int {
+	slices.SortFunc(edges, func(a, b flightEdge) int {
+		if c := cmpInt64(a.t, b.t); c != 0 {
+			return c
+		}
+		return a.d - b.d
+	})
+	n, most := 0, 0
+	for _, e := range edges {
+		n += e.d
+		most = max(most, n)
+	}
+	return most
 }
 
 // nearestRank is the nearest-rank p-quantile of sorted xs, the definition
@@ -579,6 +662,11 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		return out
 	}
 	busy := map[string]float64{}
+	edges := map[string][]flightEdge{}
+	add := func(svc string, start, end int64) {
+		busy[svc] += float64(end-start) / 1e9
+		edges[svc] = append(edges[svc], flightEdge{start, 1}, flightEdge{end, -1})
+	}
 	instrumented := map[string]bool{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
@@ -588,7 +676,7 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		svc := ix.str(sp.Service)
 		instrumented[svc] = true
 		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
-			busy[svc] += float64(sp.Duration()) / 1e9
+			add(svc, sp.Start, sp.End)
 		}
 	}
 	for _, ec := range ecs {
@@ -597,12 +685,12 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		}
 		for _, c := range ec.calls {
 			for _, a := range c.attempts {
-				busy[ec.key.callee] += float64(a.end-a.start) / 1e9
+				add(ec.key.callee, a.start, a.end)
 			}
 		}
 	}
 	for svc, b := range busy {
-		out = append(out, ServiceLoad{Service: svc, InFlight: round3(b / window)})
+		out = append(out, ServiceLoad{Service: svc, InFlight: round3(b / window), PeakInFlight: peak(edges[svc])})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out

@@ -54,6 +54,12 @@ type Operation struct {
 	// made succeeded (the operation's own failures); FailedWithoutCalls
 	// how many of them made no call at all (they failed before calling).
 	OwnFailures        int `json:"own_failures,omitempty"`
+	// WorkQuantilesMS and FailedWorkQuantilesMS are the self time, at
+	// WorkLevels, of executions that did not fail on their own and of
+	// those that did (errors are often answered fast), without the waits
+	// between attempts of their calls; replay draws service times from them.
+	WorkQuantilesMS       []float64 `json:"work_quantiles_ms,omitempty"`
+	FailedWorkQuantilesMS []float64 `json:"failed_work_quantiles_ms,omitempty"`
 	FailedWithoutCalls int `json:"failed_without_calls,omitempty"`
 }
 
@@ -112,7 +118,7 @@ type Edge struct {
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
 	// TransitQuantilesMS is the time an attempt spends outside the
 	// callee's span (network, connection set-up, serialisation), at
-	// SelfQuantileLevels; empty when no attempt reached an instrumented callee.
+	// WorkLevels; empty when no attempt reached an instrumented callee.
 	TransitQuantilesMS []float64 `json:"transit_quantiles_ms,omitempty"`
 }
 

@@ -87,14 +87,15 @@ func sampleRate(t *graph.Topology, flag float64) (float64, string) {
 	return s.Probability, fmt.Sprintf("sampling: rates scaled by 1/%.4g, each root weighted by its own probability (%s)", s.Probability, s.Source)
 }
 
-// inFlight is a service's mean concurrency in the traces: Little's law
-// over the arrival window when the topology carries it, else the older
-// estimate from operation counts and median latency over the whole window.
-func inFlight(t *graph.Topology, svc string) float64 {
+// inFlight is a service's concurrency in the traces: the mean by Little's
+// law over the arrival window, and the peak, when the topology carries
+// them; else an estimate of the mean from operation counts and median
+// latency over the whole window, and no peak.
+func inFlight(t *graph.Topology, svc string) (float64, int) {
 	if c := t.Calibration; c != nil {
 		for _, l := range c.InFlight {
 			if l.Service == svc {
-				return l.InFlight
+				return l.InFlight, l.PeakInFlight
 			}
 		}
 	}
@@ -108,5 +109,5 @@ func inFlight(t *graph.Topology, svc string) float64 {
 			busy += float64(op.Count) / window * op.P50MS / 1000
 		}
 	}
-	return busy
+	return busy, 0
 }

@@ -114,7 +114,19 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			if err != nil {
 				return nil, fmt.Errorf("service %s op %s: %w", s.Name, op.Name, err)
 			}
+			if len(op.WorkQuantilesMS) > 0 {
+				if d, err = quantileDist(graph.WorkLevels, op.WorkQuantilesMS); err != nil {
+					return nil, fmt.Errorf("service %s op %s: %w", s.Name, op.Name, err)
+				}
+			}
 			si, oi := addOp(s.Name, op.Name, d, op.Count)
+			if len(op.FailedWorkQuantilesMS) > 0 {
+				ft, err := quantileDist(graph.WorkLevels, op.FailedWorkQuantilesMS)
+				if err != nil {
+					return nil, fmt.Errorf("service %s op %s: failed executions: %w", s.Name, op.Name, err)
+				}
+				m.Services[si].Ops[oi].FailTime = ft
+			}
 			calling[[2]string{s.Name, op.Name}] = op.Count - op.FailedWithoutCalls
 			if op.OwnFailures > 0 {
 				m.Services[si].Ops[oi].FailFast = float64(op.FailedWithoutCalls) / float64(op.OwnFailures)
@@ -143,7 +155,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		ed.Repeat = max(1, int(math.Ceil(per-1e-9)))
 		ed.Prob = math.Min(1, per/float64(ed.Repeat))
 		if len(e.TransitQuantilesMS) > 0 {
-			tr, err := quantileDist(e.TransitQuantilesMS)
+			tr, err := quantileDist(graph.WorkLevels, e.TransitQuantilesMS)
 			if err != nil {
 				return nil, fmt.Errorf("edge %s → %s %s: transit: %w", e.Caller, e.Callee, e.Operation, err)
 			}
@@ -197,10 +209,11 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 			continue
 		}
-		busy := inFlight(t, s.Name) / prob
-		s.Workers = max(o.MinWorkers, int(math.Ceil(o.Headroom*busy)))
-		m.Assumed = append(m.Assumed, fmt.Sprintf("%s: %d workers (mean in flight %.2f by Little's law × headroom %g, at least %d; held at any --load); set with --capacity %s=N",
-			s.Name, s.Workers, busy, o.Headroom, o.MinWorkers, s.Name))
+		mean, peak := inFlight(t, s.Name)
+		busy := mean / prob
+		s.Workers = max(o.MinWorkers, int(math.Ceil(o.Headroom*busy)), peak)
+		m.Assumed = append(m.Assumed, fmt.Sprintf("%s: %d workers (mean in flight %.2f by Little's law × headroom %g, at least the %d it was seen holding at once and %d; held at any --load); set with --capacity %s=N",
+			s.Name, s.Workers, busy, o.Headroom, peak, o.MinWorkers, s.Name))
 	}
 	m.Assumed = append(m.Assumed, "a worker is a request slot (a thread or connection), not CPU: a request holds it while it waits on its calls and between their attempts, but only its own work counts as work")
 	for k := range o.Capacity {
@@ -259,13 +272,13 @@ func serviceTime(op graph.Operation) (Dist, error) {
 	if len(op.SelfQuantilesMS) != len(graph.SelfQuantileLevels) {
 		return Constant(op.P50MS / 1000), nil
 	}
-	return quantileDist(op.SelfQuantilesMS)
+	return quantileDist(graph.SelfQuantileLevels, op.SelfQuantilesMS)
 }
 
-// quantileDist draws from quantiles in milliseconds at graph.SelfQuantileLevels.
-func quantileDist(q []float64) (Dist, error) {
-	if len(q) != len(graph.SelfQuantileLevels) {
-		return nil, fmt.Errorf("%d quantiles: want %d, at levels %v", len(q), len(graph.SelfQuantileLevels), graph.SelfQuantileLevels)
+// quantileDist draws from quantiles in milliseconds at the given levels.
+func quantileDist(levels, q []float64) (Dist, error) {
+	if len(q) != len(levels) {
+		return nil, fmt.Errorf("%d quantiles: want %d, at levels from %g to %g", len(q), len(levels), levels[0], levels[len(levels)-1])
 	}
 	vals := make([]float64, len(q))
 	for i, v := range q {
@@ -277,7 +290,7 @@ func quantileDist(q []float64) (Dist, error) {
 	if vals[len(vals)-1] == vals[0] {
 		return Constant(vals[0]), nil
 	}
-	return NewEmpirical(graph.SelfQuantileLevels, vals)
+	return NewEmpirical(levels, vals)
 }
 
 // observedPolicy is an edge's inferred policy as a client policy.

@@ -67,6 +67,9 @@ type Service struct {
 type Op struct {
 	Name string
 	Time Dist
+	// FailTime, when set, is the service time of executions that fail on
+	// their own (the failure model draws which), Time that of the others.
+	FailTime Dist
 	// Calls are edge indices, made in order after the service time (or
 	// all at once when Parallel).
 	Calls    []int

@@ -482,7 +482,18 @@ func (s *sim) startQueued(svc, pi int32) {
 		j.start = s.now
 		eff := s.effect("", svc, int(pi))
 		svc := &s.m.Services[svc]
-		t := svc.Ops[j.op].Time.Sample(s.rngService)
+		op := &svc.Ops[j.op]
+		dist := op.Time
+		if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
+			// The job's own outcome decides how long it works (an error is
+			// often answered fast) and whether it calls anything.
+			j.own, j.ownRA = s.drawOwn(j)
+			j.drawn = true
+			if j.own != outOK && op.FailTime != nil {
+				dist = op.FailTime
+			}
+		}
+		t := dist.Sample(s.rngService)
 		if eff.Slow > 1 {
 			t *= eff.Slow
 		}
@@ -502,15 +513,10 @@ func (s *sim) served(ji int32) {
 		s.complete(ji)
 		return
 	}
-	if op.FailFast > 0 && j.fail != nil {
-		// Draw the job's own outcome now: a request the service rejects
-		// fails before it calls anything.
-		j.own, j.ownRA = s.drawOwn(j)
-		j.drawn = true
-		if j.own != outOK && s.rngOutcome.Float64() < op.FailFast {
-			s.complete(ji)
-			return
-		}
+	if j.drawn && j.own != outOK && op.FailFast > 0 && s.rngOutcome.Float64() < op.FailFast {
+		// A request the service rejects fails before it calls anything.
+		s.complete(ji)
+		return
 	}
 	j.state = jobCalling
 	j.selfEnd = s.now
