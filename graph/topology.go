@@ -53,14 +53,14 @@ type Operation struct {
 	// OwnFailures counts executions that failed although every call they
 	// made succeeded (the operation's own failures); FailedWithoutCalls
 	// how many of them made no call at all (they failed before calling).
-	OwnFailures        int `json:"own_failures,omitempty"`
+	OwnFailures int `json:"own_failures,omitempty"`
 	// WorkQuantilesMS and FailedWorkQuantilesMS are the self time, at
 	// WorkLevels, of executions that did not fail on their own and of
 	// those that did (errors are often answered fast), without the waits
 	// between attempts of their calls; replay draws service times from them.
 	WorkQuantilesMS       []float64 `json:"work_quantiles_ms,omitempty"`
 	FailedWorkQuantilesMS []float64 `json:"failed_work_quantiles_ms,omitempty"`
-	FailedWithoutCalls int `json:"failed_without_calls,omitempty"`
+	FailedWithoutCalls    int       `json:"failed_without_calls,omitempty"`
 }
 
 // Edge is one caller → callee operation with the retry policy inferred for it.
