@@ -56,6 +56,13 @@ type RootStats struct {
 	P50MS           float64 `json:"p50_ms"`
 	P90MS           float64 `json:"p90_ms"`
 	P99MS           float64 `json:"p99_ms"`
+	// P50BandMS and P90BandMS are how precisely the traces know the p50
+	// and p90: the latencies at one binomial standard deviation of rank
+	// either side, sqrt(p(1-p)/n). Narrow for many roots or a smooth
+	// distribution; wide when the percentile falls in a gap between
+	// clusters (fast successes, slow retried requests).
+	P50BandMS [2]float64 `json:"p50_band_ms"`
+	P90BandMS [2]float64 `json:"p90_band_ms"`
 }
 
 // ServiceLoad is one service's concurrency: the mean by Little's law, and
@@ -75,10 +82,15 @@ type Outcomes struct {
 	First OutcomeMix `json:"first"`
 	Retry OutcomeMix `json:"retry"`
 	// FirstAfterFailure are the first attempts (counted in First too) of
-	// requests that had already failed somewhere (an attempt of the same
-	// trace failed before this one started): failures stick to requests
-	// across layers, not only across one edge's retries.
+	// calls whose request had already failed on this edge (an earlier call
+	// of the same trace, from a caller retried above): failures stick to
+	// requests across calls, not only across one call's retries.
 	FirstAfterFailure OutcomeMix `json:"first_after_failure"`
+	// FirstAfterOtherFailure are the other first attempts (counted in
+	// First too) of requests that had already failed on another edge:
+	// failures at different dependencies may come together, or exclude
+	// each other.
+	FirstAfterOtherFailure OutcomeMix `json:"first_after_other_failure"`
 	// RetryByAttempt splits Retry by attempt: [0] second attempts, [1]
 	// third… The later a retry, the likelier its request fails for good.
 	RetryByAttempt []OutcomeMix `json:"retry_by_attempt"`
@@ -188,26 +200,37 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 			}
 		}
 	}
-	firstFail := firstFailures(ix, ecs)
+	anyFail := map[ingest.TraceID]int64{}
+	perEdge := make([]map[ingest.TraceID]int64, len(ecs))
 	for i, ec := range ecs {
-		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, firstFail)
+		perEdge[i] = firstFailures(ix, ec)
+		for id, t := range perEdge[i] {
+			if old, ok := anyFail[id]; !ok || t < old {
+				anyFail[id] = t
+			}
+		}
+	}
+	for i, ec := range ecs {
+		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, perEdge[i], anyFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
 	workSelfTimes(ix, ecs, downFailed, t)
 	ownFailures(ix, downFailed, calling, t)
+	callOrder(ix, ecs, t)
 	cal.InFlight = inFlight(ix, ecs, window)
 	t.Calibration = cal
 }
 
 // edgeOutcomes measures one edge's failure model and transit times.
-func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[int32]bool, firstFail map[ingest.TraceID]int64) {
+func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[int32]bool, firstFail, anyFail map[ingest.TraceID]int64) {
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}}
 	// rec is one attempt whose outcome is the callee's own.
 	type rec struct {
 		a      *attempt
 		k      int // its index in the call
 		bucket int
-		after  bool // the request had failed somewhere before
+		after  bool // the request had failed on this edge before
+		other  bool // else, it had failed on another edge before
 		// afterDown: the previous attempt failed because of the callee's calls
 		afterDown bool
 	}
@@ -242,8 +265,12 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 				p := &c.attempts[k-1]
 				afterDown = p.server >= 0 && downFailed[p.server] && p.outcome.failed()
 			}
-			ff, failed := firstFail[ix.spans[a.span].TraceID]
-			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: failed && ff <= a.start, afterDown: afterDown})
+			id := ix.spans[a.span].TraceID
+			ff, failed := firstFail[id]
+			af, anyFailed := anyFail[id]
+			after := failed && ff <= a.start
+			other := !after && anyFailed && af <= a.start
+			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: after, other: other, afterDown: afterDown})
 		}
 	}
 	if raN > 0 {
@@ -284,6 +311,9 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 		case inIncident[r.bucket]:
 		case r.k == 0:
 			o.First.add(r.a)
+			if r.other {
+				o.FirstAfterOtherFailure.add(r.a)
+			}
 			if r.after {
 				o.FirstAfterFailure.add(r.a)
 			}
@@ -305,19 +335,18 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[in
 	}
 }
 
-// firstFailures returns, per trace, when its first failed attempt ended.
-func firstFailures(ix *index, ecs []*edgeCalls) map[ingest.TraceID]int64 {
+// firstFailures returns, per trace, when the first failed attempt on the
+// edge ended.
+func firstFailures(ix *index, ec *edgeCalls) map[ingest.TraceID]int64 {
 	out := map[ingest.TraceID]int64{}
-	for _, ec := range ecs {
-		for _, c := range ec.calls {
-			for _, a := range c.attempts {
-				if !a.outcome.failed() {
-					continue
-				}
-				id := ix.spans[a.span].TraceID
-				if t, ok := out[id]; !ok || a.end < t {
-					out[id] = a.end
-				}
+	for _, c := range ec.calls {
+		for _, a := range c.attempts {
+			if !a.outcome.failed() {
+				continue
+			}
+			id := ix.spans[a.span].TraceID
+			if t, ok := out[id]; !ok || a.end < t {
+				out[id] = a.end
 			}
 		}
 	}
@@ -426,6 +455,11 @@ func rootStats(ix *index, roots []int32) RootStats {
 	n := float64(len(roots))
 	st.SuccessRate, st.ServerErrorRate = round6(float64(ok)/n), round6(float64(server)/n)
 	st.P50MS, st.P90MS, st.P99MS = round3(nearestRank(d, 0.5)), round3(nearestRank(d, 0.9)), round3(nearestRank(d, 0.99))
+	band := func(p float64) [2]float64 {
+		sd := math.Sqrt(p * (1 - p) / n)
+		return [2]float64{round3(nearestRank(d, max(p-sd, 0))), round3(nearestRank(d, min(p+sd, 1)))}
+	}
+	st.P50BandMS, st.P90BandMS = band(0.5), band(0.9)
 	return st
 }
 
@@ -486,6 +520,76 @@ func ownFailures(ix *index, downFailed, calling map[int32]bool, t *Topology) {
 			if c := byOp[node{s.Name, op.Name}]; c != nil {
 				op.OwnFailures, op.FailedWithoutCalls = c.own, c.noCalls
 			}
+		}
+	}
+}
+
+// callOrder measures, per operation, what follows a failed call: whether
+// the execution stops there (most handlers return on the first error) or
+// makes its other calls anyway; and per edge how many executions of the
+// caller's operation could still make it (no earlier call had failed, or
+// the operation goes on after failures) and when, after the execution
+// starts, it is made.
+func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
+	type made struct {
+		start  int64
+		edge   int
+		failed bool
+	}
+	byServer := map[int32][]made{}
+	offsets := make([][]float64, len(ecs))
+	for i, ec := range ecs {
+		for _, c := range ec.calls {
+			s := ix.serverOf(c.from)
+			start := c.attempts[0].start
+			byServer[s] = append(byServer[s], made{start, i, c.last().outcome.failed()})
+			offsets[i] = append(offsets[i], float64(start-ix.spans[s].Start)/1e6)
+		}
+	}
+	// The edges each caller operation makes, by edge index.
+	opEdges := map[node][]int{}
+	for i, ec := range ecs {
+		n := node{ec.key.caller, ec.key.callerOp}
+		opEdges[n] = append(opEdges[n], i)
+	}
+	notReached := make([]int, len(ecs))
+	stopped, continued := map[node]int{}, map[node]int{}
+	for s, calls := range byServer {
+		slices.SortFunc(calls, func(a, b made) int { return cmpInt64(a.start, b.start) })
+		n := node{ix.str(ix.spans[s].Service), ix.opName(s)}
+		failed := false
+		called := map[int]bool{}
+		for _, c := range calls {
+			if failed {
+				continued[n]++
+			}
+			failed = failed || c.failed
+			called[c.edge] = true
+		}
+		if !failed {
+			continue
+		}
+		if calls[len(calls)-1].failed {
+			stopped[n]++
+		}
+		for _, e := range opEdges[n] {
+			if !called[e] {
+				notReached[e]++
+			}
+		}
+	}
+	for i := range ecs {
+		e := &t.Edges[i]
+		e.NotReached = notReached[i]
+		slices.Sort(offsets[i])
+		e.CallOffsetMS = round3(quantile(offsets[i], 0.5))
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		for oi := range s.Operations {
+			op := &s.Operations[oi]
+			n := node{s.Name, op.Name}
+			op.StoppedAfterFailure, op.ContinuedAfterFailure = stopped[n], continued[n]
 		}
 	}
 }

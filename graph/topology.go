@@ -58,7 +58,12 @@ type Operation struct {
 	// WorkLevels, of executions that did not fail on their own and of
 	// those that did (errors are often answered fast), without the waits
 	// between attempts of their calls; replay draws service times from them.
-	WorkQuantilesMS       []float64 `json:"work_quantiles_ms,omitempty"`
+	WorkQuantilesMS []float64 `json:"work_quantiles_ms,omitempty"`
+	// StoppedAfterFailure counts executions whose last call failed
+	// (handlers that return on the first error); ContinuedAfterFailure
+	// calls made after an earlier call of the same execution had failed.
+	StoppedAfterFailure   int       `json:"stopped_after_failure,omitempty"`
+	ContinuedAfterFailure int       `json:"continued_after_failure,omitempty"`
 	FailedWorkQuantilesMS []float64 `json:"failed_work_quantiles_ms,omitempty"`
 	FailedWithoutCalls    int       `json:"failed_without_calls,omitempty"`
 }
@@ -120,6 +125,12 @@ type Edge struct {
 	// callee's span (network, connection set-up, serialisation), at
 	// WorkLevels; empty when no attempt reached an instrumented callee.
 	TransitQuantilesMS []float64 `json:"transit_quantiles_ms,omitempty"`
+	// NotReached counts executions of the caller's operation that did not
+	// make this call after an earlier call had failed; CallOffsetMS is the
+	// median time from the execution's start to the call: the order of
+	// an operation's calls.
+	NotReached   int     `json:"not_reached,omitempty"`
+	CallOffsetMS float64 `json:"call_offset_ms,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.

@@ -3,6 +3,7 @@ package replay
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/retryaudit/retryaudit/graph"
 )
@@ -20,12 +21,15 @@ type Mix struct {
 // poisoned key), the incidents of the traces' timeline by time bucket, and
 // how often a failure of the callee's own calls fails the attempt.
 type Failures struct {
-	// First is for first attempts of requests that have not failed
-	// anywhere yet, FirstAfterFailure for those of requests that have
-	// (failures stick to requests across layers); Retry for retries, and
+	// First is for first attempts of requests that have not failed on
+	// the edge yet, FirstAfterFailure for those of requests that have
+	// (failures stick to requests across calls); Retry for retries, and
 	// RetryBy[i] for attempt i+2 where the traces show it.
 	First, FirstAfterFailure, Retry Mix
-	RetryBy                         []Mix
+	// FirstAfterOtherFailure is for first attempts of requests that have
+	// failed on another edge (but not this one).
+	FirstAfterOtherFailure Mix
+	RetryBy                []Mix
 	// RetryAfterDownstream is for retries of an attempt that failed
 	// because one of the callee's own calls failed.
 	RetryAfterDownstream Mix
@@ -62,9 +66,9 @@ func (m Mix) draw(u float64) outcome {
 }
 
 // draw picks the callee's own outcome of attempt number n in time bucket
-// b (-1: no timeline); after: the request has failed somewhere before;
+// b (-1: no timeline); after: the request has failed on the edge before;
 // afterDown: the previous attempt failed because of the callee's calls.
-func (f *Failures) draw(n int16, after, afterDown bool, b int, rng *rand.Rand) outcome {
+func (f *Failures) draw(n int16, after, other, afterDown bool, b int, rng *rand.Rand) outcome {
 	var mix Mix
 	switch {
 	case n > 1 && afterDown:
@@ -75,6 +79,8 @@ func (f *Failures) draw(n int16, after, afterDown bool, b int, rng *rand.Rand) o
 		mix = f.Retry
 	case after:
 		mix = f.FirstAfterFailure
+	case other:
+		mix = f.FirstAfterOtherFailure
 	default:
 		mix = f.First
 	}
@@ -114,8 +120,9 @@ func failuresOf(o *graph.Outcomes) *Failures {
 	}
 	f := &Failures{Propagate: 1, RetryAfter: o.RetryAfterMS / 1000}
 	all := mixOf(o.First, Mix{})
-	f.First = mixOf(minus(o.First, o.FirstAfterFailure), all)
+	f.First = mixOf(minus(minus(o.First, o.FirstAfterFailure), o.FirstAfterOtherFailure), all)
 	f.FirstAfterFailure = mixOf(o.FirstAfterFailure, all)
+	f.FirstAfterOtherFailure = mixOf(o.FirstAfterOtherFailure, all)
 	// Retries never seen outside incidents fail as first attempts do.
 	f.Retry = mixOf(o.Retry, all)
 	for _, m := range o.RetryByAttempt {
@@ -174,7 +181,7 @@ func (s *sim) drawOwn(j *job) (outcome, float64) {
 	if j.fail == nil {
 		return outOK, 0
 	}
-	o := j.fail.draw(j.attemptNo, j.afterFailure, j.afterDown, s.bucket(j.start), s.rngOutcome)
+	o := j.fail.draw(j.attemptNo, j.afterFailure, j.afterOther, j.afterDown, s.bucket(j.start), s.rngOutcome)
 	if o == outRetryAfter {
 		return o, j.fail.RetryAfter
 	}
@@ -193,15 +200,22 @@ func (s *sim) rootOf(ci int32) (int32, int32) {
 	return -1, 0
 }
 
-// taint records that the request call ci serves has failed somewhere.
+// taint records that the request call ci serves has failed on its edge.
 func (s *sim) taint(ci int32) {
-	if r, gen := s.rootOf(ci); r >= 0 && s.calls[r].gen == gen {
-		s.calls[r].tainted = true
+	e := s.calls[ci].edge
+	if r, gen := s.rootOf(ci); r >= 0 && s.calls[r].gen == gen && e >= 0 && !slices.Contains(s.calls[r].failedEdges, e) {
+		s.calls[r].failedEdges = append(s.calls[r].failedEdges, e)
 	}
 }
 
-// tainted reports whether the request call ci serves has failed before.
-func (s *sim) tainted(ci int32) bool {
+// tainted reports whether the request call ci serves has failed on the
+// same edge before (same), or else on another edge (other).
+func (s *sim) tainted(ci int32) (same, other bool) {
 	r, gen := s.rootOf(ci)
-	return r >= 0 && s.calls[r].gen == gen && s.calls[r].tainted
+	if r < 0 || s.calls[r].gen != gen {
+		return false, false
+	}
+	failed := s.calls[r].failedEdges
+	same = slices.Contains(failed, s.calls[ci].edge)
+	return same, !same && len(failed) > 0
 }

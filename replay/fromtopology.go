@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,9 +133,13 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			if op.OwnFailures > 0 {
 				m.Services[si].Ops[oi].FailFast = float64(op.FailedWithoutCalls) / float64(op.OwnFailures)
 			}
+			if n := op.StoppedAfterFailure + op.ContinuedAfterFailure; n > 0 {
+				m.Services[si].Ops[oi].StopOnFailure = float64(op.StoppedAfterFailure) / float64(n)
+			}
 		}
 	}
 	concurrent, total := map[[2]int]float64{}, map[[2]int]float64{}
+	var offset []float64 // per model edge: when the caller makes it
 	for _, e := range t.Edges {
 		if e.Caller == "user" {
 			si, oi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
@@ -145,6 +151,11 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		n, ok := calling[[2]string{e.Caller, e.CallerOperation}]
 		if !ok {
 			n = counts[[2]string{e.Caller, e.CallerOperation}]
+		}
+		if m.Services[ci].Ops[coi].StopOnFailure > 0 {
+			// Executions that stopped at an earlier failed call could not
+			// make this one.
+			n -= e.NotReached
 		}
 		per := float64(e.Calls) / math.Max(float64(n), 1)
 		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
@@ -164,13 +175,20 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 		}
 		m.Edges = append(m.Edges, ed)
+		offset = append(offset, e.CallOffsetMS)
 		m.Services[ci].Ops[coi].Calls = append(m.Services[ci].Ops[coi].Calls, len(m.Edges)-1)
 		concurrent[[2]int{ci, coi}] += e.ConcurrentShare * float64(e.Calls)
 		total[[2]int{ci, coi}] += float64(e.Calls)
 	}
-	// An operation whose calls mostly overlapped makes them in parallel.
+	// An operation whose calls mostly overlapped makes them in parallel;
+	// sequential calls go in the order the traces show them made.
 	for k, c := range concurrent {
 		m.Services[k[0]].Ops[k[1]].Parallel = c >= 0.5*total[k]
+	}
+	for si := range m.Services {
+		for oi := range m.Services[si].Ops {
+			slices.SortStableFunc(m.Services[si].Ops[oi].Calls, func(a, b int) int { return cmp.Compare(offset[a], offset[b]) })
+		}
 	}
 	if len(m.Entry) == 0 {
 		return nil, fmt.Errorf("the topology has no root operation to send requests to (no trace has a root SERVER span: are the root spans missing from the input?)")

@@ -77,6 +77,9 @@ type Op struct {
 	// FailFast is the probability that an execution failing on its own
 	// fails before making its calls (a rejected request calls nothing).
 	FailFast float64
+	// StopOnFailure is the probability that a sequential execution makes
+	// no further calls once one has failed (a handler returning its error).
+	StopOnFailure float64
 }
 
 // Edge is a caller operation calling a callee operation under a policy.

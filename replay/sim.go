@@ -54,8 +54,10 @@ type job struct {
 	own   outcome
 	drawn bool
 	ownRA float64
-	// afterFailure: the request had failed somewhere when this arrived.
+	// afterFailure: the request had failed on this edge when this arrived.
 	afterFailure bool
+	// afterOther: else, it had failed on another edge.
+	afterOther bool
 	// root and rootGen name the root request's call the job serves.
 	root, rootGen int32
 	// afterDown: the attempt before it failed because of the callee's calls.
@@ -82,10 +84,11 @@ type call struct {
 	// downFailed: the latest attempt failed because the callee's own
 	// calls failed (its failure model draws the next one accordingly).
 	downFailed bool
-	// tainted (root requests): an attempt serving it has failed.
-	tainted bool
-	entry   int16 // the root operation of a root request
-	gen     int32
+	// failedEdges (root requests): the edges on which an attempt serving
+	// it has failed.
+	failedEdges []int32
+	entry       int16 // the root operation of a root request
+	gen         int32
 }
 
 // attempt is one try of a call. Its slot is reused once both sides are
@@ -440,7 +443,8 @@ func (s *sim) arrive(ai int32) {
 		fail = s.m.Edges[c.edge].Fail
 	}
 	root, rootGen := s.rootOf(a.call)
-	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, afterFailure: s.tainted(a.call), afterDown: c.downFailed, root: root, rootGen: rootGen})
+	same, other := s.tainted(a.call)
+	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, afterFailure: same, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
 	a.job = j
 	p.push(j)
 	s.startQueued(c.svc, int32(shard))
@@ -802,11 +806,16 @@ func (s *sim) finish(ci int32, ok bool) {
 		return // the caller's own work was cancelled meanwhile
 	}
 	j.pending--
+	op := &s.m.Services[j.svc].Ops[j.op]
 	if !ok {
 		j.failed = true
 		j.clientErr = j.clientErr || clientErr
+		if !op.Parallel && op.StopOnFailure > 0 && s.rngOutcome.Float64() < op.StopOnFailure {
+			// The handler returns its error: no further calls.
+			j.repeatLeft, j.nextEdge = 0, int32(len(op.Calls))
+		}
 	}
-	if s.m.Services[j.svc].Ops[j.op].Parallel {
+	if op.Parallel {
 		if j.pending == 0 {
 			s.complete(ji)
 		}

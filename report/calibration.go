@@ -37,6 +37,16 @@ func mark(ok bool) string {
 	return "NO"
 }
 
+// latencyMark says whether a percentile is within tolerance, and of what:
+// the traced value, widened to the band the traces know it within.
+func latencyMark(ok bool, band *[2]float64, rel float64) string {
+	s := fmt.Sprintf("%s (±%s%%", mark(ok), decimal(100*rel, 1))
+	if band != nil && band[1] > 0 {
+		s += " of " + decimal(band[0], 1) + "–" + decimal(band[1], 1)
+	}
+	return s + ")"
+}
+
 func pct(x float64) string { return fixed(100*x, 1) + "%" }
 
 func newCalibrationView(c *replay.Calibration) calibrationView {
@@ -54,8 +64,8 @@ func newCalibrationView(c *replay.Calibration) calibrationView {
 		{"requests", decimal(t.Requests, 0), decimal(r.Requests, 0), ""},
 		{"success rate", pct(t.SuccessRate), pct(r.SuccessRate), ""},
 		{"server-error rate", pct(t.ServerErrorRate), pct(r.ServerErrorRate), fmt.Sprintf("%s (±%s points)", mark(c.Root.ServerError), decimal(100*tol.ServerErrorPoints, 2))},
-		{"p50 (ms)", fixed(t.P50MS, 1), fixed(r.P50MS, 1), fmt.Sprintf("%s (±%s%%)", mark(c.Root.P50), decimal(100*tol.LatencyRel, 1))},
-		{"p90 (ms)", fixed(t.P90MS, 1), fixed(r.P90MS, 1), fmt.Sprintf("%s (±%s%%)", mark(c.Root.P90), decimal(100*tol.LatencyRel, 1))},
+		{"p50 (ms)", fixed(t.P50MS, 1), fixed(r.P50MS, 1), latencyMark(c.Root.P50, t.P50BandMS, tol.LatencyRel)},
+		{"p90 (ms)", fixed(t.P90MS, 1), fixed(r.P90MS, 1), latencyMark(c.Root.P90, t.P90BandMS, tol.LatencyRel)},
 		{"p99 (ms)", fixed(t.P99MS, 1), fixed(r.P99MS, 1), ""},
 	}
 	v.edges = grid{header: []string{"edge", "operation", "calls", "replayed", "attempts", "replayed", "attempts/call", "replayed", "failure rate", "replayed", "within"},
