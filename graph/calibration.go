@@ -189,8 +189,9 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	cal.Sampling = sampling(ix, all)
 	cal.Root = rootStats(ix, all)
 
-	downFailed := make(map[int32]bool)
-	calling := make(map[int32]bool)
+	// Per span: a call made while serving it failed; it made calls.
+	downFailed := make(spanSet, len(ix.spans))
+	calling := make(spanSet, len(ix.spans))
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
 			s := ix.serverOf(c.from)
@@ -214,15 +215,23 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, perEdge[i], anyFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
-	workSelfTimes(ix, ecs, downFailed, t)
-	ownFailures(ix, downFailed, calling, t)
+	ownFailed := make(spanSet, len(ix.spans))
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if ix.keep[i] && !downFailed[i] && (isServer(sp) || ix.parent[i] < 0) {
+			o, _ := classify(ix, int32(i), int32(i))
+			ownFailed[i] = o.failed()
+		}
+	}
+	workSelfTimes(ix, ecs, ownFailed, t)
+	ownFailures(ix, ownFailed, calling, t)
 	callOrder(ix, ecs, t)
 	cal.InFlight = inFlight(ix, ecs, window)
 	t.Calibration = cal
 }
 
 // edgeOutcomes measures one edge's failure model and transit times.
-func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed map[int32]bool, firstFail, anyFail map[ingest.TraceID]int64) {
+func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}}
 	// rec is one attempt whose outcome is the callee's own.
 	type rec struct {
@@ -353,6 +362,9 @@ func firstFailures(ix *index, ec *edgeCalls) map[ingest.TraceID]int64 {
 	return out
 }
 
+// spanSet marks spans by index.
+type spanSet []bool
+
 // incidentTest returns whether a bucket's first attempts failed beyond the
 // edge's overall rate by more than three binomial deviations and one
 // attempt, and at least half of them: an incident, not noise.
@@ -464,7 +476,7 @@ func rootStats(ix *index, roots []int32) RootStats {
 }
 
 // userOutcomes gives every user edge the outcome mix of its root spans.
-func userOutcomes(ix *index, roots map[node][]int32, downFailed map[int32]bool, t *Topology) {
+func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topology) {
 	for i := range t.Edges {
 		e := &t.Edges[i]
 		if e.Caller != userCaller {
@@ -491,15 +503,12 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed map[int32]bool, 
 // making any call: a request the service rejects does not go on to call
 // its dependencies, and a replay that made the calls anyway would take too
 // long to fail and call too often when it succeeds.
-func ownFailures(ix *index, downFailed, calling map[int32]bool, t *Topology) {
+func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 	type counts struct{ own, noCalls int }
 	byOp := map[node]*counts{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if !ix.keep[i] || !isServer(sp) || downFailed[int32(i)] {
-			continue
-		}
-		if o, _ := classify(ix, int32(i), int32(i)); !o.failed() {
+		if !ownFailed[i] || !isServer(sp) {
 			continue
 		}
 		n := node{ix.str(sp.Service), ix.opName(int32(i))}
@@ -532,20 +541,27 @@ func ownFailures(ix *index, downFailed, calling map[int32]bool, t *Topology) {
 // starts, it is made.
 func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 	type made struct {
+		server int32
 		start  int64
 		edge   int
 		failed bool
 	}
-	byServer := map[int32][]made{}
+	var all []made
 	offsets := make([][]float64, len(ecs))
 	for i, ec := range ecs {
 		for _, c := range ec.calls {
 			s := ix.serverOf(c.from)
 			start := c.attempts[0].start
-			byServer[s] = append(byServer[s], made{start, i, c.last().outcome.failed()})
+			all = append(all, made{s, start, i, c.last().outcome.failed()})
 			offsets[i] = append(offsets[i], float64(start-ix.spans[s].Start)/1e6)
 		}
 	}
+	slices.SortFunc(all, func(a, b made) int {
+		if a.server != b.server {
+			return int(a.server - b.server)
+		}
+		return cmpInt64(a.start, b.start)
+	})
 	// The edges each caller operation makes, by edge index.
 	opEdges := map[node][]int{}
 	for i, ec := range ecs {
@@ -554,26 +570,29 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 	}
 	notReached := make([]int, len(ecs))
 	stopped, continued := map[node]int{}, map[node]int{}
-	for s, calls := range byServer {
-		slices.SortFunc(calls, func(a, b made) int { return cmpInt64(a.start, b.start) })
-		n := node{ix.str(ix.spans[s].Service), ix.opName(s)}
+	for lo := 0; lo < len(all); {
+		hi := lo + 1
+		for hi < len(all) && all[hi].server == all[lo].server {
+			hi++
+		}
+		calls := all[lo:hi]
+		lo = hi
 		failed := false
-		called := map[int]bool{}
 		for _, c := range calls {
 			if failed {
-				continued[n]++
+				continued[node{ix.str(ix.spans[c.server].Service), ix.opName(c.server)}]++
 			}
 			failed = failed || c.failed
-			called[c.edge] = true
 		}
 		if !failed {
 			continue
 		}
+		n := node{ix.str(ix.spans[calls[0].server].Service), ix.opName(calls[0].server)}
 		if calls[len(calls)-1].failed {
 			stopped[n]++
 		}
 		for _, e := range opEdges[n] {
-			if !called[e] {
+			if !slices.ContainsFunc(calls, func(c made) bool { return c.edge == e }) {
 				notReached[e]++
 			}
 		}
@@ -598,7 +617,7 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 // with the work it did itself: its span's duration minus the time covered
 // by its children and minus the waits between the attempts of its calls
 // (backoff and Retry-After sleeps), which hold a request but do no work.
-func workSelfTimes(ix *index, ecs []*edgeCalls, downFailed map[int32]bool, t *Topology) {
+func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) {
 	waits := map[int32][][2]int64{}
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
@@ -626,7 +645,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, downFailed map[int32]bool, t *To
 			continue
 		}
 		k := 0
-		if o, _ := classify(ix, int32(i), int32(i)); o.failed() && !downFailed[int32(i)] {
+		if ownFailed[i] {
 			k = 1
 		}
 		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
@@ -740,6 +759,9 @@ func nearestRank(sorted []float64, p float64) float64 {
 // workTime is span i's duration minus the union of its children's
 // intervals and the given waits, clipped to the span.
 func workTime(ix *index, i int32, waits [][2]int64) int64 {
+	if len(waits) == 0 {
+		return selfTime(ix, i)
+	}
 	sp := &ix.spans[i]
 	ivs := slices.Clone(waits)
 	for _, c := range ix.kids(i) {

@@ -79,7 +79,7 @@ func sampleRate(t *graph.Topology, flag float64) (float64, string) {
 	}
 	s := t.Calibration.Sampling
 	switch {
-	case s.Roots == 0:
+	case s.Roots == 0 || !(s.Probability > 0 && s.Probability <= 1):
 		return 1, "sampling: no root says how it was sampled: rates are lower bounds, exact only if every trace was kept; give --sample-rate"
 	case s.LowerBound:
 		return s.Probability, fmt.Sprintf("sampling: %d of %d roots carry a probability (%s); each weighted by its own, the rest taken as kept: effective %.4g, rates a lower bound", s.Roots, t.Calibration.Root.Requests, s.Source, s.Probability)

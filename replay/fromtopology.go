@@ -79,6 +79,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	if o.Load <= 0 {
 		o.Load = 1
 	}
+	if o.SampleRate < 0 || o.SampleRate > 1 {
+		return nil, fmt.Errorf("sample rate %g: want a probability in (0,1]", o.SampleRate)
+	}
 	if o.Headroom <= 0 {
 		o.Headroom = DefaultHeadroom
 	}
@@ -201,7 +204,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	rootRate := t.Source.RootRatePerS
 	if c := t.Calibration; c != nil && c.RootRatePerS > 0 {
 		rootRate = c.RootRatePerS
-		m.Bucket, m.TimelinePeriod = c.BucketS, c.ArrivalWindowS
+		if c.BucketS > 0 && c.ArrivalWindowS > 0 {
+			m.Bucket, m.TimelinePeriod = c.BucketS, c.ArrivalWindowS
+		}
 	}
 	rootRate /= prob
 	switch {
@@ -300,6 +305,9 @@ func quantileDist(levels, q []float64) (Dist, error) {
 	}
 	vals := make([]float64, len(q))
 	for i, v := range q {
+		if !(v >= 0) || math.IsInf(v, 1) {
+			return nil, fmt.Errorf("quantile %d is %g ms: want a time of 0 or more", i, v)
+		}
 		vals[i] = v / 1000
 		if i > 0 && vals[i] < vals[i-1] {
 			vals[i] = vals[i-1] // rounding in the topology may break monotony by a hair
