@@ -94,6 +94,10 @@ type Outcomes struct {
 	// RetryByAttempt splits Retry by attempt: [0] second attempts, [1]
 	// third… The later a retry, the likelier its request fails for good.
 	RetryByAttempt []OutcomeMix `json:"retry_by_attempt"`
+	// RetryAfterFailureByAttempt is the part of RetryByAttempt in calls
+	// whose request had already failed on this edge in an earlier call: a
+	// request that keeps failing is likelier to fail again.
+	RetryAfterFailureByAttempt []OutcomeMix `json:"retry_after_failure_by_attempt"`
 	// RetryAfterDownstream are the retries (counted in Retry, not in
 	// RetryByAttempt) whose previous attempt failed because a call the
 	// callee made failed: the callee's own failure is no likelier then.
@@ -232,7 +236,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 
 // edgeOutcomes measures one edge's failure model and transit times.
 func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
-	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}}
+	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{}}
 	// rec is one attempt whose outcome is the callee's own.
 	type rec struct {
 		a      *attempt
@@ -277,7 +281,8 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 			id := ix.spans[a.span].TraceID
 			ff, failed := firstFail[id]
 			af, anyFailed := anyFail[id]
-			after := failed && ff <= a.start
+			// For a retry, a failure before its call began: an earlier call.
+			after := failed && ff <= c.attempts[0].start
 			other := !after && anyFailed && af <= a.start
 			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: after, other: other, afterDown: afterDown})
 		}
@@ -333,8 +338,12 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 			o.Retry.add(r.a)
 			for len(o.RetryByAttempt) < r.k {
 				o.RetryByAttempt = append(o.RetryByAttempt, OutcomeMix{})
+				o.RetryAfterFailureByAttempt = append(o.RetryAfterFailureByAttempt, OutcomeMix{})
 			}
 			o.RetryByAttempt[r.k-1].add(r.a)
+			if r.after {
+				o.RetryAfterFailureByAttempt[r.k-1].add(r.a)
+			}
 		}
 	}
 	e.Outcomes = o

@@ -72,6 +72,6 @@ func BenchmarkCalibrateSamples(b *testing.B) {
 			tRead += t1.Sub(t0)
 		}
 	}
-	b.ReportMetric((tRead + tCal).Seconds()/float64(b.N), "s/samples")
+	b.ReportMetric((tRead+tCal).Seconds()/float64(b.N), "s/samples")
 	b.ReportMetric(float64(tCal)/float64(tRead), "calibrate/infer")
 }

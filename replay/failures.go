@@ -30,6 +30,9 @@ type Failures struct {
 	// failed on another edge (but not this one).
 	FirstAfterOtherFailure Mix
 	RetryBy                []Mix
+	// RetryAfterFailureBy is RetryBy for calls whose request had failed
+	// on the edge in an earlier call.
+	RetryAfterFailureBy []Mix
 	// RetryAfterDownstream is for retries of an attempt that failed
 	// because one of the callee's own calls failed.
 	RetryAfterDownstream Mix
@@ -73,6 +76,8 @@ func (f *Failures) draw(n int16, after, other, afterDown bool, b int, rng *rand.
 	switch {
 	case n > 1 && afterDown:
 		mix = f.RetryAfterDownstream
+	case n > 1 && after && int(n)-2 < len(f.RetryAfterFailureBy):
+		mix = f.RetryAfterFailureBy[n-2]
 	case n > 1 && int(n)-2 < len(f.RetryBy):
 		mix = f.RetryBy[n-2]
 	case n > 1:
@@ -125,8 +130,14 @@ func failuresOf(o *graph.Outcomes) *Failures {
 	f.FirstAfterOtherFailure = mixOf(o.FirstAfterOtherFailure, all)
 	// Retries never seen outside incidents fail as first attempts do.
 	f.Retry = mixOf(o.Retry, all)
-	for _, m := range o.RetryByAttempt {
-		f.RetryBy = append(f.RetryBy, mixOf(m, f.Retry))
+	for i, m := range o.RetryByAttempt {
+		var tainted graph.OutcomeMix
+		if i < len(o.RetryAfterFailureByAttempt) {
+			tainted = o.RetryAfterFailureByAttempt[i]
+		}
+		pooled := mixOf(m, f.Retry)
+		f.RetryBy = append(f.RetryBy, mixOf(minus(m, tainted), pooled))
+		f.RetryAfterFailureBy = append(f.RetryAfterFailureBy, mixOf(tainted, pooled))
 	}
 	f.RetryAfterDownstream = mixOf(o.RetryAfterDownstream, all)
 	if o.DownstreamFailed > 0 {

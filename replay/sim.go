@@ -81,6 +81,8 @@ type call struct {
 	done      bool
 	// clientErr: an attempt ended in a client error, which is not retried.
 	clientErr bool
+	// tainted: the call began on a request that had failed on its edge.
+	tainted bool
 	// downFailed: the latest attempt failed because the callee's own
 	// calls failed (its failure model draws the next one accordingly).
 	downFailed bool
@@ -444,6 +446,13 @@ func (s *sim) arrive(ai int32) {
 	}
 	root, rootGen := s.rootOf(a.call)
 	same, other := s.tainted(a.call)
+	if a.n == 1 {
+		c.tainted = same
+	} else {
+		// A retry's question is whether its call began on a request that
+		// had already failed on this edge.
+		same, other = c.tainted, false
+	}
 	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, afterFailure: same, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
 	a.job = j
 	p.push(j)
