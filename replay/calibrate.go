@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
@@ -141,31 +139,16 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 		duration = p * math.Ceil(duration/p)
 	}
 	results := make([]Result, o.Seeds)
-	errs := make([]error, o.Seeds)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(runtime.GOMAXPROCS(0), o.Seeds) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := ctx.Err(); err != nil {
-					errs[i] = err
-					continue
-				}
-				results[i], errs[i] = Run(m, degrade.Schedule{{Kind: degrade.Observed}}, RunConfig{Seed: o.Seed + uint64(i), Duration: duration})
-			}
-		}()
-	}
-	for i := range o.Seeds {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	err = parallel(o.Seeds, func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+		var err error
+		results[i], err = Run(m, degrade.Schedule{{Kind: degrade.Observed}}, RunConfig{Seed: o.Seed + uint64(i), Duration: duration})
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return compareRuns(t, m, results, o), nil
 }

@@ -92,17 +92,7 @@ func CalibrationTable(w io.Writer, c *replay.Calibration) error {
 	sw := &stickyWriter{w: w}
 	fmt.Fprintln(sw, v.verdict)
 	for _, g := range []grid{v.root, v.edges} {
-		if len(g.rows) == 0 {
-			continue
-		}
-		fmt.Fprintln(sw)
-		tab := newTable(sw, g.header, g.align...)
-		for _, r := range g.rows {
-			if err := tab.Append(r); err != nil {
-				return err
-			}
-		}
-		if err := tab.Render(); err != nil {
+		if err := renderGrid(sw, g, true); err != nil {
 			return err
 		}
 	}

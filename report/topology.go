@@ -240,17 +240,7 @@ func topologyTable(w io.Writer, t *graph.Topology, after func(io.Writer) error) 
 		}
 	}
 	for _, g := range []grid{v.edges, v.paths} {
-		if len(g.rows) == 0 {
-			continue
-		}
-		fmt.Fprintln(sw)
-		tab := newTable(sw, g.header, g.align...)
-		for _, r := range g.rows {
-			if err := tab.Append(r); err != nil {
-				return err
-			}
-		}
-		if err := tab.Render(); err != nil {
+		if err := renderGrid(sw, g, true); err != nil {
 			return err
 		}
 	}
