@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
 )
 
@@ -100,5 +101,40 @@ func TestCalibrationJSONContract(t *testing.T) {
 	}
 	if got.Edges[0].Caller != "api" || got.Edges[0].Within == nil {
 		t.Errorf("edge fields: %+v", got.Edges[0])
+	}
+}
+
+// TestAuditShowsCalibrationFirst: the audit renders the calibration right
+// after the worst-case line, and an uncalibrated recommendation says so, in
+// every format.
+func TestAuditShowsCalibrationFirst(t *testing.T) {
+	a := &AuditReport{Schema: AuditSchema, Topology: &graph.Topology{}, Calibration: handCalibration(false),
+		Replay: &ReplayReport{}, Recommendation: &replay.Recommendation{Policy: "observed", Reason: "best"}}
+	var table, md, page bytes.Buffer
+	if err := AuditTable(&table, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := AuditMarkdown(&md, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := AuditHTML(&page, a); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(table.String(), "\n")
+	if !strings.HasPrefix(lines[0], "worst-case amplification") || !strings.HasPrefix(lines[2], "calibration: MISS") {
+		t.Errorf("table does not open with the worst case, then the calibration:\n%s", strings.Join(lines[:4], "\n"))
+	}
+	if !strings.Contains(table.String(), "recommendation: uncalibrated") {
+		t.Error("table: recommendation not marked uncalibrated")
+	}
+	if !strings.Contains(md.String(), "## Calibration") || !strings.Contains(md.String(), "**Uncalibrated**") {
+		t.Error("markdown: no calibration section or uncalibrated mark")
+	}
+	h := page.String()
+	if !strings.Contains(h, `id="calibration"`) || !strings.Contains(h, "<strong>Uncalibrated</strong>") || strings.Contains(h, "\x1b") {
+		t.Error("html: no calibration section, no uncalibrated mark, or a raw escape byte")
+	}
+	if strings.Index(h, `id="calibration"`) > strings.Index(h, `id="call-graph"`) {
+		t.Error("html: calibration is not the first section")
 	}
 }
