@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
 )
@@ -160,16 +161,6 @@ func (m *OutcomeMix) add(a *attempt) {
 	default:
 		m.ServerError++
 	}
-}
-
-func (m *OutcomeMix) plus(o OutcomeMix) {
-	m.OK += o.OK
-	m.ServerError += o.ServerError
-	m.Throttled += o.Throttled
-	m.RetryAfter += o.RetryAfter
-	m.ClientError += o.ClientError
-	m.Timeout += o.Timeout
-	m.Transport += o.Transport
 }
 
 // retryable is the number of failures a caller may retry.
@@ -415,44 +406,38 @@ func arrivalWindow(ix *index, roots []int32) (int64, float64) {
 // effective probability is roots / Σ 1/p.
 func sampling(ix *index, roots []int32) Sampling {
 	s := Sampling{Probability: 1, Source: "none seen", LowerBound: true}
-	inv, sources := 0.0, map[string]bool{}
+	inv := 0.0
+	sources := map[string]bool{} // where probabilities were read, or that they could not be
 	for _, r := range roots {
 		sp := &ix.spans[r]
-		p := float64(sp.SampleProb)
-		if p <= 0 || p > 1 {
-			inv++
+		src := ix.str(sp.SampleSource)
+		if p := float64(sp.SampleProb); p > 0 && p <= 1 {
+			s.Roots++
+			inv += 1 / p
+			sources[src] = true
 			continue
 		}
-		s.Roots++
-		inv += 1 / p
-		sources[ix.str(sp.SampleSource)] = true
+		inv++
+		if src != "" {
+			sources[src+" (probability unknown)"] = true
+		}
 	}
-	if s.Roots == 0 || inv == 0 {
-		return s
+	if len(sources) > 0 {
+		names := make([]string, 0, len(sources))
+		for n := range sources {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		s.Source = strings.Join(names, " + ")
 	}
-	s.Probability = round6(float64(len(roots)) / inv)
-	var names []string
-	for n := range sources {
-		names = append(names, n)
+	if s.Roots > 0 {
+		s.Probability = round6(float64(len(roots)) / inv)
+		s.LowerBound = s.Roots < len(roots)
 	}
-	sort.Strings(names)
-	s.Source = joinNames(names)
-	s.LowerBound = s.Roots < len(roots)
 	return s
 }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
-
-func joinNames(names []string) string {
-	out := ""
-	for i, n := range names {
-		if i > 0 {
-			out += " + "
-		}
-		out += n
-	}
-	return out
-}
 
 // rootStats measures the root requests' outcomes and latency.
 func rootStats(ix *index, roots []int32) RootStats {

@@ -98,3 +98,36 @@ func TestIncidentTimeline(t *testing.T) {
 		t.Errorf("healthy first attempts %+v, want 60 ok", o.First)
 	}
 }
+
+// TestSamplingWeights: roots kept at different probabilities weigh by
+// their own; roots that say nothing make the rate a lower bound.
+func TestSamplingWeights(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		probs  []float32
+		source string
+		want   Sampling
+	}{
+		{"mixed probabilities", []float32{0.5, 0.5, 0.25, 0.25}, ingest.SampledTraceState,
+			Sampling{Probability: round6(4.0 / 12), Source: ingest.SampledTraceState, Roots: 4}},
+		{"some roots silent", []float32{0.5, 0}, ingest.SampledJaeger,
+			Sampling{Probability: round6(2.0 / 3), Source: ingest.SampledJaeger, LowerBound: true, Roots: 1}},
+		{"rate limited", []float32{0, 0}, ingest.SampledRateLimited,
+			Sampling{Probability: 1, Source: ingest.SampledRateLimited + " (probability unknown)", LowerBound: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBuilder()
+			for i, p := range c.probs {
+				b.newTrace()
+				b.server(-1, "api", "GET /", float64(10*i), 1, func(s *ingest.Set, sp *ingest.Span) {
+					if p > 0 || c.source == ingest.SampledRateLimited {
+						sp.SampleProb, sp.SampleSource = p, s.Intern(c.source)
+					}
+				})
+			}
+			if got := b.infer().Calibration.Sampling; got != c.want {
+				t.Errorf("sampling %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}

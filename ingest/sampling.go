@@ -9,6 +9,9 @@ import (
 const (
 	SampledJaeger     = "jaeger probabilistic"
 	SampledTraceState = "tracestate th"
+	// SampledRateLimited marks a span kept by a Jaeger rate-limiting (or
+	// lower-bound) sampler: sampled, at a probability no span can tell.
+	SampledRateLimited = "jaeger rate-limiting"
 )
 
 // samplerProb reads a Jaeger sampler's sampler.type and sampler.param: a
@@ -77,5 +80,7 @@ func (s sampler) apply(set *Set, sp *Span) {
 	}
 	if p, ok := samplerProb(s.typ, s.param); ok {
 		sp.SampleProb, sp.SampleSource = float32(p), set.Intern(SampledJaeger)
+	} else if t := strings.ToLower(s.typ); t == "ratelimiting" || t == "lowerbound" {
+		sp.SampleSource = set.Intern(SampledRateLimited)
 	}
 }

@@ -73,7 +73,7 @@ func TestSamplingDecoded(t *testing.T) {
 		{"rate limiting says nothing", `{"data":[{"traceID":"0000000000000003","spans":[
 			{"traceID":"0000000000000003","spanID":"0000000000000001","operationName":"GET /","startTime":1700000000000000,"duration":1000,"processID":"p1","references":[],"tags":[]}],
 			"processes":{"p1":{"serviceName":"api","tags":[{"key":"sampler.type","type":"string","value":"ratelimiting"},{"key":"sampler.param","type":"float64","value":2}]}}}]}`,
-			[]float32{0}, ""},
+			[]float32{0}, SampledRateLimited},
 		{"otlp tracestate", `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeSpans":[{"spans":[
 			{"traceId":"00000000000000000000000000000004","spanId":"0000000000000001","name":"GET /","kind":2,"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000001000000","traceState":"ot=th:c"}]}]}]}`,
 			[]float32{0.25}, SampledTraceState},

@@ -80,6 +80,9 @@ func sampleRate(t *graph.Topology, flag float64) (float64, string) {
 	s := t.Calibration.Sampling
 	switch {
 	case s.Roots == 0 || !(s.Probability > 0 && s.Probability <= 1):
+		if s.Source != "" && s.Source != "none seen" {
+			return 1, fmt.Sprintf("sampling: %s: no root says with what probability it was kept, so rates are lower bounds; give --sample-rate", s.Source)
+		}
 		return 1, "sampling: no root says how it was sampled: rates are lower bounds, exact only if every trace was kept; give --sample-rate"
 	case s.LowerBound:
 		return s.Probability, fmt.Sprintf("sampling: %d of %d roots carry a probability (%s); each weighted by its own, the rest taken as kept: effective %.4g, rates a lower bound", s.Roots, t.Calibration.Root.Requests, s.Source, s.Probability)
