@@ -130,9 +130,19 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 	}
 	b := o.Build
 	b.Load, b.Rate, b.Arrivals, b.Clients = 1, 0, nil, 0
+	unknownRate := t.Calibration.RootRatePerS <= 0 && t.Source.RootRatePerS <= 0
+	if unknownRate {
+		// One root request, or all within a millisecond: no rate to read.
+		// Requests a second apart hardly meet, which is what the traces,
+		// with nothing concurrent in them, can be compared with.
+		b.Rate = 1
+	}
 	m, err := FromTopology(t, b)
 	if err != nil {
 		return nil, err
+	}
+	if unknownRate {
+		m.Assumed = append(m.Assumed, "arrival rate unknown (one root request, or all within a millisecond): replayed at 1 root request/s, so requests hardly meet and capacity is not put to the test")
 	}
 	duration := max(minCalibrationS, minCalibrationRoots/m.Rate)
 	if p := m.TimelinePeriod; p > 0 {
