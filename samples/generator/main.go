@@ -35,7 +35,7 @@ func main() {
 	ctx := context.Background()
 	if *only == "" || *only == incidentName {
 		start := time.Now()
-		sum, err := runIncident(ctx, *out)
+		sum, err := runIncident(ctx, *out, incidentCommitted)
 		fmt.Printf("%s (%s)\n%s", incidentName, time.Since(start).Round(time.Millisecond), sum)
 		if err != nil {
 			log.Fatalf("%s: %v", incidentName, err)
