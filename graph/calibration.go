@@ -410,8 +410,9 @@ func sampling(ix *index, roots []int32) Sampling {
 	sources := map[string]bool{} // where probabilities were read, or that they could not be
 	for _, r := range roots {
 		sp := &ix.spans[r]
-		src := ix.str(sp.SampleSource)
-		if p := float64(sp.SampleProb); p > 0 && p <= 1 {
+		smp := ix.set.Sampling(sp)
+		src := smp.Source
+		if p := smp.P; p > 0 && p <= 1 {
 			s.Roots++
 			inv += 1 / p
 			sources[src] = true

@@ -379,8 +379,8 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 		return true
 	})
 	a.finish(set, &s)
-	if p, ok := traceStateProb(sp.TraceState().AsRaw()); ok && s.SampleProb == 0 {
-		s.SampleProb, s.SampleSource = float32(p), set.Intern(SampledTraceState)
+	if p, ok := traceStateProb(sp.TraceState().AsRaw()); ok && s.Sampled == 0 {
+		set.SetSampling(&s, Sampling{P: p, Source: SampledTraceState})
 	}
 	if links := sp.Links(); links.Len() > 0 {
 		s.FirstLink = uint32(len(set.Links))
