@@ -238,9 +238,13 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 		// afterDown: the previous attempt failed because of the callee's calls
 		afterDown bool
 	}
-	var recs []rec
+	n := 0
+	for _, c := range ec.calls {
+		n += len(c.attempts)
+	}
+	recs := make([]rec, 0, n)
 	raSum, raN := 0.0, 0
-	var transit []float64
+	transit := make([]float64, 0, n)
 	for _, c := range ec.calls {
 		for k := range c.attempts {
 			a := &c.attempts[k]
@@ -541,9 +545,14 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 		edge   int
 		failed bool
 	}
-	var all []made
+	total := 0
+	for _, ec := range ecs {
+		total += len(ec.calls)
+	}
+	all := make([]made, 0, total)
 	offsets := make([][]float64, len(ecs))
 	for i, ec := range ecs {
+		offsets[i] = make([]float64, 0, len(ec.calls))
 		for _, c := range ec.calls {
 			s := ix.serverOf(c.from)
 			start := c.attempts[0].start
@@ -719,24 +728,19 @@ func quantilesOf(xs []float64) []float64 {
 	return out
 }
 
-// flightEdge is a request starting (+1) or ending (-1) at a time.
-type flightEdge struct {
-	t int64
-	d int
-}
-
-// peak is the most requests in flight at once: ends sort before starts at
-// the same instant, so back-to-back requests do not count as overlapping.
-func peak(edges []flightEdge) int {
-	slices.SortFunc(edges, func(a, b flightEdge) int {
-		if c := cmpInt64(a.t, b.t); c != 0 {
-			return c
+// peak is the most requests in flight at once, from their start and end
+// times: an end at the same instant as a start comes first, so requests
+// back to back do not count as overlapping.
+func peak(starts, ends []int64) int {
+	slices.Sort(starts)
+	slices.Sort(ends)
+	n, most, e := 0, 0, 0
+	for _, t := range starts {
+		for e < len(ends) && ends[e] <= t {
+			e++
+			n--
 		}
-		return a.d - b.d
-	})
-	n, most := 0, 0
-	for _, e := range edges {
-		n += e.d
+		n++
 		most = max(most, n)
 	}
 	return most
@@ -782,12 +786,11 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 	if window <= 0 {
 		return out
 	}
-	busy := map[string]float64{}
-	edges := map[string][]flightEdge{}
-	add := func(svc string, start, end int64) {
-		busy[svc] += float64(end-start) / 1e9
-		edges[svc] = append(edges[svc], flightEdge{start, 1}, flightEdge{end, -1})
-	}
+	// One pass to name the requests each service held, as intervals; then
+	// per service its busy time and, sweeping starts and ends in order,
+	// its peak.
+	type held struct{ start, end int64 }
+	bySvc := map[string][]held{}
 	instrumented := map[string]bool{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
@@ -797,7 +800,7 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		svc := ix.str(sp.Service)
 		instrumented[svc] = true
 		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
-			add(svc, sp.Start, sp.End)
+			bySvc[svc] = append(bySvc[svc], held{sp.Start, sp.End})
 		}
 	}
 	for _, ec := range ecs {
@@ -806,12 +809,18 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		}
 		for _, c := range ec.calls {
 			for _, a := range c.attempts {
-				add(ec.key.callee, a.start, a.end)
+				bySvc[ec.key.callee] = append(bySvc[ec.key.callee], held{a.start, a.end})
 			}
 		}
 	}
-	for svc, b := range busy {
-		out = append(out, ServiceLoad{Service: svc, InFlight: round3(b / window), PeakInFlight: peak(edges[svc])})
+	for svc, hs := range bySvc {
+		busy := 0.0
+		starts, ends := make([]int64, len(hs)), make([]int64, len(hs))
+		for k, h := range hs {
+			busy += float64(h.end-h.start) / 1e9
+			starts[k], ends[k] = h.start, h.end
+		}
+		out = append(out, ServiceLoad{Service: svc, InFlight: round3(busy / window), PeakInFlight: peak(starts, ends)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out
