@@ -55,7 +55,8 @@ Policies (--policy, repeatable): a base (observed, none, everywhere,
 edge-only, idempotent-only, hedge-p95) followed by modifiers joined with +
 (budget, retry-after, breaker, deadline, shed), e.g. edge-only+budget.
 Degradations (--degrade, repeatable), e.g.:
-  outage:svc=db,at=10s,for=3s[,mode=error|timeout]
+  outage:svc=db,at=10s,for=3s[,mode=error|timeout|error-after-work]
+  slow-replica:svc=api,at=10s,for=30s,replicas=4,x=10
   slow-shard:svc=db,at=10s,for=30s,shards=8,x=10
   hot-partition:svc=db,at=10s,for=30s,zipf=1.2
   packet-loss:edge=api->db,at=10s,for=10s,p=0.2
