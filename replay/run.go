@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -86,6 +87,10 @@ func (c RunConfig) check() error {
 	return nil
 }
 
+// ErrEventBudget is the error of a run refused or stopped for its event
+// budget (RunConfig.MaxEvents).
+var ErrEventBudget = errors.New("over the event budget")
+
 // Run simulates the model under the faults. The same model, faults and
 // config (seed included) give the same Result, bit for bit.
 func Run(m *Model, faults degrade.Schedule, cfg RunConfig) (Result, error) {
@@ -110,8 +115,8 @@ func RunContext(ctx context.Context, m *Model, faults degrade.Schedule, cfg RunC
 	}
 	cfg = cfg.withDefaults()
 	if n := EstimateEvents(m, cfg); n > float64(cfg.MaxEvents) {
-		return Result{}, fmt.Errorf("the run would take about %.3g events (%.4g root requests a second for %gs, about %.3g events each), over the budget of %d; raise it (--max-events) or lower the rate or the duration",
-			n, m.rootRate(), cfg.Duration, n/math.Max(m.rootRate()*cfg.Duration, 1), cfg.MaxEvents)
+		return Result{}, fmt.Errorf("%w: the run would take about %.3g events (%.4g root requests a second for %gs, about %.3g events each), over the budget of %d; raise it (--max-events) or lower the rate or the duration",
+			ErrEventBudget, n, m.rootRate(), cfg.Duration, n/math.Max(m.rootRate()*cfg.Duration, 1), cfg.MaxEvents)
 	}
 	s := newSim(m, faults, cfg)
 	if err := s.run(ctx); err != nil {

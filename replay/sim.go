@@ -287,7 +287,7 @@ func (s *sim) run(ctx context.Context) error {
 				return err
 			}
 			if s.ends > s.cfg.MaxEvents {
-				return fmt.Errorf("the run passed its event budget of %d events at %.1f s simulated (the system is overloaded: each attempt costs a few events); raise it (--max-events) or shorten the run", s.cfg.MaxEvents, s.now)
+				return fmt.Errorf("%w: the run passed %d events at %.1f s simulated (the system is overloaded: each attempt costs a few events); raise the budget (--max-events) or shorten the run", ErrEventBudget, s.cfg.MaxEvents, s.now)
 			}
 		}
 		switch ev.kind {

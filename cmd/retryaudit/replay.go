@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -135,6 +136,10 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 			return usageError{err}
 		}
 		mx, notes = p.Matrix, []string{p.About}
+		mx.Config.MaxEvents = o.sim.maxEvents
+		for i := range mx.Variants {
+			mx.Variants[i].Model = o.sim.mechanics(mx.Variants[i].Model)
+		}
 	} else {
 		top, arrivals, err := o.readTopology(cmd)
 		if err != nil {
@@ -171,8 +176,12 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 	}
 	results, err := mx.Run()
 	if err != nil {
+		if errors.Is(err, replay.ErrEventBudget) && o.topology != "" && o.sim.rate == 0 {
+			return fmt.Errorf("topology %s: its root_rate_per_s (× --load %g): %w", o.topology, o.sim.load, err)
+		}
 		return err
 	}
+	notes = append(notes, mechanicsNotes(results)...)
 	rep := &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "none", Notes: notes, Runs: results}
 	w, closeOut, err := outputFile(o.io, o.output)
 	if err != nil {

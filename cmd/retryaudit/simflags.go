@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -14,13 +16,18 @@ import (
 // simFlags are the flags shared by the commands that simulate a topology
 // (replay and audit).
 type simFlags struct {
-	capacity   []string
-	headroom   float64
-	load, rate float64
-	deadline   time.Duration
-	seed       uint64
-	duration   time.Duration
-	policyFile string
+	capacity      []string
+	headroom      float64
+	load, rate    float64
+	deadline      time.Duration
+	seed          uint64
+	duration      time.Duration
+	policyFile    string
+	thrash        float64
+	cancel        float64
+	cancelRunning bool
+	maxEvents     int
+	flags         *pflag.FlagSet
 }
 
 func (s *simFlags) bind(f *pflag.FlagSet) {
@@ -32,17 +39,81 @@ func (s *simFlags) bind(f *pflag.FlagSet) {
 	f.Uint64Var(&s.seed, "seed", 1, "random seed: the same inputs and seed give byte-identical output")
 	f.DurationVar(&s.duration, "duration", 60*time.Second, "simulated time during which requests arrive")
 	f.StringVar(&s.policyFile, "policy-file", "", "apply a YAML policy `FILE` (gRPC retryPolicy, Envoy retry_policy, Finagle budget) on top of each policy")
+	f.Float64Var(&s.thrash, "thrash", 0, "throughput lost under overload: every service's service time grows by this × queued jobs per worker (at most 4×); a preset's own value unless set")
+	f.Float64Var(&s.cancel, "cancel", 0, "probability a service learns that a timed-out caller left and drops its queued work; a preset's own value unless set")
+	f.BoolVar(&s.cancelRunning, "cancel-running", false, "services also stop running work when a cancel arrives (they honour cancellation); a preset's own value unless set")
+	f.IntVar(&s.maxEvents, "max-events", replay.DefaultMaxEvents, "refuse or stop a run past this many events (the default keeps a run near 1 GiB)")
+	s.flags = f
 }
 
 func (s *simFlags) validate() error {
-	if s.duration <= 0 || s.load <= 0 || s.rate < 0 || s.headroom <= 0 || s.deadline <= 0 {
-		return usageError{fmt.Errorf("--duration, --load, --headroom and --client-deadline must be positive; --rate not negative")}
+	for _, f := range []struct {
+		name, want string
+		v          float64
+		ok         bool
+	}{
+		{"load", "a finite number > 0, e.g. 2", s.load, s.load > 0},
+		{"headroom", "a finite number > 0, e.g. 1.5", s.headroom, s.headroom > 0},
+		{"rate", "a finite rate ≥ 0 in requests a second, e.g. 200", s.rate, s.rate >= 0},
+		{"thrash", "a finite number ≥ 0, e.g. 0.1", s.thrash, s.thrash >= 0},
+		{"cancel", "a probability from 0 to 1, e.g. 0.5", s.cancel, s.cancel >= 0 && s.cancel <= 1},
+	} {
+		if !f.ok || math.IsInf(f.v, 0) {
+			return usageError{fmt.Errorf("--%s %v: want %s", f.name, f.v, f.want)}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"duration", s.duration}, {"client-deadline", s.deadline}} {
+		if f.d <= 0 {
+			return usageError{fmt.Errorf("--%s %v: want a duration > 0, e.g. 30s", f.name, f.d)}
+		}
+	}
+	if s.maxEvents < 1 {
+		return usageError{fmt.Errorf("--max-events %d: want a count ≥ 1, e.g. %d", s.maxEvents, replay.DefaultMaxEvents)}
 	}
 	return nil
 }
 
 func (s *simFlags) config() replay.RunConfig {
-	return replay.RunConfig{Seed: s.seed, Duration: s.duration.Seconds()}
+	return replay.RunConfig{Seed: s.seed, Duration: s.duration.Seconds(), MaxEvents: s.maxEvents}
+}
+
+// mechanics returns m with its services' thrash and cancellation set from
+// the flags that were given (a preset keeps its own values for the
+// others).
+func (s *simFlags) mechanics(m *replay.Model) *replay.Model {
+	thrash, cancel, running := s.flags.Changed("thrash"), s.flags.Changed("cancel"), s.flags.Changed("cancel-running")
+	if !thrash && !cancel && !running {
+		return m
+	}
+	c := *m
+	c.Services = slices.Clone(m.Services)
+	for k := range c.Services {
+		svc := &c.Services[k]
+		if thrash {
+			svc.Thrash = s.thrash
+		}
+		if cancel {
+			svc.CancelProb = s.cancel
+		}
+		if running {
+			svc.CancelRunning = s.cancelRunning
+		}
+	}
+	return &c
+}
+
+// mechanicsNotes lists the mechanics of the runs, each distinct set once.
+func mechanicsNotes(results []replay.Result) []string {
+	var notes []string
+	for _, r := range results {
+		if n := r.Mechanics.String(); !slices.Contains(notes, n) {
+			notes = append(notes, n)
+		}
+	}
+	return notes
 }
 
 // model builds the observed model of a topology.
@@ -56,7 +127,11 @@ func (s *simFlags) model(top *graph.Topology, o replay.BuildOptions) (*replay.Mo
 		caps[name] = cp
 	}
 	o.Load, o.Rate, o.ClientDeadline, o.Capacity, o.Headroom = s.load, s.rate, s.deadline.Seconds(), caps, s.headroom
-	return replay.FromTopology(top, o)
+	m, err := replay.FromTopology(top, o)
+	if err != nil {
+		return nil, err
+	}
+	return s.mechanics(m), nil
 }
 
 // variants applies each policy expression (duplicates dropped, in order)
