@@ -104,7 +104,7 @@ func stormPreset(load float64) (*Preset, error) {
 		return Variant{Policy: name, Model: m}
 	}
 	return &Preset{
-		Name:  "storm",
+		Name: "storm",
 		About: fmt.Sprintf("seed 000: 40 rps open-loop demand on a 60 rps server, 0.5 s per-try timeout, up to 5 retries; "+
 			"thrash %g (service time +%g%% per queued job per worker, at most +%g%%), cancel %g of timed-out work, running work included",
 			stormThrash, 100*stormThrash, 400*stormThrash, stormCancel),

@@ -11,20 +11,20 @@ import (
 
 // Event kinds.
 const (
-	evArrival  evKind = iota // an open-loop root request arrives
-	evThink                  // a closed-loop client sends its next request
-	evServed                 // a job's service time is over
-	evTimeout                // an attempt's per-try timeout (or deadline) fires
-	evHedge                  // a call's hedge delay is over
-	evRetry                  // a call's backoff is over: send the next attempt
-	evTick                   // once a simulated second: sample the series
-	evKick                   // a fault starts or ends: re-check worker limits
-	evRequest                // an attempt's request reaches its callee after the network hop
-	evResend                 // a lost request's retransmission timer fires
-	evResponse               // an answer reaches the client after the network hop
-	evResendAnswer           // a lost answer's retransmission timer fires
-	evCancel                 // a client's cancel reaches the server
-	evFreeze                 // the nominal horizon: the run's figures are final
+	evArrival      evKind = iota // an open-loop root request arrives
+	evThink                      // a closed-loop client sends its next request
+	evServed                     // a job's service time is over
+	evTimeout                    // an attempt's per-try timeout (or deadline) fires
+	evHedge                      // a call's hedge delay is over
+	evRetry                      // a call's backoff is over: send the next attempt
+	evTick                       // once a simulated second: sample the series
+	evKick                       // a fault starts or ends: re-check worker limits
+	evRequest                    // an attempt's request reaches its callee after the network hop
+	evResend                     // a lost request's retransmission timer fires
+	evResponse                   // an answer reaches the client after the network hop
+	evResendAnswer               // a lost answer's retransmission timer fires
+	evCancel                     // a client's cancel reaches the server
+	evFreeze                     // the nominal horizon: the run's figures are final
 )
 
 type jobState uint8
