@@ -243,16 +243,21 @@ func ZipfPMF(n int, skew float64) []float64 {
 
 // Trigger returns the span of all the faults' windows: the earliest start
 // and the latest end, +Inf when some fault lasts until the end of the run.
-// Recovery time and the metastability verdict count from end. ok is false
-// for an empty schedule.
+// A background fault, one in force for the whole run (at=0s, for=0s), is
+// not part of the trigger when other faults are. Recovery time and the
+// metastability verdict count from end. ok is false for an empty schedule.
 func (s Schedule) Trigger() (start, end float64, ok bool) {
 	if len(s) == 0 {
 		return 0, 0, false
 	}
+	background := func(f Fault) bool { return f.At == 0 && f.For == 0 }
+	all := !slices.ContainsFunc(s, func(f Fault) bool { return !background(f) })
 	start, end = math.Inf(1), math.Inf(-1)
 	for _, f := range s {
-		start = min(start, f.At)
-		end = max(end, f.End())
+		if all || !background(f) {
+			start = min(start, f.At)
+			end = max(end, f.End())
+		}
 	}
 	return start, end, true
 }
