@@ -124,7 +124,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		ei, eoi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
 		per := float64(e.Calls) / math.Max(float64(counts[[2]string{e.Caller, e.CallerOperation}]), 1)
 		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
-			Idempotent: graph.IdempotentMethod(e.Method) || e.Idempotency != nil && e.Idempotency.WithKey == e.Idempotency.RetriedCalls,
+			Idempotent: idempotentEdge(e),
 			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e)}
 		// Repeat the most calls one execution makes and keep the observed
 		// mean with the probability of making them.

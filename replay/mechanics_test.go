@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/retryaudit/retryaudit/degrade"
+	"github.com/retryaudit/retryaudit/graph"
 )
 
 // chain is user → api → svc → db, 20 requests a second, no retries and no
@@ -249,5 +250,29 @@ func TestRefusals(t *testing.T) {
 	cancel()
 	if _, err := RunContext(ctx, m, nil, RunConfig{Duration: 600}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
+	}
+}
+
+// TestIdempotentEdge (item 11): unknown is not idempotent; HTTP methods
+// by their semantics; keyed retries are safe.
+func TestIdempotentEdge(t *testing.T) {
+	for _, tc := range []struct {
+		e    graph.Edge
+		want bool
+	}{
+		{graph.Edge{Method: "GET"}, true},
+		{graph.Edge{Method: "delete"}, true},
+		{graph.Edge{Method: "PUT"}, true},
+		{graph.Edge{Method: "POST"}, false},
+		{graph.Edge{Method: "PATCH"}, false},
+		{graph.Edge{Operation: "INSERT orders"}, false},
+		{graph.Edge{Operation: "payments.Payments/Charge"}, false},
+		{graph.Edge{Operation: "payments.Payments/Charge", Idempotency: &graph.Idempotency{}}, false},
+		{graph.Edge{Method: "POST", Idempotency: &graph.Idempotency{RetriedCalls: 4, WithKey: 4}}, true},
+		{graph.Edge{Method: "POST", Idempotency: &graph.Idempotency{RetriedCalls: 4, WithKey: 3}}, false},
+	} {
+		if got := idempotentEdge(tc.e); got != tc.want {
+			t.Errorf("%+v: idempotent %v, want %v", tc.e, got, tc.want)
+		}
 	}
 }
