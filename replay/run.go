@@ -260,9 +260,10 @@ type judgement struct {
 //     end;
 //   - collapsed, when not recovered, at least cfg.Settle seconds after the
 //     trigger, with goodput below the share over the last Settle seconds
-//     and the backlog not shrinking (its trend over them would not drain
-//     it within what is left of the horizon, left seconds); or, at the
-//     horizon (final), goodput still below the share;
+//     and the backlog not shrinking (its trend over the last 2·Settle
+//     would not drain it within what is left of the horizon, left
+//     seconds); or, at the horizon (final), goodput still below the
+//     share; or recovered, then collapsed so again later;
 //   - open otherwise: the run may go on while its backlog drains.
 //
 // Judging goodput as a share of the requests offered in the same seconds
@@ -304,16 +305,29 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 	drained := 2*slices.Max(ser.QueueDepth[from:to]) + 2
 	w := max(1, int(math.Round(cfg.Window)))
 	e := int(math.Ceil(end))
+	// Collapse is judged over the last Settle seconds: goodput below the
+	// share over all of them, and the backlog's trend over twice as many
+	// where the run has them (queues swing with the waves of retries).
+	k := max(w, int(math.Round(cfg.Settle)))
+	collapsedAt := func(u int) bool {
+		return u-k >= e && share(u-k, u) < thr && !shrinking(ser.QueueDepth[max(e, u-2*k):u], left+float64(T-u))
+	}
 	for s := e; s+w <= T; s++ {
 		if share(s, s+w) >= thr && ser.QueueDepth[s+w-1] <= drained {
 			r := float64(s) - end
 			v.state, v.recovery = VerdictRecovered, &r
+			// A system that collapses again later, with no trigger, is
+			// bistable and ends collapsed.
+			for u := s + w + k; u <= T; u++ {
+				if collapsedAt(u) {
+					v.state, v.recovery = VerdictCollapsed, nil
+					v.note = fmt.Sprintf("recovered %g s after the trigger, collapsed again by %d s", r, u)
+					break
+				}
+			}
 			return v
 		}
 	}
-	// Collapse is judged over the last Settle seconds: goodput below the
-	// share over all of them, and the backlog's trend over them.
-	k := max(w, int(math.Round(cfg.Settle)))
 	low := T-k >= e && share(T-k, T) < thr
 	switch {
 	case final && low:
@@ -323,7 +337,7 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 		if T-k >= e {
 			v.note = "goodput is back but the queues had not drained by the horizon"
 		}
-	case low && !shrinking(ser.QueueDepth[T-k:T], left):
+	case collapsedAt(T):
 		v.state = VerdictCollapsed
 	default:
 		v.state = verdictOpen
