@@ -31,12 +31,12 @@ const (
 	// DefaultCancelDelay is how long a cancel takes to reach the server
 	// in a model with no network hop: one LAN round trip.
 	DefaultCancelDelay = 0.001
-	// DefaultMaxEvents bounds a run's events. The memory a run holds grows
-	// with its in-flight work and its root requests (8 bytes of latency
-	// each), both bounded by its events: measured at about 80 bytes per
-	// event in the worst case (a collapse where nothing completes), 12.5M
-	// events keep a run near 1 GiB.
-	DefaultMaxEvents = 12_500_000
+	// DefaultMaxEvents bounds a run's events. A healthy run recycles its
+	// entities and holds little; the worst case is a collapse whose queue
+	// only grows (every attempt stays in memory), measured at about 140
+	// bytes of heap per event, garbage included: 7M events keep such a run
+	// near 1 GiB.
+	DefaultMaxEvents = 7_000_000
 )
 
 func (c RunConfig) withDefaults() RunConfig {

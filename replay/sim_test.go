@@ -57,7 +57,7 @@ func TestQueueing(t *testing.T) {
 			if got := erlangC(tc.c, tc.lambda, 1); math.Abs(got-tc.want) > 0.001 {
 				t.Fatalf("closed form %.4f, want %.4f", got, tc.want)
 			}
-			r, err := Run(mmc(tc.c, tc.lambda), nil, RunConfig{Seed: 1, Duration: tc.customers / tc.lambda, Drain: -1})
+			r, err := Run(mmc(tc.c, tc.lambda), nil, RunConfig{Seed: 1, Duration: tc.customers / tc.lambda, Drain: -1, MaxEvents: 20_000_000})
 			if err != nil {
 				t.Fatal(err)
 			}
