@@ -147,6 +147,11 @@ func (s *simFlags) variants(m *replay.Model, exprs []string) ([]replay.Variant, 
 		if pf, err = replay.ParsePolicyFile(s.policyFile, data); err != nil {
 			return nil, nil, err
 		}
+		// The file's idempotency declarations decide which edges the
+		// policies may repeat, so they come first.
+		if m, err = pf.DeclareIdempotency(m); err != nil {
+			return nil, nil, err
+		}
 	}
 	var out []replay.Variant
 	models := map[string]*replay.Model{}
