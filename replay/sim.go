@@ -313,33 +313,14 @@ func (s *sim) run(ctx context.Context) error {
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
 				s.served(ev.id)
 			}
-		case evTimeout:
+		case evTimeout, evHedge, evRequest, evResend, evResponse, evResendAnswer:
+			// Events about an attempt the client still waits for.
 			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.timeout(ev.id)
-			}
-		case evHedge:
-			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.hedge(a.call)
+				attemptEvents[ev.kind](s, ev.id)
 			}
 		case evRetry:
 			if c := &s.calls[ev.id]; c.gen == ev.gen && !c.done {
 				s.send(ev.id)
-			}
-		case evRequest:
-			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.arrive(ev.id)
-			}
-		case evResend:
-			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.transmit(ev.id)
-			}
-		case evResponse:
-			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.answer(ev.id)
-			}
-		case evResendAnswer:
-			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.transmitAnswer(ev.id)
 			}
 		case evCancel:
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state != jobDone {
@@ -361,6 +342,16 @@ func (s *sim) run(ctx context.Context) error {
 		s.freeze()
 	}
 	return nil
+}
+
+// attemptEvents handle the events about an open attempt, by kind.
+var attemptEvents = [...]func(s *sim, ai int32){
+	evTimeout:      (*sim).timeout,
+	evHedge:        func(s *sim, ai int32) { s.hedge(s.atts[ai].call) },
+	evRequest:      (*sim).arrive,
+	evResend:       func(s *sim, ai int32) { s.cross(ai, false) },
+	evResponse:     (*sim).answer,
+	evResendAnswer: func(s *sim, ai int32) { s.cross(ai, true) },
 }
 
 // rootRequest sends a root request to entry i, or to one drawn by weight
@@ -447,7 +438,7 @@ func (s *sim) send(ci int32) {
 	if p.HedgeAfter > 0 && n == 1 && p.MaxAttempts > 1 {
 		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
 	}
-	s.transmit(a)
+	s.cross(a, false)
 }
 
 // callerName is the name of the service that makes call c ("" for the end
@@ -485,24 +476,35 @@ func (s *sim) reset(ai int32) bool {
 	return int(s.atts[ai].lost) > s.cfg.Retransmits
 }
 
-// transmit sends attempt ai's request over the network.
-func (s *sim) transmit(ai int32) {
+// cross carries attempt ai's request, or its answer, over the network.
+// A lost one is resent (see lose); one that gets through arrives after the
+// network hop, or at once. A connection that gave up fails the attempt,
+// and an answer on its way is wasted.
+func (s *sim) cross(ai int32, answer bool) {
+	a := &s.atts[ai]
 	if s.reset(ai) {
-		s.atts[ai].ok, s.atts[ai].ra = false, false
+		s.met.waste(a.useful, s.now)
+		a.ok, a.ra, a.useful = false, false, 0
 		s.answer(ai)
 		return
 	}
-	a := &s.atts[ai]
+	resend, arrival := evResend, evRequest
+	if answer {
+		resend, arrival = evResendAnswer, evResponse
+	}
 	if s.lossOf(&s.calls[a.call]) {
-		s.lose(ai, evResend)
+		s.lose(ai, resend)
 		return
 	}
 	a.lost = 0
-	if s.m.Hop != nil {
-		s.h.push(s.now+s.m.Hop.Sample(s.rngFault), evRequest, ai, a.gen)
-		return
+	switch {
+	case s.m.Hop != nil:
+		s.h.push(s.now+s.m.Hop.Sample(s.rngFault), arrival, ai, a.gen)
+	case answer:
+		s.answer(ai)
+	default:
+		s.arrive(ai)
 	}
-	s.arrive(ai)
 }
 
 // arrive delivers attempt ai to its callee, where faults, shedding and the
@@ -714,27 +716,7 @@ func (s *sim) reply(ai int32, ok, retryAfter bool, useful float64) {
 		return
 	}
 	a.ok, a.ra, a.useful, a.lost = ok, retryAfter, useful, 0
-	s.transmitAnswer(ai)
-}
-
-// transmitAnswer sends attempt ai's answer over the network.
-func (s *sim) transmitAnswer(ai int32) {
-	a := &s.atts[ai]
-	if s.reset(ai) {
-		s.met.waste(a.useful, s.now)
-		a.ok, a.ra, a.useful = false, false, 0
-		s.answer(ai)
-		return
-	}
-	if s.lossOf(&s.calls[a.call]) {
-		s.lose(ai, evResendAnswer)
-		return
-	}
-	if s.m.Hop != nil {
-		s.h.push(s.now+s.m.Hop.Sample(s.rngFault), evResponse, ai, a.gen)
-		return
-	}
-	s.answer(ai)
+	s.cross(ai, true)
 }
 
 // answer: the client of attempt ai reads its answer.
