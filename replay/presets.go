@@ -151,7 +151,8 @@ func labPreset(load float64) (*Preset, error) {
 	}
 	return &Preset{
 		Name:  "lab",
-		About: fmt.Sprintf("seed 002: 20 workers, lognormal service times with a 2%% slow tail, offered load %.0f%% of capacity", 100*load),
+		About: fmt.Sprintf("seed 002: 20 workers, lognormal service times with a 2%% slow tail, offered load %.0f%% of capacity; "+
+			"thrash 0; cancel 0 (0.9 for retries+cancel: queued work of timed-out callers dropped, running work completes)", 100*load),
 		Matrix: Matrix{
 			Variants: []Variant{
 				variant("none", 0, func(p *Policy) { p.MaxAttempts = 1 }),
