@@ -378,3 +378,9 @@ func (r Result) String() string {
 	return fmt.Sprintf("%s under %s: availability %.3f, goodput %.1f/s, retries %.1f%%, p99 %.0fms",
 		r.Policy, r.Degradation, r.Availability, r.Goodput, 100*r.RetryShare, r.P99MS)
 }
+
+// Collapsed reports whether the run collapsed: after its trigger ended,
+// goodput stayed below the verdict's share of its healthy level with a
+// backlog that was not draining (see RunConfig and the Verdict constants).
+// It is the run's Metastable field, and a function of its Verdict alone.
+func (r Result) Collapsed() bool { return r.Verdict == VerdictCollapsed }
