@@ -150,7 +150,7 @@ func labPreset(load float64) (*Preset, error) {
 		return Variant{Policy: name, Model: m}
 	}
 	return &Preset{
-		Name:  "lab",
+		Name: "lab",
 		About: fmt.Sprintf("seed 002: 20 workers, lognormal service times with a 2%% slow tail, offered load %.0f%% of capacity; "+
 			"thrash 0; cancel 0 (0.9 for retries+cancel: queued work of timed-out callers dropped, running work completes)", 100*load),
 		Matrix: Matrix{
