@@ -237,7 +237,7 @@ func TestRefusals(t *testing.T) {
 	if _, err := Run(big, nil, RunConfig{}); err == nil || !strings.Contains(err.Error(), "--max-events") {
 		t.Errorf("a billion requests a second: %v", err)
 	}
-	for _, cfg := range []RunConfig{{Duration: math.NaN()}, {RTO: math.Inf(1)}, {Share: 2}} {
+	for _, cfg := range []RunConfig{{Duration: math.NaN()}, {RTO: math.Inf(1)}, {Share: 2}, {MaxJudge: 1e12}, {Duration: 1e12}} {
 		if _, err := Run(m, nil, cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
 		}

@@ -69,6 +69,9 @@ func (c RunConfig) withDefaults() RunConfig {
 	return c
 }
 
+// maxJudgeLimit bounds RunConfig.MaxJudge: a day of simulated time.
+const maxJudgeLimit = 86400
+
 // check reports a configuration no run can honour: NaN, infinite or
 // negative figures.
 func (c RunConfig) check() error {
@@ -83,6 +86,9 @@ func (c RunConfig) check() error {
 	}
 	if c.Share > 1 {
 		return fmt.Errorf("run config: share %v: want a share in (0,1]", c.Share)
+	}
+	if c.MaxJudge > maxJudgeLimit {
+		return fmt.Errorf("run config: max-judge %gs: want at most %gs", c.MaxJudge, float64(maxJudgeLimit))
 	}
 	return nil
 }
@@ -155,7 +161,7 @@ func EstimateEvents(m *Model, cfg RunConfig) float64 {
 	if total > 0 {
 		calls /= total
 	}
-	return m.rootRate()*cfg.Duration*(2+5*calls) + cfg.Duration + cfg.Drain
+	return m.rootRate()*cfg.Duration*(2+5*calls) + cfg.Duration + cfg.Drain + cfg.MaxJudge
 }
 
 // expectedCalls is how many calls one execution of op makes, all the way
