@@ -250,7 +250,8 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	return s
 }
 
-// checkEvery is how many events pass between checks of the context.
+// checkEvery is how many events pass between checks of the context (a
+// power of two).
 const checkEvery = 4096
 
 func (s *sim) run(ctx context.Context) error {
@@ -282,7 +283,7 @@ func (s *sim) run(ctx context.Context) error {
 		}
 		s.now = ev.t
 		s.ends++
-		if s.ends%checkEvery == 0 {
+		if s.ends&(checkEvery-1) == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -522,10 +523,11 @@ func (s *sim) arrive(ai int32) {
 			part = int32(s.rngFault.IntN(st.parts))
 		}
 	}
-	eff := s.effect(s.callerName(c), c.svc, part)
-	if eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
-		s.reply(ai, false, true, 0)
-		return
+	if len(st.faults) > 0 {
+		if eff := s.effect(s.callerName(c), c.svc, part); eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
+			s.reply(ai, false, true, 0)
+			return
+		}
 	}
 	pi := part % int32(len(st.pools))
 	p := &st.pools[pi]
@@ -583,17 +585,17 @@ func (s *sim) startQueued(svc, pi int32) {
 		p.busy++
 		j.state = jobRunning
 		j.start = s.now
-		eff := s.effect("", svc, j.part)
-		svc := &s.m.Services[svc]
-		t := svc.Ops[j.op].Time.Sample(s.rngService)
-		if eff.Slow > 1 {
-			t *= eff.Slow
+		sv := &s.m.Services[svc]
+		t := sv.Ops[j.op].Time.Sample(s.rngService)
+		add := 0.0
+		if len(s.svcs[svc].faults) > 0 {
+			eff := s.effect("", svc, j.part)
+			t, add = t*eff.Slow, eff.Add
 		}
-		if svc.Thrash > 0 {
-			t *= 1 + svc.Thrash*min(float64(p.queued())/float64(p.workers), 4)
+		if sv.Thrash > 0 {
+			t *= 1 + sv.Thrash*min(float64(p.queued())/float64(p.workers), 4)
 		}
-		t += eff.Add
-		s.h.push(s.now+t, evServed, ji, j.gen)
+		s.h.push(s.now+(t+add), evServed, ji, j.gen)
 	}
 }
 
