@@ -339,6 +339,7 @@ func TestObserved(t *testing.T) {
 		}
 	}
 }
+
 // TestCheck: a fault on a service the model lacks names the ones it has;
 // a slow replica cannot share a service with shards.
 func TestCheck(t *testing.T) {
