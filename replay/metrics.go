@@ -35,6 +35,7 @@ type metrics struct {
 	latencies                 []float64
 	firstAttempts, retries    int
 	edgeAttempts, edgeRetries []int
+	edgeSeries                [][]int // attempts sent per edge per second
 	nBudget, nBreaker         int
 	shedN, lateN, hedges      int
 	workS, wastedS            float64
@@ -48,6 +49,10 @@ func (m *metrics) init(duration float64, edges, expectedRoots int) {
 	m.edgeAttempts = make([]int, edges)
 	m.latencies = make([]float64, 0, expectedRoots)
 	m.edgeRetries = make([]int, edges)
+	m.edgeSeries = make([][]int, edges)
+	for i := range m.edgeSeries {
+		m.edgeSeries[i] = make([]int, n)
+	}
 }
 
 // sec is the series bucket of time t (the last bucket takes the drain).
@@ -72,6 +77,7 @@ func (m *metrics) rootDone(start, t float64, ok bool) {
 
 func (m *metrics) attemptSent(edge int32, retry bool, t float64) {
 	m.edgeAttempts[edge]++
+	m.edgeSeries[edge][m.sec(t)]++
 	if retry {
 		m.retries++
 		m.edgeRetries[edge]++
@@ -104,6 +110,17 @@ type EdgeAttempts struct {
 	Edge     string `json:"edge"`
 	Attempts int    `json:"attempts"`
 	Retries  int    `json:"retries"`
+	// Callee names the service the attempts went to; PerSecond counts
+	// them by the second they were sent in (the audit's load forecast).
+	Callee    string `json:"-"`
+	PerSecond []int  `json:"-"`
+}
+
+// Window is when a run's faults were in force: from AtS for ForS seconds
+// (ForS 0: until the end of the run).
+type Window struct {
+	AtS  float64 `json:"at_s"`
+	ForS float64 `json:"for_s"`
 }
 
 // Result is one run's figures.
@@ -138,6 +155,8 @@ type Result struct {
 	// Triggered says the run had a fault that started and ended within it,
 	// so recovery and metastability were judged.
 	Triggered bool `json:"triggered"`
+	// Trigger is the span of the faults' windows; nil without faults.
+	Trigger *Window `json:"trigger,omitempty"`
 	// RecoveryS is how long after the trigger ended goodput came back to
 	// 90% of its level before the trigger; nil if it never did in the run.
 	RecoveryS *float64 `json:"recovery_s"`
@@ -182,11 +201,15 @@ func (s *sim) result() Result {
 	}
 	for i, e := range s.m.Edges {
 		r.Attempts = append(r.Attempts, EdgeAttempts{Edge: s.m.Services[e.Caller].Name + " → " + s.m.Services[e.Callee].Name,
-			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i]})
+			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
 	}
 	r.RecoveryS, r.Metastable = verdict(m.series, s.faults, s.cfg)
-	if start, end, ok := s.faults.Trigger(); ok && !math.IsInf(end, 1) && start < s.cfg.Duration {
-		r.Triggered = true
+	if start, end, ok := s.faults.Trigger(); ok {
+		r.Trigger = &Window{AtS: start}
+		if !math.IsInf(end, 1) {
+			r.Trigger.ForS = end - start
+			r.Triggered = start < s.cfg.Duration
+		}
 	}
 	return r
 }
