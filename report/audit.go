@@ -59,22 +59,17 @@ func (a *AuditReport) replayReport() *ReplayReport {
 // AuditJSON writes the report as indented JSON, absent lists as empty.
 func AuditJSON(w io.Writer, a *AuditReport) error {
 	out := *a
-	if out.Schema == "" {
-		out.Schema = AuditSchema
-	}
-	if out.Notes == nil {
-		out.Notes = []string{}
-	}
-	if out.Verdicts == nil {
-		out.Verdicts = []audit.Verdict{}
-	}
-	if out.Utilization == nil {
-		out.Utilization = []audit.ServiceUtilization{}
-	}
-	if out.Runs == nil {
-		out.Runs = []replay.Result{}
-	}
+	out.Notes, out.Runs = nonNil(out.Notes), nonNil(out.Runs)
+	out.Verdicts, out.Utilization = nonNil(out.Verdicts), nonNil(out.Utilization)
 	return JSON(w, out)
+}
+
+// nonNil is xs, or an empty list for nil: JSON [] rather than null.
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
 }
 
 // auditV1 is the layout of retryaudit.audit/v1.

@@ -57,7 +57,7 @@ func buildSampleAudit() (*AuditReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := audit.Config{Topology: top, Seeds: 2, Run: replay.RunConfig{Seed: 1, Duration: 30}}
+	cfg := audit.Config{Topology: top, Seeds: 1, Run: replay.RunConfig{Seed: 1, Duration: 30}}
 	for _, p := range []string{"none", "observed", "everywhere", "edge-only+budget"} {
 		pm, err := replay.ApplyPolicy(m, p)
 		if err != nil {

@@ -117,3 +117,51 @@ func TestChangesWords(t *testing.T) {
 		t.Errorf("keyless POST retries: %+v", c)
 	}
 }
+
+// TestSafeVariants: when the observed policies break a rule, observed is
+// ruled out saying which, and observed+safe becomes a candidate; a
+// candidate the rules make equal to another is ruled out as the same;
+// none is never adjusted into retrying.
+func TestSafeVariants(t *testing.T) {
+	edges := []graph.Edge{{Operation: "GET /a", Method: "GET"}, {Operation: "POST /b", Method: "POST"}}
+	three := replay.Policy{MaxAttempts: 3, Backoff: replay.DefaultBackoff}
+	observed, top := fanOut(edges, []replay.Policy{three, three})
+	none, _ := fanOut(edges, []replay.Policy{{MaxAttempts: 1}, {MaxAttempts: 1}})
+	getOnly, _ := fanOut(edges, []replay.Policy{three, {MaxAttempts: 1}})
+	everywhere, _ := fanOut(edges, []replay.Policy{three, three})
+	vs, ruled, adj := safeVariants([]replay.Variant{
+		{Policy: "observed", Model: observed}, {Policy: "none", Model: none},
+		{Policy: "get-only", Model: getOnly}, {Policy: "everywhere", Model: everywhere},
+	}, observed, factsOf(observed, top, Declarations{}))
+	var names []string
+	for _, v := range vs {
+		names = append(names, v.policy)
+	}
+	if strings.Join(names, " ") != "observed observed+safe none get-only everywhere" {
+		t.Errorf("variants %v", names)
+	}
+	if vs[0].model.Edges[1].Policy.MaxAttempts != 3 {
+		t.Error("the observed baseline was changed: it must run as it is")
+	}
+	if vs[2].model.Edges[0].Policy.MaxAttempts != 1 {
+		t.Error("none was given retries")
+	}
+	want := map[string]string{
+		"observed":   "breaks a safety rule as it is: api → svc POST /b",
+		"get-only":   "the same as observed+safe",
+		"everywhere": "the same as observed+safe",
+	}
+	if len(ruled) != len(want) {
+		t.Errorf("ruled out %+v", ruled)
+	}
+	for _, r := range ruled {
+		if !strings.Contains(r.Why, want[r.Policy]) {
+			t.Errorf("%s ruled out: %q, want %q", r.Policy, r.Why, want[r.Policy])
+		}
+	}
+	for _, a := range adj {
+		if a.Policy == "observed" {
+			t.Errorf("an adjustment names the baseline: %+v", a)
+		}
+	}
+}
