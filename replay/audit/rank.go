@@ -136,7 +136,11 @@ func reason(w standing, key string, given bool, assumption string) string {
 	default:
 		fmt.Fprintf(&b, "%s tolerates the most load before a trigger becomes an outage: up to %.2f utilization of the degraded dependency under its worst degradation, %s", w.policy, w.critical, w.criticalAt)
 	}
-	fmt.Fprintf(&b, ", with availability %.3f (%.3f–%.3f over the seeds) and extra work %+.2f; decided by %s", w.avail.Mean, w.avail.Min, w.avail.Max, w.extra.Mean, key)
+	extra := fmt.Sprintf("%+.2f", w.extra.Mean)
+	if extra == "-0.00" || extra == "+0.00" {
+		extra = "0.00"
+	}
+	fmt.Fprintf(&b, ", with availability %.3f (%.3f–%.3f over the seeds) and extra work %s; decided by %s", w.avail.Mean, w.avail.Min, w.avail.Max, extra, key)
 	if assumption != "" {
 		b.WriteString("; " + assumption)
 	}
