@@ -32,6 +32,7 @@ type auditOptions struct {
 	failOn      []string
 	thresholds  []threshold
 	seeds       int
+	noSearch    bool
 	utilization []string
 	util        map[string]float64
 	decl        audit.Declarations
@@ -117,6 +118,7 @@ crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
 	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY")
 	f.IntVar(&opts.seeds, "seeds", audit.DefaultSeeds, "run every policy and degradation with `K` seeds: --seed, --seed+1, …")
+	f.BoolVar(&opts.noSearch, "no-search", false, "skip the critical-utilization searches (a quicker audit, with no capacity plan beyond today's load)")
 	f.StringArrayVar(&opts.utilization, "utilization", nil, "a service's utilization from your metrics, `SVC=U` with U a busy fraction in (0,1) (repeatable)")
 	f.StringArrayVar(&opts.decl.Idempotent, "idempotent", nil, "declare an operation or RPC method `NAME` idempotent, so it may be retried (repeatable)")
 	f.StringArrayVar(&opts.decl.InflightDedup, "inflight-dedup", nil, "declare that the server of operation or method `NAME` deduplicates concurrent keyed duplicates, so it may be hedged (repeatable)")
@@ -182,7 +184,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	}
 	var bar *progress
 	res, err := audit.Run(cmd.Context(), audit.Config{Variants: variants, Degradations: degr, Topology: top,
-		Run: o.sim.config(), Seeds: o.seeds, Utilization: o.util, Declarations: o.decl,
+		Run: o.sim.config(), Seeds: o.seeds, Utilization: o.util, Declarations: o.decl, NoSearch: o.noSearch,
 		Progress: func(done, total int) {
 			if bar == nil {
 				bar = newProgress(o.io, o.quiet, int64(total), "replay", false)

@@ -145,7 +145,11 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			}
 		}
 	}
-	if !cfg.NoSearch {
+	if cfg.NoSearch {
+		for i := range verdicts {
+			verdicts[i].CriticalNote = "the critical-utilization search was skipped"
+		}
+	} else {
 		// Variants whose policies are the same (the safety rules can make
 		// them so) are searched once.
 		same := make([]int, len(vs))

@@ -11,11 +11,9 @@ import (
 
 // Safety rules, by the names the report gives them.
 const (
-	RuleNonIdempotent = "non-idempotent"     // no hedge, no retry added or kept on a write without keys
-	RuleHedgeDelay    = "hedge-delay"        // a hedge delay in [callee p95, per-try timeout)
-	RuleKeepBreaker   = "keep-breaker"       // a breaker seen in the traces is kept
-	RuleSameAs        = "same-after-safety"  // the rules left a candidate equal to another
-	RuleUnsafeToday   = "unsafe-as-observed" // the observed policy itself breaks a rule
+	RuleNonIdempotent = "non-idempotent" // no hedge, no retry added or kept on a write without keys
+	RuleHedgeDelay    = "hedge-delay"    // a hedge delay in [callee p95, per-try timeout)
+	RuleKeepBreaker   = "keep-breaker"   // a breaker seen in the traces is kept
 )
 
 // Declarations are what the user knows about operations that traces
