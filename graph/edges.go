@@ -205,6 +205,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 		e.Idempotency = &idem
 	}
 	e.Method = mostCommon(methods)
+	e.Examples = edgeExamples(ix, ec.calls)
 	slices.Sort(serverDur)
 	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(serverDur)
 	if e.Attempts > 0 {

@@ -43,8 +43,9 @@ func edgeLocation(e Edge) string {
 
 func findings(edges []Edge, paths []Path) []Finding {
 	var out []Finding
+	var examples []Example // of the finding being added
 	add := func(id string, sev Severity, loc, format string, args ...any) {
-		out = append(out, Finding{ID: id, Severity: sev, Location: loc, Message: fmt.Sprintf(format, args...)})
+		out = append(out, Finding{ID: id, Severity: sev, Location: loc, Message: fmt.Sprintf(format, args...), Examples: examples})
 	}
 	seenLayers := map[string]bool{}
 	for _, p := range paths {
@@ -56,6 +57,7 @@ func findings(edges []Edge, paths []Path) []Finding {
 			continue
 		}
 		seenLayers[loc] = true
+		examples = p.Examples
 		add(FindingMultiLayer, SeverityHigh, loc, "%d layers retry (%s): one request can become %dx attempts at %s",
 			len(p.RetryingLayers), strings.Join(p.RetryingLayers, ", "), p.WorstCaseAmplification, p.Services[len(p.Services)-1])
 	}
@@ -69,6 +71,7 @@ func findings(edges []Edge, paths []Path) []Finding {
 			continue
 		}
 		loc := edgeLocation(e)
+		examples = e.Examples
 		if e.Backoff.JitterPresent != nil && !*e.Backoff.JitterPresent {
 			wait := "immediately"
 			switch e.Backoff.Kind {
@@ -107,6 +110,7 @@ func findings(edges []Edge, paths []Path) []Finding {
 	}
 	for _, e := range edges {
 		if e.OutlivedCaller > 0 {
+			examples = e.Examples
 			add(FindingOutlivedCaller, SeverityHigh, edgeLocation(e), "%d attempts started after the upstream caller had given up: deadlines do not propagate", e.OutlivedCaller)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -814,7 +815,9 @@ func TestFindings(t *testing.T) {
 				}
 				p := tp.Paths[0]
 				want := Path{Services: []string{"frontend", "a", "b", "c"}, Operations: []string{"op", "op", "op", "op"},
-					RetryingLayers: []string{"frontend", "a", "b"}, WorstCaseAmplification: 27, WorstCaseExact: true, ObservedMaxAmplification: 27}
+					RetryingLayers: []string{"frontend", "a", "b"}, WorstCaseAmplification: 27, WorstCaseExact: true, ObservedMaxAmplification: 27,
+					// The deepest retrying layer's call: b's three attempts at c.
+					Examples: []Example{{TraceID: "00000000000000000000000000000001", SpanIDs: []string{"0000000000000006", "0000000000000008", "000000000000000a"}}}}
 				if !reflect.DeepEqual(p, want) {
 					t.Errorf("path:\n got %+v\nwant %+v", p, want)
 				}
@@ -1056,5 +1059,44 @@ func TestClassify(t *testing.T) {
 				t.Errorf("got %d %q, want %d %q", o, label, tc.want, tc.label)
 			}
 		})
+	}
+}
+
+// TestExamples: every edge and finding names up to three traces, the calls
+// with the most attempts first, one per trace, whatever the input order.
+func TestExamples(t *testing.T) {
+	b := newBuilder()
+	for i := 0; i < 9; i++ {
+		b.newTrace()
+		root := b.server(-1, "frontend", "GET /", 0, 100)
+		waits := []float64{}
+		for k := 0; k < i%3; k++ {
+			waits = append(waits, 10)
+		}
+		b.chain(root, "api", 1, waits, 5, httpStatus(200))
+	}
+	tp := b.infer()
+	e := edge(t, tp, "frontend", "api")
+	if len(e.Examples) != 3 {
+		t.Fatalf("examples: %+v", e.Examples)
+	}
+	// Traces 4, 7 and 10 made three attempts; ids break the tie.
+	want := []string{"00000000000000000000000000000004", "00000000000000000000000000000007", "0000000000000000000000000000000a"}
+	for i, ex := range e.Examples {
+		wantEq(t, "trace", ex.TraceID, want[i])
+	}
+	wantEq(t, "spans of the first example", len(e.Examples[0].SpanIDs), 3)
+	for _, f := range tp.Findings {
+		if len(f.Examples) == 0 || len(f.Examples) > 3 {
+			t.Errorf("finding %s: %d examples", f.ID, len(f.Examples))
+		}
+	}
+	if len(tp.Findings) == 0 {
+		t.Fatal("want a no-jitter finding to carry examples")
+	}
+	// Reversed input order, same examples.
+	slices.Reverse(b.set.Spans)
+	if got := b.infer(); !reflect.DeepEqual(edge(t, got, "frontend", "api").Examples, e.Examples) {
+		t.Errorf("examples depend on input order:\n%+v\n%+v", edge(t, got, "frontend", "api").Examples, e.Examples)
 	}
 }

@@ -69,8 +69,12 @@ func makePath(edges []Edge, chain []int, observed float64) Path {
 	first := edges[chain[0]]
 	p.Services = append(p.Services, first.Caller)
 	p.Operations = append(p.Operations, first.CallerOperation)
+	var examples [][]Example
 	for _, i := range chain {
 		e := edges[i]
+		if e.Retries {
+			examples = append([][]Example{e.Examples}, examples...)
+		}
 		p.Services = append(p.Services, e.Callee)
 		p.Operations = append(p.Operations, e.Operation)
 		p.WorstCaseAmplification *= e.MaxAttempts
@@ -79,6 +83,7 @@ func makePath(edges []Edge, chain []int, observed float64) Path {
 			p.WorstCaseExact = p.WorstCaseExact && e.MaxAttemptsExact
 		}
 	}
+	p.Examples = mergeExamples(examples...)
 	return p
 }
 

@@ -100,6 +100,10 @@ type Edge struct {
 	// MissingAttempts counts attempts that markers say were made but whose
 	// spans are not in the input.
 	MissingAttempts int `json:"missing_attempts"`
+
+	// Examples are up to three traces showing the edge's calls, those
+	// with the most attempts first.
+	Examples []Example `json:"examples,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.
@@ -144,6 +148,9 @@ type Path struct {
 	// WorstCaseExact is false when any factor is a lower bound.
 	WorstCaseExact           bool    `json:"worst_case_exact"`
 	ObservedMaxAmplification float64 `json:"observed_max_amplification"`
+	// Examples are up to three traces through the path's retrying layers,
+	// deepest layer first.
+	Examples []Example `json:"examples,omitempty"`
 }
 
 // Severity orders findings.
@@ -163,4 +170,6 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Location string   `json:"location"`
 	Message  string   `json:"message"`
+	// Examples are up to three traces that show the problem.
+	Examples []Example `json:"examples,omitempty"`
 }
