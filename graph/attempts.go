@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -211,9 +212,12 @@ func (ix *index) newAttempt(client, server int32) attempt {
 }
 
 // extractCalls finds every logical call in the index.
-func extractCalls(ix *index, names *naming) []*call {
+func extractCalls(ctx context.Context, ix *index, names *naming) ([]*call, error) {
 	var calls []*call
 	for p := range ix.spans {
+		if err := canceled(ctx, p); err != nil {
+			return nil, err
+		}
 		if !ix.keep[p] {
 			continue
 		}
@@ -224,7 +228,7 @@ func extractCalls(ix *index, names *naming) []*call {
 			calls = append(calls, callsUnder(ix, names, int32(p), []int32{int32(p)})...)
 		}
 	}
-	return calls
+	return calls, nil
 }
 
 // isRootAttempt reports whether span i is an attempt that starts its trace.

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"slices"
 
@@ -76,7 +77,7 @@ func sortKeys(keys []spanKey) []spanKey {
 	return append(append(out, a...), b...)
 }
 
-func newIndex(set *ingest.Set) *index {
+func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 	spans := set.Spans
 	n := len(spans)
 	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), ops: make([]string, n)}
@@ -96,6 +97,9 @@ func newIndex(set *ingest.Set) *index {
 		keys[i] = keyOf(&spans[i], int32(i))
 	}
 	keys = sortKeys(keys)
+	if err := canceled(ctx, 0); err != nil {
+		return nil, err
+	}
 	for i, k := range keys {
 		if i > 0 && k.cmpID(keys[i-1]) == 0 {
 			ix.dups++
@@ -160,7 +164,10 @@ func newIndex(set *ingest.Set) *index {
 			return int(a - b)
 		})
 	}
-	return ix
+	if err := canceled(ctx, 0); err != nil {
+		return nil, err
+	}
+	return ix, nil
 }
 
 func (ix *index) kids(i int32) []int32 { return ix.children[ix.childOff[i]:ix.childOff[i+1]] }

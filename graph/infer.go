@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,20 +15,48 @@ var SelfQuantileLevels = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.
 
 // Infer builds the retry topology of the spans in set. It does not fail on
 // odd input: what it cannot decide it reports as unknown, and what looks
-// wrong it lists in Topology.Warnings.
-func Infer(set *ingest.Set) *Topology {
-	return infer(newIndex(set))
+// wrong it lists in Topology.Warnings. Its only error is ctx's, when ctx
+// ends before inference does.
+func Infer(ctx context.Context, set *ingest.Set) (*Topology, error) {
+	ix, err := newIndex(ctx, set)
+	if err != nil {
+		return nil, err
+	}
+	return infer(ctx, ix)
 }
 
 // InferWithArrivals is Infer, plus the root requests in time order that
 // replay sends as the traces' own traffic (--arrivals trace), from one
 // index of the spans.
-func InferWithArrivals(set *ingest.Set) (*Topology, []Arrival) {
-	ix := newIndex(set)
-	return infer(ix), rootArrivals(ix)
+func InferWithArrivals(ctx context.Context, set *ingest.Set) (*Topology, []Arrival, error) {
+	ix, err := newIndex(ctx, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := infer(ctx, ix)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, rootArrivals(ix), nil
 }
 
-func infer(ix *index) *Topology {
+// checkEvery is how many spans or calls inference handles between two
+// looks at its context: often enough to stop within milliseconds, rarely
+// enough to cost nothing.
+const checkEvery = 1 << 14
+
+// canceled returns ctx's error every checkEvery-th i, nil otherwise.
+func canceled(ctx context.Context, i int) error {
+	if i%checkEvery != 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("infer: %w", err)
+	}
+	return nil
+}
+
+func infer(ctx context.Context, ix *index) (*Topology, error) {
 	var ops opTable
 	var instrumented map[string]bool
 	statsDone := make(chan struct{})
@@ -36,11 +65,19 @@ func infer(ix *index) *Topology {
 		ops, instrumented = serverStats(ix) // reads the index only
 	}()
 	names := newNaming(ix)
-	calls := extractCalls(ix, names)
+	calls, err := extractCalls(ctx, ix, names)
+	if err != nil {
+		<-statsDone
+		return nil, err
+	}
 	ecs := groupEdges(ix, calls)
 
 	t := &Topology{Schema: Schema, Services: []Service{}, Edges: []Edge{}, Paths: []Path{}, Warnings: []string{}}
-	for _, ec := range ecs {
+	for i, ec := range ecs {
+		if err := canceled(ctx, i); err != nil {
+			<-statsDone
+			return nil, err
+		}
 		t.Edges = append(t.Edges, inferEdge(ix, ec))
 	}
 	roots := map[node][]int32{}
@@ -82,7 +119,10 @@ func infer(ix *index) *Topology {
 		t.Source.RootRatePerS = round3(float64(rootCalls) / window)
 	}
 	t.Warnings = warningsOf(ix, t)
-	return t
+	if err := canceled(ctx, 0); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // userEdges adds a `user` caller for every root operation.

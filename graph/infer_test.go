@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -916,7 +918,10 @@ func TestInferNeverPanics(t *testing.T) {
 					t.Fatalf("iteration %d: Infer panicked: %v", iter, r)
 				}
 			}()
-			tp := Infer(set)
+			tp, err := Infer(context.Background(), set)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := json.Marshal(tp); err != nil {
 				t.Fatalf("iteration %d: topology does not encode: %v", iter, err)
 			}
@@ -1054,7 +1059,11 @@ func TestClassify(t *testing.T) {
 			if tc.server != nil {
 				s = b.server(c, "backend", "GET /api", 10.5, 4, tc.server...)
 			}
-			o, label := classify(newIndex(b.set), int32(c), int32(s))
+			ix, err := newIndex(context.Background(), b.set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, label := classify(ix, int32(c), int32(s))
 			if o != tc.want || label != tc.label {
 				t.Errorf("got %d %q, want %d %q", o, label, tc.want, tc.label)
 			}
@@ -1098,5 +1107,21 @@ func TestExamples(t *testing.T) {
 	slices.Reverse(b.set.Spans)
 	if got := b.infer(); !reflect.DeepEqual(edge(t, got, "frontend", "api").Examples, e.Examples) {
 		t.Errorf("examples depend on input order:\n%+v\n%+v", edge(t, got, "frontend", "api").Examples, e.Examples)
+	}
+}
+
+// TestInferCanceled: a cancelled context stops inference with its error.
+func TestInferCanceled(t *testing.T) {
+	b := newBuilder()
+	root := b.server(-1, "frontend", "GET /", 0, 100)
+	b.call(root, "api", "GET /x", 1, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tp, err := Infer(ctx, b.set)
+	if !errors.Is(err, context.Canceled) || tp != nil {
+		t.Fatalf("got %v, %v; want context.Canceled and no topology", tp, err)
+	}
+	if _, _, err := InferWithArrivals(ctx, b.set); !errors.Is(err, context.Canceled) {
+		t.Fatalf("InferWithArrivals: got %v, want context.Canceled", err)
 	}
 }

@@ -41,7 +41,11 @@ func inferFile(t testing.TB, path string) *Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Infer(set)
+	top, err := Infer(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
 }
 
 // TestTruth holds inference to the ground truth of every committed sample

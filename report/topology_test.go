@@ -53,7 +53,11 @@ func topologyInputs(t *testing.T) []topologyInput {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in = append(in, topologyInput{s, graph.Infer(set)})
+		top, err := graph.Infer(context.Background(), set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, topologyInput{s, top})
 	}
 	return append(in, topologyInput{"hostile", hostileTopology()}, topologyInput{"empty", &graph.Topology{Schema: graph.Schema}})
 }

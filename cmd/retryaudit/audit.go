@@ -90,7 +90,10 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	top := graph.Infer(set)
+	top, err := graph.Infer(cmd.Context(), set)
+	if err != nil {
+		return err
+	}
 	m, err := o.sim.model(top, replay.BuildOptions{})
 	if err != nil {
 		return err

@@ -193,10 +193,10 @@ func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, []gra
 			return nil, nil, err
 		}
 		if o.arrivals == "trace" {
-			top, arrivals := graph.InferWithArrivals(set)
-			return top, arrivals, nil
+			return graph.InferWithArrivals(cmd.Context(), set)
 		}
-		return graph.Infer(set), nil, nil
+		top, err := graph.Infer(cmd.Context(), set)
+		return top, nil, err
 	}
 	f, err := os.Open(o.topology)
 	if err != nil {
