@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -86,10 +87,10 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 		AttemptsHistogram: []int{}, RetriedStatus: []string{}, NotRetriedStatus: []string{}}
 	mostAttempts := maxAttemptsSoFar(ec)
 	evidence := ""
-	var gaps [][]float64
+	var waits []pendingWait
 	retried, notRetried := map[string]bool{}, map[string]bool{}
 	var timeoutDur, namedTimeoutDur, okDur, serverDur []float64
-	var hedgeDelays []float64
+	var hedgeDelays, legs []float64
 	failed := 0
 	methods := map[string]int{}
 	idem := Idempotency{}
@@ -129,6 +130,9 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 			}
 			if a.server >= 0 {
 				serverDur = append(serverDur, float64(ix.spans[a.server].Duration())/1e6)
+				if a.server != a.span && !a.synthetic {
+					legs = append(legs, float64(a.end-a.start-ix.spans[a.server].Duration())/1e6)
+				}
 			}
 			switch {
 			case a.synthetic:
@@ -159,14 +163,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 				}
 				e.RetryAfterIgnored++
 			}
-			if c.evidence == "below-instrumentation" && c.missing == 0 && len(c.attempts) > 1 {
-				// Waits between server spans include the network both ways.
-				wait = max(wait, 0)
-			}
-			for len(gaps) <= a.nth {
-				gaps = append(gaps, nil)
-			}
-			gaps[a.nth] = append(gaps[a.nth], max(wait, 0))
+			waits = append(waits, pendingWait{nth: a.nth, ms: max(wait, 0), pushback: pushback(a.status)})
 		}
 		// A call that gave up early did not retry its last status; one
 		// that gave up at the most attempts seen may have run out of them.
@@ -188,7 +185,12 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	sortStatuses(e.RetriedStatus)
 	sortStatuses(e.NotRetriedStatus)
 	if e.Retries {
-		e.Backoff = inferBackoff(gaps)
+		gaps, directed := splitServerDirected(waits)
+		if directed > 0 {
+			e.RetryAfterHonored += directed
+			e.RetryAfterUncaptured = directed
+		}
+		e.Backoff = inferBackoff(gaps, spread(legs))
 	} else {
 		e.Backoff = Backoff{Kind: "none", Jitter: "none"}
 	}
@@ -286,4 +288,101 @@ func sortStatuses(s []string) {
 		}
 		return s[i] < s[j]
 	})
+}
+
+// pendingWait is a wait between two consecutive attempts of a call, before
+// it is known whether the schedule or the server set it.
+type pendingWait struct {
+	nth      int // the attempt before the wait is the call's nth+1
+	ms       float64
+	pushback bool // the attempt before was refused with a 429 or 503 (or gRPC's equivalents)
+}
+
+// pushback reports whether a status is one that servers send with
+// Retry-After (HTTP 429 and 503) or gRPC pushback.
+func pushback(status string) bool {
+	switch status {
+	case "429", "503", "grpc RESOURCE_EXHAUSTED", "grpc UNAVAILABLE":
+		return true
+	}
+	return false
+}
+
+// Server-directed waits that no span captured: a wait after a pushback
+// status, at a whole number of seconds (Retry-After's unit) to within
+// wholeSecondLateMS late and wholeSecondEarlyMS early, and at least
+// offScheduleFactor times what the schedule waits at the same attempt
+// index (the 90th percentile of the other waits there, or of the index
+// before when none are left there).
+const (
+	wholeSecondEarlyMS = 10
+	wholeSecondLateMS  = 60
+	offScheduleFactor  = 3
+)
+
+func wholeSeconds(ms float64) bool {
+	s := math.Round(ms / 1000)
+	return s >= 1 && ms >= 1000*s-wholeSecondEarlyMS && ms <= 1000*s+wholeSecondLateMS
+}
+
+// splitServerDirected separates the waits the server directed (a
+// Retry-After not captured in any span) from those that follow the
+// backoff schedule: it returns the latter per attempt index, and how many
+// of the former it found. A whole-second wait that the schedule could
+// have produced, or one with no schedule to compare it with, stays in the
+// schedule: a constant 1s backoff is not a server's instruction.
+func splitServerDirected(waits []pendingWait) ([][]float64, int) {
+	var gaps, suspects [][]float64
+	at := func(g [][]float64, k int) [][]float64 {
+		for len(g) <= k {
+			g = append(g, nil)
+		}
+		return g
+	}
+	for _, w := range waits {
+		gaps, suspects = at(gaps, w.nth), at(suspects, w.nth)
+		if w.pushback && wholeSeconds(w.ms) {
+			suspects[w.nth] = append(suspects[w.nth], w.ms)
+		} else {
+			gaps[w.nth] = append(gaps[w.nth], w.ms)
+		}
+	}
+	directed := 0
+	ref := -1.0 // the schedule's wait at the index before
+	for k := range gaps {
+		here := -1.0
+		if len(gaps[k]) >= minPerIndex {
+			g := slices.Sorted(slices.Values(gaps[k]))
+			here = quantile(g, 0.9)
+		}
+		limit := -1.0
+		switch {
+		case here >= 0:
+			limit = offScheduleFactor * max(here, immediateMS)
+		case ref >= 0:
+			// The schedule may grow: allow it the factor twice over.
+			limit = offScheduleFactor * offScheduleFactor * max(ref, immediateMS)
+		}
+		for _, s := range suspects[k] {
+			if limit >= 0 && s >= limit {
+				directed++
+			} else {
+				gaps[k] = append(gaps[k], s)
+			}
+		}
+		if here >= 0 {
+			ref = here
+		}
+	}
+	return gaps, directed
+}
+
+// spread is the width of the central 80% of xs: how much a timing varies
+// without its outliers; 0 for fewer than four values.
+func spread(xs []float64) float64 {
+	if len(xs) < 4 {
+		return 0
+	}
+	slices.Sort(xs)
+	return quantile(xs, 0.9) - quantile(xs, 0.1)
 }

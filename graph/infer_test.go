@@ -440,7 +440,7 @@ func TestBackoff(t *testing.T) {
 				wantShape(t, e, shape{Calls: 5, Attempts: 30, Hist: []int{0, 0, 0, 0, 0, 5}, Retries: true, Max: 6, Exact: true,
 					Evidence: "timing", Retried: s503, NotRetry: none})
 				want := Backoff{Kind: "exponential", BaseMS: 10, Multiplier: ptr(2), CapMS: ptr(80), Jitter: "none",
-					JitterPresent: &boolF, Samples: 25}
+					JitterPresent: &boolF, Samples: 25, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -460,7 +460,7 @@ func TestBackoff(t *testing.T) {
 				e := edge(t, tp, "api", "backend")
 				wantShape(t, e, shape{Calls: 5, Attempts: 20, Hist: []int{0, 0, 0, 5}, Retries: true, Max: 4,
 					Evidence: "timing", Retried: s503, NotRetry: none})
-				want := Backoff{Kind: "constant", BaseMS: 25, Jitter: "none", JitterPresent: &boolF, Samples: 15}
+				want := Backoff{Kind: "constant", BaseMS: 25, Jitter: "none", JitterPresent: &boolF, Samples: 15, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -475,7 +475,7 @@ func TestBackoff(t *testing.T) {
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "api", "backend")
-				want := Backoff{Kind: "none", Jitter: "unknown", Samples: 1}
+				want := Backoff{Kind: "none", Jitter: "unknown", Samples: 1, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -491,7 +491,7 @@ func TestBackoff(t *testing.T) {
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "api", "backend")
-				want := Backoff{Kind: "none", Jitter: "none", JitterPresent: &boolF, Samples: 5}
+				want := Backoff{Kind: "none", Jitter: "none", JitterPresent: &boolF, Samples: 5, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -509,7 +509,7 @@ func TestBackoff(t *testing.T) {
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "api", "backend")
-				want := Backoff{Kind: "unknown", Jitter: "none", JitterPresent: &boolF, Samples: 15}
+				want := Backoff{Kind: "unknown", Jitter: "none", JitterPresent: &boolF, Samples: 15, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}

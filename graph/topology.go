@@ -77,6 +77,11 @@ type Edge struct {
 	NotRetriedStatus  []string `json:"not_retried_status"`
 	RetryAfterHonored int      `json:"retry_after_honored"`
 	RetryAfterIgnored int      `json:"retry_after_ignored"`
+	// RetryAfterUncaptured counts the waits in RetryAfterHonored that no
+	// span recorded a Retry-After for: whole-second waits after a 429 or
+	// 503 (or gRPC pushback) well beyond the backoff schedule at the same
+	// attempt, which the backoff fit leaves out.
+	RetryAfterUncaptured int `json:"retry_after_uncaptured,omitempty"`
 
 	Hedging *Hedging `json:"hedging"`
 
@@ -114,9 +119,16 @@ type Backoff struct {
 	BaseMS     float64  `json:"base_ms"`
 	Multiplier *float64 `json:"multiplier"`
 	CapMS      *float64 `json:"cap_ms"`
-	// Jitter is none, full, equal, decorrelated, proportional, or unknown.
-	Jitter         string   `json:"jitter"`
-	JitterFraction *float64 `json:"jitter_fraction"`
+	// Jitter is none, full, equal, decorrelated, proportional (±x of the
+	// wait, in JitterFraction), additive (+U[0, JitterAdditiveMS] on the
+	// wait), or unknown.
+	Jitter           string   `json:"jitter"`
+	JitterFraction   *float64 `json:"jitter_fraction"`
+	JitterAdditiveMS *float64 `json:"jitter_additive_ms,omitempty"`
+	// NoiseMS is the spread below which waits are taken to agree: the
+	// edge's own timing noise (how much the network legs of its attempts
+	// vary), times noiseFactor, and at least 1.5ms.
+	NoiseMS float64 `json:"noise_ms,omitempty"`
 	// JitterPresent says whether waits at the same attempt vary beyond
 	// scheduling noise; null with fewer than three waits. Jitter can be
 	// unknown while this is true: present, but too few samples to name.
