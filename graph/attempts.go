@@ -95,6 +95,8 @@ type attempt struct {
 	retryAfter int32
 	idemKey    bool
 	target     uint64
+	peer       ingest.Sym // where the client sent it: host and port
+	route      ingest.Sym // the request's path template or RPC method
 	// nth is the attempt's position in its call, counting attempts that
 	// markers say were made but not exported; -1 when unknown.
 	nth int
@@ -200,7 +202,7 @@ func (ix *index) newAttempt(client, server int32) attempt {
 	sp := &ix.spans[client]
 	o, status := classify(ix, client, server)
 	a := attempt{span: client, server: server, start: sp.Start, end: sp.End, outcome: o, status: status,
-		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), target: sp.Target}
+		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), target: sp.Target, peer: sp.Peer, route: sp.Route}
 	a.transport = o == outcomeRetryable && sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent
 	if a.retryAfter == ingest.Absent && server >= 0 {
 		a.retryAfter = ix.spans[server].RetryAfterMS
@@ -329,8 +331,10 @@ func joinAttempt(calls []*call, a attempt, sp *ingest.Span, newCall func() *call
 		}
 	case prev.end <= a.start+overlapTolerance:
 		// A different request identity after a failure is a loop moving
-		// on to its next argument, not a retry.
-		sameRequest := prev.target == 0 || a.target == 0 || prev.target == a.target
+		// on to its next argument, not a retry; the same request sent to
+		// another replica (another host or port, so another URL) is.
+		sameRequest := prev.target == 0 || a.target == 0 || prev.target == a.target ||
+			prev.peer != a.peer && prev.route != 0 && prev.route == a.route
 		if !prev.outcome.failed() || !sameRequest {
 			return start()
 		}
