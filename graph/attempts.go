@@ -69,16 +69,34 @@ func classify(ix *index, client, server int32) (outcome, string) {
 			return outcomeRetryable, "timeout"
 		}
 		return outcomeRetryable, "transport error"
+	case sp.Kind == ingest.KindClient && httpMethod(ix.str(sp.Method)):
+		// An HTTP client records the status of every answer it gets: none
+		// means none came (fetch, ky and undici end a timed-out request's
+		// span so, with status Unset).
+		return outcomeRetryable, "no response"
 	}
 	return outcomeOK, "ok"
 }
 
-// isTimeout recognises timeouts by the words instrumentations use for them.
+// httpMethod reports whether m is an HTTP request method (not an RPC
+// method, which gRPC instrumentations put in the same field).
+func httpMethod(m string) bool {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT":
+		return true
+	}
+	return false
+}
+
+// isTimeout recognises timeouts and abandoned requests by the words
+// instrumentations use for them.
 func isTimeout(ix *index, sp *ingest.Span) bool {
 	for _, s := range []string{ix.str(sp.StatusMessage), ix.str(sp.ErrorType)} {
 		s = strings.ToLower(s)
-		if strings.Contains(s, "timeout") || strings.Contains(s, "deadline") || strings.Contains(s, "timed out") {
-			return true
+		for _, w := range []string{"timeout", "deadline", "timed out", "cancel", "abort"} {
+			if strings.Contains(s, w) {
+				return true
+			}
 		}
 	}
 	return false

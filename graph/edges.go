@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -89,7 +90,8 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	evidence := ""
 	var waits []pendingWait
 	retried, notRetried := map[string]bool{}, map[string]bool{}
-	var timeoutDur, namedTimeoutDur, okDur, serverDur []float64
+	var abandoned []abandonedAttempt
+	var okDur, serverDur []float64
 	var hedgeDelays, legs []float64
 	failed := 0
 	methods := map[string]int{}
@@ -136,13 +138,11 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 			}
 			switch {
 			case a.synthetic:
-			case a.transport:
-				timeoutDur = append(timeoutDur, float64(a.end-a.start)/1e6)
-				if a.status == "timeout" {
-					namedTimeoutDur = append(namedTimeoutDur, float64(a.end-a.start)/1e6)
-				}
 			case a.outcome == outcomeOK:
 				okDur = append(okDur, float64(a.end-a.start)/1e6)
+			case a.outcome.failed() && ix.abandoned(a):
+				abandoned = append(abandoned, abandonedAttempt{ms: float64(a.end-a.start) / 1e6, named: a.status != "no response" && a.status != "transport error",
+					byCaller: ix.endsWithCaller(c.from, a.end)})
 			}
 			if ca := ix.callerAttempt(c.from); ca >= 0 && a.start > ix.spans[ca].End {
 				e.OutlivedCaller++
@@ -194,11 +194,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	} else {
 		e.Backoff = Backoff{Kind: "none", Jitter: "none"}
 	}
-	if len(namedTimeoutDur) >= 2 {
-		// Failures that say they timed out outweigh fast refusals and resets.
-		timeoutDur = namedTimeoutDur
-	}
-	e.PerTryTimeoutMS = perTryTimeout(timeoutDur, okDur)
+	e.PerTryTimeoutMS, e.DeadlineFromCaller = perTryTimeout(abandoned, okDur)
 	if e.Hedging != nil {
 		slices.Sort(hedgeDelays)
 		e.Hedging.DelayMS = round3(quantile(hedgeDelays, 0.5))
@@ -246,32 +242,91 @@ func exhausted(ec *edgeCalls, maxAtt int, retried map[string]bool) bool {
 	return false
 }
 
-// perTryTimeout finds the per-try timeout from attempts that failed without
-// an answer: those cut off by the timeout cluster just above it, whatever
-// error their client recorded ("context deadline exceeded", "request
-// canceled"). A cluster needs two attempts within 10% of the median and no
-// successful attempt longer than the cluster.
-func perTryTimeout(timeouts, ok []float64) *float64 {
-	if len(timeouts) < 2 {
-		return nil
+// abandonedAttempt is a failed attempt that something shows was given up
+// on rather than answered with an error.
+type abandonedAttempt struct {
+	ms       float64
+	named    bool // its error says timeout, deadline or cancel
+	byCaller bool // it ended when the caller's own attempt did
+}
+
+// abandoned reports whether a failed attempt was given up on: its error
+// says it timed out or was cancelled (gRPC DEADLINE_EXCEEDED or
+// CANCELLED), an HTTP client got no answer, or the callee went on working
+// after the client span ended. An error returned after a fixed delay is
+// none of these: a callee that fails slowly has no timeout.
+func (ix *index) abandoned(a attempt) bool {
+	switch a.status {
+	case "timeout", "no response", "grpc DEADLINE_EXCEEDED", "grpc CANCELLED":
+		return true
 	}
-	slices.Sort(timeouts)
-	med := quantile(timeouts, 0.5)
-	var cluster []float64
-	for _, d := range timeouts {
-		if d >= 0.9*med && d <= 1.1*med {
-			cluster = append(cluster, d)
+	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > a.end+overlapTolerance
+}
+
+// endsWithCaller reports whether an attempt made from span from ended when
+// the upstream attempt that caused from's work did: cut by the caller's
+// deadline, propagated, rather than by a timeout of its own.
+func (ix *index) endsWithCaller(from int32, end int64) bool {
+	ca := ix.callerAttempt(from)
+	if ca < 0 {
+		return false
+	}
+	up := ix.spans[ca].End
+	tol := max(int64(2e6), ix.spans[ca].Duration()/50)
+	return end >= up-tol && end <= up+tol
+}
+
+// perTryTimeout finds the per-try timeout from attempts that were
+// abandoned: the timeout cuts them off at one duration, so they cluster
+// tightly (within 2ms or 5%) at the longest failures, and no success lasts
+// longer. When attempts that name a timeout form a cluster, refusals and
+// resets do not count. A cluster whose attempts mostly ended with their
+// caller's own attempt is the caller's deadline propagated, not a timeout
+// of this edge: it returns no timeout and how many attempts it cut.
+func perTryTimeout(abandoned []abandonedAttempt, ok []float64) (*float64, int) {
+	if named := slices.DeleteFunc(slices.Clone(abandoned), func(a abandonedAttempt) bool { return !a.named }); len(named) >= 2 {
+		abandoned = named
+	}
+	if len(abandoned) < 2 {
+		return nil, 0
+	}
+	slices.SortFunc(abandoned, func(a, b abandonedAttempt) int { return cmp.Compare(a.ms, b.ms) })
+	// The densest window [d, d+w(d)], the longest on ties: a timeout is
+	// the most anything abandoned lasted.
+	lo, size := 0, 0
+	for i, j := 0, 0; i < len(abandoned); i++ {
+		j = max(j, i)
+		w := max(2, 0.05*abandoned[i].ms)
+		for j+1 < len(abandoned) && abandoned[j+1].ms <= abandoned[i].ms+w {
+			j++
+		}
+		if j-i+1 >= size {
+			lo, size = i, j-i+1
 		}
 	}
-	if len(cluster) < 2 {
-		return nil
+	cluster := abandoned[lo : lo+size]
+	if size < 2 {
+		return nil, 0
+	}
+	hi := cluster[size-1].ms
+	if after := len(abandoned) - (lo + size); after*10 > len(abandoned) {
+		return nil, 0 // attempts abandoned later than the cluster: no one timeout
 	}
 	for _, d := range ok {
-		if d > cluster[len(cluster)-1] {
-			return nil // a success outlasted the supposed timeout
+		if d > hi {
+			return nil, 0 // a success outlasted the supposed timeout
 		}
 	}
-	return ptr(round3(cluster[0]))
+	byCaller := 0
+	for _, a := range cluster {
+		if a.byCaller {
+			byCaller++
+		}
+	}
+	if byCaller*5 >= size*4 {
+		return nil, byCaller
+	}
+	return ptr(round3(cluster[0].ms)), 0
 }
 
 // sortStatuses orders status labels numerically where they are numbers.

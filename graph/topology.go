@@ -71,12 +71,16 @@ type Edge struct {
 	// attempts that follow failures).
 	Evidence string `json:"evidence,omitempty"`
 
-	Backoff           Backoff  `json:"backoff"`
-	PerTryTimeoutMS   *float64 `json:"per_try_timeout_ms"`
-	RetriedStatus     []string `json:"retried_status"`
-	NotRetriedStatus  []string `json:"not_retried_status"`
-	RetryAfterHonored int      `json:"retry_after_honored"`
-	RetryAfterIgnored int      `json:"retry_after_ignored"`
+	Backoff         Backoff  `json:"backoff"`
+	PerTryTimeoutMS *float64 `json:"per_try_timeout_ms"`
+	// DeadlineFromCaller counts failed attempts cut when the caller's own
+	// attempt ended: its deadline propagated. They set no per-try timeout
+	// of this edge.
+	DeadlineFromCaller int      `json:"deadline_from_caller,omitempty"`
+	RetriedStatus      []string `json:"retried_status"`
+	NotRetriedStatus   []string `json:"not_retried_status"`
+	RetryAfterHonored  int      `json:"retry_after_honored"`
+	RetryAfterIgnored  int      `json:"retry_after_ignored"`
 	// RetryAfterUncaptured counts the waits in RetryAfterHonored that no
 	// span recorded a Retry-After for: whole-second waits after a 429 or
 	// 503 (or gRPC pushback) well beyond the backoff schedule at the same
