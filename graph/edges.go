@@ -107,7 +107,11 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 				e.Hedging = &Hedging{}
 			}
 			e.Hedging.Calls++
+			e.Hedging.MaxRequests = max(e.Hedging.MaxRequests, len(c.attempts)+c.missing)
 			hedgeDelays = append(hedgeDelays, float64(c.hedgeGap)/1e6)
+			if !IdempotentMethod(c.method) {
+				e.Hedging.NonIdempotent++
+			}
 			continue
 		}
 		for len(e.AttemptsHistogram) < n {

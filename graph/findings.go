@@ -18,6 +18,7 @@ const (
 	FindingOutlivedCaller  = "retry-after-caller-gave-up"
 	FindingRetryAfter      = "retry-after-ignored"
 	FindingDependencyDown  = "retry-against-failing-dependency"
+	FindingHedgeWrite      = "hedged-non-idempotent"
 )
 
 // failingShare is the failure rate over all of a callee's attempts above
@@ -109,6 +110,11 @@ func findings(edges []Edge, paths []Path) []Finding {
 		}
 	}
 	for _, e := range edges {
+		if h := e.Hedging; h != nil && h.NonIdempotent > 0 {
+			examples = e.Examples
+			add(FindingHedgeWrite, SeverityHigh, edgeLocation(e), "%d hedged calls of %s, which is not idempotent: both requests may apply the write",
+				h.NonIdempotent, e.Method)
+		}
 		if e.OutlivedCaller > 0 {
 			examples = e.Examples
 			add(FindingOutlivedCaller, SeverityHigh, edgeLocation(e), "%d attempts started after the upstream caller had given up: deadlines do not propagate", e.OutlivedCaller)

@@ -64,6 +64,19 @@ func buildPaths(ix *index, edges []Edge, ecs []*edgeCalls, byServer *serverCalls
 	return paths
 }
 
+// amplification is how many requests one call on edge e can become at
+// worst: its max attempts, or the most requests a hedged call sent when
+// that is more (a call allowed N concurrent requests multiplies by N).
+// exact is false when the figure is a lower bound: retries never seen
+// exhausted, or hedging, whose limit the traces only bound from below.
+func amplification(e Edge) (factor int, exact bool) {
+	factor, exact = e.MaxAttempts, e.MaxAttemptsExact || !e.Retries
+	if h := e.Hedging; h != nil && h.MaxRequests > factor {
+		factor, exact = h.MaxRequests, false
+	}
+	return factor, exact
+}
+
 func makePath(edges []Edge, chain []int, observed float64) Path {
 	p := Path{WorstCaseAmplification: 1, WorstCaseExact: true, RetryingLayers: []string{}, ObservedMaxAmplification: round3(observed)}
 	first := edges[chain[0]]
@@ -72,15 +85,14 @@ func makePath(edges []Edge, chain []int, observed float64) Path {
 	var examples [][]Example
 	for _, i := range chain {
 		e := edges[i]
-		if e.Retries {
-			examples = append([][]Example{e.Examples}, examples...)
-		}
 		p.Services = append(p.Services, e.Callee)
 		p.Operations = append(p.Operations, e.Operation)
-		p.WorstCaseAmplification *= e.MaxAttempts
-		if e.Retries {
+		factor, exact := amplification(e)
+		p.WorstCaseAmplification *= factor
+		if e.Retries || factor > 1 {
+			examples = append([][]Example{e.Examples}, examples...)
 			p.RetryingLayers = append(p.RetryingLayers, e.Caller)
-			p.WorstCaseExact = p.WorstCaseExact && e.MaxAttemptsExact
+			p.WorstCaseExact = p.WorstCaseExact && exact
 		}
 	}
 	p.Examples = mergeExamples(examples...)

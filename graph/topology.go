@@ -145,6 +145,12 @@ type Backoff struct {
 type Hedging struct {
 	Calls   int     `json:"calls"`
 	DelayMS float64 `json:"delay_ms"`
+	// MaxRequests is the most requests one hedged call sent (the original
+	// and its hedges): what hedging multiplies load by at worst, as far as
+	// the traces show.
+	MaxRequests int `json:"max_requests"`
+	// NonIdempotent counts hedged calls of a non-idempotent method.
+	NonIdempotent int `json:"non_idempotent,omitempty"`
 }
 
 // Idempotency is the key coverage of retried non-idempotent calls.

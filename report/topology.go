@@ -40,9 +40,9 @@ func newTopologyView(t *graph.Topology) topologyView {
 		headline: headline(t.Paths),
 		edges: grid{
 			header: []string{"caller", "callee", "operation", "calls", "attempts", "retries", "max attempts",
-				"backoff", "jitter", "per-try timeout", "retried statuses", "callee p99"},
+				"backoff", "jitter", "per-try timeout", "hedging", "retried statuses", "callee p99"},
 			align: []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignLeft,
-				tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft, tw.AlignRight},
+				tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight},
 		},
 		paths: grid{
 			header: []string{"path", "entry", "retrying layers", "worst case", "observed max"},
@@ -53,7 +53,7 @@ func newTopologyView(t *graph.Topology) topologyView {
 		v.edges.rows = append(v.edges.rows, []string{
 			display(e.Caller), display(e.Callee), display(e.Operation),
 			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), yesNo(e.Retries), maxAttempts(e),
-			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), listText(e.RetriedStatus), ms(e.CalleeP99MS),
+			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), hedgingText(e.Hedging), listText(e.RetriedStatus), ms(e.CalleeP99MS),
 		})
 	}
 	for _, p := range t.Paths {
@@ -195,6 +195,11 @@ func jitterText(e graph.Edge) string {
 	}
 	b := e.Backoff
 	switch b.Jitter {
+	case "additive":
+		if b.JitterAdditiveMS != nil {
+			return "additive +0–" + ms(*b.JitterAdditiveMS)
+		}
+		return "additive"
 	case "proportional":
 		if b.JitterFraction != nil {
 			return "proportional ±" + decimal(100**b.JitterFraction, 0) + "%"
@@ -210,6 +215,15 @@ func jitterText(e graph.Edge) string {
 		return "unknown"
 	}
 	return display(b.Jitter)
+}
+
+// hedgingText is "after 20ms, ≤3" (the median delay before a
+// hedge and the most requests one call sent), or "-".
+func hedgingText(h *graph.Hedging) string {
+	if h == nil {
+		return "-"
+	}
+	return fmt.Sprintf("after %s, ≤%d", ms(h.DelayMS), h.MaxRequests)
 }
 
 func timeoutText(v *float64) string {
