@@ -238,7 +238,7 @@ func extractCalls(ctx context.Context, ix *index, names *naming) ([]*call, error
 		if err := canceled(ctx, p); err != nil {
 			return nil, err
 		}
-		if !ix.keep[p] {
+		if !ix.keep[p] || ix.leaked[p] {
 			continue
 		}
 		calls = append(calls, callsUnder(ix, names, int32(p), ix.kids(int32(p)))...)
@@ -266,7 +266,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 	var groups []*group
 	for _, c := range kids {
 		sp := &ix.spans[c]
-		if !isAttempt(sp) {
+		if !isAttempt(sp) || ix.leaked[c] {
 			continue
 		}
 		if sp.PrevAttempts != ingest.Absent && isAttempt(&ix.spans[p]) {

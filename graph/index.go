@@ -20,6 +20,10 @@ type index struct {
 	children []int32
 	dups     int
 	orphans  int
+	// leaked marks spans in the subtree of a client span that started
+	// after its parent ended (markLeaks); leaks and leakedSpans count them.
+	leaked             []bool
+	leaks, leakedSpans int
 	ops      []string // each span's operation name (opName)
 	arena    []call   // the current chunk of calls (newCall)
 }
@@ -164,6 +168,7 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 			return int(a - b)
 		})
 	}
+	ix.leaks, ix.leakedSpans = ix.markLeaks()
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err
 	}

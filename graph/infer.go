@@ -112,7 +112,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	for _, r := range roots {
 		rootCalls += len(r)
 	}
-	t.Source = Source{Traces: len(traces), Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls}
+	t.Source = Source{Traces: len(traces), Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks}
 	if window := float64(hi-lo) / 1e9; window >= 1e-3 {
 		// Below a millisecond a rate says nothing: leave it 0 (unknown).
 		t.Source.WindowS = round3(window)
@@ -267,6 +267,11 @@ func warningsOf(ix *index, t *Topology) []string {
 	w := []string{}
 	if ix.dups > 0 {
 		w = append(w, fmt.Sprintf("%d spans appear more than once (the same export read twice?): each counted once", ix.dups))
+	}
+	if ix.leaks > 0 {
+		w = append(w, fmt.Sprintf("%d client spans (%d spans with what they called) started after their parent span had ended: "+
+			"they ran in the context of another request (a retrying agent on a reused connection?); left out of attempts, amplification and deadline findings",
+			ix.leaks, ix.leakedSpans))
 	}
 	if ix.orphans > 0 {
 		w = append(w, fmt.Sprintf("%d spans name a parent that is not in the input: their calls cannot be attributed to a caller", ix.orphans))
