@@ -24,8 +24,8 @@ type index struct {
 	// after its parent ended (markLeaks); leaks and leakedSpans count them.
 	leaked             []bool
 	leaks, leakedSpans int
-	ops      []string // each span's operation name (opName)
-	arena    []call   // the current chunk of calls (newCall)
+	ops                []string // each span's operation name (opName)
+	arena              []call   // the current chunk of calls (newCall)
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
