@@ -19,7 +19,12 @@ const (
 	FindingRetryAfter      = "retry-after-ignored"
 	FindingDependencyDown  = "retry-against-failing-dependency"
 	FindingHedgeWrite      = "hedged-non-idempotent"
+	FindingNoBreaker       = "no-circuit-breaker"
 )
+
+// hammerRun is how many consecutive failed calls, all sent, make an edge
+// one that hammers a dead dependency for want of a circuit breaker.
+const hammerRun = 10
 
 // failingShare is the failure rate over all of a callee's attempts above
 // which retrying it only adds load: it is failing for everyone.
@@ -114,6 +119,11 @@ func findings(edges []Edge, paths []Path) []Finding {
 			examples = e.Examples
 			add(FindingHedgeWrite, SeverityHigh, edgeLocation(e), "%d hedged calls of %s, which is not idempotent: both requests may apply the write",
 				h.NonIdempotent, e.Method)
+		}
+		if b := e.Breaker; b != nil && !b.Detected && b.LongestFailureRun >= hammerRun {
+			examples = e.Examples
+			add(FindingNoBreaker, SeverityMedium, edgeLocation(e), "%d calls in a row failed and every next request called again: no circuit breaker sheds load from a dead dependency",
+				b.LongestFailureRun)
 		}
 		if e.OutlivedCaller > 0 {
 			examples = e.Examples

@@ -103,6 +103,9 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	for i, share := range concurrentShares(ix, ecs, byServer) {
 		t.Edges[i].ConcurrentShare = share
 	}
+	for i, b := range breakers(ix, ecs, byServer) {
+		t.Edges[i].Breaker = b
+	}
 	t.Paths = buildPaths(ix, t.Edges, ecs, byServer, roots)
 	<-statsDone
 	t.Services = services(ops, instrumented, ecs)

@@ -93,6 +93,10 @@ type Edge struct {
 
 	Hedging *Hedging `json:"hedging"`
 
+	// Breaker is the circuit breaker the traces show on this edge; null
+	// when they cannot tell (no calls seen failing twice in a row).
+	Breaker *Breaker `json:"breaker,omitempty"`
+
 	// Idempotency covers retried calls of non-idempotent methods.
 	Idempotency *Idempotency `json:"idempotency"`
 

@@ -289,6 +289,11 @@ func observedPolicy(e graph.Edge) Policy {
 			p.Backoff.Jitter = "proportional"
 		}
 	}
+	if br := e.Breaker; br != nil && br.Detected {
+		// The breaker the traces show: its trip threshold, and how long it
+		// stayed open before a probe (at least a millisecond).
+		p.Breaker = &BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1}
+	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
 		p.HedgeAfter = e.Hedging.DelayMS / 1000
 		p.MaxAttempts = max(p.MaxAttempts, 2)

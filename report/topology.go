@@ -40,9 +40,9 @@ func newTopologyView(t *graph.Topology) topologyView {
 		headline: headline(t.Paths),
 		edges: grid{
 			header: []string{"caller", "callee", "operation", "calls", "attempts", "retries", "max attempts",
-				"backoff", "jitter", "per-try timeout", "hedging", "retried statuses", "callee p99"},
+				"backoff", "jitter", "per-try timeout", "hedging", "breaker", "retried statuses", "callee p99"},
 			align: []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignLeft,
-				tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight},
+				tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignRight},
 		},
 		paths: grid{
 			header: []string{"path", "entry", "retrying layers", "worst case", "observed max"},
@@ -53,7 +53,7 @@ func newTopologyView(t *graph.Topology) topologyView {
 		v.edges.rows = append(v.edges.rows, []string{
 			display(e.Caller), display(e.Callee), display(e.Operation),
 			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), yesNo(e.Retries), maxAttempts(e),
-			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), hedgingText(e.Hedging), listText(e.RetriedStatus), ms(e.CalleeP99MS),
+			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), hedgingText(e.Hedging), breakerText(e.Breaker), listText(e.RetriedStatus), ms(e.CalleeP99MS),
 		})
 	}
 	for _, p := range t.Paths {
@@ -224,6 +224,19 @@ func hedgingText(h *graph.Hedging) string {
 		return "-"
 	}
 	return fmt.Sprintf("after %s, ≤%d", ms(h.DelayMS), h.MaxRequests)
+}
+
+// breakerText is "opened 3×, 13 fast-failed", "none (12 failed in a row)"
+// when failures in a row were all sent on, or "-" when the traces cannot
+// tell.
+func breakerText(b *graph.Breaker) string {
+	switch {
+	case b == nil:
+		return "-"
+	case b.Detected:
+		return fmt.Sprintf("opened %d×, %d fast-failed", b.OpenPeriods, b.FastFailedCalls)
+	}
+	return fmt.Sprintf("none (%d failed in a row)", b.LongestFailureRun)
 }
 
 func timeoutText(v *float64) string {

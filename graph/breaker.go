@@ -1,0 +1,155 @@
+package graph
+
+import (
+	"slices"
+)
+
+// Breaker is what the traces show of a circuit breaker on an edge: calls
+// that failed fast without any attempt (a SERVER span of the caller's
+// operation answering an error quickly with no call to the callee) in runs
+// that follow consecutive failed calls and end when a call goes through
+// again (the half-open probe).
+type Breaker struct {
+	Detected bool `json:"detected"`
+	// FastFailedCalls counts requests answered without calling the callee
+	// while the breaker was open.
+	FastFailedCalls int `json:"fast_failed_calls"`
+	// OpenPeriods counts runs of fast failures.
+	OpenPeriods int `json:"open_periods"`
+	// TripAfter is the fewest consecutive failed calls seen before an open
+	// period: the breaker's threshold, as far as the traces show.
+	TripAfter int `json:"trip_after_failures,omitempty"`
+	// OpenMS is the median time from the call that tripped the breaker to
+	// the probe that ended the open period (to the last fast failure when
+	// no probe was seen: a lower bound).
+	OpenMS float64 `json:"open_ms,omitempty"`
+	// LongestFailureRun is the most consecutive failed calls seen.
+	LongestFailureRun int `json:"longest_failure_run"`
+}
+
+// Breaker evidence thresholds: a breaker is claimed from at least
+// minFastFailed fast failures after at least minTrip consecutive failed
+// calls; the traces can tell only on an edge that saw minTrip failed calls
+// in a row. An answer is fast below fastShare of the median duration of
+// the requests that did make the call, and a caller operation "normally
+// calls" the callee when at least half its requests do.
+const (
+	minFastFailed = 3
+	minTrip       = 2
+	fastShare     = 0.5
+)
+
+// breakers reads each edge's breaker from the SERVER spans of its caller's
+// operation in time order; nil where the traces cannot tell (no failed
+// calls in a row). It is linear in the spans: each SERVER span is visited
+// once per edge out of its operation.
+func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
+	bySrc := map[node][]int32{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if ix.keep[i] && !ix.leaked[i] && isServer(sp) {
+			n := node{ix.str(sp.Service), ix.opName(int32(i))}
+			bySrc[n] = append(bySrc[n], int32(i))
+		}
+	}
+	for _, spans := range bySrc {
+		slices.SortFunc(spans, func(a, b int32) int {
+			if c := cmpInt64(ix.spans[a].Start, ix.spans[b].Start); c != 0 {
+				return c
+			}
+			return int(a - b)
+		})
+	}
+	out := make([]*Breaker, len(ecs))
+	for ei, ec := range ecs {
+		out[ei] = breakerOf(ix, ei, bySrc[node{ec.key.caller, ec.key.callerOp}], byServer)
+	}
+	return out
+}
+
+func breakerOf(ix *index, ei int, spans []int32, byServer *serverCalls) *Breaker {
+	// Which requests called the edge, and whether that call failed.
+	const (
+		noCall = iota
+		callOK
+		callFailed
+	)
+	state := make([]uint8, len(spans))
+	var called []float64
+	for k, s := range spans {
+		for _, c := range byServer.of(s) {
+			if c.edge != ei {
+				continue
+			}
+			if c.c.last().outcome.failed() {
+				state[k] = callFailed
+			} else if state[k] == noCall {
+				state[k] = callOK
+			}
+		}
+		if state[k] != noCall {
+			called = append(called, float64(ix.spans[s].Duration()))
+		}
+	}
+	if len(called)*2 < len(spans) || len(called) == 0 {
+		return nil // the operation does not normally call this callee
+	}
+	slices.Sort(called)
+	fast := fastShare * quantile(called, 0.5)
+	b := &Breaker{}
+	run, open := 0, false
+	var trippedAt, lastFast int64
+	var opens, unclosed []float64
+	for k, s := range spans {
+		sp := &ix.spans[s]
+		switch state[k] {
+		case callFailed:
+			run++
+			b.LongestFailureRun = max(b.LongestFailureRun, run)
+			if open {
+				// The probe failed: the breaker opens again from here.
+				open = false
+				opens = append(opens, float64(sp.Start-trippedAt)/1e6)
+			}
+			trippedAt = sp.Start
+		case callOK:
+			if open {
+				opens = append(opens, float64(sp.Start-trippedAt)/1e6)
+			}
+			run, open = 0, false
+		default:
+			o, _ := classify(ix, s, s)
+			if !o.failed() || float64(sp.Duration()) >= fast || !open && run < minTrip {
+				continue
+			}
+			if !open {
+				b.OpenPeriods++
+				if b.TripAfter == 0 || run < b.TripAfter {
+					b.TripAfter = run
+				}
+				open = true
+			}
+			b.FastFailedCalls++
+			lastFast = sp.Start
+		}
+	}
+	if open {
+		unclosed = append(unclosed, float64(lastFast-trippedAt)/1e6)
+	}
+	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed
+	if !b.Detected {
+		if b.LongestFailureRun < minTrip {
+			return nil
+		}
+		*b = Breaker{LongestFailureRun: b.LongestFailureRun}
+		return b
+	}
+	if len(opens) == 0 {
+		opens = unclosed
+	}
+	if len(opens) > 0 {
+		slices.Sort(opens)
+		b.OpenMS = round3(quantile(opens, 0.5))
+	}
+	return b
+}
