@@ -259,11 +259,13 @@ func isRootAttempt(ix *index, i int32) bool {
 // callsUnder groups the attempts among kids, made from span p, into calls.
 func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 	var out []*call
+	type groupKey struct{ callee, clientOp string }
 	type group struct {
-		callee, clientOp string
-		calls            []*call
+		groupKey
+		calls []*call
 	}
 	var groups []*group
+	var byKey map[groupKey]*group // once there are too many groups to search
 	for _, c := range kids {
 		sp := &ix.spans[c]
 		if !isAttempt(sp) || ix.leaked[c] {
@@ -289,15 +291,28 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		a := ix.newAttempt(c, server)
 		callee, op := names.resolve(ix, c, server)
 		clientOp := ix.clientOpName(c)
+		k := groupKey{callee, clientOp}
 		var g *group
-		for _, x := range groups {
-			if x.callee == callee && x.clientOp == clientOp {
-				g = x
+		if byKey != nil {
+			g = byKey[k]
+		} else {
+			for _, x := range groups {
+				if x.groupKey == k {
+					g = x
+				}
 			}
 		}
 		if g == nil {
-			g = &group{callee: callee, clientOp: clientOp}
+			g = &group{groupKey: k}
 			groups = append(groups, g)
+			if byKey != nil {
+				byKey[k] = g
+			} else if len(groups) > 8 {
+				byKey = make(map[groupKey]*group, 2*len(groups))
+				for _, x := range groups {
+					byKey[x.groupKey] = x
+				}
+			}
 		}
 		g.calls = joinAttempt(g.calls, a, sp, func() *call {
 			return ix.newCall(call{from: p, callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})

@@ -60,33 +60,58 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
 			return int(a - b)
 		})
 	}
-	out := make([]*Breaker, len(ecs))
+	// Per caller operation, the edges it may normally call (at least half
+	// as many calls as requests). Only those are walked, which keeps the
+	// work linear: together they have at least half as many calls as the
+	// requests they visit.
+	edgesOf := map[node][]int{}
 	for ei, ec := range ecs {
-		out[ei] = breakerOf(ix, ei, bySrc[node{ec.key.caller, ec.key.callerOp}], byServer)
+		n := node{ec.key.caller, ec.key.callerOp}
+		if len(ec.calls)*2 >= len(bySrc[n]) {
+			edgesOf[n] = append(edgesOf[n], ei)
+		}
+	}
+	out := make([]*Breaker, len(ecs))
+	states := map[int][]uint8{}
+	for n, eis := range edgesOf {
+		spans := bySrc[n]
+		clear(states)
+		for _, ei := range eis {
+			states[ei] = make([]uint8, len(spans))
+		}
+		// Which requests called each edge, and whether the call failed:
+		// each request's calls visited once.
+		for k, s := range spans {
+			for _, c := range byServer.of(s) {
+				st := states[c.edge]
+				switch {
+				case st == nil:
+				case c.c.last().outcome.failed():
+					st[k] = callFailed
+				case st[k] == noCall:
+					st[k] = callOK
+				}
+			}
+		}
+		for _, ei := range eis {
+			out[ei] = breakerOf(ix, spans, states[ei])
+		}
 	}
 	return out
 }
 
-func breakerOf(ix *index, ei int, spans []int32, byServer *serverCalls) *Breaker {
-	// Which requests called the edge, and whether that call failed.
-	const (
-		noCall = iota
-		callOK
-		callFailed
-	)
-	state := make([]uint8, len(spans))
+// What a request did with one edge's callee.
+const (
+	noCall uint8 = iota
+	callOK
+	callFailed
+)
+
+// breakerOf reads one edge's breaker from its caller operation's requests
+// in time order and what each did with the callee (state).
+func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 	var called []float64
 	for k, s := range spans {
-		for _, c := range byServer.of(s) {
-			if c.edge != ei {
-				continue
-			}
-			if c.c.last().outcome.failed() {
-				state[k] = callFailed
-			} else if state[k] == noCall {
-				state[k] = callOK
-			}
-		}
 		if state[k] != noCall {
 			called = append(called, float64(ix.spans[s].Duration()))
 		}

@@ -37,9 +37,10 @@ func groupEdges(ix *index, calls []*call) []*edgeCalls {
 	for _, e := range m {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].key, out[j].key
-		return a.caller+"\x00"+a.callee+"\x00"+a.op+"\x00"+a.callerOp < b.caller+"\x00"+b.callee+"\x00"+b.op+"\x00"+b.callerOp
+	slices.SortFunc(out, func(x, y *edgeCalls) int {
+		a, b := x.key, y.key
+		return cmp.Or(strings.Compare(a.caller, b.caller), strings.Compare(a.callee, b.callee), strings.Compare(a.op, b.op),
+			strings.Compare(a.callerOp, b.callerOp))
 	})
 	return out
 }

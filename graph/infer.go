@@ -1,10 +1,12 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
 )
@@ -106,7 +108,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	for i, b := range breakers(ix, ecs, byServer) {
 		t.Edges[i].Breaker = b
 	}
-	t.Paths = buildPaths(ix, t.Edges, ecs, byServer, roots)
+	t.Paths = buildPaths(t.Edges, byServer, roots)
 	<-statsDone
 	t.Services = services(ops, instrumented, ecs)
 	t.Findings = findings(t.Edges, t.Paths)
@@ -151,7 +153,9 @@ func userEdges(ix *index, roots map[node][]int32) []Edge {
 		e.FailureRate = round3(float64(failed) / float64(len(spans)))
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Callee+out[i].Operation < out[j].Callee+out[j].Operation })
+	slices.SortFunc(out, func(a, b Edge) int {
+		return cmp.Or(strings.Compare(a.Callee, b.Callee), strings.Compare(a.Operation, b.Operation))
+	})
 	return out
 }
 
