@@ -20,6 +20,9 @@ type index struct {
 	children []int32
 	dups     int
 	orphans  int
+	// selfParents counts spans that named themselves as parent, cycles the
+	// parent cycles broken (breakCycles): both are made roots.
+	selfParents, cycles int
 	// leaked marks spans in the subtree of a client span that started
 	// after its parent ended (markLeaks); leaks and leakedSpans count them.
 	leaked             []bool
@@ -136,10 +139,17 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 			}
 			if p := trace[j].idx; p != k.idx {
 				ix.parent[k.idx] = p
-				counts[p+1]++
+			} else {
+				ix.selfParents++
 			}
 		}
 		lo = hi
+	}
+	ix.cycles = ix.breakCycles()
+	for _, p := range ix.parent {
+		if p >= 0 {
+			counts[p+1]++
+		}
 	}
 	ix.childOff = counts
 	for i := 1; i <= n; i++ {
@@ -173,6 +183,47 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 		return nil, err
 	}
 	return ix, nil
+}
+
+// breakCycles finds spans whose parents lead back to themselves (a parent
+// cycle: corrupt or hostile input) and breaks each cycle at its earliest
+// span (by start, then position), which becomes a root: no call is ever
+// made from a span to itself or its own ancestors. Each span is walked
+// once, so it is linear however long the chains.
+func (ix *index) breakCycles() int {
+	const (
+		unseen = iota
+		onWalk
+		done
+	)
+	state := make([]uint8, len(ix.parent))
+	var walk []int32
+	cycles := 0
+	for i := range ix.parent {
+		walk = walk[:0]
+		j := int32(i)
+		for j >= 0 && state[j] == unseen {
+			state[j] = onWalk
+			walk = append(walk, j)
+			j = ix.parent[j]
+		}
+		if j >= 0 && state[j] == onWalk {
+			// j is on the walk: the walk from j on is a cycle.
+			earliest := j
+			for k := ix.parent[j]; k != j; k = ix.parent[k] {
+				a, b := &ix.spans[k], &ix.spans[earliest]
+				if a.Start < b.Start || a.Start == b.Start && k < earliest {
+					earliest = k
+				}
+			}
+			ix.parent[earliest] = -1
+			cycles++
+		}
+		for _, k := range walk {
+			state[k] = done
+		}
+	}
+	return cycles
 }
 
 func (ix *index) kids(i int32) []int32 { return ix.children[ix.childOff[i]:ix.childOff[i+1]] }

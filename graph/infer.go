@@ -275,6 +275,10 @@ func warningsOf(ix *index, t *Topology) []string {
 	if ix.dups > 0 {
 		w = append(w, fmt.Sprintf("%d spans appear more than once (the same export read twice?): each counted once", ix.dups))
 	}
+	if ix.selfParents > 0 || ix.cycles > 0 {
+		w = append(w, fmt.Sprintf("%d spans name themselves as parent and %d parent cycles were found (corrupt ids?): each cycle was cut at its earliest span, which counts as a root",
+			ix.selfParents, ix.cycles))
+	}
 	if ix.leaks > 0 {
 		w = append(w, fmt.Sprintf("%d client spans (%d spans with what they called) started after their parent span had ended: "+
 			"they ran in the context of another request (a retrying agent on a reused connection?); left out of attempts, amplification and deadline findings",
