@@ -56,6 +56,10 @@ func classify(ix *index, client, server int32) (outcome, string) {
 		return outcomeOK, label
 	case grpcStatus != ingest.Absent:
 		c := int(grpcStatus)
+		if c < 0 || c >= len(grpcNames) {
+			// Not a gRPC status (ingest keeps 0..16; a hand-built set may not).
+			return outcomeClientError, fmt.Sprintf("grpc %d", c)
+		}
 		label := "grpc " + grpcNames[c]
 		switch c {
 		case 0:

@@ -108,7 +108,8 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	for i, b := range breakers(ix, ecs, byServer) {
 		t.Edges[i].Breaker = b
 	}
-	t.Paths = buildPaths(t.Edges, byServer, roots)
+	var truncated bool
+	t.Paths, truncated = buildPaths(t.Edges, byServer, roots)
 	<-statsDone
 	t.Services = services(ops, instrumented, ecs)
 	t.Findings = findings(t.Edges, t.Paths)
@@ -124,6 +125,10 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		t.Source.RootRatePerS = round3(float64(rootCalls) / window)
 	}
 	t.Warnings = warningsOf(ix, t)
+	if truncated {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("the call graph has more chains than %d steps of listing them reach: %d paths listed, the others left out",
+			maxPathSteps, len(t.Paths)))
+	}
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err
 	}

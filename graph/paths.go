@@ -11,6 +11,10 @@ import (
 // node is a service serving one operation.
 type node struct{ svc, op string }
 
+// maxPathSteps bounds the walk that enumerates paths: steps are nodes
+// visited along chains, each costing up to the chain's length.
+const maxPathSteps = 100_000
+
 // userCaller names the callers outside the traces: whoever sent the root
 // requests.
 const userCaller = "user"
@@ -19,7 +23,12 @@ const userCaller = "user"
 // operation that calls nothing further, with its worst-case amplification
 // (the product of max attempts) and the highest amplification one root
 // request really saw.
-func buildPaths(edges []Edge, byServer *serverCalls, roots map[node][]int32) []Path {
+//
+// The chains of a graph with many operations calling each other can
+// outnumber anything a reader could use (they grow exponentially with the
+// crossings), so the walk stops after maxPathSteps steps and reports that
+// it did (truncated).
+func buildPaths(edges []Edge, byServer *serverCalls, roots map[node][]int32) (paths []Path, truncated bool) {
 	out := map[node][]int{}
 	for i, e := range edges {
 		if e.Caller == userCaller {
@@ -30,9 +39,13 @@ func buildPaths(edges []Edge, byServer *serverCalls, roots map[node][]int32) []P
 	}
 	rootNodes := sortedNodes(roots)
 	observed := observedAmplification(byServer, roots)
-	var paths []Path
+	steps := 0
 	var walk func(n node, chain []int, onStack map[node]bool)
 	walk = func(n node, chain []int, onStack map[node]bool) {
+		if steps++; steps > maxPathSteps {
+			truncated = true
+			return
+		}
 		next := out[n]
 		if len(next) == 0 && len(chain) > 0 {
 			paths = append(paths, makePath(edges, chain, observed.observed(chain)))
@@ -57,7 +70,7 @@ func buildPaths(edges []Edge, byServer *serverCalls, roots map[node][]int32) []P
 		}
 		return slices.Compare(paths[i].Operations, paths[j].Operations) < 0
 	})
-	return paths
+	return paths, truncated
 }
 
 // amplification is how many requests one call on edge e can become at
