@@ -82,17 +82,26 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		return b
 	}
 
-	// Jitter is present where waits at one attempt index spread beyond the
-	// noise: the middle half wider than it (a few late timers move the
-	// extremes, not the quartiles), or, with too few waits for quartiles,
-	// the extremes far apart. It is absent where the central 80% of
-	// enough waits sit within it.
+	// Jitter spreads waits evenly over its range; timer noise piles them
+	// at the schedule with a tail of late ones (a timer never fires early,
+	// a loaded machine fires some very late). So jitter is absent where
+	// most waits at one attempt index sit within the noise of their
+	// median, and present where few do and the middle half is wider than
+	// the noise, or, with too few waits for that, the extremes are far
+	// apart.
 	jittered, steady := false, false
-	for _, w := range idx {
+	for k, w := range idx {
+		near := 0
+		for _, x := range gaps[k] {
+			if math.Abs(x-w.med) <= tol {
+				near++
+			}
+		}
+		share := float64(near) / float64(w.n)
 		switch {
-		case w.n >= minNoJitter && w.q75-w.q25 > tol, w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*tol:
+		case w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > tol, w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*tol:
 			jittered = true
-		case w.n >= minNoJitter && w.q90-w.q10 <= tol:
+		case w.n >= minNoJitter && share >= 0.6:
 			steady = true
 		}
 	}

@@ -30,15 +30,13 @@ const hammerRun = 10
 // which retrying it only adds load: it is failing for everyone.
 const failingShare = 0.9
 
-// ms renders milliseconds for messages with about three significant
-// digits: 1001.4 → "1001ms", 100.219 → "100ms", 10.203 → "10.2ms".
+// ms renders milliseconds for messages to a tenth at most (timers and
+// exporters are not finer than that): 1001.4 → "1001ms", 100.219 →
+// "100ms", 10.203 → "10.2ms", 5.18 → "5.2ms".
 func ms(v float64) string {
-	prec := 2
-	switch {
-	case v >= 100:
+	prec := 1
+	if v >= 100 {
 		prec = 0
-	case v >= 10:
-		prec = 1
 	}
 	return strconv.FormatFloat(v, 'f', prec, 64) + "ms"
 }

@@ -27,6 +27,14 @@ type truth struct {
 			Jitter string `json:"jitter"`
 		} `json:"backoff"`
 		IdempotencyKey bool `json:"idempotency_key"`
+		// Written by scenarios that hide Retry-After or use a breaker;
+		// absent (captured, no breaker) in the older ones.
+		RetryAfterCaptured *bool `json:"retry_after_captured"`
+		RetryAfterWaits    int   `json:"retry_after_waits"`
+		Breaker            *struct {
+			ConsecutiveFailures int `json:"consecutive_failures"`
+			FastFailedCalls     int `json:"fast_failed_calls"`
+		} `json:"breaker"`
 	} `json:"edges"`
 	Paths []struct {
 		Services   []string `json:"services"`
@@ -81,6 +89,18 @@ func TestTruth(t *testing.T) {
 					continue
 				}
 				loc := te.Caller + " → " + te.Callee + " " + op
+				if c := te.RetryAfterCaptured; c != nil && !*c && e.RetryAfterHonored != te.RetryAfterWaits {
+					t.Errorf("%s: %d Retry-After waits honoured, want the %d the uncaptured header set", loc, e.RetryAfterHonored, te.RetryAfterWaits)
+				}
+				switch b := te.Breaker; {
+				case b != nil && (e.Breaker == nil || !e.Breaker.Detected):
+					t.Errorf("%s: breaker %+v, want one detected", loc, e.Breaker)
+				case b != nil && (e.Breaker.FastFailedCalls != b.FastFailedCalls || e.Breaker.TripAfter != b.ConsecutiveFailures):
+					t.Errorf("%s: breaker fast-failed %d calls after %d failures, want %d after %d", loc,
+						e.Breaker.FastFailedCalls, e.Breaker.TripAfter, b.FastFailedCalls, b.ConsecutiveFailures)
+				case b == nil && e.Breaker != nil && e.Breaker.Detected:
+					t.Errorf("%s: breaker detected where there is none: %+v", loc, *e.Breaker)
+				}
 				if e.Retries != te.Retries {
 					t.Errorf("%s: retries %v, want %v", loc, e.Retries, te.Retries)
 				}

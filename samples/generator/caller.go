@@ -14,6 +14,7 @@ import (
 	"github.com/avast/retry-go/v4"
 	"github.com/cenkalti/backoff/v5"
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -72,6 +73,7 @@ type caller struct {
 	rc     *retryablehttp.Client // only for libRetryablehttp
 	send   func(context.Context, request) (result, error)
 	stats  *edgeStats
+	cb     *gobreaker.CircuitBreaker[result] // only with Policy.Breaker
 }
 
 func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
@@ -107,7 +109,36 @@ func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
 	default:
 		c.send = c.attempt
 	}
+	if b := p.Breaker; b != nil {
+		c.cb = gobreaker.NewCircuitBreaker[result](gobreaker.Settings{
+			Name:        e.Caller + "→" + e.Callee,
+			MaxRequests: 1,
+			Timeout:     b.OpenFor,
+			ReadyToTrip: func(counts gobreaker.Counts) bool { return int(counts.ConsecutiveFailures) >= b.ConsecutiveFailures },
+		})
+	}
 	return c
+}
+
+// sendThroughBreaker makes the call through the breaker: a failed result
+// (an HTTP error status) counts as a failure, and an open breaker answers
+// gobreaker.ErrOpenState without sending anything.
+func (c *caller) sendThroughBreaker(ctx context.Context, r request) (result, error) {
+	res, err := c.cb.Execute(func() (result, error) {
+		res, err := c.send(ctx, r)
+		var se *statusError
+		if err == nil && res.status >= 500 {
+			err = &statusError{res: res}
+		}
+		if errors.As(err, &se) {
+			return se.res, err
+		}
+		return res, err
+	})
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		c.stats.fastFailed()
+	}
+	return res, err
 }
 
 // call makes one logical call to path. An HTTP error status after the last
@@ -120,8 +151,12 @@ func (c *caller) call(ctx context.Context, path string, body []byte) (result, er
 	if c.edge.Policy.IdempotencyKey {
 		r.header.Set("Idempotency-Key", rand.Text())
 	}
-	log := &attemptLog{}
-	res, err := c.send(context.WithValue(ctx, attemptLogKey{}, log), r)
+	log := &attemptLog{hideRetryAfter: c.edge.Policy.HideRetryAfter}
+	send := c.send
+	if c.cb != nil {
+		send = c.sendThroughBreaker
+	}
+	res, err := send(context.WithValue(ctx, attemptLogKey{}, log), r)
 	c.stats.record(ctx, c.edge.Policy, log)
 	var se *statusError
 	if errors.As(err, &se) {
@@ -211,9 +246,10 @@ func (c *caller) sendRetryablehttp(ctx context.Context, r request) (result, erro
 // attemptLog collects the outcome of each attempt of one call, as seen by
 // captureTransport.
 type attemptLog struct {
-	mu         sync.Mutex
-	statuses   []int  // HTTP status per attempt, 0 for a transport error
-	retryAfter []bool // per attempt: the response carried Retry-After
+	mu             sync.Mutex
+	statuses       []int  // HTTP status per attempt, 0 for a transport error
+	retryAfter     []bool // per attempt: the response carried Retry-After
+	hideRetryAfter bool   // leave Retry-After out of the spans
 }
 
 // add logs one attempt.
@@ -238,15 +274,18 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		span.SetAttributes(attribute.StringSlice("http.request.header.idempotency-key", keys))
 	}
 	resp, err := t.base.RoundTrip(req)
+	log, _ := req.Context().Value(attemptLogKey{}).(*attemptLog)
 	status, retryAfter := 0, false
 	if err == nil {
 		status = resp.StatusCode
 		if ra := resp.Header.Values("Retry-After"); len(ra) > 0 {
-			span.SetAttributes(attribute.StringSlice("http.response.header.retry-after", ra))
+			if log == nil || !log.hideRetryAfter {
+				span.SetAttributes(attribute.StringSlice("http.response.header.retry-after", ra))
+			}
 			retryAfter = true
 		}
 	}
-	if log, ok := req.Context().Value(attemptLogKey{}).(*attemptLog); ok {
+	if log != nil {
 		log.add(status, retryAfter)
 	}
 	return resp, err
@@ -266,6 +305,14 @@ type edgeStats struct {
 	// retryAfterWaits instead.
 	waits           []int
 	retryAfterWaits int
+	// breakerFastFails counts calls an open breaker failed without an attempt.
+	breakerFastFails int
+}
+
+func (s *edgeStats) fastFailed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.breakerFastFails++
 }
 
 func newEdgeStats(p Policy) *edgeStats {

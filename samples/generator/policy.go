@@ -8,6 +8,7 @@ const (
 	libBackoff       = "github.com/cenkalti/backoff/v5"
 	libRetryGo       = "github.com/avast/retry-go/v4"
 	libRetryablehttp = "github.com/hashicorp/go-retryablehttp"
+	libGobreaker     = "github.com/sony/gobreaker/v2"
 )
 
 // Backoff describes the wait between attempts in the vocabulary of
@@ -38,6 +39,32 @@ type Policy struct {
 	// IdempotencyKey makes the caller send one Idempotency-Key per logical
 	// call, repeated on every attempt.
 	IdempotencyKey bool
+	// HideRetryAfter leaves the Retry-After response header out of the
+	// attempt spans, as instrumentations that capture no headers do.
+	HideRetryAfter bool
+	// Breaker, when set, wraps every logical call in a sony/gobreaker
+	// circuit breaker: once open, calls fail at once without an attempt.
+	Breaker *BreakerPolicy
+}
+
+// BreakerPolicy configures a gobreaker circuit breaker.
+type BreakerPolicy struct {
+	// ConsecutiveFailures failed calls in a row open it.
+	ConsecutiveFailures int
+	// OpenFor is how long it stays open before it lets one probe through.
+	OpenFor time.Duration
+}
+
+// withHiddenRetryAfter returns p with Retry-After left out of its spans.
+func (p Policy) withHiddenRetryAfter() Policy {
+	p.HideRetryAfter = true
+	return p
+}
+
+// withBreaker returns p with calls behind a gobreaker circuit breaker.
+func (p Policy) withBreaker(failures int, openFor time.Duration) Policy {
+	p.Breaker = &BreakerPolicy{ConsecutiveFailures: failures, OpenFor: openFor}
+	return p
 }
 
 // retries reports whether the policy may send more than one attempt.

@@ -25,7 +25,13 @@ type Scenario struct {
 	Name        string
 	Description string
 	// Seed shuffles the root requests (math/rand/v2 PCG).
-	Seed  uint64
+	Seed uint64
+	// Ordered sends the cases in the order written instead: a breaker sees
+	// failures in a row only if they come in a row.
+	Ordered bool
+	// Pace is a pause between root requests (a breaker's open period is
+	// measured in time, not requests).
+	Pace  time.Duration
 	Edges []Edge
 	Cases []Case
 }
@@ -43,7 +49,68 @@ const ms = time.Millisecond
 
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
-	return []Scenario{retryEverywhere(), edgeOnly(), mixed()}
+	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries()}
+}
+
+// retryAfterUncaptured throttles db with 429 Retry-After: 1 among 503s
+// that go-retryablehttp backs off from exponentially; no span records the
+// header, so only the timing shows which waits the server directed.
+func retryAfterUncaptured() Scenario {
+	return Scenario{
+		Name: "retry-after-uncaptured",
+		Description: "inventory retries db with go-retryablehttp (10ms ×2 up to 80ms, no jitter), honouring " +
+			"Retry-After: 1 on 429s that no span records: the 1s waits are the server's, not the backoff.",
+		Seed: 4,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, retryableHTTP(4, 10*ms, 80*ms).withHiddenRetryAfter()},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 8, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 5, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(4, unavailable)},
+			{Count: 3, Target: dbStock, Script: times(1, throttled)},
+			{Count: 2, Target: dbStock, Script: []Fault{unavailable, throttled}},
+		},
+	}
+}
+
+// breakerOverRetries puts a sony/gobreaker circuit breaker around api's
+// retrying calls to inventory: after 3 failed calls in a row it fails calls
+// at once for 15ms, then lets one probe through. Failing requests come in
+// runs, so the breaker opens, and stays open until a probe succeeds.
+func breakerOverRetries() Scenario {
+	failing := Case{Count: 12, Target: inventoryStock, Script: times(3, unavailable)}
+	return Scenario{
+		Name: "breaker",
+		Description: "api calls inventory through retry-go (3 attempts, 5ms apart) inside a gobreaker circuit " +
+			"breaker that opens after 3 failed calls in a row for 15ms: calls it fails fast make no attempt.",
+		Seed:    5,
+		Ordered: true,
+		Pace:    5 * ms,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, retryGoFixed(3, 5*ms).withBreaker(3, 15*ms)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{
+			{Count: 15},
+			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 4, Target: inventoryStock, Script: times(2, unavailable)},
+			failing,
+			{Count: 15},
+			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 4, Target: inventoryStock, Script: times(2, unavailable)},
+			failing,
+			{Count: 15},
+			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+		},
+	}
 }
 
 func retryEverywhere() Scenario {

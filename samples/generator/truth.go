@@ -39,6 +39,21 @@ type truthEdge struct {
 	NotRetriedStatus  []int `json:"not_retried_status"`
 	HonoursRetryAfter bool  `json:"honours_retry_after"`
 	IdempotencyKey    bool  `json:"idempotency_key"`
+	// RetryAfterCaptured is false where no span records the Retry-After
+	// header; RetryAfterWaits counts the waits it set.
+	RetryAfterCaptured bool `json:"retry_after_captured"`
+	RetryAfterWaits    int  `json:"retry_after_waits"`
+	// Breaker is the circuit breaker around the edge's calls, if any.
+	Breaker *truthBreaker `json:"breaker,omitempty"`
+}
+
+// truthBreaker is a gobreaker configuration and how many calls it failed
+// without an attempt.
+type truthBreaker struct {
+	Library             string `json:"library"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	OpenForMS           int64  `json:"open_for_ms"`
+	FastFailedCalls     int    `json:"fast_failed_calls"`
 }
 
 type truthBackoff struct {
@@ -95,6 +110,11 @@ func truthOf(c *caller) (truthEdge, error) {
 		Backoff:       truthBackoff{Kind: p.Backoff.Kind, Jitter: p.Backoff.Jitter},
 		RetriedStatus: []int{}, NotRetriedStatus: []int{},
 		HonoursRetryAfter: p.HonoursRetryAfter, IdempotencyKey: p.IdempotencyKey,
+		RetryAfterCaptured: !p.HideRetryAfter, RetryAfterWaits: st.retryAfterWaits,
+	}
+	if b := p.Breaker; b != nil {
+		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
+			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails}
 	}
 	if p.Library != "" {
 		te.Library = &p.Library
