@@ -86,9 +86,10 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	// at the schedule with a tail of late ones (a timer never fires early,
 	// a loaded machine fires some very late). So jitter is absent where
 	// most waits at one attempt index sit within the noise of their
-	// median, and present where few do and the middle half is wider than
-	// the noise, or, with too few waits for that, the extremes are far
-	// apart.
+	// median, or the shortest quarter within half the noise of the
+	// shortest wait (a floor with a late tail); present where neither
+	// holds and the middle half is wider than the noise, or, with too few
+	// waits for quartiles, the extremes are far apart.
 	jittered, steady := false, false
 	for k, w := range idx {
 		near := 0
@@ -99,10 +100,10 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		}
 		share := float64(near) / float64(w.n)
 		switch {
+		case w.n >= minNoJitter && (share >= 0.6 || w.q25-w.lo <= tol/2):
+			steady = true
 		case w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > tol, w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*tol:
 			jittered = true
-		case w.n >= minNoJitter && share >= 0.6:
-			steady = true
 		}
 	}
 	if jittered || steady {

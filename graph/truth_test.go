@@ -35,6 +35,11 @@ type truth struct {
 			ConsecutiveFailures int `json:"consecutive_failures"`
 			FastFailedCalls     int `json:"fast_failed_calls"`
 		} `json:"breaker"`
+		Hedge *struct {
+			DelayMS      float64 `json:"delay_ms"`
+			HedgedCalls  int     `json:"hedged_calls"`
+			MostRequests int     `json:"most_requests"`
+		} `json:"hedge"`
 	} `json:"edges"`
 	Paths []struct {
 		Services   []string `json:"services"`
@@ -100,6 +105,16 @@ func TestTruth(t *testing.T) {
 						e.Breaker.FastFailedCalls, e.Breaker.TripAfter, b.FastFailedCalls, b.ConsecutiveFailures)
 				case b == nil && e.Breaker != nil && e.Breaker.Detected:
 					t.Errorf("%s: breaker detected where there is none: %+v", loc, *e.Breaker)
+				}
+				if h := te.Hedge; h != nil {
+					switch g := e.Hedging; {
+					case g == nil:
+						t.Errorf("%s: no hedging, want %d hedged calls", loc, h.HedgedCalls)
+					case g.Calls != h.HedgedCalls || g.MaxRequests != h.MostRequests || math.Abs(g.DelayMS-h.DelayMS) > 2+0.1*h.DelayMS:
+						t.Errorf("%s: hedging %+v, want %d calls, up to %d requests, after %gms", loc, *g, h.HedgedCalls, h.MostRequests, h.DelayMS)
+					case !IdempotentMethod(te.Method) && !hasFinding(top, FindingHedgeWrite, loc):
+						t.Errorf("%s: hedged %s without a %s finding", loc, te.Method, FindingHedgeWrite)
+					}
 				}
 				if e.Retries != te.Retries {
 					t.Errorf("%s: retries %v, want %v", loc, e.Retries, te.Retries)
@@ -243,4 +258,13 @@ func diffJSON(path string, a, b any) []string {
 		}
 	}
 	return []string{fmt.Sprintf("%s: %v, want %v", path, a, b)}
+}
+
+func hasFinding(t *Topology, id, location string) bool {
+	for _, f := range t.Findings {
+		if f.ID == id && f.Location == location {
+			return true
+		}
+	}
+	return false
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/avast/retry-go/v4"
 	"github.com/cenkalti/backoff/v5"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
@@ -73,7 +75,8 @@ type caller struct {
 	rc     *retryablehttp.Client // only for libRetryablehttp
 	send   func(context.Context, request) (result, error)
 	stats  *edgeStats
-	cb     *gobreaker.CircuitBreaker[result] // only with Policy.Breaker
+	cb     *gobreaker.CircuitBreaker[result]       // only with Policy.Breaker
+	hedge  hedgepolicy.HedgePolicy[*http.Response] // only for libFailsafe
 }
 
 func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
@@ -90,6 +93,9 @@ func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
 		c.send = c.sendBackoff
 	case libRetryGo:
 		c.send = c.sendRetryGo
+	case libFailsafe:
+		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
+		c.send = c.sendHedged
 	case libRetryablehttp:
 		c.rc = &retryablehttp.Client{
 			HTTPClient:   c.client,
@@ -163,6 +169,26 @@ func (c *caller) call(ctx context.Context, path string, body []byte) (result, er
 		return se.res, nil
 	}
 	return res, err
+}
+
+// sendHedged sends r through failsafe-go's hedge policy: each hedge is a
+// request of its own through otelhttp, so a CLIENT span of its own,
+// overlapping the ones before.
+func (c *caller) sendHedged(ctx context.Context, r request) (result, error) {
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	if err != nil {
+		return result{}, err
+	}
+	req.Header = r.header.Clone()
+	resp, err := failsafehttp.NewRequest(req, c.client, c.hedge).Do()
+	if err != nil {
+		return result{}, err
+	}
+	return readResult(resp)
 }
 
 // attempt sends r once.
@@ -250,6 +276,9 @@ type attemptLog struct {
 	statuses       []int  // HTTP status per attempt, 0 for a transport error
 	retryAfter     []bool // per attempt: the response carried Retry-After
 	hideRetryAfter bool   // leave Retry-After out of the spans
+	// started counts requests sent: hedges the winner cancelled may log
+	// their outcome only after the call was recorded.
+	started int
 }
 
 // add logs one attempt.
@@ -273,8 +302,13 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if keys := req.Header.Values("Idempotency-Key"); len(keys) > 0 {
 		span.SetAttributes(attribute.StringSlice("http.request.header.idempotency-key", keys))
 	}
-	resp, err := t.base.RoundTrip(req)
 	log, _ := req.Context().Value(attemptLogKey{}).(*attemptLog)
+	if log != nil {
+		log.mu.Lock()
+		log.started++
+		log.mu.Unlock()
+	}
+	resp, err := t.base.RoundTrip(req)
 	status, retryAfter := 0, false
 	if err == nil {
 		status = resp.StatusCode
@@ -307,6 +341,9 @@ type edgeStats struct {
 	retryAfterWaits int
 	// breakerFastFails counts calls an open breaker failed without an attempt.
 	breakerFastFails int
+	// hedgedCalls counts calls that sent hedges; mostRequests is the most
+	// requests one of them sent.
+	hedgedCalls, mostRequests int
 }
 
 func (s *edgeStats) fastFailed() {
@@ -337,6 +374,13 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 		}
 	}
 	n := len(log.statuses)
+	if p.Hedge != nil {
+		if log.started > 1 {
+			s.hedgedCalls++
+			s.mostRequests = max(s.mostRequests, log.started)
+		}
+		return // hedges overlap: there are no waits between them
+	}
 	for i := 1; i < n; i++ {
 		if p.HonoursRetryAfter && log.retryAfter[i-1] {
 			s.retryAfterWaits++

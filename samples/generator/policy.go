@@ -9,6 +9,7 @@ const (
 	libRetryGo       = "github.com/avast/retry-go/v4"
 	libRetryablehttp = "github.com/hashicorp/go-retryablehttp"
 	libGobreaker     = "github.com/sony/gobreaker/v2"
+	libFailsafe      = "github.com/failsafe-go/failsafe-go"
 )
 
 // Backoff describes the wait between attempts in the vocabulary of
@@ -45,6 +46,32 @@ type Policy struct {
 	// Breaker, when set, wraps every logical call in a sony/gobreaker
 	// circuit breaker: once open, calls fail at once without an attempt.
 	Breaker *BreakerPolicy
+	// Hedge, when set, sends up to MaxHedges more requests for a call
+	// while none has answered, Delay apart (failsafe-go's hedge policy);
+	// the first answer wins and the others are cancelled.
+	Hedge *HedgePolicy
+}
+
+// HedgePolicy configures a failsafe-go hedge policy.
+type HedgePolicy struct {
+	Delay     time.Duration
+	MaxHedges int
+}
+
+// hedged is a caller that never retries a failure but hedges slow calls
+// with failsafe-go.
+func hedged(delay time.Duration, maxHedges int) Policy {
+	return Policy{Library: libFailsafe, MaxAttempts: 1, Backoff: Backoff{Kind: "none", Jitter: "none"},
+		Hedge: &HedgePolicy{Delay: delay, MaxHedges: maxHedges}}
+}
+
+// requests is the most requests one call can send: its attempts, or the
+// original and its hedges.
+func (p Policy) requests() int {
+	if p.Hedge != nil {
+		return max(p.MaxAttempts, p.Hedge.MaxHedges+1)
+	}
+	return p.MaxAttempts
 }
 
 // BreakerPolicy configures a gobreaker circuit breaker.

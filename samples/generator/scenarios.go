@@ -49,7 +49,33 @@ const ms = time.Millisecond
 
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
-	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries()}
+	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging()}
+}
+
+// hedging has api hedge its POST /charges to payments with failsafe-go
+// (a hedge 20ms after the first request, at most 2 hedges) below edge's
+// three retry-go attempts: one payment can become 9 charge requests, and
+// hedging a write without a key may charge twice.
+func hedging() Scenario {
+	return Scenario{
+		Name: "hedging",
+		Description: "edge retries payments 3 times (retry-go, 15ms apart); api hedges each charge to payments " +
+			"with failsafe-go after 20ms, up to 2 hedges: 3 × 3 = 9 charge requests at worst, for a non-idempotent POST.",
+		Seed: 6,
+		Edges: []Edge{
+			{"edge", "api", routePayment, retryGoFixed(3, 15*ms)},
+			{"api", "inventory", routeReserve, single()},
+			{"api", "payments", routeCharge, hedged(20*ms, 2)},
+		},
+		Cases: []Case{
+			{Count: 15, Pay: true},
+			{Count: 8, Pay: true, Target: paymentsCharge, Script: times(1, slow)},
+			{Count: 5, Pay: true, Target: paymentsCharge, Script: times(2, slow)},
+			{Count: 6, Pay: true, Target: inventoryReserve, Script: times(1, unavailable)},
+			{Count: 4, Pay: true, Target: inventoryReserve, Script: times(2, unavailable)},
+			{Count: 3, Pay: true, Target: inventoryReserve, Script: times(3, unavailable)},
+		},
+	}
 }
 
 // retryAfterUncaptured throttles db with 429 Retry-After: 1 among 503s

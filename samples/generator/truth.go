@@ -45,6 +45,8 @@ type truthEdge struct {
 	RetryAfterWaits    int  `json:"retry_after_waits"`
 	// Breaker is the circuit breaker around the edge's calls, if any.
 	Breaker *truthBreaker `json:"breaker,omitempty"`
+	// Hedge is the hedge policy of the edge's calls, if any.
+	Hedge *truthHedge `json:"hedge,omitempty"`
 }
 
 // truthBreaker is a gobreaker configuration and how many calls it failed
@@ -54,6 +56,15 @@ type truthBreaker struct {
 	ConsecutiveFailures int    `json:"consecutive_failures"`
 	OpenForMS           int64  `json:"open_for_ms"`
 	FastFailedCalls     int    `json:"fast_failed_calls"`
+}
+
+// truthHedge is a failsafe-go hedge policy and what it did.
+type truthHedge struct {
+	Library      string `json:"library"`
+	DelayMS      int64  `json:"delay_ms"`
+	MaxHedges    int    `json:"max_hedges"`
+	HedgedCalls  int    `json:"hedged_calls"`
+	MostRequests int    `json:"most_requests"`
 }
 
 type truthBackoff struct {
@@ -111,6 +122,10 @@ func truthOf(c *caller) (truthEdge, error) {
 		RetriedStatus: []int{}, NotRetriedStatus: []int{},
 		HonoursRetryAfter: p.HonoursRetryAfter, IdempotencyKey: p.IdempotencyKey,
 		RetryAfterCaptured: !p.HideRetryAfter, RetryAfterWaits: st.retryAfterWaits,
+	}
+	if h := p.Hedge; h != nil {
+		te.Hedge = &truthHedge{Library: libFailsafe, DelayMS: h.Delay.Milliseconds(), MaxHedges: h.MaxHedges,
+			HedgedCalls: st.hedgedCalls, MostRequests: st.mostRequests}
 	}
 	if b := p.Breaker; b != nil {
 		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
@@ -179,7 +194,7 @@ func paths(callers []*caller) []truthPath {
 		for _, c := range prefix {
 			p.Services = append(p.Services, c.edge.Callee)
 			p.Operations = append(p.Operations, httpRoute(c.edge.Route))
-			p.WorstCaseAmplification *= c.edge.Policy.MaxAttempts
+			p.WorstCaseAmplification *= c.edge.Policy.requests()
 		}
 		out = append(out, p)
 	}
