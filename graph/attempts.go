@@ -138,6 +138,9 @@ type call struct {
 	evidence string // "markers", "below-instrumentation" or "timing"
 	hedged   bool
 	hedgeGap int64 // delay from the first attempt to the hedge
+	// proxy: the retries were a service-mesh sidecar's (its spans, or its
+	// attempt count); limit: the sidecar said it ran out of retries (URX).
+	proxy, limit bool
 	missing  int
 	inline   [1]attempt // backing for the first attempt
 }
@@ -278,12 +281,23 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		if sp.PrevAttempts != ingest.Absent && isAttempt(&ix.spans[p]) {
 			continue // an attempt of p's call, counted by grpcCall under p's parent
 		}
+		if sp.Has(ingest.FlagProxy) && isAttempt(&ix.spans[p]) && ix.spans[p].Service == sp.Service {
+			continue // the sidecar's try of p's call, counted by proxyCall under p's parent
+		}
+		tries := ix.sidecarTries(c)
+		if len(tries) > 1 || len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
+			out = append(out, ix.proxyCall(names, p, c, tries))
+			continue
+		}
 		// grpc-go: one CLIENT span per call, one child per attempt.
 		if atts := ix.markedAttemptChildren(c); len(atts) > 0 {
 			out = append(out, ix.grpcCall(names, p, c, atts))
 			continue
 		}
 		servers := ix.serverChildren(c)
+		if len(tries) == 1 && len(servers) == 0 {
+			servers = ix.serverChildren(tries[0]) // one try through the sidecar: the application's attempt
+		}
 		if len(servers) > 1 && sameOperation(ix, servers) || sp.RetryCount > 0 {
 			out = append(out, ix.belowCall(names, p, c, servers))
 			continue
@@ -444,6 +458,48 @@ func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 	return cl
 }
 
+// sidecarTries returns the sidecar spans under client span c: the tries
+// the application's service mesh made for c's request.
+func (ix *index) sidecarTries(c int32) []int32 {
+	var out []int32
+	for _, k := range ix.kids(c) {
+		if sp := &ix.spans[k]; sp.Has(ingest.FlagProxy) && isAttempt(sp) && sp.Service == ix.spans[c].Service {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// proxyCall builds the call of application client span c whose request
+// went through its sidecar: each sidecar span under c is one try (Envoy
+// retrying), and a single sidecar span carrying an attempt count stands
+// for that many tries. The retries are the proxy's, not the application's.
+func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
+	if len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
+		cl := ix.belowCall(names, p, tries[0], ix.serverChildren(tries[0]))
+		cl.clientOp = ix.clientOpName(c)
+		return cl
+	}
+	cl := ix.newCall(call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "proxy",
+		proxy: len(tries) > 1})
+	named := false
+	for i, k := range tries {
+		server := int32(-1)
+		if s := ix.serverChildren(k); len(s) > 0 {
+			server = s[0]
+		}
+		a := ix.newAttempt(k, server)
+		a.nth = i
+		if i == 0 || server >= 0 && !named {
+			cl.callee, cl.op = names.resolve(ix, k, server)
+			named = server >= 0
+		}
+		cl.limit = cl.limit || ix.spans[k].Has(ingest.FlagRetryLimit)
+		cl.attempts = append(cl.attempts, a)
+	}
+	return cl
+}
+
 // belowCall builds a call whose retries happen below the instrumentation:
 // several SERVER spans under one CLIENT span (a proxy or library retried), or
 // Envoy's retry.count on the client span.
@@ -467,7 +523,8 @@ const maxSynthetic = 64
 
 func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	sp := &ix.spans[c]
-	cl := ix.newCall(call{from: p, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation"})
+	cl := ix.newCall(call{from: p, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation",
+		proxy: sp.Has(ingest.FlagProxy), limit: sp.Has(ingest.FlagRetryLimit)})
 	if len(servers) == 0 {
 		cl.callee, cl.op = names.resolve(ix, c, -1)
 		// retry.count is untrusted input: stand in at most maxSynthetic

@@ -94,7 +94,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	var abandoned []abandonedAttempt
 	var okDur, serverDur []float64
 	var hedgeDelays, legs []float64
-	failed := 0
+	failed, proxyRetried, appRetried := 0, 0, 0
 	methods := map[string]int{}
 	idem := Idempotency{}
 	for _, c := range ec.calls {
@@ -121,6 +121,11 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 		e.AttemptsHistogram[n-1]++
 		if n > 1 && (evidence == "" || c.evidence != "timing") {
 			evidence = c.evidence
+		}
+		if n > 1 && c.proxy {
+			proxyRetried++
+		} else if n > 1 {
+			appRetried++
 		}
 		if n > 1 && !IdempotentMethod(c.method) {
 			idem.RetriedCalls++
@@ -180,6 +185,14 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	e.Retries = mostAttempts > 1
 	e.Evidence = evidence
 	e.MaxAttemptsExact = exhausted(ec, e.MaxAttempts, retried)
+	switch {
+	case proxyRetried > 0 && appRetried > 0:
+		e.RetriesBy = "proxy and application"
+	case proxyRetried > 0:
+		e.RetriesBy = "proxy"
+	case appRetried > 0:
+		e.RetriesBy = "application"
+	}
 	for s := range retried {
 		e.RetriedStatus = append(e.RetriedStatus, s)
 		delete(notRetried, s)
@@ -237,6 +250,9 @@ func exhausted(ec *edgeCalls, maxAtt int, retried map[string]bool) bool {
 			continue
 		}
 		l := c.last()
+		if c.limit {
+			return true // the sidecar says it ran out of retries
+		}
 		if maxAtt == 1 && l.outcome == outcomeRetryable {
 			return true
 		}

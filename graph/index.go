@@ -3,6 +3,7 @@ package graph
 import (
 	"cmp"
 	"context"
+	"strings"
 	"encoding/binary"
 	"slices"
 
@@ -85,7 +86,7 @@ func sortKeys(keys []spanKey) []spanKey {
 }
 
 func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
-	spans := set.Spans
+	spans := sidecarsAsTheirApps(set)
 	n := len(spans)
 	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), ops: make([]string, n)}
 	names := opNames{}
@@ -183,6 +184,38 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 		return nil, err
 	}
 	return ix, nil
+}
+
+// sidecarsAsTheirApps returns the spans with every service-mesh sidecar
+// span (ingest.FlagProxy) under its application's service name: Istio
+// names a sidecar app.namespace, and a sidecar is a layer of its
+// application, never a service of its own. The input is copied only when
+// it holds sidecar spans.
+func sidecarsAsTheirApps(set *ingest.Set) []ingest.Span {
+	spans := set.Spans
+	renamed := map[ingest.Sym]ingest.Sym{}
+	for i := range spans {
+		sp := &spans[i]
+		if !sp.Has(ingest.FlagProxy) {
+			continue
+		}
+		to, ok := renamed[sp.Service]
+		if !ok {
+			to = sp.Service
+			if app, _, dotted := strings.Cut(set.Str(sp.Service), "."); dotted && app != "" {
+				to = set.Intern(app)
+			}
+			renamed[sp.Service] = to
+		}
+		if to == sp.Service {
+			continue
+		}
+		if &spans[0] == &set.Spans[0] {
+			spans = slices.Clone(spans) // never rewrite the caller's spans
+		}
+		spans[i].Service = to
+	}
+	return spans
 }
 
 // breakCycles finds spans whose parents lead back to themselves (a parent

@@ -70,10 +70,15 @@ type Edge struct {
 	MaxAttempts       int   `json:"max_attempts"`
 	MaxAttemptsExact  bool  `json:"max_attempts_exact"`
 	// Evidence says how retries were recognised: "markers" (resend count,
-	// grpc-go attempt spans, Envoy retry.count), "below-instrumentation"
-	// (several server spans under one client span), or "timing" (sibling
-	// attempts that follow failures).
+	// grpc-go attempt spans, Envoy retry.count or x-envoy-attempt-count),
+	// "below-instrumentation" (several server spans under one client span),
+	// "proxy" (several sidecar spans under one client span), or "timing"
+	// (sibling attempts that follow failures).
 	Evidence string `json:"evidence,omitempty"`
+	// RetriesBy says which layer made the retries: "application" (the
+	// caller's own code or library), "proxy" (its service-mesh sidecar,
+	// Envoy or Istio), or "proxy and application".
+	RetriesBy string `json:"retries_by,omitempty"`
 
 	Backoff         Backoff  `json:"backoff"`
 	PerTryTimeoutMS *float64 `json:"per_try_timeout_ms"`

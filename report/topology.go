@@ -52,7 +52,7 @@ func newTopologyView(t *graph.Topology) topologyView {
 	for _, e := range t.Edges {
 		v.edges.rows = append(v.edges.rows, []string{
 			display(e.Caller), display(e.Callee), display(e.Operation),
-			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), yesNo(e.Retries), maxAttempts(e),
+			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), retriesText(e), maxAttempts(e),
 			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), hedgingText(e.Hedging), breakerText(e.Breaker), listText(e.RetriedStatus), ms(e.CalleeP99MS),
 		})
 	}
@@ -116,6 +116,15 @@ func listText(list []string) string {
 		names[i] = display(s)
 	}
 	return strings.Join(names, ", ")
+}
+
+// retriesText is "yes", "no", or which layer retries when a service
+// mesh's sidecar does: "yes (proxy)", "yes (proxy and application)".
+func retriesText(e graph.Edge) string {
+	if e.Retries && strings.Contains(e.RetriesBy, "proxy") {
+		return "yes (" + display(e.RetriesBy) + ")"
+	}
+	return yesNo(e.Retries)
 }
 
 func yesNo(b bool) string {

@@ -92,7 +92,7 @@ func hostileTopology() *graph.Topology {
 				Backoff: graph.Backoff{Kind: "exponential", BaseMS: 20.04, Multiplier: ptr(2.0), CapMS: ptr(160.0),
 					Jitter: "proportional", JitterFraction: ptr(0.5), JitterPresent: ptr(true), Samples: 7},
 				PerTryTimeoutMS: ptr(100.0), RetriedStatus: []string{"503", "<b>429</b>"}, CalleeP99MS: 250.06},
-			{Caller: evilQuote, Callee: evilBackslash, Operation: "q|uery \xff", Calls: 4, Attempts: 6, Retries: true,
+			{Caller: evilQuote, Callee: evilBackslash, Operation: "q|uery \xff", Calls: 4, Attempts: 6, Retries: true, RetriesBy: "proxy",
 				MaxAttempts: 2, Backoff: graph.Backoff{Kind: "unknown", BaseMS: 5, Jitter: "unknown", Samples: 2},
 				RetriedStatus: []string{"timeout"}, CalleeP99MS: 0.0049},
 			{Caller: evilQuote, Callee: evilNewline, Operation: "GET\n/x", Calls: 4, Attempts: 4, MaxAttempts: 1,
