@@ -141,8 +141,8 @@ type call struct {
 	// proxy: the retries were a service-mesh sidecar's (its spans, or its
 	// attempt count); limit: the sidecar said it ran out of retries (URX).
 	proxy, limit bool
-	missing  int
-	inline   [1]attempt // backing for the first attempt
+	missing      int
+	inline       [1]attempt // backing for the first attempt
 }
 
 func (c *call) last() *attempt { return &c.attempts[len(c.attempts)-1] }

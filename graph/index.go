@@ -3,9 +3,9 @@ package graph
 import (
 	"cmp"
 	"context"
-	"strings"
 	"encoding/binary"
 	"slices"
+	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
 )
