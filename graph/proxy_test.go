@@ -79,3 +79,30 @@ func TestSidecarRetries(t *testing.T) {
 		},
 	})
 }
+
+// TestOneClientSpanManyAttempts: grpc-js with a service-config retry
+// policy (a library below the instrumentation) shows one CLIENT span over
+// several callee SERVER spans: each is an attempt, and the gaps between
+// them are waits of the backoff.
+func TestOneClientSpanManyAttempts(t *testing.T) {
+	b := newBuilder()
+	sequential(b, 6, "web", func(root, i int) {
+		c := b.client(root, "stock", 1, 200, grpcCode(0), method("Get"))
+		at := 2.0
+		for k := 0; k < 3; k++ {
+			code := 14 // UNAVAILABLE
+			if k == 2 {
+				code = 0
+			}
+			b.server(c, "stock", "stock.Stock/Get", at, 5, grpcCode(code))
+			at += 5 + 10*float64(int(1)<<k) // 10ms, then 20ms
+		}
+	})
+	e := edge(t, b.infer(), "web", "stock")
+	wantShape(t, e, shape{Calls: 6, Attempts: 18, Hist: []int{0, 0, 6}, Retries: true, Max: 3, Evidence: "below-instrumentation",
+		Retried: []string{"grpc UNAVAILABLE"}, NotRetry: none})
+	wantEq(t, "backoff", e.Backoff.Kind, "exponential")
+	wantEq(t, "base", e.Backoff.BaseMS, 10.0)
+	wantPtr(t, "multiplier", e.Backoff.Multiplier, 2)
+	wantEq(t, "waits", e.Backoff.Samples, 12)
+}
