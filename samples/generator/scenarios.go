@@ -31,9 +31,12 @@ type Scenario struct {
 	Ordered bool
 	// Pace is a pause between root requests (a breaker's open period is
 	// measured in time, not requests).
-	Pace  time.Duration
-	Edges []Edge
-	Cases []Case
+	Pace time.Duration
+	// ManualCache makes api look each order up in a cache first, through
+	// hand-made CLIENT spans under another service name (mesh.go).
+	ManualCache bool
+	Edges       []Edge
+	Cases       []Case
 }
 
 // rootRequests is the number of root requests the scenario sends.
@@ -49,7 +52,34 @@ const ms = time.Millisecond
 
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
-	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging()}
+	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName()}
+}
+
+// otherServiceName has api look every order up in a cache through CLIENT
+// spans it makes by hand under the service name redis-manual, with no
+// peer attributes and no server span (HotROD's redis): the lookups are
+// calls from api to redis-manual. Below it, inventory retries db with
+// retry-go, 3 attempts 15ms apart.
+func otherServiceName() Scenario {
+	return Scenario{
+		Name: "other-service-name",
+		Description: "api's hand-made cache CLIENT spans carry the service name redis-manual and no peer: " +
+			"api → redis-manual, never unknown; inventory retries db with retry-go (3 attempts, 15ms apart).",
+		Seed:        7,
+		ManualCache: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, retryGoFixed(3, 15*ms)},
+		},
+		Cases: []Case{
+			{Count: 15},
+			{Count: 8, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(3, unavailable)},
+		},
+	}
 }
 
 // hedging has api hedge its POST /charges to payments with failsafe-go

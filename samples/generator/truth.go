@@ -103,6 +103,13 @@ func buildTruth(sc Scenario, callers []*caller) (truth, error) {
 		}
 		t.Edges = append(t.Edges, te)
 	}
+	if sc.ManualCache {
+		// api → redis-manual: one lookup per order, never retried; known
+		// only from spans that name no peer.
+		t.Edges = append(t.Edges, truthEdge{Caller: "api", Callee: cacheService, Operation: "order", Method: "GET",
+			MaxAttempts: 1, Backoff: truthBackoff{Kind: "none", Jitter: "none"}, RetriedStatus: []int{}, NotRetriedStatus: []int{},
+			RetryAfterCaptured: true})
+	}
 	t.Paths = paths(callers)
 	return t, nil
 }
