@@ -86,8 +86,8 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	// at the schedule with a tail of late ones (a timer never fires early,
 	// a loaded machine fires some very late). So jitter is absent where
 	// most waits at one attempt index sit within the noise of their
-	// median, or the shortest quarter within half the noise of the
-	// shortest wait (a floor with a late tail); present where neither
+	// median, or the shortest quarter within the noise of the shortest
+	// wait (a floor with a late tail); present where neither
 	// holds and the middle half is wider than the noise, or, with too few
 	// waits for quartiles, the extremes are far apart.
 	jittered, steady := false, false
@@ -100,7 +100,7 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		}
 		share := float64(near) / float64(w.n)
 		switch {
-		case w.n >= minNoJitter && (share >= 0.6 || w.q25-w.lo <= tol/2):
+		case w.n >= minNoJitter && (share >= 0.6 || w.q25-w.lo <= tol):
 			steady = true
 		case w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > tol, w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*tol:
 			jittered = true
@@ -139,7 +139,11 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		g := gaps[k]
 		n := float64(len(g))
 		switch {
-		case kind == "none" || kind == "unknown" || len(g) < 3:
+		case kind == "none":
+			// Without jitter the schedule is the floor: a timer never
+			// fires early, and a loaded machine fires many late.
+			sched[k] = w.q10
+		case kind == "unknown" || len(g) < 3:
 			sched[k] = w.med
 		case kind == "full" || kind == "equal":
 			// The ceiling: the median of a full-jitter wait is half of it.
