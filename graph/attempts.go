@@ -422,16 +422,37 @@ func (ix *index) markedAttemptChildren(c int32) []int32 {
 	return out
 }
 
+// firstServer returns span k's first SERVER/CONSUMER child, or -1.
+func (ix *index) firstServer(k int32) int32 {
+	if s := ix.serverChildren(k); len(s) > 0 {
+		return s[0]
+	}
+	return -1
+}
+
+// nameBy names cl from client span c of one of its attempts, whose server
+// span is server (-1 if none): by the first attempt, then by the first
+// that reached the callee, whose server spans name it best (later ones
+// that reach it refine the operation). named says whether a server span
+// named it already; nameBy returns it updated.
+func (cl *call) nameBy(ix *index, names *naming, first bool, c, server int32, named bool) bool {
+	switch {
+	case first || server >= 0 && !named:
+		cl.callee, cl.op = names.resolve(ix, c, server)
+		return server >= 0
+	case server >= 0:
+		_, cl.op = names.resolve(ix, c, server)
+	}
+	return named
+}
+
 // grpcCall builds a call from grpc-go's per-attempt spans under CLIENT span c.
 func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 	cl := ix.newCall(call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"})
 	slices.SortFunc(atts, func(a, b int32) int { return int(ix.spans[a].PrevAttempts) - int(ix.spans[b].PrevAttempts) })
 	named := false
 	for i, k := range atts {
-		server := int32(-1)
-		if s := ix.serverChildren(k); len(s) > 0 {
-			server = s[0]
-		}
+		server := ix.firstServer(k)
 		a := ix.newAttempt(k, server)
 		a.nth = int(ix.spans[k].PrevAttempts)
 		if a.outcome == outcomeOK && ix.spans[k].Status == ingest.StatusUnset && ix.spans[k].GRPCStatus == ingest.Absent {
@@ -443,13 +464,7 @@ func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 				a.outcome, a.status = classify(ix, c, server)
 			}
 		}
-		if i == 0 || server >= 0 && !named {
-			// Name by the first attempt that reached the callee.
-			cl.callee, cl.op = names.resolve(ix, c, server)
-			named = server >= 0
-		} else if server >= 0 {
-			_, cl.op = names.resolve(ix, c, server)
-		}
+		named = cl.nameBy(ix, names, i == 0, c, server, named)
 		cl.attempts = append(cl.attempts, a)
 	}
 	if want := int(ix.spans[atts[len(atts)-1]].PrevAttempts) + 1; want > len(atts) {
@@ -484,16 +499,10 @@ func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
 		proxy: len(tries) > 1})
 	named := false
 	for i, k := range tries {
-		server := int32(-1)
-		if s := ix.serverChildren(k); len(s) > 0 {
-			server = s[0]
-		}
+		server := ix.firstServer(k)
 		a := ix.newAttempt(k, server)
 		a.nth = i
-		if i == 0 || server >= 0 && !named {
-			cl.callee, cl.op = names.resolve(ix, k, server)
-			named = server >= 0
-		}
+		named = cl.nameBy(ix, names, i == 0, k, server, named)
 		cl.limit = cl.limit || ix.spans[k].Has(ingest.FlagRetryLimit)
 		cl.attempts = append(cl.attempts, a)
 	}

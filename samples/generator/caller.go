@@ -175,15 +175,10 @@ func (c *caller) call(ctx context.Context, path string, body []byte) (result, er
 // request of its own through otelhttp, so a CLIENT span of its own,
 // overlapping the ones before.
 func (c *caller) sendHedged(ctx context.Context, r request) (result, error) {
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	req, err := r.build(ctx)
 	if err != nil {
 		return result{}, err
 	}
-	req.Header = r.header.Clone()
 	resp, err := failsafehttp.NewRequest(req, c.client, c.hedge).Do()
 	if err != nil {
 		return result{}, err
@@ -191,17 +186,26 @@ func (c *caller) sendHedged(ctx context.Context, r request) (result, error) {
 	return readResult(resp)
 }
 
-// attempt sends r once.
-func (c *caller) attempt(ctx context.Context, r request) (result, error) {
+// build makes r an *http.Request (a new body reader each time).
+func (r request) build(ctx context.Context) (*http.Request, error) {
 	var body io.Reader
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
 	req.Header = r.header.Clone()
+	return req, nil
+}
+
+// attempt sends r once.
+func (c *caller) attempt(ctx context.Context, r request) (result, error) {
+	req, err := r.build(ctx)
+	if err != nil {
+		return result{}, err
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return result{}, err
