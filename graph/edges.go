@@ -84,12 +84,13 @@ func IdempotentMethod(m string) bool {
 }
 
 // inferEdge turns the calls of one edge into its inferred policy.
-func inferEdge(ix *index, ec *edgeCalls) Edge {
+func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 	e := Edge{Caller: ec.key.caller, CallerOperation: ec.key.callerOp, Callee: ec.key.callee, Operation: ec.key.op,
 		AttemptsHistogram: []int{}, RetriedStatus: []string{}, NotRetriedStatus: []string{}}
 	mostAttempts := maxAttemptsSoFar(ec)
 	evidence := ""
 	var waits []pendingWait
+	shows := findingCalls{}
 	retried, notRetried := map[string]bool{}, map[string]bool{}
 	var abandoned []abandonedAttempt
 	var okDur, serverDur []float64
@@ -112,6 +113,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 			hedgeDelays = append(hedgeDelays, float64(c.hedgeGap)/1e6)
 			if !IdempotentMethod(c.method) {
 				e.Hedging.NonIdempotent++
+				shows.add(FindingHedgeWrite, c)
 			}
 			continue
 		}
@@ -129,11 +131,10 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 		}
 		if n > 1 && !IdempotentMethod(c.method) {
 			idem.RetriedCalls++
-			for _, a := range c.attempts {
-				if a.idemKey {
-					idem.WithKey++
-					break
-				}
+			if slices.ContainsFunc(c.attempts, func(a attempt) bool { return a.idemKey }) {
+				idem.WithKey++
+			} else {
+				shows.add(FindingNoIdempotency, c)
 			}
 		}
 		for k, a := range c.attempts {
@@ -156,6 +157,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 			}
 			if ca := ix.callerAttempt(c.from); ca >= 0 && a.start > ix.spans[ca].End {
 				e.OutlivedCaller++
+				shows.add(FindingOutlivedCaller, c)
 			}
 			if k == len(c.attempts)-1 {
 				continue
@@ -172,6 +174,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 					continue // this wait is the server's, not the backoff
 				}
 				e.RetryAfterIgnored++
+				shows.add(FindingRetryAfter, c)
 			}
 			waits = append(waits, pendingWait{nth: a.nth, ms: max(wait, 0), pushback: pushback(a.status)})
 		}
@@ -222,12 +225,16 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	}
 	e.Method = mostCommon(methods)
 	e.Examples = edgeExamples(ix, ec.calls)
+	byFinding := map[string][]Example{}
+	for id, calls := range shows {
+		byFinding[id] = edgeExamples(ix, calls)
+	}
 	slices.Sort(serverDur)
 	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(serverDur)
 	if e.Attempts > 0 {
 		e.FailureRate = round3(float64(failed) / float64(e.Attempts))
 	}
-	return e
+	return e, byFinding
 }
 
 func maxAttemptsSoFar(ec *edgeCalls) int {

@@ -77,6 +77,31 @@ func edgeExamples(ix *index, calls []*call) []Example {
 	return out
 }
 
+// findingCalls gathers, per finding id, the calls of an edge that show
+// that finding, for its examples.
+type findingCalls map[string][]*call
+
+func (f findingCalls) add(id string, c *call) {
+	if l := f[id]; len(l) == 0 || l[len(l)-1] != c {
+		f[id] = append(l, c)
+	}
+}
+
+// findingExamples holds, per edge (by index) and finding id, the examples
+// of the calls that show that finding.
+type findingExamples []map[string][]Example
+
+// of returns the examples of edge i's finding id: the calls that show it
+// when inference kept them, else the edge's own.
+func (f findingExamples) of(i int, e Edge, id string) []Example {
+	if i < len(f) {
+		if ex := f[i][id]; len(ex) > 0 {
+			return ex
+		}
+	}
+	return e.Examples
+}
+
 // mergeExamples joins example lists, one per trace, at most maxExamples,
 // in the order given.
 func mergeExamples(lists ...[]Example) []Example {

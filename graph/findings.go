@@ -45,10 +45,9 @@ func edgeLocation(e Edge) string {
 	return fmt.Sprintf("%s → %s %s", e.Caller, e.Callee, e.Operation)
 }
 
-func findings(edges []Edge, paths []Path) []Finding {
+func findings(edges []Edge, paths []Path, shows findingExamples) []Finding {
 	var out []Finding
-	var examples []Example // of the finding being added
-	add := func(id string, sev Severity, loc, format string, args ...any) {
+	add := func(id string, sev Severity, loc string, examples []Example, format string, args ...any) {
 		out = append(out, Finding{ID: id, Severity: sev, Location: loc, Message: fmt.Sprintf(format, args...), Examples: examples})
 	}
 	seenLayers := map[string]bool{}
@@ -61,8 +60,7 @@ func findings(edges []Edge, paths []Path) []Finding {
 			continue
 		}
 		seenLayers[loc] = true
-		examples = p.Examples
-		add(FindingMultiLayer, SeverityHigh, loc, "%d layers retry (%s): one request can become %dx attempts at %s",
+		add(FindingMultiLayer, SeverityHigh, loc, p.Examples, "%d layers retry (%s): one request can become %dx attempts at %s",
 			len(p.RetryingLayers), strings.Join(p.RetryingLayers, ", "), p.WorstCaseAmplification, p.Services[len(p.Services)-1])
 	}
 	calleeAttempts, calleeFailed := map[string]int{}, map[string]float64{}
@@ -70,12 +68,11 @@ func findings(edges []Edge, paths []Path) []Finding {
 		calleeAttempts[e.Callee] += e.Attempts
 		calleeFailed[e.Callee] += e.FailureRate * float64(e.Attempts)
 	}
-	for _, e := range edges {
+	for i, e := range edges {
 		if !e.Retries {
 			continue
 		}
 		loc := edgeLocation(e)
-		examples = e.Examples
 		if e.Backoff.JitterPresent != nil && !*e.Backoff.JitterPresent {
 			wait := "immediately"
 			switch e.Backoff.Kind {
@@ -85,7 +82,7 @@ func findings(edges []Edge, paths []Path) []Finding {
 			default:
 				wait = fmt.Sprintf("after %s waits from %s", e.Backoff.Kind, ms(e.Backoff.BaseMS))
 			}
-			add(FindingNoJitter, SeverityMedium, loc, "retries %s with no jitter (%d waits): clients that fail together retry together", wait, e.Backoff.Samples)
+			add(FindingNoJitter, SeverityMedium, loc, e.Examples, "retries %s with no jitter (%d waits): clients that fail together retry together", wait, e.Backoff.Samples)
 		}
 		var bad []string
 		for _, s := range e.RetriedStatus {
@@ -94,38 +91,35 @@ func findings(edges []Edge, paths []Path) []Finding {
 			}
 		}
 		if len(bad) > 0 {
-			add(FindingRetry4xx, SeverityHigh, loc, "retries client errors %s, which fail the same way every time", strings.Join(bad, ", "))
+			add(FindingRetry4xx, SeverityHigh, loc, e.Examples, "retries client errors %s, which fail the same way every time", strings.Join(bad, ", "))
 		}
 		if id := e.Idempotency; id != nil && id.WithKey < id.RetriedCalls {
-			add(FindingNoIdempotency, SeverityHigh, loc, "%d of %d retried %s calls carry no idempotency key: a retry after a lost response repeats the write",
+			add(FindingNoIdempotency, SeverityHigh, loc, shows.of(i, e, FindingNoIdempotency), "%d of %d retried %s calls carry no idempotency key: a retry after a lost response repeats the write",
 				id.RetriedCalls-id.WithKey, id.RetriedCalls, e.Method)
 		}
 		if t := e.PerTryTimeoutMS; t != nil && e.CalleeP99MS > *t {
-			add(FindingTimeoutBelowP99, SeverityMedium, loc, "per-try timeout %s is below the callee's p99 of %s: slow answers are abandoned and asked for again",
+			add(FindingTimeoutBelowP99, SeverityMedium, loc, e.Examples, "per-try timeout %s is below the callee's p99 of %s: slow answers are abandoned and asked for again",
 				ms(*t), ms(e.CalleeP99MS))
 		}
 		if e.RetryAfterIgnored > 0 {
-			add(FindingRetryAfter, SeverityMedium, loc, "retried sooner than Retry-After asked, %d times", e.RetryAfterIgnored)
+			add(FindingRetryAfter, SeverityMedium, loc, shows.of(i, e, FindingRetryAfter), "retried sooner than Retry-After asked, %d times", e.RetryAfterIgnored)
 		}
 		if n := calleeAttempts[e.Callee]; n >= 10 && calleeFailed[e.Callee]/float64(n) >= failingShare {
-			add(FindingDependencyDown, SeverityMedium, loc, "%s fails %.0f%% of %d attempts from every caller: retries only add load",
+			add(FindingDependencyDown, SeverityMedium, loc, e.Examples, "%s fails %.0f%% of %d attempts from every caller: retries only add load",
 				e.Callee, 100*calleeFailed[e.Callee]/float64(n), n)
 		}
 	}
-	for _, e := range edges {
+	for i, e := range edges {
 		if h := e.Hedging; h != nil && h.NonIdempotent > 0 {
-			examples = e.Examples
-			add(FindingHedgeWrite, SeverityHigh, edgeLocation(e), "%d hedged calls of %s, which is not idempotent: both requests may apply the write",
+			add(FindingHedgeWrite, SeverityHigh, edgeLocation(e), shows.of(i, e, FindingHedgeWrite), "%d hedged calls of %s, which is not idempotent: both requests may apply the write",
 				h.NonIdempotent, e.Method)
 		}
 		if b := e.Breaker; b != nil && !b.Detected && b.LongestFailureRun >= hammerRun {
-			examples = e.Examples
-			add(FindingNoBreaker, SeverityMedium, edgeLocation(e), "%d calls in a row failed and every next request called again: no circuit breaker sheds load from a dead dependency",
+			add(FindingNoBreaker, SeverityMedium, edgeLocation(e), e.Examples, "%d calls in a row failed and every next request called again: no circuit breaker sheds load from a dead dependency",
 				b.LongestFailureRun)
 		}
 		if e.OutlivedCaller > 0 {
-			examples = e.Examples
-			add(FindingOutlivedCaller, SeverityHigh, edgeLocation(e), "%d attempts started after the upstream caller had given up: deadlines do not propagate", e.OutlivedCaller)
+			add(FindingOutlivedCaller, SeverityHigh, edgeLocation(e), shows.of(i, e, FindingOutlivedCaller), "%d attempts started after the upstream caller had given up: deadlines do not propagate", e.OutlivedCaller)
 		}
 	}
 	rank := map[Severity]int{SeverityHigh: 0, SeverityMedium: 1, SeverityLow: 2}

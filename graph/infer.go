@@ -74,13 +74,16 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	}
 	ecs := groupEdges(ix, calls)
 
+	var byFinding findingExamples
 	t := &Topology{Schema: Schema, Services: []Service{}, Edges: []Edge{}, Paths: []Path{}, Warnings: []string{}}
 	for i, ec := range ecs {
 		if err := canceled(ctx, i); err != nil {
 			<-statsDone
 			return nil, err
 		}
-		t.Edges = append(t.Edges, inferEdge(ix, ec))
+		e, shows := inferEdge(ix, ec)
+		t.Edges = append(t.Edges, e)
+		byFinding = append(byFinding, shows)
 	}
 	roots := map[node][]int32{}
 	traces := map[ingest.TraceID]bool{}
@@ -112,7 +115,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	t.Paths, truncated = buildPaths(t.Edges, byServer, roots)
 	<-statsDone
 	t.Services = services(ops, instrumented, ecs)
-	t.Findings = findings(t.Edges, t.Paths)
+	t.Findings = findings(t.Edges, t.Paths, byFinding)
 
 	rootCalls := 0
 	for _, r := range roots {

@@ -1125,3 +1125,25 @@ func TestInferCanceled(t *testing.T) {
 		t.Fatalf("InferWithArrivals: got %v, want context.Canceled", err)
 	}
 }
+
+// TestFindingExamples: a finding's examples are the calls that show it,
+// not any call of its edge.
+func TestFindingExamples(t *testing.T) {
+	b := newBuilder()
+	for i := 0; i < 4; i++ {
+		b.newTrace()
+		root := b.server(-1, "frontend", "GET /", 0, 400)
+		c := b.client(root, "backend", 10, 100, failed("context deadline exceeded"))
+		s := b.server(c, "backend", "GET /api", 10.5, 300)
+		b.client(s, "postgres", 20, 50, name("SELECT orders"), failed("timeout"))
+		retryAt := 80.0
+		if i == 2 {
+			retryAt = 150 // after frontend gave up at 110
+		}
+		b.client(s, "postgres", retryAt, 10, name("SELECT orders"), statusOK())
+	}
+	f := finding(t, b.infer(), FindingOutlivedCaller)
+	if len(f.Examples) != 1 || f.Examples[0].TraceID != "00000000000000000000000000000004" {
+		t.Errorf("examples %+v, want only trace 4's call", f.Examples)
+	}
+}
