@@ -218,13 +218,13 @@ func roundMultiplier(m float64) float64 {
 
 // waitIndex summarises the sorted waits at one attempt index.
 type waitIndex struct {
-	n                               int
-	lo, q10, q25, med, q75, q90, hi float64
+	n                          int
+	lo, q10, q25, med, q75, hi float64
 }
 
 func summarise(g []float64) waitIndex {
 	return waitIndex{n: len(g), lo: g[0], q10: quantile(g, 0.1), q25: quantile(g, 0.25), med: quantile(g, 0.5),
-		q75: quantile(g, 0.75), q90: quantile(g, 0.9), hi: g[len(g)-1]}
+		q75: quantile(g, 0.75), hi: g[len(g)-1]}
 }
 
 // jitterKind names the jitter of waits that spread beyond the noise.
