@@ -26,6 +26,9 @@ const (
 	// minPerIndex is how many waits an attempt index needs to count towards
 	// the backoff kind.
 	minPerIndex = 2
+	// minFloor is how many waits at one index it takes to read a floor of
+	// agreeing waits under a tail of late ones.
+	minFloor = 8
 )
 
 // quantile returns the p-quantile of sorted xs (0 for none).
@@ -86,21 +89,34 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	// at the schedule with a tail of late ones (a timer never fires early,
 	// a loaded machine fires some very late). So jitter is absent where
 	// most waits at one attempt index sit within the noise of their
-	// median, or the shortest quarter within the noise of the shortest
-	// wait (a floor with a late tail); present where neither
+	// median, or a third of them form a floor within the noise of the
+	// shortest with a tail of late ones; present where neither
 	// holds and the middle half is wider than the noise, or, with too few
 	// waits for quartiles, the extremes are far apart.
 	jittered, steady := false, false
+	// steadyAt: the waits at this index agree so well (four in five
+	// within the noise of their median, or a floor) that this index waits
+	// a fixed time even if others are jittered.
+	steadyAt := make([]bool, len(idx))
 	for k, w := range idx {
-		near := 0
+		near, floor := 0, 0
 		for _, x := range gaps[k] {
 			if math.Abs(x-w.med) <= tol {
 				near++
 			}
+			if x <= w.lo+tol {
+				floor++
+			}
 		}
 		share := float64(near) / float64(w.n)
+		// A floor: half the waits within the noise of the shortest, or a
+		// third with the shortest quarter packed far tighter than the
+		// middle half (uniform jitter spaces them evenly); and enough
+		// waits for that not to be chance.
+		floored := w.n >= minFloor && (2*floor >= w.n || 3*floor >= w.n && w.q25-w.lo <= 0.15*(w.q75-w.q25))
+		steadyAt[k] = w.n >= minNoJitter && (share >= 0.8 || floored)
 		switch {
-		case w.n >= minNoJitter && (share >= 0.6 || w.q25-w.lo <= tol):
+		case w.n >= minNoJitter && (share >= 0.6 || floored):
 			steady = true
 		case w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > tol, w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*tol:
 			jittered = true
@@ -117,7 +133,16 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	case len(all) < minJitterSamples:
 		// Present, but too few samples to tell the formula.
 	default:
-		kind, fraction, additive = jitterKind(gaps[:len(idx)], idx)
+		// Name the jitter from the indices whose waits spread: a library
+		// may wait its base unjittered first (go-resty) and jitter after.
+		var jg [][]float64
+		var ji []waitIndex
+		for k := range idx {
+			if !steadyAt[k] {
+				jg, ji = append(jg, gaps[k]), append(ji, idx[k])
+			}
+		}
+		kind, fraction, additive = jitterKind(jg, ji)
 	}
 	b.Jitter = kind
 	switch kind {
@@ -139,7 +164,7 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		g := gaps[k]
 		n := float64(len(g))
 		switch {
-		case kind == "none":
+		case kind == "none" || steadyAt[k]:
 			// Without jitter the schedule is the floor: a timer never
 			// fires early, and a loaded machine fires many late.
 			sched[k] = w.q10

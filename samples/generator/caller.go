@@ -15,6 +15,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
+	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
@@ -77,15 +78,19 @@ type caller struct {
 	stats  *edgeStats
 	cb     *gobreaker.CircuitBreaker[result]       // only with Policy.Breaker
 	hedge  hedgepolicy.HedgePolicy[*http.Response] // only for libFailsafe
+	// replicas are the callee's base URLs, one per replica (base is the first).
+	replicas []string
+	resty    *resty.Client // only for libResty
 }
 
-func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
+func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 	p := e.Policy
 	c := &caller{
-		edge:   e,
-		base:   base,
-		client: &http.Client{Transport: transport, Timeout: p.PerTryTimeout},
-		stats:  newEdgeStats(p),
+		edge:     e,
+		base:     replicas[0],
+		replicas: replicas,
+		client:   &http.Client{Transport: transport, Timeout: p.PerTryTimeout},
+		stats:    newEdgeStats(p),
 	}
 	c.method, _, _ = strings.Cut(e.Route, " ")
 	switch p.Library {
@@ -93,6 +98,24 @@ func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
 		c.send = c.sendBackoff
 	case libRetryGo:
 		c.send = c.sendRetryGo
+	case libResty:
+		c.resty = resty.NewWithClient(c.client).
+			SetRetryCount(p.MaxAttempts - 1).
+			SetRetryWaitTime(p.Backoff.Base).
+			SetRetryMaxWaitTime(p.Backoff.Cap).
+			AddRetryCondition(func(r *resty.Response, err error) bool {
+				if r != nil && r.Request != nil && r.Request.Context().Err() != nil {
+					return false
+				}
+				return err != nil || r != nil && retryableStatus(r.StatusCode())
+			}).
+			OnBeforeRequest(func(_ *resty.Client, req *resty.Request) error {
+				// Attempt k (from 1) goes to replica k-1 mod replicas.
+				next := c.replicas[(req.Attempt-1)%len(c.replicas)]
+				req.URL = next + strings.TrimPrefix(req.URL, c.base)
+				return nil
+			})
+		c.send = c.sendResty
 	case libFailsafe:
 		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
 		c.send = c.sendHedged
@@ -184,6 +207,26 @@ func (c *caller) sendHedged(ctx context.Context, r request) (result, error) {
 		return result{}, err
 	}
 	return readResult(resp)
+}
+
+// sendResty sends r through go-resty, each attempt to the next replica.
+func (c *caller) sendResty(ctx context.Context, r request) (result, error) {
+	req := c.resty.R().SetContext(ctx).SetHeaderMultiValues(r.header)
+	if r.body != nil {
+		req.SetBody(r.body)
+	}
+	resp, err := req.Execute(r.method, r.url)
+	if err != nil && resp == nil {
+		return result{}, err
+	}
+	res := result{status: resp.StatusCode(), body: resp.Body()}
+	if err != nil {
+		return res, err
+	}
+	if res.status >= 400 {
+		return res, &statusError{res}
+	}
+	return res, nil
 }
 
 // build makes r an *http.Request (a new body reader each time).

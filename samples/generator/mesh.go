@@ -61,6 +61,8 @@ type service struct {
 	// a cache lookup instrumented by hand, with no peer attributes, as
 	// Jaeger's HotROD instruments redis ("redis-manual").
 	cache *sdktrace.TracerProvider
+	// extra are the listeners of the service's other replicas.
+	extra []net.Listener
 }
 
 // cacheService is the service name of the hand-made cache client spans,
@@ -96,7 +98,18 @@ func startMesh(ctx context.Context, sc Scenario, otlpURL string) (*mesh, error) 
 	}
 	for _, e := range sc.Edges {
 		from, to := m.services[e.Caller], m.services[e.Callee]
-		c := newCaller(e, to.url(), from.transport)
+		for len(to.extra) < e.Policy.Replicas-1 {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			to.extra = append(to.extra, ln)
+		}
+		bases := []string{to.url()}
+		for _, ln := range to.extra[:max(e.Policy.Replicas-1, 0)] {
+			bases = append(bases, "http://"+ln.Addr().String())
+		}
+		c := newCaller(e, bases, from.transport)
 		from.callers[e.Route] = c
 		m.callers = append(m.callers, c)
 	}
@@ -108,6 +121,9 @@ func startMesh(ctx context.Context, sc Scenario, otlpURL string) (*mesh, error) 
 		}
 		s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go s.srv.Serve(s.ln)
+		for _, ln := range s.extra {
+			go s.srv.Serve(ln) // a replica: the same service on another port
+		}
 	}
 	return m, nil
 }

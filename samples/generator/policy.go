@@ -10,6 +10,7 @@ const (
 	libRetryablehttp = "github.com/hashicorp/go-retryablehttp"
 	libGobreaker     = "github.com/sony/gobreaker/v2"
 	libFailsafe      = "github.com/failsafe-go/failsafe-go"
+	libResty         = "github.com/go-resty/resty/v2"
 )
 
 // Backoff describes the wait between attempts in the vocabulary of
@@ -50,6 +51,18 @@ type Policy struct {
 	// while none has answered, Delay apart (failsafe-go's hedge policy);
 	// the first answer wins and the others are cancelled.
 	Hedge *HedgePolicy
+	// Replicas > 1 runs that many instances of the callee, each on its own
+	// port; the caller sends attempt k to replica k mod Replicas.
+	Replicas int
+}
+
+// restyAcrossReplicas retries with go-resty's default backoff across the
+// callee's replicas: the wait before retry k (k = 0, 1, …) is drawn from
+// [c/2, c) with c = min(cap, base·2^k), and never below base (so the
+// first wait is always base), which is equal jitter after the first.
+func restyAcrossReplicas(attempts int, base, cap time.Duration, replicas int) Policy {
+	return Policy{Library: libResty, MaxAttempts: attempts, Replicas: replicas,
+		Backoff: Backoff{Kind: "exponential", Base: base, Multiplier: 2, Cap: cap, Jitter: "equal"}}
 }
 
 // HedgePolicy configures a failsafe-go hedge policy.

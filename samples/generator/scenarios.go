@@ -52,7 +52,32 @@ const ms = time.Millisecond
 
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
-	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName()}
+	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName(),
+		replicas()}
+}
+
+// replicas has inventory retry db with go-resty across three db replicas
+// (another port each): a retry to another replica is the same call.
+func replicas() Scenario {
+	return Scenario{
+		Name: "replicas",
+		Description: "inventory retries db with go-resty (4 attempts, 10ms base, cap 80ms, equal jitter after the " +
+			"first wait), each attempt to the next of three db replicas on their own ports: one logical call, several hosts.",
+		Seed: 8,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, restyAcrossReplicas(4, 10*ms, 80*ms, 3)},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 10, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 8, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(4, unavailable)},
+		},
+	}
 }
 
 // otherServiceName has api look every order up in a cache through CLIENT
