@@ -2,6 +2,7 @@ package graph
 
 import (
 	"slices"
+	"strings"
 )
 
 // Breaker is what the traces show of a circuit breaker on an edge: calls
@@ -86,6 +87,9 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
 				st := states[c.edge]
 				switch {
 				case st == nil:
+				case ix.refused(c.c):
+					// A breaker below the instrumentation refused the call:
+					// no request went out, as if no call was made.
 				case c.c.last().outcome.failed():
 					st[k] = callFailed
 				case st[k] == noCall:
@@ -99,6 +103,27 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
 	}
 	return out
 }
+
+// refused reports whether a call was refused by a circuit breaker inside
+// the client (below or around its instrumentation): every attempt failed
+// at once, reached no server, and says its circuit or breaker is open.
+func (ix *index) refused(c *call) bool {
+	for _, a := range c.attempts {
+		if a.server >= 0 || !a.outcome.failed() || a.end-a.start > refusedNS {
+			return false
+		}
+		sp := &ix.spans[a.span]
+		msg := strings.ToLower(ix.str(sp.StatusMessage) + " " + ix.str(sp.ErrorType))
+		if !strings.Contains(msg, "circuit") && !strings.Contains(msg, "breaker") {
+			return false
+		}
+	}
+	return true
+}
+
+// refusedNS is the longest a refusal by an open breaker takes: no network,
+// no wait.
+const refusedNS = 1_000_000
 
 // What a request did with one edge's callee.
 const (

@@ -73,3 +73,29 @@ func TestBreaker(t *testing.T) {
 		},
 	})
 }
+
+// TestBreakerInsideTheClient: a breaker below the instrumentation (a
+// RoundTripper under otelhttp) leaves a CLIENT span that fails at once
+// saying the circuit is open: that call made no request.
+func TestBreakerInsideTheClient(t *testing.T) {
+	b := newBuilder()
+	for i, r := range "ooooxxx" + "rrrrr" + "o" + "oo" {
+		if i > 0 {
+			b.newTrace()
+		}
+		at := float64(10 * i)
+		switch r {
+		case 'o', 'x':
+			status := map[rune]int{'o': 200, 'x': 503}[r]
+			root := b.server(-1, "gateway", "GET /pay", at, 8, httpStatus(status))
+			b.call(root, "payments", "POST /charge", at+1, 6, httpStatus(status))
+		case 'r':
+			root := b.server(-1, "gateway", "GET /pay", at, 0.6, httpStatus(503))
+			b.client(root, "payments", at+0.1, 0.05, failed("circuit breaker is open"))
+		}
+	}
+	br := edge(t, b.infer(), "gateway", "payments").Breaker
+	if br == nil || !br.Detected || br.FastFailedCalls != 5 || br.OpenPeriods != 1 || br.TripAfter != 3 {
+		t.Errorf("breaker %+v, want 5 calls refused in one open period after 3 failures", br)
+	}
+}
