@@ -168,8 +168,10 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 			}
 			run, open = 0, false
 		default:
+			// An open breaker answers as a server error (503, 500): a
+			// quick 4xx is the request's own fault, not a breaker's.
 			o, _ := classify(ix, s, s)
-			if !o.failed() || float64(sp.Duration()) >= fast || !open && run < minTrip {
+			if o != outcomeRetryable || float64(sp.Duration()) >= fast || !open && run < minTrip {
 				continue
 			}
 			if !open {

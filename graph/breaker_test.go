@@ -99,3 +99,25 @@ func TestBreakerInsideTheClient(t *testing.T) {
 		t.Errorf("breaker %+v, want 5 calls refused in one open period after 3 failures", br)
 	}
 }
+
+// TestQuick4xxIsNoBreaker: requests rejected quickly with a 400 after
+// failures are the requests' own fault, not an open breaker.
+func TestQuick4xxIsNoBreaker(t *testing.T) {
+	b := newBuilder()
+	for i, r := range "ooooxxx" + "bbbbb" + "oo" {
+		if i > 0 {
+			b.newTrace()
+		}
+		at := float64(10 * i)
+		if r == 'b' {
+			b.server(-1, "gateway", "GET /pay", at, 0.5, httpStatus(400))
+			continue
+		}
+		status := map[rune]int{'o': 200, 'x': 503}[r]
+		root := b.server(-1, "gateway", "GET /pay", at, 8, httpStatus(status))
+		b.call(root, "payments", "POST /charge", at+1, 6, httpStatus(status))
+	}
+	if br := edge(t, b.infer(), "gateway", "payments").Breaker; br == nil || br.Detected {
+		t.Errorf("breaker %+v, want none detected", br)
+	}
+}

@@ -1,5 +1,7 @@
 package graph
 
+import "github.com/retryaudit/retryaudit/ingest"
+
 // leakTolerance is how long after its parent ended a client span may
 // start and still be the parent's own (timestamps rounded by exporters,
 // an end recorded a hair early).
@@ -20,7 +22,9 @@ func (ix *index) markLeaks() (roots, spans int) {
 	for i := range ix.spans {
 		sp := &ix.spans[i]
 		p := ix.parent[i]
-		if !ix.keep[i] || p < 0 || !isAttempt(sp) || sp.Start <= ix.spans[p].End+leakTolerance {
+		// CLIENT spans only: a PRODUCER publishing after its parent
+		// answered is ordinary asynchronous work.
+		if !ix.keep[i] || p < 0 || sp.Kind != ingest.KindClient || sp.Start <= ix.spans[p].End+leakTolerance {
 			continue
 		}
 		roots++

@@ -3,6 +3,8 @@ package graph
 import (
 	"strings"
 	"testing"
+
+	"github.com/retryaudit/retryaudit/ingest"
 )
 
 // TestContextLeaks: retries that ran in the context of another request
@@ -46,4 +48,15 @@ func TestContextLeaks(t *testing.T) {
 	if !found {
 		t.Errorf("no leak warning in %q", tp.Warnings)
 	}
+}
+
+// TestAsyncPublishIsNoLeak: a PRODUCER span that publishes after its
+// parent answered is ordinary asynchronous work, not a leaked context.
+func TestAsyncPublishIsNoLeak(t *testing.T) {
+	b := newBuilder()
+	root := b.server(-1, "orders", "POST /orders", 0, 20)
+	b.add(root, ingest.KindProducer, "orders", "publish order.created", 25, 2, []opt{peer("kafka/orders")})
+	tp := b.infer()
+	wantEq(t, "leaks", tp.Source.ContextLeaks, 0)
+	wantEq(t, "publish calls", edge(t, tp, "orders", "kafka/orders").Calls, 1)
 }
