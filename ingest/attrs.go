@@ -17,12 +17,15 @@ type attrs struct {
 	msgSystem, msgDest                                               string
 	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
+	upstreamCluster, responseFlags                                   string
 
 	sampler sampler
 
 	httpStatus, grpcStatus                   int
 	resend, prevAttempts, retryCount         int
+	envoyAttempts                            int // x-envoy-attempt-count, 0 when absent
 	transparent, idemKey, errorTag, truncate bool
+	proxy                                    bool
 
 	buf []byte // scratch space kept across spans
 }
@@ -126,6 +129,12 @@ func (a *attrs) str(key, v string) {
 		a.otelStatusDesc = v
 	case "span.kind":
 		a.kindTag = v
+	case "component":
+		a.proxy = a.proxy || v == "proxy"
+	case "upstream_cluster", "upstream_cluster.name":
+		a.upstreamCluster, a.proxy = v, true
+	case "response_flags":
+		a.responseFlags, a.proxy = v, true
 	case "error":
 		a.errorTag = v == "true"
 	case "rpc.response.status_code":
@@ -182,6 +191,12 @@ func (a *attrs) boolean(key string, b bool) {
 // headers and metadata (http.request.header.*, rpc.grpc.*.metadata.*, or a
 // bare header name as some instrumentations tag them).
 func (a *attrs) header(key, v string) {
+	if strings.HasSuffix(key, "x-envoy-attempt-count") {
+		if n, err := strconv.Atoi(firstOfArray(v)); err == nil && n > 0 {
+			a.envoyAttempts = min(n, 32768)
+		}
+		return
+	}
 	if !strings.Contains(key, "dempotency") && !strings.Contains(key, "etry") {
 		return
 	}
@@ -247,6 +262,15 @@ func (a *attrs) finish(set *Set, sp *Span) {
 	sp.ResendCount = int16(a.resend)
 	sp.PrevAttempts = int16(a.prevAttempts)
 	sp.RetryCount = int16(a.retryCount)
+	if a.retryCount == Absent && a.envoyAttempts > 0 {
+		sp.RetryCount = int16(a.envoyAttempts - 1) // the attempts before this one
+	}
+	if a.proxy {
+		sp.Flags |= FlagProxy
+	}
+	if strings.Contains(a.responseFlags, "URX") {
+		sp.Flags |= FlagRetryLimit
+	}
 	if a.transparent {
 		sp.Flags |= FlagTransparentRetry
 	}
@@ -262,7 +286,7 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		rawURL = a.httpURL
 	}
 	urlHost, urlPath := splitURL(rawURL)
-	if sp.Kind == KindClient || sp.Kind == KindProducer || a.peerService != "" {
+	if sp.Kind == KindClient || sp.Kind == KindProducer || a.peerService != "" || a.upstreamCluster != "" {
 		a.buf = a.peer(a.buf[:0], urlHost)
 		if len(a.buf) > MaxValueBytes {
 			a.truncate = true
@@ -325,6 +349,13 @@ func (a *attrs) peer(dst []byte, urlHost string) []byte {
 		return append(dst, a.peerService...)
 	case a.serverAddress != "":
 		return withPort(a.serverAddress, a.serverPort)
+	case a.upstreamCluster != "":
+		// Envoy's cluster: outbound|9080|subset|reviews.default.svc.cluster.local.
+		c := a.upstreamCluster
+		if i := strings.LastIndexByte(c, '|'); i >= 0 {
+			c = c[i+1:]
+		}
+		return append(dst, c...)
 	case a.dbSystem != "":
 		ns := a.dbNamespace
 		if ns == "" {

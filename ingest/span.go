@@ -106,6 +106,12 @@ const (
 	// FlagTruncated means at least one retained attribute value was cut to
 	// MaxValueBytes.
 	FlagTruncated
+	// FlagProxy marks a service-mesh sidecar's span (Envoy, Istio):
+	// component=proxy, or an upstream_cluster or response_flags tag.
+	FlagProxy
+	// FlagRetryLimit is Envoy's URX response flag: the proxy gave up after
+	// its retry limit.
+	FlagRetryLimit
 )
 
 // Span is the normalised record every decoder produces. Strings are interned
