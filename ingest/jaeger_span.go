@@ -106,9 +106,7 @@ func (j *jaegerSpans) tag(kv *model.KeyValue) {
 	case model.ValueType_INT64:
 		j.a.integer(kv.Key, kv.VInt64)
 	case model.ValueType_FLOAT64:
-		if f := kv.VFloat64; f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
-			j.a.integer(kv.Key, int64(f))
-		}
+		j.a.double(kv.Key, kv.VFloat64)
 	}
 }
 
@@ -120,8 +118,9 @@ func (j *jaegerSpans) warning(about, text string) {
 
 // finish completes sp, whose ids, times and service the decoder has set:
 // parent (oldParent, an older export's parentSpanID, when no reference gave
-// one), name, attributes, links, then appends it to the Set.
-func (j *jaegerSpans) finish(sp *Span, name string, oldParent SpanID) {
+// one), name, attributes, links, then appends it to the Set, which fails
+// past the Set's limits.
+func (j *jaegerSpans) finish(sp *Span, name string, oldParent SpanID) error {
 	if !j.hasParent {
 		sp.ParentID = oldParent
 	}
@@ -133,8 +132,8 @@ func (j *jaegerSpans) finish(sp *Span, name string, oldParent SpanID) {
 		sp.NumLinks = uint16(n)
 		j.set.Links = append(j.set.Links, j.links[:n]...)
 	}
-	checkSpan(sp, j.w)
-	j.set.Spans = append(j.set.Spans, *sp)
+	checkSpan(j.set, sp, &j.a, j.w)
+	return j.set.add(sp)
 }
 
 // spanEnd returns start+dur in nanoseconds, or an error when the sum does

@@ -20,20 +20,25 @@ import (
 type Options struct {
 	// MaxDocumentBytes bounds a document that must be held whole (a single
 	// JSON or protobuf message, one JSON line, one length-prefixed message)
-	// after decompression. Default 1 GiB.
+	// after decompression. Default 128 MiB: a library unmarshals such a
+	// document whole, at two to three times its size.
 	MaxDocumentBytes int64
+	// Limits bound what decoding holds; see Limits. Decode applies them to
+	// the Set it fills.
+	Limits Limits
 	// Progress, when set, is called with the number of compressed bytes read
 	// so far from the current input and its total size (0 for stdin).
 	Progress func(name string, read, total int64)
 }
 
-const defaultMaxDocument = 1 << 30
+// DefaultMaxDocumentBytes is the default of Options.MaxDocumentBytes.
+const DefaultMaxDocumentBytes = 128 << 20
 
 func (o Options) maxDoc() int64 {
 	if o.MaxDocumentBytes > 0 {
 		return o.MaxDocumentBytes
 	}
-	return defaultMaxDocument
+	return DefaultMaxDocumentBytes
 }
 
 // ReadFiles decodes every named input into one Set. A name may be a file, a
@@ -142,7 +147,9 @@ func (p *progressReader) Read(b []byte) (int, error) {
 func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Options) error {
 	in := Input{Name: name, First: len(set.Spans)}
 	firstLink := len(set.Links)
-	src := &source{name: name, maxDoc: opts.maxDoc(), ctx: ctx}
+	set.lim = opts.Limits.withDefaults()
+	src := &source{name: name, maxDoc: opts.maxDoc(), ctx: ctx, lim: &set.lim}
+	r = &ctxReader{ctx: ctx, r: r}
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4)
 	switch {
@@ -226,6 +233,7 @@ type source struct {
 	r      *bufio.Reader
 	cr     *countingReader
 	maxDoc int64
+	lim    *Limits
 	docs   int // documents (lines, messages) decoded so far
 }
 
@@ -322,4 +330,19 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
 	return n, err
+}
+
+// ctxReader fails reads once its context is done, so that a cancelled
+// command stops reading however its decoder reads (a whole document, a
+// line, a message).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
 }

@@ -19,11 +19,15 @@ type Set struct {
 
 	strs  []string
 	index map[string]Sym
+
+	lim      Limits // set by Decode from its Options
+	strBytes int64  // bytes of strs
+	strFull  bool   // a string was refused: the next add fails
 }
 
 // NewSet returns an empty Set whose string table holds only "".
 func NewSet() *Set {
-	return &Set{strs: []string{""}, index: map[string]Sym{"": 0}}
+	return &Set{strs: []string{""}, index: map[string]Sym{"": 0}, lim: Limits{}.withDefaults()}
 }
 
 // Str resolves an interned string.
@@ -35,15 +39,22 @@ func (s *Set) Str(x Sym) string {
 }
 
 // Intern returns the Sym for v, adding it to the table if new. Values longer
-// than MaxValueBytes are cut (on a UTF-8 boundary) before interning.
+// than MaxValueBytes are cut (on a UTF-8 boundary) before interning. Past
+// Limits.MaxStringBytes a new string is refused (Intern returns 0) and the
+// next span added fails with a *LimitError.
 func (s *Set) Intern(v string) Sym {
 	v, _ = clip(v)
 	if x, ok := s.index[v]; ok {
 		return x
 	}
+	if s.strBytes+int64(len(v)) > s.lim.MaxStringBytes {
+		s.strFull = true
+		return 0
+	}
 	x := Sym(len(s.strs))
 	s.strs = append(s.strs, v)
 	s.index[v] = x
+	s.strBytes += int64(len(v))
 	return x
 }
 
@@ -56,14 +67,23 @@ func (s *Set) internBytes(b []byte) Sym {
 }
 
 // add appends sp, doubling capacity when full: append's 1.25x growth for
-// large slices copies a million-span Set four times over.
-func (s *Set) add(sp *Span) {
+// large slices copies a million-span Set four times over. It is where every
+// decoder meets the Set's budgets: past Limits.MaxSpans, or once a string
+// was refused, it returns a *LimitError and appends nothing.
+func (s *Set) add(sp *Span) error {
+	if err := s.lim.spans(len(s.Spans) + 1); err != nil {
+		return err
+	}
+	if s.strFull {
+		return s.lim.strings(s.strBytes + MaxValueBytes)
+	}
 	if len(s.Spans) == cap(s.Spans) {
-		grown := make([]Span, len(s.Spans), max(1024, 2*cap(s.Spans)))
+		grown := make([]Span, len(s.Spans), max(len(s.Spans)+1, min(max(1024, 2*cap(s.Spans)), s.lim.MaxSpans)))
 		copy(grown, s.Spans)
 		s.Spans = grown
 	}
 	s.Spans = append(s.Spans, *sp)
+	return nil
 }
 
 // SpanLinks returns the links of sp.

@@ -1,0 +1,309 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// jsonDoc is one top-level JSON value of a buffer: b[start:end].
+type jsonDoc struct{ start, end int }
+
+// shapeErr is a bound or framing error at an offset of the scanned buffer.
+type shapeErr struct {
+	off int
+	err error
+}
+
+// splitJSON finds the top-level documents of b (one, or several written one
+// after another as jq reads them) and checks each against the shape bounds
+// before any library unmarshals it: nesting depth, attributes per list
+// ("attributes" arrays), elements per value ("values" arrays) and array
+// elements per document. It is one pass over the bytes that only follows
+// strings and brackets; a document it passes may still be invalid JSON,
+// which the decoder reports (syntaxOffset positions it). Bytes between
+// documents that start no object or array are an error at their offset.
+func splitJSON(b []byte, lim *Limits) ([]jsonDoc, *shapeErr) {
+	type frame struct {
+		array bool
+		kind  uint8 // 0 other, 1 attributes, 2 values
+		n     int
+	}
+	var (
+		stack          []frame
+		docs           []jsonDoc
+		items          int
+		start          int
+		keyFrom, keyTo int  // the last string read
+		prev           byte // the last significant byte, or 'v' after a value
+	)
+	count := func(at int) *shapeErr {
+		top := &stack[len(stack)-1]
+		top.n++
+		items++
+		var err error
+		switch {
+		case items > lim.MaxDocumentItems:
+			err = lim.items(items)
+		case top.kind == 1:
+			err = lim.attributes(top.n, "attributes in one list")
+		case top.kind == 2:
+			err = lim.values(top.n)
+		}
+		if err != nil {
+			return &shapeErr{at, err}
+		}
+		return nil
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			continue
+		}
+		if len(stack) == 0 {
+			if c != '{' && c != '[' {
+				what := "where a document should start"
+				if len(docs) > 0 {
+					what = "after the end of a document"
+				}
+				return docs, &shapeErr{i, fmt.Errorf("JSON: unexpected %s %s", quoteByte(c), what)}
+			}
+			start = i
+		} else if top := &stack[len(stack)-1]; top.array && prev == '[' && c != ']' {
+			if err := count(i); err != nil {
+				return docs, err
+			}
+		}
+		switch c {
+		case '"':
+			end := stringEnd(b, i+1)
+			if end < 0 {
+				return append(docs, jsonDoc{start, len(b)}), nil // unterminated: the decoder says where
+			}
+			keyFrom, keyTo = i+1, end
+			i, prev = end, '"'
+		case '{', '[':
+			var kind uint8
+			if prev == ':' && c == '[' {
+				switch string(b[keyFrom:keyTo]) {
+				case "attributes":
+					kind = 1
+				case "values":
+					kind = 2
+				}
+			}
+			if err := lim.depth(len(stack) + 1); err != nil {
+				return docs, &shapeErr{i, err}
+			}
+			stack = append(stack, frame{array: c == '[', kind: kind})
+			prev = c
+		case '}', ']':
+			if len(stack) == 0 {
+				return docs, &shapeErr{i, fmt.Errorf("JSON: unexpected %s", quoteByte(c))}
+			}
+			stack = stack[:len(stack)-1]
+			prev = 'v'
+			if len(stack) == 0 {
+				docs = append(docs, jsonDoc{start, i + 1})
+			}
+		case ',':
+			if top := &stack[len(stack)-1]; top.array {
+				if err := count(i + 1); err != nil {
+					return docs, err
+				}
+			}
+			prev = ','
+		case ':':
+			prev = ':'
+		default: // a number, true, false, null, or a stray byte the decoder rejects
+			for i+1 < len(b) && !jsonDelim[b[i+1]] {
+				i++
+			}
+			prev = 'v'
+		}
+	}
+	if len(stack) > 0 {
+		docs = append(docs, jsonDoc{start, len(b)}) // cut short: the decoder says where
+	}
+	return docs, nil
+}
+
+// jsonDelim marks the bytes that end a number or literal.
+var jsonDelim = func() (t [256]bool) {
+	for _, c := range []byte(" \t\r\n,:{}[]\"") {
+		t[c] = true
+	}
+	return t
+}()
+
+// stringEnd returns the index of the quote closing the JSON string whose
+// content starts at b[from], or -1 when the string does not end.
+func stringEnd(b []byte, from int) int {
+	for j := from; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := j + k
+		bs := 0
+		for p := q - 1; p >= from && b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q
+		}
+		j = q + 1
+	}
+}
+
+// quoteByte renders a byte for an error message: 'x', or 0x1b.
+func quoteByte(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return fmt.Sprintf("%q", rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+// syntaxOffset returns nil when b is valid JSON; otherwise why it is not
+// and the offset of the byte where it fails (len(b) when it ends too soon).
+func syntaxOffset(b []byte) (int64, error) {
+	if json.Valid(b) {
+		return 0, nil
+	}
+	var v struct{}
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return 0, nil
+	}
+	off := se.Offset - 1 // Offset counts the failing byte as read
+	if off < 0 || se.Offset >= int64(len(b)) && bytes.HasPrefix([]byte(se.Error()), []byte("unexpected end")) {
+		off = int64(len(b))
+	}
+	return min(max(off, 0), int64(len(b))), se
+}
+
+// OTLP protobuf messages the shape check descends into.
+type pbKind uint8
+
+const (
+	pbRequest pbKind = iota // ExportTraceServiceRequest / TracesData
+	pbResourceSpans
+	pbResource
+	pbScopeSpans
+	pbScope
+	pbSpan
+	pbEvent
+	pbLink
+	pbKeyValue
+	pbAnyValue
+	pbArray
+	pbKVList
+)
+
+// What a child field counts as.
+const (
+	pbItem  = iota // a span, event, link, resource or scope list entry
+	pbAttr         // an attribute of its parent
+	pbValue        // an element of an array or key-value-list value
+	pbPlain        // counted nowhere (a resource, a scope, a value)
+)
+
+// pbChild returns the message kind of field num of a kind message and what
+// it counts as; ok is false for fields the check does not descend into.
+func pbChild(kind pbKind, num protowire.Number) (child pbKind, role int, ok bool) {
+	switch {
+	case kind == pbRequest && num == 1:
+		return pbResourceSpans, pbItem, true
+	case kind == pbResourceSpans && num == 1:
+		return pbResource, pbPlain, true
+	case kind == pbResourceSpans && num == 2:
+		return pbScopeSpans, pbItem, true
+	case kind == pbResource && num == 1, kind == pbScope && num == 3, kind == pbSpan && num == 9,
+		kind == pbEvent && num == 3, kind == pbLink && num == 5:
+		return pbKeyValue, pbAttr, true
+	case kind == pbScopeSpans && num == 1:
+		return pbScope, pbPlain, true
+	case kind == pbScopeSpans && num == 2:
+		return pbSpan, pbItem, true
+	case kind == pbSpan && num == 11:
+		return pbEvent, pbItem, true
+	case kind == pbSpan && num == 13:
+		return pbLink, pbItem, true
+	case kind == pbKeyValue && num == 2:
+		return pbAnyValue, pbPlain, true
+	case kind == pbAnyValue && num == 5:
+		return pbArray, pbPlain, true
+	case kind == pbAnyValue && num == 6:
+		return pbKVList, pbPlain, true
+	case kind == pbArray && num == 1:
+		return pbAnyValue, pbValue, true
+	case kind == pbKVList && num == 1:
+		return pbKeyValue, pbValue, true
+	}
+	return 0, 0, false
+}
+
+var pbOwner = [...]string{pbResource: "a resource", pbScope: "a scope", pbSpan: "a span", pbEvent: "a span event", pbLink: "a span link"}
+
+// checkOTLPProtoShape walks an OTLP protobuf request with protowire, before
+// pdata unmarshals it, and checks it against the shape bounds: nesting of
+// attribute values, attributes per span, resource, scope, event or link,
+// elements per value, and items per document. Framing errors are left to
+// pdata, which reports them.
+func checkOTLPProtoShape(b []byte, lim *Limits) *shapeErr {
+	items := 0
+	var walk func(b []byte, base int, kind pbKind, depth int) *shapeErr
+	walk = func(b []byte, base int, kind pbKind, depth int) *shapeErr {
+		if err := lim.depth(depth); err != nil {
+			return &shapeErr{base, err}
+		}
+		attrs, values := 0, 0
+		for off := 0; off < len(b); {
+			num, typ, n := protowire.ConsumeTag(b[off:])
+			if n < 0 {
+				return nil
+			}
+			if typ != protowire.BytesType {
+				m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
+				if m < 0 {
+					return nil
+				}
+				off += n + m
+				continue
+			}
+			v, m := protowire.ConsumeBytes(b[off+n:])
+			if m < 0 {
+				return nil
+			}
+			if child, role, ok := pbChild(kind, num); ok {
+				var err error
+				switch role {
+				case pbAttr:
+					attrs++
+					err = lim.attributes(attrs, "attributes of "+pbOwner[kind])
+				case pbValue:
+					values++
+					err = lim.values(values)
+				}
+				if role != pbPlain {
+					if items++; err == nil {
+						err = lim.items(items)
+					}
+				}
+				if err != nil {
+					return &shapeErr{base + off, err}
+				}
+				if e := walk(v, base+off+n+m-len(v), child, depth+1); e != nil {
+					return e
+				}
+			}
+			off += n + m
+		}
+		return nil
+	}
+	return walk(b, 0, pbRequest, 0)
+}
