@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -247,6 +248,21 @@ func pbChild(kind pbKind, num protowire.Number) (child pbKind, role int, ok bool
 	return 0, 0, false
 }
 
+// framing positions a wire-format error in a message of size bytes at
+// base: a field cut short fails at the end of its message (where an input
+// was cut), anything else at the field's tag.
+func framing(base, off, size int, num protowire.Number, code int) *shapeErr {
+	err := protowire.ParseError(code)
+	what := fmt.Sprintf("field tag at offset %d", base+off)
+	if num > 0 {
+		what = fmt.Sprintf("field %d at offset %d", num, base+off)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &shapeErr{base + size, fmt.Errorf("truncated: %s runs past the end of its message", what)}
+	}
+	return &shapeErr{base + off, fmt.Errorf("%s: %w", what, err)}
+}
+
 var pbOwner = [...]string{pbResource: "a resource", pbScope: "a scope", pbSpan: "a span", pbEvent: "a span event", pbLink: "a span link"}
 
 // checkOTLPProtoShape walks an OTLP protobuf request with protowire, before
@@ -265,19 +281,19 @@ func checkOTLPProtoShape(b []byte, lim *Limits) *shapeErr {
 		for off := 0; off < len(b); {
 			num, typ, n := protowire.ConsumeTag(b[off:])
 			if n < 0 {
-				return nil
+				return framing(base, off, len(b), 0, n)
 			}
 			if typ != protowire.BytesType {
 				m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
 				if m < 0 {
-					return nil
+					return framing(base, off, len(b), num, m)
 				}
 				off += n + m
 				continue
 			}
 			v, m := protowire.ConsumeBytes(b[off+n:])
 			if m < 0 {
-				return nil
+				return framing(base, off, len(b), num, m)
 			}
 			if child, role, ok := pbChild(kind, num); ok {
 				var err error
