@@ -116,6 +116,11 @@ func checkInert(t *testing.T, s string) {
 				}
 			}
 		}
+		if strings.Contains(name, "markdown") || strings.HasSuffix(name, " md") {
+			if strings.Contains(out, "%%") {
+				t.Errorf("%s: %%%% (a Mermaid comment or directive) in Markdown", name)
+			}
+		}
 		if h, p := headings(out), headings(plain[name]); h != p {
 			t.Errorf("%s: %d headings, %d with a harmless name", name, h, p)
 		}

@@ -67,10 +67,12 @@ func Printable(s string) string {
 
 // mdEscaper backslash-escapes the ASCII punctuation that Markdown (GFM)
 // gives a meaning inside a paragraph or a table cell: the escape itself,
-// code spans, emphasis, links, raw HTML, strikethrough and cell separators.
+// code spans, emphasis, links, raw HTML, strikethrough and cell separators;
+// and the second % of %%, so that no Mermaid comment or %%{init}%%
+// directive appears in a Markdown file even outside its mermaid blocks.
 var mdEscaper = strings.NewReplacer(
 	`\`, `\\`, "`", "\\`", "|", `\|`, "*", `\*`, "_", `\_`, "~", `\~`,
-	"[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "&", `\&`,
+	"[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "&", `\&`, "%%", `%\%`,
 )
 
 // mdEscape makes text literal Markdown text on one line: Printable first
