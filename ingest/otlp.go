@@ -143,17 +143,16 @@ var errStopped = errors.New("stopped")
 // after another, JSON Lines (one request per line, or several on a line),
 // or Jaeger api_v3 responses ({"result": <OTLP JSON>}, one or several).
 func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
-	whole := f == FormatOTLPJSON
+	wholeDoc := f == FormatOTLPJSON
 	if f == FormatJaegerAPIv3 {
 		// api_v3 responses come one per line, or as one pretty-printed document.
 		head, _ := s.r.Peek(sniffBytes)
-		whole = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
+		wholeDoc = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
 	}
 	return pipeline(s, set, w, func(emit emitFunc, pw *warnings) error {
-		// docs decodes every document of b; fail positions an error at
-		// an offset in b.
-		docs := func(b []byte, fail func(int64, error) error) error {
-			list, serr := splitJSON(b, s.lim)
+		// decode decodes the documents splitJSON found in b; fail
+		// positions an error at an offset in b.
+		decode := func(b []byte, list []jsonDoc, serr *shapeErr, fail func(int64, error) error) error {
 			for _, d := range list {
 				if err := s.ctx.Err(); err != nil {
 					return err
@@ -175,21 +174,59 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 			}
 			return nil
 		}
-		if whole {
-			base := s.offset()
+		// whole decodes head (the start of a document, or nothing) and
+		// the rest of the input, head starting at input offset base.
+		whole := func(head []byte, base int64) error {
 			b, err := s.readAll()
 			if err != nil {
 				return err
 			}
-			return docs(b, func(off int64, err error) error { return s.errAt(base+off, err) })
+			if head != nil {
+				if int64(len(head)+len(b)) > s.maxDoc {
+					return s.errAt(base, fmt.Errorf("document exceeds %d bytes after decompression", s.maxDoc))
+				}
+				b = append(head, b...)
+			}
+			list, _, serr := splitJSON(b, s.lim)
+			return decode(b, list, serr, func(off int64, err error) error { return s.errAt(base+off, err) })
 		}
-		return s.lines(func(line []byte, n int, _ int64) error {
-			return docs(line, func(off int64, err error) error {
+		if wholeDoc {
+			return whole(nil, s.offset())
+		}
+		// Lines, each holding one request or several. A line whose last
+		// document goes on (a pretty-printed one after compact ones) hands
+		// it and the rest of the input to whole, so no document is lost.
+		var cont *continued
+		err := s.lines(func(line []byte, n int, off int64) error {
+			list, open, serr := splitJSON(line, s.lim)
+			lineFail := func(off int64, err error) error {
 				return fmt.Errorf("ingest %s: line %d: column %d: %w", s.name, n, min(off, int64(len(line)))+1, err)
-			})
+			}
+			if !open || serr != nil || s.atEnd() {
+				return decode(line, list, serr, lineFail)
+			}
+			last := list[len(list)-1]
+			if err := decode(line, list[:len(list)-1], nil, lineFail); err != nil {
+				return err
+			}
+			cont = &continued{head: append([]byte(nil), line[last.start:]...), off: off + int64(last.start)}
+			return errContinued
 		})
+		if err == errContinued {
+			return whole(cont.head, cont.off)
+		}
+		return err
 	})
 }
+
+// continued is a document that starts on a line and goes on past it.
+type continued struct {
+	head []byte
+	off  int64
+}
+
+// errContinued ends the line loop when a document goes on past its line.
+var errContinued = errors.New("document continues")
 
 // decodeAPIv3Doc unwraps one Jaeger api_v3 response.
 func decodeAPIv3Doc(b []byte, emit emitFunc, w *warnings, fail func(int64, error) error) error {

@@ -248,6 +248,13 @@ func (s *source) errLine(line int, err error) error {
 	return fmt.Errorf("ingest %s: line %d: %w", s.name, line, err)
 }
 
+// atEnd reports whether nothing but white space is left to read, looking
+// no further than the read buffer (past it, it says false).
+func (s *source) atEnd() bool {
+	b, err := s.r.Peek(s.r.Size())
+	return err != nil && len(bytes.TrimLeft(b, " \t\r\n")) == 0
+}
+
 // readAll reads the rest of the input, bounded by maxDoc.
 func (s *source) readAll() ([]byte, error) {
 	start := s.offset()

@@ -27,7 +27,8 @@ type shapeErr struct {
 // strings and brackets; a document it passes may still be invalid JSON,
 // which the decoder reports (syntaxOffset positions it). Bytes between
 // documents that start no object or array are an error at their offset.
-func splitJSON(b []byte, lim *Limits) ([]jsonDoc, *shapeErr) {
+// open reports that the last document does not end within b.
+func splitJSON(b []byte, lim *Limits) (docs []jsonDoc, open bool, serr *shapeErr) {
 	type frame struct {
 		array bool
 		kind  uint8 // 0 other, 1 attributes, 2 values
@@ -35,7 +36,6 @@ func splitJSON(b []byte, lim *Limits) ([]jsonDoc, *shapeErr) {
 	}
 	var (
 		stack          []frame
-		docs           []jsonDoc
 		items          int
 		start          int
 		keyFrom, keyTo int  // the last string read
@@ -70,19 +70,19 @@ func splitJSON(b []byte, lim *Limits) ([]jsonDoc, *shapeErr) {
 				if len(docs) > 0 {
 					what = "after the end of a document"
 				}
-				return docs, &shapeErr{i, fmt.Errorf("JSON: unexpected %s %s", quoteByte(c), what)}
+				return docs, false, &shapeErr{i, fmt.Errorf("JSON: unexpected %s %s", quoteByte(c), what)}
 			}
 			start = i
 		} else if top := &stack[len(stack)-1]; top.array && prev == '[' && c != ']' {
 			if err := count(i); err != nil {
-				return docs, err
+				return docs, false, err
 			}
 		}
 		switch c {
 		case '"':
 			end := stringEnd(b, i+1)
 			if end < 0 {
-				return append(docs, jsonDoc{start, len(b)}), nil // unterminated: the decoder says where
+				return append(docs, jsonDoc{start, len(b)}), true, nil // unterminated: the decoder says where
 			}
 			keyFrom, keyTo = i+1, end
 			i, prev = end, '"'
@@ -97,13 +97,13 @@ func splitJSON(b []byte, lim *Limits) ([]jsonDoc, *shapeErr) {
 				}
 			}
 			if err := lim.depth(len(stack) + 1); err != nil {
-				return docs, &shapeErr{i, err}
+				return docs, false, &shapeErr{i, err}
 			}
 			stack = append(stack, frame{array: c == '[', kind: kind})
 			prev = c
 		case '}', ']':
 			if len(stack) == 0 {
-				return docs, &shapeErr{i, fmt.Errorf("JSON: unexpected %s", quoteByte(c))}
+				return docs, false, &shapeErr{i, fmt.Errorf("JSON: unexpected %s", quoteByte(c))}
 			}
 			stack = stack[:len(stack)-1]
 			prev = 'v'
@@ -113,7 +113,7 @@ func splitJSON(b []byte, lim *Limits) ([]jsonDoc, *shapeErr) {
 		case ',':
 			if top := &stack[len(stack)-1]; top.array {
 				if err := count(i + 1); err != nil {
-					return docs, err
+					return docs, false, err
 				}
 			}
 			prev = ','
@@ -127,9 +127,9 @@ func splitJSON(b []byte, lim *Limits) ([]jsonDoc, *shapeErr) {
 		}
 	}
 	if len(stack) > 0 {
-		docs = append(docs, jsonDoc{start, len(b)}) // cut short: the decoder says where
+		return append(docs, jsonDoc{start, len(b)}), true, nil // cut short: the decoder says where
 	}
-	return docs, nil
+	return docs, false, nil
 }
 
 // jsonDelim marks the bytes that end a number or literal.
