@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,4 +112,58 @@ func FuzzOTLPProtoStream(f *testing.F) {
 		err = decodeOTLPProto(testSource("fuzz", b, 1<<20), set, &warnings{})
 		checkDecoded(t, set, err)
 	})
+}
+
+// FuzzShape drives the checks that run before a library unmarshals a
+// document: they never panic, the documents splitJSON finds lie in order
+// inside the input, a document it passes nests no deeper than the limit,
+// and every error offset lies inside the input.
+func FuzzShape(f *testing.F) {
+	for _, b := range seedFiles(f) {
+		f.Add(b)
+	}
+	f.Add([]byte(request(span("3", jsonNestedArray(70)))))
+	f.Add([]byte(`{"a":"\"}"}{"b":[1,2]} x`))
+	f.Add(testPBRequest(testPBSpan(1, 2, pbNestedArray(70))))
+	lim := Limits{MaxDepth: 16, MaxAttributes: 8, MaxValues: 8, MaxDocumentItems: 64}.withDefaults()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		docs, _, serr := splitJSON(b, &lim)
+		end := 0
+		for _, d := range docs {
+			if d.start < end || d.end < d.start || d.end > len(b) {
+				t.Fatalf("document %v out of order or range (after %d, input %d bytes)", d, end, len(b))
+			}
+			end = d.end
+			if doc := b[d.start:d.end]; json.Valid(doc) {
+				if depth := jsonDepth(doc); depth > lim.MaxDepth {
+					t.Fatalf("passed a document %d deep", depth)
+				}
+			}
+		}
+		if serr != nil && (serr.off < 0 || serr.off > len(b)) {
+			t.Fatalf("JSON error offset %d outside %d bytes: %v", serr.off, len(b), serr.err)
+		}
+		if e := checkOTLPProtoShape(b, &lim); e != nil && (e.off < 0 || e.off > len(b)) {
+			t.Fatalf("protobuf error offset %d outside %d bytes: %v", e.off, len(b), e.err)
+		}
+	})
+}
+
+// jsonDepth is the nesting depth of valid JSON, by encoding/json's tokens.
+func jsonDepth(b []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	depth, deepest := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return deepest
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
 }

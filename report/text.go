@@ -67,18 +67,32 @@ func Printable(s string) string {
 
 // mdEscaper backslash-escapes the ASCII punctuation that Markdown (GFM)
 // gives a meaning inside a paragraph or a table cell: the escape itself,
-// code spans, emphasis, links, raw HTML, strikethrough and cell separators;
-// and the second % of %%, so that no Mermaid comment or %%{init}%%
-// directive appears in a Markdown file even outside its mermaid blocks.
+// code spans, emphasis, links, raw HTML, strikethrough and cell separators.
 var mdEscaper = strings.NewReplacer(
 	`\`, `\\`, "`", "\\`", "|", `\|`, "*", `\*`, "_", `\_`, "~", `\~`,
-	"[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "&", `\&`, "%%", `%\%`,
+	"[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "&", `\&`,
 )
 
 // mdEscape makes text literal Markdown text on one line: Printable first
 // (so no line break can start a forged heading or list), then the
-// punctuation Markdown reads as markup.
-func mdEscape(s string) string { return mdEscaper.Replace(Printable(s)) }
+// punctuation Markdown reads as markup, then every % that follows another
+// (so that no Mermaid comment or %%{init}%% directive appears in a
+// Markdown file even outside its mermaid blocks; a lone %, as in "50%",
+// stays as it is).
+func mdEscape(s string) string {
+	s = mdEscaper.Replace(Printable(s))
+	if !strings.Contains(s, "%%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i > 0 && s[i-1] == '%' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
 
 // dotEscaper escapes a DOT quoted string: backslashes (which Graphviz
 // reads in pairs, and whose escString sequences like \N it expands in
