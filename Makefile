@@ -45,7 +45,7 @@ fuzz:
 		done; \
 	done
 
-## fuzz-long: run every fuzz target for FUZZLONG each (default 3m; about an hour in all)
+## fuzz-long: run every fuzz target for FUZZLONG each (default 3m per target)
 fuzz-long:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZLONG)
 
