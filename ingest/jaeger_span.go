@@ -127,7 +127,10 @@ func (j *jaegerSpans) finish(sp *Span, name string, oldParent SpanID) error {
 	sp.Name = j.a.intern(j.set, name)
 	j.a.finish(j.set, sp)
 	if len(j.links) > 0 {
-		n := min(len(j.links), 1<<16-1)
+		n := min(len(j.links), maxLinks)
+		if n < len(j.links) {
+			j.w.add("links dropped", "span %s has %d links: the first %d are kept", sp.SpanID, len(j.links), maxLinks)
+		}
 		sp.FirstLink = uint32(len(j.set.Links))
 		sp.NumLinks = uint16(n)
 		j.set.Links = append(j.set.Links, j.links[:n]...)

@@ -498,7 +498,10 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
 	a.finish(set, &s)
 	if links := sp.Links(); links.Len() > 0 {
 		s.FirstLink = uint32(len(set.Links))
-		n := min(links.Len(), 1<<16-1)
+		n := min(links.Len(), maxLinks)
+		if n < links.Len() {
+			w.add("links dropped", "span %s has %d links: the first %d are kept", s.SpanID, links.Len(), maxLinks)
+		}
 		for i := 0; i < n; i++ {
 			l := links.At(i)
 			set.Links = append(set.Links, Link{TraceID: TraceID(l.TraceID()), SpanID: SpanID(l.SpanID())})

@@ -170,6 +170,7 @@ func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Option
 		in.Compression = "zstd"
 		br = bufio.NewReaderSize(zr, 64<<10)
 	}
+	src.compression = in.Compression
 	src.cr = &countingReader{r: br}
 	src.r = bufio.NewReaderSize(src.cr, 64<<10)
 	if bom, _ := src.r.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
@@ -234,6 +235,8 @@ type source struct {
 	cr     *countingReader
 	maxDoc int64
 	lim    *Limits
+	// compression is "gzip" or "zstd" when offsets count decompressed bytes.
+	compression string
 	docs   int // documents (lines, messages) decoded so far
 }
 
@@ -241,6 +244,10 @@ type source struct {
 func (s *source) offset() int64 { return s.cr.n - int64(s.r.Buffered()) }
 
 func (s *source) errAt(off int64, err error) error {
+	if s.compression != "" {
+		// Past the end of a compressed file, and said so.
+		return fmt.Errorf("ingest %s: offset %d (after %s decompression): %w", s.name, off, s.compression, err)
+	}
 	return fmt.Errorf("ingest %s: offset %d: %w", s.name, off, err)
 }
 
