@@ -237,7 +237,7 @@ type source struct {
 	lim    *Limits
 	// compression is "gzip" or "zstd" when offsets count decompressed bytes.
 	compression string
-	docs   int // documents (lines, messages) decoded so far
+	docs        int // documents (lines, messages) decoded so far
 }
 
 // offset is the byte offset (after decompression) of the next unread byte.
