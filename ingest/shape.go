@@ -299,8 +299,9 @@ func checkOTLPProtoShape(b []byte, lim *Limits) *shapeErr {
 				var err error
 				switch role {
 				case pbAttr:
-					attrs++
-					err = lim.attributes(attrs, "attributes of "+pbOwner[kind])
+					if attrs++; attrs > lim.MaxAttributes {
+						err = lim.attributes(attrs, "attributes of "+pbOwner[kind])
+					}
 				case pbValue:
 					values++
 					err = lim.values(values)

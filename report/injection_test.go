@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -171,4 +172,29 @@ func FuzzEscaping(f *testing.F) {
 		f.Add(a.s)
 	}
 	f.Fuzz(func(t *testing.T, s string) { checkInert(t, s) })
+}
+
+// TestJSONInert: JSON output escapes DEL and C1 controls as well as C0,
+// and still decodes to the same strings.
+func TestJSONInert(t *testing.T) {
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := JSON(&b, attackAudit(a.s)); err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range b.String() {
+				if r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f {
+					t.Fatalf("control character %U at byte %d", r, i)
+				}
+			}
+			var back AuditReport
+			if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.Map(func(r rune) rune { return r }, a.s); back.Recommendation.Reason != want { // invalid bytes read as U+FFFD each
+				t.Errorf("reason %q, want %q", back.Recommendation.Reason, want)
+			}
+		})
+	}
 }
