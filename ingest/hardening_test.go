@@ -112,7 +112,9 @@ func TestExhaustion(t *testing.T) {
 				s = append(s, strings.Replace(span("3", ""), `"name":"GET"`, `"name":"op`+strconv.Itoa(i)+strings.Repeat("x", 500)+`"`, 1))
 			}
 			return strings.Join(s, ",")
-		}())), Limits{MaxStringBytes: 10_000}, "bytes of distinct strings"},
+		}())), Limits{MaxHeldBytes: 10_000}, "bytes of distinct strings and links"},
+		{"links past the held budget", []byte(request(strings.Replace(span("3", ""), `"status":{}`, `"links":[`+many(5000, `{"traceId":"83a9efd15c1c98a977e0711cc93ee28b","spanId":"e127af99e3b3e070"}`)+`],"status":{}`, 1))),
+			Limits{MaxHeldBytes: 50_000}, "distinct strings and links"},
 		{"Jaeger JSON span with 5,000 tags", []byte(jaegerUIDoc(jaegerUISpan("1", "", jTags(5000), ""))), Limits{}, "5000 tags in one span"},
 		{"Jaeger JSON trace with 5,000 processes", []byte(`{"data":[{"traceID":"` + jTestTrace + `","spans":[],"processes":{` + many(5000, `"p":{}`) + `}}]}`), Limits{}, "processes in one trace"},
 		{"Jaeger protobuf span with 5,000 tags", jaegerBomb, Limits{}, "5000 tags in one span"},

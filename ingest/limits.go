@@ -31,9 +31,10 @@ type Limits struct {
 	// before any of it is normalised. Default 3,000,000, about 400 MB of
 	// pdata objects.
 	MaxDocumentItems int
-	// MaxStringBytes bounds the distinct strings (names, peers, routes,
-	// messages; each cut to MaxValueBytes) a Set holds. Default 256 MiB.
-	MaxStringBytes int64
+	// MaxHeldBytes bounds what a Set holds besides its span records: the
+	// bytes of its distinct strings (names, peers, routes, messages; each
+	// cut to MaxValueBytes) and of its links. Default 256 MiB.
+	MaxHeldBytes int64
 }
 
 // Default limits.
@@ -43,7 +44,7 @@ const (
 	DefaultMaxValues        = 1_000
 	DefaultMaxDepth         = 64
 	DefaultMaxDocumentItems = 3_000_000
-	DefaultMaxStringBytes   = 256 << 20
+	DefaultMaxHeldBytes     = 256 << 20
 )
 
 // withDefaults returns l with every zero field set to its default.
@@ -58,8 +59,8 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxValues, DefaultMaxValues)
 	def(&l.MaxDepth, DefaultMaxDepth)
 	def(&l.MaxDocumentItems, DefaultMaxDocumentItems)
-	if l.MaxStringBytes <= 0 {
-		l.MaxStringBytes = DefaultMaxStringBytes
+	if l.MaxHeldBytes <= 0 {
+		l.MaxHeldBytes = DefaultMaxHeldBytes
 	}
 	return l
 }
@@ -70,7 +71,7 @@ var ErrLimit = errors.New("input exceeds a limit")
 // LimitError reports an input that went past one of the Limits.
 type LimitError struct {
 	// What names the bound: "spans", "attributes", "values", "depth",
-	// "document items" or "string bytes".
+	// "document items" or "held bytes".
 	What string
 	// Limit is the bound and Flag the command-line flag that raises it, if any.
 	Limit int64
@@ -91,58 +92,49 @@ func (e *LimitError) Error() string {
 // Is makes errors.Is(err, ErrLimit) true.
 func (e *LimitError) Is(target error) bool { return target == ErrLimit }
 
+// exceeded returns nil when n is within limit, else a *LimitError whose
+// detail is format (holding one %d) applied to n. Callers on hot paths
+// pass constant formats, so the check allocates nothing.
+func exceeded(n, limit int64, what, flag, format string) error {
+	if n <= limit {
+		return nil
+	}
+	return &LimitError{What: what, Limit: limit, Flag: flag, Detail: fmt.Sprintf(format, n)}
+}
+
 // attributes checks the attribute count of one span (or resource, scope,
 // event, link; Jaeger tags, references, processes); what says which, as in
 // "tags in one span". Decoders that walk attributes themselves call it.
 func (l *Limits) attributes(n int, what string) error {
-	if n > l.MaxAttributes {
-		return &LimitError{What: "attributes", Limit: int64(l.MaxAttributes), Flag: "--max-attributes",
-			Detail: fmt.Sprintf("%d %s", n, what)}
+	if n <= l.MaxAttributes {
+		return nil
 	}
-	return nil
+	return exceeded(int64(n), int64(l.MaxAttributes), "attributes", "--max-attributes", "%d "+what)
 }
 
 // values checks the element count of one array or key-value-list value.
 func (l *Limits) values(n int) error {
-	if n > l.MaxValues {
-		return &LimitError{What: "values per attribute", Limit: int64(l.MaxValues),
-			Detail: fmt.Sprintf("an attribute value holds at least %d elements", n)}
-	}
-	return nil
+	return exceeded(int64(n), int64(l.MaxValues), "values per attribute", "", "an attribute value holds at least %d elements")
 }
 
 // depth checks the nesting depth reached.
 func (l *Limits) depth(d int) error {
-	if d > l.MaxDepth {
-		return &LimitError{What: "levels of nesting", Limit: int64(l.MaxDepth),
-			Detail: fmt.Sprintf("the document nests %d levels deep", d)}
-	}
-	return nil
+	return exceeded(int64(d), int64(l.MaxDepth), "levels of nesting", "", "the document nests %d levels deep")
 }
 
 // items checks the count of items in one document.
 func (l *Limits) items(n int) error {
-	if n > l.MaxDocumentItems {
-		return &LimitError{What: "items (spans, attributes, values, events, links) in one document", Limit: int64(l.MaxDocumentItems),
-			Detail: fmt.Sprintf("the document holds at least %d items", n)}
-	}
-	return nil
+	return exceeded(int64(n), int64(l.MaxDocumentItems), "items (spans, attributes, values, events, links) in one document", "",
+		"the document holds at least %d items")
 }
 
 // spans checks the span count of a Set about to grow to n.
 func (l *Limits) spans(n int) error {
-	if n > l.MaxSpans {
-		return &LimitError{What: "spans", Limit: int64(l.MaxSpans), Flag: "--max-spans",
-			Detail: fmt.Sprintf("the inputs hold at least %d spans", n)}
-	}
-	return nil
+	return exceeded(int64(n), int64(l.MaxSpans), "spans", "--max-spans", "the inputs hold at least %d spans")
 }
 
-// strings checks the bytes of distinct strings a Set holds.
-func (l *Limits) strings(n int64) error {
-	if n > l.MaxStringBytes {
-		return &LimitError{What: "bytes of distinct strings", Limit: l.MaxStringBytes,
-			Detail: fmt.Sprintf("the inputs hold at least %d bytes of distinct names, routes and messages", n)}
-	}
-	return nil
+// held checks the bytes of strings and links a Set holds.
+func (l *Limits) held(n int64) error {
+	return exceeded(n, l.MaxHeldBytes, "bytes of distinct strings and links", "",
+		"the inputs hold at least %d bytes of distinct names, routes, messages and links")
 }

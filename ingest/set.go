@@ -1,6 +1,9 @@
 package ingest
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // MaxValueBytes bounds every attribute value the Span record keeps (status
 // messages, operation names, error types): one enormous attribute must not
@@ -40,14 +43,14 @@ func (s *Set) Str(x Sym) string {
 
 // Intern returns the Sym for v, adding it to the table if new. Values longer
 // than MaxValueBytes are cut (on a UTF-8 boundary) before interning. Past
-// Limits.MaxStringBytes a new string is refused (Intern returns 0) and the
+// Limits.MaxHeldBytes a new string is refused (Intern returns 0) and the
 // next span added fails with a *LimitError.
 func (s *Set) Intern(v string) Sym {
 	v, _ = clip(v)
 	if x, ok := s.index[v]; ok {
 		return x
 	}
-	if s.strBytes+int64(len(v)) > s.lim.MaxStringBytes {
+	if s.held()+int64(len(v)) > s.lim.MaxHeldBytes {
 		s.strFull = true
 		return 0
 	}
@@ -75,7 +78,10 @@ func (s *Set) add(sp *Span) error {
 		return err
 	}
 	if s.strFull {
-		return s.lim.strings(s.strBytes + MaxValueBytes)
+		return s.lim.held(s.held() + MaxValueBytes)
+	}
+	if err := s.lim.held(s.held()); err != nil {
+		return err
 	}
 	if len(s.Spans) == cap(s.Spans) {
 		grown := make([]Span, len(s.Spans), max(len(s.Spans)+1, min(max(1024, 2*cap(s.Spans)), s.lim.MaxSpans)))
@@ -84,6 +90,11 @@ func (s *Set) add(sp *Span) error {
 	}
 	s.Spans = append(s.Spans, *sp)
 	return nil
+}
+
+// held is the bytes of strings and links the Set holds.
+func (s *Set) held() int64 {
+	return s.strBytes + int64(len(s.Links))*int64(unsafe.Sizeof(Link{}))
 }
 
 // SpanLinks returns the links of sp.

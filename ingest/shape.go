@@ -213,37 +213,37 @@ const (
 	pbPlain        // counted nowhere (a resource, a scope, a value)
 )
 
+// pbField is what the shape check knows of one field of a message.
+type pbField struct {
+	num   protowire.Number
+	child pbKind
+	role  int
+}
+
+// pbSchema lists, per message kind, the fields the check descends into
+// (field numbers from opentelemetry-proto's trace and common messages).
+var pbSchema = [...][]pbField{
+	pbRequest:       {{1, pbResourceSpans, pbItem}},
+	pbResourceSpans: {{1, pbResource, pbPlain}, {2, pbScopeSpans, pbItem}},
+	pbResource:      {{1, pbKeyValue, pbAttr}},
+	pbScopeSpans:    {{1, pbScope, pbPlain}, {2, pbSpan, pbItem}},
+	pbScope:         {{3, pbKeyValue, pbAttr}},
+	pbSpan:          {{9, pbKeyValue, pbAttr}, {11, pbEvent, pbItem}, {13, pbLink, pbItem}},
+	pbEvent:         {{3, pbKeyValue, pbAttr}},
+	pbLink:          {{5, pbKeyValue, pbAttr}},
+	pbKeyValue:      {{2, pbAnyValue, pbPlain}},
+	pbAnyValue:      {{5, pbArray, pbPlain}, {6, pbKVList, pbPlain}},
+	pbArray:         {{1, pbAnyValue, pbValue}},
+	pbKVList:        {{1, pbKeyValue, pbValue}},
+}
+
 // pbChild returns the message kind of field num of a kind message and what
 // it counts as; ok is false for fields the check does not descend into.
 func pbChild(kind pbKind, num protowire.Number) (child pbKind, role int, ok bool) {
-	switch {
-	case kind == pbRequest && num == 1:
-		return pbResourceSpans, pbItem, true
-	case kind == pbResourceSpans && num == 1:
-		return pbResource, pbPlain, true
-	case kind == pbResourceSpans && num == 2:
-		return pbScopeSpans, pbItem, true
-	case kind == pbResource && num == 1, kind == pbScope && num == 3, kind == pbSpan && num == 9,
-		kind == pbEvent && num == 3, kind == pbLink && num == 5:
-		return pbKeyValue, pbAttr, true
-	case kind == pbScopeSpans && num == 1:
-		return pbScope, pbPlain, true
-	case kind == pbScopeSpans && num == 2:
-		return pbSpan, pbItem, true
-	case kind == pbSpan && num == 11:
-		return pbEvent, pbItem, true
-	case kind == pbSpan && num == 13:
-		return pbLink, pbItem, true
-	case kind == pbKeyValue && num == 2:
-		return pbAnyValue, pbPlain, true
-	case kind == pbAnyValue && num == 5:
-		return pbArray, pbPlain, true
-	case kind == pbAnyValue && num == 6:
-		return pbKVList, pbPlain, true
-	case kind == pbArray && num == 1:
-		return pbAnyValue, pbValue, true
-	case kind == pbKVList && num == 1:
-		return pbKeyValue, pbValue, true
+	for _, f := range pbSchema[kind] {
+		if f.num == num {
+			return f.child, f.role, true
+		}
 	}
 	return 0, 0, false
 }

@@ -99,14 +99,8 @@ func renderings(t testing.TB, s string) map[string]string {
 func checkInert(t *testing.T, s string) {
 	got, plain := renderings(t, s), renderings(t, "plain")
 	for name, out := range got {
-		if !utf8.ValidString(out) {
-			t.Errorf("%s: invalid UTF-8 in output", name)
-		}
-		for i, r := range out {
-			if r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f {
-				t.Errorf("%s: control character %U at byte %d: %q", name, r, i, out[max(0, i-20):min(len(out), i+20)])
-				break
-			}
+		if i := firstControl(out); i >= 0 {
+			t.Errorf("%s: control character or invalid byte at %d: %q", name, i, out[max(0, i-20):min(len(out), i+20)])
 		}
 		if n, m := strings.Count(out, "\n"), strings.Count(plain[name], "\n"); n != m {
 			t.Errorf("%s: %d lines, %d with a harmless name: a name broke a line", name, n, m)
@@ -127,6 +121,17 @@ func checkInert(t *testing.T, s string) {
 			}
 		}
 	}
+}
+
+// firstControl returns the offset of the first control character (C0 but
+// newline, DEL, C1) or invalid byte in s, or -1.
+func firstControl(s string) int {
+	for i, r := range s {
+		if r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f || r == utf8.RuneError {
+			return i
+		}
+	}
+	return -1
 }
 
 // mermaidBlocks returns the Mermaid text of a rendering: all of it for the
@@ -183,10 +188,8 @@ func TestJSONInert(t *testing.T) {
 			if err := JSON(&b, attackAudit(a.s)); err != nil {
 				t.Fatal(err)
 			}
-			for i, r := range b.String() {
-				if r < 0x20 && r != '\n' || r >= 0x7f && r <= 0x9f {
-					t.Fatalf("control character %U at byte %d", r, i)
-				}
+			if i := firstControl(b.String()); i >= 0 {
+				t.Fatalf("control character or invalid byte at %d", i)
 			}
 			var back AuditReport
 			if err := json.Unmarshal(b.Bytes(), &back); err != nil {
