@@ -451,14 +451,10 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
 		Service:  svc,
 		Kind:     Kind(sp.Kind()),
 	}
-	start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
-	if start > math.MaxInt64 || end > math.MaxInt64 {
-		// Unix nanoseconds past 2262 would wrap to 1677 and corrupt every
-		// duration and window computed from them.
-		w.add("timestamp out of range", "span %s starts at %d or ends at %d ns, past the year 2262: span dropped", s.SpanID, start, end)
+	var ok bool
+	if s.Start, s.End, ok = otlpTimes(uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp()), s.SpanID, w); !ok {
 		return nil
 	}
-	s.Start, s.End = int64(start), int64(end)
 	if s.Kind > KindConsumer {
 		w.add("unknown span kind", "span %s has kind %d", s.SpanID, sp.Kind())
 		s.Kind = KindUnspecified
@@ -466,15 +462,7 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
 	a.reset()
 	s.Name = a.intern(set, sp.Name())
 	st := sp.Status()
-	switch st.Code() {
-	case ptrace.StatusCodeUnset:
-	case ptrace.StatusCodeOk:
-		s.Status = StatusOK
-	case ptrace.StatusCodeError:
-		s.Status = StatusError
-	default:
-		w.add("unknown status code", "span %s has status code %d: taken as unset", s.SpanID, st.Code())
-	}
+	s.Status = otlpStatus(int32(st.Code()), s.SpanID, w)
 	s.StatusMessage = a.intern(set, st.Message())
 	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
 		switch v.Type() {
@@ -510,6 +498,33 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
 	}
 	checkSpan(set, &s, a, w)
 	return set.add(&s)
+}
+
+// otlpTimes converts OTLP's unsigned Unix nanoseconds; ok is false, with a
+// "timestamp out of range" warning, when either is at or past 2^63 ns (the
+// year 2262), which would wrap to 1677 and corrupt every duration and
+// window computed from it: the decoder drops the span.
+func otlpTimes(start, end uint64, id SpanID, w *warnings) (int64, int64, bool) {
+	if start > math.MaxInt64 || end > math.MaxInt64 {
+		w.add("timestamp out of range", "span %s starts at %d or ends at %d ns, past the year 2262: span dropped", id, start, end)
+		return 0, 0, false
+	}
+	return int64(start), int64(end), true
+}
+
+// otlpStatus maps an OTLP status code; codes other than 0 to 2 are taken
+// as unset, with an "unknown status code" warning.
+func otlpStatus(code int32, id SpanID, w *warnings) Status {
+	switch code {
+	case 0:
+		return StatusUnset
+	case 1:
+		return StatusOK
+	case 2:
+		return StatusError
+	}
+	w.add("unknown status code", "span %s has status code %d: taken as unset", id, code)
+	return StatusUnset
 }
 
 // checkSpan records per-span problems every decoder shares: bad ids, an end
