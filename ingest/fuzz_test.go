@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,6 +65,32 @@ func checkDecoded(t *testing.T, set *Set, err error) {
 	}
 }
 
+// fuzzPosition finds the position an error names.
+var fuzzPosition = regexp.MustCompile(`^ingest fuzz: (?:offset (\d+)(:| \(after)|line (\d+):)`)
+
+// checkErrorPosition asserts that an error names a position that lies in
+// the input: an offset within its bytes (unless it counts decompressed
+// bytes), a line within its lines.
+func checkErrorPosition(t *testing.T, err error, b []byte) {
+	m := fuzzPosition.FindStringSubmatch(err.Error())
+	if m == nil {
+		if !errors.Is(err, ErrLimit) && !strings.Contains(err.Error(), ": offset ") && !strings.Contains(err.Error(), ": line ") {
+			t.Fatalf("error names no position: %v", err)
+		}
+		return
+	}
+	if m[1] != "" && m[2] == ":" {
+		if off, _ := strconv.Atoi(m[1]); off > len(b) {
+			t.Fatalf("offset %d past the end of a %d-byte input: %v", off, len(b), err)
+		}
+	}
+	if m[3] != "" {
+		if line, _ := strconv.Atoi(m[3]); line > bytes.Count(b, []byte{'\n'})+1 {
+			t.Fatalf("line %d past the end of a %d-line input: %v", line, bytes.Count(b, []byte{'\n'})+1, err)
+		}
+	}
+}
+
 // FuzzDecode drives format detection and every decoder behind it.
 func FuzzDecode(f *testing.F) {
 	for _, b := range seedFiles(f) {
@@ -74,7 +103,9 @@ func FuzzDecode(f *testing.F) {
 		checkDecoded(t, set, err)
 		if err == nil {
 			Summarize(set.Spans, DefaultClockSkew)
+			return
 		}
+		checkErrorPosition(t, err, b)
 	})
 }
 

@@ -178,6 +178,8 @@ func TestSilentLoss(t *testing.T) {
 		{name: "trailing garbage after a line", in: one + "\n" + one + "]\n", err: "line 2: column " + strconv.Itoa(len(one)+1)},
 		{name: "trailing garbage on the only line", in: one + "]", err: "line 1: column " + strconv.Itoa(len(one)+1)},
 		{name: "two api_v3 responses on one line", in: `{"result":` + one + `}{"result":` + other + `}`, spans: 2},
+		{name: "two Jaeger documents", in: jaegerUIDoc(jaegerUISpan("1", "", "", "")) + jaegerUIDoc(jaegerUISpan("2", "", "", "")), spans: 2},
+		{name: "Jaeger document and garbage", in: jaegerUIDoc(jaegerUISpan("1", "", "", "")) + " xyz", err: "offset " + strconv.Itoa(len(jaegerUIDoc(jaegerUISpan("1", "", "", "")))+1)},
 		{name: "start at 2^63 ns", in: strings.Replace(one, `"1706678909209712000"`, `"9223372036854775808"`, 1), warning: "timestamp out of range", err: "holds no spans"},
 		{name: "end past 2^63 ns", in: request(span("3", ""), strings.Replace(strings.Replace(span("3", ""), "e127af99e3b3e074", "e127af99e3b3e075", 1), `"1706678909219712000"`, `"18446744073709551615"`, 1)), spans: 1, warning: "timestamp out of range"},
 		{name: "span status 7", in: strings.Replace(one, `"status":{}`, `"status":{"code":7}`, 1), spans: 1, warning: "unknown status code"},
