@@ -177,6 +177,7 @@ func TestSilentLoss(t *testing.T) {
 		{name: "trailing garbage", in: pretty + "\nxyz", err: `offset ` + strconv.Itoa(len(pretty)+1) + `: JSON: unexpected 'x' after the end of a document`},
 		{name: "trailing garbage after a line", in: one + "\n" + one + "]\n", err: "line 2: column " + strconv.Itoa(len(one)+1)},
 		{name: "trailing garbage on the only line", in: one + "]", err: "line 1: column " + strconv.Itoa(len(one)+1)},
+		{name: "a line cut short between whole ones", in: one + "\n" + one[:100] + "\n" + one + "\n", err: "line 2: column 101"},
 		{name: "two api_v3 responses on one line", in: `{"result":` + one + `}{"result":` + other + `}`, spans: 2},
 		{name: "two Jaeger documents", in: jaegerUIDoc(jaegerUISpan("1", "", "", "")) + jaegerUIDoc(jaegerUISpan("2", "", "", "")), spans: 2},
 		{name: "Jaeger document and garbage", in: jaegerUIDoc(jaegerUISpan("1", "", "", "")) + " xyz", err: "offset " + strconv.Itoa(len(jaegerUIDoc(jaegerUISpan("1", "", "", "")))+1)},

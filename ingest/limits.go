@@ -6,10 +6,12 @@ import (
 )
 
 // Limits bound what decoding may hold in memory, whatever the input says.
-// Every decoder applies them: the span and string budgets through Set.add,
-// the shape bounds (depth, attributes, values, items) by checking a
-// document before a library unmarshals it (checkJSONShape,
-// checkOTLPProtoShape) or while it walks one itself. A zero field takes its
+// Every decoder applies them: the span and held-bytes budgets through
+// Set.add, the shape bounds (depth, attributes, values, items) by checking
+// a document before a library unmarshals it (splitJSON for JSON,
+// checkOTLPProtoShape for OTLP protobuf, checkJaegerSpanShape, jList) or,
+// in a decoder that walks the wire format itself, by calling the checks
+// below (attributes, values, depth, items) as it goes. A zero field takes its
 // default. Past a bound decoding fails with a *LimitError naming the input,
 // the position and the limit; nothing is dropped silently.
 type Limits struct {
@@ -70,8 +72,9 @@ var ErrLimit = errors.New("input exceeds a limit")
 
 // LimitError reports an input that went past one of the Limits.
 type LimitError struct {
-	// What names the bound: "spans", "attributes", "values", "depth",
-	// "document items" or "held bytes".
+	// What names the bound, as the message says it: "spans",
+	// "attributes", "values per attribute", "levels of nesting", "items
+	// (…) in one document" or "bytes of distinct strings and links".
 	What string
 	// Limit is the bound and Flag the command-line flag that raises it, if any.
 	Limit int64

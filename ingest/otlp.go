@@ -197,19 +197,22 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 		// document goes on (a pretty-printed one after compact ones) hands
 		// it and the rest of the input to whole, so no document is lost.
 		var cont *continued
-		err := s.lines(func(line []byte, n int, off int64) error {
+		err := s.lines(func(raw []byte, n int, off int64) error {
+			line := bytes.TrimRight(raw, "\r\n") // positions count the content, not its end of line
 			list, open, serr := splitJSON(line, s.lim)
 			lineFail := func(off int64, err error) error {
 				return fmt.Errorf("ingest %s: line %d: column %d: %w", s.name, n, min(off, int64(len(line)))+1, err)
 			}
-			if !open || serr != nil || s.atEnd() {
+			if !open || serr != nil || s.atEnd() || s.nextLineIsDocument() {
+				// Complete, or cut short: a document that went on would
+				// not be followed by one that starts afresh.
 				return decode(line, list, serr, lineFail)
 			}
 			last := list[len(list)-1]
 			if err := decode(line, list[:len(list)-1], nil, lineFail); err != nil {
 				return err
 			}
-			cont = &continued{head: append([]byte(nil), line[last.start:]...), off: off + int64(last.start)}
+			cont = &continued{head: append([]byte(nil), raw[last.start:]...), off: off + int64(last.start)}
 			return errContinued
 		})
 		if err == errContinued {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -260,6 +261,17 @@ func (s *source) errLine(line int, err error) error {
 func (s *source) atEnd() bool {
 	b, err := s.r.Peek(s.r.Size())
 	return err != nil && len(bytes.TrimLeft(b, " \t\r\n")) == 0
+}
+
+// nextLineIsDocument reports whether the next non-blank line, as far as
+// the read buffer shows it, is a JSON document on its own.
+func (s *source) nextLineIsDocument() bool {
+	b, _ := s.r.Peek(s.r.Size())
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
 
 // readAll reads the rest of the input, bounded by maxDoc.
