@@ -91,6 +91,10 @@ func TestExhaustion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	warned, err := (&model.Trace{Spans: jpSpans(), Warnings: make([]string, 5000)}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		in     []byte
@@ -118,6 +122,8 @@ func TestExhaustion(t *testing.T) {
 		{"Jaeger JSON span with 5,000 tags", []byte(jaegerUIDoc(jaegerUISpan("1", "", jTags(5000), ""))), Limits{}, "5000 tags in one span"},
 		{"Jaeger JSON trace with 5,000 processes", []byte(`{"data":[{"traceID":"` + jTestTrace + `","spans":[],"processes":{` + many(5000, `"p":{}`) + `}}]}`), Limits{}, "processes in one trace"},
 		{"Jaeger protobuf span with 5,000 tags", jaegerBomb, Limits{}, "5000 tags in one span"},
+		{"Jaeger protobuf trace with 5,000 warnings", warned, Limits{}, "processes and warnings in one message"},
+		{"Jaeger query response with 5,000 errors", []byte(`{"data":[],"errors":[` + many(5000, `{}`) + `]}`), Limits{}, "5000 errors in one query response"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodeBytes(t, "bomb", tc.in, Options{Limits: tc.limits})

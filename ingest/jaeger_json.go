@@ -79,7 +79,7 @@ type jTraceInfo struct {
 	processes  jProcesses             // UI: processID → process
 	processMap jList[jProcessMapping] // protobuf JSON Trace
 	process    *jProcess              // protobuf JSON Batch
-	warnings   []string
+	warnings   jList[string]
 	pending    []jPending
 }
 
@@ -90,8 +90,9 @@ func (d *jaegerJSON) object(top bool) error {
 	t := jTraceInfo{
 		processes:  jProcesses{lim: d.s.lim},
 		processMap: jList[jProcessMapping]{lim: d.s.lim, what: "processes in one trace"},
+		warnings:   jList[string]{lim: d.s.lim, what: "warnings in one trace"},
 	}
-	var qerrs []jQueryError
+	qerrList := jList[jQueryError]{lim: d.s.lim, what: "errors in one query response"}
 	var errsAt int64
 	spansBefore := len(d.set.Spans)
 	for d.dec.More() {
@@ -115,7 +116,7 @@ func (d *jaegerJSON) object(top bool) error {
 		case top && k == "data":
 			err = d.data()
 		case top && k == "errors":
-			errsAt, err = d.decode(&qerrs, "errors")
+			errsAt, err = d.decode(&qerrList, "errors")
 		default:
 			var skip json.RawMessage
 			_, err = d.decode(&skip, key)
@@ -128,7 +129,7 @@ func (d *jaegerJSON) object(top bool) error {
 		return err
 	}
 	d.endTrace(&t)
-	if len(qerrs) > 0 {
+	if qerrs := qerrList.v; len(qerrs) > 0 {
 		if len(d.set.Spans) == spansBefore {
 			more := ""
 			if len(qerrs) > 1 {
@@ -160,7 +161,7 @@ func (d *jaegerJSON) endTrace(t *jTraceInfo) {
 		sp := &d.set.Spans[p.idx]
 		sp.Service = d.j.serviceOf(p.pid, sp.SpanID)
 	}
-	for _, msg := range t.warnings {
+	for _, msg := range t.warnings.v {
 		d.j.warning("trace "+TraceID(t.traceID.id).String(), msg)
 	}
 }

@@ -29,6 +29,11 @@ func decodeJaegerProto(s *source, set *Set, w *warnings) error {
 			procs = append(procs, f)
 		case 3:
 			traceWarnings = append(traceWarnings, string(f.b))
+		default:
+			return nil
+		}
+		if err := s.lim.attributes(len(procs)+len(traceWarnings), "processes and warnings in one message"); err != nil {
+			return s.errAt(base+int64(f.off), fmt.Errorf("Jaeger protobuf: %w", err))
 		}
 		return nil
 	})
