@@ -273,9 +273,9 @@ func decodeOTLPJSONDoc(b []byte, emit emitFunc, fail func(int64, error) error) e
 	if off, serr := syntaxOffset(b); serr != nil {
 		return fail(off, fmt.Errorf("OTLP JSON: %w", serr))
 	}
-	fixed, nerr := normaliseOTLPJSON(b)
+	fixed, at, nerr := normaliseOTLPJSON(b)
 	if nerr != nil {
-		return fail(min(jsonOffset(nerr), int64(len(b))), fmt.Errorf("OTLP JSON: %w", nerr))
+		return fail(at, fmt.Errorf("OTLP JSON: %w", nerr))
 	}
 	td, err2 := u.UnmarshalTraces(fixed)
 	if err2 != nil {
@@ -321,18 +321,91 @@ func jsonOffset(err error) int64 {
 	return 0
 }
 
-// normaliseOTLPJSON rewrites a JSON document into the dialect pdata reads.
-func normaliseOTLPJSON(b []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+// normaliseOTLPJSON rewrites a valid JSON document into the dialect pdata
+// reads: deprecated keys renamed, base64 ids as hex, enum names as
+// numbers. It copies the bytes through in one pass, rewriting only those
+// strings, so it holds the input and its rewrite, never a tree of the
+// document (which takes over ten times its size).
+// A failure comes with the offset of the string at fault.
+func normaliseOTLPJSON(b []byte) ([]byte, int64, error) {
+	type frame struct {
+		obj bool
+		key string // the member being read (objects)
 	}
-	if err := normaliseValue(v, ""); err != nil {
-		return nil, err
+	var stack []frame
+	out := make([]byte, 0, len(b)+len(b)/16)
+	prev := byte(0) // the last structural byte, or 'v' after a value
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch c {
+		case '"':
+			end := stringEnd(b, i+1)
+			if end < 0 || len(stack) == 0 {
+				return nil, int64(i), errors.New("not a JSON object")
+			}
+			lit := b[i : end+1]
+			i = end
+			top := &stack[len(stack)-1]
+			text, _ := unquote(lit)
+			if top.obj && (prev == '{' || prev == ',') { // a key
+				top.key = string(text)
+				if nk, ok := renames[top.key]; ok {
+					top.key = nk
+					lit = appendJSONString(nil, nk)
+				}
+				out = append(out, lit...)
+				prev = 'k'
+				continue
+			}
+			prev = 'v'
+			var k, parent string
+			if top.obj {
+				k = top.key
+				if n := len(stack); n > 1 && stack[n-2].obj {
+					parent = stack[n-2].key
+				}
+			}
+			switch k {
+			case "traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id":
+				h, err := idToHex(string(text), k)
+				if err != nil {
+					return nil, int64(i - len(lit) + 1), err
+				}
+				out = appendJSONString(out, h)
+				continue
+			case "kind":
+				if kd, ok := ParseKind(string(text)); ok {
+					out = strconv.AppendInt(out, int64(kd), 10)
+					continue
+				}
+			case "code":
+				if code, ok := statusCodes[strings.TrimPrefix(strings.ToUpper(string(text)), "STATUS_CODE_")]; ok && parent == "status" {
+					out = strconv.AppendInt(out, int64(code), 10)
+					continue
+				}
+			}
+			out = append(out, lit...)
+		case '{', '[':
+			stack = append(stack, frame{obj: c == '{'})
+			out = append(out, c)
+			prev = c
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			out = append(out, c)
+			prev = 'v'
+		case ',', ':':
+			out = append(out, c)
+			prev = c
+		case ' ', '\t', '\r', '\n':
+			out = append(out, c)
+		default:
+			out = append(out, c)
+			prev = 'v'
+		}
 	}
-	return json.Marshal(v)
+	return out, 0, nil
 }
 
 var renames = map[string]string{
@@ -342,59 +415,24 @@ var renames = map[string]string{
 	"instrumentation_library":       "scope",
 }
 
-func normaliseValue(v any, key string) error {
-	switch t := v.(type) {
-	case []any:
-		for _, x := range t {
-			if err := normaliseValue(x, key); err != nil {
-				return err
-			}
-		}
-	case map[string]any:
-		for k, x := range t {
-			if nk, ok := renames[k]; ok {
-				if _, exists := t[nk]; !exists {
-					delete(t, k)
-					t[nk] = x
-					k = nk
-				}
-			}
-			switch k {
-			case "traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id":
-				if s, ok := x.(string); ok {
-					h, err := idToHex(s, k)
-					if err != nil {
-						return err
-					}
-					t[k] = h
-				}
-				continue
-			case "kind":
-				if s, ok := x.(string); ok {
-					if kd, ok := ParseKind(s); ok {
-						t[k] = int(kd)
-					}
-				}
-				continue
-			case "code":
-				if s, ok := x.(string); ok && key == "status" {
-					switch strings.ToUpper(strings.TrimPrefix(strings.ToUpper(s), "STATUS_CODE_")) {
-					case "OK":
-						t[k] = 1
-					case "ERROR":
-						t[k] = 2
-					case "UNSET":
-						t[k] = 0
-					}
-				}
-				continue
-			}
-			if err := normaliseValue(x, k); err != nil {
-				return err
-			}
+// statusCodes are the OTLP status code names.
+var statusCodes = map[string]int{"UNSET": 0, "OK": 1, "ERROR": 2}
+
+// appendJSONString appends s as a JSON string literal.
+func appendJSONString(dst []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		default:
+			dst = append(dst, c)
 		}
 	}
-	return nil
+	return append(dst, '"')
 }
 
 // idToHex accepts a hex or base64 identifier and returns hex.

@@ -191,7 +191,7 @@ func TestBombMemory(t *testing.T) {
 	for _, tc := range []struct {
 		name, compression string
 		gen               func(io.Writer) error
-		want              string
+		want              string // in the error; "" for an input that must decode
 	}{
 		{"JSON arrayValue nested 1e6 deep (28 MB)", "gzip", func(w io.Writer) error {
 			const depth = 1_000_000
@@ -210,6 +210,17 @@ func TestBombMemory(t *testing.T) {
 		{`1.1 GB of {"resourceSpans":[`, "gzip", func(w io.Writer) error {
 			return repeat(w, []byte(`{"resourceSpans":[`), 1_100_000_000/len(`{"resourceSpans":[`))
 		}, "exceeds"},
+		{"a valid 120 MB document with base64 ids (pdata's fallback)", "gzip", func(w io.Writer) error {
+			b64 := strings.NewReplacer(`"83a9efd15c1c98a977e0711cc93ee28b"`, `"g6nv0VwcmKl34HEcyT7iiw=="`, `"e127af99e3b3e074"`, `"4SevmeOz4HQ="`).Replace(span)
+			if _, err := io.WriteString(w, `{"resourceSpans":[{"resource":{},"scopeSpans":[{"spans":[`+b64); err != nil {
+				return err
+			}
+			if err := repeat(w, []byte(","+b64), 120_000_000/(len(b64)+1)); err != nil {
+				return err
+			}
+			_, err := io.WriteString(w, `]}]}]}`)
+			return err
+		}, ""},
 		{"a valid 1.05 GB document", "gzip", func(w io.Writer) error {
 			if _, err := io.WriteString(w, `{"resourceSpans":[{"resource":{},"scopeSpans":[{"spans":[`+span); err != nil {
 				return err
@@ -246,10 +257,16 @@ func TestBombMemory(t *testing.T) {
 			if kb<<10 >= bombRSSLimit {
 				t.Errorf("peak RSS %d MiB, want under %d MiB", kb>>10, bombRSSLimit>>20)
 			}
+			msg := stderr.String()
+			if tc.want == "" { // valid input: it must be read whole
+				if err != nil {
+					t.Errorf("failed: %v\n%.2000s", err, msg)
+				}
+				return
+			}
 			if code := cmd.ProcessState.ExitCode(); code != exitFailure {
 				t.Errorf("exit code %d, want %d", code, exitFailure)
 			}
-			msg := stderr.String()
 			if strings.Contains(msg, "fatal error") || strings.Contains(msg, "panic") {
 				t.Fatalf("crashed:\n%.2000s", msg)
 			}
