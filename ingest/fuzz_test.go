@@ -123,6 +123,16 @@ func FuzzOTLPJSON(f *testing.F) {
 		set := NewSet()
 		err := decodeOTLPJSONStream(testSource("fuzz", b, 1<<20), set, &warnings{}, FormatOTLPJSON)
 		checkDecoded(t, set, err)
+		if json.Valid(b) {
+			// The normaliser keeps valid JSON valid, and fails inside it.
+			out, at, err := normaliseOTLPJSON(b)
+			if err == nil && !json.Valid(out) {
+				t.Fatalf("normalised %q into invalid JSON %q", b, out)
+			}
+			if at < 0 || at > int64(len(b)) {
+				t.Fatalf("normaliser failed at %d, outside %d bytes", at, len(b))
+			}
+		}
 	})
 }
 
