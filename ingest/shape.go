@@ -73,10 +73,6 @@ func splitJSON(b []byte, lim *Limits) (docs []jsonDoc, open bool, serr *shapeErr
 				return docs, false, &shapeErr{i, fmt.Errorf("JSON: unexpected %s %s", quoteByte(c), what)}
 			}
 			start = i
-		} else if top := &stack[len(stack)-1]; top.array && prev == '[' && c != ']' {
-			if err := count(i); err != nil {
-				return docs, false, err
-			}
 		}
 		switch c {
 		case '"':
@@ -101,6 +97,17 @@ func splitJSON(b []byte, lim *Limits) (docs []jsonDoc, open bool, serr *shapeErr
 			}
 			stack = append(stack, frame{array: c == '[', kind: kind})
 			prev = c
+			if c == '[' { // count the first element where it starts
+				j := i + 1
+				for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r' || b[j] == '\n') {
+					j++
+				}
+				if j < len(b) && b[j] != ']' {
+					if err := count(j); err != nil {
+						return docs, false, err
+					}
+				}
+			}
 		case '}', ']':
 			if len(stack) == 0 {
 				return docs, false, &shapeErr{i, fmt.Errorf("JSON: unexpected %s", quoteByte(c))}
@@ -271,56 +278,81 @@ var pbOwner = [...]string{pbResource: "a resource", pbScope: "a scope", pbSpan: 
 // elements per value, and items per document. Framing errors are left to
 // pdata, which reports them.
 func checkOTLPProtoShape(b []byte, lim *Limits) *shapeErr {
-	items := 0
-	var walk func(b []byte, base int, kind pbKind, depth int) *shapeErr
-	walk = func(b []byte, base int, kind pbKind, depth int) *shapeErr {
-		if err := lim.depth(depth); err != nil {
-			return &shapeErr{base, err}
+	c := protoShape{lim: lim}
+	return c.walk(b, 0, pbRequest, 0)
+}
+
+// protoShape is the state of one checkOTLPProtoShape walk.
+type protoShape struct {
+	lim   *Limits
+	items int
+}
+
+// walk checks the kind message b, at offset base of the document, depth
+// messages deep. Tags and lengths of one byte, nearly all of them, are
+// read inline; the limits are compared inline and only a failure builds
+// an error.
+func (c *protoShape) walk(b []byte, base int, kind pbKind, depth int) *shapeErr {
+	if depth > c.lim.MaxDepth {
+		return &shapeErr{base, c.lim.depth(depth)}
+	}
+	attrs, values := 0, 0
+	for off := 0; off < len(b); {
+		var num protowire.Number
+		var typ protowire.Type
+		n := 1
+		if t := b[off]; t < 0x80 && t >= 8 { // field numbers 1 to 15
+			num, typ = protowire.Number(t>>3), protowire.Type(t&7)
+		} else if num, typ, n = protowire.ConsumeTag(b[off:]); n < 0 {
+			return framing(base, off, len(b), 0, n)
 		}
-		attrs, values := 0, 0
-		for off := 0; off < len(b); {
-			num, typ, n := protowire.ConsumeTag(b[off:])
-			if n < 0 {
-				return framing(base, off, len(b), 0, n)
-			}
-			if typ != protowire.BytesType {
-				m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
-				if m < 0 {
-					return framing(base, off, len(b), num, m)
-				}
-				off += n + m
-				continue
-			}
-			v, m := protowire.ConsumeBytes(b[off+n:])
+		if typ != protowire.BytesType {
+			m := protowire.ConsumeFieldValue(num, typ, b[off+n:])
 			if m < 0 {
 				return framing(base, off, len(b), num, m)
 			}
-			if child, role, ok := pbChild(kind, num); ok {
-				var err error
-				switch role {
-				case pbAttr:
-					if attrs++; attrs > lim.MaxAttributes {
-						err = lim.attributes(attrs, "attributes of "+pbOwner[kind])
-					}
-				case pbValue:
-					values++
-					err = lim.values(values)
+			off += n + m
+			continue
+		}
+		size, m := 0, 1
+		if p := off + n; p < len(b) && b[p] < 0x80 {
+			size = int(b[p])
+		} else {
+			l, k := protowire.ConsumeVarint(b[p:])
+			if k < 0 {
+				return framing(base, off, len(b), num, k)
+			}
+			size, m = int(min(l, uint64(len(b)))), k
+		}
+		start := off + n + m
+		if size > len(b)-start {
+			return framing(base, off, len(b), num, -1) // protowire's code for truncated
+		}
+		if child, role, ok := pbChild(kind, num); ok {
+			var err error
+			switch role {
+			case pbAttr:
+				if attrs++; attrs > c.lim.MaxAttributes {
+					err = c.lim.attributes(attrs, "attributes of "+pbOwner[kind])
 				}
-				if role != pbPlain {
-					if items++; err == nil {
-						err = lim.items(items)
-					}
-				}
-				if err != nil {
-					return &shapeErr{base + off, err}
-				}
-				if e := walk(v, base+off+n+m-len(v), child, depth+1); e != nil {
-					return e
+			case pbValue:
+				if values++; values > c.lim.MaxValues {
+					err = c.lim.values(values)
 				}
 			}
-			off += n + m
+			if role != pbPlain {
+				if c.items++; err == nil && c.items > c.lim.MaxDocumentItems {
+					err = c.lim.items(c.items)
+				}
+			}
+			if err != nil {
+				return &shapeErr{base + off, err}
+			}
+			if e := c.walk(b[start:start+size], base+start, child, depth+1); e != nil {
+				return e
+			}
 		}
-		return nil
+		off = start + size
 	}
-	return walk(b, 0, pbRequest, 0)
+	return nil
 }
