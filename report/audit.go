@@ -62,7 +62,7 @@ func recommendationText(w io.Writer, r *replay.Recommendation, md bool) error {
 	if r == nil {
 		return nil
 	}
-	esc := Printable
+	esc := printable
 	if md {
 		esc = mdEscape
 	}
@@ -82,7 +82,7 @@ func recommendationText(w io.Writer, r *replay.Recommendation, md bool) error {
 	case md:
 		fmt.Fprintf(&b, "Run **%s**: %s.\n\n", esc(r.Policy), esc(r.Reason))
 	default:
-		fmt.Fprintf(&b, "  run %s: %s.\n", display(r.Policy), Printable(r.Reason))
+		fmt.Fprintf(&b, "  run %s: %s.\n", display(r.Policy), printable(r.Reason))
 	}
 	if len(r.Changes) > 0 {
 		if md {
@@ -106,7 +106,7 @@ func recommendationText(w io.Writer, r *replay.Recommendation, md bool) error {
 			if md {
 				fmt.Fprintf(&b, "- %s: %s\n", esc(rj.Policy), esc(rj.Why))
 			} else {
-				fmt.Fprintf(&b, "    %s: %s\n", display(rj.Policy), Printable(rj.Why))
+				fmt.Fprintf(&b, "    %s: %s\n", display(rj.Policy), printable(rj.Why))
 			}
 		}
 	}

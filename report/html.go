@@ -173,7 +173,7 @@ func newAuditPage(a *AuditReport) auditPage {
 }
 
 func newHTMLRecommendation(r *replay.Recommendation) *htmlRecommendation {
-	h := &htmlRecommendation{Reason: Printable(r.Reason)}
+	h := &htmlRecommendation{Reason: printable(r.Reason)}
 	if r.Policy != "" {
 		h.Policy = display(r.Policy)
 	}
@@ -185,11 +185,11 @@ func newHTMLRecommendation(r *replay.Recommendation) *htmlRecommendation {
 	}
 	g := grid{header: []string{"caller", "callee", "operation", "change"}}
 	for _, c := range r.Changes {
-		g.rows = append(g.rows, []string{dash(c.Caller), dash(c.Callee), dash(c.Operation), Printable(c.Change)})
+		g.rows = append(g.rows, []string{dash(c.Caller), dash(c.Callee), dash(c.Operation), printable(c.Change)})
 	}
 	h.Changes = newHTMLTable(g)
 	for _, x := range r.Rejected {
-		h.Rejected = append(h.Rejected, htmlRejection{Policy: display(x.Policy), Why: Printable(x.Why)})
+		h.Rejected = append(h.Rejected, htmlRejection{Policy: display(x.Policy), Why: printable(x.Why)})
 	}
 	return h
 }

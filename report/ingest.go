@@ -14,7 +14,7 @@ import (
 
 // IngestTable renders an ingest summary: one row per input and a total,
 // then the warnings of each input. Input names and warnings (which quote
-// span data) are escaped with Printable.
+// span data) are escaped with printable.
 func IngestTable(w io.Writer, sum ingest.Summary) error {
 	t := newTable(w, []string{"input", "format", "traces", "spans", "services", "errors", "window"},
 		tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft)
@@ -52,7 +52,7 @@ func ingestWarnings(w io.Writer, sum ingest.Summary) error {
 				}
 				header = true
 			}
-			if _, err := fmt.Fprintf(w, "  %s: %s\n", name, Printable(x.String())); err != nil {
+			if _, err := fmt.Fprintf(w, "  %s: %s\n", name, printable(x.String())); err != nil {
 				return err
 			}
 		}

@@ -153,7 +153,7 @@ func recoveryText(r *replay.Result) string {
 func newReplayView(rep *ReplayReport) replayView {
 	var v replayView
 	for _, n := range rep.Notes {
-		v.notes = append(v.notes, Printable(n))
+		v.notes = append(v.notes, printable(n))
 	}
 	note := func(text string) string {
 		// One footnote per distinct text.

@@ -14,9 +14,9 @@ import (
 // strings), from file names and from user-edited topology files is
 // untrusted: it may hold quotes, markup, control characters (an OSC 52
 // clipboard write, a screen clear) and invalid UTF-8. Every renderer first
-// makes it one plain line with Printable (or display, which builds on it),
+// makes it one plain line with printable (or display, which builds on it),
 // then escapes what its own format treats as special (mdEscape, dotQuote,
-// mermaidEscape, which apply Printable themselves).
+// mermaidEscape, which apply printable themselves).
 
 // display returns a name as it is when it is plain printable text, and
 // Go-quoted otherwise: when it is empty, has leading or trailing space, or
@@ -24,7 +24,7 @@ import (
 // names, this keeps every name on one line and keeps two different names
 // from looking alike.
 func display(s string) string {
-	if s == "" || strings.TrimSpace(s) != s || Printable(s) != s {
+	if s == "" || strings.TrimSpace(s) != s || printable(s) != s {
 		return strconv.Quote(s)
 	}
 	return s
@@ -35,9 +35,13 @@ func display(s string) string {
 // it — C0 controls, DEL and C1 controls (\n, \x1b, \x7f, \u009b), format
 // characters such as bidirectional overrides (\u202e) — and invalid bytes
 // as \xff, leaving everything else as it is. It is the one escaping
-// function every human-readable output goes through, the command's errors
-// and warnings on stderr included: no byte it returns can drive a terminal.
-func Printable(s string) string {
+// function every human-readable output goes through (the renderers of this
+// package call it as printable), the command's errors and warnings on
+// stderr included: no byte it returns can drive a terminal.
+func Printable(s string) string { return printable(s) }
+
+// printable is Printable.
+func printable(s string) string {
 	plain := func(r rune, n int) bool { return (r != utf8.RuneError || n > 1) && unicode.IsPrint(r) }
 	clean := true
 	for i := 0; i < len(s) && clean; {
@@ -73,14 +77,14 @@ var mdEscaper = strings.NewReplacer(
 	"[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "&", `\&`,
 )
 
-// mdEscape makes text literal Markdown text on one line: Printable first
+// mdEscape makes text literal Markdown text on one line: printable first
 // (so no line break can start a forged heading or list), then the
 // punctuation Markdown reads as markup, then every % that follows another
 // (so that no Mermaid comment or %%{init}%% directive appears in a
 // Markdown file even outside its mermaid blocks; a lone %, as in "50%",
 // stays as it is).
 func mdEscape(s string) string {
-	s = mdEscaper.Replace(Printable(s))
+	s = mdEscaper.Replace(printable(s))
 	if !strings.Contains(s, "%%") {
 		return s
 	}
@@ -116,7 +120,7 @@ var mermaidEscaper = strings.NewReplacer(
 )
 
 // mermaidEscape makes text safe inside a Mermaid ["..."] or |"..."| label.
-func mermaidEscape(s string) string { return mermaidEscaper.Replace(Printable(s)) }
+func mermaidEscape(s string) string { return mermaidEscaper.Replace(printable(s)) }
 
 // ms formats milliseconds compactly: to 0.1 ms from 10 ms up, to 0.01 ms
 // below, without trailing zeros ("1000.7ms", "20ms", "0.09ms").

@@ -70,16 +70,16 @@ func newTopologyView(t *graph.Topology) topologyView {
 		})
 	}
 	for _, f := range t.Findings {
-		text := Printable(f.Message)
+		text := printable(f.Message)
 		if f.Location != "" {
-			text = Printable(f.Location) + ": " + text
+			text = printable(f.Location) + ": " + text
 		}
 		v.findings = append(v.findings, findingView{
 			severity: strings.ToUpper(display(string(f.Severity))), id: display(f.ID), text: text,
 		})
 	}
 	for _, w := range t.Warnings {
-		v.warnings = append(v.warnings, Printable(w))
+		v.warnings = append(v.warnings, printable(w))
 	}
 	return v
 }

@@ -387,7 +387,7 @@ func TestTextHelpers(t *testing.T) {
 		{"display bidi", display("a\u202eb"), `"a\u202eb"`},
 		{"display invalid", display("a\xffb"), `"a\xffb"`},
 		{"display quote", display(`a"b`), `a"b`},
-		{"printable", Printable("a\tb\x00\xff→ \u200b"), `a\tb\x00\xff→ \u200b`},
+		{"printable", printable("a\tb\x00\xff→ \u200b"), `a\tb\x00\xff→ \u200b`},
 		{"ms large", ms(1000.709), "1000.7ms"},
 		{"ms whole", ms(20.04), "20ms"},
 		{"ms small", ms(0.092), "0.09ms"},
