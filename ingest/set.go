@@ -24,7 +24,7 @@ type Set struct {
 	index map[string]Sym
 
 	lim      Limits // set by Decode from its Options
-	strBytes int64  // bytes of strs
+	strBytes int64  // bytes of strs, with stringOverhead each
 	strFull  bool   // a string was refused: the next add fails
 }
 
@@ -50,16 +50,22 @@ func (s *Set) Intern(v string) Sym {
 	if x, ok := s.index[v]; ok {
 		return x
 	}
-	if s.held()+int64(len(v)) > s.lim.MaxHeldBytes {
+	if s.held()+int64(len(v))+stringOverhead > s.lim.MaxHeldBytes {
 		s.strFull = true
 		return 0
 	}
 	x := Sym(len(s.strs))
 	s.strs = append(s.strs, v)
 	s.index[v] = x
-	s.strBytes += int64(len(v))
+	s.strBytes += int64(len(v)) + stringOverhead
 	return x
 }
+
+// stringOverhead is what the string table and its index spend on each
+// string beside its bytes (a string header, a map entry and its share of
+// the map's buckets), counted against Limits.MaxHeldBytes so that millions
+// of short distinct strings are bounded too.
+const stringOverhead = 64
 
 // internBytes interns b without allocating when the string is already known.
 func (s *Set) internBytes(b []byte) Sym {
