@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -171,6 +172,44 @@ func emptyAttrSpan(n int) func(io.Writer) error {
 	}
 }
 
+// distinctNames writes a length-prefixed OTLP protobuf stream of n spans
+// whose name, peer and status message are all distinct: every string the
+// Set interns is new.
+func distinctNames(n int) func(io.Writer) error {
+	return func(w io.Writer) error {
+		const perRequest = 512
+		str := func(b []byte, num protowire.Number, s string) []byte {
+			return protowire.AppendString(protowire.AppendTag(b, num, protowire.BytesType), s)
+		}
+		for first := 0; first < n; first += perRequest {
+			var scope []byte
+			for i := first; i < min(n, first+perRequest); i++ {
+				sp := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), bytes.Repeat([]byte{7}, 16))
+				sp = protowire.AppendTag(sp, 2, protowire.BytesType)
+				sp = protowire.AppendBytes(sp, protowire.AppendFixed64(nil, uint64(i+1)))
+				sp = str(sp, 5, fmt.Sprintf("op-%012d", i))
+				sp = protowire.AppendVarint(protowire.AppendTag(sp, 6, protowire.VarintType), 3)
+				sp = protowire.AppendFixed64(protowire.AppendTag(sp, 7, protowire.Fixed64Type), 1_700_000_000_000_000_000)
+				sp = protowire.AppendFixed64(protowire.AppendTag(sp, 8, protowire.Fixed64Type), 1_700_000_000_001_000_000)
+				kv := str(nil, 1, "peer.service")
+				kv = protowire.AppendBytes(protowire.AppendTag(kv, 2, protowire.BytesType), str(nil, 1, fmt.Sprintf("peer-%012d", i)))
+				sp = protowire.AppendBytes(protowire.AppendTag(sp, 9, protowire.BytesType), kv)
+				sp = protowire.AppendBytes(protowire.AppendTag(sp, 15, protowire.BytesType), str(nil, 2, fmt.Sprintf("msg-%012d", i)))
+				scope = protowire.AppendBytes(protowire.AppendTag(scope, 2, protowire.BytesType), sp)
+			}
+			rs := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), scope)
+			req := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), rs)
+			if _, err := w.Write(binary.BigEndian.AppendUint32(nil, uint32(len(req)))); err != nil {
+				return err
+			}
+			if _, err := w.Write(req); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // TestBombMemory runs the built binary on generated inputs of every shape
 // that exhausted memory or the stack (issue 12) and measures its peak RSS
 // with the kernel's rusage: each must end with an error naming the input
@@ -210,6 +249,7 @@ func TestBombMemory(t *testing.T) {
 		{`1.1 GB of {"resourceSpans":[`, "gzip", func(w io.Writer) error {
 			return repeat(w, []byte(`{"resourceSpans":[`), 1_100_000_000/len(`{"resourceSpans":[`))
 		}, "exceeds"},
+		{"2e6 spans of distinct names, peers and messages", "zstd", distinctNames(2_000_000), "bytes of distinct strings and links"},
 		{"a valid 120 MB document with base64 ids (pdata's fallback)", "gzip", func(w io.Writer) error {
 			b64 := strings.NewReplacer(`"83a9efd15c1c98a977e0711cc93ee28b"`, `"g6nv0VwcmKl34HEcyT7iiw=="`, `"e127af99e3b3e074"`, `"4SevmeOz4HQ="`).Replace(span)
 			if _, err := io.WriteString(w, `{"resourceSpans":[{"resource":{},"scopeSpans":[{"spans":[`+b64); err != nil {
