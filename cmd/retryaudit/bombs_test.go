@@ -210,6 +210,21 @@ func distinctNames(n int) func(io.Writer) error {
 	}
 }
 
+// oneDocument writes one OTLP JSON request of about size bytes, made of
+// span (JSON text) over and over.
+func oneDocument(span string, size int) func(io.Writer) error {
+	return func(w io.Writer) error {
+		if _, err := io.WriteString(w, `{"resourceSpans":[{"resource":{},"scopeSpans":[{"spans":[`+span); err != nil {
+			return err
+		}
+		if err := repeat(w, []byte(","+span), size/(len(span)+1)); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, `]}]}]}`)
+		return err
+	}
+}
+
 // TestBombMemory runs the built binary on generated inputs of every shape
 // that exhausted memory or the stack (issue 12) and measures its peak RSS
 // with the kernel's rusage: each must end with an error naming the input
@@ -250,27 +265,9 @@ func TestBombMemory(t *testing.T) {
 			return repeat(w, []byte(`{"resourceSpans":[`), 1_100_000_000/len(`{"resourceSpans":[`))
 		}, "exceeds"},
 		{"2e6 spans of distinct names, peers and messages", "zstd", distinctNames(2_000_000), "bytes of distinct strings and links"},
-		{"a valid 120 MB document with base64 ids (pdata's fallback)", "gzip", func(w io.Writer) error {
-			b64 := strings.NewReplacer(`"83a9efd15c1c98a977e0711cc93ee28b"`, `"g6nv0VwcmKl34HEcyT7iiw=="`, `"e127af99e3b3e074"`, `"4SevmeOz4HQ="`).Replace(span)
-			if _, err := io.WriteString(w, `{"resourceSpans":[{"resource":{},"scopeSpans":[{"spans":[`+b64); err != nil {
-				return err
-			}
-			if err := repeat(w, []byte(","+b64), 120_000_000/(len(b64)+1)); err != nil {
-				return err
-			}
-			_, err := io.WriteString(w, `]}]}]}`)
-			return err
-		}, ""},
-		{"a valid 1.05 GB document", "gzip", func(w io.Writer) error {
-			if _, err := io.WriteString(w, `{"resourceSpans":[{"resource":{},"scopeSpans":[{"spans":[`+span); err != nil {
-				return err
-			}
-			if err := repeat(w, []byte(","+span), 1_050_000_000/(len(span)+1)); err != nil {
-				return err
-			}
-			_, err := io.WriteString(w, `]}]}]}`)
-			return err
-		}, "exceeds"},
+		{"a valid 120 MB document with base64 ids (pdata's fallback)", "gzip", oneDocument(strings.NewReplacer(
+			`"83a9efd15c1c98a977e0711cc93ee28b"`, `"g6nv0VwcmKl34HEcyT7iiw=="`, `"e127af99e3b3e074"`, `"4SevmeOz4HQ="`).Replace(span), 120_000_000), ""},
+		{"a valid 1.05 GB document", "gzip", oneDocument(span, 1_050_000_000), "exceeds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, "bomb")
