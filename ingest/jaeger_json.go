@@ -149,17 +149,17 @@ func (d *jaegerJSON) object(top bool) error {
 func (d *jaegerJSON) endTrace(t *jTraceInfo) {
 	d.j.beginTrace()
 	for id, p := range t.processes.m {
-		d.j.addProcess(id, p.ServiceName)
+		d.j.addProcess(id, p.proc())
 	}
 	for _, m := range t.processMap.v {
-		d.j.addProcess(m.ProcessID, m.Process.ServiceName)
+		d.j.addProcess(m.ProcessID, m.Process.proc())
 	}
 	if t.process != nil {
-		d.j.setBatchProcess(t.process.ServiceName)
+		d.j.setBatchProcess(t.process.proc())
 	}
 	for _, p := range t.pending {
 		sp := &d.set.Spans[p.idx]
-		sp.Service = d.j.serviceOf(p.pid, sp.SpanID)
+		d.j.resolve(sp, p.pid)
 	}
 	for _, msg := range t.warnings.v {
 		d.j.warning("trace "+TraceID(t.traceID.id).String(), msg)
@@ -269,7 +269,9 @@ func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 		j.warning("span "+sp.SpanID.String(), msg)
 	}
 	if js.Process != nil {
-		sp.Service = j.named(js.Process.ServiceName, sp.SpanID)
+		p := js.Process.proc()
+		sp.Service = j.named(p.service, sp.SpanID)
+		p.sampler.apply(d.set, &sp)
 	} else {
 		t.pending = append(t.pending, jPending{idx: len(d.set.Spans), pid: js.ProcessID})
 	}
@@ -488,9 +490,15 @@ type jList[T any] struct {
 	what string
 }
 
-// UnmarshalJSON counts the elements, then decodes them.
+// UnmarshalJSON counts the elements, then decodes them. A list decoded
+// inside a value the decoder creates itself (a process in a process
+// table) has no limits set and takes the defaults.
 func (l *jList[T]) UnmarshalJSON(data []byte) error {
-	if err := l.lim.attributes(jsonElements(data), l.what); err != nil {
+	lim, what := l.lim, l.what
+	if lim == nil {
+		lim, what = &defaultLimits, "tags in one process"
+	}
+	if err := lim.attributes(jsonElements(data), what); err != nil {
 		return err
 	}
 	return json.Unmarshal(data, &l.v)
@@ -541,9 +549,21 @@ type jRef struct {
 	SpanID  jSpanID  `json:"spanID"`
 }
 
-// jProcess is a process; only its service name matters.
+// jProcess is a process; its service name and sampler tags matter.
 type jProcess struct {
-	ServiceName string `json:"serviceName"`
+	ServiceName string      `json:"serviceName"`
+	Tags        jList[jTag] `json:"tags"` // bounded by the default MaxAttributes
+}
+
+func (p *jProcess) proc() jProc {
+	out := jProc{service: p.ServiceName}
+	var kv model.KeyValue
+	for i := range p.Tags.v {
+		if p.Tags.v[i].keyValue(&kv) {
+			out.sampler.tag(kv.Key, kv.AsString())
+		}
+	}
+	return out
 }
 
 // jProcesses is a trace's process table, decoded only when it holds at

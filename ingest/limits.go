@@ -49,6 +49,9 @@ const (
 	DefaultMaxHeldBytes     = 256 << 20
 )
 
+// defaultLimits is Limits{} with every default.
+var defaultLimits = Limits{}.withDefaults()
+
 // withDefaults returns l with every zero field set to its default.
 func (l Limits) withDefaults() Limits {
 	def := func(v *int, d int) {

@@ -33,6 +33,26 @@ func newTable(w io.Writer, header []string, align ...tw.Align) *tablewriter.Tabl
 	return t
 }
 
+// renderGrid writes g as a table, nothing when it has no rows; blank
+// says whether a blank line goes before it.
+func renderGrid(w io.Writer, g grid, blank bool) error {
+	if len(g.rows) == 0 {
+		return nil
+	}
+	if blank {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+	}
+	tab := newTable(w, g.header, g.align...)
+	for _, r := range g.rows {
+		if err := tab.Append(r); err != nil {
+			return err
+		}
+	}
+	return tab.Render()
+}
+
 // JSON writes v as indented JSON with a trailing newline. encoding/json
 // escapes C0 controls but writes DEL and C1 controls as they are; they are
 // escaped too (\u007f, \u009b), so JSON on a terminal is as inert as the
