@@ -19,9 +19,12 @@ type Capacity struct {
 	RPS     float64
 }
 
-// ParseCapacity reads "svc=N" (workers) or "svc=Xrps" (throughput).
+// ParseCapacity reads "svc=N" (workers) or "svc=Xrps" (throughput). The
+// name is everything before the last "=": a name is data, even one that
+// holds "=".
 func ParseCapacity(spec string) (string, Capacity, error) {
-	name, val, ok := strings.Cut(spec, "=")
+	i := strings.LastIndexByte(spec, '=')
+	name, val, ok := spec[:max(i, 0)], spec[i+1:], i >= 0
 	if !ok || name == "" || val == "" {
 		return "", Capacity{}, fmt.Errorf("capacity %q: want SERVICE=WORKERS or SERVICE=RATErps, e.g. db=8 or db=120rps", spec)
 	}
@@ -162,7 +165,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 		per := float64(e.Calls) / math.Max(float64(n), 1)
 		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
-			Idempotent: graph.IdempotentMethod(e.Method) || e.Idempotency != nil && e.Idempotency.WithKey == e.Idempotency.RetriedCalls,
+			Idempotent: idempotentEdge(e),
 			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e), Fail: failuresOf(e.Outcomes)}
 		// Repeat the most calls one execution makes and keep the observed
 		// mean with the probability of making them.
@@ -349,6 +352,21 @@ func observedPolicy(e graph.Edge) Policy {
 		if b.JitterFraction != nil {
 			p.Backoff.Fraction = *b.JitterFraction
 		}
+	case "additive":
+		// d + U[0,a] is (d + a/2)·(1 ± a/(2d+a)) at the first wait: the
+		// engine's proportional jitter about the centre, exact for a
+		// constant schedule and close for a growing one.
+		if a := b.JitterAdditiveMS; a != nil && p.Backoff.Base > 0 {
+			half := *a / 2000
+			p.Backoff.Fraction = half / (p.Backoff.Base + half)
+			p.Backoff.Base += half
+			p.Backoff.Jitter = "proportional"
+		}
+	}
+	if br := e.Breaker; br != nil && br.Detected {
+		// The breaker the traces show: its trip threshold, and how long it
+		// stayed open before a probe (at least a millisecond).
+		p.Breaker = &BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1}
 	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
 		p.HedgeAfter = e.Hedging.DelayMS / 1000

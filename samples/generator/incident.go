@@ -189,7 +189,7 @@ func startIncidentMesh(ctx context.Context, otlpURL string, shape incidentShape)
 		return nil, err
 	}
 	m.toLedger = newCaller(Edge{"stock", "ledger", routeLedger, retryableHTTP(3, 10*ms, 80*ms)},
-		"http://"+ledgerLn.Addr().String(), transport(stockTP))
+		[]string{"http://" + ledgerLn.Addr().String()}, transport(stockTP))
 	stockLn, err := listen()
 	if err != nil {
 		return nil, err
@@ -233,7 +233,7 @@ func startIncidentMesh(ctx context.Context, otlpURL string, shape incidentShape)
 		return nil, err
 	}
 	m.toQuotes = newCaller(Edge{"gateway", "quotes", routeQuotes, retryGoFixed(3, 600*ms)},
-		"http://"+quotesLn.Addr().String(), transport(gatewayTP))
+		[]string{"http://" + quotesLn.Addr().String()}, transport(gatewayTP))
 	gatewayLn, err := listen()
 	if err != nil {
 		return nil, err
