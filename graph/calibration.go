@@ -342,6 +342,26 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 		}
 	}
 	e.Outcomes = o
+	var waits [][]float64
+	for _, c := range ec.calls {
+		for k := 1; k < len(c.attempts); k++ {
+			prev, next := &c.attempts[k-1], &c.attempts[k]
+			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 {
+				continue
+			}
+			for len(waits) < k {
+				waits = append(waits, nil)
+			}
+			waits[k-1] = append(waits[k-1], float64(max(next.start-prev.end, 0))/1e6)
+		}
+	}
+	for _, w := range waits {
+		if len(w) == 0 {
+			break // a gap in the indices: the waits after it would be misplaced
+		}
+		slices.Sort(w)
+		e.WaitQuantilesMS = append(e.WaitQuantilesMS, workQuantiles(w))
+	}
 	if len(transit) > 0 {
 		slices.Sort(transit)
 		e.TransitQuantilesMS = workQuantiles(transit)

@@ -153,6 +153,11 @@ type Edge struct {
 	// an operation's calls.
 	NotReached   int     `json:"not_reached,omitempty"`
 	CallOffsetMS float64 `json:"call_offset_ms,omitempty"`
+	// WaitQuantilesMS[i] are the waits before retry i+1 (attempt i+2)
+	// as the traces show them, at WorkLevels: the policy's backoff as it
+	// really came out (a busy host wakes a sleeping client late); waits
+	// for a Retry-After are left out.
+	WaitQuantilesMS [][]float64 `json:"wait_quantiles_ms,omitempty"`
 
 	// Examples are up to three traces showing the edge's calls, those
 	// with the most attempts first.

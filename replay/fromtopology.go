@@ -171,6 +171,17 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		// mean with the probability of making them.
 		ed.Repeat = max(1, int(math.Ceil(per-1e-9)))
 		ed.Prob = math.Min(1, per/float64(ed.Repeat))
+		if len(e.WaitQuantilesMS) > 0 && ed.Policy.MaxAttempts > 1 {
+			ow := &ObservedWaits{}
+			for i, q := range e.WaitQuantilesMS {
+				d, err := quantileDist(graph.WorkLevels, q)
+				if err != nil {
+					return nil, fmt.Errorf("edge %s → %s %s: waits before retry %d: %w", e.Caller, e.Callee, e.Operation, i+1, err)
+				}
+				ow.ByRetry = append(ow.ByRetry, d)
+			}
+			ed.Policy.Backoff.Observed = ow
+		}
 		if len(e.TransitQuantilesMS) > 0 {
 			tr, err := quantileDist(graph.WorkLevels, e.TransitQuantilesMS)
 			if err != nil {
