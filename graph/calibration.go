@@ -206,27 +206,29 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 			}
 		}
 	}
+	breakerFast := breakerFastFails(ix, calling, t)
 	for i, ec := range ecs {
-		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, perEdge[i], anyFail)
+		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, breakerFast, perEdge[i], anyFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
 	ownFailed := make(spanSet, len(ix.spans))
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if ix.keep[i] && !downFailed[i] && (isServer(sp) || ix.parent[i] < 0) {
+		if ix.keep[i] && !downFailed[i] && !breakerFast[i] && (isServer(sp) || ix.parent[i] < 0) {
 			o, _ := classify(ix, int32(i), int32(i))
 			ownFailed[i] = o.failed()
 		}
 	}
 	workSelfTimes(ix, ecs, ownFailed, t)
 	ownFailures(ix, ownFailed, calling, t)
+	countBreakerFast(ix, breakerFast, t)
 	callOrder(ix, ecs, t)
 	cal.InFlight = inFlight(ix, ecs, window)
 	t.Calibration = cal
 }
 
 // edgeOutcomes measures one edge's failure model and transit times.
-func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
+func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{}}
 	// rec is one attempt whose outcome is the callee's own.
 	type rec struct {
@@ -260,6 +262,11 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 			}
 			if a.server >= 0 {
 				transit = append(transit, float64(max(a.end-a.start-ix.spans[a.server].Duration(), 0))/1e6)
+			}
+			if a.server >= 0 && breakerFast[a.server] {
+				// The callee's breaker failed it fast; replay's breaker,
+				// built from the same traces, does so itself.
+				continue
 			}
 			if a.server >= 0 && downFailed[a.server] {
 				o.DownstreamFailed++
@@ -365,6 +372,49 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 	if len(transit) > 0 {
 		slices.Sort(transit)
 		e.TransitQuantilesMS = workQuantiles(transit)
+	}
+}
+
+// breakerFastFails marks the executions a circuit breaker failed fast: of
+// an operation with a breaker on one of its calls, the failed executions
+// that made no call at all. Replay's breaker, built from the same traces,
+// fails those itself, so they are not the operation's own failures.
+func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
+	withBreaker := map[node]bool{}
+	for _, e := range t.Edges {
+		if e.Breaker != nil && e.Breaker.Detected {
+			withBreaker[node{e.Caller, e.CallerOperation}] = true
+		}
+	}
+	out := make(spanSet, len(ix.spans))
+	if len(withBreaker) == 0 {
+		return out
+	}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] || !isServer(sp) || calling[i] || !withBreaker[node{ix.str(sp.Service), ix.opName(int32(i))}] {
+			continue
+		}
+		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// countBreakerFast sets each operation's BreakerFastFails.
+func countBreakerFast(ix *index, breakerFast spanSet, t *Topology) {
+	n := map[node]int{}
+	for i, fast := range breakerFast {
+		if fast {
+			n[node{ix.str(ix.spans[i].Service), ix.opName(int32(i))}]++
+		}
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		for oi := range s.Operations {
+			s.Operations[oi].BreakerFastFails = n[node{s.Name, s.Operations[oi].Name}]
+		}
 	}
 }
 

@@ -70,6 +70,11 @@ type Operation struct {
 	ContinuedAfterFailure int       `json:"continued_after_failure,omitempty"`
 	FailedWorkQuantilesMS []float64 `json:"failed_work_quantiles_ms,omitempty"`
 	FailedWithoutCalls    int       `json:"failed_without_calls,omitempty"`
+	// BreakerFastFails counts executions a circuit breaker on one of the
+	// operation's calls failed fast (no call made); replay's breaker makes
+	// those itself, so they count neither as own failures nor as
+	// executions that chose not to call.
+	BreakerFastFails int `json:"breaker_fast_fails,omitempty"`
 }
 
 // Edge is one caller → callee operation with the retry policy inferred for it.

@@ -135,7 +135,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				}
 				m.Services[si].Ops[oi].FailTime = ft
 			}
-			calling[[2]string{s.Name, op.Name}] = op.Count - op.FailedWithoutCalls
+			calling[[2]string{s.Name, op.Name}] = op.Count - op.FailedWithoutCalls - op.BreakerFastFails
 			if op.OwnFailures > 0 {
 				m.Services[si].Ops[oi].FailFast = float64(op.FailedWithoutCalls) / float64(op.OwnFailures)
 			}
@@ -377,7 +377,9 @@ func observedPolicy(e graph.Edge) Policy {
 	if br := e.Breaker; br != nil && br.Detected {
 		// The breaker the traces show: its trip threshold, and how long it
 		// stayed open before a probe (at least a millisecond).
-		p.Breaker = &BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1}
+		// The traces show it failing whole calls fast, no attempt made: it
+		// wraps the call, retries inside it.
+		p.Breaker = &BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1, PerCall: true}
 	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
 		p.HedgeAfter = e.Hedging.DelayMS / 1000
