@@ -149,3 +149,34 @@ func TestObservedWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerPerCall: a breaker around the call (retries inside it) is
+// asked once per call and counts calls; one inside the retry loop counts
+// attempts. Five calls 100 ms apart to a callee that always fails, three
+// attempts each, a breaker that opens after three failures for 10 s.
+func TestBreakerPerCall(t *testing.T) {
+	for _, c := range []struct {
+		perCall  bool
+		attempts int
+	}{
+		{true, 9},  // three whole calls fail, then the breaker refuses the rest
+		{false, 3}, // the first call's three attempts open it
+	} {
+		p := Policy{MaxAttempts: 3, Backoff: Backoff{Kind: "constant", Base: 0.001, Jitter: "none"},
+			Breaker: &BreakerConfig{ConsecutiveFailures: 3, OpenFor: 10, HalfOpenProbes: 1, PerCall: c.perCall}}
+		m := single("db", 10, Constant(0.001), 0, 5, p)
+		m.Edges[0].Fail = &Failures{First: Mix{Fail: 1}, Retry: Mix{Fail: 1}, FirstAfterFailure: Mix{Fail: 1},
+			FirstAfterOtherFailure: Mix{Fail: 1}, RetryAfterDownstream: Mix{Fail: 1}, Propagate: 1}
+		for i := range 5 {
+			m.Arrivals = append(m.Arrivals, Arrival{At: 0.1 * float64(i)})
+		}
+		m.Period = 100
+		r, err := Run(m, nil, RunConfig{Seed: 1, Duration: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Attempts[0].Attempts; got != c.attempts {
+			t.Errorf("per call %v: %d attempts, want %d", c.perCall, got, c.attempts)
+		}
+	}
+}
