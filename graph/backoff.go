@@ -48,7 +48,7 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // attempts: gaps[k] holds, over all calls, the waits before attempt k+2 in
 // milliseconds (waits forced by a honoured Retry-After already removed).
 func inferBackoff(gaps [][]float64) Backoff {
-	b := Backoff{Kind: "unknown", Jitter: "unknown"}
+	b := Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown}
 	var all []float64
 	var meds []float64 // median wait per attempt index, while samples last
 	for _, g := range gaps {
@@ -68,11 +68,11 @@ func inferBackoff(gaps [][]float64) Backoff {
 	}
 	slices.Sort(all)
 	if all[len(all)-1] < immediateMS {
-		b.Kind = "none"
+		b.Kind = BackoffImmediate
 		for _, g := range gaps[:len(meds)] {
 			if len(g) >= minNoJitter {
 				// Enough waits agree to claim there is no jitter.
-				b.Jitter = "none"
+				b.Jitter = JitterNone
 				b.JitterPresent = new(bool)
 			}
 		}
@@ -101,11 +101,11 @@ func inferBackoff(gaps [][]float64) Backoff {
 	switch {
 	case b.JitterPresent == nil:
 	case !jittered:
-		b.Jitter = "none"
+		b.Jitter = JitterNone
 	case len(z) < minJitterSamples:
 		// Present, but too few samples to tell the formula: Jitter stays unknown.
 	case decorrelated(gaps[:len(meds)]):
-		b.Jitter = "decorrelated"
+		b.Jitter = JitterDecorrelated
 	default:
 		// A wait drawn uniformly from m·[1-x, 1+x] has a coefficient of
 		// variation of x/√3: full jitter is x = 1 (uniform on [0, 2m]),
@@ -116,11 +116,11 @@ func inferBackoff(gaps [][]float64) Backoff {
 		mean, sd := stat.MeanStdDev(z, nil)
 		switch x := math.Sqrt(3) * sd / mean; {
 		case x > 0.8 && z[0] < 0.2:
-			b.Jitter, envelope = "full", 0.5
+			b.Jitter, envelope = JitterFull, 0.5
 		case math.Abs(x-1.0/3) < 0.04:
-			b.Jitter, envelope = "equal", 0.75
+			b.Jitter, envelope = JitterEqual, 0.75
 		default:
-			b.Jitter = "proportional"
+			b.Jitter = JitterProportional
 			b.JitterFraction = ptr(math.Round(x*20) / 20)
 		}
 	}
@@ -142,9 +142,9 @@ func inferBackoff(gaps [][]float64) Backoff {
 	first := ratios[0]
 	switch {
 	case first < 1.3 && first > 0.77:
-		b.Kind = "constant"
+		b.Kind = BackoffConstant
 	case first >= 1.3:
-		b.Kind = "exponential"
+		b.Kind = BackoffExponential
 		// The multiplier is read where waits still grow; a later ratio near
 		// 1 means the cap was reached.
 		var grow []float64

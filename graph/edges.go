@@ -190,7 +190,7 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	if e.Retries {
 		e.Backoff = inferBackoff(gaps)
 	} else {
-		e.Backoff = Backoff{Kind: "none", Jitter: "none"}
+		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}
 	if len(namedTimeoutDur) >= 2 {
 		// Failures that say they timed out outweigh fast refusals and resets.

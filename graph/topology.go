@@ -104,15 +104,15 @@ type Edge struct {
 
 // Backoff is the inferred wait between attempts.
 type Backoff struct {
-	// Kind is none, constant, exponential, or unknown when too few retries
-	// were seen to tell.
-	Kind       string   `json:"kind"`
-	BaseMS     float64  `json:"base_ms"`
-	Multiplier *float64 `json:"multiplier"`
-	CapMS      *float64 `json:"cap_ms"`
+	// Kind is immediate, constant, exponential, or unknown when too few
+	// retries were seen to tell.
+	Kind       BackoffKind `json:"kind"`
+	BaseMS     float64     `json:"base_ms"`
+	Multiplier *float64    `json:"multiplier"`
+	CapMS      *float64    `json:"cap_ms"`
 	// Jitter is none, full, equal, decorrelated, proportional, or unknown.
-	Jitter         string   `json:"jitter"`
-	JitterFraction *float64 `json:"jitter_fraction"`
+	Jitter         JitterKind `json:"jitter"`
+	JitterFraction *float64   `json:"jitter_fraction"`
 	// JitterPresent says whether waits at the same attempt vary beyond
 	// scheduling noise; null with fewer than three waits. Jitter can be
 	// unknown while this is true: present, but too few samples to name.

@@ -255,14 +255,14 @@ func observedPolicy(e graph.Edge) Policy {
 		p.PerTryTimeout = *e.PerTryTimeoutMS / 1000
 	}
 	b := e.Backoff
-	p.Backoff = Backoff{Kind: "immediate", Jitter: "none"}
+	p.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	switch b.Kind {
-	case "constant", "unknown":
+	case BackoffConstant, graph.BackoffUnknown:
 		if b.BaseMS > 0 {
-			p.Backoff = Backoff{Kind: "constant", Base: b.BaseMS / 1000, Jitter: "none"}
+			p.Backoff = Backoff{Kind: BackoffConstant, Base: b.BaseMS / 1000, Jitter: JitterNone}
 		}
-	case "exponential":
-		p.Backoff = Backoff{Kind: "exponential", Base: b.BaseMS / 1000, Multiplier: 2, Jitter: "none"}
+	case BackoffExponential:
+		p.Backoff = Backoff{Kind: BackoffExponential, Base: b.BaseMS / 1000, Multiplier: 2, Jitter: JitterNone}
 		if b.Multiplier != nil {
 			p.Backoff.Multiplier = *b.Multiplier
 		}
@@ -271,10 +271,10 @@ func observedPolicy(e graph.Edge) Policy {
 		}
 	}
 	switch b.Jitter {
-	case "full", "equal", "decorrelated":
+	case JitterFull, JitterEqual, JitterDecorrelated:
 		p.Backoff.Jitter = b.Jitter
-	case "proportional":
-		p.Backoff.Jitter = "proportional"
+	case JitterProportional:
+		p.Backoff.Jitter = JitterProportional
 		if b.JitterFraction != nil {
 			p.Backoff.Fraction = *b.JitterFraction
 		}

@@ -190,10 +190,10 @@ type Policy struct {
 	Propagate       bool
 	Backoff         Backoff
 	HonorRetryAfter bool
-	// Budget limits retries; nil: unlimited. SharedBudget shares one budget
-	// between every edge into the same callee (caller and callee share it),
-	// otherwise each edge has its own.
-	Budget       func() Budget
+	// Budget limits retries; the zero spec: unlimited. SharedBudget shares
+	// one budget between every edge into the same callee (caller and callee
+	// share it), otherwise each edge has its own.
+	Budget       BudgetSpec
 	SharedBudget bool
 	Breaker      *BreakerConfig
 	// HedgeAfter > 0 sends a second attempt if the first has not answered
@@ -242,6 +242,9 @@ func (m *Model) Validate() error {
 		}
 		if e.Repeat < 1 {
 			return fmt.Errorf("edge %d: repeat %d: want 1 or more", i, e.Repeat)
+		}
+		if err := e.Policy.Budget.Validate(); err != nil {
+			return fmt.Errorf("edge %d (%s → %s): %w", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, err)
 		}
 	}
 	return nil

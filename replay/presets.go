@@ -61,10 +61,12 @@ func single(name string, workers int, t Dist, rate float64, deadline float64, p 
 	}
 }
 
-// The seeds' budgets with their parameters, as budget factories. The
-// parameters are valid constants, which TestPresetBudgets checks.
-func tokenBucket() Budget { b, _ := NewTokenBucket(10, 0.1); return b }
-func ratioBudget() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
+// The seeds' budgets with their parameters. The parameters are valid
+// constants, which TestPresetBudgets checks.
+var (
+	tokenBucket = BudgetSpec{Kind: BudgetTokenBucket, Max: 10, Ratio: 0.1}
+	ratioBudget = BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
+)
 
 func schedule(specs ...string) degrade.Schedule {
 	s, err := degrade.ParseAll(specs)

@@ -9,8 +9,7 @@ import (
 
 // TestRecommend: on retry-everywhere under a db outage, the recommendation
 // never picks a policy that stays collapsed, explains itself, lists the
-// changes edge by edge, and its emitted policy file turns the observed
-// model into the recommended one.
+// changes edge by edge.
 func TestRecommend(t *testing.T) {
 	observed, err := FromTopology(sampleTopology(t, "retry-everywhere"), BuildOptions{Load: 20, Capacity: map[string]Capacity{"db": {Workers: 4}}})
 	if err != nil {
@@ -49,27 +48,6 @@ func TestRecommend(t *testing.T) {
 	}
 	if rec.Policy != "observed" && len(rec.Changes) == 0 {
 		t.Errorf("%s differs from observed but lists no change", rec.Policy)
-	}
-	// The emitted file, read back and applied to observed, gives the
-	// recommended attempts, budgets and Retry-After on every edge.
-	data, err := EmitPolicyFile(observed, models[rec.Policy]).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := ParsePolicyFile("emitted.yaml", data)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, data)
-	}
-	got, err := pf.Apply(observed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := models[rec.Policy]
-	for i := range want.Edges {
-		g, w := got.Edges[i].Policy, want.Edges[i].Policy
-		if g.MaxAttempts != w.MaxAttempts || (g.Budget != nil) != (w.Budget != nil) || g.HonorRetryAfter != w.HonorRetryAfter || g.Backoff.Kind != w.Backoff.Kind {
-			t.Errorf("edge %d: applied %+v, want %+v\n%s", i, g, w, data)
-		}
 	}
 }
 

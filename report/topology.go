@@ -151,7 +151,7 @@ func backoffText(e graph.Edge) string {
 	}
 	b := e.Backoff
 	switch b.Kind {
-	case "none":
+	case graph.BackoffImmediate:
 		return "none"
 	case "constant":
 		return "constant " + ms(b.BaseMS)
@@ -167,14 +167,14 @@ func backoffText(e graph.Edge) string {
 	case "unknown", "":
 		return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
 	}
-	return display(b.Kind)
+	return display(string(b.Kind))
 }
 
 // backoffShort is the backoff in a few characters for graph labels:
 // "exp 20ms", "const 25ms", "immediate", "backoff unknown".
 func backoffShort(b graph.Backoff) string {
 	switch b.Kind {
-	case "none":
+	case graph.BackoffImmediate:
 		return "immediate"
 	case "constant":
 		return "const " + ms(b.BaseMS)
@@ -183,7 +183,7 @@ func backoffShort(b graph.Backoff) string {
 	case "unknown", "":
 		return "backoff unknown"
 	}
-	return display(b.Kind)
+	return display(string(b.Kind))
 }
 
 // jitterText is "none", "proportional ±50%", "full", "present (3 waits)"
@@ -209,7 +209,7 @@ func jitterText(e graph.Edge) string {
 		}
 		return "unknown"
 	}
-	return display(b.Jitter)
+	return display(string(b.Jitter))
 }
 
 func timeoutText(v *float64) string {

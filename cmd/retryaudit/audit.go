@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/policyfile"
 	"github.com/retryaudit/retryaudit/report"
 )
 
@@ -22,6 +26,7 @@ type auditOptions struct {
 	output     string
 	html, md   string
 	emitPolicy string
+	policyFmt  string
 	quiet      bool
 	failOn     []string
 	thresholds []threshold
@@ -54,6 +59,9 @@ crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
 			if err := checkFormat(opts.format, "table", "json"); err != nil {
 				return err
 			}
+			if _, err := policyfile.ParseFormat(opts.policyFmt); err != nil {
+				return usageError{fmt.Errorf("--policy-format: %w", err)}
+			}
 			for _, e := range opts.failOn {
 				t, err := parseThreshold(e)
 				if err != nil {
@@ -77,7 +85,8 @@ crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
 	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
 	f.StringVar(&opts.html, "html", "", "also write a self-contained HTML report to `FILE`")
 	f.StringVar(&opts.md, "md", "", "also write a Markdown report to `FILE`")
-	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended change as a YAML policy `FILE` (replay --policy-file reads it)")
+	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended policy of every edge to `FILE`, in --policy-format (--policy-file reads it back)")
+	f.StringVar(&opts.policyFmt, "policy-format", string(policyfile.FormatNative), "vocabulary of --emit-policy: envoy, istio, linkerd, grpc or native")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
 	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY")
 	opts.sim.bind(f)
@@ -125,20 +134,23 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top,
-		Replay:         &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "observed", Notes: m.Assumed, Runs: results},
-		Recommendation: replay.Recommend(results, models, models["observed"])}
-	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
-		return err
+	notes := append(slices.Clone(m.Assumed), o.sim.policyNotes...)
+	if o.sim.policy != nil {
+		top.Findings = append(top.Findings, policyfile.Compare(o.sim.policy, m, top)...)
 	}
-	if o.emitPolicy != "" && a.Recommendation.Policy != "" {
-		data, err := replay.EmitPolicyFile(models["observed"], models[a.Recommendation.Policy]).Marshal()
+	rec := replay.Recommend(results, models, models["observed"])
+	if o.emitPolicy != "" && rec.Policy != "" {
+		emitted, err := emitPolicy(o.emitPolicy, policyfile.Format(o.policyFmt), models[rec.Policy])
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(o.emitPolicy, data, 0o644); err != nil {
-			return err
-		}
+		notes = append(notes, emitted...)
+	}
+	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top,
+		Replay:         &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "observed", Notes: notes, Runs: results},
+		Recommendation: rec}
+	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
+		return err
 	}
 	return crossed(o.thresholds, a)
 }
@@ -192,4 +204,30 @@ func writeFile(name string, render func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// emitPolicy writes the policy of every edge of m to name in a vocabulary
+// (the gRPC format writes one service config per callee, name.CALLEE.json
+// when there are several) and returns the report's lines: the files
+// written and what the vocabulary could not express.
+func emitPolicy(name string, format policyfile.Format, m *replay.Model) ([]string, error) {
+	out, err := policyfile.Emit(format, policyfile.EdgesOf(m))
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, f := range out.Files {
+		file := name
+		if f.Callee != "" && len(out.Files) > 1 {
+			file = strings.TrimSuffix(name, filepath.Ext(name)) + "." + f.Callee + ".json"
+		}
+		if err := os.WriteFile(file, f.Data, 0o644); err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("--emit-policy wrote %s (%s)", file, format))
+	}
+	for _, n := range out.Notes {
+		lines = append(lines, fmt.Sprintf("--policy-format %s cannot express: %s", format, n))
+	}
+	return lines, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,6 +155,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		if mx.Variants, _, err = o.sim.variants(m, exprs); err != nil {
 			return err
 		}
+		notes = append(slices.Clone(notes), o.sim.policyNotes...)
 		specs := o.degrade
 		if len(specs) == 0 {
 			// The deepest retried dependency: the first of the audit's targets.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/policyfile"
 )
 
 // simFlags are the flags shared by the commands that simulate a topology
@@ -21,6 +22,10 @@ type simFlags struct {
 	seed       uint64
 	duration   time.Duration
 	policyFile string
+	// policyNotes say what the policy file holds that is not simulated and
+	// what in it matched no edge, for the report.
+	policyNotes []string
+	policy      *policyfile.PolicyFile
 }
 
 func (s *simFlags) bind(f *pflag.FlagSet) {
@@ -31,7 +36,7 @@ func (s *simFlags) bind(f *pflag.FlagSet) {
 	f.DurationVar(&s.deadline, "client-deadline", 5*time.Second, "how long end users wait for a root request")
 	f.Uint64Var(&s.seed, "seed", 1, "random seed: the same inputs and seed give byte-identical output")
 	f.DurationVar(&s.duration, "duration", 60*time.Second, "simulated time during which requests arrive")
-	f.StringVar(&s.policyFile, "policy-file", "", "apply a YAML policy `FILE` (gRPC retryPolicy, Envoy retry_policy, Finagle budget) on top of each policy")
+	f.StringVar(&s.policyFile, "policy-file", "", "apply a policy `FILE` on top of each policy: retryaudit YAML, a gRPC service config, Envoy route/cluster YAML, Istio VirtualService/DestinationRule, Linkerd HTTPRoute/GRPCRoute/ServiceProfile")
 }
 
 func (s *simFlags) validate() error {
@@ -63,14 +68,19 @@ func (s *simFlags) model(top *graph.Topology, o replay.BuildOptions) (*replay.Mo
 // and then the policy file, if any, to every policy but none. It returns
 // the variants and their models by policy.
 func (s *simFlags) variants(m *replay.Model, exprs []string) ([]replay.Variant, map[string]*replay.Model, error) {
-	var pf *replay.PolicyFile
+	var pf *policyfile.PolicyFile
 	if s.policyFile != "" {
 		data, err := os.ReadFile(s.policyFile)
 		if err != nil {
 			return nil, nil, err
 		}
-		if pf, err = replay.ParsePolicyFile(s.policyFile, data); err != nil {
+		if pf, err = policyfile.Read(s.policyFile, data); err != nil {
 			return nil, nil, err
+		}
+		s.policy = pf
+		s.policyNotes = nil
+		for _, n := range append(pf.Notes(), pf.Unmatched(m)...) {
+			s.policyNotes = append(s.policyNotes, s.policyFile+": "+n)
 		}
 	}
 	var out []replay.Variant

@@ -1,0 +1,486 @@
+package policyfile
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// EnvoyRetryPolicy is Envoy's config.route.v3.RetryPolicy: the keys the
+// simulator uses (retry_on, num_retries, per_try_timeout, retry_back_off,
+// rate_limited_retry_back_off as honouring Retry-After) and those it reads
+// to compare with traces (retriable_status_codes) or keeps without effect
+// (retry_host_predicate, host_selection_retry_max_attempts).
+type EnvoyRetryPolicy struct {
+	RetryOn                       string                   `yaml:"retry_on,omitempty"`
+	NumRetries                    *int                     `yaml:"num_retries,omitempty"`
+	PerTryTimeout                 *Duration                `yaml:"per_try_timeout,omitempty"`
+	RetryBackOff                  *EnvoyRetryBackOff       `yaml:"retry_back_off,omitempty"`
+	RateLimitedRetryBackOff       *EnvoyRateLimitedBackOff `yaml:"rate_limited_retry_back_off,omitempty"`
+	RetriableStatusCodes          []int                    `yaml:"retriable_status_codes,omitempty"`
+	RetryHostPredicate            []EnvoyExtension         `yaml:"retry_host_predicate,omitempty"`
+	HostSelectionRetryMaxAttempts *int                     `yaml:"host_selection_retry_max_attempts,omitempty"`
+}
+
+// EnvoyRateLimitedBackOff is RetryPolicy.RateLimitedRetryBackOff: waits
+// read from response headers such as Retry-After.
+type EnvoyRateLimitedBackOff struct {
+	ResetHeaders []EnvoyResetHeader `yaml:"reset_headers,omitempty"`
+	MaxInterval  *Duration          `yaml:"max_interval,omitempty"`
+}
+
+// EnvoyResetHeader is RetryPolicy.ResetHeader.
+type EnvoyResetHeader struct {
+	Name   string `yaml:"name"`
+	Format string `yaml:"format,omitempty"` // SECONDS or UNIX_TIMESTAMP
+}
+
+// EnvoyExtension is an Envoy TypedExtensionConfig (name and typed_config),
+// kept as written.
+type EnvoyExtension struct {
+	Name        string         `yaml:"name"`
+	TypedConfig map[string]any `yaml:"typed_config,omitempty"`
+}
+
+// EnvoyRetryBackOff is Envoy's RetryPolicy.RetryBackOff.
+type EnvoyRetryBackOff struct {
+	BaseInterval *Duration `yaml:"base_interval,omitempty"`
+	MaxInterval  *Duration `yaml:"max_interval,omitempty"`
+}
+
+// EnvoyRetryBudget is Envoy's cluster circuit_breakers.thresholds.retry_budget.
+type EnvoyRetryBudget struct {
+	BudgetPercent       *EnvoyPercent `yaml:"budget_percent,omitempty"`
+	MinRetryConcurrency *int          `yaml:"min_retry_concurrency,omitempty"`
+}
+
+// EnvoyPercent is Envoy's type.v3.Percent.
+type EnvoyPercent struct {
+	Value float64 `yaml:"value"`
+}
+
+// Envoy retry_on conditions (x-envoy-retry-on and x-envoy-retry-grpc-on).
+var pfEnvoyRetryOn = []string{"5xx", "gateway-error", "reset", "reset-before-request", "connect-failure",
+	"envoy-ratelimited", "retriable-4xx", "refused-stream", "retriable-status-codes", "retriable-headers",
+	"http3-post-connect-failure", "cancelled", "deadline-exceeded", "internal", "resource-exhausted", "unavailable"}
+
+// Envoy's defaults (config.route.v3.RetryPolicy).
+const (
+	envoyDefaultNumRetries   = 1
+	envoyDefaultBaseInterval = 25 * time.Millisecond
+	envoyMaxIntervalFactor   = 10
+	grpcMaxAttemptsLimit     = 5 // gRFC A6: larger maxAttempts are treated as 5
+)
+
+// spec is Envoy's retry budget, with Envoy's defaults for absent keys.
+func (b *EnvoyRetryBudget) spec() replay.BudgetSpec {
+	pct := replay.EnvoyDefaultBudgetPercent
+	if b.BudgetPercent != nil {
+		pct = b.BudgetPercent.Value
+	}
+	return replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: pct, Min: pfOr(b.MinRetryConcurrency, replay.EnvoyDefaultMinRetryConcurrency)}
+}
+
+// Envoy's RouteConfiguration and Cluster, as far as retries go; other keys
+// are kept out of the simulation and listed as ignored.
+type envoyRouteConfig struct {
+	Name         string             `yaml:"name,omitempty"`
+	VirtualHosts []envoyVirtualHost `yaml:"virtual_hosts,omitempty"`
+}
+
+type envoyVirtualHost struct {
+	Name        string            `yaml:"name"`
+	Domains     []string          `yaml:"domains"`
+	Routes      []envoyRoute      `yaml:"routes,omitempty"`
+	RetryPolicy *EnvoyRetryPolicy `yaml:"retry_policy,omitempty"`
+	HedgePolicy *envoyHedgePolicy `yaml:"hedge_policy,omitempty"`
+}
+
+type envoyRoute struct {
+	Name  string             `yaml:"name,omitempty"`
+	Match envoyRouteMatch    `yaml:"match"`
+	Route *envoyRouteAction  `yaml:"route,omitempty"`
+}
+
+type envoyRouteMatch struct {
+	Prefix    string             `yaml:"prefix,omitempty"`
+	Path      string             `yaml:"path,omitempty"`
+	SafeRegex *envoyRegex        `yaml:"safe_regex,omitempty"`
+	Headers   []envoyRouteHeader `yaml:"headers,omitempty"`
+}
+
+type envoyRegex struct {
+	Regex string `yaml:"regex"`
+}
+
+type envoyRouteHeader struct {
+	Name        string            `yaml:"name"`
+	StringMatch *envoyStringMatch `yaml:"string_match,omitempty"`
+}
+
+type envoyStringMatch struct {
+	Exact string `yaml:"exact,omitempty"`
+}
+
+type envoyRouteAction struct {
+	Cluster     string            `yaml:"cluster,omitempty"`
+	Timeout     *Duration         `yaml:"timeout,omitempty"`
+	RetryPolicy *EnvoyRetryPolicy `yaml:"retry_policy,omitempty"`
+	HedgePolicy *envoyHedgePolicy `yaml:"hedge_policy,omitempty"`
+}
+
+type envoyHedgePolicy struct {
+	HedgeOnPerTryTimeout bool `yaml:"hedge_on_per_try_timeout,omitempty"`
+}
+
+type envoyCluster struct {
+	Name            string                `yaml:"name"`
+	CircuitBreakers *envoyCircuitBreakers `yaml:"circuit_breakers,omitempty"`
+}
+
+type envoyCircuitBreakers struct {
+	Thresholds []envoyThresholds `yaml:"thresholds,omitempty"`
+}
+
+type envoyThresholds struct {
+	Priority    string            `yaml:"priority,omitempty"`
+	RetryBudget *EnvoyRetryBudget `yaml:"retry_budget,omitempty"`
+	MaxRetries  *int              `yaml:"max_retries,omitempty"`
+}
+
+type envoyBootstrap struct {
+	StaticResources struct {
+		Clusters []envoyCluster `yaml:"clusters,omitempty"`
+	} `yaml:"static_resources"`
+}
+
+// readEnvoy reads Envoy YAML or JSON: RouteConfiguration and Cluster
+// documents, or a bootstrap's static clusters. A virtual host's policy
+// applies to the callees its domains and route clusters name; a route's
+// retry_policy replaces the virtual host's on the operations it matches,
+// the first matching route winning.
+func readEnvoy(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
+	src.lenient = true
+	f := &PolicyFile{src: src}
+	for d, doc := range docs {
+		switch {
+		case src.find(doc, "virtual_hosts", 0) != nil:
+			var rc envoyRouteConfig
+			if err := src.decode(doc, &rc); err != nil {
+				return nil, err
+			}
+			for v, vh := range rc.VirtualHosts {
+				hosts := slices.Clone(vh.Domains)
+				for _, r := range vh.Routes {
+					if r.Route != nil && r.Route.Cluster != "" {
+						hosts = append(hosts, r.Route.Cluster)
+					}
+				}
+				where := fmt.Sprintf("document %d virtual_hosts[%d] %s", d+1, v, vh.Name)
+				if vh.RetryPolicy != nil {
+					f.add(&target{hosts: hosts, origin: where}, PolicySpec{EnvoyRetryPolicy: vh.RetryPolicy})
+				}
+				for k, r := range vh.Routes {
+					if r.Route == nil {
+						continue
+					}
+					to := &target{hosts: hosts, group: where, origin: fmt.Sprintf("%s routes[%d]", where, k)}
+					if r.Route.Cluster != "" {
+						to.hosts = []string{r.Route.Cluster}
+					}
+					to.prefix, to.exact = r.Match.Prefix, r.Match.Path
+					if r.Match.SafeRegex != nil {
+						re, err := regexp.Compile("^(?:" + r.Match.SafeRegex.Regex + ")$")
+						if err != nil {
+							return nil, src.errorAt(src.locate(pfPath{"virtual_hosts", v, "routes", k, "match", "safe_regex", "regex"}), nil, err.Error())
+						}
+						to.regex = re
+					}
+					for _, h := range r.Match.Headers {
+						if h.Name == ":method" && h.StringMatch != nil {
+							to.method = h.StringMatch.Exact
+						}
+					}
+					if to.prefix == "/" && to.method == "" {
+						to.prefix = "" // every path: the virtual host's own level
+					}
+					spec := PolicySpec{EnvoyRetryPolicy: r.Route.RetryPolicy}
+					if r.Route.Timeout != nil && *r.Route.Timeout > 0 {
+						spec.Deadline = r.Route.Timeout
+					}
+					hp := r.Route.HedgePolicy
+					if hp == nil {
+						hp = vh.HedgePolicy
+					}
+					if hp != nil && hp.HedgeOnPerTryTimeout && spec.EnvoyRetryPolicy != nil && spec.EnvoyRetryPolicy.PerTryTimeout != nil {
+						spec.HedgeAfter = spec.EnvoyRetryPolicy.PerTryTimeout
+					}
+					if spec.EnvoyRetryPolicy == nil && spec.Deadline == nil {
+						continue
+					}
+					f.add(to, spec)
+				}
+			}
+		case src.find(doc, "static_resources", 0) != nil:
+			var b envoyBootstrap
+			if err := src.decode(doc, &b); err != nil {
+				return nil, err
+			}
+			for _, c := range b.StaticResources.Clusters {
+				f.addCluster(c, fmt.Sprintf("document %d static_resources cluster %s", d+1, c.Name))
+			}
+		default:
+			var c envoyCluster
+			if err := src.decode(doc, &c); err != nil {
+				return nil, err
+			}
+			f.addCluster(c, fmt.Sprintf("document %d cluster %s", d+1, c.Name))
+		}
+	}
+	for _, ep := range f.Edges {
+		if rp := ep.EnvoyRetryPolicy; rp != nil {
+			if len(rp.RetryHostPredicate) > 0 || rp.HostSelectionRetryMaxAttempts != nil {
+				f.note("%s: retry_host_predicate and host_selection_retry_max_attempts pick other hosts for retries; the simulator has one pool per service", ep.to.origin)
+			}
+			if len(rp.RetriableStatusCodes) > 0 {
+				f.note("%s: retriable_status_codes %v are compared with the traces; the simulator retries every failure it makes", ep.to.origin, rp.RetriableStatusCodes)
+			}
+		}
+	}
+	return f, f.finish()
+}
+
+// addCluster reads a cluster's retry budget (the DEFAULT priority's).
+func (f *PolicyFile) addCluster(c envoyCluster, where string) {
+	if c.CircuitBreakers == nil {
+		return
+	}
+	for _, t := range c.CircuitBreakers.Thresholds {
+		if t.Priority != "" && t.Priority != "DEFAULT" {
+			continue
+		}
+		if t.RetryBudget != nil {
+			f.add(&target{hosts: []string{c.Name}, origin: where}, PolicySpec{EnvoyRetryBudget: t.RetryBudget})
+		}
+		if t.MaxRetries != nil {
+			f.note("%s: max_retries %d bounds concurrent retries to the whole cluster; not simulated", where, *t.MaxRetries)
+		}
+	}
+}
+
+// add appends an entry read from a project's file.
+func (f *PolicyFile) add(to *target, spec PolicySpec) {
+	f.Edges = append(f.Edges, EdgePolicy{PolicySpec: spec, to: to})
+}
+
+func (f *PolicyFile) note(format string, args ...any) {
+	f.notes = append(f.notes, fmt.Sprintf(format, args...))
+}
+
+// finish lists the ignored keys that bear on retries and validates.
+func (f *PolicyFile) finish() error {
+	for _, k := range f.src.ignored {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "retr") || strings.Contains(lk, "timeout") || strings.Contains(lk, "hedg") || strings.Contains(lk, "budget") {
+			f.note("%s: read but not simulated", k)
+		}
+	}
+	return f.validate()
+}
+
+// Envoy writing.
+
+type envoyOutRoute struct {
+	Name  string          `yaml:"name"`
+	Match envoyRouteMatch `yaml:"match"`
+	Route envoyOutAction  `yaml:"route"`
+}
+
+type envoyOutAction struct {
+	Cluster     string               `yaml:"cluster"`
+	Timeout     string               `yaml:"timeout,omitempty"`
+	RetryPolicy *envoyOutRetryPolicy `yaml:"retry_policy,omitempty"`
+	HedgePolicy *envoyHedgePolicy    `yaml:"hedge_policy,omitempty"`
+}
+
+type envoyOutRetryPolicy struct {
+	RetryOn                       string                 `yaml:"retry_on"`
+	NumRetries                    int                    `yaml:"num_retries"`
+	PerTryTimeout                 string                 `yaml:"per_try_timeout,omitempty"`
+	RetryBackOff                  *envoyOutBackOff       `yaml:"retry_back_off,omitempty"`
+	RateLimitedRetryBackOff       *envoyOutRateLimited   `yaml:"rate_limited_retry_back_off,omitempty"`
+	RetriableStatusCodes          []int                  `yaml:"retriable_status_codes,omitempty"`
+	RetryHostPredicate            []envoyOutHostSelector `yaml:"retry_host_predicate,omitempty"`
+	HostSelectionRetryMaxAttempts int                    `yaml:"host_selection_retry_max_attempts,omitempty"`
+}
+
+type envoyOutBackOff struct {
+	BaseInterval string `yaml:"base_interval"`
+	MaxInterval  string `yaml:"max_interval"`
+}
+
+type envoyOutRateLimited struct {
+	ResetHeaders []EnvoyResetHeader `yaml:"reset_headers"`
+	MaxInterval  string             `yaml:"max_interval"`
+}
+
+type envoyOutHostSelector struct {
+	Name        string            `yaml:"name"`
+	TypedConfig map[string]string `yaml:"typed_config"`
+}
+
+// envoyMinBase is the base interval written for immediate retries:
+// Envoy requires a base_interval > 0.
+const envoyMinBase = 0.001
+
+// envoyRetry is a policy as Envoy's retry_policy; nil when it does not
+// retry. grpc selects the gRPC retry conditions.
+func envoyRetry(e Edge, grpc bool, n *notes) *envoyOutRetryPolicy {
+	p := e.Policy
+	if p.MaxAttempts < 2 || p.HedgeAfter > 0 {
+		return nil
+	}
+	rp := &envoyOutRetryPolicy{RetryOn: "5xx,reset,connect-failure,refused-stream", NumRetries: p.MaxAttempts - 1}
+	if grpc {
+		rp.RetryOn = "reset,connect-failure,refused-stream,unavailable"
+	}
+	if p.PerTryTimeout > 0 {
+		rp.PerTryTimeout = protoDuration(p.PerTryTimeout)
+	}
+	b := p.Backoff
+	base, capS := b.Base, b.Cap
+	switch {
+	case b.Kind == "" || b.Kind == replay.BackoffImmediate || base <= 0:
+		base = envoyMinBase
+		n.add(e, "immediate retries cannot be expressed: Envoy waits at least base_interval, written as %s", protoDuration(base))
+	case b.Kind == replay.BackoffConstant:
+		capS = base
+		n.add(e, "constant backoff is written as max_interval = base_interval; Envoy still draws each wait from [0, base·(2ⁿ−1)) capped there")
+	}
+	if b.Kind == replay.BackoffExponential && b.Multiplier != 0 && b.Multiplier != 2 {
+		n.add(e, "backoff multiplier %g cannot be expressed: Envoy doubles", b.Multiplier)
+	}
+	if capS <= 0 {
+		capS = 10 * base
+		n.add(e, "no backoff cap cannot be expressed: Envoy caps at max_interval, written as 10 × base_interval (Envoy's default)")
+	}
+	rp.RetryBackOff = &envoyOutBackOff{BaseInterval: protoDuration(base), MaxInterval: protoDuration(max(capS, base))}
+	jitterNote(n, e, replay.JitterFull)
+	if p.HonorRetryAfter {
+		rp.RetryOn += ",retriable-status-codes"
+		rp.RetriableStatusCodes = []int{429}
+		rp.RateLimitedRetryBackOff = &envoyOutRateLimited{ResetHeaders: []EnvoyResetHeader{{Name: "Retry-After", Format: "SECONDS"}}, MaxInterval: protoDuration(max(capS, 1))}
+	}
+	rp.RetryHostPredicate = []envoyOutHostSelector{{Name: "envoy.retry_host_predicates.previous_hosts",
+		TypedConfig: map[string]string{"@type": "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"}}}
+	rp.HostSelectionRetryMaxAttempts = 3
+	return rp
+}
+
+// emitEnvoy writes a RouteConfiguration (a virtual host per callee, a route
+// per operation) and a Cluster per callee with its retry budget.
+func emitEnvoy(edges []Edge) (*Emitted, error) {
+	n := &notes{format: FormatEnvoy}
+	rc := struct {
+		Name         string `yaml:"name"`
+		VirtualHosts []any  `yaml:"virtual_hosts"`
+	}{Name: "retryaudit"}
+	var clusters []any
+	for _, group := range byCallee(edges) {
+		callee := group[0].Callee
+		var routes []envoyOutRoute
+		var budget *replay.BudgetSpec
+		for _, e := range byOperation(group, n) {
+			method, path, grpc := splitOp(e.Operation)
+			r := envoyOutRoute{Name: e.Operation, Route: envoyOutAction{Cluster: callee}}
+			switch {
+			case grpc:
+				r.Match.Path = "/" + e.Operation
+			case path != "":
+				r.Match.SafeRegex = &envoyRegex{Regex: routeRegex(path)}
+				r.Match.Headers = []envoyRouteHeader{{Name: ":method", StringMatch: &envoyStringMatch{Exact: method}}}
+			default:
+				r.Match.Prefix = "/"
+				n.add(e, "operation %q is neither an HTTP route nor a gRPC method; written as a route for every path", e.Operation)
+			}
+			if e.Policy.Deadline > 0 {
+				r.Route.Timeout = protoDuration(e.Policy.Deadline)
+			}
+			r.Route.RetryPolicy = envoyRetry(e, grpc, n)
+			if h := e.Policy.HedgeAfter; h > 0 {
+				if r.Route.RetryPolicy == nil {
+					r.Route.RetryPolicy = &envoyOutRetryPolicy{RetryOn: "reset,connect-failure", NumRetries: 1}
+				}
+				r.Route.RetryPolicy.PerTryTimeout = protoDuration(h)
+				r.Route.HedgePolicy = &envoyHedgePolicy{HedgeOnPerTryTimeout: true}
+				n.add(e, "hedging after %s is written as hedge_on_per_try_timeout with per_try_timeout %s (Envoy hedges when a try times out)", protoDuration(h), protoDuration(h))
+			}
+			if e.Policy.Propagate {
+				n.add(e, "deadline propagation is the application's (grpc-timeout or a deadline header); Envoy does not drop late work")
+			}
+			if e.Policy.Breaker != nil {
+				n.add(e, "the circuit breaker cannot be expressed: Envoy's outlier_detection ejects hosts, not the edge")
+			}
+			if bs := e.Policy.Budget; bs.Kind != replay.BudgetNone && budget == nil {
+				budget = &bs
+			}
+			routes = append(routes, r)
+		}
+		rc.VirtualHosts = append(rc.VirtualHosts, struct {
+			Name    string          `yaml:"name"`
+			Domains []string        `yaml:"domains"`
+			Routes  []envoyOutRoute `yaml:"routes"`
+		}{Name: callee, Domains: []string{callee}, Routes: routes})
+		if budget != nil {
+			rb := envoyBudgetOf(*budget, group[0], n)
+			clusters = append(clusters, struct {
+				Name            string `yaml:"name"`
+				CircuitBreakers struct {
+					Thresholds []any `yaml:"thresholds"`
+				} `yaml:"circuit_breakers"`
+			}{Name: callee, CircuitBreakers: struct {
+				Thresholds []any `yaml:"thresholds"`
+			}{Thresholds: []any{struct {
+				Priority    string `yaml:"priority"`
+				RetryBudget any    `yaml:"retry_budget"`
+			}{"DEFAULT", rb}}}})
+		}
+	}
+	docs := []any{rc}
+	heads := [][]byte{comments("Envoy v3 RouteConfiguration written by retryaudit", n.list)}
+	for _, c := range clusters {
+		docs = append(docs, c)
+		heads = append(heads, []byte("# Envoy v3 Cluster: the callee's retry budget\n"))
+	}
+	data, err := yamlDocs(docs, heads)
+	if err != nil {
+		return nil, err
+	}
+	return &Emitted{Files: []Output{{Data: data}}, Notes: n.list}, nil
+}
+
+// envoyBudgetOf writes a budget as Envoy's retry_budget: exact for an
+// Envoy budget, approximated (and noted) for the others.
+func envoyBudgetOf(b replay.BudgetSpec, e Edge, n *notes) any {
+	type percent struct {
+		Value float64 `yaml:"value"`
+	}
+	type budget struct {
+		BudgetPercent       percent `yaml:"budget_percent"`
+		MinRetryConcurrency int     `yaml:"min_retry_concurrency"`
+	}
+	switch b.Kind {
+	case replay.BudgetEnvoy:
+		return budget{percent{b.Percent}, b.Min}
+	case replay.BudgetRatio, replay.BudgetFinagle:
+		n.add(e, "the %s budget (retries ≤ %g of requests) is written as an Envoy retry_budget of %g%%: Envoy bounds concurrent retries, not a rate", b.Kind, b.Ratio, 100*b.Ratio)
+		return budget{percent{100 * b.Ratio}, replay.EnvoyDefaultMinRetryConcurrency}
+	}
+	n.add(e, "the %s budget cannot be expressed; written as Envoy's default retry_budget (20%%, 3)", b.Kind)
+	return budget{percent{replay.EnvoyDefaultBudgetPercent}, replay.EnvoyDefaultMinRetryConcurrency}
+}

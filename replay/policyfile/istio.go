@@ -1,0 +1,348 @@
+package policyfile
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// A Kubernetes object's envelope.
+type kubeObject struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name        string            `yaml:"name"`
+		Namespace   string            `yaml:"namespace,omitempty"`
+		Annotations map[string]string `yaml:"annotations,omitempty"`
+	} `yaml:"metadata"`
+}
+
+// Istio's VirtualService and DestinationRule, as far as retries go.
+type istioVirtualService struct {
+	Spec struct {
+		Hosts []string         `yaml:"hosts"`
+		HTTP  []istioHTTPRoute `yaml:"http"`
+	} `yaml:"spec"`
+}
+
+type istioHTTPRoute struct {
+	Name  string `yaml:"name,omitempty"`
+	Match []struct {
+		URI    *istioStringMatch `yaml:"uri,omitempty"`
+		Method *istioStringMatch `yaml:"method,omitempty"`
+	} `yaml:"match,omitempty"`
+	Route []struct {
+		Destination struct {
+			Host string `yaml:"host"`
+		} `yaml:"destination"`
+	} `yaml:"route,omitempty"`
+	Retries *struct {
+		Attempts      *int      `yaml:"attempts,omitempty"`
+		PerTryTimeout *Duration `yaml:"perTryTimeout,omitempty"`
+		RetryOn       string    `yaml:"retryOn,omitempty"`
+		Backoff       *Duration `yaml:"backoff,omitempty"`
+	} `yaml:"retries,omitempty"`
+	Timeout *Duration `yaml:"timeout,omitempty"`
+}
+
+type istioStringMatch struct {
+	Exact  string `yaml:"exact,omitempty"`
+	Prefix string `yaml:"prefix,omitempty"`
+	Regex  string `yaml:"regex,omitempty"`
+}
+
+type istioDestinationRule struct {
+	Spec struct {
+		Host          string `yaml:"host"`
+		TrafficPolicy *struct {
+			RetryBudget *struct {
+				Percent             *float64 `yaml:"percent,omitempty"`
+				MinRetryConcurrency *int     `yaml:"minRetryConcurrency,omitempty"`
+			} `yaml:"retryBudget,omitempty"`
+		} `yaml:"trafficPolicy,omitempty"`
+	} `yaml:"spec"`
+}
+
+// Istio's retry defaults: the mesh's default HTTP retry policy when a route
+// gives none (2 attempts after the first, on connection failures and 503
+// from unavailable hosts), and Envoy's 25 ms base interval.
+const (
+	istioDefaultAttempts = 2
+	istioDefaultRetryOn  = "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
+)
+
+// readKube reads Kubernetes resources: Istio VirtualService and
+// DestinationRule, Gateway API HTTPRoute and GRPCRoute with Linkerd's
+// annotations, Services with them, and Linkerd ServiceProfiles. Other
+// kinds are noted and skipped.
+func readKube(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
+	src.lenient = true
+	f := &PolicyFile{src: src}
+	for d, doc := range docs {
+		var obj kubeObject
+		if err := src.decode(doc, &obj); err != nil {
+			return nil, err
+		}
+		where := fmt.Sprintf("document %d %s %s", d+1, obj.Kind, obj.Metadata.Name)
+		group, _, _ := strings.Cut(obj.APIVersion, "/")
+		var err error
+		switch {
+		case group == "networking.istio.io" && obj.Kind == "VirtualService":
+			err = f.readVirtualService(src, doc, where)
+		case group == "networking.istio.io" && obj.Kind == "DestinationRule":
+			err = f.readDestinationRule(src, doc, where)
+		case obj.Kind == "HTTPRoute" || obj.Kind == "GRPCRoute":
+			err = f.readRoute(src, doc, obj, where)
+		case obj.Kind == "Service" && group == "v1":
+			f.readLinkerdAnnotations(obj, &target{hosts: []string{obj.Metadata.Name}, origin: where})
+		case group == "linkerd.io" && obj.Kind == "ServiceProfile":
+			err = f.readServiceProfile(src, doc, obj, where)
+		default:
+			f.note("%s: %s is not a policy resource retryaudit reads; skipped", where, obj.APIVersion)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return f, f.finish()
+}
+
+func (f *PolicyFile) readVirtualService(src *pfSource, doc ast.Node, where string) error {
+	var vs istioVirtualService
+	if err := src.decode(doc, &vs); err != nil {
+		return err
+	}
+	for i, r := range vs.Spec.HTTP {
+		hosts := vs.Spec.Hosts
+		if len(r.Route) > 0 {
+			hosts = nil
+			for _, d := range r.Route {
+				hosts = append(hosts, d.Destination.Host)
+			}
+		}
+		ep := &EnvoyRetryPolicy{RetryOn: istioDefaultRetryOn, NumRetries: new(int)}
+		*ep.NumRetries = istioDefaultAttempts
+		rwhere := fmt.Sprintf("%s http[%d]", where, i)
+		if rt := r.Retries; rt != nil {
+			if rt.Attempts != nil {
+				*ep.NumRetries = *rt.Attempts
+			}
+			ep.PerTryTimeout = rt.PerTryTimeout
+			if rt.RetryOn != "" {
+				ep.RetryOn, ep.RetriableStatusCodes = istioRetryOn(rt.RetryOn)
+			}
+			if rt.Backoff != nil && *rt.Backoff > 0 {
+				ep.RetryBackOff = &EnvoyRetryBackOff{BaseInterval: rt.Backoff}
+			}
+		} else {
+			f.note("%s: no retries given: Istio's default applies (2 retries on %s), unless the mesh config changes it", rwhere, istioDefaultRetryOn)
+		}
+		spec := PolicySpec{EnvoyRetryPolicy: ep, Deadline: r.Timeout}
+		if len(r.Match) == 0 {
+			f.add(&target{hosts: hosts, group: where, origin: rwhere}, spec)
+		}
+		for k, m := range r.Match {
+			to := &target{hosts: hosts, group: where, origin: fmt.Sprintf("%s.match[%d]", rwhere, k)}
+			if u := m.URI; u != nil {
+				to.exact, to.prefix = u.Exact, u.Prefix
+				if u.Regex != "" {
+					re, err := regexp.Compile("^(?:" + u.Regex + ")$")
+					if err != nil {
+						return src.errorAt(nil, pfPath{"spec", "http", i, "match", k, "uri", "regex"}, err.Error())
+					}
+					to.regex = re
+				}
+			}
+			if m.Method != nil {
+				to.method = m.Method.Exact
+			}
+			f.add(to, spec)
+		}
+	}
+	return nil
+}
+
+// istioRetryOn splits Istio's retryOn into Envoy conditions and the HTTP
+// status codes Istio turns into retriable_status_codes.
+func istioRetryOn(s string) (string, []int) {
+	var conds []string
+	var codes []int
+	for c := range strings.SplitSeq(s, ",") {
+		c = strings.TrimSpace(c)
+		var n int
+		if _, err := fmt.Sscanf(c, "%d", &n); err == nil && fmt.Sprint(n) == c {
+			codes = append(codes, n)
+			continue
+		}
+		conds = append(conds, c)
+	}
+	if len(codes) > 0 && !strings.Contains(s, "retriable-status-codes") {
+		conds = append(conds, "retriable-status-codes")
+	}
+	return strings.Join(conds, ","), codes
+}
+
+func (f *PolicyFile) readDestinationRule(src *pfSource, doc ast.Node, where string) error {
+	var dr istioDestinationRule
+	if err := src.decode(doc, &dr); err != nil {
+		return err
+	}
+	if tp := dr.Spec.TrafficPolicy; tp != nil && tp.RetryBudget != nil {
+		b := &EnvoyRetryBudget{MinRetryConcurrency: tp.RetryBudget.MinRetryConcurrency}
+		if tp.RetryBudget.Percent != nil {
+			b.BudgetPercent = &EnvoyPercent{Value: *tp.RetryBudget.Percent}
+		}
+		f.add(&target{hosts: []string{dr.Spec.Host}, origin: where + " trafficPolicy.retryBudget"}, PolicySpec{EnvoyRetryBudget: b})
+	}
+	return nil
+}
+
+// emitIstio writes a VirtualService (an http route per operation, with its
+// retries and timeout) and, for a budget, a DestinationRule per callee.
+func emitIstio(edges []Edge) (*Emitted, error) {
+	n := &notes{format: FormatIstio}
+	type match struct {
+		URI    map[string]string `yaml:"uri,omitempty"`
+		Method map[string]string `yaml:"method,omitempty"`
+	}
+	type retries struct {
+		Attempts      int    `yaml:"attempts"`
+		PerTryTimeout string `yaml:"perTryTimeout,omitempty"`
+		RetryOn       string `yaml:"retryOn,omitempty"`
+		Backoff       string `yaml:"backoff,omitempty"`
+	}
+	type route struct {
+		Name    string `yaml:"name"`
+		Match   []match                        `yaml:"match,omitempty"`
+		Route   []map[string]map[string]string `yaml:"route"`
+		Retries retries                        `yaml:"retries"`
+		Timeout string                         `yaml:"timeout,omitempty"`
+	}
+	var docs []any
+	var heads [][]byte
+	for _, group := range byCallee(edges) {
+		callee := group[0].Callee
+		var routes []route
+		var budget *replay.BudgetSpec
+		for _, e := range byOperation(group, n) {
+			p := e.Policy
+			method, path, grpc := splitOp(e.Operation)
+			r := route{Name: pfKubeName(e.Operation), Route: []map[string]map[string]string{{"destination": {"host": callee}}}}
+			switch {
+			case grpc:
+				r.Match = []match{{URI: map[string]string{"exact": "/" + e.Operation}}}
+			case path != "":
+				r.Match = []match{{URI: map[string]string{"regex": routeRegex(path)}, Method: map[string]string{"exact": method}}}
+			}
+			r.Retries.Attempts = max(p.MaxAttempts-1, 0)
+			if p.HedgeAfter > 0 {
+				r.Retries.Attempts = 0
+			}
+			if r.Retries.Attempts > 0 {
+				r.Retries.RetryOn = "5xx,connect-failure,refused-stream"
+				if grpc {
+					r.Retries.RetryOn = "connect-failure,refused-stream,unavailable"
+				}
+				if p.HonorRetryAfter {
+					r.Retries.RetryOn += ",429"
+					n.add(e, "Retry-After cannot be expressed: Istio retries 429 but has no rate_limited_retry_back_off")
+				}
+				if p.PerTryTimeout > 0 {
+					r.Retries.PerTryTimeout = protoDuration(p.PerTryTimeout)
+				}
+				b := p.Backoff
+				switch {
+				case b.Kind == "" || b.Kind == replay.BackoffImmediate || b.Base <= 0:
+					r.Retries.Backoff = protoDuration(envoyMinBase)
+					n.add(e, "immediate retries cannot be expressed: Istio's backoff is Envoy's, written with base %s", protoDuration(envoyMinBase))
+				default:
+					r.Retries.Backoff = protoDuration(b.Base)
+					if b.Kind != replay.BackoffExponential || (b.Multiplier != 0 && b.Multiplier != 2) || b.Cap != 10*b.Base {
+						n.add(e, "%s backoff ×%g capped at %s cannot be expressed: Istio sets the base only (Envoy doubles it up to 10 × base)", b.Kind, b.Multiplier, protoDuration(b.Cap))
+					}
+				}
+				jitterNote(n, e, replay.JitterFull)
+			}
+			if p.Deadline > 0 {
+				r.Timeout = protoDuration(p.Deadline)
+			}
+			if p.HedgeAfter > 0 {
+				n.add(e, "hedging after %s cannot be expressed in Istio", protoDuration(p.HedgeAfter))
+			}
+			if p.Breaker != nil {
+				n.add(e, "the circuit breaker cannot be expressed: Istio's outlierDetection ejects hosts, not the edge")
+			}
+			if bs := p.Budget; bs.Kind != replay.BudgetNone && budget == nil {
+				budget = &bs
+			}
+			routes = append(routes, r)
+		}
+		docs = append(docs, kubeDoc("networking.istio.io/v1", "VirtualService", callee, nil, map[string]any{"hosts": []string{callee}, "http": routes}))
+		heads = append(heads, nil)
+		if budget != nil {
+			rb := map[string]any{"percent": 100 * budget.Ratio, "minRetryConcurrency": replay.EnvoyDefaultMinRetryConcurrency}
+			switch budget.Kind {
+			case replay.BudgetEnvoy:
+				rb = map[string]any{"percent": budget.Percent, "minRetryConcurrency": budget.Min}
+			case replay.BudgetRatio, replay.BudgetFinagle:
+				n.add(group[0], "the %s budget is written as retryBudget percent %g: Istio's budget bounds concurrent retries, not a rate", budget.Kind, 100*budget.Ratio)
+			default:
+				budgetNote(n, group[0])
+				rb = nil
+			}
+			if rb != nil {
+				docs = append(docs, kubeDoc("networking.istio.io/v1", "DestinationRule", callee, nil, map[string]any{"host": callee, "trafficPolicy": map[string]any{"retryBudget": rb}}))
+				heads = append(heads, nil)
+			}
+		}
+	}
+	if len(heads) > 0 {
+		heads[0] = comments("Istio networking.istio.io/v1 written by retryaudit", n.list)
+	}
+	data, err := yamlDocs(docs, heads)
+	if err != nil {
+		return nil, err
+	}
+	return &Emitted{Files: []Output{{Data: data}}, Notes: n.list}, nil
+}
+
+// kubeDoc is a Kubernetes object with its spec.
+func kubeDoc(apiVersion, kind, name string, annotations map[string]string, spec any) any {
+	type meta struct {
+		Name        string            `yaml:"name"`
+		Annotations map[string]string `yaml:"annotations,omitempty"`
+	}
+	return struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+		Metadata   meta   `yaml:"metadata"`
+		Spec       any    `yaml:"spec"`
+	}{apiVersion, kind, meta{name, annotations}, spec}
+}
+
+// pfKubeName turns an operation into a DNS-label-like name.
+func pfKubeName(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimSuffix(b.String(), "-")
+	if len(out) > 63 {
+		out = strings.TrimSuffix(out[:63], "-")
+	}
+	if out == "" {
+		out = "route"
+	}
+	return out
+}

@@ -1,0 +1,294 @@
+package policyfile
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// Linkerd's retry and timeout annotations (on a Service, HTTPRoute or
+// GRPCRoute).
+const (
+	linkerdRetryHTTP    = "retry.linkerd.io/http"
+	linkerdRetryGRPC    = "retry.linkerd.io/grpc"
+	linkerdRetryLimit   = "retry.linkerd.io/limit"
+	linkerdRetryTimeout = "retry.linkerd.io/timeout"
+	linkerdTimeout      = "timeout.linkerd.io/request"
+	// linkerdDefaultLimit is how many retries Linkerd allows when only the
+	// conditions are given.
+	linkerdDefaultLimit = 1
+)
+
+// Gateway API routes, as far as matching goes.
+type gatewayRoute struct {
+	Spec struct {
+		ParentRefs []struct {
+			Name string `yaml:"name"`
+			Kind string `yaml:"kind,omitempty"`
+		} `yaml:"parentRefs"`
+		Rules []struct {
+			Matches []struct {
+				Path *struct {
+					Type  string `yaml:"type,omitempty"`
+					Value string `yaml:"value,omitempty"`
+				} `yaml:"path,omitempty"`
+				Method any `yaml:"method,omitempty"` // HTTPRoute: a string; GRPCRoute: {service, method}
+			} `yaml:"matches,omitempty"`
+			Timeouts *struct {
+				Request *Duration `yaml:"request,omitempty"`
+			} `yaml:"timeouts,omitempty"`
+		} `yaml:"rules,omitempty"`
+	} `yaml:"spec"`
+}
+
+// readRoute reads an HTTPRoute or GRPCRoute: its parent Services are the
+// callees, its rules' matches the operations, its annotations the policy.
+func (f *PolicyFile) readRoute(src *pfSource, doc ast.Node, obj kubeObject, where string) error {
+	var r gatewayRoute
+	if err := src.decode(doc, &r); err != nil {
+		return err
+	}
+	var hosts []string
+	for _, p := range r.Spec.ParentRefs {
+		if p.Kind == "" || p.Kind == "Service" {
+			hosts = append(hosts, p.Name)
+		}
+	}
+	if len(hosts) == 0 {
+		f.note("%s: no Service parent: Linkerd applies route annotations to Service parents only", where)
+		return nil
+	}
+	if len(r.Spec.Rules) == 0 {
+		f.readLinkerdAnnotations(obj, &target{hosts: hosts, origin: where})
+	}
+	for i, rule := range r.Spec.Rules {
+		var deadline *Duration
+		if rule.Timeouts != nil && rule.Timeouts.Request != nil {
+			deadline = rule.Timeouts.Request
+		}
+		add := func(to *target) {
+			if ep := f.readLinkerdAnnotations(obj, to); ep != nil && deadline != nil && ep.Deadline == nil {
+				ep.Deadline = deadline
+			} else if ep == nil && deadline != nil {
+				f.add(to, PolicySpec{Deadline: deadline})
+			}
+		}
+		if len(rule.Matches) == 0 {
+			add(&target{hosts: hosts, group: where, origin: fmt.Sprintf("%s rules[%d]", where, i)})
+		}
+		for k, m := range rule.Matches {
+			to := &target{hosts: hosts, group: where, origin: fmt.Sprintf("%s rules[%d].matches[%d]", where, i, k)}
+			switch mm := m.Method.(type) {
+			case string:
+				to.method = mm
+			case map[string]any:
+				to.grpcService, _ = mm["service"].(string)
+				to.grpcMethod, _ = mm["method"].(string)
+			}
+			if p := m.Path; p != nil {
+				switch p.Type {
+				case "Exact":
+					to.exact = p.Value
+				case "RegularExpression":
+					re, err := regexp.Compile("^(?:" + p.Value + ")$")
+					if err != nil {
+						return src.errorAt(nil, pfPath{"spec", "rules", i, "matches", k, "path", "value"}, err.Error())
+					}
+					to.regex = re
+				default:
+					if p.Value != "/" {
+						to.prefix = p.Value
+					}
+				}
+			}
+			add(to)
+		}
+	}
+	return nil
+}
+
+// readLinkerdAnnotations adds the entry Linkerd's annotations give, if any.
+func (f *PolicyFile) readLinkerdAnnotations(obj kubeObject, to *target) *EdgePolicy {
+	a := obj.Metadata.Annotations
+	conds := a[linkerdRetryHTTP]
+	if g := a[linkerdRetryGRPC]; g != "" {
+		conds = g
+	}
+	var s PolicySpec
+	set := false
+	if conds != "" || a[linkerdRetryLimit] != "" {
+		limit := linkerdDefaultLimit
+		if v := a[linkerdRetryLimit]; v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				f.note("%s: %s %q is not a retry count; ignored", to.origin, linkerdRetryLimit, v)
+			} else {
+				limit = n
+			}
+		}
+		attempts := limit + 1
+		s.MaxAttempts = &attempts
+		s.Backoff = &BackoffSpec{Kind: replay.BackoffImmediate}
+		f.note("%s: Linkerd retries without backoff; simulated as immediate retries on %s", to.origin, pfOrNone(conds))
+		set = true
+	}
+	for _, k := range []struct {
+		key string
+		d   **Duration
+	}{{linkerdRetryTimeout, &s.PerTryTimeout}, {linkerdTimeout, &s.Deadline}} {
+		if v := a[k.key]; v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				f.note("%s: %s %q is not a duration; ignored", to.origin, k.key, v)
+				continue
+			}
+			dd := Duration(d)
+			*k.d = &dd
+			set = true
+		}
+	}
+	if !set {
+		return nil
+	}
+	f.add(to, s)
+	return &f.Edges[len(f.Edges)-1]
+}
+
+// Linkerd's ServiceProfile (linkerd.io/v1alpha2), as far as retries go.
+type serviceProfile struct {
+	Spec struct {
+		Routes []struct {
+			Name      string `yaml:"name"`
+			Condition struct {
+				Method    string `yaml:"method,omitempty"`
+				PathRegex string `yaml:"pathRegex,omitempty"`
+			} `yaml:"condition"`
+			IsRetryable bool      `yaml:"isRetryable,omitempty"`
+			Timeout     *Duration `yaml:"timeout,omitempty"`
+		} `yaml:"routes,omitempty"`
+		RetryBudget *struct {
+			RetryRatio          *float64  `yaml:"retryRatio,omitempty"`
+			MinRetriesPerSecond *int      `yaml:"minRetriesPerSecond,omitempty"`
+			TTL                 *Duration `yaml:"ttl,omitempty"`
+		} `yaml:"retryBudget,omitempty"`
+	} `yaml:"spec"`
+}
+
+// serviceProfileAttempts is how many attempts a retryable ServiceProfile
+// route is simulated with: Linkerd bounds its retries by the budget alone.
+const serviceProfileAttempts = 10
+
+func (f *PolicyFile) readServiceProfile(src *pfSource, doc ast.Node, obj kubeObject, where string) error {
+	var sp serviceProfile
+	if err := src.decode(doc, &sp); err != nil {
+		return err
+	}
+	hosts := []string{obj.Metadata.Name}
+	if b := sp.Spec.RetryBudget; b != nil {
+		fb := &FinagleRetryBudget{TTL: b.TTL, MinRetriesPerSec: b.MinRetriesPerSecond, PercentCanRetry: b.RetryRatio}
+		f.add(&target{hosts: hosts, origin: where + " retryBudget"}, PolicySpec{Finagle: fb})
+	}
+	for i, r := range sp.Spec.Routes {
+		to := &target{hosts: hosts, group: where, origin: fmt.Sprintf("%s routes[%d] %s", where, i, r.Name), method: r.Condition.Method}
+		if r.Condition.PathRegex != "" {
+			re, err := regexp.Compile("^(?:" + r.Condition.PathRegex + ")$")
+			if err != nil {
+				return src.errorAt(nil, pfPath{"spec", "routes", i, "condition", "pathRegex"}, err.Error())
+			}
+			to.regex = re
+		}
+		var s PolicySpec
+		if r.IsRetryable {
+			n := serviceProfileAttempts
+			s.MaxAttempts = &n
+			s.Backoff = &BackoffSpec{Kind: replay.BackoffImmediate}
+			f.note("%s: isRetryable: Linkerd bounds retries by the retry budget alone; simulated with up to %d attempts, immediate", to.origin, n)
+		}
+		s.Deadline = r.Timeout
+		if s.MaxAttempts != nil || s.Deadline != nil {
+			f.add(to, s)
+		}
+	}
+	return nil
+}
+
+// emitLinkerd writes a Gateway API HTTPRoute (or GRPCRoute) per callee and
+// operation with Service parent and Linkerd's retry and timeout
+// annotations.
+func emitLinkerd(edges []Edge) (*Emitted, error) {
+	n := &notes{format: FormatLinkerd}
+	var docs []any
+	for _, group := range byCallee(edges) {
+		callee := group[0].Callee
+		for _, e := range byOperation(group, n) {
+			p := e.Policy
+			method, path, grpc := splitOp(e.Operation)
+			ann := map[string]string{}
+			if p.MaxAttempts > 1 && p.HedgeAfter == 0 {
+				if grpc {
+					ann[linkerdRetryGRPC] = "unavailable"
+				} else {
+					ann[linkerdRetryHTTP] = "5xx"
+					if p.HonorRetryAfter {
+						ann[linkerdRetryHTTP] = "5xx,429"
+						n.add(e, "Retry-After cannot be expressed: Linkerd retries 429 at once")
+					}
+				}
+				ann[linkerdRetryLimit] = strconv.Itoa(p.MaxAttempts - 1)
+				if p.PerTryTimeout > 0 {
+					ann[linkerdRetryTimeout] = linkerdDuration(p.PerTryTimeout)
+				}
+				if b := p.Backoff; b.Kind != "" && b.Kind != replay.BackoffImmediate {
+					n.add(e, "%s backoff cannot be expressed: Linkerd retries at once", b.Kind)
+				}
+			}
+			if p.Deadline > 0 {
+				ann[linkerdTimeout] = linkerdDuration(p.Deadline)
+			}
+			if p.HedgeAfter > 0 {
+				n.add(e, "hedging after %s cannot be expressed in Linkerd", protoDuration(p.HedgeAfter))
+			}
+			if p.Breaker != nil {
+				n.add(e, "the circuit breaker cannot be expressed per route: Linkerd's failure accrual is a Service annotation (balancer.linkerd.io/failure-accrual) and ejects endpoints")
+			}
+			budgetNote(n, e)
+			parent := []map[string]string{{"group": "core", "kind": "Service", "name": callee}}
+			name := pfKubeName(callee + "-" + e.Operation)
+			switch {
+			case grpc:
+				rule := map[string]any{"matches": []any{map[string]any{"method": map[string]string{"service": method, "method": path}}}}
+				docs = append(docs, kubeDoc("gateway.networking.k8s.io/v1", "GRPCRoute", name, ann, map[string]any{"parentRefs": parent, "rules": []any{rule}}))
+			default:
+				m := map[string]any{}
+				if path != "" {
+					m["path"] = map[string]string{"type": "RegularExpression", "value": routeRegex(path)}
+					m["method"] = method
+				} else {
+					m["path"] = map[string]string{"type": "PathPrefix", "value": "/"}
+					n.add(e, "operation %q is neither an HTTP route nor a gRPC method; written as a route for every path", e.Operation)
+				}
+				rule := map[string]any{"matches": []any{m}}
+				docs = append(docs, kubeDoc("gateway.networking.k8s.io/v1", "HTTPRoute", name, ann, map[string]any{"parentRefs": parent, "rules": []any{rule}}))
+			}
+		}
+	}
+	heads := make([][]byte, len(docs))
+	if len(heads) > 0 {
+		heads[0] = comments("Gateway API routes with Linkerd annotations, written by retryaudit", n.list)
+	}
+	data, err := yamlDocs(docs, heads)
+	if err != nil {
+		return nil, err
+	}
+	return &Emitted{Files: []Output{{Data: data}}, Notes: n.list}, nil
+}
+
+// linkerdDuration writes seconds as a Go-style duration ("300ms").
+func linkerdDuration(seconds float64) string {
+	return time.Duration(seconds * 1e9).Round(time.Microsecond).String()
+}
