@@ -413,12 +413,12 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 			}
 			r.Route.RetryPolicy = envoyRetry(e, grpc, n)
 			if h := e.Policy.HedgeAfter; h > 0 {
-				if r.Route.RetryPolicy == nil {
-					r.Route.RetryPolicy = &envoyOutRetryPolicy{RetryOn: "reset,connect-failure", NumRetries: 1}
-				}
-				r.Route.RetryPolicy.PerTryTimeout = protoDuration(h)
+				// gateway-error makes a per-try timeout retriable, which with
+				// hedge_on_per_try_timeout sends the hedge without
+				// cancelling the first try.
+				r.Route.RetryPolicy = &envoyOutRetryPolicy{RetryOn: "gateway-error,reset,connect-failure", NumRetries: 1, PerTryTimeout: protoDuration(h)}
 				r.Route.HedgePolicy = &envoyHedgePolicy{HedgeOnPerTryTimeout: true}
-				n.add(e, "hedging after %s is written as hedge_on_per_try_timeout with per_try_timeout %s (Envoy hedges when a try times out)", protoDuration(h), protoDuration(h))
+				n.add(e, "hedging after %s is written as hedge_on_per_try_timeout with per_try_timeout %s and retry_on gateway-error, which also retries one 502, 503 or 504", protoDuration(h), protoDuration(h))
 			}
 			if e.Policy.Propagate {
 				n.add(e, "deadline propagation is the application's (grpc-timeout or a deadline header); Envoy does not drop late work")

@@ -128,11 +128,16 @@ func emitGRPC(edges []Edge) (*Emitted, error) {
 			MethodConfig    []methodConfig `json:"methodConfig"`
 			RetryThrottling map[string]any `json:"retryThrottling,omitempty"`
 		}
+		whole := "" // the operation whose policy stands for the whole service
 		for _, e := range byOperation(group, n) {
 			svc, method, grpc := splitOp(e.Operation)
 			if !grpc {
-				svc, method = callee, ""
-				n.add(e, "%q is not a gRPC method; the methodConfig names service %q, the trace's service name", e.Operation, callee)
+				if whole != "" {
+					n.add(e, "%q is not a gRPC method, and gRPC names a service once: %s's policy is written for service %q", e.Operation, whole, callee)
+					continue
+				}
+				whole, svc, method = e.Operation, callee, ""
+				n.add(e, "%q is not a gRPC method; the methodConfig names service %q, the trace's service name: replace it with the gRPC service", e.Operation, callee)
 			}
 			mc := methodConfig{Name: []grpcName{{Service: svc, Method: method}}}
 			p := e.Policy

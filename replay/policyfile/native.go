@@ -616,9 +616,9 @@ func (f *PolicyFile) Apply(m *replay.Model) (*replay.Model, error) {
 		}
 	}
 	e := &pfErrs{src: f.src}
-	for j, idx := range f.matches(out, e) {
-		for _, i := range idx {
-			layers[i] = append(layers[i], layer{&f.Edges[j].PolicySpec, pfPath{"edges", j}})
+	for _, a := range f.matches(out, e) {
+		for _, i := range a.edges {
+			layers[i] = append(layers[i], layer{&f.Edges[a.entry].PolicySpec, pfPath{"edges", a.entry}})
 		}
 	}
 	if err := e.err(); err != nil {

@@ -364,7 +364,7 @@ func TestPolicyFileErrors(t *testing.T) {
 		{name: "unknown field that is not a string", yaml: "0: A\n", line: 1, col: 1,
 			want: []string{`unknown field "0": want default, edges`}},
 		{name: "unknown field in Envoy's block is not a gRPC one", yaml: "default:\n  retry_policy: {maxAttempts: 3}\n", line: 2,
-			want: []string{`default.retry_policy: unknown field "maxAttempts": want num_retries, per_try_timeout, retry_back_off, retry_on`}},
+			want: []string{`default.retry_policy: unknown field "maxAttempts": want host_selection_retry_max_attempts, num_retries, per_try_timeout, rate_limited_retry_back_off, retriable_status_codes, retry_back_off, retry_host_predicate, retry_on`}},
 		{name: "wrong type: string for an integer", yaml: "default:\n  maxAttempts: three\n", line: 2, col: 16,
 			want: []string{`[2:16] default.maxAttempts: want a whole number, got "three"`, "^"}},
 		{name: "wrong type: fraction for an integer", yaml: "default:\n  maxAttempts: 3.5\n", line: 2, col: 16,

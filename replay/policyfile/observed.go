@@ -33,11 +33,11 @@ func Compare(f *PolicyFile, m *replay.Model, top *graph.Topology) []graph.Findin
 		if f.Default != nil {
 			specs = append(specs, f.Default)
 		}
-		for j, idx := range matches {
-			for _, i := range idx {
+		for _, a := range matches {
+			for _, i := range a.edges {
 				me := m.Edges[i]
 				if m.Services[me.Caller].Name == te.Caller && m.Services[me.Callee].Name == te.Callee && m.Services[me.Callee].Ops[me.CalleeOp].Name == te.Operation {
-					specs = append(specs, &f.Edges[j].PolicySpec)
+					specs = append(specs, &f.Edges[a.entry].PolicySpec)
 				}
 			}
 		}

@@ -101,26 +101,33 @@ func (f *PolicyFile) Unmatched(m *replay.Model) []string {
 	var out []string
 	for j := range f.Edges {
 		ep := &f.Edges[j]
-		if ep.to != nil && len(ep.to.match(m, nil)) == 0 {
+		if ep.to != nil && len(ep.to.match(m)) == 0 {
 			out = append(out, ep.to.origin+" ("+ep.to.describe()+") matches no edge")
 		}
 	}
 	return out
 }
 
-// matches returns, for each entry, the edges it applies to: entries naming
-// no operation first, then the others; among the route entries of one
-// group (the routes of one Envoy virtual host or Istio VirtualService), the
-// first that matches an edge is the one that applies, as in the proxies.
-func (f *PolicyFile) matches(m *replay.Model, e *pfErrs) [][]int {
-	out := make([][]int, len(f.Edges))
+// applied is one entry and the edges it applies to.
+type applied struct {
+	entry int
+	edges []int
+}
+
+// matches returns the entries in the order they apply, each with its
+// edges: entries naming no operation first, then the others; among the
+// route entries of one group (the routes of one Envoy virtual host or
+// Istio VirtualService), the first that matches an edge is the one that
+// applies, as in the proxies.
+func (f *PolicyFile) matches(m *replay.Model, e *pfErrs) []applied {
+	var out []applied
 	claimed := map[string]map[int]bool{}
 	for pass := range 2 {
 		for j := range f.Edges {
 			ep := &f.Edges[j]
 			if ep.to == nil {
 				if (ep.Operation != "") == (pass == 1) {
-					out[j] = f.match(m, j, e)
+					out = append(out, applied{j, f.match(m, j, e)})
 				}
 				continue
 			}
@@ -132,13 +139,15 @@ func (f *PolicyFile) matches(m *replay.Model, e *pfErrs) [][]int {
 				g = map[int]bool{}
 				claimed[ep.to.group] = g
 			}
-			for _, i := range ep.to.match(m, nil) {
+			a := applied{entry: j}
+			for _, i := range ep.to.match(m) {
 				if ep.to.routed() && g[i] {
 					continue
 				}
 				g[i] = true
-				out[j] = append(out[j], i)
+				a.edges = append(a.edges, i)
 			}
+			out = append(out, a)
 		}
 	}
 	return out
@@ -193,7 +202,7 @@ func (t *target) describe() string {
 }
 
 // match returns the edges of m the target names.
-func (t *target) match(m *replay.Model, _ []int) []int {
+func (t *target) match(m *replay.Model) []int {
 	var idx []int
 	for i, ed := range m.Edges {
 		if !pfIn(m, ed.Callee) {
