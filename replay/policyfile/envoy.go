@@ -24,7 +24,9 @@ type EnvoyRetryPolicy struct {
 	RateLimitedRetryBackOff       *EnvoyRateLimitedBackOff `yaml:"rate_limited_retry_back_off,omitempty"`
 	RetriableStatusCodes          []int                    `yaml:"retriable_status_codes,omitempty"`
 	RetryHostPredicate            []EnvoyExtension         `yaml:"retry_host_predicate,omitempty"`
-	HostSelectionRetryMaxAttempts *int                     `yaml:"host_selection_retry_max_attempts,omitempty"`
+	// HostSelectionRetryMaxAttempts is an int64: protobuf JSON writes it
+	// as a string ("5"), YAML by hand as a number.
+	HostSelectionRetryMaxAttempts any `yaml:"host_selection_retry_max_attempts,omitempty"`
 }
 
 // EnvoyRateLimitedBackOff is RetryPolicy.RateLimitedRetryBackOff: waits
@@ -205,9 +207,6 @@ func readEnvoy(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 						if h.Name == ":method" && h.StringMatch != nil {
 							to.method = h.StringMatch.Exact
 						}
-					}
-					if to.prefix == "/" && to.method == "" {
-						to.prefix = "" // every path: the virtual host's own level
 					}
 					spec := PolicySpec{EnvoyRetryPolicy: r.Route.RetryPolicy}
 					if r.Route.Timeout != nil && *r.Route.Timeout > 0 {

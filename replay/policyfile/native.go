@@ -392,6 +392,15 @@ func (s *PolicySpec) validate(p pfPath, e *pfErrs) {
 			}
 		}
 		dur(q.with("per_try_timeout"), ep.PerTryTimeout, false)
+		switch v := ep.HostSelectionRetryMaxAttempts.(type) {
+		case nil, uint64, int64:
+		case string:
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				e.add(q.with("host_selection_retry_max_attempts"), "%q: want a whole number", v)
+			}
+		default:
+			e.add(q.with("host_selection_retry_max_attempts"), "want a whole number")
+		}
 		for i, c := range ep.RetriableStatusCodes {
 			if c < 100 || c > 599 {
 				e.add(q.with("retriable_status_codes", i), "%d: want an HTTP status code", c)

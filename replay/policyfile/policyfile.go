@@ -141,10 +141,12 @@ func (f *PolicyFile) matches(m *replay.Model, e *pfErrs) []applied {
 			}
 			a := applied{entry: j}
 			for _, i := range ep.to.match(m) {
-				if ep.to.routed() && g[i] {
-					continue
+				if ep.to.routed() {
+					if g[i] {
+						continue
+					}
+					g[i] = true
 				}
-				g[i] = true
 				a.edges = append(a.edges, i)
 			}
 			out = append(out, a)
