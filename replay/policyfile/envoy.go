@@ -17,13 +17,13 @@ import (
 // to compare with traces (retriable_status_codes) or keeps without effect
 // (retry_host_predicate, host_selection_retry_max_attempts).
 type EnvoyRetryPolicy struct {
-	RetryOn                       string                   `yaml:"retry_on,omitempty"`
-	NumRetries                    *int                     `yaml:"num_retries,omitempty"`
-	PerTryTimeout                 *Duration                `yaml:"per_try_timeout,omitempty"`
-	RetryBackOff                  *EnvoyRetryBackOff       `yaml:"retry_back_off,omitempty"`
-	RateLimitedRetryBackOff       *EnvoyRateLimitedBackOff `yaml:"rate_limited_retry_back_off,omitempty"`
-	RetriableStatusCodes          []int                    `yaml:"retriable_status_codes,omitempty"`
-	RetryHostPredicate            []EnvoyExtension         `yaml:"retry_host_predicate,omitempty"`
+	RetryOn                 string                   `yaml:"retry_on,omitempty"`
+	NumRetries              *int                     `yaml:"num_retries,omitempty"`
+	PerTryTimeout           *Duration                `yaml:"per_try_timeout,omitempty"`
+	RetryBackOff            *EnvoyRetryBackOff       `yaml:"retry_back_off,omitempty"`
+	RateLimitedRetryBackOff *EnvoyRateLimitedBackOff `yaml:"rate_limited_retry_back_off,omitempty"`
+	RetriableStatusCodes    []int                    `yaml:"retriable_status_codes,omitempty"`
+	RetryHostPredicate      []EnvoyExtension         `yaml:"retry_host_predicate,omitempty"`
 	// HostSelectionRetryMaxAttempts is an int64: protobuf JSON writes it
 	// as a string ("5"), YAML by hand as a number.
 	HostSelectionRetryMaxAttempts any `yaml:"host_selection_retry_max_attempts,omitempty"`
@@ -104,9 +104,9 @@ type envoyVirtualHost struct {
 }
 
 type envoyRoute struct {
-	Name  string             `yaml:"name,omitempty"`
-	Match envoyRouteMatch    `yaml:"match"`
-	Route *envoyRouteAction  `yaml:"route,omitempty"`
+	Name  string            `yaml:"name,omitempty"`
+	Match envoyRouteMatch   `yaml:"match"`
+	Route *envoyRouteAction `yaml:"route,omitempty"`
 }
 
 type envoyRouteMatch struct {

@@ -216,7 +216,7 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 		Backoff       string `yaml:"backoff,omitempty"`
 	}
 	type route struct {
-		Name    string `yaml:"name"`
+		Name    string                         `yaml:"name"`
 		Match   []match                        `yaml:"match,omitempty"`
 		Route   []map[string]map[string]string `yaml:"route"`
 		Retries retries                        `yaml:"retries"`

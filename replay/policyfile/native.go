@@ -515,7 +515,7 @@ func (s *PolicySpec) validate(p pfPath, e *pfErrs) {
 		if x := b.FailureRate; x != nil && !(*x >= 0 && *x <= 1) {
 			e.add(q.with("failureRate"), "%v: want 0 to 1", *x)
 		}
-		dur(q.with("window"), b.Window, true)
+		dur(q.with("window"), b.Window, false) // 0: no failure-rate window; BreakerConfig.Validate needs one with a rate
 		if n := b.MinRequests; n != nil && *n < 0 {
 			e.add(q.with("minRequests"), "%d: want 0 or more", *n)
 		}

@@ -22,6 +22,8 @@ func emitNative(edges []Edge) (*Emitted, error) {
 }
 
 // nativeSpec is a whole policy as the keys that set each of its fields.
+// The zero backoff kind and jitter are written as what replay reads them
+// as, immediate and none.
 func nativeSpec(p replay.Policy) PolicySpec {
 	s := PolicySpec{MaxAttempts: &p.MaxAttempts, PropagateDeadline: &p.Propagate, HonorRetryAfter: &p.HonorRetryAfter,
 		PerTryTimeout: durPtr(p.PerTryTimeout), Deadline: durPtr(p.Deadline), HedgeAfter: durPtr(p.HedgeAfter)}

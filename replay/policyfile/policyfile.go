@@ -276,6 +276,9 @@ func (t *target) opMatches(op string) bool {
 	method, path, ok := strings.Cut(op, " ")
 	if !ok {
 		method, path = "", op
+		if _, _, grpc := splitOp(op); grpc {
+			path = "/" + op // a gRPC method's HTTP/2 path
+		}
 	}
 	if t.method != "" && !strings.EqualFold(t.method, method) {
 		return false

@@ -42,12 +42,12 @@ func validateEdges() []policyfile.Edge {
 		{Caller: "api", Callee: "shop.Pricing", Operation: "shop.Pricing/Quote", Policy: replay.Policy{MaxAttempts: 2, HedgeAfter: 0.03}},
 		{Caller: "api", Callee: "shop.Stock", Operation: "shop.Stock/Reserve", Policy: replay.Policy{MaxAttempts: 7,
 			Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.01, Multiplier: 1.5, Jitter: replay.JitterProportional, Fraction: 0.2},
-			Budget: replay.BudgetSpec{Kind: replay.BudgetGRPC, Max: 10, Ratio: 0.1}}},
+			Budget:  replay.BudgetSpec{Kind: replay.BudgetGRPC, Max: 10, Ratio: 0.1}}},
 		{Caller: "inventory", Callee: "db", Operation: "GET /db/stock/{sku}", Policy: replay.Policy{MaxAttempts: 4,
 			Backoff: replay.Backoff{Kind: replay.BackoffImmediate}, Budget: replay.BudgetSpec{Kind: replay.BudgetFinagle, Window: 10, Min: 10, Ratio: 0.2}}},
 		{Caller: "inventory", Callee: "cache", Operation: "get", Policy: replay.Policy{MaxAttempts: 2,
 			Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.02, Jitter: replay.JitterDecorrelated},
-			Budget: replay.BudgetSpec{Kind: replay.BudgetTokenBucket, Max: 10, Ratio: 0.1}}},
+			Budget:  replay.BudgetSpec{Kind: replay.BudgetTokenBucket, Max: 10, Ratio: 0.1}}},
 		{Caller: "api", Callee: "pricing", Operation: "GET /prices/{item}", Policy: replay.Policy{MaxAttempts: 1}},
 	}
 }

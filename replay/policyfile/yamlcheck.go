@@ -602,7 +602,7 @@ func pfPrecheck(name string, data []byte) error {
 				}
 			case c == '"' || c == '\'':
 				quote = c
-			case c == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t'):
+			case c == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n'):
 				for i < len(data) && data[i] != '\n' {
 					i++
 				}
