@@ -78,9 +78,10 @@ func Emit(format Format, edges []Edge) (*Emitted, error) {
 	return nil, err
 }
 
-// notes collects what a vocabulary cannot express, per edge.
+// notes collects what a vocabulary cannot express, per edge; format is the
+// vocabulary's name as its project writes it.
 type notes struct {
-	format Format
+	format string
 	list   []string
 }
 
@@ -119,8 +120,8 @@ func pfCommentSafe(s string) string {
 }
 
 // byCallee groups sorted edges by callee, keeping only callees whose
-// edges need configuration.
-func byCallee(edges []Edge) [][]Edge {
+// edges need configuration, or every callee with all.
+func byCallee(edges []Edge, all bool) [][]Edge {
 	var out [][]Edge
 	for i := 0; i < len(edges); {
 		j := i
@@ -128,7 +129,7 @@ func byCallee(edges []Edge) [][]Edge {
 			j++
 		}
 		group := edges[i:j]
-		if slices.ContainsFunc(group, func(e Edge) bool { return configured(e.Policy) }) {
+		if all || slices.ContainsFunc(group, func(e Edge) bool { return configured(e.Policy) }) {
 			out = append(out, group)
 		}
 		i = j
@@ -247,4 +248,25 @@ func budgetNote(n *notes, e Edge) {
 	if e.Policy.Budget.Kind != replay.BudgetNone {
 		n.add(e, "the %s retry budget cannot be expressed in %s", e.Policy.Budget.Kind, n.format)
 	}
+}
+
+// backoffWords describes a backoff for notes: "exponential from 17ms ×1.5,
+// no cap", "constant 20ms", "immediate".
+func backoffWords(b replay.Backoff) string {
+	ms := func(s float64) string { return strconv.FormatFloat(math.Round(s*1e6)/1e3, 'f', -1, 64) + "ms" }
+	switch b.Kind {
+	case replay.BackoffConstant:
+		return "constant " + ms(b.Base)
+	case replay.BackoffExponential:
+		m := b.Multiplier
+		if m == 0 {
+			m = 2
+		}
+		s := fmt.Sprintf("exponential from %s ×%g", ms(b.Base), m)
+		if b.Cap > 0 {
+			return s + " capped at " + ms(b.Cap)
+		}
+		return s + ", no cap"
+	}
+	return "immediate"
 }

@@ -199,7 +199,8 @@ func readEnvoy(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 					if r.Match.SafeRegex != nil {
 						re, err := regexp.Compile("^(?:" + r.Match.SafeRegex.Regex + ")$")
 						if err != nil {
-							return nil, src.errorAt(src.locate(pfPath{"virtual_hosts", v, "routes", k, "match", "safe_regex", "regex"}), nil, err.Error())
+							path := pfPath{"virtual_hosts", v, "routes", k, "match", "safe_regex", "regex"}
+							return nil, src.errorAt(src.locate(path), path, err.Error())
 						}
 						to.regex = re
 					}
@@ -384,13 +385,13 @@ func envoyRetry(e Edge, grpc bool, n *notes) *envoyOutRetryPolicy {
 // emitEnvoy writes a RouteConfiguration (a virtual host per callee, a route
 // per operation) and a Cluster per callee with its retry budget.
 func emitEnvoy(edges []Edge) (*Emitted, error) {
-	n := &notes{format: FormatEnvoy}
+	n := &notes{format: "Envoy"}
 	rc := struct {
 		Name         string `yaml:"name"`
 		VirtualHosts []any  `yaml:"virtual_hosts"`
 	}{Name: "retryaudit"}
 	var clusters []any
-	for _, group := range byCallee(edges) {
+	for _, group := range byCallee(edges, false) {
 		callee := group[0].Callee
 		var routes []envoyOutRoute
 		var budget *replay.BudgetSpec

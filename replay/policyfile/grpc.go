@@ -114,9 +114,9 @@ func readGRPC(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 // operation with its retryPolicy (or hedgingPolicy) and timeout, and
 // retryThrottling for a budget.
 func emitGRPC(edges []Edge) (*Emitted, error) {
-	n := &notes{format: FormatGRPC}
+	n := &notes{format: "gRPC"}
 	out := &Emitted{}
-	for _, group := range byCallee(edges) {
+	for _, group := range byCallee(edges, false) {
 		callee := group[0].Callee
 		type methodConfig struct {
 			Name          []grpcName     `json:"name"`

@@ -152,7 +152,7 @@ func (f *PolicyFile) readVirtualService(src *pfSource, doc ast.Node, where strin
 				if u.Regex != "" {
 					re, err := regexp.Compile("^(?:" + u.Regex + ")$")
 					if err != nil {
-						return src.errorAt(nil, pfPath{"spec", "http", i, "match", k, "uri", "regex"}, err.Error())
+						return src.errorAt(src.locate(pfPath{"spec", "http", i, "match", k, "uri", "regex"}), pfPath{"spec", "http", i, "match", k, "uri", "regex"}, err.Error())
 					}
 					to.regex = re
 				}
@@ -201,10 +201,12 @@ func (f *PolicyFile) readDestinationRule(src *pfSource, doc ast.Node, where stri
 	return nil
 }
 
-// emitIstio writes a VirtualService (an http route per operation, with its
-// retries and timeout) and, for a budget, a DestinationRule per callee.
+// emitIstio writes a VirtualService per callee (an http route per
+// operation, with its retries and timeout; every callee, since a route
+// without retries gets Istio's default two) and, for a budget, a
+// DestinationRule.
 func emitIstio(edges []Edge) (*Emitted, error) {
-	n := &notes{format: FormatIstio}
+	n := &notes{format: "Istio"}
 	type match struct {
 		URI    map[string]string `yaml:"uri,omitempty"`
 		Method map[string]string `yaml:"method,omitempty"`
@@ -224,7 +226,7 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 	}
 	var docs []any
 	var heads [][]byte
-	for _, group := range byCallee(edges) {
+	for _, group := range byCallee(edges, true) {
 		callee := group[0].Callee
 		var routes []route
 		var budget *replay.BudgetSpec
@@ -238,6 +240,8 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 			case path != "":
 				r.Match = []match{{URI: map[string]string{"regex": routeRegex(path)}, Method: map[string]string{"exact": method}}}
 			}
+			// attempts: 0 is written, not left out: without retries Istio
+			// applies the mesh's default (2 retries).
 			r.Retries.Attempts = max(p.MaxAttempts-1, 0)
 			if p.HedgeAfter > 0 {
 				r.Retries.Attempts = 0
@@ -262,7 +266,7 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 				default:
 					r.Retries.Backoff = protoDuration(b.Base)
 					if b.Kind != replay.BackoffExponential || (b.Multiplier != 0 && b.Multiplier != 2) || b.Cap != 10*b.Base {
-						n.add(e, "%s backoff ×%g capped at %s cannot be expressed: Istio sets the base only (Envoy doubles it up to 10 × base)", b.Kind, b.Multiplier, protoDuration(b.Cap))
+						n.add(e, "backoff (%s) cannot be expressed: Istio sets the base only (Envoy doubles it up to 10 × base)", backoffWords(b))
 					}
 				}
 				jitterNote(n, e, replay.JitterFull)

@@ -97,7 +97,7 @@ func (f *PolicyFile) readRoute(src *pfSource, doc ast.Node, obj kubeObject, wher
 				case "RegularExpression":
 					re, err := regexp.Compile("^(?:" + p.Value + ")$")
 					if err != nil {
-						return src.errorAt(nil, pfPath{"spec", "rules", i, "matches", k, "path", "value"}, err.Error())
+						return src.errorAt(src.locate(pfPath{"spec", "rules", i, "matches", k, "path", "value"}), pfPath{"spec", "rules", i, "matches", k, "path", "value"}, err.Error())
 					}
 					to.regex = re
 				default:
@@ -198,7 +198,7 @@ func (f *PolicyFile) readServiceProfile(src *pfSource, doc ast.Node, obj kubeObj
 		if r.Condition.PathRegex != "" {
 			re, err := regexp.Compile("^(?:" + r.Condition.PathRegex + ")$")
 			if err != nil {
-				return src.errorAt(nil, pfPath{"spec", "routes", i, "condition", "pathRegex"}, err.Error())
+				return src.errorAt(src.locate(pfPath{"spec", "routes", i, "condition", "pathRegex"}), pfPath{"spec", "routes", i, "condition", "pathRegex"}, err.Error())
 			}
 			to.regex = re
 		}
@@ -221,9 +221,9 @@ func (f *PolicyFile) readServiceProfile(src *pfSource, doc ast.Node, obj kubeObj
 // operation with Service parent and Linkerd's retry and timeout
 // annotations.
 func emitLinkerd(edges []Edge) (*Emitted, error) {
-	n := &notes{format: FormatLinkerd}
+	n := &notes{format: "Linkerd"}
 	var docs []any
-	for _, group := range byCallee(edges) {
+	for _, group := range byCallee(edges, false) {
 		callee := group[0].Callee
 		for _, e := range byOperation(group, n) {
 			p := e.Policy
@@ -244,7 +244,7 @@ func emitLinkerd(edges []Edge) (*Emitted, error) {
 					ann[linkerdRetryTimeout] = linkerdDuration(p.PerTryTimeout)
 				}
 				if b := p.Backoff; b.Kind != "" && b.Kind != replay.BackoffImmediate {
-					n.add(e, "%s backoff cannot be expressed: Linkerd retries at once", b.Kind)
+					n.add(e, "backoff (%s) cannot be expressed: Linkerd retries at once", backoffWords(b))
 				}
 			}
 			if p.Deadline > 0 {

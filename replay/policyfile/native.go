@@ -15,11 +15,13 @@ import (
 )
 
 // PolicyFile is a parsed policy file: how clients retry, per edge or as a
-// default, written in the vocabulary of the systems people run (gRPC service
-// config, Envoy route and cluster config, Finagle's RetryBudget), so that an
-// SRE can paste from their own config. A file overrides a model's policies;
-// it does not replace them. Nil pointers and empty strings are keys the file
-// does not give.
+// default. Read fills it from any vocabulary (see the package comment);
+// ParsePolicyFile reads retryaudit's own format, described here, whose
+// entries may hold blocks pasted from the systems people run (gRPC
+// retryPolicy and retryThrottling, Envoy retry_policy and retry_budget,
+// Finagle's RetryBudget) next to retryaudit's own keys. A file overrides a
+// model's policies; it does not replace them. Nil pointers and empty
+// strings are keys the file does not give.
 //
 //	# retryaudit policy file
 //	default:                  # every edge
@@ -66,7 +68,12 @@ import (
 //	                                default 25 ms base and 250 ms cap, and
 //	                                max_interval defaults to 10 × base_interval.
 //	                                per_try_timeout (optional) sets PerTryTimeout;
-//	                                retry_on is checked but not simulated.
+//	                                rate_limited_retry_back_off sets
+//	                                HonorRetryAfter; retry_on and
+//	                                retriable_status_codes are checked and compared
+//	                                with the traces (Compare) but not simulated;
+//	                                retry_host_predicate and
+//	                                host_selection_retry_max_attempts are kept.
 //	         retry_budget           Budget = NewEnvoyBudget(budget_percent.value,
 //	                                min_retry_concurrency), defaults 20 and 3.
 //	Finagle  finagle                Budget = NewFinagleBudget(ttl, minRetriesPerSec,
@@ -74,7 +81,9 @@ import (
 //	retryaudit (each key sets one field and keeps the rest)
 //	         maxAttempts            MaxAttempts (first attempt included).
 //	         backoff                Backoff.Kind, Base, Multiplier, Cap from its keys
-//	                                kind, base, multiplier, cap.
+//	                                kind, base, multiplier, cap (> 0); noCap:
+//	                                true removes the cap (so that no cap is never
+//	                                written "cap: 0s", which reads as a zero cap).
 //	         jitter, jitterFraction Backoff.Jitter, Backoff.Fraction (proportional
 //	                                only), applied after the backoff of the entry.
 //	         perTryTimeout, deadline, propagateDeadline, honorRetryAfter,

@@ -238,7 +238,7 @@ func TestEmitLinkerdValidates(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no route")
 	}
-	mustNote(t, out, "backoff cannot be expressed: Linkerd retries at once", "budget cannot be expressed in linkerd")
+	mustNote(t, out, "cannot be expressed: Linkerd retries at once", "budget cannot be expressed in Linkerd")
 }
 
 // TestEmitGRPCValidates: each service config is accepted by grpc-go's own
