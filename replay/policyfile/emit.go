@@ -202,7 +202,8 @@ func routeRegex(template string) string {
 }
 
 // yamlDocs renders values as YAML documents separated by ---, each after
-// its own comment block (nil: none).
+// its own comment block (nil: none). *Duration fields are written as
+// protobuf JSON has them ("0.25s"), which every project reads.
 func yamlDocs(docs []any, heads [][]byte) ([]byte, error) {
 	var b bytes.Buffer
 	for i, d := range docs {
@@ -212,7 +213,8 @@ func yamlDocs(docs []any, heads [][]byte) ([]byte, error) {
 		if heads != nil && heads[i] != nil {
 			b.Write(heads[i])
 		}
-		out, err := yaml.MarshalWithOptions(d, yaml.Indent(2), yaml.IndentSequence(true))
+		out, err := yaml.MarshalWithOptions(d, yaml.Indent(2), yaml.IndentSequence(true),
+			yaml.CustomMarshaler(func(d *Duration) ([]byte, error) { return []byte(protoDuration(d.Seconds())), nil }))
 		if err != nil {
 			return nil, err
 		}
@@ -270,3 +272,5 @@ func backoffWords(b replay.Backoff) string {
 	}
 	return "immediate"
 }
+
+func pfPtr[T any](v T) *T { return &v }

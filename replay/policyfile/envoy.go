@@ -293,64 +293,32 @@ func (f *PolicyFile) finish() error {
 	return f.validate()
 }
 
-// Envoy writing.
-
-type envoyOutRoute struct {
-	Name  string          `yaml:"name"`
-	Match envoyRouteMatch `yaml:"match"`
-	Route envoyOutAction  `yaml:"route"`
-}
-
-type envoyOutAction struct {
-	Cluster     string               `yaml:"cluster"`
-	Timeout     string               `yaml:"timeout,omitempty"`
-	RetryPolicy *envoyOutRetryPolicy `yaml:"retry_policy,omitempty"`
-	HedgePolicy *envoyHedgePolicy    `yaml:"hedge_policy,omitempty"`
-}
-
-type envoyOutRetryPolicy struct {
-	RetryOn                       string                 `yaml:"retry_on"`
-	NumRetries                    int                    `yaml:"num_retries"`
-	PerTryTimeout                 string                 `yaml:"per_try_timeout,omitempty"`
-	RetryBackOff                  *envoyOutBackOff       `yaml:"retry_back_off,omitempty"`
-	RateLimitedRetryBackOff       *envoyOutRateLimited   `yaml:"rate_limited_retry_back_off,omitempty"`
-	RetriableStatusCodes          []int                  `yaml:"retriable_status_codes,omitempty"`
-	RetryHostPredicate            []envoyOutHostSelector `yaml:"retry_host_predicate,omitempty"`
-	HostSelectionRetryMaxAttempts int                    `yaml:"host_selection_retry_max_attempts,omitempty"`
-}
-
-type envoyOutBackOff struct {
-	BaseInterval string `yaml:"base_interval"`
-	MaxInterval  string `yaml:"max_interval"`
-}
-
-type envoyOutRateLimited struct {
-	ResetHeaders []EnvoyResetHeader `yaml:"reset_headers"`
-	MaxInterval  string             `yaml:"max_interval"`
-}
-
-type envoyOutHostSelector struct {
-	Name        string            `yaml:"name"`
-	TypedConfig map[string]string `yaml:"typed_config"`
-}
+// Envoy writing: the same types, with durations as protobuf JSON writes
+// them (yamlDocs).
 
 // envoyMinBase is the base interval written for immediate retries:
 // Envoy requires a base_interval > 0.
 const envoyMinBase = 0.001
 
+// envoyPreviousHosts is the retry host predicate Istio adds to every route:
+// retries go to other hosts than the ones tried.
+var envoyPreviousHosts = EnvoyExtension{Name: "envoy.retry_host_predicates.previous_hosts",
+	TypedConfig: map[string]any{"@type": "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"}}
+
 // envoyRetry is a policy as Envoy's retry_policy; nil when it does not
-// retry. grpc selects the gRPC retry conditions.
-func envoyRetry(e Edge, grpc bool, n *notes) *envoyOutRetryPolicy {
+// retry (or hedges instead). grpc selects the gRPC retry conditions.
+func envoyRetry(e Edge, grpc bool, n *notes) *EnvoyRetryPolicy {
 	p := e.Policy
 	if p.MaxAttempts < 2 || p.HedgeAfter > 0 {
 		return nil
 	}
-	rp := &envoyOutRetryPolicy{RetryOn: "5xx,reset,connect-failure,refused-stream", NumRetries: p.MaxAttempts - 1}
+	rp := &EnvoyRetryPolicy{RetryOn: "5xx,reset,connect-failure,refused-stream", NumRetries: pfPtr(p.MaxAttempts - 1),
+		RetryHostPredicate: []EnvoyExtension{envoyPreviousHosts}, HostSelectionRetryMaxAttempts: 3}
 	if grpc {
 		rp.RetryOn = "reset,connect-failure,refused-stream,unavailable"
 	}
 	if p.PerTryTimeout > 0 {
-		rp.PerTryTimeout = protoDuration(p.PerTryTimeout)
+		rp.PerTryTimeout = durPtr(p.PerTryTimeout)
 	}
 	b := p.Backoff
 	base, capS := b.Base, b.Cap
@@ -366,19 +334,16 @@ func envoyRetry(e Edge, grpc bool, n *notes) *envoyOutRetryPolicy {
 		n.add(e, "backoff multiplier %g cannot be expressed: Envoy doubles", b.Multiplier)
 	}
 	if capS <= 0 {
-		capS = 10 * base
+		capS = envoyMaxIntervalFactor * base
 		n.add(e, "no backoff cap cannot be expressed: Envoy caps at max_interval, written as 10 × base_interval (Envoy's default)")
 	}
-	rp.RetryBackOff = &envoyOutBackOff{BaseInterval: protoDuration(base), MaxInterval: protoDuration(max(capS, base))}
+	rp.RetryBackOff = &EnvoyRetryBackOff{BaseInterval: durPtr(base), MaxInterval: durPtr(max(capS, base))}
 	jitterNote(n, e, replay.JitterFull)
 	if p.HonorRetryAfter {
 		rp.RetryOn += ",retriable-status-codes"
 		rp.RetriableStatusCodes = []int{429}
-		rp.RateLimitedRetryBackOff = &envoyOutRateLimited{ResetHeaders: []EnvoyResetHeader{{Name: "Retry-After", Format: "SECONDS"}}, MaxInterval: protoDuration(max(capS, 1))}
+		rp.RateLimitedRetryBackOff = &EnvoyRateLimitedBackOff{ResetHeaders: []EnvoyResetHeader{{Name: "Retry-After", Format: "SECONDS"}}, MaxInterval: durPtr(max(capS, 1))}
 	}
-	rp.RetryHostPredicate = []envoyOutHostSelector{{Name: "envoy.retry_host_predicates.previous_hosts",
-		TypedConfig: map[string]string{"@type": "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"}}}
-	rp.HostSelectionRetryMaxAttempts = 3
 	return rp
 }
 
@@ -386,18 +351,15 @@ func envoyRetry(e Edge, grpc bool, n *notes) *envoyOutRetryPolicy {
 // per operation) and a Cluster per callee with its retry budget.
 func emitEnvoy(edges []Edge) (*Emitted, error) {
 	n := &notes{format: "Envoy"}
-	rc := struct {
-		Name         string `yaml:"name"`
-		VirtualHosts []any  `yaml:"virtual_hosts"`
-	}{Name: "retryaudit"}
-	var clusters []any
+	rc := envoyRouteConfig{Name: "retryaudit"}
+	var clusters []envoyCluster
 	for _, group := range byCallee(edges, false) {
 		callee := group[0].Callee
-		var routes []envoyOutRoute
+		vh := envoyVirtualHost{Name: callee, Domains: []string{callee}}
 		var budget *replay.BudgetSpec
 		for _, e := range byOperation(group, n) {
 			method, path, grpc := splitOp(e.Operation)
-			r := envoyOutRoute{Name: e.Operation, Route: envoyOutAction{Cluster: callee}}
+			r := envoyRoute{Name: e.Operation, Route: &envoyRouteAction{Cluster: callee}}
 			switch {
 			case grpc:
 				r.Match.Path = "/" + e.Operation
@@ -409,14 +371,14 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 				n.add(e, "operation %q is neither an HTTP route nor a gRPC method; written as a route for every path", e.Operation)
 			}
 			if e.Policy.Deadline > 0 {
-				r.Route.Timeout = protoDuration(e.Policy.Deadline)
+				r.Route.Timeout = durPtr(e.Policy.Deadline)
 			}
 			r.Route.RetryPolicy = envoyRetry(e, grpc, n)
 			if h := e.Policy.HedgeAfter; h > 0 {
 				// gateway-error makes a per-try timeout retriable, which with
 				// hedge_on_per_try_timeout sends the hedge without
 				// cancelling the first try.
-				r.Route.RetryPolicy = &envoyOutRetryPolicy{RetryOn: "gateway-error,reset,connect-failure", NumRetries: 1, PerTryTimeout: protoDuration(h)}
+				r.Route.RetryPolicy = &EnvoyRetryPolicy{RetryOn: "gateway-error,reset,connect-failure", NumRetries: pfPtr(1), PerTryTimeout: durPtr(h)}
 				r.Route.HedgePolicy = &envoyHedgePolicy{HedgeOnPerTryTimeout: true}
 				n.add(e, "hedging after %s is written as hedge_on_per_try_timeout with per_try_timeout %s and retry_on gateway-error, which also retries one 502, 503 or 504", protoDuration(h), protoDuration(h))
 			}
@@ -429,26 +391,12 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 			if bs := e.Policy.Budget; bs.Kind != replay.BudgetNone && budget == nil {
 				budget = &bs
 			}
-			routes = append(routes, r)
+			vh.Routes = append(vh.Routes, r)
 		}
-		rc.VirtualHosts = append(rc.VirtualHosts, struct {
-			Name    string          `yaml:"name"`
-			Domains []string        `yaml:"domains"`
-			Routes  []envoyOutRoute `yaml:"routes"`
-		}{Name: callee, Domains: []string{callee}, Routes: routes})
+		rc.VirtualHosts = append(rc.VirtualHosts, vh)
 		if budget != nil {
-			rb := envoyBudgetOf(*budget, group[0], n)
-			clusters = append(clusters, struct {
-				Name            string `yaml:"name"`
-				CircuitBreakers struct {
-					Thresholds []any `yaml:"thresholds"`
-				} `yaml:"circuit_breakers"`
-			}{Name: callee, CircuitBreakers: struct {
-				Thresholds []any `yaml:"thresholds"`
-			}{Thresholds: []any{struct {
-				Priority    string `yaml:"priority"`
-				RetryBudget any    `yaml:"retry_budget"`
-			}{"DEFAULT", rb}}}})
+			clusters = append(clusters, envoyCluster{Name: callee, CircuitBreakers: &envoyCircuitBreakers{
+				Thresholds: []envoyThresholds{{Priority: "DEFAULT", RetryBudget: envoyBudgetOf(*budget, group[0], n)}}}})
 		}
 	}
 	docs := []any{rc}
@@ -466,21 +414,17 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 
 // envoyBudgetOf writes a budget as Envoy's retry_budget: exact for an
 // Envoy budget, approximated (and noted) for the others.
-func envoyBudgetOf(b replay.BudgetSpec, e Edge, n *notes) any {
-	type percent struct {
-		Value float64 `yaml:"value"`
-	}
-	type budget struct {
-		BudgetPercent       percent `yaml:"budget_percent"`
-		MinRetryConcurrency int     `yaml:"min_retry_concurrency"`
+func envoyBudgetOf(b replay.BudgetSpec, e Edge, n *notes) *EnvoyRetryBudget {
+	out := func(pct float64, mn int) *EnvoyRetryBudget {
+		return &EnvoyRetryBudget{BudgetPercent: &EnvoyPercent{Value: pct}, MinRetryConcurrency: &mn}
 	}
 	switch b.Kind {
 	case replay.BudgetEnvoy:
-		return budget{percent{b.Percent}, b.Min}
+		return out(b.Percent, b.Min)
 	case replay.BudgetRatio, replay.BudgetFinagle:
 		n.add(e, "the %s budget (retries ≤ %g of requests) is written as an Envoy retry_budget of %g%%: Envoy bounds concurrent retries, not a rate", b.Kind, b.Ratio, 100*b.Ratio)
-		return budget{percent{100 * b.Ratio}, replay.EnvoyDefaultMinRetryConcurrency}
+		return out(100*b.Ratio, replay.EnvoyDefaultMinRetryConcurrency)
 	}
 	n.add(e, "the %s budget cannot be expressed; written as Envoy's default retry_budget (20%%, 3)", b.Kind)
-	return budget{percent{replay.EnvoyDefaultBudgetPercent}, replay.EnvoyDefaultMinRetryConcurrency}
+	return out(replay.EnvoyDefaultBudgetPercent, replay.EnvoyDefaultMinRetryConcurrency)
 }

@@ -22,8 +22,8 @@ func emitNative(edges []Edge) (*Emitted, error) {
 }
 
 // nativeSpec is a whole policy as the keys that set each of its fields.
-// The zero backoff kind and jitter are written as what replay reads them
-// as, immediate and none.
+// The zero backoff kind, jitter and multiplier are written as what replay
+// reads them as: immediate, none and 2.
 func nativeSpec(p replay.Policy) PolicySpec {
 	s := PolicySpec{MaxAttempts: &p.MaxAttempts, PropagateDeadline: &p.Propagate, HonorRetryAfter: &p.HonorRetryAfter,
 		PerTryTimeout: durPtr(p.PerTryTimeout), Deadline: durPtr(p.Deadline), HedgeAfter: durPtr(p.HedgeAfter)}
@@ -36,7 +36,11 @@ func nativeSpec(p replay.Policy) PolicySpec {
 	if kind != replay.BackoffImmediate {
 		s.Backoff.Base = durPtr(b.Base)
 		if kind == replay.BackoffExponential {
-			s.Backoff.Multiplier = &b.Multiplier
+			m := b.Multiplier
+			if m == 0 {
+				m = 2 // what replay reads 0 as
+			}
+			s.Backoff.Multiplier = &m
 		}
 		if b.Cap > 0 {
 			s.Backoff.Cap = durPtr(b.Cap)

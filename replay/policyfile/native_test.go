@@ -530,8 +530,6 @@ func pfSameFile(a, b *PolicyFile) bool {
 	return reflect.DeepEqual(a.Default, b.Default) && reflect.DeepEqual(a.Edges, b.Edges)
 }
 
-func pfPtr[T any](v T) *T { return &v }
-
 // pfEveryKey is a policy file that sets every key, with names that YAML
 // must quote.
 func pfEveryKey() *PolicyFile {

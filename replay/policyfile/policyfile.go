@@ -297,6 +297,9 @@ func (t *target) opMatches(op string) bool {
 // pfPathMatches matches a route template ("/items/{id}") against a path or
 // path prefix from a config, a template segment matching any segment.
 func pfPathMatches(template, path string, prefix bool) bool {
+	if prefix && path == "/" {
+		return true // every path, and operations that are not HTTP routes
+	}
 	ts, ps := strings.Split(template, "/"), strings.Split(path, "/")
 	if len(ps) > len(ts) || !prefix && len(ps) != len(ts) {
 		return false

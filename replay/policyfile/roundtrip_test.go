@@ -54,21 +54,24 @@ func readBack(t *testing.T, out *Emitted, m *replay.Model) *replay.Model {
 // TestEmitNativeRoundTrip: the native file, read back and applied, gives
 // every edge exactly its policy (policies are values: DeepEqual).
 func TestEmitNativeRoundTrip(t *testing.T) {
-	edges := roundTripEdges()
+	edges := testEdges()
 	out, err := Emit(FormatNative, edges)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := readBack(t, out, modelOf(edges))
 	for i, e := range edges {
-		// The zero backoff kinds are written as the kinds replay reads them
-		// as: immediate, no jitter.
+		// The zero backoff kind, jitter and multiplier are written as what
+		// replay reads them as: immediate, no jitter, 2.
 		want := e.Policy
 		if want.Backoff.Kind == "" {
 			want.Backoff.Kind = replay.BackoffImmediate
 		}
 		if want.Backoff.Jitter == "" {
 			want.Backoff.Jitter = replay.JitterNone
+		}
+		if want.Backoff.Kind == replay.BackoffExponential && want.Backoff.Multiplier == 0 {
+			want.Backoff.Multiplier = 2
 		}
 		if g := got.Edges[i].Policy; !reflect.DeepEqual(g, want) {
 			t.Errorf("%s → %s %s:\n got %+v\nwant %+v\n%s", e.Caller, e.Callee, e.Operation, g, want, out.Files[0].Data)
@@ -80,7 +83,7 @@ func TestEmitNativeRoundTrip(t *testing.T) {
 // package, gives the attempts, timeouts and hedges it was written from
 // (retries counted as the vocabulary counts them).
 func TestEmitProjectRoundTrip(t *testing.T) {
-	edges := roundTripEdges()
+	edges := testEdges()
 	for _, format := range []Format{FormatEnvoy, FormatIstio, FormatLinkerd, FormatGRPC} {
 		t.Run(string(format), func(t *testing.T) {
 			out, err := Emit(format, edges)
@@ -129,8 +132,13 @@ func TestEmitProjectRoundTrip(t *testing.T) {
 	}
 }
 
-// roundTripEdges are the validation test's edges, in the package.
-func roundTripEdges() []Edge {
+// testEdges are recommended policies of every kind the writers handle:
+// HTTP and gRPC operations and one that is neither; exponential, constant
+// and immediate backoff, with and without a cap; each jitter; hedging;
+// every budget kind; a breaker, deadlines, per-try timeouts, Retry-After,
+// propagation; more attempts than gRPC allows; callers that differ on one
+// operation; edges needing no configuration.
+func testEdges() []Edge {
 	exp := replay.Backoff{Kind: replay.BackoffExponential, Base: 0.05, Multiplier: 2, Cap: 1, Jitter: replay.JitterFull}
 	br := replay.DefaultBreaker
 	return []Edge{
@@ -147,6 +155,9 @@ func roundTripEdges() []Edge {
 			Budget:  replay.BudgetSpec{Kind: replay.BudgetGRPC, Max: 10, Ratio: 0.1}}},
 		{Caller: "inventory", Callee: "db", Operation: "GET /db/stock/{sku}", Policy: replay.Policy{MaxAttempts: 4,
 			Backoff: replay.Backoff{Kind: replay.BackoffImmediate}, Budget: replay.BudgetSpec{Kind: replay.BudgetFinagle, Window: 10, Min: 10, Ratio: 0.2}}},
+		{Caller: "inventory", Callee: "cache", Operation: "get", Policy: replay.Policy{MaxAttempts: 2,
+			Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.02, Jitter: replay.JitterDecorrelated},
+			Budget:  replay.BudgetSpec{Kind: replay.BudgetTokenBucket, Max: 10, Ratio: 0.1}}},
 		{Caller: "api", Callee: "pricing", Operation: "GET /prices/{item}", Policy: replay.Policy{MaxAttempts: 1}},
 	}
 }

@@ -1,4 +1,4 @@
-package policyfile_test
+package policyfile
 
 import (
 	"bytes"
@@ -17,44 +17,11 @@ import (
 	istionet "istio.io/api/networking/v1alpha3"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/retryaudit/retryaudit/replay"
-	"github.com/retryaudit/retryaudit/replay/policyfile"
 )
 
-// validateEdges are recommended policies of every kind the writers handle:
-// HTTP and gRPC operations; exponential, constant and immediate backoff,
-// with and without a cap; each jitter; hedging; every budget kind; a
-// breaker, deadlines, per-try timeouts, Retry-After; more attempts than
-// gRPC allows; callers that differ on one operation; an edge needing no
-// configuration.
-func validateEdges() []policyfile.Edge {
-	exp := replay.Backoff{Kind: replay.BackoffExponential, Base: 0.05, Multiplier: 2, Cap: 1, Jitter: replay.JitterFull}
-	br := replay.DefaultBreaker
-	return []policyfile.Edge{
-		{Caller: "api", Callee: "inventory", Operation: "GET /inventory/{sku}", Policy: replay.Policy{MaxAttempts: 3, PerTryTimeout: 0.2, Backoff: exp,
-			Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 25, Min: 4}, HonorRetryAfter: true}},
-		{Caller: "edge", Callee: "inventory", Operation: "GET /inventory/{sku}", Policy: replay.Policy{MaxAttempts: 2, Backoff: exp}},
-		{Caller: "api", Callee: "inventory", Operation: "POST /reservations", Policy: replay.Policy{MaxAttempts: 1, Deadline: 2}},
-		{Caller: "api", Callee: "payments", Operation: "POST /charges", Policy: replay.Policy{MaxAttempts: 2,
-			Backoff: replay.Backoff{Kind: replay.BackoffConstant, Base: 0.1, Jitter: replay.JitterEqual}, Breaker: &br,
-			Budget: replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: 0.1, Window: 10}, SharedBudget: true}},
-		{Caller: "api", Callee: "shop.Pricing", Operation: "shop.Pricing/Quote", Policy: replay.Policy{MaxAttempts: 2, HedgeAfter: 0.03}},
-		{Caller: "api", Callee: "shop.Stock", Operation: "shop.Stock/Reserve", Policy: replay.Policy{MaxAttempts: 7,
-			Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.01, Multiplier: 1.5, Jitter: replay.JitterProportional, Fraction: 0.2},
-			Budget:  replay.BudgetSpec{Kind: replay.BudgetGRPC, Max: 10, Ratio: 0.1}}},
-		{Caller: "inventory", Callee: "db", Operation: "GET /db/stock/{sku}", Policy: replay.Policy{MaxAttempts: 4,
-			Backoff: replay.Backoff{Kind: replay.BackoffImmediate}, Budget: replay.BudgetSpec{Kind: replay.BudgetFinagle, Window: 10, Min: 10, Ratio: 0.2}}},
-		{Caller: "inventory", Callee: "cache", Operation: "get", Policy: replay.Policy{MaxAttempts: 2,
-			Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.02, Jitter: replay.JitterDecorrelated},
-			Budget:  replay.BudgetSpec{Kind: replay.BudgetTokenBucket, Max: 10, Ratio: 0.1}}},
-		{Caller: "api", Callee: "pricing", Operation: "GET /prices/{item}", Policy: replay.Policy{MaxAttempts: 1}},
-	}
-}
-
-func emit(t *testing.T, f policyfile.Format) *policyfile.Emitted {
+func emit(t *testing.T, f Format) *Emitted {
 	t.Helper()
-	out, err := policyfile.Emit(f, validateEdges())
+	out, err := Emit(f, testEdges())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +63,7 @@ func strict(t *testing.T, what string, j []byte, m proto.Message) {
 // own types (strict protojson) and generated validators (ValidateAll), and
 // say what each field means in Envoy's terms.
 func TestEmitEnvoyValidates(t *testing.T) {
-	out := emit(t, policyfile.FormatEnvoy)
+	out := emit(t, FormatEnvoy)
 	ds := docs(t, out.Files[0].Data)
 	var rc routev3.RouteConfiguration
 	strict(t, "RouteConfiguration", ds[0], &rc)
@@ -142,7 +109,7 @@ func TestEmitEnvoyValidates(t *testing.T) {
 // TestEmitIstioValidates: VirtualServices and DestinationRules pass Istio's
 // own API types, strictly, and attempts count retries.
 func TestEmitIstioValidates(t *testing.T) {
-	out := emit(t, policyfile.FormatIstio)
+	out := emit(t, FormatIstio)
 	vs := 0
 	for i, d := range docs(t, out.Files[0].Data) {
 		var obj struct {
@@ -191,7 +158,7 @@ func TestEmitIstioValidates(t *testing.T) {
 // TestEmitLinkerdValidates: HTTPRoutes and GRPCRoutes pass Gateway API's
 // own types (unknown fields refused) and carry Linkerd's annotations.
 func TestEmitLinkerdValidates(t *testing.T) {
-	out := emit(t, policyfile.FormatLinkerd)
+	out := emit(t, FormatLinkerd)
 	n := 0
 	for i, d := range docs(t, out.Files[0].Data) {
 		var kind struct {
@@ -256,7 +223,7 @@ func TestEmitGRPCValidates(t *testing.T) {
 	if err := client(`{"methodConfig":[{"name":[{"service":"a.B"}],"retryPolicy":{"maxAttempts":1,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`); err == nil {
 		t.Fatal("grpc-go accepted an invalid service config")
 	}
-	out := emit(t, policyfile.FormatGRPC)
+	out := emit(t, FormatGRPC)
 	for _, f := range out.Files {
 		if err := client(string(f.Data)); err != nil {
 			t.Errorf("%s: %v\n%s", f.Callee, err, f.Data)
@@ -280,7 +247,7 @@ func TestEmitGRPCValidates(t *testing.T) {
 	mustNote(t, out, "7 attempts cannot be expressed", "grpc-go does not implement hedging")
 }
 
-func mustNote(t *testing.T, out *policyfile.Emitted, subs ...string) {
+func mustNote(t *testing.T, out *Emitted, subs ...string) {
 	t.Helper()
 	all := strings.Join(out.Notes, "\n")
 	for _, s := range subs {
