@@ -274,3 +274,19 @@ func backoffWords(b replay.Backoff) string {
 }
 
 func pfPtr[T any](v T) *T { return &v }
+
+// emitYAML is one file of YAML documents, the first after a comment with
+// header and the notes, and the notes. With no document, the file is the
+// comment alone.
+func emitYAML(header string, docs []any, heads [][]byte, n *notes) (*Emitted, error) {
+	if len(docs) == 0 {
+		data := comments(header+": no callee needs configuration", n.list)
+		return &Emitted{Files: []Output{{Data: data}}, Notes: n.list}, nil
+	}
+	heads[0] = comments(header, n.list)
+	data, err := yamlDocs(docs, heads)
+	if err != nil {
+		return nil, err
+	}
+	return &Emitted{Files: []Output{{Data: data}}, Notes: n.list}, nil
+}

@@ -92,7 +92,7 @@ func (b *EnvoyRetryBudget) spec() replay.BudgetSpec {
 // are kept out of the simulation and listed as ignored.
 type envoyRouteConfig struct {
 	Name         string             `yaml:"name,omitempty"`
-	VirtualHosts []envoyVirtualHost `yaml:"virtual_hosts,omitempty"`
+	VirtualHosts []envoyVirtualHost `yaml:"virtual_hosts"` // written when empty: the key tells an Envoy file
 }
 
 type envoyVirtualHost struct {
@@ -400,16 +400,12 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 		}
 	}
 	docs := []any{rc}
-	heads := [][]byte{comments("Envoy v3 RouteConfiguration written by retryaudit", n.list)}
+	heads := [][]byte{nil}
 	for _, c := range clusters {
 		docs = append(docs, c)
 		heads = append(heads, []byte("# Envoy v3 Cluster: the callee's retry budget\n"))
 	}
-	data, err := yamlDocs(docs, heads)
-	if err != nil {
-		return nil, err
-	}
-	return &Emitted{Files: []Output{{Data: data}}, Notes: n.list}, nil
+	return emitYAML("Envoy v3 RouteConfiguration written by retryaudit", docs, heads, n)
 }
 
 // envoyBudgetOf writes a budget as Envoy's retry_budget: exact for an

@@ -179,6 +179,9 @@ func emitGRPC(edges []Edge) (*Emitted, error) {
 		out.Files = append(out.Files, Output{Callee: callee, Data: append(data, '\n')})
 	}
 	out.Notes = n.list
+	if len(out.Files) == 0 {
+		out.Notes = append(out.Notes, "no callee needs configuration: no service config written")
+	}
 	return out, nil
 }
 

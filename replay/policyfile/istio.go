@@ -304,14 +304,7 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 			}
 		}
 	}
-	if len(heads) > 0 {
-		heads[0] = comments("Istio networking.istio.io/v1 written by retryaudit", n.list)
-	}
-	data, err := yamlDocs(docs, heads)
-	if err != nil {
-		return nil, err
-	}
-	return &Emitted{Files: []Output{{Data: data}}, Notes: n.list}, nil
+	return emitYAML("Istio networking.istio.io/v1 written by retryaudit", docs, heads, n)
 }
 
 // kubeDoc is a Kubernetes object with its spec.

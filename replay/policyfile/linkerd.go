@@ -277,15 +277,7 @@ func emitLinkerd(edges []Edge) (*Emitted, error) {
 			}
 		}
 	}
-	heads := make([][]byte, len(docs))
-	if len(heads) > 0 {
-		heads[0] = comments("Gateway API routes with Linkerd annotations, written by retryaudit", n.list)
-	}
-	data, err := yamlDocs(docs, heads)
-	if err != nil {
-		return nil, err
-	}
-	return &Emitted{Files: []Output{{Data: data}}, Notes: n.list}, nil
+	return emitYAML("Gateway API routes with Linkerd annotations, written by retryaudit", docs, make([][]byte, len(docs)), n)
 }
 
 // linkerdDuration writes seconds as a Go-style duration ("300ms").

@@ -161,3 +161,25 @@ func testEdges() []Edge {
 		{Caller: "api", Callee: "pricing", Operation: "GET /prices/{item}", Policy: replay.Policy{MaxAttempts: 1}},
 	}
 }
+
+// TestEmitNothingToConfigure: with no edge that retries, the project files
+// say so in a comment (gRPC in a note) and read back as no policy.
+func TestEmitNothingToConfigure(t *testing.T) {
+	edges := []Edge{{Caller: "a", Callee: "b", Operation: "GET /x", Policy: replay.Policy{MaxAttempts: 1}}}
+	for _, f := range Formats() {
+		out, err := Emit(f, edges)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if f == FormatGRPC {
+			if len(out.Files) != 0 || len(out.Notes) != 1 {
+				t.Errorf("grpc: %d files, notes %q", len(out.Files), out.Notes)
+			}
+			continue
+		}
+		m := readBack(t, out, modelOf(edges))
+		if p := m.Edges[0].Policy; p.MaxAttempts != 1 {
+			t.Errorf("%s: %+v", f, p)
+		}
+	}
+}
