@@ -49,10 +49,20 @@ a comparison against the observed policies, and a recommendation — the
 policy with the best yield that never stays collapsed, and what it changes
 edge by edge.
 
+--emit-policy FILE writes the recommended policy of every edge in the
+vocabulary of --policy-format: an Envoy RouteConfiguration and Clusters, Istio
+VirtualServices and DestinationRules, Gateway API routes with Linkerd's
+annotations, a gRPC service config per callee (FILE.CALLEE.json when there are
+several), or retryaudit's own YAML; what the vocabulary cannot express is a
+comment in the file and a note in the report. With --policy-file, findings
+also compare the configured policy with what the traces show.
+
 --fail-on makes the command exit 3 after its report when a threshold is
 crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
-  retryaudit audit traces/ --emit-policy policy.yaml --fail-on amplification>10 --fail-on metastable:observed`,
+  retryaudit audit traces/ --emit-policy policy.yaml --fail-on amplification>10 --fail-on metastable:observed
+  retryaudit audit traces/ --emit-policy routes.yaml --policy-format envoy
+  retryaudit audit traces/ --policy-file virtualservice.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.inputs = args
@@ -91,6 +101,13 @@ crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
 	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY")
 	opts.sim.bind(f)
 	opts.in.bind(f)
+	_ = cmd.RegisterFlagCompletionFunc("policy-format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var names []string
+		for _, f := range policyfile.Formats() {
+			names = append(names, string(f))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 
@@ -227,7 +244,7 @@ func emitPolicy(name string, format policyfile.Format, m *replay.Model) ([]strin
 		lines = append(lines, fmt.Sprintf("--emit-policy wrote %s (%s)", file, format))
 	}
 	for _, n := range out.Notes {
-		lines = append(lines, fmt.Sprintf("--policy-format %s cannot express: %s", format, n))
+		lines = append(lines, fmt.Sprintf("--policy-format %s: %s", format, n))
 	}
 	return lines, nil
 }
