@@ -176,7 +176,7 @@ func fourLayer(policy string) *Model {
 			p.HonorRetryAfter = true
 		case "breaker+deadline":
 			p = retry(i)
-			p.Breaker = &BreakerConfig{FailureRate: 0.5, Window: 5, MinRequests: 20, OpenFor: 2, Jitter: 0.2, HalfOpenProbes: 3}
+			p.Breaker = BreakerConfig{FailureRate: 0.5, Window: 5, MinRequests: 20, OpenFor: 2, Jitter: 0.2, HalfOpenProbes: 3}
 			p.Propagate = true
 			if i == 0 {
 				p.Deadline = 2

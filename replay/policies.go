@@ -23,7 +23,7 @@ var (
 			forEdges(m, func(_ *Edge, p *Policy) { p.Budget, p.SharedBudget = sharedRatioBudget, true })
 		},
 		"retry-after": func(m *Model) { forEdges(m, func(_ *Edge, p *Policy) { p.HonorRetryAfter = true }) },
-		"breaker":     func(m *Model) { forEdges(m, func(_ *Edge, p *Policy) { b := DefaultBreaker; p.Breaker = &b }) },
+		"breaker":     func(m *Model) { forEdges(m, func(_ *Edge, p *Policy) { p.Breaker = DefaultBreaker }) },
 		"deadline": func(m *Model) {
 			m.RootPropagate = true
 			forEdges(m, func(_ *Edge, p *Policy) { p.Propagate = true })

@@ -321,14 +321,14 @@ func TestProofHedging(t *testing.T) {
 // attempts, and the system is back within 2 s of the outage's end (the
 // breaker's last open spell can run 1.2 s past it) in every seed.
 func TestProofBreaker(t *testing.T) {
-	br := &BreakerConfig{ConsecutiveFailures: 5, OpenFor: 1, Jitter: 0.2}
+	br := BreakerConfig{ConsecutiveFailures: 5, OpenFor: 1, Jitter: 0.2}
 	faults := schedule("outage:svc=server,at=10s,for=10s,mode=error")
 	for seed := uint64(1); seed <= 5; seed++ {
-		m := func(b *BreakerConfig) *Model {
+		m := func(b BreakerConfig) *Model {
 			return single("server", 100, Exponential{MeanS: 0.05}, 1000, 0, Policy{MaxAttempts: 3, PerTryTimeout: 0.5, Breaker: b})
 		}
 		cfg := RunConfig{Seed: seed, Duration: 60, Window: 20}
-		plain, err := Run(m(nil), faults, cfg)
+		plain, err := Run(m(BreakerConfig{}), faults, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +355,7 @@ func TestProofBreaker(t *testing.T) {
 // opened; every later one is refused or failed.
 func TestProofBreakerRefusesHedge(t *testing.T) {
 	m := single("db", 1000, Constant(0.05), 100, 0, Policy{MaxAttempts: 2, HedgeAfter: 0.5,
-		Breaker: &BreakerConfig{ConsecutiveFailures: 1, OpenFor: 1000}})
+		Breaker: BreakerConfig{ConsecutiveFailures: 1, OpenFor: 1000}})
 	faults := schedule("slow-shard:svc=db,at=0s,for=0s,x=20", "outage:svc=db,at=10s,for=50ms,mode=error")
 	for seed := uint64(1); seed <= 3; seed++ {
 		r := prRun(t, m, faults, seed)
@@ -435,7 +435,7 @@ func prEverything() (*Model, degrade.Schedule) {
 	env := BudgetSpec{Kind: BudgetEnvoy, Percent: 20, Min: 3}
 	fin := BudgetSpec{Kind: BudgetFinagle, Window: FinagleDefaultTTL, Min: FinagleDefaultMinRetriesPerSec, Ratio: FinagleDefaultPercentCanRetry}
 	aws := BudgetSpec{Kind: BudgetAWS}
-	br := &BreakerConfig{FailureRate: 0.5, Window: 2, MinRequests: 10, OpenFor: 0.5, Jitter: 0.3, HalfOpenProbes: 2}
+	br := BreakerConfig{FailureRate: 0.5, Window: 2, MinRequests: 10, OpenFor: 0.5, Jitter: 0.3, HalfOpenProbes: 2}
 	m := &Model{
 		Services: []Service{
 			{Name: "edge", Workers: 400, Ops: []Op{

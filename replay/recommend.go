@@ -169,7 +169,7 @@ func changes(observed, m *Model) []Change {
 		if n.HonorRetryAfter && !o.HonorRetryAfter && n.MaxAttempts > 1 {
 			add("honour Retry-After")
 		}
-		if n.Breaker != nil && o.Breaker == nil {
+		if n.Breaker.Enabled() && !o.Breaker.Enabled() {
 			add("add a circuit breaker (open after %d consecutive failures for %.0f s, jittered half-open)", n.Breaker.ConsecutiveFailures, n.Breaker.OpenFor)
 		}
 		if n.Propagate && !o.Propagate {

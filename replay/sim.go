@@ -185,8 +185,8 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		default:
 			s.budgets[i] = e.Policy.Budget.New()
 		}
-		if e.Policy.Breaker != nil {
-			s.breakers[i] = NewBreaker(*e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
+		if e.Policy.Breaker.Enabled() {
+			s.breakers[i] = NewBreaker(e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
 		}
 	}
 	total := 0.0

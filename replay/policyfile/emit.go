@@ -139,7 +139,7 @@ func byCallee(edges []Edge, all bool) [][]Edge {
 
 // configured says whether a policy needs any proxy configuration.
 func configured(p replay.Policy) bool {
-	return p.MaxAttempts > 1 || p.HedgeAfter > 0 || p.Budget.Kind != replay.BudgetNone || p.Breaker != nil || p.Deadline > 0 || p.PerTryTimeout > 0
+	return p.MaxAttempts > 1 || p.HedgeAfter > 0 || p.Budget.Kind != replay.BudgetNone || p.Breaker.Enabled() || p.Deadline > 0 || p.PerTryTimeout > 0
 }
 
 // byOperation merges the edges of one callee into one policy per operation:
@@ -149,7 +149,7 @@ func byOperation(group []Edge, n *notes) []Edge {
 	var out []Edge
 	for _, e := range group {
 		if k := slices.IndexFunc(out, func(o Edge) bool { return o.Operation == e.Operation }); k >= 0 {
-			if !pfSamePolicy(out[k].Policy, e.Policy) {
+			if out[k].Policy != e.Policy {
 				n.add(e, "callers differ in policy; %s has one route per operation, so %s's policy is written", n.format, out[k].Caller)
 			}
 			continue
@@ -159,13 +159,6 @@ func byOperation(group []Edge, n *notes) []Edge {
 	return out
 }
 
-func pfSamePolicy(a, b replay.Policy) bool {
-	if (a.Breaker == nil) != (b.Breaker == nil) || a.Breaker != nil && *a.Breaker != *b.Breaker {
-		return false
-	}
-	a.Breaker, b.Breaker = nil, nil
-	return a == b
-}
 
 // protoDuration writes seconds as a protobuf JSON duration ("0.025s"),
 // rounded to the microsecond.

@@ -385,7 +385,7 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 			if e.Policy.Propagate {
 				n.add(e, "deadline propagation is the application's (grpc-timeout or a deadline header); Envoy does not drop late work")
 			}
-			if e.Policy.Breaker != nil {
+			if e.Policy.Breaker.Enabled() {
 				n.add(e, "the circuit breaker cannot be expressed: Envoy's outlier_detection ejects hosts, not the edge")
 			}
 			if bs := e.Policy.Budget; bs.Kind != replay.BudgetNone && budget == nil {

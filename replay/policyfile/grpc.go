@@ -155,7 +155,7 @@ func emitGRPC(edges []Edge) (*Emitted, error) {
 			if p.PerTryTimeout > 0 {
 				n.add(e, "a per-try timeout of %s cannot be expressed: gRPC's retryPolicy has none (perAttemptRecvTimeout is not in grpc-go)", protoDuration(p.PerTryTimeout))
 			}
-			if p.Breaker != nil {
+			if p.Breaker.Enabled() {
 				n.add(e, "the circuit breaker cannot be expressed in a gRPC service config")
 			}
 			if p.Propagate {

@@ -277,7 +277,7 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 			if p.HedgeAfter > 0 {
 				n.add(e, "hedging after %s cannot be expressed in Istio", protoDuration(p.HedgeAfter))
 			}
-			if p.Breaker != nil {
+			if p.Breaker.Enabled() {
 				n.add(e, "the circuit breaker cannot be expressed: Istio's outlierDetection ejects hosts, not the edge")
 			}
 			if bs := p.Budget; bs.Kind != replay.BudgetNone && budget == nil {

@@ -253,7 +253,7 @@ func emitLinkerd(edges []Edge) (*Emitted, error) {
 			if p.HedgeAfter > 0 {
 				n.add(e, "hedging after %s cannot be expressed in Linkerd", protoDuration(p.HedgeAfter))
 			}
-			if p.Breaker != nil {
+			if p.Breaker.Enabled() {
 				n.add(e, "the circuit breaker cannot be expressed per route: Linkerd's failure accrual is a Service annotation (balancer.linkerd.io/failure-accrual) and ejects endpoints")
 			}
 			budgetNote(n, e)

@@ -669,7 +669,7 @@ func (f *PolicyFile) Apply(m *replay.Model) (*replay.Model, error) {
 				e.add(backoffBy, "edge %s: %v", pfEdgeName(out, ed), err)
 			}
 		}
-		if breakerBy != nil && p.Breaker != nil {
+		if breakerBy != nil && p.Breaker.Enabled() {
 			if err := p.Breaker.Validate(); err != nil {
 				e.add(breakerBy, "edge %s: %v", pfEdgeName(out, ed), err)
 			}
@@ -767,12 +767,9 @@ func (s *PolicySpec) applyTo(p *replay.Policy) string {
 	}
 	if b := s.Breaker; b != nil {
 		if b.Disabled {
-			p.Breaker = nil
+			p.Breaker = replay.BreakerConfig{}
 		} else {
-			var c replay.BreakerConfig
-			if p.Breaker != nil {
-				c = *p.Breaker
-			}
+			c := p.Breaker
 			if b.ConsecutiveFailures != nil {
 				c.ConsecutiveFailures = *b.ConsecutiveFailures
 			}
@@ -794,7 +791,7 @@ func (s *PolicySpec) applyTo(p *replay.Policy) string {
 			if b.HalfOpenProbes != nil {
 				c.HalfOpenProbes = *b.HalfOpenProbes
 			}
-			p.Breaker = &c
+			p.Breaker = c
 		}
 	}
 	return problem
@@ -885,7 +882,7 @@ func pfEdgeName(m *replay.Model, ed *replay.Edge) string {
 }
 
 // pfCloneModel copies m deeply enough that changing the copy's services,
-// operations, edges, policies and breakers leaves m alone.
+// operations, edges and policies leaves m alone.
 func pfCloneModel(m *replay.Model) *replay.Model {
 	c := *m
 	c.Services = slices.Clone(m.Services)
@@ -896,12 +893,6 @@ func pfCloneModel(m *replay.Model) *replay.Model {
 		}
 	}
 	c.Edges = slices.Clone(m.Edges)
-	for i := range c.Edges {
-		if b := c.Edges[i].Policy.Breaker; b != nil {
-			cp := *b
-			c.Edges[i].Policy.Breaker = &cp
-		}
-	}
 	c.Entry = slices.Clone(m.Entry)
 	c.Assumed = slices.Clone(m.Assumed)
 	return &c

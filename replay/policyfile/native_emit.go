@@ -55,7 +55,7 @@ func nativeSpec(p replay.Policy) PolicySpec {
 	if b.Jitter == replay.JitterProportional {
 		s.JitterFraction = &b.Fraction
 	}
-	if c := p.Breaker; c != nil {
+	if c := p.Breaker; c.Enabled() {
 		s.Breaker = &BreakerSpec{ConsecutiveFailures: &c.ConsecutiveFailures, FailureRate: &c.FailureRate, Window: durPtr(c.Window),
 			MinRequests: &c.MinRequests, OpenFor: durPtr(c.OpenFor), Jitter: &c.Jitter, HalfOpenProbes: &c.HalfOpenProbes}
 	} else {

@@ -33,7 +33,7 @@ func pfTestModel() *replay.Model {
 				Policy: replay.Policy{MaxAttempts: 1, PerTryTimeout: 0.3, Deadline: 0.9}},
 			{Caller: 1, CallerOp: 0, Callee: 2, CalleeOp: 1, Prob: 0.2, Repeat: 1,
 				Policy: replay.Policy{MaxAttempts: 1, PerTryTimeout: 0.4, HedgeAfter: 0.2,
-					Breaker: &replay.BreakerConfig{ConsecutiveFailures: 9, OpenFor: 1}}},
+					Breaker: replay.BreakerConfig{ConsecutiveFailures: 9, OpenFor: 1}}},
 		},
 		Entry: []replay.Entry{{Service: 0, Op: 0, Weight: 1}},
 		Rate:  50,
@@ -79,7 +79,7 @@ func TestPolicyFileExample(t *testing.T) {
 				Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.1, Multiplier: 2, Cap: 1,
 					Jitter: replay.JitterProportional, Fraction: 0.2},
 				HonorRetryAfter: true,
-				Breaker:         &replay.BreakerConfig{ConsecutiveFailures: 5, OpenFor: 5, Jitter: 0.2, HalfOpenProbes: 1},
+				Breaker:         replay.BreakerConfig{ConsecutiveFailures: 5, OpenFor: 5, Jitter: 0.2, HalfOpenProbes: 1},
 				HedgeAfter:      0.05,
 			},
 			budget: replay.BudgetSpec{Kind: replay.BudgetFinagle, Window: 10, Min: 10, Ratio: 0.2},
@@ -103,7 +103,7 @@ func TestPolicyFileExample(t *testing.T) {
 				Backoff:       replay.Backoff{Kind: replay.BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.25, Jitter: replay.JitterEqual},
 				SharedBudget:  true,
 				// The model's breaker, overridden key by key.
-				Breaker: &replay.BreakerConfig{ConsecutiveFailures: 9, FailureRate: 0.5, Window: 10, MinRequests: 20, OpenFor: 2},
+				Breaker: replay.BreakerConfig{ConsecutiveFailures: 9, FailureRate: 0.5, Window: 10, MinRequests: 20, OpenFor: 2},
 			},
 			budget: replay.BudgetSpec{Kind: replay.BudgetTokenBucket, Max: 10, Ratio: 0.1},
 		},
@@ -114,9 +114,6 @@ func TestPolicyFileExample(t *testing.T) {
 			tt.policy.Budget = tt.budget
 			if g, w := p, tt.policy; !reflect.DeepEqual(g, w) {
 				t.Errorf("policy\n got %+v\nwant %+v", g, w)
-				if g.Breaker != nil && w.Breaker != nil {
-					t.Errorf("breaker\n got %+v\nwant %+v", *g.Breaker, *w.Breaker)
-				}
 			}
 		})
 	}
@@ -304,13 +301,13 @@ edges:
 			name: "breaker disabled",
 			yaml: "edges:\n  - {caller: api, callee: inventory, operation: reserve, breaker: {disabled: true}}\n",
 			edge: 2,
-			want: func(p *replay.Policy) { p.Breaker = nil },
+			want: func(p *replay.Policy) { p.Breaker = replay.BreakerConfig{} },
 		},
 		{
 			name: "breaker created from nothing",
 			yaml: "edges:\n  - {caller: edge, callee: api, breaker: {consecutiveFailures: 3, openFor: 1s}}\n",
 			edge: 0,
-			want: func(p *replay.Policy) { p.Breaker = &replay.BreakerConfig{ConsecutiveFailures: 3, OpenFor: 1} },
+			want: func(p *replay.Policy) { p.Breaker = replay.BreakerConfig{ConsecutiveFailures: 3, OpenFor: 1} },
 		},
 	}
 	for _, tt := range tests {
@@ -324,10 +321,6 @@ edges:
 				t.Fatal(err)
 			}
 			want := base.Edges[tt.edge].Policy
-			if want.Breaker != nil {
-				c := *want.Breaker
-				want.Breaker = &c
-			}
 			tt.want(&want)
 			want.Budget = tt.budget
 			got := m.Edges[tt.edge].Policy

@@ -1,7 +1,6 @@
 package policyfile
 
 import (
-	"reflect"
 	"slices"
 	"testing"
 
@@ -52,7 +51,7 @@ func readBack(t *testing.T, out *Emitted, m *replay.Model) *replay.Model {
 }
 
 // TestEmitNativeRoundTrip: the native file, read back and applied, gives
-// every edge exactly its policy (policies are values: DeepEqual).
+// every edge exactly its policy (policies are values: ==).
 func TestEmitNativeRoundTrip(t *testing.T) {
 	edges := testEdges()
 	out, err := Emit(FormatNative, edges)
@@ -73,7 +72,7 @@ func TestEmitNativeRoundTrip(t *testing.T) {
 		if want.Backoff.Kind == replay.BackoffExponential && want.Backoff.Multiplier == 0 {
 			want.Backoff.Multiplier = 2
 		}
-		if g := got.Edges[i].Policy; !reflect.DeepEqual(g, want) {
+		if g := got.Edges[i].Policy; g != want {
 			t.Errorf("%s → %s %s:\n got %+v\nwant %+v\n%s", e.Caller, e.Callee, e.Operation, g, want, out.Files[0].Data)
 		}
 	}
@@ -140,14 +139,13 @@ func TestEmitProjectRoundTrip(t *testing.T) {
 // operation; edges needing no configuration.
 func testEdges() []Edge {
 	exp := replay.Backoff{Kind: replay.BackoffExponential, Base: 0.05, Multiplier: 2, Cap: 1, Jitter: replay.JitterFull}
-	br := replay.DefaultBreaker
 	return []Edge{
 		{Caller: "api", Callee: "inventory", Operation: "GET /inventory/{sku}", Policy: replay.Policy{MaxAttempts: 3, PerTryTimeout: 0.2, Backoff: exp,
 			Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 25, Min: 4}, HonorRetryAfter: true}},
 		{Caller: "edge", Callee: "inventory", Operation: "GET /inventory/{sku}", Policy: replay.Policy{MaxAttempts: 2, Backoff: exp}},
 		{Caller: "api", Callee: "inventory", Operation: "POST /reservations", Policy: replay.Policy{MaxAttempts: 1, Deadline: 2}},
 		{Caller: "api", Callee: "payments", Operation: "POST /charges", Policy: replay.Policy{MaxAttempts: 2, PerTryTimeout: 0.5,
-			Backoff: replay.Backoff{Kind: replay.BackoffConstant, Base: 0.1, Jitter: replay.JitterEqual}, Breaker: &br,
+			Backoff: replay.Backoff{Kind: replay.BackoffConstant, Base: 0.1, Jitter: replay.JitterEqual}, Breaker: replay.DefaultBreaker,
 			Budget: replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: 0.1, Window: 10}, SharedBudget: true, Propagate: true}},
 		{Caller: "api", Callee: "shop.Pricing", Operation: "shop.Pricing/Quote", Policy: replay.Policy{MaxAttempts: 2, HedgeAfter: 0.03}},
 		{Caller: "api", Callee: "shop.Stock", Operation: "shop.Stock/Reserve", Policy: replay.Policy{MaxAttempts: 7, Deadline: 1,
