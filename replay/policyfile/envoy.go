@@ -3,7 +3,6 @@ package policyfile
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -130,10 +129,29 @@ type envoyStringMatch struct {
 }
 
 type envoyRouteAction struct {
-	Cluster     string            `yaml:"cluster,omitempty"`
+	Cluster          string `yaml:"cluster,omitempty"`
+	WeightedClusters *struct {
+		Clusters []struct {
+			Name string `yaml:"name"`
+		} `yaml:"clusters"`
+	} `yaml:"weighted_clusters,omitempty"`
 	Timeout     *Duration         `yaml:"timeout,omitempty"`
 	RetryPolicy *EnvoyRetryPolicy `yaml:"retry_policy,omitempty"`
 	HedgePolicy *envoyHedgePolicy `yaml:"hedge_policy,omitempty"`
+}
+
+// clusters are the clusters a route sends to.
+func (a *envoyRouteAction) clusters() []string {
+	if a.Cluster != "" {
+		return []string{a.Cluster}
+	}
+	var out []string
+	if a.WeightedClusters != nil {
+		for _, c := range a.WeightedClusters.Clusters {
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }
 
 type envoyHedgePolicy struct {
@@ -162,10 +180,8 @@ type envoyBootstrap struct {
 }
 
 // readEnvoy reads Envoy YAML or JSON: RouteConfiguration and Cluster
-// documents, or a bootstrap's static clusters. A virtual host's policy
-// applies to the callees its domains and route clusters name; a route's
-// retry_policy replaces the virtual host's on the operations it matches,
-// the first matching route winning.
+// documents, or a bootstrap's static clusters and inline route
+// configurations.
 func readEnvoy(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 	src.lenient = true
 	f := &PolicyFile{src: src}
@@ -176,55 +192,8 @@ func readEnvoy(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 			if err := src.decode(doc, &rc); err != nil {
 				return nil, err
 			}
-			for v, vh := range rc.VirtualHosts {
-				hosts := slices.Clone(vh.Domains)
-				for _, r := range vh.Routes {
-					if r.Route != nil && r.Route.Cluster != "" {
-						hosts = append(hosts, r.Route.Cluster)
-					}
-				}
-				where := fmt.Sprintf("document %d virtual_hosts[%d] %s", d+1, v, vh.Name)
-				if vh.RetryPolicy != nil {
-					f.add(&target{hosts: hosts, origin: where}, PolicySpec{EnvoyRetryPolicy: vh.RetryPolicy})
-				}
-				for k, r := range vh.Routes {
-					if r.Route == nil {
-						continue
-					}
-					to := &target{hosts: hosts, group: where, origin: fmt.Sprintf("%s routes[%d]", where, k)}
-					if r.Route.Cluster != "" {
-						to.hosts = []string{r.Route.Cluster}
-					}
-					to.prefix, to.exact = r.Match.Prefix, r.Match.Path
-					if r.Match.SafeRegex != nil {
-						re, err := regexp.Compile("^(?:" + r.Match.SafeRegex.Regex + ")$")
-						if err != nil {
-							path := pfPath{"virtual_hosts", v, "routes", k, "match", "safe_regex", "regex"}
-							return nil, src.errorAt(src.locate(path), path, err.Error())
-						}
-						to.regex = re
-					}
-					for _, h := range r.Match.Headers {
-						if h.Name == ":method" && h.StringMatch != nil {
-							to.method = h.StringMatch.Exact
-						}
-					}
-					spec := PolicySpec{EnvoyRetryPolicy: r.Route.RetryPolicy}
-					if r.Route.Timeout != nil && *r.Route.Timeout > 0 {
-						spec.Deadline = r.Route.Timeout
-					}
-					hp := r.Route.HedgePolicy
-					if hp == nil {
-						hp = vh.HedgePolicy
-					}
-					if hp != nil && hp.HedgeOnPerTryTimeout && spec.EnvoyRetryPolicy != nil && spec.EnvoyRetryPolicy.PerTryTimeout != nil {
-						spec.HedgeAfter = spec.EnvoyRetryPolicy.PerTryTimeout
-					}
-					if spec.EnvoyRetryPolicy == nil && spec.Deadline == nil {
-						continue
-					}
-					f.add(to, spec)
-				}
+			if err := f.readRouteConfig(src, rc, nil, fmt.Sprintf("document %d", d+1)); err != nil {
+				return nil, err
 			}
 		case src.find(doc, "static_resources", 0) != nil:
 			var b envoyBootstrap
@@ -233,6 +202,22 @@ func readEnvoy(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 			}
 			for _, c := range b.StaticResources.Clusters {
 				f.addCluster(c, fmt.Sprintf("document %d static_resources cluster %s", d+1, c.Name))
+			}
+			// Route configurations inline in the listeners' HTTP connection
+			// managers.
+			for i, n := range ast.Filter(ast.MappingValueType, doc) {
+				mv, ok := n.(*ast.MappingValueNode)
+				if !ok || pfKey(mv.Key) != "route_config" {
+					continue
+				}
+				var rc envoyRouteConfig
+				if err := src.decode(mv.Value, &rc); err != nil {
+					return nil, err
+				}
+				if err := f.readRouteConfig(src, rc, mv.Value, fmt.Sprintf("document %d route_config %d", d+1, i)); err != nil {
+					return nil, err
+				}
+				src.root = doc
 			}
 		default:
 			var c envoyCluster
@@ -253,6 +238,76 @@ func readEnvoy(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 		}
 	}
 	return f, f.finish()
+}
+
+// envoyDefaultRouteTimeout is a route's timeout when it gives none
+// (config.route.v3.RouteAction.timeout); 0s disables it.
+const envoyDefaultRouteTimeout = Duration(15 * time.Second)
+
+// readRouteConfig reads a route configuration: each route's policy (its
+// retry_policy, or the virtual host's) applies to the operations it
+// matches on the callees its clusters name, the first matching route of a
+// virtual host winning as in Envoy. where names the configuration in notes; node is where it is in
+// the document (nil: the document itself), for error positions.
+func (f *PolicyFile) readRouteConfig(src *pfSource, rc envoyRouteConfig, node ast.Node, where string) error {
+	defaultTimeout := false
+	for v, vh := range rc.VirtualHosts {
+		vwhere := fmt.Sprintf("%s virtual_hosts[%d] %s", where, v, vh.Name)
+		for k, r := range vh.Routes {
+			if r.Route == nil {
+				continue // a redirect or a direct response: no upstream call
+			}
+			// The callee is the route's cluster (or clusters); the virtual
+			// host's domains when the cluster comes from a header.
+			to := &target{hosts: vh.Domains, group: vwhere, origin: fmt.Sprintf("%s routes[%d]", vwhere, k)}
+			if c := r.Route.clusters(); len(c) > 0 {
+				to.hosts = c
+			}
+			to.prefix, to.exact = r.Match.Prefix, r.Match.Path
+			if r.Match.SafeRegex != nil {
+				re, err := regexp.Compile("^(?:" + r.Match.SafeRegex.Regex + ")$")
+				if err != nil {
+					if node != nil {
+						src.root = node
+					}
+					path := pfPath{"virtual_hosts", v, "routes", k, "match", "safe_regex", "regex"}
+					return src.errorAt(src.locate(path), path, err.Error())
+				}
+				to.regex = re
+			}
+			for _, h := range r.Match.Headers {
+				if h.Name == ":method" && h.StringMatch != nil {
+					to.method = h.StringMatch.Exact
+				}
+			}
+			spec := PolicySpec{EnvoyRetryPolicy: r.Route.RetryPolicy, Deadline: r.Route.Timeout}
+			if spec.EnvoyRetryPolicy == nil {
+				spec.EnvoyRetryPolicy = vh.RetryPolicy
+			}
+			switch {
+			case spec.Deadline == nil:
+				d := envoyDefaultRouteTimeout
+				spec.Deadline = &d
+				defaultTimeout = true
+			case *spec.Deadline == 0:
+				spec.Deadline = nil
+			}
+			hp := r.Route.HedgePolicy
+			if hp == nil {
+				hp = vh.HedgePolicy
+			}
+			if hp != nil && hp.HedgeOnPerTryTimeout && spec.EnvoyRetryPolicy != nil && spec.EnvoyRetryPolicy.PerTryTimeout != nil {
+				spec.HedgeAfter = spec.EnvoyRetryPolicy.PerTryTimeout
+			}
+			// Added even without a policy of its own: the route still takes
+			// the operations it matches from the routes after it.
+			f.add(to, spec)
+		}
+	}
+	if defaultTimeout {
+		f.note("%s: routes without timeout get Envoy's default 15s deadline", where)
+	}
+	return nil
 }
 
 // addCluster reads a cluster's retry budget (the DEFAULT priority's).
@@ -370,9 +425,8 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 				r.Match.Prefix = "/"
 				n.add(e, "operation %q is neither an HTTP route nor a gRPC method; written as a route for every path", e.Operation)
 			}
-			if e.Policy.Deadline > 0 {
-				r.Route.Timeout = durPtr(e.Policy.Deadline)
-			}
+			// Written even when 0s: without it Envoy gives the route 15s.
+			r.Route.Timeout = durPtr(e.Policy.Deadline)
 			r.Route.RetryPolicy = envoyRetry(e, grpc, n)
 			if h := e.Policy.HedgeAfter; h > 0 {
 				// gateway-error makes a per-try timeout retriable, which with

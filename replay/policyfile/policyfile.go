@@ -101,7 +101,7 @@ func (f *PolicyFile) Unmatched(m *replay.Model) []string {
 	var out []string
 	for j := range f.Edges {
 		ep := &f.Edges[j]
-		if ep.to != nil && len(ep.to.match(m)) == 0 {
+		if ep.to != nil && ep.PolicySpec != (PolicySpec{}) && len(ep.to.match(m)) == 0 {
 			out = append(out, ep.to.origin+" ("+ep.to.describe()+") matches no edge")
 		}
 	}

@@ -73,6 +73,19 @@ func TestReadProjectFiles(t *testing.T) {
 			notes:     []string{"retry_host_predicate", "retriable_status_codes [503]", "max_retries"},
 		},
 		{
+			// The virtual host's retry_policy for routes without one; the
+			// first matching route wins; Envoy's default 15s timeout.
+			file: "envoy-bootstrap.yaml",
+			want: map[int]replay.Policy{
+				eInvRead: {MaxAttempts: 5, PerTryTimeout: 0.2, Deadline: 15, Backoff: envoyBackoff(0.025, 0.25),
+					Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 30, Min: 2}},
+				eInvWrite: {MaxAttempts: 3, Deadline: 1, Backoff: envoyBackoff(0.025, 0.25),
+					Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 30, Min: 2}},
+				ePayments: {MaxAttempts: 3, Deadline: 15, Backoff: envoyBackoff(0.025, 0.25)},
+			},
+			notes: []string{"Envoy's default 15s deadline"},
+		},
+		{
 			file: "istio.yaml",
 			want: map[int]replay.Policy{
 				eInvRead:  {MaxAttempts: 4, PerTryTimeout: 0.5, Deadline: 3, Backoff: envoyBackoff(0.025, 0.25), Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 20, Min: 3}},

@@ -60,7 +60,7 @@ func TestPrecheckBoundsMemory(t *testing.T) {
 // FuzzRead checks that reading any file, in any vocabulary, never panics,
 // errs with a *PolicyFileError, and applies to a model as a valid model.
 func FuzzRead(f *testing.F) {
-	for _, name := range []string{"grpc-service-config.json", "envoy-route.yaml", "istio.yaml", "linkerd.yaml"} {
+	for _, name := range []string{"grpc-service-config.json", "envoy-route.yaml", "envoy-bootstrap.yaml", "istio.yaml", "linkerd.yaml"} {
 		if data, err := os.ReadFile("testdata/real/" + name); err == nil {
 			f.Add(data)
 		}
