@@ -44,18 +44,24 @@ func Compare(f *PolicyFile, m *replay.Model, top *graph.Topology) []graph.Findin
 		if len(specs) == 0 {
 			continue
 		}
-		var p replay.Policy
-		p.MaxAttempts = 1
+		// The policy the file configures, from nothing: only what the
+		// file says about attempts and conditions is compared.
+		p := replay.Policy{MaxAttempts: 1}
+		setsAttempts := false
 		var retryOn string
 		var codes []int
 		for _, s := range specs {
 			s.applyTo(&p)
+			setsAttempts = setsAttempts || s.EnvoyRetryPolicy != nil || s.RetryPolicy != nil || s.MaxAttempts != nil
 			if s.EnvoyRetryPolicy != nil {
 				retryOn, codes = s.EnvoyRetryPolicy.RetryOn, s.EnvoyRetryPolicy.RetriableStatusCodes
 			}
 			if s.RetryPolicy != nil {
-				retryOn = strings.Join(s.RetryPolicy.RetryableStatusCodes, ",")
+				retryOn, codes = strings.Join(s.RetryPolicy.RetryableStatusCodes, ","), nil
 			}
+		}
+		if !setsAttempts {
+			continue
 		}
 		loc := fmt.Sprintf("%s → %s %s", te.Caller, te.Callee, te.Operation)
 		add := func(id string, sev graph.Severity, format string, args ...any) {
@@ -87,10 +93,13 @@ func Compare(f *PolicyFile, m *replay.Model, top *graph.Topology) []graph.Findin
 
 // retryCovers says whether configured retry conditions (Envoy's retry_on
 // and retriable_status_codes, or gRPC status names) cover a status the
-// traces show retried (an HTTP code, a gRPC status name, "timeout",
-// "transport error").
+// traces show retried, as graph labels it: an HTTP code, "grpc NAME",
+// "timeout" or "transport error".
 func retryCovers(retryOn string, codes []int, status string) bool {
-	conds := strings.Split(strings.ToLower(retryOn), ",")
+	conds := strings.Split(strings.ReplaceAll(strings.ToLower(retryOn), "_", "-"), ",")
+	for i, c := range conds {
+		conds[i] = strings.TrimSpace(c)
+	}
 	has := func(c string) bool { return slices.Contains(conds, c) }
 	if n, err := strconv.Atoi(status); err == nil {
 		switch {
@@ -107,14 +116,17 @@ func retryCovers(retryOn string, codes []int, status string) bool {
 		}
 		return false
 	}
-	s := strings.ToLower(status)
+	s := strings.ReplaceAll(strings.ToLower(status), "_", "-")
+	if code, ok := strings.CutPrefix(s, "grpc "); ok { // graph's "grpc UNAVAILABLE"
+		return has(code)
+	}
 	switch s {
 	case "timeout":
 		return has("5xx") || has("gateway-error") || has("deadline-exceeded") || has("deadline_exceeded")
 	case "transport error":
 		return has("reset") || has("connect-failure") || has("refused-stream") || has("unavailable") || has("5xx")
 	}
-	return has(strings.ReplaceAll(s, "_", "-")) || has(s)
+	return has(s)
 }
 
 func fmtMS(v float64) string {

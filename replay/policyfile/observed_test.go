@@ -9,7 +9,7 @@ import (
 
 // TestCompare: configured policy against what the traces show, edge by
 // edge, in the words of the issue's three examples, and nothing for edges
-// where they agree or the file says nothing.
+// where they agree or the file says nothing of attempts.
 func TestCompare(t *testing.T) {
 	const file = `
 name: r
@@ -32,6 +32,10 @@ virtual_hosts:
         route:
           cluster: payments
           retry_policy: {retry_on: "gateway-error,reset", num_retries: 1}
+---
+# A budget alone says nothing of attempts: stock is not compared.
+name: stock
+circuit_breakers: {thresholds: [{retry_budget: {budget_percent: {value: 20}}}]}
 `
 	f, err := Read("envoy.yaml", []byte(file))
 	if err != nil {
@@ -62,5 +66,34 @@ virtual_hosts:
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d findings, want %d:\n%s", len(got), len(want), all)
+	}
+}
+
+// TestRetryCovers: each kind of status graph labels, against Envoy's and
+// gRPC's conditions.
+func TestRetryCovers(t *testing.T) {
+	tests := []struct {
+		retryOn string
+		codes   []int
+		status  string
+		want    bool
+	}{
+		{"5xx", nil, "503", true},
+		{"5xx", nil, "429", false},
+		{"retriable-status-codes", []int{429}, "429", true},
+		{"gateway-error", nil, "500", false},
+		{"gateway-error", nil, "504", true},
+		{"reset,connect-failure", nil, "transport error", true},
+		{"connect-failure", nil, "timeout", false},
+		{"5xx", nil, "timeout", true},
+		{"UNAVAILABLE,RESOURCE_EXHAUSTED", nil, "grpc RESOURCE_EXHAUSTED", true},
+		{"unavailable", nil, "grpc UNAVAILABLE", true},
+		{"UNAVAILABLE", nil, "grpc DEADLINE_EXCEEDED", false},
+		{"cancelled,deadline-exceeded", nil, "grpc DEADLINE_EXCEEDED", true},
+	}
+	for _, tt := range tests {
+		if got := retryCovers(tt.retryOn, tt.codes, tt.status); got != tt.want {
+			t.Errorf("retryCovers(%q, %v, %q) = %v, want %v", tt.retryOn, tt.codes, tt.status, got, tt.want)
+		}
 	}
 }
