@@ -159,7 +159,6 @@ func byOperation(group []Edge, n *notes) []Edge {
 	return out
 }
 
-
 // protoDuration writes seconds as a protobuf JSON duration ("0.025s"),
 // rounded to the microsecond.
 func protoDuration(seconds float64) string {

@@ -12,18 +12,18 @@ import (
 
 // GRPCRetryPolicy is a gRPC service config method retryPolicy (gRFC A6).
 type GRPCRetryPolicy struct {
-	MaxAttempts           *int      `yaml:"maxAttempts,omitempty"`
-	InitialBackoff        *Duration `yaml:"initialBackoff,omitempty"`
-	MaxBackoff            *Duration `yaml:"maxBackoff,omitempty"`
-	BackoffMultiplier     *float64  `yaml:"backoffMultiplier,omitempty"`
-	RetryableStatusCodes  []string  `yaml:"retryableStatusCodes,omitempty"`
-	PerAttemptRecvTimeout *Duration `yaml:"perAttemptRecvTimeout,omitempty"`
+	MaxAttempts           *int      `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
+	InitialBackoff        *Duration `yaml:"initialBackoff,omitempty" json:"initialBackoff,omitempty"`
+	MaxBackoff            *Duration `yaml:"maxBackoff,omitempty" json:"maxBackoff,omitempty"`
+	BackoffMultiplier     *float64  `yaml:"backoffMultiplier,omitempty" json:"backoffMultiplier,omitempty"`
+	RetryableStatusCodes  []string  `yaml:"retryableStatusCodes,omitempty" json:"retryableStatusCodes,omitempty"`
+	PerAttemptRecvTimeout *Duration `yaml:"perAttemptRecvTimeout,omitempty" json:"perAttemptRecvTimeout,omitempty"`
 }
 
 // GRPCRetryThrottling is the gRPC service config retryThrottling.
 type GRPCRetryThrottling struct {
-	MaxTokens  *float64 `yaml:"maxTokens,omitempty"`
-	TokenRatio *float64 `yaml:"tokenRatio,omitempty"`
+	MaxTokens  *float64 `yaml:"maxTokens,omitempty" json:"maxTokens,omitempty"`
+	TokenRatio *float64 `yaml:"tokenRatio,omitempty" json:"tokenRatio,omitempty"`
 }
 
 // gRPC status code names (grpc/status codes, as the service config names them).
@@ -39,17 +39,18 @@ func (t *GRPCRetryThrottling) spec() (replay.BudgetSpec, error) {
 	return replay.BudgetSpec{Kind: replay.BudgetGRPC, Max: *t.MaxTokens, Ratio: *t.TokenRatio}, nil
 }
 
-// A gRPC service config (gRFC A2, A6), as far as retries go.
+// A gRPC service config (gRFC A2, A6), as far as retries go; read as
+// YAML, written as JSON (durations as protobuf JSON has them).
 type grpcServiceConfig struct {
-	MethodConfig    []grpcMethodConfig   `yaml:"methodConfig,omitempty" json:"methodConfig,omitempty"`
+	MethodConfig    []grpcMethodConfig   `yaml:"methodConfig,omitempty" json:"methodConfig"`
 	RetryThrottling *GRPCRetryThrottling `yaml:"retryThrottling,omitempty" json:"retryThrottling,omitempty"`
 }
 
 type grpcMethodConfig struct {
 	Name          []grpcName         `yaml:"name" json:"name"`
-	Timeout       *Duration          `yaml:"timeout,omitempty" json:"-"`
-	RetryPolicy   *GRPCRetryPolicy   `yaml:"retryPolicy,omitempty" json:"-"`
-	HedgingPolicy *grpcHedgingPolicy `yaml:"hedgingPolicy,omitempty" json:"-"`
+	Timeout       *Duration          `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	RetryPolicy   *GRPCRetryPolicy   `yaml:"retryPolicy,omitempty" json:"retryPolicy,omitempty"`
+	HedgingPolicy *grpcHedgingPolicy `yaml:"hedgingPolicy,omitempty" json:"hedgingPolicy,omitempty"`
 }
 
 type grpcName struct {
@@ -58,9 +59,9 @@ type grpcName struct {
 }
 
 type grpcHedgingPolicy struct {
-	MaxAttempts         *int      `yaml:"maxAttempts,omitempty"`
-	HedgingDelay        *Duration `yaml:"hedgingDelay,omitempty"`
-	NonFatalStatusCodes []string  `yaml:"nonFatalStatusCodes,omitempty"`
+	MaxAttempts         *int      `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
+	HedgingDelay        *Duration `yaml:"hedgingDelay,omitempty" json:"hedgingDelay,omitempty"`
+	NonFatalStatusCodes []string  `yaml:"nonFatalStatusCodes,omitempty" json:"nonFatalStatusCodes,omitempty"`
 }
 
 // readGRPC reads a service config: each methodConfig name is an entry for
@@ -118,16 +119,7 @@ func emitGRPC(edges []Edge) (*Emitted, error) {
 	out := &Emitted{}
 	for _, group := range byCallee(edges, false) {
 		callee := group[0].Callee
-		type methodConfig struct {
-			Name          []grpcName     `json:"name"`
-			Timeout       string         `json:"timeout,omitempty"`
-			RetryPolicy   map[string]any `json:"retryPolicy,omitempty"`
-			HedgingPolicy map[string]any `json:"hedgingPolicy,omitempty"`
-		}
-		var sc struct {
-			MethodConfig    []methodConfig `json:"methodConfig"`
-			RetryThrottling map[string]any `json:"retryThrottling,omitempty"`
-		}
+		var sc grpcServiceConfig
 		whole := "" // the operation whose policy stands for the whole service
 		for _, e := range byOperation(group, n) {
 			svc, method, grpc := splitOp(e.Operation)
@@ -139,15 +131,15 @@ func emitGRPC(edges []Edge) (*Emitted, error) {
 				whole, svc, method = e.Operation, callee, ""
 				n.add(e, "%q is not a gRPC method; the methodConfig names service %q, the trace's service name: replace it with the gRPC service", e.Operation, callee)
 			}
-			mc := methodConfig{Name: []grpcName{{Service: svc, Method: method}}}
+			mc := grpcMethodConfig{Name: []grpcName{{Service: svc, Method: method}}}
 			p := e.Policy
 			if p.Deadline > 0 {
-				mc.Timeout = protoDuration(p.Deadline)
+				mc.Timeout = durPtr(p.Deadline)
 			}
 			switch {
 			case p.HedgeAfter > 0:
-				mc.HedgingPolicy = map[string]any{"maxAttempts": min(max(p.MaxAttempts, 2), grpcMaxAttemptsLimit),
-					"hedgingDelay": protoDuration(p.HedgeAfter), "nonFatalStatusCodes": []string{"UNAVAILABLE"}}
+				mc.HedgingPolicy = &grpcHedgingPolicy{MaxAttempts: pfPtr(min(max(p.MaxAttempts, 2), grpcMaxAttemptsLimit)),
+					HedgingDelay: durPtr(p.HedgeAfter), NonFatalStatusCodes: []string{"UNAVAILABLE"}}
 				n.add(e, "hedgingPolicy is written as gRFC A6 has it; grpc-go does not implement hedging")
 			case p.MaxAttempts > 1:
 				mc.RetryPolicy = grpcRetryOf(e, n)
@@ -163,9 +155,9 @@ func emitGRPC(edges []Edge) (*Emitted, error) {
 			}
 			switch b := p.Budget; {
 			case b.Kind == replay.BudgetGRPC && sc.RetryThrottling == nil:
-				sc.RetryThrottling = map[string]any{"maxTokens": b.Max, "tokenRatio": b.Ratio}
+				sc.RetryThrottling = &GRPCRetryThrottling{MaxTokens: &b.Max, TokenRatio: &b.Ratio}
 			case b.Kind == replay.BudgetTokenBucket && sc.RetryThrottling == nil:
-				sc.RetryThrottling = map[string]any{"maxTokens": min(b.Max, 1000), "tokenRatio": b.Ratio}
+				sc.RetryThrottling = &GRPCRetryThrottling{MaxTokens: pfPtr(min(b.Max, 1000)), TokenRatio: &b.Ratio}
 				n.add(e, "the token-bucket budget is written as retryThrottling with the same tokens and ratio; gRPC stops retrying at half the tokens, not at zero")
 			case b.Kind != replay.BudgetNone && b.Kind != replay.BudgetGRPC && b.Kind != replay.BudgetTokenBucket:
 				budgetNote(n, e)
@@ -186,7 +178,7 @@ func emitGRPC(edges []Edge) (*Emitted, error) {
 }
 
 // grpcRetryOf writes a retrying policy as gRPC's retryPolicy.
-func grpcRetryOf(e Edge, n *notes) map[string]any {
+func grpcRetryOf(e Edge, n *notes) *GRPCRetryPolicy {
 	p := e.Policy
 	attempts := p.MaxAttempts
 	if attempts > grpcMaxAttemptsLimit {
@@ -215,6 +207,6 @@ func grpcRetryOf(e Edge, n *notes) map[string]any {
 		codes = append(codes, "RESOURCE_EXHAUSTED")
 		n.add(e, "Retry-After is gRPC's server pushback (grpc-retry-pushback-ms), which gRPC clients honour")
 	}
-	return map[string]any{"maxAttempts": attempts, "initialBackoff": protoDuration(base), "maxBackoff": protoDuration(max(capS, base)),
-		"backoffMultiplier": mult, "retryableStatusCodes": codes}
+	return &GRPCRetryPolicy{MaxAttempts: &attempts, InitialBackoff: durPtr(base), MaxBackoff: durPtr(max(capS, base)),
+		BackoffMultiplier: &mult, RetryableStatusCodes: codes}
 }

@@ -37,6 +37,10 @@ const (
 	FormatLinkerd Format = "linkerd"
 )
 
+// formatKube is what pfSniff says of Kubernetes resources, Istio's or
+// Linkerd's.
+const formatKube Format = "kubernetes"
+
 // Formats lists the vocabularies --policy-format accepts.
 func Formats() []Format {
 	return []Format{FormatEnvoy, FormatIstio, FormatLinkerd, FormatGRPC, FormatNative}
@@ -68,7 +72,7 @@ func Read(name string, data []byte) (*PolicyFile, error) {
 		return readGRPC(src, docs)
 	case FormatEnvoy:
 		return readEnvoy(src, docs)
-	case FormatIstio, FormatLinkerd:
+	case formatKube:
 		return readKube(src, docs)
 	}
 	return parseNative(src, docs)
@@ -82,7 +86,7 @@ func pfSniff(src *pfSource, docs []ast.Node) Format {
 		case has("methodConfig") || has("retryThrottling") || has("loadBalancingConfig"):
 			return FormatGRPC
 		case has("apiVersion") && has("kind"):
-			return FormatIstio
+			return formatKube
 		case has("virtual_hosts") || has("circuit_breakers") || has("static_resources") || has("connect_timeout") || has("load_assignment"):
 			return FormatEnvoy
 		}

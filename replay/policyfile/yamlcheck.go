@@ -1,6 +1,7 @@
 package policyfile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,6 +30,10 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 // MarshalYAML writes the duration as a Go duration string.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalJSON writes the duration as protobuf JSON does ("0.25s"), for
+// the gRPC service config.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(protoDuration(d.Seconds())) }
 
 // UnmarshalYAML reads a duration scalar.
 func (d *Duration) UnmarshalYAML(n ast.Node) error {
