@@ -21,32 +21,37 @@ type kubeObject struct {
 	} `yaml:"metadata"`
 }
 
-// Istio's VirtualService and DestinationRule, as far as retries go.
-type istioVirtualService struct {
-	Spec struct {
-		Hosts []string         `yaml:"hosts"`
-		HTTP  []istioHTTPRoute `yaml:"http"`
-	} `yaml:"spec"`
+// Istio's VirtualService and DestinationRule, as far as retries go: read,
+// and written.
+type istioVirtualServiceSpec struct {
+	Hosts []string         `yaml:"hosts"`
+	HTTP  []istioHTTPRoute `yaml:"http"`
 }
 
 type istioHTTPRoute struct {
-	Name  string `yaml:"name,omitempty"`
-	Match []struct {
-		URI    *istioStringMatch `yaml:"uri,omitempty"`
-		Method *istioStringMatch `yaml:"method,omitempty"`
-	} `yaml:"match,omitempty"`
-	Route []struct {
-		Destination struct {
-			Host string `yaml:"host"`
-		} `yaml:"destination"`
-	} `yaml:"route,omitempty"`
-	Retries *struct {
-		Attempts      *int      `yaml:"attempts,omitempty"`
-		PerTryTimeout *Duration `yaml:"perTryTimeout,omitempty"`
-		RetryOn       string    `yaml:"retryOn,omitempty"`
-		Backoff       *Duration `yaml:"backoff,omitempty"`
-	} `yaml:"retries,omitempty"`
-	Timeout *Duration `yaml:"timeout,omitempty"`
+	Name    string              `yaml:"name,omitempty"`
+	Match   []istioHTTPMatch    `yaml:"match,omitempty"`
+	Route   []istioDestinations `yaml:"route,omitempty"`
+	Retries *istioRetries       `yaml:"retries,omitempty"`
+	Timeout *Duration           `yaml:"timeout,omitempty"`
+}
+
+type istioHTTPMatch struct {
+	URI    *istioStringMatch `yaml:"uri,omitempty"`
+	Method *istioStringMatch `yaml:"method,omitempty"`
+}
+
+type istioDestinations struct {
+	Destination struct {
+		Host string `yaml:"host"`
+	} `yaml:"destination"`
+}
+
+type istioRetries struct {
+	Attempts      *int      `yaml:"attempts,omitempty"` // retries, not attempts
+	PerTryTimeout *Duration `yaml:"perTryTimeout,omitempty"`
+	RetryOn       string    `yaml:"retryOn,omitempty"`
+	Backoff       *Duration `yaml:"backoff,omitempty"`
 }
 
 type istioStringMatch struct {
@@ -55,16 +60,18 @@ type istioStringMatch struct {
 	Regex  string `yaml:"regex,omitempty"`
 }
 
-type istioDestinationRule struct {
-	Spec struct {
-		Host          string `yaml:"host"`
-		TrafficPolicy *struct {
-			RetryBudget *struct {
-				Percent             *float64 `yaml:"percent,omitempty"`
-				MinRetryConcurrency *int     `yaml:"minRetryConcurrency,omitempty"`
-			} `yaml:"retryBudget,omitempty"`
-		} `yaml:"trafficPolicy,omitempty"`
-	} `yaml:"spec"`
+type istioDestinationRuleSpec struct {
+	Host          string              `yaml:"host"`
+	TrafficPolicy *istioTrafficPolicy `yaml:"trafficPolicy,omitempty"`
+}
+
+type istioTrafficPolicy struct {
+	RetryBudget *istioRetryBudget `yaml:"retryBudget,omitempty"`
+}
+
+type istioRetryBudget struct {
+	Percent             *float64 `yaml:"percent,omitempty"`
+	MinRetryConcurrency *int     `yaml:"minRetryConcurrency,omitempty"`
 }
 
 // Istio's retry defaults: the mesh's default HTTP retry policy when a route
@@ -112,7 +119,9 @@ func readKube(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 }
 
 func (f *PolicyFile) readVirtualService(src *pfSource, doc ast.Node, where string) error {
-	var vs istioVirtualService
+	var vs struct {
+		Spec istioVirtualServiceSpec `yaml:"spec"`
+	}
 	if err := src.decode(doc, &vs); err != nil {
 		return err
 	}
@@ -142,8 +151,8 @@ func (f *PolicyFile) readVirtualService(src *pfSource, doc ast.Node, where strin
 			f.note("%s: no retries given: Istio's default applies (2 retries on %s), unless the mesh config changes it", rwhere, istioDefaultRetryOn)
 		}
 		spec := PolicySpec{EnvoyRetryPolicy: ep, Deadline: r.Timeout}
-		if len(r.Match) == 0 {
-			f.add(&target{hosts: hosts, group: where, origin: rwhere}, spec)
+		if len(r.Match) == 0 { // every request: first match wins, as for the others
+			f.add(&target{hosts: hosts, prefix: "/", group: where, origin: rwhere}, spec)
 		}
 		for k, m := range r.Match {
 			to := &target{hosts: hosts, group: where, origin: fmt.Sprintf("%s.match[%d]", rwhere, k)}
@@ -152,7 +161,8 @@ func (f *PolicyFile) readVirtualService(src *pfSource, doc ast.Node, where strin
 				if u.Regex != "" {
 					re, err := regexp.Compile("^(?:" + u.Regex + ")$")
 					if err != nil {
-						return src.errorAt(src.locate(pfPath{"spec", "http", i, "match", k, "uri", "regex"}), pfPath{"spec", "http", i, "match", k, "uri", "regex"}, err.Error())
+						path := pfPath{"spec", "http", i, "match", k, "uri", "regex"}
+						return src.errorAt(src.locate(path), path, err.Error())
 					}
 					to.regex = re
 				}
@@ -187,7 +197,9 @@ func istioRetryOn(s string) (string, []int) {
 }
 
 func (f *PolicyFile) readDestinationRule(src *pfSource, doc ast.Node, where string) error {
-	var dr istioDestinationRule
+	var dr struct {
+		Spec istioDestinationRuleSpec `yaml:"spec"`
+	}
 	if err := src.decode(doc, &dr); err != nil {
 		return err
 	}
@@ -207,104 +219,88 @@ func (f *PolicyFile) readDestinationRule(src *pfSource, doc ast.Node, where stri
 // DestinationRule.
 func emitIstio(edges []Edge) (*Emitted, error) {
 	n := &notes{format: "Istio"}
-	type match struct {
-		URI    map[string]string `yaml:"uri,omitempty"`
-		Method map[string]string `yaml:"method,omitempty"`
-	}
-	type retries struct {
-		Attempts      int    `yaml:"attempts"`
-		PerTryTimeout string `yaml:"perTryTimeout,omitempty"`
-		RetryOn       string `yaml:"retryOn,omitempty"`
-		Backoff       string `yaml:"backoff,omitempty"`
-	}
-	type route struct {
-		Name    string                         `yaml:"name"`
-		Match   []match                        `yaml:"match,omitempty"`
-		Route   []map[string]map[string]string `yaml:"route"`
-		Retries retries                        `yaml:"retries"`
-		Timeout string                         `yaml:"timeout,omitempty"`
-	}
 	var docs []any
-	var heads [][]byte
 	for _, group := range byCallee(edges, true) {
 		callee := group[0].Callee
-		var routes []route
+		var routes []istioHTTPRoute
 		var budget *replay.BudgetSpec
 		for _, e := range byOperation(group, n) {
-			p := e.Policy
-			method, path, grpc := splitOp(e.Operation)
-			r := route{Name: pfKubeName(e.Operation), Route: []map[string]map[string]string{{"destination": {"host": callee}}}}
-			switch {
-			case grpc:
-				r.Match = []match{{URI: map[string]string{"exact": "/" + e.Operation}}}
-			case path != "":
-				r.Match = []match{{URI: map[string]string{"regex": routeRegex(path)}, Method: map[string]string{"exact": method}}}
-			}
-			// attempts: 0 is written, not left out: without retries Istio
-			// applies the mesh's default (2 retries).
-			r.Retries.Attempts = max(p.MaxAttempts-1, 0)
-			if p.HedgeAfter > 0 {
-				r.Retries.Attempts = 0
-			}
-			if r.Retries.Attempts > 0 {
-				r.Retries.RetryOn = "5xx,connect-failure,refused-stream"
-				if grpc {
-					r.Retries.RetryOn = "connect-failure,refused-stream,unavailable"
-				}
-				if p.HonorRetryAfter {
-					r.Retries.RetryOn += ",429"
-					n.add(e, "Retry-After cannot be expressed: Istio retries 429 but has no rate_limited_retry_back_off")
-				}
-				if p.PerTryTimeout > 0 {
-					r.Retries.PerTryTimeout = protoDuration(p.PerTryTimeout)
-				}
-				b := p.Backoff
-				switch {
-				case b.Kind == "" || b.Kind == replay.BackoffImmediate || b.Base <= 0:
-					r.Retries.Backoff = protoDuration(envoyMinBase)
-					n.add(e, "immediate retries cannot be expressed: Istio's backoff is Envoy's, written with base %s", protoDuration(envoyMinBase))
-				default:
-					r.Retries.Backoff = protoDuration(b.Base)
-					if b.Kind != replay.BackoffExponential || (b.Multiplier != 0 && b.Multiplier != 2) || b.Cap != 10*b.Base {
-						n.add(e, "backoff (%s) cannot be expressed: Istio sets the base only (Envoy doubles it up to 10 × base)", backoffWords(b))
-					}
-				}
-				jitterNote(n, e, replay.JitterFull)
-			}
-			if p.Deadline > 0 {
-				r.Timeout = protoDuration(p.Deadline)
-			}
-			if p.HedgeAfter > 0 {
-				n.add(e, "hedging after %s cannot be expressed in Istio", protoDuration(p.HedgeAfter))
-			}
-			if p.Breaker.Enabled() {
-				n.add(e, "the circuit breaker cannot be expressed: Istio's outlierDetection ejects hosts, not the edge")
-			}
-			if bs := p.Budget; bs.Kind != replay.BudgetNone && budget == nil {
+			routes = append(routes, istioRoute(e, callee, n))
+			if bs := e.Policy.Budget; bs.Kind != replay.BudgetNone && budget == nil {
 				budget = &bs
 			}
-			routes = append(routes, r)
 		}
-		docs = append(docs, kubeDoc("networking.istio.io/v1", "VirtualService", callee, nil, map[string]any{"hosts": []string{callee}, "http": routes}))
-		heads = append(heads, nil)
-		if budget != nil {
-			rb := map[string]any{"percent": 100 * budget.Ratio, "minRetryConcurrency": replay.EnvoyDefaultMinRetryConcurrency}
-			switch budget.Kind {
-			case replay.BudgetEnvoy:
-				rb = map[string]any{"percent": budget.Percent, "minRetryConcurrency": budget.Min}
-			case replay.BudgetRatio, replay.BudgetFinagle:
-				n.add(group[0], "the %s budget is written as retryBudget percent %g: Istio's budget bounds concurrent retries, not a rate", budget.Kind, 100*budget.Ratio)
-			default:
-				budgetNote(n, group[0])
-				rb = nil
-			}
-			if rb != nil {
-				docs = append(docs, kubeDoc("networking.istio.io/v1", "DestinationRule", callee, nil, map[string]any{"host": callee, "trafficPolicy": map[string]any{"retryBudget": rb}}))
-				heads = append(heads, nil)
-			}
+		docs = append(docs, kubeDoc("networking.istio.io/v1", "VirtualService", callee, nil, istioVirtualServiceSpec{Hosts: []string{callee}, HTTP: routes}))
+		if budget == nil {
+			continue
+		}
+		rb := &istioRetryBudget{Percent: pfPtr(100 * budget.Ratio), MinRetryConcurrency: pfPtr(replay.EnvoyDefaultMinRetryConcurrency)}
+		switch budget.Kind {
+		case replay.BudgetEnvoy:
+			rb = &istioRetryBudget{Percent: &budget.Percent, MinRetryConcurrency: &budget.Min}
+		case replay.BudgetRatio, replay.BudgetFinagle:
+			n.add(group[0], "the %s budget is written as retryBudget percent %g: Istio's budget bounds concurrent retries, not a rate", budget.Kind, 100*budget.Ratio)
+		default:
+			budgetNote(n, group[0])
+			continue
+		}
+		docs = append(docs, kubeDoc("networking.istio.io/v1", "DestinationRule", callee, nil, istioDestinationRuleSpec{Host: callee, TrafficPolicy: &istioTrafficPolicy{RetryBudget: rb}}))
+	}
+	return emitYAML("Istio networking.istio.io/v1 written by retryaudit", docs, make([][]byte, len(docs)), n)
+}
+
+// istioRoute is one operation's http route: its match, retries and
+// timeout. attempts: 0 is written, not left out: a route without retries
+// gets the mesh's default (2 retries).
+func istioRoute(e Edge, callee string, n *notes) istioHTTPRoute {
+	p := e.Policy
+	method, path, grpc := splitOp(e.Operation)
+	r := istioHTTPRoute{Name: pfKubeName(e.Operation), Route: make([]istioDestinations, 1), Retries: &istioRetries{Attempts: pfPtr(0)}}
+	r.Route[0].Destination.Host = callee
+	switch {
+	case grpc:
+		r.Match = []istioHTTPMatch{{URI: &istioStringMatch{Exact: "/" + e.Operation}}}
+	case path != "":
+		r.Match = []istioHTTPMatch{{URI: &istioStringMatch{Regex: routeRegex(path)}, Method: &istioStringMatch{Exact: method}}}
+	}
+	if p.Deadline > 0 {
+		r.Timeout = durPtr(p.Deadline)
+	}
+	if p.HedgeAfter > 0 {
+		n.add(e, "hedging after %s cannot be expressed in Istio", protoDuration(p.HedgeAfter))
+	}
+	if p.Breaker.Enabled() {
+		n.add(e, "the circuit breaker cannot be expressed: Istio's outlierDetection ejects hosts, not the edge")
+	}
+	if p.MaxAttempts < 2 || p.HedgeAfter > 0 {
+		return r
+	}
+	rt := r.Retries
+	rt.Attempts = pfPtr(p.MaxAttempts - 1)
+	rt.RetryOn = "5xx,connect-failure,refused-stream"
+	if grpc {
+		rt.RetryOn = "connect-failure,refused-stream,unavailable"
+	}
+	if p.HonorRetryAfter {
+		rt.RetryOn += ",429"
+		n.add(e, "Retry-After cannot be expressed: Istio retries 429 but has no rate_limited_retry_back_off")
+	}
+	if p.PerTryTimeout > 0 {
+		rt.PerTryTimeout = durPtr(p.PerTryTimeout)
+	}
+	b := p.Backoff
+	switch {
+	case b.Kind == "" || b.Kind == replay.BackoffImmediate || b.Base <= 0:
+		rt.Backoff = durPtr(envoyMinBase)
+		n.add(e, "immediate retries cannot be expressed: Istio's backoff is Envoy's, written with base %s", protoDuration(envoyMinBase))
+	default:
+		rt.Backoff = durPtr(b.Base)
+		if b.Kind != replay.BackoffExponential || (b.Multiplier != 0 && b.Multiplier != 2) || b.Cap != envoyMaxIntervalFactor*b.Base {
+			n.add(e, "backoff (%s) cannot be expressed: Istio sets the base only (Envoy doubles it up to 10 × base)", backoffWords(b))
 		}
 	}
-	return emitYAML("Istio networking.istio.io/v1 written by retryaudit", docs, heads, n)
+	jitterNote(n, e, replay.JitterFull)
+	return r
 }
 
 // kubeDoc is a Kubernetes object with its spec.

@@ -24,26 +24,38 @@ const (
 	linkerdDefaultLimit = 1
 )
 
-// Gateway API routes, as far as matching goes.
+// Gateway API routes, as far as matching goes: read, and written.
 type gatewayRoute struct {
-	Spec struct {
-		ParentRefs []struct {
-			Name string `yaml:"name"`
-			Kind string `yaml:"kind,omitempty"`
-		} `yaml:"parentRefs"`
-		Rules []struct {
-			Matches []struct {
-				Path *struct {
-					Type  string `yaml:"type,omitempty"`
-					Value string `yaml:"value,omitempty"`
-				} `yaml:"path,omitempty"`
-				Method any `yaml:"method,omitempty"` // HTTPRoute: a string; GRPCRoute: {service, method}
-			} `yaml:"matches,omitempty"`
-			Timeouts *struct {
-				Request *Duration `yaml:"request,omitempty"`
-			} `yaml:"timeouts,omitempty"`
-		} `yaml:"rules,omitempty"`
-	} `yaml:"spec"`
+	Spec gatewayRouteSpec `yaml:"spec"`
+}
+
+type gatewayRouteSpec struct {
+	ParentRefs []gatewayParentRef `yaml:"parentRefs"`
+	Rules      []gatewayRule      `yaml:"rules,omitempty"`
+}
+
+type gatewayParentRef struct {
+	Group string `yaml:"group,omitempty"`
+	Kind  string `yaml:"kind,omitempty"`
+	Name  string `yaml:"name"`
+}
+
+type gatewayRule struct {
+	Matches  []gatewayMatch `yaml:"matches,omitempty"`
+	Timeouts *struct {
+		Request *Duration `yaml:"request,omitempty"`
+	} `yaml:"timeouts,omitempty"`
+}
+
+type gatewayMatch struct {
+	Path *gatewayPath `yaml:"path,omitempty"`
+	// Method is a string in an HTTPRoute, {service, method} in a GRPCRoute.
+	Method any `yaml:"method,omitempty"`
+}
+
+type gatewayPath struct {
+	Type  string `yaml:"type,omitempty"`
+	Value string `yaml:"value,omitempty"`
 }
 
 // readRoute reads an HTTPRoute or GRPCRoute: its parent Services are the
@@ -78,8 +90,8 @@ func (f *PolicyFile) readRoute(src *pfSource, doc ast.Node, obj kubeObject, wher
 				f.add(to, PolicySpec{Deadline: deadline})
 			}
 		}
-		if len(rule.Matches) == 0 {
-			add(&target{hosts: hosts, group: where, origin: fmt.Sprintf("%s rules[%d]", where, i)})
+		if len(rule.Matches) == 0 { // Gateway API: a rule without matches takes every path
+			add(&target{hosts: hosts, prefix: "/", group: where, origin: fmt.Sprintf("%s rules[%d]", where, i)})
 		}
 		for k, m := range rule.Matches {
 			to := &target{hosts: hosts, group: where, origin: fmt.Sprintf("%s rules[%d].matches[%d]", where, i, k)}
@@ -97,7 +109,8 @@ func (f *PolicyFile) readRoute(src *pfSource, doc ast.Node, obj kubeObject, wher
 				case "RegularExpression":
 					re, err := regexp.Compile("^(?:" + p.Value + ")$")
 					if err != nil {
-						return src.errorAt(src.locate(pfPath{"spec", "rules", i, "matches", k, "path", "value"}), pfPath{"spec", "rules", i, "matches", k, "path", "value"}, err.Error())
+						path := pfPath{"spec", "rules", i, "matches", k, "path", "value"}
+						return src.errorAt(src.locate(path), path, err.Error())
 					}
 					to.regex = re
 				default:
@@ -198,7 +211,8 @@ func (f *PolicyFile) readServiceProfile(src *pfSource, doc ast.Node, obj kubeObj
 		if r.Condition.PathRegex != "" {
 			re, err := regexp.Compile("^(?:" + r.Condition.PathRegex + ")$")
 			if err != nil {
-				return src.errorAt(src.locate(pfPath{"spec", "routes", i, "condition", "pathRegex"}), pfPath{"spec", "routes", i, "condition", "pathRegex"}, err.Error())
+				path := pfPath{"spec", "routes", i, "condition", "pathRegex"}
+				return src.errorAt(src.locate(path), path, err.Error())
 			}
 			to.regex = re
 		}
@@ -257,24 +271,19 @@ func emitLinkerd(edges []Edge) (*Emitted, error) {
 				n.add(e, "the circuit breaker cannot be expressed per route: Linkerd's failure accrual is a Service annotation (balancer.linkerd.io/failure-accrual) and ejects endpoints")
 			}
 			budgetNote(n, e)
-			parent := []map[string]string{{"group": "core", "kind": "Service", "name": callee}}
-			name := pfKubeName(callee + "-" + e.Operation)
+			spec := gatewayRouteSpec{ParentRefs: []gatewayParentRef{{Group: "core", Kind: "Service", Name: callee}}, Rules: make([]gatewayRule, 1)}
+			name, kind := pfKubeName(callee+"-"+e.Operation), "HTTPRoute"
+			m := gatewayMatch{Path: &gatewayPath{Type: "PathPrefix", Value: "/"}}
 			switch {
 			case grpc:
-				rule := map[string]any{"matches": []any{map[string]any{"method": map[string]string{"service": method, "method": path}}}}
-				docs = append(docs, kubeDoc("gateway.networking.k8s.io/v1", "GRPCRoute", name, ann, map[string]any{"parentRefs": parent, "rules": []any{rule}}))
+				kind, m = "GRPCRoute", gatewayMatch{Method: map[string]string{"service": method, "method": path}}
+			case path != "":
+				m = gatewayMatch{Path: &gatewayPath{Type: "RegularExpression", Value: routeRegex(path)}, Method: method}
 			default:
-				m := map[string]any{}
-				if path != "" {
-					m["path"] = map[string]string{"type": "RegularExpression", "value": routeRegex(path)}
-					m["method"] = method
-				} else {
-					m["path"] = map[string]string{"type": "PathPrefix", "value": "/"}
-					n.add(e, "operation %q is neither an HTTP route nor a gRPC method; written as a route for every path", e.Operation)
-				}
-				rule := map[string]any{"matches": []any{m}}
-				docs = append(docs, kubeDoc("gateway.networking.k8s.io/v1", "HTTPRoute", name, ann, map[string]any{"parentRefs": parent, "rules": []any{rule}}))
+				n.add(e, "operation %q is neither an HTTP route nor a gRPC method; written as a route for every path", e.Operation)
 			}
+			spec.Rules[0].Matches = []gatewayMatch{m}
+			docs = append(docs, kubeDoc("gateway.networking.k8s.io/v1", kind, name, ann, spec))
 		}
 	}
 	return emitYAML("Gateway API routes with Linkerd annotations, written by retryaudit", docs, make([][]byte, len(docs)), n)
