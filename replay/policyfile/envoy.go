@@ -159,8 +159,19 @@ type envoyHedgePolicy struct {
 }
 
 type envoyCluster struct {
-	Name            string                `yaml:"name"`
-	CircuitBreakers *envoyCircuitBreakers `yaml:"circuit_breakers,omitempty"`
+	Name             string                 `yaml:"name"`
+	CircuitBreakers  *envoyCircuitBreakers  `yaml:"circuit_breakers,omitempty"`
+	OutlierDetection *envoyOutlierDetection `yaml:"outlier_detection,omitempty"`
+}
+
+// envoyOutlierDetection is Cluster.outlier_detection as far as
+// consecutive failures go: Envoy ejects a host after consecutive_5xx
+// failures for base_ejection_time (longer each time it is ejected again).
+type envoyOutlierDetection struct {
+	Consecutive5xx     *int      `yaml:"consecutive_5xx,omitempty"`
+	Interval           *Duration `yaml:"interval,omitempty"`
+	BaseEjectionTime   *Duration `yaml:"base_ejection_time,omitempty"`
+	MaxEjectionPercent *int      `yaml:"max_ejection_percent,omitempty"`
 }
 
 type envoyCircuitBreakers struct {
@@ -312,6 +323,9 @@ func (f *PolicyFile) readRouteConfig(src *pfSource, rc envoyRouteConfig, node as
 
 // addCluster reads a cluster's retry budget (the DEFAULT priority's).
 func (f *PolicyFile) addCluster(c envoyCluster, where string) {
+	if c.OutlierDetection != nil {
+		f.note("%s: outlier_detection ejects hosts; not simulated (the simulator has one pool per service)", where)
+	}
 	if c.CircuitBreakers == nil {
 		return
 	}
@@ -412,6 +426,7 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 		callee := group[0].Callee
 		vh := envoyVirtualHost{Name: callee, Domains: []string{callee}}
 		var budget *replay.BudgetSpec
+		var breaker *Edge // the first edge with a breaker
 		for _, e := range byOperation(group, n) {
 			method, path, grpc := splitOp(e.Operation)
 			r := envoyRoute{Name: e.Operation, Route: &envoyRouteAction{Cluster: callee}}
@@ -439,8 +454,8 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 			if e.Policy.Propagate {
 				n.add(e, "deadline propagation is the application's (grpc-timeout or a deadline header); Envoy does not drop late work")
 			}
-			if e.Policy.Breaker.Enabled() {
-				n.add(e, "the circuit breaker cannot be expressed: Envoy's outlier_detection ejects hosts, not the edge")
+			if e.Policy.Breaker.Enabled() && breaker == nil {
+				breaker = &e
 			}
 			if bs := e.Policy.Budget; bs.Kind != replay.BudgetNone && budget == nil {
 				budget = &bs
@@ -448,16 +463,23 @@ func emitEnvoy(edges []Edge) (*Emitted, error) {
 			vh.Routes = append(vh.Routes, r)
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, vh)
+		c := envoyCluster{Name: callee}
 		if budget != nil {
-			clusters = append(clusters, envoyCluster{Name: callee, CircuitBreakers: &envoyCircuitBreakers{
-				Thresholds: []envoyThresholds{{Priority: "DEFAULT", RetryBudget: envoyBudgetOf(*budget, group[0], n)}}}})
+			c.CircuitBreakers = &envoyCircuitBreakers{
+				Thresholds: []envoyThresholds{{Priority: "DEFAULT", RetryBudget: envoyBudgetOf(*budget, group[0], n)}}}
+		}
+		if breaker != nil {
+			c.OutlierDetection = outlierOf(*breaker, n)
+		}
+		if c.CircuitBreakers != nil || c.OutlierDetection != nil {
+			clusters = append(clusters, c)
 		}
 	}
 	docs := []any{rc}
 	heads := [][]byte{nil}
 	for _, c := range clusters {
 		docs = append(docs, c)
-		heads = append(heads, []byte("# Envoy v3 Cluster: the callee's retry budget\n"))
+		heads = append(heads, []byte("# Envoy v3 Cluster: the callee's retry budget and outlier detection\n"))
 	}
 	return emitYAML("Envoy v3 RouteConfiguration written by retryaudit", docs, heads, n)
 }
@@ -477,4 +499,21 @@ func envoyBudgetOf(b replay.BudgetSpec, e Edge, n *notes) *EnvoyRetryBudget {
 	}
 	n.add(e, "the %s budget cannot be expressed; written as Envoy's default retry_budget (20%%, 3)", b.Kind)
 	return out(replay.EnvoyDefaultBudgetPercent, replay.EnvoyDefaultMinRetryConcurrency)
+}
+
+// outlierOf writes an edge's breaker as outlier detection, the nearest
+// thing Envoy and Istio have: hosts, not the edge, are ejected after
+// consecutive failures, and the ejection time grows with each ejection.
+// Every host may be ejected (max_ejection_percent 100), as every request
+// is refused by an open breaker. A failure-rate breaker has no
+// equivalent.
+func outlierOf(e Edge, n *notes) *envoyOutlierDetection {
+	b := e.Policy.Breaker
+	if b.ConsecutiveFailures == 0 {
+		n.add(e, "the failure-rate circuit breaker (%g over %gs) cannot be expressed: %s's outlier detection counts consecutive failures per host", b.FailureRate, b.Window, n.format)
+		return nil
+	}
+	n.add(e, "the circuit breaker is written as outlier detection: %s ejects hosts after %d consecutive 5xx for %s (growing with each ejection), not the whole edge; half-open probes are not expressed", n.format, b.ConsecutiveFailures, protoDuration(b.OpenFor))
+	return &envoyOutlierDetection{Consecutive5xx: pfPtr(b.ConsecutiveFailures), Interval: durPtr(max(b.OpenFor, 1)),
+		BaseEjectionTime: durPtr(b.OpenFor), MaxEjectionPercent: pfPtr(100)}
 }

@@ -66,7 +66,16 @@ type istioDestinationRuleSpec struct {
 }
 
 type istioTrafficPolicy struct {
-	RetryBudget *istioRetryBudget `yaml:"retryBudget,omitempty"`
+	OutlierDetection *istioOutlierDetection `yaml:"outlierDetection,omitempty"`
+	RetryBudget      *istioRetryBudget      `yaml:"retryBudget,omitempty"`
+}
+
+// istioOutlierDetection is Envoy's outlier detection in Istio's words.
+type istioOutlierDetection struct {
+	Consecutive5xxErrors *int      `yaml:"consecutive5xxErrors,omitempty"`
+	Interval             *Duration `yaml:"interval,omitempty"`
+	BaseEjectionTime     *Duration `yaml:"baseEjectionTime,omitempty"`
+	MaxEjectionPercent   *int      `yaml:"maxEjectionPercent,omitempty"`
 }
 
 type istioRetryBudget struct {
@@ -203,6 +212,9 @@ func (f *PolicyFile) readDestinationRule(src *pfSource, doc ast.Node, where stri
 	if err := src.decode(doc, &dr); err != nil {
 		return err
 	}
+	if tp := dr.Spec.TrafficPolicy; tp != nil && tp.OutlierDetection != nil {
+		f.note("%s: trafficPolicy.outlierDetection ejects hosts; not simulated (the simulator has one pool per service)", where)
+	}
 	if tp := dr.Spec.TrafficPolicy; tp != nil && tp.RetryBudget != nil {
 		b := &EnvoyRetryBudget{MinRetryConcurrency: tp.RetryBudget.MinRetryConcurrency}
 		if tp.RetryBudget.Percent != nil {
@@ -224,27 +236,34 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 		callee := group[0].Callee
 		var routes []istioHTTPRoute
 		var budget *replay.BudgetSpec
+		var tp istioTrafficPolicy
 		for _, e := range byOperation(group, n) {
 			routes = append(routes, istioRoute(e, callee, n))
 			if bs := e.Policy.Budget; bs.Kind != replay.BudgetNone && budget == nil {
 				budget = &bs
 			}
+			if e.Policy.Breaker.Enabled() && tp.OutlierDetection == nil {
+				if od := outlierOf(e, n); od != nil {
+					tp.OutlierDetection = &istioOutlierDetection{Consecutive5xxErrors: od.Consecutive5xx, Interval: od.Interval,
+						BaseEjectionTime: od.BaseEjectionTime, MaxEjectionPercent: od.MaxEjectionPercent}
+				}
+			}
 		}
 		docs = append(docs, kubeDoc("networking.istio.io/v1", "VirtualService", callee, nil, istioVirtualServiceSpec{Hosts: []string{callee}, HTTP: routes}))
-		if budget == nil {
-			continue
+		if budget != nil {
+			switch budget.Kind {
+			case replay.BudgetEnvoy:
+				tp.RetryBudget = &istioRetryBudget{Percent: &budget.Percent, MinRetryConcurrency: &budget.Min}
+			case replay.BudgetRatio, replay.BudgetFinagle:
+				tp.RetryBudget = &istioRetryBudget{Percent: pfPtr(100 * budget.Ratio), MinRetryConcurrency: pfPtr(replay.EnvoyDefaultMinRetryConcurrency)}
+				n.add(group[0], "the %s budget is written as retryBudget percent %g: Istio's budget bounds concurrent retries, not a rate", budget.Kind, 100*budget.Ratio)
+			default:
+				budgetNote(n, group[0])
+			}
 		}
-		rb := &istioRetryBudget{Percent: pfPtr(100 * budget.Ratio), MinRetryConcurrency: pfPtr(replay.EnvoyDefaultMinRetryConcurrency)}
-		switch budget.Kind {
-		case replay.BudgetEnvoy:
-			rb = &istioRetryBudget{Percent: &budget.Percent, MinRetryConcurrency: &budget.Min}
-		case replay.BudgetRatio, replay.BudgetFinagle:
-			n.add(group[0], "the %s budget is written as retryBudget percent %g: Istio's budget bounds concurrent retries, not a rate", budget.Kind, 100*budget.Ratio)
-		default:
-			budgetNote(n, group[0])
-			continue
+		if tp != (istioTrafficPolicy{}) {
+			docs = append(docs, kubeDoc("networking.istio.io/v1", "DestinationRule", callee, nil, istioDestinationRuleSpec{Host: callee, TrafficPolicy: &tp}))
 		}
-		docs = append(docs, kubeDoc("networking.istio.io/v1", "DestinationRule", callee, nil, istioDestinationRuleSpec{Host: callee, TrafficPolicy: &istioTrafficPolicy{RetryBudget: rb}}))
 	}
 	return emitYAML("Istio networking.istio.io/v1 written by retryaudit", docs, make([][]byte, len(docs)), n)
 }
@@ -268,9 +287,6 @@ func istioRoute(e Edge, callee string, n *notes) istioHTTPRoute {
 	}
 	if p.HedgeAfter > 0 {
 		n.add(e, "hedging after %s cannot be expressed in Istio", protoDuration(p.HedgeAfter))
-	}
-	if p.Breaker.Enabled() {
-		n.add(e, "the circuit breaker cannot be expressed: Istio's outlierDetection ejects hosts, not the edge")
 	}
 	if p.MaxAttempts < 2 || p.HedgeAfter > 0 {
 		return r

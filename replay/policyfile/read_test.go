@@ -93,7 +93,7 @@ func TestReadProjectFiles(t *testing.T) {
 				ePayments: {MaxAttempts: 3, Backoff: envoyBackoff(0.025, 0.25)},
 			},
 			unmatched: []string{"DestinationRule ratings"},
-			notes:     []string{"Istio's default applies"},
+			notes:     []string{"Istio's default applies", "outlierDetection ejects hosts"},
 		},
 		{
 			file: "linkerd.yaml",
