@@ -1,6 +1,7 @@
 package policyfile
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -178,6 +179,32 @@ func TestEmitNothingToConfigure(t *testing.T) {
 		m := readBack(t, out, modelOf(edges))
 		if p := m.Edges[0].Policy; p.MaxAttempts != 1 {
 			t.Errorf("%s: %+v", f, p)
+		}
+	}
+}
+
+// TestEmitDeterministic: the same edges, in any order, give byte-identical
+// files and notes.
+func TestEmitDeterministic(t *testing.T) {
+	edges := testEdges()
+	for _, f := range Formats() {
+		first, err := Emit(f, edges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			shuffled := slices.Clone(edges)
+			slices.Reverse(shuffled)
+			if i%2 == 0 {
+				shuffled = append(shuffled[len(shuffled)/2:], shuffled[:len(shuffled)/2]...)
+			}
+			again, err := Emit(f, shuffled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(first, again) {
+				t.Fatalf("%s: run %d differs", f, i)
+			}
 		}
 	}
 }
