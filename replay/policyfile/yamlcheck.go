@@ -587,6 +587,9 @@ func pfPrecheck(name string, data []byte) error {
 					ind++
 				}
 				indents = append(indents, ind)
+				if len(indents) > pfMaxDepth {
+					return tooDeep()
+				}
 			}
 		}
 		col = ind
