@@ -493,7 +493,11 @@ func (s *PolicySpec) validate(p pfPath, e *pfErrs) {
 			e.add(q.with("kind"), "%q: want %s, %s or %s", b.Kind, replay.BackoffImmediate, replay.BackoffConstant, replay.BackoffExponential)
 		}
 		dur(q.with("base"), b.Base, false)
-		dur(q.with("cap"), b.Cap, true)
+		if b.Cap != nil && *b.Cap == 0 {
+			e.add(q.with("cap"), "0s would read as a zero cap: for no cap write noCap: true")
+		} else {
+			dur(q.with("cap"), b.Cap, false)
+		}
 		if b.NoCap && b.Cap != nil {
 			e.add(q.with("noCap"), "cap and noCap both set; keep one")
 		}

@@ -348,6 +348,10 @@ func TestPolicyFileErrors(t *testing.T) {
 	}{
 		{name: "syntax error", yaml: "default:\n  maxAttempts: [3\n",
 			want: []string{"t.yaml: [", "^"}},
+		{name: "cap 0s is not a zero cap", yaml: "default:\n  backoff: {kind: exponential, base: 10ms, cap: 0s}\n", line: 2, col: 49,
+			want: []string{"default.backoff.cap: 0s would read as a zero cap: for no cap write noCap: true"}},
+		{name: "cap and noCap", yaml: "default:\n  backoff: {kind: exponential, base: 10ms, cap: 1s, noCap: true}\n",
+			want: []string{"default.backoff.noCap: cap and noCap both set; keep one"}},
 		{name: "syntax error: bad indentation", yaml: "edges:\n  - caller: a\n   callee: b\n",
 			want: []string{"t.yaml: ["}},
 		{name: "unknown field", yaml: "default:\n  maxAttemps: 3\n", line: 2, col: 3,
