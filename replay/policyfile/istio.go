@@ -99,32 +99,54 @@ func readKube(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 	src.lenient = true
 	f := &PolicyFile{src: src}
 	for d, doc := range docs {
-		var obj kubeObject
-		if err := src.decode(doc, &obj); err != nil {
-			return nil, err
-		}
-		where := fmt.Sprintf("document %d %s %s", d+1, obj.Kind, obj.Metadata.Name)
-		group, _, _ := strings.Cut(obj.APIVersion, "/")
-		var err error
-		switch {
-		case group == "networking.istio.io" && obj.Kind == "VirtualService":
-			err = f.readVirtualService(src, doc, where)
-		case group == "networking.istio.io" && obj.Kind == "DestinationRule":
-			err = f.readDestinationRule(src, doc, where)
-		case obj.Kind == "HTTPRoute" || obj.Kind == "GRPCRoute":
-			err = f.readRoute(src, doc, obj, where)
-		case obj.Kind == "Service" && group == "v1":
-			f.readLinkerdAnnotations(obj, &target{hosts: []string{obj.Metadata.Name}, origin: where})
-		case group == "linkerd.io" && obj.Kind == "ServiceProfile":
-			err = f.readServiceProfile(src, doc, obj, where)
-		default:
-			f.note("%s: %s is not a policy resource retryaudit reads; skipped", where, obj.APIVersion)
-		}
-		if err != nil {
+		if err := f.readKubeObject(src, doc, fmt.Sprintf("document %d", d+1)); err != nil {
 			return nil, err
 		}
 	}
 	return f, f.finish()
+}
+
+// readKubeObject reads one resource, or each item of a List (what
+// kubectl get -o yaml writes).
+func (f *PolicyFile) readKubeObject(src *pfSource, doc ast.Node, where string) error {
+	var obj kubeObject
+	if err := src.decode(doc, &obj); err != nil {
+		return err
+	}
+	if strings.HasSuffix(obj.Kind, "List") { // List, VirtualServiceList, …
+		mv := src.find(doc, "items", 0)
+		if mv == nil {
+			return nil
+		}
+		seq, ok := src.resolve(mv.Value).(*ast.SequenceNode)
+		if !ok {
+			return src.errorAt(mv.Key.GetToken(), pfPath{"items"}, "want a list of resources")
+		}
+		for i, item := range seq.Values {
+			if err := f.readKubeObject(src, item, fmt.Sprintf("%s items[%d]", where, i)); err != nil {
+				return err
+			}
+			src.root = doc
+		}
+		return nil
+	}
+	where = fmt.Sprintf("%s %s %s", where, obj.Kind, obj.Metadata.Name)
+	group, _, _ := strings.Cut(obj.APIVersion, "/")
+	switch {
+	case group == "networking.istio.io" && obj.Kind == "VirtualService":
+		return f.readVirtualService(src, doc, where)
+	case group == "networking.istio.io" && obj.Kind == "DestinationRule":
+		return f.readDestinationRule(src, doc, where)
+	case obj.Kind == "HTTPRoute" || obj.Kind == "GRPCRoute":
+		return f.readRoute(src, doc, obj, where)
+	case obj.Kind == "Service" && group == "v1":
+		f.readLinkerdAnnotations(obj, &target{hosts: []string{obj.Metadata.Name}, origin: where})
+	case group == "linkerd.io" && obj.Kind == "ServiceProfile":
+		return f.readServiceProfile(src, doc, obj, where)
+	default:
+		f.note("%s: %s is not a policy resource retryaudit reads; skipped", where, obj.APIVersion)
+	}
+	return nil
 }
 
 func (f *PolicyFile) readVirtualService(src *pfSource, doc ast.Node, where string) error {

@@ -147,3 +147,37 @@ func TestReadProjectFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestReadKubectlList: kubectl get -o yaml writes a List; its items read as
+// the documents would.
+func TestReadKubectlList(t *testing.T) {
+	const list = `apiVersion: v1
+kind: List
+items:
+  - apiVersion: networking.istio.io/v1
+    kind: VirtualService
+    metadata: {name: payments}
+    spec:
+      hosts: [payments.shop.svc.cluster.local]
+      http:
+        - route: [{destination: {host: payments.shop.svc.cluster.local}}]
+          retries: {attempts: 4, perTryTimeout: 1s}
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: unrelated}
+`
+	f, err := Read("list.yaml", []byte(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.Apply(readModel())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Edges[ePayments].Policy; p.MaxAttempts != 5 || p.PerTryTimeout != 1 {
+		t.Errorf("payments: %+v", p)
+	}
+	if notes := strings.Join(f.Notes(), "\n"); !strings.Contains(notes, "items[1] ConfigMap unrelated: v1 is not a policy resource") {
+		t.Errorf("notes:\n%s", notes)
+	}
+}
