@@ -10,12 +10,13 @@ type BudgetKind string
 // allowed.
 const (
 	BudgetNone        BudgetKind = ""
-	BudgetTokenBucket BudgetKind = "token-bucket" // seed 000: NewTokenBucket
-	BudgetRatio       BudgetKind = "ratio"        // seed 004: NewRatioBudget
-	BudgetAWS         BudgetKind = "aws"          // AWS SDK standard mode: NewAWSQuota
-	BudgetGRPC        BudgetKind = "grpc"         // gRPC retryThrottling: NewGRPCThrottle
-	BudgetEnvoy       BudgetKind = "envoy"        // Envoy cluster retry_budget: NewEnvoyBudget
-	BudgetFinagle     BudgetKind = "finagle"      // Finagle RetryBudget, Linkerd retryBudget: NewFinagleBudget
+	BudgetTokenBucket BudgetKind = "token-bucket"  // seed 000: NewTokenBucket
+	BudgetRatio       BudgetKind = "ratio"         // seed 004: NewRatioBudget
+	BudgetAWS         BudgetKind = "aws"           // AWS SDK standard mode: NewAWSQuota
+	BudgetGRPC        BudgetKind = "grpc"          // gRPC retryThrottling: NewGRPCThrottle
+	BudgetEnvoy       BudgetKind = "envoy"         // Envoy cluster retry_budget: NewEnvoyBudget
+	BudgetFinagle     BudgetKind = "finagle"       // Finagle RetryBudget, Linkerd retryBudget: NewFinagleBudget
+	BudgetBreaker     BudgetKind = "retry-breaker" // "Good Retry, Bad Retry": NewRetryBreaker
 )
 
 // BudgetSpec is a retry budget as a value: its kind and parameters. New
@@ -28,6 +29,7 @@ const (
 //	grpc          Max (maxTokens), Ratio (tokenRatio)
 //	envoy         Percent (budget_percent, 0 to 100), Min (min_retry_concurrency)
 //	finagle       Window (ttl, seconds), Min (minRetriesPerSec), Ratio (percentCanRetry)
+//	retry-breaker Ratio (failure threshold), Window (seconds), Min (results needed)
 type BudgetSpec struct {
 	Kind    BudgetKind
 	Max     float64
@@ -75,7 +77,9 @@ func (s BudgetSpec) build() (Budget, error) {
 		return nilIfErr(NewEnvoyBudget(s.Percent, s.Min))
 	case BudgetFinagle:
 		return nilIfErr(NewFinagleBudget(s.Window, s.Min, s.Ratio))
+	case BudgetBreaker:
+		return nilIfErr(NewRetryBreaker(s.Ratio, s.Window, s.Min))
 	}
-	return nil, fmt.Errorf("budget kind %q: want %s, %s, %s, %s, %s or %s", s.Kind,
-		BudgetTokenBucket, BudgetRatio, BudgetAWS, BudgetGRPC, BudgetEnvoy, BudgetFinagle)
+	return nil, fmt.Errorf("budget kind %q: want %s, %s, %s, %s, %s, %s or %s", s.Kind,
+		BudgetTokenBucket, BudgetRatio, BudgetAWS, BudgetGRPC, BudgetEnvoy, BudgetFinagle, BudgetBreaker)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
@@ -31,6 +32,7 @@ type auditOptions struct {
 	failOn     []string
 	thresholds []threshold
 	sim        simFlags
+	tol        toleranceFlags
 	in         inputFlags
 }
 
@@ -58,7 +60,16 @@ comment in the file and a note in the report. With --policy-file, findings
 also compare the configured policy with what the traces show.
 
 --fail-on makes the command exit 3 after its report when a threshold is
-crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
+crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any),
+uncalibrated.
+
+Before anything is recommended, the replay of the observed policies under
+the traces' own failure timeline must reproduce the traces (as
+'retryaudit calibrate' checks): the calibration is the first section after
+the worst-case line, and when the model misses, the recommendation is
+printed as uncalibrated with the misses listed. The traces' own timeline
+(degradation "observed") is the first degradation of the matrix; every
+other one applies on top of the healthy part of the traces' failures.`,
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
   retryaudit audit traces/ --emit-policy policy.yaml --fail-on amplification>10 --fail-on metastable:observed
   retryaudit audit traces/ --emit-policy routes.yaml --policy-format envoy
@@ -98,7 +109,8 @@ crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
 	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended policy of every edge to `FILE`, in --policy-format (--policy-file reads it back)")
 	f.StringVar(&opts.policyFmt, "policy-format", string(policyfile.FormatNative), "vocabulary of --emit-policy: envoy, istio, linkerd, grpc or native")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
-	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY")
+	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY, uncalibrated")
+	opts.tol.bind(cmd)
 	opts.sim.bind(f)
 	opts.in.bind(f)
 	_ = cmd.RegisterFlagCompletionFunc("policy-format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -117,6 +129,10 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		return err
 	}
 	top := graph.Infer(set)
+	cal, err := calibrate(cmd, top, o.sim.modelFlags, o.tol, replay.DefaultCalibrationSeeds)
+	if err != nil {
+		return err
+	}
 	m, err := o.sim.model(top, replay.BuildOptions{})
 	if err != nil {
 		return err
@@ -143,6 +159,8 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if len(degr) == 0 {
 		return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
 	}
+	// The traces' own failure timeline is the first degradation.
+	degr = append([]replay.Degradation{{Name: string(degrade.Observed), Faults: degrade.Schedule{{Kind: degrade.Observed}}}}, degr...)
 	bar := newProgress(o.io, o.quiet, int64(len(variants)*len(degr)+1), "replay", false)
 	mx := replay.Matrix{Variants: variants, Degradations: degr, Config: o.sim.config(),
 		Progress: func(done, _ int) { bar.set(int64(done)) }}
@@ -151,7 +169,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	notes := append(slices.Clone(m.Assumed), o.sim.policyNotes...)
+	notes := slices.Concat(m.Assumed, mechanicsNotes(results), o.sim.policyNotes)
 	if o.sim.policy != nil {
 		top.Findings = append(top.Findings, policyfile.Compare(o.sim.policy, m, top)...)
 	}
@@ -163,7 +181,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		}
 		notes = append(notes, emitted...)
 	}
-	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top,
+	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top, Calibration: cal,
 		Replay:         &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "observed", Notes: notes, Runs: results},
 		Recommendation: rec}
 	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {

@@ -95,9 +95,13 @@ import (
 //	         budget                 kind token-bucket (max, ratio; defaults 10,
 //	                                0.1) → NewTokenBucket; ratio (ratio, window;
 //	                                defaults 0.1, 10s) → NewRatioBudget; aws →
-//	                                NewAWSQuota; none removes the budget.
+//	                                NewAWSQuota; retry-breaker (ratio, window, min;
+//	                                defaults 0.1, 1s, 10) → NewRetryBreaker; none
+//	                                removes the budget.
 //	                                shared sets SharedBudget, whichever key set
 //	                                the budget.
+//	         idempotent             Edge.Idempotent: the calls are declared safe to
+//	                                repeat (gRPC idempotency_level) or not.
 //
 // Envoy's backoff is approximated: Envoy draws retry n's wait from
 // [0, (2ⁿ − 1)·base) and then caps the draw at max_interval, where Backoff
@@ -157,6 +161,11 @@ type PolicySpec struct {
 	HedgeAfter        *Duration         `yaml:"hedgeAfter,omitempty"`
 	Breaker           *BreakerSpec      `yaml:"breaker,omitempty"`
 	Budget            *NativeBudget     `yaml:"budget,omitempty"`
+	// Idempotent declares the calls safe to repeat, or not: a gRPC
+	// method's idempotency_level (IDEMPOTENT, NO_SIDE_EFFECTS), which
+	// traces do not carry. Policies that add retries or hedges read it
+	// (see DeclareIdempotency).
+	Idempotent *bool `yaml:"idempotent,omitempty"`
 }
 
 // BackoffSpec overrides Backoff fields key by key.
@@ -188,6 +197,7 @@ const (
 	BudgetKindTokenBucket = "token-bucket"
 	BudgetKindRatio       = "ratio"
 	BudgetKindAWS         = "aws"
+	BudgetKindBreaker     = "retry-breaker"
 	BudgetKindNone        = "none"
 )
 
@@ -196,8 +206,9 @@ const (
 type NativeBudget struct {
 	Kind   string    `yaml:"kind,omitempty"`
 	Max    *float64  `yaml:"max,omitempty"`    // token-bucket
-	Ratio  *float64  `yaml:"ratio,omitempty"`  // token-bucket, ratio
-	Window *Duration `yaml:"window,omitempty"` // ratio
+	Ratio  *float64  `yaml:"ratio,omitempty"`  // token-bucket, ratio, retry-breaker (failure threshold)
+	Window *Duration `yaml:"window,omitempty"` // ratio, retry-breaker
+	Min    *int      `yaml:"min,omitempty"`    // retry-breaker: results needed in the window
 	Shared *bool     `yaml:"shared,omitempty"`
 }
 
@@ -454,15 +465,16 @@ func (s *PolicySpec) validate(p pfPath, e *pfErrs) {
 	if b := s.Budget; b != nil {
 		q := p.with("budget")
 		switch b.Kind {
-		case "", BudgetKindTokenBucket, BudgetKindRatio, BudgetKindAWS, BudgetKindNone:
+		case "", BudgetKindTokenBucket, BudgetKindRatio, BudgetKindAWS, BudgetKindBreaker, BudgetKindNone:
 		default:
-			e.add(q.with("kind"), "%q: want %s, %s, %s or %s", b.Kind, BudgetKindTokenBucket, BudgetKindRatio, BudgetKindAWS, BudgetKindNone)
+			e.add(q.with("kind"), "%q: want %s, %s, %s, %s or %s", b.Kind, BudgetKindTokenBucket, BudgetKindRatio, BudgetKindAWS, BudgetKindBreaker, BudgetKindNone)
 		}
-		allowed := map[string][]string{BudgetKindTokenBucket: {"max", "ratio"}, BudgetKindRatio: {"ratio", "window"}}[b.Kind]
+		allowed := map[string][]string{BudgetKindTokenBucket: {"max", "ratio"}, BudgetKindRatio: {"ratio", "window"},
+			BudgetKindBreaker: {"ratio", "window", "min"}}[b.Kind]
 		for _, k := range []struct {
 			key string
 			set bool
-		}{{"max", b.Max != nil}, {"ratio", b.Ratio != nil}, {"window", b.Window != nil}} {
+		}{{"max", b.Max != nil}, {"ratio", b.Ratio != nil}, {"window", b.Window != nil}, {"min", b.Min != nil}} {
 			if k.set && !slices.Contains(allowed, k.key) {
 				if b.Kind == "" {
 					e.add(q.with(k.key), "needs a kind (%s or %s)", BudgetKindTokenBucket, BudgetKindRatio)
@@ -591,6 +603,8 @@ func (b *NativeBudget) spec() (replay.BudgetSpec, error) {
 		return replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: pfOr(b.Ratio, 0.1), Window: pfSeconds(b.Window, replay.RatioBudgetDefaultWindow)}, nil
 	case BudgetKindAWS:
 		return replay.BudgetSpec{Kind: replay.BudgetAWS}, nil
+	case BudgetKindBreaker:
+		return replay.BudgetSpec{Kind: replay.BudgetBreaker, Ratio: pfOr(b.Ratio, 0.1), Window: pfSeconds(b.Window, 1), Min: pfOr(b.Min, 10)}, nil
 	case BudgetKindNone:
 		return replay.BudgetSpec{}, nil
 	}
@@ -667,6 +681,9 @@ func (f *PolicyFile) Apply(m *replay.Model) (*replay.Model, error) {
 			if s.Budget != nil && s.Budget.Shared != nil {
 				p.SharedBudget = *s.Budget.Shared
 			}
+			if s.Idempotent != nil {
+				ed.Idempotent = *s.Idempotent
+			}
 		}
 		if backoffBy != nil {
 			if err := p.Backoff.Validate(); err != nil {
@@ -683,6 +700,21 @@ func (f *PolicyFile) Apply(m *replay.Model) (*replay.Model, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// DeclareIdempotency returns a copy of m with only the file's idempotent
+// keys applied: what the policies that add retries or hedges
+// (idempotent-only, hedge-p95) must know before they pick their edges.
+func (f *PolicyFile) DeclareIdempotency(m *replay.Model) (*replay.Model, error) {
+	only := &PolicyFile{src: f.src}
+	if f.Default != nil {
+		only.Default = &PolicySpec{Idempotent: f.Default.Idempotent}
+	}
+	for _, ep := range f.Edges {
+		only.Edges = append(only.Edges, EdgePolicy{Caller: ep.Caller, Callee: ep.Callee, Operation: ep.Operation,
+			PolicySpec: PolicySpec{Idempotent: ep.Idempotent}, to: ep.to})
+	}
+	return only.Apply(m)
 }
 
 // applyTo overrides p with the entry's keys (all but the budget), returning

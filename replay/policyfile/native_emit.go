@@ -75,6 +75,8 @@ func nativeSpec(p replay.Policy) PolicySpec {
 		s.Budget = &NativeBudget{Kind: BudgetKindRatio, Ratio: &bs.Ratio, Window: durPtr(bs.Window)}
 	case replay.BudgetAWS:
 		s.Budget = &NativeBudget{Kind: BudgetKindAWS}
+	case replay.BudgetBreaker:
+		s.Budget = &NativeBudget{Kind: BudgetKindBreaker, Ratio: &bs.Ratio, Window: durPtr(bs.Window), Min: &bs.Min}
 	default:
 		s.Budget = &NativeBudget{Kind: BudgetKindNone}
 	}

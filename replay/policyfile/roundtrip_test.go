@@ -157,6 +157,9 @@ func testEdges() []Edge {
 		{Caller: "inventory", Callee: "cache", Operation: "get", Policy: replay.Policy{MaxAttempts: 2,
 			Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.02, Jitter: replay.JitterDecorrelated},
 			Budget:  replay.BudgetSpec{Kind: replay.BudgetTokenBucket, Max: 10, Ratio: 0.1}}},
+		{Caller: "api", Callee: "search", Operation: "GET /search", Policy: replay.Policy{MaxAttempts: 4,
+			Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.1, Multiplier: 2, Cap: 1, Jitter: replay.JitterFull},
+			Budget:  replay.BudgetSpec{Kind: replay.BudgetBreaker, Ratio: 0.1, Window: 1, Min: 10}}},
 		{Caller: "api", Callee: "pricing", Operation: "GET /prices/{item}", Policy: replay.Policy{MaxAttempts: 1}},
 	}
 }
