@@ -163,7 +163,7 @@ func TestBreakerPerCall(t *testing.T) {
 		{false, 3}, // the first call's three attempts open it
 	} {
 		p := Policy{MaxAttempts: 3, Backoff: Backoff{Kind: "constant", Base: 0.001, Jitter: "none"},
-			Breaker: &BreakerConfig{ConsecutiveFailures: 3, OpenFor: 10, HalfOpenProbes: 1, PerCall: c.perCall}}
+			Breaker: BreakerConfig{ConsecutiveFailures: 3, OpenFor: 10, HalfOpenProbes: 1, PerCall: c.perCall}}
 		m := single("db", 10, Constant(0.001), 0, 5, p)
 		m.Edges[0].Fail = &Failures{First: Mix{Fail: 1}, Retry: Mix{Fail: 1}, FirstAfterFailure: Mix{Fail: 1},
 			FirstAfterOtherFailure: Mix{Fail: 1}, RetryAfterDownstream: Mix{Fail: 1}, Propagate: 1}
