@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
@@ -88,9 +87,10 @@ Before anything is recommended, the replay of the observed policies under
 the traces' own failure timeline must reproduce the traces (as
 'retryaudit calibrate' checks): the calibration is the first section after
 the worst-case line, and when the model misses, the recommendation is
-printed as uncalibrated with the misses listed. The traces' own timeline
-(degradation "observed") is the first degradation of the matrix; every
-other one applies on top of the healthy part of the traces' failures.`,
+printed as uncalibrated with the misses listed. The calibration replays
+the traces' own failure timeline (degradation "observed"); every
+degradation of the matrix applies on top of the healthy part of the
+traces' failures.`,
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
   retryaudit audit traces/ --utilization db=0.4 --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
   retryaudit audit traces/ --emit-policy routes.yaml --policy-format envoy
@@ -225,8 +225,6 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if len(degr) == 0 {
 		return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
 	}
-	// The traces' own failure timeline is the first degradation.
-	degr = append([]replay.Degradation{{Name: string(degrade.Observed), Faults: degrade.Schedule{{Kind: degrade.Observed}}}}, degr...)
 	var bar *progress
 	res, err := audit.Run(cmd.Context(), audit.Config{Variants: variants, Degradations: degr, Topology: top,
 		Run: o.sim.config(), Seeds: o.seeds, Utilization: o.util, Declarations: o.decl, NoSearch: o.noSearch,
