@@ -103,15 +103,18 @@ func pipeline(s *source, set *Set, w *warnings, produce func(emit func(ptrace.Tr
 // one or several).
 func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 	whole := f == FormatOTLPJSON
-	if f == FormatJaegerAPIv3 {
-		// api_v3 responses come one per line, or as one pretty-printed document.
+	if f == FormatJaegerAPIv3 || f == FormatTempoJSON {
+		// api_v3 and Tempo responses come one per line, or as one pretty-printed document.
 		head, _ := s.r.Peek(sniffBytes)
 		whole = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
 	}
 	return pipeline(s, set, w, func(emit func(ptrace.Traces) error, pw *warnings) error {
 		doc := func(b []byte, fail func(int64, error) error) error {
-			if f == FormatJaegerAPIv3 {
+			switch f {
+			case FormatJaegerAPIv3:
 				return decodeAPIv3Doc(b, emit, pw, fail)
+			case FormatTempoJSON:
+				return decodeTempoDoc(b, emit, pw, fail)
 			}
 			return decodeOTLPJSONDoc(b, emit, fail)
 		}

@@ -180,8 +180,10 @@ func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Option
 		err = decodeOTLPProto(src, set, &w)
 	case FormatOTLPProtoStream:
 		err = decodeOTLPProtoStream(src, set, &w)
-	case FormatOTLPJSON, FormatOTLPJSONLines, FormatJaegerAPIv3:
+	case FormatOTLPJSON, FormatOTLPJSONLines, FormatJaegerAPIv3, FormatTempoJSON:
 		err = decodeOTLPJSONStream(src, set, &w, format)
+	case FormatZipkinJSON:
+		err = decodeZipkinJSON(src, set, &w)
 	case FormatJaegerJSON:
 		err = decodeJaegerJSON(src, set, &w)
 	case FormatJaegerProto:
