@@ -92,7 +92,8 @@ func newRootCmd(io *streams) *cobra.Command {
 		Use:   "retryaudit",
 		Short: "Audit retry behaviour in distributed traces",
 		Long: `retryaudit reads exported distributed traces (OTLP protobuf or JSON, Jaeger
-JSON or protobuf, gzip or zstd), finds which layers of the service graph
+JSON or protobuf, Tempo, Zipkin v2 JSON, gzip or zstd), or reads them
+straight from a Jaeger or Tempo URL, finds which layers of the service graph
 retry and how, and replays degradations under alternative retry policies.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
