@@ -1,6 +1,6 @@
 // Package remote reads traces straight from a running tracing backend: the
-// Jaeger query service (its api_v3 HTTP API, or the older /api/traces) and
-// Grafana Tempo (/api/search, then each trace). Every response is decoded by
+// Jaeger query service (its api_v3 HTTP API, or the older /api/traces),
+// Grafana Tempo (/api/search, then each trace) and Zipkin (/api/v2/traces). Every response is decoded by
 // package ingest, sniffed from its content like a file, and recorded as an
 // input named by its request URL.
 //
@@ -59,10 +59,11 @@ func IsURL(name string) bool {
 // Fetch reads the traces q selects from the backend at rawURL into set.
 //
 // rawURL may be the backend's base URL (the kind of backend is then probed:
-// Jaeger's /api/v3/services, then /api/services, then Tempo's /api/echo), a
-// search endpoint (/api/v3/traces, /api/traces, /api/search — its own query
-// parameters are kept, q fills in the rest), or one trace
-// (/api/traces/ID, /api/v2/traces/ID, /api/v3/traces/ID), read as is.
+// Jaeger's /api/v3/services, then /api/services, then Tempo's /api/echo,
+// then Zipkin's /api/v2/services), a search endpoint (/api/v3/traces,
+// /api/traces, /api/search, /api/v2/traces — its own query parameters are
+// kept, q fills in the rest), or one trace (/api/traces/ID,
+// /api/v2/traces/ID, /api/v3/traces/ID, /api/v2/trace/ID), read as is.
 // A search that finds nothing is an error saying what was searched. Per-
 // service searches return a trace once per service it crosses: the caller
 // merges the copies (ingest.Filter.Unique).
@@ -100,6 +101,8 @@ func Fetch(ctx context.Context, set *ingest.Set, rawURL string, q Query, opts Op
 		err = f.jaeger(ctx, api, base, u, q)
 	case tempo:
 		err = f.tempo(ctx, base, u, q)
+	case zipkin:
+		err = f.zipkin(ctx, base, u, q)
 	}
 	if err != nil {
 		return err
@@ -123,8 +126,9 @@ func (q Query) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// traceByID matches the path of one trace in Jaeger's or Tempo's APIs.
-var traceByID = regexp.MustCompile(`/api/(v2/|v3/)?traces/[0-9a-fA-F]{1,32}$`)
+// traceByID matches the path of one trace in Jaeger's, Tempo's or Zipkin's
+// APIs.
+var traceByID = regexp.MustCompile(`/api/(v2/|v3/)?traces?/[0-9a-fA-F]{1,32}$`)
 
 type apiKind int
 
@@ -132,10 +136,11 @@ const (
 	jaegerV3 apiKind = iota + 1 // Jaeger api_v3 over HTTP: OTLP JSON in {"result": ...}
 	jaegerV1                    // Jaeger's UI API: /api/traces, Jaeger JSON
 	tempo                       // Grafana Tempo: /api/search and /api/traces/{id}
+	zipkin                      // Zipkin: /api/v2/traces, an array of traces
 )
 
 func (k apiKind) String() string {
-	return [...]string{"", "Jaeger api_v3", "Jaeger query", "Tempo"}[k]
+	return [...]string{"", "Jaeger api_v3", "Jaeger query", "Tempo", "Zipkin"}[k]
 }
 
 type fetcher struct {
@@ -152,7 +157,7 @@ func (f *fetcher) api(ctx context.Context, u *url.URL) (apiKind, *url.URL, error
 	for _, e := range []struct {
 		suffix string
 		kind   apiKind
-	}{{"/api/v3/traces", jaegerV3}, {"/api/v3", jaegerV3}, {"/api/traces", jaegerV1}, {"/api/search", tempo}} {
+	}{{"/api/v3/traces", jaegerV3}, {"/api/v3", jaegerV3}, {"/api/traces", jaegerV1}, {"/api/search", tempo}, {"/api/v2/traces", zipkin}} {
 		if strings.HasSuffix(p, e.suffix) {
 			base := *u
 			base.Path, base.RawQuery = strings.TrimSuffix(p, e.suffix), ""
@@ -170,6 +175,7 @@ func (f *fetcher) api(ctx context.Context, u *url.URL) (apiKind, *url.URL, error
 		{"/api/v3/services", jaegerV3, func(b []byte) bool { return hasKey(b, "services") }},
 		{"/api/services", jaegerV1, func(b []byte) bool { return hasKey(b, "data") }},
 		{"/api/echo", tempo, func(b []byte) bool { return strings.TrimSpace(string(b)) == "echo" }},
+		{"/api/v2/services", zipkin, func(b []byte) bool { var l []string; return json.Unmarshal(b, &l) == nil }},
 	} {
 		pu := base.JoinPath(probe.path)
 		b, err := f.get(ctx, pu, "", 1<<20)
@@ -185,7 +191,7 @@ func (f *fetcher) api(ctx context.Context, u *url.URL) (apiKind, *url.URL, error
 		}
 		tried = append(tried, probe.path)
 	}
-	return 0, nil, fmt.Errorf("%s: neither a Jaeger query service nor Tempo answers there (tried %s)", u.Redacted(), strings.Join(tried, ", "))
+	return 0, nil, fmt.Errorf("%s: no Jaeger query service, Tempo or Zipkin answers there (tried %s)", u.Redacted(), strings.Join(tried, ", "))
 }
 
 // jaeger searches Jaeger, once per service when q names none.
@@ -332,6 +338,27 @@ func (f *fetcher) tempo(ctx context.Context, base, u *url.URL, q Query) error {
 		}
 	}
 	return nil
+}
+
+// zipkin searches Zipkin's /api/v2/traces, which returns whole traces
+// across services.
+func (f *fetcher) zipkin(ctx context.Context, base, u *url.URL, q Query) error {
+	su := base.JoinPath("/api/v2/traces")
+	v := u.Query()
+	set := func(k, val string) {
+		if val != "" && v.Get(k) == "" {
+			v.Set(k, val)
+		}
+	}
+	set("serviceName", q.Service)
+	set("spanName", q.Operation)
+	set("endTs", fmt.Sprint(q.End.UnixMilli()))
+	set("lookback", fmt.Sprint(q.End.Sub(q.Start).Milliseconds()))
+	set("limit", fmt.Sprint(q.Limit))
+	su.RawQuery = v.Encode()
+	f.need++
+	f.progress()
+	return f.decode(ctx, su, "application/json")
 }
 
 var hexID = regexp.MustCompile(`^[0-9a-fA-F]{1,32}$`)

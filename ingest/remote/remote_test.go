@@ -241,9 +241,9 @@ func TestHTTPErrors(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{srv.URL + "/slow/api/traces", "GET " + srv.URL + "/slow/api/traces?end=1796036400000000&limit=1&service=s&start=1796032800000000: no complete answer within 100ms"},
 		{srv.URL + "/broken/api/traces", "GET " + srv.URL + "/broken/api/traces?end=1796036400000000&limit=1&service=s&start=1796032800000000: HTTP 502 Bad Gateway: upstream [31m down"},
-		{srv.URL + "/nothing", srv.URL + "/nothing: neither a Jaeger query service nor Tempo answers there (tried /api/v3/services, /api/services, /api/echo)"},
+		{srv.URL + "/nothing", srv.URL + "/nothing: no Jaeger query service, Tempo or Zipkin answers there (tried /api/v3/services, /api/services, /api/echo, /api/v2/services)"},
 		{"ftp://host/x", "ftp://host/x: not an http or https URL with a host"},
-		{"http://user:secret@" + strings.TrimPrefix(srv.URL, "http://") + "/nothing", "http://user:xxxxx@" + strings.TrimPrefix(srv.URL, "http://") + "/nothing: neither"},
+		{"http://user:secret@" + strings.TrimPrefix(srv.URL, "http://") + "/nothing", "http://user:xxxxx@" + strings.TrimPrefix(srv.URL, "http://") + "/nothing: no Jaeger"},
 	} {
 		err := Fetch(context.Background(), ingest.NewSet(), tc.url, q, Options{Timeout: 100 * time.Millisecond})
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
@@ -261,5 +261,39 @@ func TestProgress(t *testing.T) {
 	}
 	if last := calls[len(calls)-1]; last != [2]int{6, 6} {
 		t.Errorf("progress ends at %v, want [6 6] (one search per service)", last)
+	}
+}
+
+// TestZipkin serves Zipkin's documented responses: /api/v2/services, then
+// /api/v2/traces (an array of traces).
+func TestZipkin(t *testing.T) {
+	traces, err := os.ReadFile(filepath.Join("..", "testdata", "zipkin", "api-v2-traces.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var search url.Values
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/zipkin/api/v2/services":
+			w.Write([]byte(`["frontend","inventory"]`))
+		case "/zipkin/api/v2/traces":
+			search = r.URL.Query()
+			w.Write(traces)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	set := ingest.NewSet()
+	q := Query{Service: "frontend", Start: since, End: until, Limit: 10}
+	if err := Fetch(context.Background(), set, srv.URL+"/zipkin", q, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Spans) != 7 || set.Inputs[0].Format != ingest.FormatZipkinJSON {
+		t.Fatalf("%d spans, inputs %+v", len(set.Spans), set.Inputs)
+	}
+	want := url.Values{"serviceName": {"frontend"}, "endTs": {"1796036400000"}, "lookback": {"3600000"}, "limit": {"10"}}
+	if !reflect.DeepEqual(search, want) {
+		t.Errorf("search %v, want %v", search, want)
 	}
 }
