@@ -15,10 +15,10 @@ import (
 // IngestTable renders an ingest summary: one row per input and a total,
 // then the warnings of each input.
 func IngestTable(w io.Writer, sum ingest.Summary) error {
-	t := newTable(w, []string{"input", "format", "traces", "spans", "services", "errors", "window"},
-		tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft)
-	row := func(name, format string, st ingest.Stats) error {
-		return t.Append([]string{name, format, strconv.Itoa(st.Traces), strconv.Itoa(st.Spans),
+	g := grid{header: []string{"input", "format", "traces", "spans", "services", "errors", "window"},
+		align: []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft}}
+	row := func(name, format string, st ingest.Stats) {
+		g.rows = append(g.rows, []string{name, format, strconv.Itoa(st.Traces), strconv.Itoa(st.Spans),
 			strconv.Itoa(st.Services), strconv.Itoa(st.ErrorSpans), window(st)})
 	}
 	for _, in := range sum.Inputs {
@@ -26,16 +26,12 @@ func IngestTable(w io.Writer, sum ingest.Summary) error {
 		if in.Compression != "" {
 			format += "+" + in.Compression
 		}
-		if err := row(in.Name, format, in.Stats); err != nil {
-			return err
-		}
+		row(in.Name, format, in.Stats)
 	}
 	if len(sum.Inputs) > 1 {
-		if err := row("total", "", sum.Total); err != nil {
-			return err
-		}
+		row("total", "", sum.Total)
 	}
-	if err := t.Render(); err != nil {
+	if err := renderTable(w, g); err != nil {
 		return err
 	}
 	return ingestWarnings(w, sum)

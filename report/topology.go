@@ -232,13 +232,7 @@ func TopologyTable(w io.Writer, t *graph.Topology) error {
 			continue
 		}
 		fmt.Fprintln(sw)
-		tab := newTable(sw, g.header, g.align...)
-		for _, r := range g.rows {
-			if err := tab.Append(r); err != nil {
-				return err
-			}
-		}
-		if err := tab.Render(); err != nil {
+		if err := renderTable(sw, g); err != nil {
 			return err
 		}
 	}
@@ -251,7 +245,7 @@ func TopologyTable(w io.Writer, t *graph.Topology) error {
 		idWidth = max(idWidth, utf8.RuneCountInString(f.id))
 	}
 	for _, f := range v.findings {
-		fmt.Fprintf(sw, "%-6s %-*s  %s\n", f.severity, idWidth, f.id, f.text)
+		hanging(sw, fmt.Sprintf("%-6s %-*s  ", f.severity, idWidth, f.id), f.text)
 	}
 	if len(v.warnings) > 0 {
 		fmt.Fprintln(sw, "\nwarnings:")

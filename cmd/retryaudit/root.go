@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/retryaudit/retryaudit/report"
 )
 
 // Exit codes.
@@ -26,6 +29,25 @@ type streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+
+	wide bool // --wide: tables keep every column on a terminal too
+}
+
+// outWidth is the width tables written to stdout must fit: the terminal's
+// ($COLUMNS when set, as shells export it), or 0 — no limit — when stdout
+// is no terminal or --wide is set.
+func (s *streams) outWidth() int {
+	f, ok := s.Out.(*os.File)
+	if s.wide || !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+		return w
+	}
+	return 0
 }
 
 // errIsTTY reports whether progress may be drawn on stderr.
@@ -99,6 +121,7 @@ retry and how, and replays degradations under alternative retry policies.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().BoolVar(&io.wide, "wide", false, "tables show every column, however wide the terminal (piped output always does)")
 	root.AddCommand(
 		newVersionCmd(io),
 		newIngestCmd(io),
@@ -113,7 +136,7 @@ retry and how, and replays degradations under alternative retry policies.`,
 // outputFile opens -o FILE, or returns stdout when name is empty or "-".
 func outputFile(io *streams, name string) (w io.Writer, closeFn func() error, err error) {
 	if name == "" || name == "-" {
-		return io.Out, func() error { return nil }, nil
+		return report.Width(io.Out, io.outWidth()), func() error { return nil }, nil
 	}
 	f, err := os.Create(name)
 	if err != nil {
