@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -45,9 +46,13 @@ policy with the best yield that never stays collapsed, and what it changes
 edge by edge.
 
 --fail-on makes the command exit 3 after its report when a threshold is
-crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
+crossed: 'amplification>N' (or >=), finding:ID, metastable:POLICY (or
+metastable:any). Quote expressions with > in them: unquoted, the shell
+reads > as a redirection and writes a file. Finding ids:
+  ` + strings.Join(graph.FindingIDs(), "\n  "),
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
-  retryaudit audit traces/ --emit-policy policy.yaml --fail-on amplification>10 --fail-on metastable:observed`,
+  retryaudit audit traces/ --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
+  retryaudit audit http://jaeger:16686 --service checkout --lookback 2h --fail-on finding:retry-4xx`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.inputs = args
@@ -79,7 +84,7 @@ crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
 	f.StringVar(&opts.md, "md", "", "also write a Markdown report to `FILE`")
 	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended change as a YAML policy `FILE` (replay --policy-file reads it)")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
-	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY")
+	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: 'amplification>N' (quoted), finding:ID, metastable:POLICY")
 	opts.sim.bind(f)
 	opts.in.bind(f)
 	return cmd
@@ -151,8 +156,21 @@ func (o *auditOptions) read(cmd *cobra.Command) (*ingest.Set, error) {
 	return set, err
 }
 
-// writeAudit renders the audit to -o (table or JSON) and the report files.
+// writeAudit renders the report files, then the audit to -o (table or
+// JSON): the files are complete even when stdout is a pipe closed early
+// (audit --html r.html | head).
 func writeAudit(st *streams, output, format, html, md string, a *report.AuditReport) error {
+	for _, f := range []struct {
+		name   string
+		render func(io.Writer, *report.AuditReport) error
+	}{{html, report.AuditHTML}, {md, report.AuditMarkdown}} {
+		if f.name == "" {
+			continue
+		}
+		if err := writeFile(f.name, func(w io.Writer) error { return f.render(w, a) }); err != nil {
+			return err
+		}
+	}
 	w, closeOut, err := outputFile(st, output)
 	if err != nil {
 		return err
@@ -165,21 +183,7 @@ func writeAudit(st *streams, output, format, html, md string, a *report.AuditRep
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		name   string
-		render func(io.Writer, *report.AuditReport) error
-	}{{html, report.AuditHTML}, {md, report.AuditMarkdown}} {
-		if f.name == "" {
-			continue
-		}
-		if err := writeFile(f.name, func(w io.Writer) error { return f.render(w, a) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return closedStdoutIsFine(err)
 }
 
 func writeFile(name string, render func(io.Writer) error) error {

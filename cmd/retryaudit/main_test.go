@@ -12,7 +12,7 @@ import (
 // "retryaudit" inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"retryaudit": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"retryaudit": func() { os.Exit(cli()) },
 	})
 }
 

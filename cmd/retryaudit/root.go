@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -56,6 +57,15 @@ func (s *streams) errIsTTY() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// closedStdoutIsFine drops the error of writing to a pipe its reader
+// closed (retryaudit infer | head): the reader has what it wanted.
+func closedStdoutIsFine(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return err
+}
+
 // usageError marks errors in how the command was called (exit code 2).
 type usageError struct{ err error }
 
@@ -81,7 +91,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err := closedStdoutIsFine(root.ExecuteContext(ctx))
 	if err == nil {
 		return exitOK
 	}
@@ -130,6 +140,7 @@ retry and how, and replays degradations under alternative retry policies.`,
 		newAuditCmd(io),
 		newReportCmd(io),
 	)
+	registerCompletions(root)
 	return root
 }
 
