@@ -71,16 +71,8 @@ func fit(g grid, cols int) (grid, []string) {
 	if cols <= 0 || len(g.header) == 0 {
 		return g, nil
 	}
-	natural := make([]int, len(g.header))
+	natural := naturalWidths(g)
 	floor := make([]int, len(g.header))
-	for i, h := range g.header {
-		natural[i] = utf8.RuneCountInString(h)
-	}
-	for _, r := range g.rows {
-		for i, c := range r {
-			natural[i] = max(natural[i], utf8.RuneCountInString(c))
-		}
-	}
 	if sumPadded(natural) <= cols {
 		return g, nil
 	}
@@ -178,15 +170,7 @@ func hanging(w io.Writer, prefix, text string) {
 // repeating the first fixed columns and holding whole groups of group
 // columns after them. Without a width, or when g fits, it is g alone.
 func splitColumns(g grid, cols, fixed, group int) []grid {
-	natural := make([]int, len(g.header))
-	for i, h := range g.header {
-		natural[i] = utf8.RuneCountInString(h)
-	}
-	for _, r := range g.rows {
-		for i, c := range r {
-			natural[i] = max(natural[i], utf8.RuneCountInString(c))
-		}
-	}
+	natural := naturalWidths(g)
 	if cols <= 0 || sumPadded(natural) <= cols || len(g.header) <= fixed+group {
 		return []grid{g}
 	}
@@ -227,4 +211,18 @@ func splitColumns(g grid, cols, fixed, group int) []grid {
 	}
 	pick(cur)
 	return out
+}
+
+// naturalWidths is each column's width: its widest cell or header.
+func naturalWidths(g grid) []int {
+	natural := make([]int, len(g.header))
+	for i, h := range g.header {
+		natural[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range g.rows {
+		for i, c := range r {
+			natural[i] = max(natural[i], utf8.RuneCountInString(c))
+		}
+	}
+	return natural
 }
