@@ -275,6 +275,9 @@ func blockCharts(b replayBlock) (string, []policyChart) {
 	for _, r := range b.runs {
 		seconds = max(seconds, len(r.Series.Goodput), len(r.Series.Originals), len(r.Series.QueueDepth))
 	}
+	// The last bucket holds the drain after arrivals end: plotted as a
+	// second of its own it draws a drop to zero that no service made.
+	seconds = max(seconds-1, 1)
 	start, end, ok := triggerWindow(b.degradation)
 	var trigger string
 	switch {
@@ -385,7 +388,8 @@ func drawPanel(title string, h, seconds int, top float64, shade *[2]float64, spe
 			LX1: px(x0), LY1: px(y), LX2: px(x1), LY2: px(y)})
 	}
 	for _, s := range specs {
-		xs, vs := downsample(s.values(&r.Series), s.at)
+		v := s.values(&r.Series)
+		xs, vs := downsample(v[:min(len(v), seconds)], s.at)
 		var b strings.Builder
 		for i := range xs {
 			if i > 0 {
