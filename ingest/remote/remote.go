@@ -64,6 +64,7 @@ func IsURL(name string) bool {
 // /api/traces, /api/search, /api/v2/traces — its own query parameters are
 // kept, q fills in the rest), or one trace (/api/traces/ID,
 // /api/v2/traces/ID, /api/v3/traces/ID, /api/v2/trace/ID), read as is.
+// Jaeger UI pages (/search?service=…, /trace/ID) read as their API URLs.
 // A search that finds nothing is an error saying what was searched. Per-
 // service searches return a trace once per service it crosses: the caller
 // merges the copies (ingest.Filter.Unique).
@@ -79,6 +80,7 @@ func Fetch(ctx context.Context, set *ingest.Set, rawURL string, q Query, opts Op
 	if f.client == nil {
 		f.client = &http.Client{Timeout: f.opts.Timeout}
 	}
+	uiToAPI(u)
 	before := len(set.Spans)
 	if traceByID.MatchString(u.Path) {
 		if err := f.decode(ctx, u, "application/json"); err != nil {
@@ -124,6 +126,26 @@ func (q Query) String() string {
 	}
 	parts = append(parts, fmt.Sprintf("started %s to %s", q.Start.UTC().Format(time.RFC3339), q.End.UTC().Format(time.RFC3339)))
 	return strings.Join(parts, ", ")
+}
+
+// jaegerUITrace matches the path of a trace page of Jaeger's UI.
+var jaegerUITrace = regexp.MustCompile(`/trace/([0-9a-fA-F]{1,32})$`)
+
+// uiToAPI rewrites, in place, a URL of Jaeger's UI as people copy it from
+// their browser — a search page (/search?service=…&lookback=…) or a trace
+// page (/trace/ID) — into the API URL that serves the same traces.
+func uiToAPI(u *url.URL) {
+	p := strings.TrimSuffix(u.Path, "/")
+	switch {
+	case strings.HasSuffix(p, "/search") && !strings.HasSuffix(p, "/api/search") && u.Query().Get("service") != "":
+		u.Path = strings.TrimSuffix(p, "/search") + "/api/traces"
+		// The UI's lookback ("1h", "2d", "custom") is read by the UI only.
+		v := u.Query()
+		v.Del("lookback")
+		u.RawQuery = v.Encode()
+	case jaegerUITrace.MatchString(p) && !strings.Contains(p, "/api/"):
+		u.Path = jaegerUITrace.ReplaceAllString(p, "/api/traces/$1")
+	}
 }
 
 // traceByID matches the path of one trace in Jaeger's, Tempo's or Zipkin's

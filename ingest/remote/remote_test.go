@@ -297,3 +297,29 @@ func TestZipkin(t *testing.T) {
 		t.Errorf("search %v, want %v", search, want)
 	}
 }
+
+func TestJaegerUIURLs(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://jaeger:16686/search?service=payments&lookback=1h&limit=20": "http://jaeger:16686/api/traces?limit=20&service=payments",
+		"http://jaeger:16686/jaeger/search?service=a":                      "http://jaeger:16686/jaeger/api/traces?service=a",
+		"http://jaeger:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736":       "http://jaeger:16686/api/traces/4bf92f3577b34da6a3ce929d0e0e4736",
+		"http://tempo:3200/api/search?tags=x":                              "http://tempo:3200/api/search?tags=x",
+		"http://tempo:3200/api/v2/traces/4bf92f3577b34da6a3ce929d0e0e4736": "http://tempo:3200/api/v2/traces/4bf92f3577b34da6a3ce929d0e0e4736",
+	} {
+		u, _ := url.Parse(in)
+		uiToAPI(u)
+		if u.String() != want {
+			t.Errorf("%s → %s, want %s", in, u, want)
+		}
+	}
+	// A pasted UI search reads the recorded /api/traces response.
+	srv := replay(t)
+	set := ingest.NewSet()
+	q := Query{Start: since, End: until, Limit: 2}
+	if err := Fetch(context.Background(), set, srv.URL+"/search?service=payments&lookback=1h", q, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(traceIDs(set)) != 2 {
+		t.Errorf("%d traces", len(traceIDs(set)))
+	}
+}
