@@ -489,6 +489,19 @@ type svgLink struct {
 // its start or end instead of its middle.
 type svgText struct{ X, Y, Text, Class string }
 
+// operationLabel is one operation's line on a link that carries several:
+// "POST /reservations ×3 (const 30ms)", or "GET /prices/{item}: no retry".
+func operationLabel(e *graph.Edge) string {
+	op := display(e.Operation)
+	if utf8.RuneCountInString(op) > nodeMaxRunes {
+		op = string([]rune(op)[:nodeMaxRunes-1]) + "…"
+	}
+	if !e.Retries {
+		return op + ": no retry"
+	}
+	return op + " ×" + maxAttempts(*e) + " (" + backoffShort(e.Backoff) + ")"
+}
+
 // layoutCallGraph places the services in layers by their depth from the
 // roots (the longest chain of calls above them, cycles broken), left to
 // right, each layer ordered by the mean position of its callers to keep
@@ -647,7 +660,15 @@ func layoutCallGraph(g callGraph) *svgGraph {
 		var lx, ly float64 // the first line's anchor
 		anchor := ""
 		lines := []string{plural(l.calls, "call")}
-		if l.worst != nil {
+		switch {
+		case len(l.edges) > 1 && l.worst != nil:
+			// GET and POST (or two routes) on one link may retry apart:
+			// a line each.
+			lines = lines[:0]
+			for _, e := range l.edges {
+				lines = append(lines, operationLabel(e))
+			}
+		case l.worst != nil:
 			amp := "-"
 			if l.calls > 0 {
 				amp = decimal(float64(l.attempts)/float64(l.calls), 2) + "×"
