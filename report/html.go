@@ -255,7 +255,14 @@ func ints(xs []int) []float64 {
 var (
 	rateSeries = []seriesSpec{
 		{"originals", "offered originals/s", func(s *replay.Series) []float64 { return ints(s.Originals) }, 0.5},
-		{"retries", "offered retries/s", func(s *replay.Series) []float64 { return ints(s.Retries) }, 0.5},
+		// Retries stacked on the originals: the line is all that was offered.
+		{"retries", "offered originals + retries/s", func(s *replay.Series) []float64 {
+			v := ints(s.Originals)
+			for i := range min(len(v), len(s.Retries)) {
+				v[i] += float64(s.Retries[i])
+			}
+			return v
+		}, 0.5},
 		{"goodput", "goodput/s", func(s *replay.Series) []float64 { return ints(s.Goodput) }, 0.5},
 	}
 	queueSeries = []seriesSpec{
