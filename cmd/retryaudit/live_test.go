@@ -36,12 +36,6 @@ import (
 // export. With RETRYAUDIT_RECORD set it also records the responses the
 // package remote's unit tests replay.
 
-// The window the samples were recorded in, and the recordings' query.
-var (
-	liveSince = "2026-11-30T10:00:00Z"
-	liveUntil = "2026-11-30T11:00:00Z"
-)
-
 func TestLiveJaeger(t *testing.T) {
 	bin := os.Getenv("RETRYAUDIT_JAEGER")
 	if bin == "" {
@@ -51,9 +45,9 @@ func TestLiveJaeger(t *testing.T) {
 		t.Run(scenario, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "samples", scenario)
 			j := startJaeger(t, bin)
-			spans := sendOTLP(t, j.otlp, filepath.Join(dir, "traces.otlp.jsonl.gz"))
-			j.waitForSpans(t, spans)
-			window := []string{"--since", liveSince, "--until", liveUntil, "--limit-traces", "100000"}
+			spans, since, until := sendOTLP(t, j.otlp, filepath.Join(dir, "traces.otlp.jsonl.gz"))
+			j.waitForSpans(t, spans, since, until)
+			window := []string{"--since", since.Format(time.RFC3339), "--until", until.Format(time.RFC3339), "--limit-traces", "100000"}
 			for _, tc := range []struct{ name, url, file string }{
 				{"api_v3", j.query, "traces.otlp.jsonl.gz"},
 				{"api_traces", j.query + "/api/traces", "traces.jaeger.json.gz"},
@@ -65,7 +59,7 @@ func TestLiveJaeger(t *testing.T) {
 				}
 			}
 			if rec := os.Getenv("RETRYAUDIT_RECORD"); rec != "" && scenario == "mixed" {
-				record(t, j.query, rec)
+				record(t, j.query, rec, since, until)
 			}
 		})
 	}
@@ -144,8 +138,9 @@ func freePorts(t *testing.T, n int) []string {
 }
 
 // sendOTLP posts every OTLP JSON request of a JSON Lines file to the
-// receiver and returns the number of spans sent.
-func sendOTLP(t *testing.T, base, file string) int {
+// receiver and returns the number of spans sent and a window holding their
+// starts: the whole hours around them.
+func sendOTLP(t *testing.T, base, file string) (spans int, since, until time.Time) {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
@@ -176,15 +171,19 @@ func sendOTLP(t *testing.T, base, file string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(set.Spans)
+	first, last := set.Spans[0].Start, set.Spans[0].Start
+	for _, sp := range set.Spans {
+		first, last = min(first, sp.Start), max(last, sp.Start)
+	}
+	since = time.Unix(0, first).UTC().Truncate(time.Hour)
+	until = time.Unix(0, last).UTC().Truncate(time.Hour).Add(time.Hour)
+	return len(set.Spans), since, until
 }
 
 // waitForSpans waits until the query service returns every span sent (the
 // receiver batches before storing).
-func (j *jaeger) waitForSpans(t *testing.T, want int) {
+func (j *jaeger) waitForSpans(t *testing.T, want int, since, until time.Time) {
 	t.Helper()
-	since, _ := time.Parse(time.RFC3339, liveSince)
-	until, _ := time.Parse(time.RFC3339, liveUntil)
 	q := remote.Query{Start: since, End: until, Limit: 100000}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -227,15 +226,13 @@ func firstDiff(got, want []byte) string {
 // record saves, under dir, the responses of the requests remote's unit
 // tests replay: searches through both APIs, a per-service search, the
 // service lists, and the server's own error answers.
-func record(t *testing.T, base, dir string) {
+func record(t *testing.T, base, dir string, since, until time.Time) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{dir: dir}
 	client := &http.Client{Transport: rec}
-	since, _ := time.Parse(time.RFC3339, liveSince)
-	until, _ := time.Parse(time.RFC3339, liveUntil)
 	for _, c := range []struct {
 		url string
 		q   remote.Query
@@ -262,7 +259,7 @@ func record(t *testing.T, base, dir string) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(rec.index); err != nil {
+	if err := enc.Encode(recordings{Since: since, Until: until, Responses: rec.index}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "index.json"), b.Bytes(), 0o644); err != nil {
@@ -275,6 +272,14 @@ func record(t *testing.T, base, dir string) {
 type recorder struct {
 	dir   string
 	index []recording
+}
+
+// recordings is index.json: the window the searches asked for, and each
+// response.
+type recordings struct {
+	Since     time.Time   `json:"since"`
+	Until     time.Time   `json:"until"`
+	Responses []recording `json:"responses"`
 }
 
 type recording struct {

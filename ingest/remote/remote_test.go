@@ -20,7 +20,8 @@ import (
 // real Jaeger v2 (v1.76.0) holding samples/mixed.
 var recorded = filepath.Join("testdata", "jaeger-v1.76.0")
 
-// window is the query window of the recordings.
+// The query window of the recordings (index.json says; these are checked
+// against it).
 var (
 	since = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	until = time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
@@ -34,15 +35,22 @@ func replay(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var index []struct {
-		Request     string `json:"request"`
-		Status      int    `json:"status"`
-		ContentType string `json:"content_type"`
-		Body        string `json:"body"`
+	var rec struct {
+		Since, Until time.Time
+		Responses    []struct {
+			Request     string `json:"request"`
+			Status      int    `json:"status"`
+			ContentType string `json:"content_type"`
+			Body        string `json:"body"`
+		}
 	}
-	if err := json.Unmarshal(b, &index); err != nil {
+	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
+	if !rec.Since.Equal(since) || !rec.Until.Equal(until) {
+		t.Fatalf("the recordings searched %s to %s: set since and until to match", rec.Since, rec.Until)
+	}
+	index := rec.Responses
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, rec := range index {
 			u, _ := url.Parse(rec.Request)
