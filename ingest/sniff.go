@@ -101,7 +101,10 @@ func isZipkinArray(head []byte) bool {
 	span, trace := false, false
 	for _, k := range keys {
 		switch k {
-		case "traceId", "id", "parentId", "localEndpoint", "remoteEndpoint", "timestamp":
+		case "traceId", "id", "parentId", "localEndpoint", "remoteEndpoint", "timestamp",
+			"name", "kind", "duration", "annotations", "tags", "debug", "shared":
+			// Keys of a span (the sniffed prefix may end inside the first):
+			// Jaeger's traces have none of them.
 			span = true
 		case "spans", "processes", "processMap", "traceID":
 			trace = true

@@ -74,8 +74,12 @@ func TestZipkinSniff(t *testing.T) {
 		{`[{"traceId":"a","id":"b","localEndpoint":{"serviceName":"s"}}]`, FormatZipkinJSON},
 		{`[[{"traceId":"a","id":"b","localEndpoint":{"serviceName":"s"}}]]`, FormatZipkinJSON},
 		{" [\n [ ] , [{\"id\":\"1\",\"traceId\":\"2\",\"localEndpoint\":{\"serviceName\":\"s\"}}]]", FormatZipkinJSON},
+		{`[{"annotations":[{"timestamp":1,"value":"cs"}],"traceId":"a","id":"b","localEndpoint":{"serviceName":"s"}}]`, FormatZipkinJSON},
 		{`[{"traceID":"a","spans":[{"traceID":"a","spanID":"b","startTime":1,"duration":1,"processID":"p1"}],"processes":{"p1":{"serviceName":"s"}}}]`, FormatJaegerJSON},
 		{`[{"spans":[{"traceId":"AAAAAAAAAAE=","spanId":"AAAAAAAAAAE="}],"process":{"serviceName":"s"}}]`, FormatJaegerJSON},
+		// The sniffed prefix ends inside the first key's value.
+		{`[{"annotations":[` + strings.Repeat(`{"timestamp":1764579600000000,"value":"ws"},`, 2000) +
+			`{"timestamp":1,"value":"wr"}],"traceId":"a","id":"b","localEndpoint":{"serviceName":"s"}}]`, FormatZipkinJSON},
 	} {
 		set, err := jaegerDecode(t, "x", []byte(tc.doc), Options{})
 		if err != nil {
