@@ -70,8 +70,11 @@ func IsURL(name string) bool {
 // merges the copies (ingest.Filter.Unique).
 func Fetch(ctx context.Context, set *ingest.Set, rawURL string, q Query, opts Options) error {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%s: not an http or https URL with a host", rawURL)
+	if err != nil {
+		return errors.New("an input that starts like a URL does not parse as one")
+	}
+	if u.Host == "" || u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%s: not an http or https URL with a host", u.Redacted())
 	}
 	f := &fetcher{set: set, opts: opts, client: opts.Client}
 	if f.opts.Timeout <= 0 {

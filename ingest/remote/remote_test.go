@@ -250,7 +250,8 @@ func TestHTTPErrors(t *testing.T) {
 		{srv.URL + "/slow/api/traces", "GET " + srv.URL + "/slow/api/traces?end=1796036400000000&limit=1&service=s&start=1796032800000000: no complete answer within 100ms"},
 		{srv.URL + "/broken/api/traces", "GET " + srv.URL + "/broken/api/traces?end=1796036400000000&limit=1&service=s&start=1796032800000000: HTTP 502 Bad Gateway: upstream [31m down"},
 		{srv.URL + "/nothing", srv.URL + "/nothing: no Jaeger query service, Tempo or Zipkin answers there (tried /api/v3/services, /api/services, /api/echo, /api/v2/services)"},
-		{"ftp://host/x", "ftp://host/x: not an http or https URL with a host"},
+		{"ftp://me:secret@host/x", "ftp://me:xxxxx@host/x: not an http or https URL with a host"},
+		{"http://me:secret@[::1", "an input that starts like a URL does not parse as one"},
 		{"http://user:secret@" + strings.TrimPrefix(srv.URL, "http://") + "/nothing", "http://user:xxxxx@" + strings.TrimPrefix(srv.URL, "http://") + "/nothing: no Jaeger"},
 	} {
 		err := Fetch(context.Background(), ingest.NewSet(), tc.url, q, Options{Timeout: 100 * time.Millisecond})
