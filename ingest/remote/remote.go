@@ -353,16 +353,73 @@ func (f *fetcher) tempo(ctx context.Context, base, u *url.URL, q Query) error {
 		return fmt.Errorf("GET %s: Tempo search response: %w", su.Redacted(), err)
 	}
 	f.need += len(res.Traces)
+	var traces []*url.URL
 	for _, t := range res.Traces {
 		if !hexID.MatchString(t.TraceID) {
 			return fmt.Errorf("GET %s: Tempo search returned trace id %q, not hex", su.Redacted(), t.TraceID)
 		}
-		tu := base.JoinPath("/api/traces", t.TraceID)
-		if err := f.decode(ctx, tu, "application/json"); err != nil {
-			return err
+		traces = append(traces, base.JoinPath("/api/traces", t.TraceID))
+	}
+	return f.decodeAll(ctx, traces, "application/json")
+}
+
+// parallel is how many requests for single traces are in flight at once.
+const parallel = 4
+
+// decodeAll GETs the URLs, parallel at a time, and decodes their bodies in
+// the order given, so the Set does not depend on which answered first. A
+// body waiting its turn stays in the connection: its server is held back,
+// not buffered here.
+func (f *fetcher) decodeAll(ctx context.Context, us []*url.URL, accept string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		resp *http.Response
+		done context.CancelFunc
+		err  error
+	}
+	answers := make([]chan answer, len(us))
+	for i := range answers {
+		answers[i] = make(chan answer, 1)
+	}
+	// Slots are taken in order and given back in order, as bodies are
+	// decoded: the next body to decode always holds one.
+	slots := make(chan struct{}, parallel)
+	go func() {
+		for i, u := range us {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				answers[i] <- answer{err: ctx.Err()}
+				continue
+			}
+			go func() {
+				resp, done, err := f.do(ctx, u, accept)
+				answers[i] <- answer{resp, done, err}
+			}()
+		}
+	}()
+	var first error
+	for i, u := range us {
+		a := <-answers[i]
+		if a.err == nil {
+			if first == nil {
+				first = f.decodeBody(ctx, u, a.resp)
+			}
+			a.resp.Body.Close()
+			a.done()
+		} else if first == nil {
+			first = a.err
+		}
+		if first != nil {
+			cancel() // the rest fail fast
+		}
+		select {
+		case <-slots:
+		default: // an answer given without a slot, after cancel
 		}
 	}
-	return nil
+	return first
 }
 
 // zipkin searches Zipkin's /api/v2/traces, which returns whole traces
@@ -405,7 +462,12 @@ func (f *fetcher) decode(ctx context.Context, u *url.URL, accept string) error {
 	}
 	defer cancel()
 	defer resp.Body.Close()
-	err = ingest.Decode(ctx, f.set, u.Redacted(), resp.Body, f.opts.Decode)
+	return f.decodeBody(ctx, u, resp)
+}
+
+// decodeBody decodes the body of the answer to u.
+func (f *fetcher) decodeBody(ctx context.Context, u *url.URL, resp *http.Response) error {
+	err := ingest.Decode(ctx, f.set, u.Redacted(), resp.Body, f.opts.Decode)
 	f.done++
 	f.progress()
 	switch {

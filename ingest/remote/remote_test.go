@@ -3,12 +3,14 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +332,71 @@ func TestJaegerUIURLs(t *testing.T) {
 	}
 	if len(traceIDs(set)) != 2 {
 		t.Errorf("%d traces", len(traceIDs(set)))
+	}
+}
+
+// TestTempoManyTraces: more traces than requests in flight, answering in
+// reverse order, decode in the search's order.
+func TestTempoManyTraces(t *testing.T) {
+	trace, err := os.ReadFile(filepath.Join("..", "testdata", "tempo", "api-traces-v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3*parallel + 1
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("%032x", i+1))
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/api/echo":
+			w.Write([]byte("echo"))
+		case r.URL.Path == "/api/search":
+			var b strings.Builder
+			b.WriteString(`{"traces":[`)
+			for i, id := range ids {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"traceID":%q}`, id)
+			}
+			b.WriteString(`]}`)
+			w.Write([]byte(b.String()))
+		case strings.HasPrefix(r.URL.Path, "/api/traces/"):
+			id := strings.TrimPrefix(r.URL.Path, "/api/traces/")
+			if id == "0badbad" {
+				http.Error(w, "block unreadable", http.StatusInternalServerError)
+				return
+			}
+			k := slices.Index(ids, id)
+			time.Sleep(time.Duration(n-k) * 2 * time.Millisecond) // later traces answer sooner
+			w.Write(trace)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	set := ingest.NewSet()
+	var last [2]int
+	opts := Options{Progress: func(done, total int) { last = [2]int{done, total} }}
+	if err := Fetch(context.Background(), set, srv.URL, Query{Start: since, End: until, Limit: n}, opts); err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Inputs) != n {
+		t.Fatalf("%d inputs, want %d", len(set.Inputs), n)
+	}
+	for i, in := range set.Inputs {
+		if want := srv.URL + "/api/traces/" + ids[i]; in.Name != want {
+			t.Errorf("input %d is %s, want %s", i, in.Name, want)
+		}
+	}
+	if last != [2]int{n + 1, n + 1} {
+		t.Errorf("progress ends at %v, want [%d %d]", last, n+1, n+1)
+	}
+	// A failing trace fails the fetch, naming it.
+	ids[2] = "0badbad"
+	err = Fetch(context.Background(), ingest.NewSet(), srv.URL, Query{Start: since, End: until, Limit: n}, Options{})
+	if err == nil || err.Error() != "GET "+srv.URL+"/api/traces/0badbad: HTTP 500 Internal Server Error: block unreadable" {
+		t.Errorf("error %v", err)
 	}
 }
