@@ -16,24 +16,35 @@ const AuditSchema = "retryaudit.audit/v1"
 // replay matrix compared against the observed policies, and the
 // recommendation. Its JSON is what `retryaudit report` renders again.
 type AuditReport struct {
-	Schema         string                 `json:"schema"`
-	Topology       *graph.Topology        `json:"topology"`
+	Schema   string          `json:"schema"`
+	Topology *graph.Topology `json:"topology"`
+	// Calibration says whether the model reproduces the traces; when it
+	// does not, the recommendation is printed as uncalibrated.
+	Calibration    *replay.Calibration    `json:"calibration,omitempty"`
 	Replay         *ReplayReport          `json:"replay"`
 	Recommendation *replay.Recommendation `json:"recommendation"`
 }
 
 // AuditTable renders an audit for a terminal: first the worst-case
-// amplification, the topology and its findings (TopologyTable), then per
+// amplification, then the calibration (does the model reproduce the
+// traces?), the topology and its findings (TopologyTable), then per
 // degradation the comparison against the observed policies (ReplayTable),
 // then the recommendation.
 func AuditTable(w io.Writer, a *AuditReport) error {
-	if err := TopologyTable(w, a.Topology); err != nil {
+	var after func(io.Writer) error
+	if a.Calibration != nil {
+		after = func(w io.Writer) error { return CalibrationTable(w, a.Calibration) }
+	}
+	if err := topologyTable(w, a.Topology, after); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprintln(w); err != nil {
 		return err
 	}
 	if err := ReplayTable(w, a.Replay); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, uncalibratedText(a.Calibration, false)); err != nil {
 		return err
 	}
 	return recommendationText(w, a.Recommendation, false)
@@ -45,13 +56,20 @@ func AuditMarkdown(w io.Writer, a *AuditReport) error {
 	if _, err := fmt.Fprint(w, "# Retry audit\n\n"); err != nil {
 		return err
 	}
-	if err := TopologyMarkdown(w, a.Topology); err != nil {
+	var after func(io.Writer) error
+	if a.Calibration != nil {
+		after = func(w io.Writer) error { return CalibrationMarkdown(w, a.Calibration) }
+	}
+	if err := topologyMarkdown(w, a.Topology, after); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprint(w, "\n## Replay\n\n"); err != nil {
 		return err
 	}
 	if err := ReplayMarkdown(w, a.Replay); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, uncalibratedText(a.Calibration, true)); err != nil {
 		return err
 	}
 	return recommendationText(w, a.Recommendation, true)

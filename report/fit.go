@@ -44,25 +44,6 @@ func widthOf(w io.Writer) int {
 // (or all of its widest cell, if shorter).
 const minCell = 16
 
-// renderTable writes g as a terminal table, fitted to the width w carries.
-func renderTable(w io.Writer, g grid) error {
-	g, hidden := fit(g, widthOf(w))
-	tab := newTable(w, g.header, g.align...)
-	for _, r := range g.rows {
-		if err := tab.Append(r); err != nil {
-			return err
-		}
-	}
-	if err := tab.Render(); err != nil {
-		return err
-	}
-	if len(hidden) > 0 {
-		_, err := fmt.Fprintf(w, "(hidden to fit the terminal: %s)\n", strings.Join(hidden, ", "))
-		return err
-	}
-	return nil
-}
-
 // fit makes a rendering of g (each column padded by a space on both sides)
 // fit cols: it keeps as many columns from the left as fit once their
 // widest cells are abbreviated to a floor, then abbreviates the widest

@@ -40,7 +40,7 @@ func TestFit(t *testing.T) {
 			}
 			if len(hidden) == 0 && tc.cols > 0 {
 				var buf bytes.Buffer
-				if err := renderTable(Width(&buf, tc.cols), got); err != nil {
+				if err := renderGrid(Width(&buf, tc.cols), got, false); err != nil {
 					t.Fatal(err)
 				}
 				for _, l := range strings.Split(buf.String(), "\n") {

@@ -31,7 +31,7 @@ func IngestTable(w io.Writer, sum ingest.Summary) error {
 	if len(sum.Inputs) > 1 {
 		row("total", "", sum.Total)
 	}
-	if err := renderTable(w, g); err != nil {
+	if err := renderGrid(w, g, false); err != nil {
 		return err
 	}
 	return ingestWarnings(w, sum)

@@ -360,10 +360,7 @@ func ReplayTable(w io.Writer, rep *ReplayReport) error {
 			tables = append(tables, splitColumns(g, widthOf(sw), 2, 2)...)
 		}
 		for j, g := range tables {
-			if j > 0 {
-				fmt.Fprintln(sw)
-			}
-			if err := renderTable(sw, g); err != nil {
+			if err := renderGrid(sw, g, j > 0); err != nil {
 				return err
 			}
 		}

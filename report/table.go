@@ -2,7 +2,9 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -29,6 +31,34 @@ func newTable(w io.Writer, header []string, align ...tw.Align) *tablewriter.Tabl
 	)
 	t.Header(header)
 	return t
+}
+
+// renderGrid writes g as a table, nothing when it has no rows; blank
+// says whether a blank line goes before it.
+func renderGrid(w io.Writer, g grid, blank bool) error {
+	if len(g.rows) == 0 {
+		return nil
+	}
+	if blank {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+	}
+	g, hidden := fit(g, widthOf(w))
+	tab := newTable(w, g.header, g.align...)
+	for _, r := range g.rows {
+		if err := tab.Append(r); err != nil {
+			return err
+		}
+	}
+	if err := tab.Render(); err != nil {
+		return err
+	}
+	if len(hidden) > 0 {
+		_, err := fmt.Fprintf(w, "(hidden to fit the terminal: %s)\n", strings.Join(hidden, ", "))
+		return err
+	}
+	return nil
 }
 
 // JSON writes v as indented JSON with a trailing newline.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
@@ -27,6 +28,7 @@ type auditOptions struct {
 	failOn     []string
 	thresholds []threshold
 	sim        simFlags
+	tol        toleranceFlags
 	in         inputFlags
 }
 
@@ -47,8 +49,18 @@ edge by edge.
 
 --fail-on makes the command exit 3 after its report when a threshold is
 crossed: 'amplification>N' (or >=), finding:ID, metastable:POLICY (or
-metastable:any). Quote expressions with > in them: unquoted, the shell
-reads > as a redirection and writes a file. Finding ids:
+metastable:any), uncalibrated. Quote expressions with > in them: unquoted,
+the shell reads > as a redirection and writes a file.
+
+Before anything is recommended, the replay of the observed policies under
+the traces' own failure timeline must reproduce the traces (as
+'retryaudit calibrate' checks): the calibration is the first section after
+the worst-case line, and when the model misses, the recommendation is
+printed as uncalibrated with the misses listed. The traces' own timeline
+(degradation "observed") is the first degradation of the matrix; every
+other one applies on top of the healthy part of the traces' failures.
+
+Finding ids:
   ` + strings.Join(graph.FindingIDs(), "\n  "),
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
   retryaudit audit traces/ --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
@@ -84,7 +96,8 @@ reads > as a redirection and writes a file. Finding ids:
 	f.StringVar(&opts.md, "md", "", "also write a Markdown report to `FILE`")
 	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended change as a YAML policy `FILE` (replay --policy-file reads it)")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
-	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: 'amplification>N' (quoted), finding:ID, metastable:POLICY")
+	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: 'amplification>N' (quoted), finding:ID, metastable:POLICY, uncalibrated")
+	opts.tol.bind(cmd)
 	opts.sim.bind(f)
 	opts.in.bind(f)
 	return cmd
@@ -96,6 +109,10 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		return err
 	}
 	top := graph.Infer(set)
+	cal, err := calibrate(cmd, top, o.sim.modelFlags, o.tol, replay.DefaultCalibrationSeeds)
+	if err != nil {
+		return err
+	}
 	m, err := o.sim.model(top, replay.BuildOptions{})
 	if err != nil {
 		return err
@@ -122,6 +139,8 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if len(degr) == 0 {
 		return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
 	}
+	// The traces' own failure timeline is the first degradation.
+	degr = append([]replay.Degradation{{Name: string(degrade.Observed), Faults: degrade.Schedule{{Kind: degrade.Observed}}}}, degr...)
 	bar := newProgress(o.io, o.quiet, int64(len(variants)*len(degr)+1), "replay", false)
 	mx := replay.Matrix{Variants: variants, Degradations: degr, Config: o.sim.config(),
 		Progress: func(done, _ int) { bar.set(int64(done)) }}
@@ -130,7 +149,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top,
+	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top, Calibration: cal,
 		Replay:         &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "observed", Notes: m.Assumed, Runs: results},
 		Recommendation: replay.Recommend(results, models, models["observed"])}
 	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {

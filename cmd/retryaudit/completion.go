@@ -77,10 +77,10 @@ func completeDegrade(_ *cobra.Command, _ []string, _ string) ([]string, cobra.Sh
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
-// completeFailOn offers finding:ID for every finding id, metastable:POLICY
-// and the amplification threshold.
+// completeFailOn offers finding:ID for every finding id, metastable:POLICY,
+// uncalibrated and the amplification threshold.
 func completeFailOn(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	out := []string{"amplification>", "metastable:any"}
+	out := []string{"amplification>", "metastable:any", "uncalibrated"}
 	for _, id := range graph.FindingIDs() {
 		out = append(out, "finding:"+id)
 	}

@@ -41,9 +41,15 @@ func TestLiveJaeger(t *testing.T) {
 	if bin == "" {
 		t.Fatal("RETRYAUDIT_JAEGER is not set: run make test-live, which builds Jaeger first")
 	}
-	for _, scenario := range []string{"mixed", "edge-only", "retry-everywhere"} {
+	// Every committed scenario with both exports.
+	files, _ := filepath.Glob(filepath.Join("..", "..", "samples", "*", "traces.jaeger.json.gz"))
+	if len(files) == 0 {
+		t.Fatal("no samples/*/traces.jaeger.json.gz")
+	}
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		scenario := filepath.Base(dir)
 		t.Run(scenario, func(t *testing.T) {
-			dir := filepath.Join("..", "..", "samples", scenario)
 			j := startJaeger(t, bin)
 			spans, since, until := sendOTLP(t, j.otlp, filepath.Join(dir, "traces.otlp.jsonl.gz"))
 			j.waitForSpans(t, spans, since, until)
