@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -150,7 +151,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		return err
 	}
 	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top, Calibration: cal,
-		Replay:         &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "observed", Notes: m.Assumed, Runs: results},
+		Replay:         &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "observed", Notes: slices.Concat(m.Assumed, mechanicsNotes(results)), Runs: results},
 		Recommendation: replay.Recommend(results, models, models["observed"])}
 	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
 		return err
