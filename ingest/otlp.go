@@ -144,8 +144,8 @@ var errStopped = errors.New("stopped")
 // or Jaeger api_v3 responses ({"result": <OTLP JSON>}, one or several).
 func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 	wholeDoc := f == FormatOTLPJSON
-	if f == FormatJaegerAPIv3 {
-		// api_v3 responses come one per line, or as one pretty-printed document.
+	if f == FormatJaegerAPIv3 || f == FormatTempoJSON {
+		// api_v3 and Tempo responses come one per line, or as one pretty-printed document.
 		head, _ := s.r.Peek(sniffBytes)
 		wholeDoc = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
 	}
@@ -160,9 +160,12 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 				doc := b[d.start:d.end]
 				at := func(off int64, err error) error { return fail(int64(d.start)+off, err) }
 				var err error
-				if f == FormatJaegerAPIv3 {
+				switch f {
+				case FormatJaegerAPIv3:
 					err = decodeAPIv3Doc(doc, emit, pw, at)
-				} else {
+				case FormatTempoJSON:
+					err = decodeTempoDoc(doc, emit, pw, at)
+				default:
 					err = decodeOTLPJSONDoc(doc, emit, at)
 				}
 				if err != nil {

@@ -17,6 +17,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// ErrNoSpans means the input is a trace format but holds no span (an empty
+// query result, a trace that was not found).
+var ErrNoSpans = errors.New("holds no spans")
+
 // Options bound what one input may cost. The zero value takes the defaults.
 type Options struct {
 	// MaxDocumentBytes bounds a document that must be held whole (a single
@@ -49,31 +53,40 @@ func (o Options) maxDoc() int64 {
 // trace format at all (ErrUnrecognised) are listed in Set.Skipped instead.
 func ReadFiles(ctx context.Context, names []string, stdin io.Reader, opts Options) (*Set, error) {
 	set := NewSet()
+	if err := set.ReadFiles(ctx, names, stdin, opts); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// ReadFiles decodes the named inputs, as the function ReadFiles does, into
+// s, beside what it holds already.
+func (s *Set) ReadFiles(ctx context.Context, names []string, stdin io.Reader, opts Options) error {
 	for _, name := range names {
 		if name == "-" {
-			if err := Decode(ctx, set, "-", stdin, opts); err != nil {
-				return nil, err
+			if err := Decode(ctx, s, "-", stdin, opts); err != nil {
+				return err
 			}
 			continue
 		}
 		files, err := expand(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, f := range files {
-			err := readFile(ctx, set, f, opts)
+			err := readFile(ctx, s, f, opts)
 			if errors.Is(err, ErrUnrecognised) && f != name {
 				// A directory may hold READMEs and scripts beside its
 				// traces: skip what is no trace format, and say so.
-				set.Skipped = append(set.Skipped, Skip{Name: f, Reason: err.Error()})
+				s.Skipped = append(s.Skipped, Skip{Name: f, Reason: err.Error()})
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return set, nil
+	return nil
 }
 
 // expand lists the regular files under name (name itself if it is a file).
@@ -189,8 +202,10 @@ func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Option
 		err = decodeOTLPProto(src, set, &w)
 	case FormatOTLPProtoStream:
 		err = decodeOTLPProtoStream(src, set, &w)
-	case FormatOTLPJSON, FormatOTLPJSONLines, FormatJaegerAPIv3:
+	case FormatOTLPJSON, FormatOTLPJSONLines, FormatJaegerAPIv3, FormatTempoJSON:
 		err = decodeOTLPJSONStream(src, set, &w, format)
+	case FormatZipkinJSON:
+		err = decodeZipkinJSON(src, set, &w)
 	case FormatJaegerJSON:
 		err = decodeJaegerJSON(src, set, &w)
 	case FormatJaegerProto:
@@ -206,7 +221,7 @@ func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Option
 	in.Count = len(set.Spans) - in.First
 	in.Bytes = src.cr.n
 	if in.Count == 0 {
-		return src.errAt(src.cr.n, fmt.Errorf("%s input holds no spans%s", format, w.summary()))
+		return src.errAt(src.cr.n, fmt.Errorf("%s input %w%s", format, ErrNoSpans, w.summary()))
 	}
 	in.Warnings = w.list
 	set.Inputs = append(set.Inputs, in)

@@ -132,6 +132,8 @@ const (
 	FormatJaegerJSON      Format = "jaeger-json"       // Jaeger UI download / query API {"data":[...]} or a bare trace
 	FormatJaegerAPIv3     Format = "jaeger-api-v3-json"
 	FormatJaegerProto     Format = "jaeger-proto" // jaeger-idl api_v2 model Batch / Trace / SpansResponseChunk
+	FormatTempoJSON       Format = "tempo-json"   // Grafana Tempo tempopb.Trace {"batches":[...]} or /api/v2/traces {"trace":{...}}
+	FormatZipkinJSON      Format = "zipkin-json"  // Zipkin v2: an array of spans, or /api/v2/traces' array of arrays
 )
 
 // Input describes one decoded input: where its spans sit in Set.Spans and

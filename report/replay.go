@@ -352,7 +352,14 @@ func ReplayTable(w io.Writer, rep *ReplayReport) error {
 			fmt.Fprintln(sw)
 		}
 		fmt.Fprintln(sw, b.title)
-		for j, g := range b.tables {
+		var tables []grid
+		for _, g := range b.tables {
+			// On a narrow terminal, fewer policies per table rather than
+			// hidden ones: the metric and baseline columns, then (policy,
+			// change) pairs.
+			tables = append(tables, splitColumns(g, widthOf(sw), 2, 2)...)
+		}
+		for j, g := range tables {
 			if err := renderGrid(sw, g, j > 0); err != nil {
 				return err
 			}
@@ -361,7 +368,7 @@ func ReplayTable(w io.Writer, rep *ReplayReport) error {
 	if len(v.notes) > 0 {
 		fmt.Fprintln(sw, "\nnotes:")
 		for i, n := range v.notes {
-			fmt.Fprintf(sw, "[%d] %s\n", i+1, n)
+			hanging(sw, fmt.Sprintf("[%d] ", i+1), n)
 		}
 	}
 	return sw.err

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 		os.Exit(launchMeasured(out, os.Args[1:]))
 	}
 	testscript.Main(m, map[string]func(){
-		"retryaudit": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"retryaudit": func() { os.Exit(cli()) },
 	})
 }
 

@@ -18,6 +18,12 @@ const (
 	FindingConfigNotRetried = "config-retries-unseen"
 )
 
+// FindingIDs lists the ids of configured-vs-observed findings, for help
+// texts and completion.
+func FindingIDs() []string {
+	return []string{FindingConfigAttempts, FindingConfigRetryOn, FindingConfigNoPerTry, FindingConfigNotRetried}
+}
+
 // Compare sets the policy the file configures (applied to m, the model
 // built from top) against what the traces show, edge by edge: more
 // attempts than configured (another layer retries too), statuses retried
