@@ -22,11 +22,12 @@ type attrs struct {
 	resend, prevAttempts, retryCount         int
 	transparent, idemKey, errorTag, truncate bool
 
-	buf []byte // scratch space kept across spans
+	buf   []byte // scratch space kept across spans
+	links []Link // the span's links, gathered by the OTLP decoders
 }
 
 func (a *attrs) reset() {
-	*a = attrs{grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent, buf: a.buf}
+	*a = attrs{grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent, buf: a.buf, links: a.links[:0]}
 }
 
 // splitURL returns the host[:port] and path of an absolute or
@@ -66,119 +67,225 @@ func stripUserinfo(h string) string {
 	return h
 }
 
+// attrKey names an attribute (or tag) key the normalisation reads. Keys
+// outside attrKeys matter only when they look like captured headers (see
+// header); wants tells a decoder which values it may skip unread.
+type attrKey uint8
+
+const (
+	keyOther attrKey = iota
+	keyPeerService
+	keyServerAddress
+	keyServerPort
+	keyNetPeerName
+	keyNetPeerPort
+	keyDBSystem
+	keyDBNamespace
+	keyDBName
+	keyStatement
+	keyURLFull
+	keyHTTPURL
+	keyHTTPHost
+	keyHTTPTarget
+	keyURLPath
+	keyMsgSystem
+	keyMsgDest
+	keyMethod
+	keyRoute
+	keyURLTemplate
+	keyRPCService
+	keyRPCMethod
+	keyRPCSystem
+	keyErrorType
+	keyOtelStatus
+	keyOtelStatusDesc
+	keySpanKind
+	keyError
+	keyRPCStatus  // rpc.response.status_code: a name or a number
+	keyGRPCStatus // rpc.grpc.status_code: a number
+	keyHTTPStatus
+	keyResend
+	keyPrevAttempts
+	keyRetryCount
+	keyTransparent
+)
+
+var attrKeys = map[string]attrKey{
+	"peer.service":               keyPeerService,
+	"server.address":             keyServerAddress,
+	"server.port":                keyServerPort,
+	"net.peer.name":              keyNetPeerName,
+	"net.peer.port":              keyNetPeerPort,
+	"db.system":                  keyDBSystem,
+	"db.system.name":             keyDBSystem,
+	"db.namespace":               keyDBNamespace,
+	"db.name":                    keyDBName,
+	"db.statement":               keyStatement,
+	"db.query.text":              keyStatement,
+	"url.full":                   keyURLFull,
+	"http.url":                   keyHTTPURL,
+	"http.host":                  keyHTTPHost,
+	"http.target":                keyHTTPTarget,
+	"url.path":                   keyURLPath,
+	"messaging.system":           keyMsgSystem,
+	"messaging.destination.name": keyMsgDest,
+	"messaging.destination":      keyMsgDest,
+	"http.request.method":        keyMethod,
+	"http.method":                keyMethod,
+	"http.route":                 keyRoute,
+	"url.template":               keyURLTemplate,
+	"rpc.service":                keyRPCService,
+	"rpc.method":                 keyRPCMethod,
+	"rpc.system":                 keyRPCSystem,
+	"rpc.system.name":            keyRPCSystem,
+	"error.type":                 keyErrorType,
+	"otel.status_code":           keyOtelStatus,
+	"otel.status_description":    keyOtelStatusDesc,
+	"span.kind":                  keySpanKind,
+	"error":                      keyError,
+	"rpc.response.status_code":   keyRPCStatus,
+	"rpc.grpc.status_code":       keyGRPCStatus,
+	"http.response.status_code":  keyHTTPStatus,
+	"http.status_code":           keyHTTPStatus,
+	"http.request.resend_count":  keyResend,
+	"previous-rpc-attempts":      keyPrevAttempts,
+	"retry.count":                keyRetryCount,
+	"transparent-retry":          keyTransparent,
+}
+
+// wants reports whether the value of key can change the Span, and the key's
+// name; a decoder may skip the values of the keys it does not want.
+func wants(key string) (attrKey, bool) {
+	k, ok := attrKeys[key]
+	return k, ok || isHeaderKey(key)
+}
+
 // str records a string-typed value. Numeric keys parse it, since Jaeger and
 // older SDKs send integers as strings.
-func (a *attrs) str(key, v string) {
-	switch key {
-	case "peer.service":
+func (a *attrs) str(key, v string) { a.strKey(attrKeys[key], key, v) }
+
+// integer records an integer-typed value; string keys get its decimal form.
+func (a *attrs) integer(key string, n int64) { a.intKey(attrKeys[key], key, n) }
+
+// boolean records a boolean-typed value.
+func (a *attrs) boolean(key string, b bool) { a.boolKey(attrKeys[key], b) }
+
+// strKey is str with the key already looked up.
+func (a *attrs) strKey(k attrKey, key, v string) {
+	switch k {
+	case keyPeerService:
 		a.peerService = v
-	case "server.address":
+	case keyServerAddress:
 		a.serverAddress = v
-	case "server.port":
+	case keyServerPort:
 		a.serverPort = v
-	case "net.peer.name":
+	case keyNetPeerName:
 		a.netPeerName = v
-	case "net.peer.port":
+	case keyNetPeerPort:
 		a.netPeerPort = v
-	case "db.system", "db.system.name":
+	case keyDBSystem:
 		a.dbSystem = v
-	case "db.namespace":
+	case keyDBNamespace:
 		a.dbNamespace = v
-	case "db.name":
+	case keyDBName:
 		a.dbName = v
-	case "db.statement", "db.query.text":
+	case keyStatement:
 		a.statement = v
-	case "url.full":
+	case keyURLFull:
 		a.urlFull = v
-	case "http.url":
+	case keyHTTPURL:
 		a.httpURL = v
-	case "http.host":
+	case keyHTTPHost:
 		a.httpHost = v
-	case "http.target":
+	case keyHTTPTarget:
 		a.httpTarget = v
-	case "url.path":
+	case keyURLPath:
 		a.urlPath = v
-	case "messaging.system":
+	case keyMsgSystem:
 		a.msgSystem = v
-	case "messaging.destination.name", "messaging.destination":
+	case keyMsgDest:
 		a.msgDest = v
-	case "http.request.method", "http.method":
+	case keyMethod:
 		a.method = v
-	case "http.route":
+	case keyRoute:
 		a.route = v
-	case "url.template":
+	case keyURLTemplate:
 		a.urlTemplate = v
-	case "rpc.service":
+	case keyRPCService:
 		a.rpcService = v
-	case "rpc.method":
+	case keyRPCMethod:
 		a.rpcMethod = v
-	case "rpc.system", "rpc.system.name":
+	case keyRPCSystem:
 		a.rpcSystem = v
-	case "error.type":
+	case keyErrorType:
 		a.errorType = v
-	case "otel.status_code":
+	case keyOtelStatus:
 		a.otelStatus = v
-	case "otel.status_description":
+	case keyOtelStatusDesc:
 		a.otelStatusDesc = v
-	case "span.kind":
+	case keySpanKind:
 		a.kindTag = v
-	case "error":
+	case keyError:
 		a.errorTag = v == "true"
-	case "rpc.response.status_code":
+	case keyRPCStatus:
 		if c, ok := grpcCode(v); ok {
 			a.grpcStatus = c
 		}
-	case "http.response.status_code", "http.status_code", "rpc.grpc.status_code",
-		"http.request.resend_count", "previous-rpc-attempts", "retry.count", "transparent-retry":
+	case keyHTTPStatus, keyGRPCStatus, keyResend, keyPrevAttempts, keyRetryCount, keyTransparent:
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-			a.integer(key, n)
+			a.intKey(k, key, n)
 		} else if b, err := strconv.ParseBool(v); err == nil {
-			a.boolean(key, b)
+			a.boolKey(k, b)
 		}
 	default:
 		a.header(key, v)
 	}
 }
 
-// integer records an integer-typed value; string keys get its decimal form.
-func (a *attrs) integer(key string, n int64) {
-	switch key {
-	case "http.response.status_code", "http.status_code":
+// intKey is integer with the key already looked up.
+func (a *attrs) intKey(k attrKey, key string, n int64) {
+	switch k {
+	case keyHTTPStatus:
 		if n > 0 && n < 1000 {
 			a.httpStatus = int(n)
 		}
-	case "rpc.grpc.status_code", "rpc.response.status_code":
+	case keyGRPCStatus, keyRPCStatus:
 		if n >= 0 && n <= 16 {
 			a.grpcStatus = int(n)
 		}
-	case "http.request.resend_count":
+	case keyResend:
 		a.resend = clampCount(n)
-	case "previous-rpc-attempts":
+	case keyPrevAttempts:
 		a.prevAttempts = clampCount(n)
-	case "retry.count":
+	case keyRetryCount:
 		a.retryCount = clampCount(n)
-	case "transparent-retry":
+	case keyTransparent:
 		a.transparent = n != 0
-	case "server.port", "net.peer.port":
-		a.str(key, strconv.FormatInt(n, 10))
+	case keyServerPort, keyNetPeerPort:
+		a.strKey(k, key, strconv.FormatInt(n, 10))
 	}
 }
 
-// boolean records a boolean-typed value.
-func (a *attrs) boolean(key string, b bool) {
-	switch key {
-	case "transparent-retry":
+// boolKey is boolean with the key already looked up.
+func (a *attrs) boolKey(k attrKey, b bool) {
+	switch k {
+	case keyTransparent:
 		a.transparent = b
-	case "error":
+	case keyError:
 		a.errorTag = b
 	}
+}
+
+// isHeaderKey reports whether header may use key.
+func isHeaderKey(key string) bool {
+	return strings.Contains(key, "dempotency") || strings.Contains(key, "etry")
 }
 
 // header picks the retry-relevant headers out of captured request/response
 // headers and metadata (http.request.header.*, rpc.grpc.*.metadata.*, or a
 // bare header name as some instrumentations tag them).
 func (a *attrs) header(key, v string) {
-	if !strings.Contains(key, "dempotency") && !strings.Contains(key, "etry") {
+	if !isHeaderKey(key) {
 		return
 	}
 	name := key

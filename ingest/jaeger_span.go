@@ -134,7 +134,7 @@ func (j *jaegerSpans) finish(sp *Span, name string, oldParent SpanID) {
 		j.set.Links = append(j.set.Links, j.links[:n]...)
 	}
 	checkSpan(sp, j.w)
-	j.set.Spans = append(j.set.Spans, *sp)
+	j.set.add(sp)
 }
 
 // spanEnd returns start+dur in nanoseconds, or an error when the sum does

@@ -24,47 +24,57 @@ func decodeOTLPProto(s *source, set *Set, w *warnings) error {
 	if err != nil {
 		return err
 	}
-	var u ptrace.ProtoUnmarshaler
-	td, err := u.UnmarshalTraces(b)
-	if err != nil {
+	if err := addOTLPMessage(newOTLPWire(set, w), b); err != nil {
 		return s.errAt(0, fmt.Errorf("OTLP protobuf: %w", err))
 	}
-	addTraces(set, td, w)
+	return nil
+}
+
+// addOTLPMessage adds one OTLP protobuf message to d's Set: by the protowire
+// fast path when it takes the message, else by pdata.
+func addOTLPMessage(d *otlpWire, b []byte) error {
+	if d.add(b) {
+		return nil
+	}
+	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
+	if err != nil {
+		return err
+	}
+	addTraces(d.set, td, d.w)
 	return nil
 }
 
 // decodeOTLPProtoStream decodes the collector file exporter's protobuf
-// layout: each message preceded by its length as a 4-byte big-endian integer.
+// layout: each message preceded by its length as a 4-byte big-endian
+// integer. Messages are read one by one into one reused buffer.
 func decodeOTLPProtoStream(s *source, set *Set, w *warnings) error {
-	return pipeline(s, set, w, func(emit func(ptrace.Traces) error, _ *warnings) error {
-		var u ptrace.ProtoUnmarshaler
-		var hdr [4]byte
-		for {
-			off := s.offset()
-			n, err := io.ReadFull(s.r, hdr[:])
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return s.errAt(off+int64(n), fmt.Errorf("truncated length prefix (%d of 4 bytes)", n))
-			}
-			size := binary.BigEndian.Uint32(hdr[:])
-			if size == 0 {
-				return s.errAt(off, errors.New("zero-length message in length-prefixed OTLP stream"))
-			}
-			b, err := s.readN(int64(size))
-			if err != nil {
-				return err
-			}
-			td, err := u.UnmarshalTraces(b)
-			if err != nil {
-				return s.errAt(off+4, fmt.Errorf("OTLP protobuf message of %d bytes: %w", size, err))
-			}
-			if err := emit(td); err != nil {
-				return err
-			}
+	d := newOTLPWire(set, w)
+	var hdr [4]byte
+	var buf []byte
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return err
 		}
-	})
+		off := s.offset()
+		n, err := io.ReadFull(s.r, hdr[:])
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return s.errAt(off+int64(n), fmt.Errorf("truncated length prefix (%d of 4 bytes)", n))
+		}
+		size := binary.BigEndian.Uint32(hdr[:])
+		if size == 0 {
+			return s.errAt(off, errors.New("zero-length message in length-prefixed OTLP stream"))
+		}
+		if buf, err = s.readN(buf, int64(size)); err != nil {
+			return err
+		}
+		if err := addOTLPMessage(d, buf); err != nil {
+			return s.errAt(off+4, fmt.Errorf("OTLP protobuf message of %d bytes: %w", size, err))
+		}
+		s.presize(set)
+	}
 }
 
 // pipeline overlaps reading and unmarshalling (produce, in its own
@@ -90,6 +100,7 @@ func pipeline(s *source, set *Set, w *warnings, produce func(emit func(ptrace.Tr
 	}()
 	for td := range batches {
 		addTraces(set, td, w)
+		s.presize(set)
 	}
 	close(done)
 	for _, x := range pw.list {
@@ -341,22 +352,8 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 		Start:    int64(sp.StartTimestamp()),
 		End:      int64(sp.EndTimestamp()),
 		Service:  svc,
-		Kind:     Kind(sp.Kind()),
-	}
-	if s.Kind > KindConsumer {
-		w.add("unknown span kind", "span %s has kind %d", s.SpanID, sp.Kind())
-		s.Kind = KindUnspecified
 	}
 	a.reset()
-	s.Name = a.intern(set, sp.Name())
-	st := sp.Status()
-	switch st.Code() {
-	case ptrace.StatusCodeOk:
-		s.Status = StatusOK
-	case ptrace.StatusCodeError:
-		s.Status = StatusError
-	}
-	s.StatusMessage = a.intern(set, st.Message())
 	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
 		switch v.Type() {
 		case pcommon.ValueTypeStr:
@@ -378,18 +375,42 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 		}
 		return true
 	})
-	a.finish(set, &s)
-	if links := sp.Links(); links.Len() > 0 {
+	links := sp.Links()
+	for i := 0; i < links.Len(); i++ {
+		l := links.At(i)
+		a.links = append(a.links, Link{TraceID: TraceID(l.TraceID()), SpanID: SpanID(l.SpanID())})
+	}
+	st := sp.Status()
+	addRecord(set, &s, int32(sp.Kind()), sp.Name(), int32(st.Code()), st.Message(), a, w)
+}
+
+// addRecord completes an OTLP span, whose ids, times and service are set
+// and whose attributes and links a holds, from its raw kind, name and
+// status, and appends it to set. Both OTLP protobuf paths (pdata's and the
+// protowire one) end here.
+func addRecord(set *Set, s *Span, kind int32, name string, code int32, msg string, a *attrs, w *warnings) {
+	s.Kind = Kind(kind)
+	if s.Kind > KindConsumer {
+		w.add("unknown span kind", "span %s has kind %d", s.SpanID, kind)
+		s.Kind = KindUnspecified
+	}
+	s.Name = a.intern(set, name)
+	switch ptrace.StatusCode(code) {
+	case ptrace.StatusCodeOk:
+		s.Status = StatusOK
+	case ptrace.StatusCodeError:
+		s.Status = StatusError
+	}
+	s.StatusMessage = a.intern(set, msg)
+	a.finish(set, s)
+	if len(a.links) > 0 {
 		s.FirstLink = uint32(len(set.Links))
-		n := min(links.Len(), 1<<16-1)
-		for i := 0; i < n; i++ {
-			l := links.At(i)
-			set.Links = append(set.Links, Link{TraceID: TraceID(l.TraceID()), SpanID: SpanID(l.SpanID())})
-		}
+		n := min(len(a.links), 1<<16-1)
+		set.Links = append(set.Links, a.links[:n]...)
 		s.NumLinks = uint16(n)
 	}
-	checkSpan(&s, w)
-	set.add(&s)
+	checkSpan(s, w)
+	set.add(s)
 }
 
 // checkSpan records per-span problems every decoder shares.

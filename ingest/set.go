@@ -1,6 +1,9 @@
 package ingest
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // MaxValueBytes bounds every attribute value the Span record keeps (status
 // messages, operation names, error types): one enormous attribute must not
@@ -19,6 +22,13 @@ type Set struct {
 
 	strs  []string
 	index map[string]Sym
+
+	// pendingBytes is the stored size of the inputs ReadFiles will decode
+	// after the current one, for the span table's estimate (source.presize).
+	pendingBytes int64
+	// reserved is set once an estimate has sized the table; past it, the
+	// table grows by an eighth rather than doubling.
+	reserved bool
 }
 
 // NewSet returns an empty Set whose string table holds only "".
@@ -35,12 +45,15 @@ func (s *Set) Str(x Sym) string {
 }
 
 // Intern returns the Sym for v, adding it to the table if new. Values longer
-// than MaxValueBytes are cut (on a UTF-8 boundary) before interning.
+// than MaxValueBytes are cut (on a UTF-8 boundary) before interning. The
+// table keeps its own copy of a new value, so v may alias a buffer the
+// caller reuses.
 func (s *Set) Intern(v string) Sym {
 	v, _ = clip(v)
 	if x, ok := s.index[v]; ok {
 		return x
 	}
+	v = strings.Clone(v)
 	x := Sym(len(s.strs))
 	s.strs = append(s.strs, v)
 	s.index[v] = x
@@ -55,15 +68,48 @@ func (s *Set) internBytes(b []byte) Sym {
 	return s.Intern(string(b))
 }
 
-// add appends sp, doubling capacity when full: append's 1.25x growth for
-// large slices copies a million-span Set four times over.
+// add appends sp. When full, capacity doubles: append's 1.25x growth for
+// large slices copies a million-span Set four times over. Decoders that can
+// estimate how many spans are coming call reserve first, so a large input
+// is stored without the doubling's copies and slack.
 func (s *Set) add(sp *Span) {
 	if len(s.Spans) == cap(s.Spans) {
-		grown := make([]Span, len(s.Spans), max(1024, 2*cap(s.Spans)))
-		copy(grown, s.Spans)
-		s.Spans = grown
+		if s.reserved {
+			s.grow(cap(s.Spans) + cap(s.Spans)/8)
+		} else {
+			s.grow(max(1024, 2*cap(s.Spans)))
+		}
 	}
 	s.Spans = append(s.Spans, *sp)
+}
+
+// reserve makes room for n more spans, growing at least 1.25x so that
+// repeated estimates stay amortised.
+func (s *Set) reserve(n int) {
+	s.reserved = true
+	if need := len(s.Spans) + n; need > cap(s.Spans) {
+		s.grow(max(need, cap(s.Spans)+cap(s.Spans)/4))
+	}
+}
+
+func (s *Set) grow(capacity int) {
+	grown := make([]Span, len(s.Spans), capacity)
+	copy(grown, s.Spans)
+	s.Spans = grown
+}
+
+// mark records the Set's extent, to undo a partly added message with
+// rollback.
+type mark struct{ spans, links, strs int }
+
+func (s *Set) mark() mark { return mark{len(s.Spans), len(s.Links), len(s.strs)} }
+
+// rollback removes the spans, links and strings added since m.
+func (s *Set) rollback(m mark) {
+	for _, v := range s.strs[m.strs:] {
+		delete(s.index, v)
+	}
+	s.Spans, s.Links, s.strs = s.Spans[:m.spans], s.Links[:m.links], s.strs[:m.strs]
 }
 
 // SpanLinks returns the links of sp.

@@ -41,10 +41,35 @@ var shape = []hop{
 // SpansPerRequest spans, grouped by service as SDK exporters send them.
 // Every tenth inventory call is retried once or twice after a 503, with
 // http.request.resend_count on the retries, as .NET and Java HTTP clients
-// record them.
+// record them. Spans carry only the attributes the audit reads.
 func Requests(n int, seed uint64) []ptrace.Traces {
+	return generate(n, seed, false)
+}
+
+// HTTPRequests returns the same traces as Requests with every attribute
+// the OpenTelemetry Go SDK and otelhttp (semantic conventions 1.26) write:
+// server spans carry the peer's address and port, the client address, the
+// user agent, the URL scheme, protocol version and body size beside the
+// method, route, path and status; client spans the full URL, server address
+// and port, protocol version and status; resources the SDK's and host's
+// attributes. That is about 9.5 attributes and 380 bytes of OTLP protobuf
+// per span, half of whose keys the audit never reads: the shape of the
+// traces it must ingest fastest.
+func HTTPRequests(n int, seed uint64) []ptrace.Traces {
+	return generate(n, seed, true)
+}
+
+// userAgents are real client user agents, of the sizes otelhttp records.
+var userAgents = []string{
+	"Go-http-client/1.1",
+	"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+	"okhttp/4.12.0",
+	"python-requests/2.32.3",
+}
+
+func generate(n int, seed uint64, full bool) []ptrace.Traces {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	g := &gen{n: n}
+	g := &gen{n: n, full: full}
 	start := int64(1_764_000_000_000_000_000)
 	for trace := 0; g.made < n; trace++ {
 		var tid pcommon.TraceID
@@ -60,6 +85,7 @@ func Requests(n int, seed uint64) []ptrace.Traces {
 					at.PutStr("http.route", h.route)
 					at.PutStr("url.path", fmt.Sprintf("/checkout/%d", rng.IntN(1e6)))
 					at.PutInt("http.response.status_code", 200)
+					g.serverAttrs(rng, at, h.callee)
 				})
 				continue
 			}
@@ -96,6 +122,9 @@ func Requests(n int, seed uint64) []ptrace.Traces {
 					if a > 0 {
 						at.PutInt("http.request.resend_count", int64(a))
 					}
+					if g.full {
+						at.PutStr("network.protocol.version", "1.1")
+					}
 				})
 				if h.db || g.made >= n {
 					continue
@@ -104,6 +133,10 @@ func Requests(n int, seed uint64) []ptrace.Traces {
 					at.PutStr("http.request.method", "GET")
 					at.PutStr("http.route", h.route)
 					at.PutInt("http.response.status_code", status)
+					if g.full {
+						at.PutStr("url.path", fmt.Sprintf("/%s/%d", h.callee, rng.IntN(1e6)))
+					}
+					g.serverAttrs(rng, at, h.callee)
 				})
 				if !failed {
 					servers[i] = server
@@ -117,8 +150,27 @@ func Requests(n int, seed uint64) []ptrace.Traces {
 // gen appends spans to export requests of SpansPerRequest spans.
 type gen struct {
 	n, made, inCur int
+	full           bool // every attribute otelhttp writes (HTTPRequests)
 	out            []ptrace.Traces
 	scopes         map[string]ptrace.SpanSlice
+}
+
+// serverAttrs adds what otelhttp records on a server span beyond what the
+// audit reads, when the generator writes every attribute.
+func (g *gen) serverAttrs(rng *rand.Rand, at pcommon.Map, svc string) {
+	if !g.full {
+		return
+	}
+	peer := fmt.Sprintf("10.0.%d.%d", rng.IntN(256), rng.IntN(256))
+	at.PutStr("url.scheme", "http")
+	at.PutStr("server.address", svc)
+	at.PutInt("server.port", 8080)
+	at.PutStr("network.peer.address", peer)
+	at.PutInt("network.peer.port", 30000+rng.Int64N(30000))
+	at.PutStr("client.address", peer)
+	at.PutStr("user_agent.original", userAgents[rng.IntN(len(userAgents))])
+	at.PutStr("network.protocol.version", "1.1")
+	at.PutInt("http.response.body.size", 200+rng.Int64N(4000))
 }
 
 func (g *gen) span(rng *rand.Rand, tid pcommon.TraceID, svc, name string, kind ptrace.SpanKind, parent pcommon.SpanID,
@@ -134,8 +186,16 @@ func (g *gen) span(rng *rand.Rand, tid pcommon.TraceID, svc, name string, kind p
 	spans, ok := g.scopes[svc]
 	if !ok {
 		rs := g.out[len(g.out)-1].ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr("service.name", svc)
-		rs.Resource().Attributes().PutStr("telemetry.sdk.language", "go")
+		res := rs.Resource().Attributes()
+		res.PutStr("service.name", svc)
+		res.PutStr("telemetry.sdk.language", "go")
+		if g.full {
+			res.PutStr("service.version", "1.4.2")
+			res.PutStr("telemetry.sdk.name", "opentelemetry")
+			res.PutStr("telemetry.sdk.version", "1.33.0")
+			res.PutStr("host.name", svc+"-7d9f8b6c5-x2k4q")
+			res.PutInt("process.pid", 1)
+		}
 		ss := rs.ScopeSpans().AppendEmpty()
 		ss.Scope().SetName("go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp")
 		spans = ss.Spans()
