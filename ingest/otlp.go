@@ -24,7 +24,7 @@ func decodeOTLPProto(s *source, set *Set, w *warnings) error {
 	if err != nil {
 		return err
 	}
-	if err := addOTLPMessage(newOTLPWire(set, w), b); err != nil {
+	if err := addOTLPMessage(newFastOTLP(set, w), b); err != nil {
 		return s.errAt(0, fmt.Errorf("OTLP protobuf: %w", err))
 	}
 	return nil
@@ -32,8 +32,8 @@ func decodeOTLPProto(s *source, set *Set, w *warnings) error {
 
 // addOTLPMessage adds one OTLP protobuf message to d's Set: by the protowire
 // fast path when it takes the message, else by pdata.
-func addOTLPMessage(d *otlpWire, b []byte) error {
-	if d.add(b) {
+func addOTLPMessage(d *fastOTLP, b []byte) error {
+	if d.addProto(b) {
 		return nil
 	}
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
@@ -48,7 +48,7 @@ func addOTLPMessage(d *otlpWire, b []byte) error {
 // layout: each message preceded by its length as a 4-byte big-endian
 // integer. Messages are read one by one into one reused buffer.
 func decodeOTLPProtoStream(s *source, set *Set, w *warnings) error {
-	d := newOTLPWire(set, w)
+	d := newFastOTLP(set, w)
 	var hdr [4]byte
 	var buf []byte
 	for {
@@ -111,7 +111,9 @@ func pipeline(s *source, set *Set, w *warnings, produce func(emit func(ptrace.Tr
 
 // decodeOTLPJSONStream decodes OTLP JSON: one document, JSON Lines (one
 // request per line), or Jaeger api_v3 responses ({"result": <OTLP JSON>},
-// one or several).
+// one or several). OTLP documents are decoded in turn, by the fast path when
+// it takes them; api_v3 responses are unmarshalled by pdata on a second
+// core (pipeline).
 func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 	whole := f == FormatOTLPJSON
 	if f == FormatJaegerAPIv3 {
@@ -119,13 +121,7 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 		head, _ := s.r.Peek(sniffBytes)
 		whole = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
 	}
-	return pipeline(s, set, w, func(emit func(ptrace.Traces) error, pw *warnings) error {
-		doc := func(b []byte, fail func(int64, error) error) error {
-			if f == FormatJaegerAPIv3 {
-				return decodeAPIv3Doc(b, emit, pw, fail)
-			}
-			return decodeOTLPJSONDoc(b, emit, fail)
-		}
+	each := func(doc func(b []byte, fail func(int64, error) error) error) error {
 		if whole {
 			b, err := s.readAll()
 			if err != nil {
@@ -138,6 +134,27 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 				return fmt.Errorf("ingest %s: line %d: column %d: %w", s.name, n, off+1, err)
 			})
 		})
+	}
+	if f == FormatJaegerAPIv3 {
+		return pipeline(s, set, w, func(emit func(ptrace.Traces) error, pw *warnings) error {
+			return each(func(b []byte, fail func(int64, error) error) error {
+				return decodeAPIv3Doc(b, emit, pw, fail)
+			})
+		})
+	}
+	fast := newFastOTLP(set, w)
+	add := func(td ptrace.Traces) error {
+		addTraces(set, td, w)
+		return nil
+	}
+	return each(func(b []byte, fail func(int64, error) error) error {
+		if !fast.addJSON(b) {
+			if err := decodeOTLPJSONDoc(b, add, fail); err != nil {
+				return err
+			}
+		}
+		s.presize(set)
+		return s.ctx.Err()
 	})
 }
 

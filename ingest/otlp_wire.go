@@ -7,33 +7,37 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// otlpWire decodes OTLP protobuf (an ExportTraceServiceRequest or TracesData
-// message) straight into a Set with protowire: no pdata tree in between, no
-// copies of strings the Set already holds, and the values of attribute keys
-// the normalisation never reads are checked but not kept.
+// fastOTLP decodes OTLP straight into a Set: protobuf messages with
+// protowire (this file), JSON documents with a small scanner (otlp_json.go).
+// No pdata tree is built, no string the Set already holds is copied, and
+// the values of attribute keys the normalisation never reads are checked
+// but not kept.
 //
 // pdata stays the decoder of record. The fast path takes a message only when
 // it is sure to produce exactly what pdata followed by addTraces would; on
-// anything else (malformed wire data, whose error pdata then words, or rare
+// anything else (malformed input, whose error pdata then words, or rare
 // shapes such as a repeated singular field, a deprecated field, a service
 // name that is not a string) it undoes what it added and reports false, and
-// the caller decodes the message with pdata. TestOTLPWireMatchesPdata and
-// FuzzOTLPWire hold the two paths to identical spans and errors.
-type otlpWire struct {
+// the caller decodes the message with pdata. TestOTLPWireMatchesPdata,
+// TestOTLPJSONFastMatchesPdata and their fuzz targets hold the paths to
+// identical spans and errors.
+type fastOTLP struct {
 	set   *Set
 	w     *warnings
 	a     attrs
 	saved []Warning
 }
 
-func newOTLPWire(set *Set, w *warnings) *otlpWire { return &otlpWire{set: set, w: w} }
+func newFastOTLP(set *Set, w *warnings) *fastOTLP { return &fastOTLP{set: set, w: w} }
 
-// add decodes message b into the Set and reports whether it did; when it
-// did not, the Set and the warnings are as they were.
-func (d *otlpWire) add(b []byte) bool {
+// addProto decodes protobuf message b into the Set and reports whether it
+// did; when it did not, the Set and the warnings are as they were.
+func (d *fastOTLP) addProto(b []byte) bool { return d.try(d.request, b) }
+
+func (d *fastOTLP) try(decode func([]byte) bool, b []byte) bool {
 	m := d.set.mark()
 	d.saved = append(d.saved[:0], d.w.list...)
-	if d.request(b) {
+	if decode(b) {
 		return true
 	}
 	d.set.rollback(m)
@@ -68,7 +72,7 @@ func consumeLen(typ protowire.Type, b []byte) ([]byte, int) {
 	return protowire.ConsumeBytes(b)
 }
 
-func (d *otlpWire) request(b []byte) bool {
+func (d *fastOTLP) request(b []byte) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -90,7 +94,7 @@ func (d *otlpWire) request(b []byte) bool {
 
 // resourceSpans reads the resource first (its service name is interned
 // before the spans, as addTraces does), then the spans.
-func (d *otlpWire) resourceSpans(b []byte) bool {
+func (d *fastOTLP) resourceSpans(b []byte) bool {
 	var res []byte
 	resources := 0
 	for rest := b; len(rest) > 0; {
@@ -122,11 +126,7 @@ func (d *otlpWire) resourceSpans(b []byte) bool {
 	if !ok {
 		return false
 	}
-	if svc == "" {
-		svc = "unknown_service"
-		d.w.add("missing service.name", "a resource without service.name: spans attributed to unknown_service")
-	}
-	svcSym := d.set.Intern(svc)
+	svcSym := d.service(svc)
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		b = b[n:]
@@ -143,10 +143,19 @@ func (d *otlpWire) resourceSpans(b []byte) bool {
 	return true
 }
 
+// service interns a resource's service name as addTraces does.
+func (d *fastOTLP) service(name string) Sym {
+	if name == "" {
+		name = "unknown_service"
+		d.w.add("missing service.name", "a resource without service.name: spans attributed to unknown_service")
+	}
+	return d.set.Intern(name)
+}
+
 // serviceName returns the string value of the first service.name attribute
 // of a validated Resource ("" when there is none); false when that value is
 // not a string, whose rendering is pdata's.
-func (d *otlpWire) serviceName(res []byte) (string, bool) {
+func (d *fastOTLP) serviceName(res []byte) (string, bool) {
 	for len(res) > 0 {
 		num, typ, n := protowire.ConsumeTag(res)
 		res = res[n:]
@@ -172,7 +181,7 @@ func (d *otlpWire) serviceName(res []byte) (string, bool) {
 	return "", true
 }
 
-func (d *otlpWire) scopeSpans(b []byte, svc Sym) bool {
+func (d *fastOTLP) scopeSpans(b []byte, svc Sym) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -204,7 +213,7 @@ func (d *otlpWire) scopeSpans(b []byte, svc Sym) bool {
 
 // span decodes one Span message and adds it through addRecord, the tail it
 // shares with the pdata path.
-func (d *otlpWire) span(b []byte, svc Sym) bool {
+func (d *fastOTLP) span(b []byte, svc Sym) bool {
 	s := Span{Service: svc}
 	var kind, code int32
 	var name, msg []byte
@@ -336,7 +345,7 @@ func status(b []byte, msg *[]byte, code *int32) bool {
 }
 
 // link gathers a span link's identifiers into the attrs' scratch list.
-func (d *otlpWire) link(b []byte) bool {
+func (d *fastOTLP) link(b []byte) bool {
 	if !validMessage(b, &linkFields, 0) {
 		return false
 	}
@@ -364,7 +373,7 @@ func (d *otlpWire) link(b []byte) bool {
 
 // attribute feeds one span attribute to the attrs, or only checks it when
 // its key is one the normalisation never reads.
-func (d *otlpWire) attribute(b []byte) bool {
+func (d *fastOTLP) attribute(b []byte) bool {
 	key, val, ok := keyValue(b)
 	if !ok {
 		return false

@@ -38,7 +38,7 @@ func compareWire(t *testing.T, name string, b []byte) bool {
 	// A warning recorded before must survive a refused message unchanged.
 	gotW.add("earlier", "from a previous message")
 	before := append([]Warning{}, gotW.list...)
-	if !newOTLPWire(got, gotW).add(b) {
+	if !newFastOTLP(got, gotW).addProto(b) {
 		if len(got.Spans) != 0 || len(got.Links) != 0 || len(got.strs) != 1 || len(got.index) != 1 ||
 			!slices.Equal(gotW.list, before) {
 			t.Fatalf("%s: the refused message left %d spans, %d links, %d strings, warnings %v",
@@ -382,5 +382,195 @@ func FuzzOTLPWire(f *testing.F) {
 	f.Add(b.Bytes()[4:])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		compareWire(t, "fuzz", b)
+	})
+}
+
+// compareJSON is compareWire for the OTLP JSON fast path, against pdata
+// with the dialect normalisation (decodeOTLPJSONDoc) then addTraces.
+func compareJSON(t *testing.T, name string, doc []byte) bool {
+	t.Helper()
+	want, wantW := NewSet(), &warnings{}
+	perr := decodeOTLPJSONDoc(doc, func(td ptrace.Traces) error {
+		addTraces(want, td, wantW)
+		return nil
+	}, func(_ int64, err error) error { return err })
+	got, gotW := NewSet(), &warnings{}
+	gotW.add("earlier", "from a previous document")
+	before := append([]Warning{}, gotW.list...)
+	if !newFastOTLP(got, gotW).addJSON(doc) {
+		if len(got.Spans) != 0 || len(got.Links) != 0 || len(got.strs) != 1 || len(got.index) != 1 ||
+			!slices.Equal(gotW.list, before) {
+			t.Fatalf("%s: the refused document left %d spans, %d links, %d strings, warnings %v",
+				name, len(got.Spans), len(got.Links), len(got.strs), gotW.list)
+		}
+		return false
+	}
+	if perr != nil {
+		t.Fatalf("%s: the fast path took a document pdata rejects: %v\n%s", name, perr, doc)
+	}
+	if !reflect.DeepEqual(got.Spans, want.Spans) {
+		t.Fatalf("%s: spans differ from pdata's:\n%s", name, diffSpanViews(viewSpans(got), viewSpans(want)))
+	}
+	if !reflect.DeepEqual(got.Links, want.Links) || !reflect.DeepEqual(got.strs, want.strs) {
+		t.Fatalf("%s: links or strings differ:\n got  %v %q\n want %v %q", name, got.Links, got.strs, want.Links, want.strs)
+	}
+	if !slices.Equal(gotW.list[1:], wantW.list) {
+		t.Fatalf("%s: warnings %v, pdata's %v", name, gotW.list[1:], wantW.list)
+	}
+	return true
+}
+
+// jsonDocs splits OTLP JSON into its documents: lines, or the whole.
+func jsonDocs(b []byte) [][]byte {
+	if !firstLineIsDocument(bytes.TrimLeft(b, " \t\r\n")) {
+		return [][]byte{b}
+	}
+	var out [][]byte
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestOTLPJSONFastMatchesPdata is TestOTLPWireMatchesPdata for OTLP JSON:
+// every sample, real trace, synthetic trace, hand-made case and fuzz corpus
+// entry decoded both ways. Samples and synthetic traces must take the fast
+// path.
+func TestOTLPJSONFastMatchesPdata(t *testing.T) {
+	check := func(name string, doc []byte, fast bool) bool {
+		took := compareJSON(t, name, doc)
+		if fast && !took {
+			t.Errorf("%s: the fast path refused it", name)
+		}
+		return took
+	}
+	samples, _ := filepath.Glob(filepath.Join("..", "samples", "*", "traces.otlp.jsonl*"))
+	for _, name := range samples {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range jsonDocs(gunzipMaybe(t, b)) {
+			check(name+" document "+strconv.Itoa(i), doc, true)
+		}
+	}
+	real, _ := filepath.Glob(filepath.Join("..", "..", "shared", "realtraces", "*otlp*"))
+	for _, name := range real {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range jsonDocs(b) {
+			if !check(name+" document "+strconv.Itoa(i), doc, false) {
+				t.Logf("%s document %d: decoded by pdata", name, i)
+			}
+		}
+	}
+	for _, reqs := range [][]ptrace.Traces{synth.Requests(2000, 9), synth.HTTPRequests(2000, 9)} {
+		var b bytes.Buffer
+		if err := synth.WriteJSONLines(&b, reqs); err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range jsonDocs(b.Bytes()) {
+			check("synth document "+strconv.Itoa(i), doc, true)
+		}
+	}
+	for _, c := range jsonCases(t) {
+		if took := check("case "+c.name, c.msg, c.fast); !c.fast && took {
+			t.Errorf("case %s: the fast path took it; the case expects pdata to decode it", c.name)
+		}
+	}
+	for _, dir := range []string{"FuzzDecode", "FuzzOTLPJSON", "FuzzOTLPJSONFast"} {
+		for i, b := range corpusEntries(t, filepath.Join("testdata", "fuzz", dir)) {
+			for j, doc := range append(jsonDocs(b), b) {
+				check(dir+" #"+strconv.Itoa(i)+"/"+strconv.Itoa(j), doc, false)
+			}
+		}
+	}
+}
+
+// jsonCases are the protobuf cases as pdata writes them in JSON, and edits
+// of the canonical form into the dialects the fast path leaves to pdata.
+func jsonCases(t testing.TB) []wireCase {
+	var out []wireCase
+	for _, c := range wireCases() {
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(c.msg)
+		if err != nil {
+			continue
+		}
+		doc, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Cases the protobuf path refuses only for protobuf reasons
+		// are fine in JSON.
+		fast := c.fast || c.name == "repeated status" || c.name == "value given twice"
+		if c.name == "service.name an int" || c.name == "array of ints" {
+			fast = false
+		}
+		if strings.Contains(c.name, "typed values") {
+			fast = false // holds a double and a bytes value
+		}
+		out = append(out, wireCase{c.name, doc, fast})
+	}
+	canonical := request(span("3", str("peer.service", "inventory")+","+num("http.response.status_code", 503)))
+	edit := func(name string, fast bool, pairs ...string) {
+		out = append(out, wireCase{name, []byte(strings.NewReplacer(pairs...).Replace(canonical)), fast})
+	}
+	edit("canonical", true)
+	edit("pretty", true, `,"`, ",\n  \"", `{"`, "{ \"", `":`, `" : `)
+	edit("trailing newline", true, `]}]}]}`, "]}]}]}\r\n")
+	edit("escapes", true, `"name":"GET"`, `"name":"G\u00e9T \"x\"\n\t\\\/"`)
+	edit("raw UTF-8", true, `"name":"GET"`, `"name":"GÉT ✓"`)
+	edit("surrogate escape", false, `"name":"GET"`, `"name":"\ud83d\ude00"`)
+	edit("control character", false, `"name":"GET"`, "\"name\":\"G\tT\"")
+	edit("int as number", true, `{"intValue":"503"}`, `{"intValue":503}`)
+	edit("int with plus", true, `{"intValue":"503"}`, `{"intValue":"+503"}`)
+	edit("int not a number", false, `{"intValue":"503"}`, `{"intValue":"5x"}`)
+	edit("int leading zero", false, `{"intValue":"503"}`, `{"intValue":0503}`)
+	edit("double status", false, `{"intValue":"503"}`, `{"doubleValue":503}`)
+	edit("double unread", true, `"key":"peer.service","value":{"stringValue":"inventory"}`, `"key":"x","value":{"doubleValue":-0.5}`)
+	edit("double with exponent", false, `"key":"peer.service","value":{"stringValue":"inventory"}`, `"key":"x","value":{"doubleValue":5e3}`)
+	edit("bytes value", false, `{"stringValue":"inventory"}`, `{"bytesValue":"aGk="}`)
+	edit("bool values", true, `{"stringValue":"inventory"}`, `{"boolValue":true}`)
+	edit("empty value", true, `{"stringValue":"inventory"}`, `{}`)
+	edit("two values", true, `{"stringValue":"inventory"}`, `{"stringValue":"a","intValue":"1"}`)
+	edit("times as numbers", true, `"1706678909209712000"`, `1706678909209712000`)
+	edit("time overflows", false, `"1706678909209712000"`, `"99999999999999999999"`)
+	edit("kind name", false, `"kind":3`, `"kind":"SPAN_KIND_CLIENT"`)
+	edit("kind negative", false, `"kind":3`, `"kind":-1`)
+	edit("kind large", true, `"kind":3`, `"kind":300`)
+	edit("status code", true, `"status":{}`, `"status":{"code":2,"message":"boom"}`)
+	edit("status code name", false, `"status":{}`, `"status":{"code":"STATUS_CODE_ERROR"}`)
+	edit("snake_case", false, `traceId`, `trace_id`)
+	edit("base64 id", false, `"83a9efd15c1c98a977e0711cc93ee28b"`, `"g6nv0VwcmKl34HEcyT7iiw=="`)
+	edit("uppercase hex id", true, `"83a9efd15c1c98a977e0711cc93ee28b"`, `"83A9EFD15C1C98A977E0711CC93EE28B"`)
+	edit("empty ids", true, `"e127af99e3b3e074"`, `""`, `"909541b92cf05311"`, `""`)
+	edit("short id", false, `"e127af99e3b3e074"`, `"e127af99"`)
+	edit("unknown key", false, `"name":"GET"`, `"name":"GET","futureField":1`)
+	edit("duplicate key", false, `"name":"GET"`, `"name":"GET","name":"PUT"`)
+	edit("null", false, `"status":{}`, `"status":null`)
+	edit("trailing garbage", false, `]}]}]}`, `]}]}]} x`)
+	edit("trailing comma", false, `"status":{}`, `"status":{},`)
+	edit("resource after spans", false, `{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeSpans":[`,
+		`{"scopeSpans":[`, `]}]}]}`, `]}],"resource":{}}]}`)
+	edit("no resource", true, `"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},`, ``)
+	edit("links and events", true, `"status":{}`, `"status":{},"links":[{"traceId":"83a9efd15c1c98a977e0711cc93ee28b","spanId":"e127af99e3b3e074","attributes":[{"key":"a","value":{"kvlistValue":{"values":[{"key":"b","value":{"arrayValue":{"values":[{"stringValue":"c"}]}}}]}}}]}],"events":[{"timeUnixNano":"1","name":"e","attributes":[]}],"droppedEventsCount":2`)
+	edit("array attribute", true, `{"stringValue":"inventory"}`, `{"arrayValue":{"values":[{"stringValue":"a"},{"intValue":"2"}]}}`)
+	edit("empty array attribute", true, `{"stringValue":"inventory"}`, `{"arrayValue":{}}`)
+	edit("instrumentationLibrarySpans", false, `scopeSpans`, `instrumentationLibrarySpans`)
+	return out
+}
+
+// FuzzOTLPJSONFast holds the OTLP JSON fast path to pdata on arbitrary
+// bytes.
+func FuzzOTLPJSONFast(f *testing.F) {
+	for _, c := range jsonCases(f) {
+		f.Add(c.msg)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		compareJSON(t, "fuzz", b)
 	})
 }

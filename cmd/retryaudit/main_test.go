@@ -9,10 +9,12 @@ import (
 )
 
 // TestMain lets testscript run this binary's run() as the command
-// "retryaudit" inside scripts.
+// "retryaudit" inside scripts, and BenchmarkIngestVsPdata run its baseline
+// as the command "pdata-unmarshal".
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"retryaudit": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"retryaudit":      func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"pdata-unmarshal": pdataUnmarshal,
 	})
 }
 

@@ -7,6 +7,7 @@
 package synth
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -256,4 +257,54 @@ func WriteJSONLines(w io.Writer, reqs []ptrace.Traces) error {
 		}
 	}
 	return nil
+}
+
+// UnmarshalProtoStream is the floor ingest benchmarks compare against:
+// pdata unmarshalling each message of a length-prefixed OTLP protobuf
+// stream, read one by one into a reused buffer, and nothing else. It
+// returns the number of spans.
+func UnmarshalProtoStream(r io.Reader) (int, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var u ptrace.ProtoUnmarshaler
+	var hdr [4]byte
+	var buf []byte
+	n := 0
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err == io.EOF {
+			return n, nil
+		} else if err != nil {
+			return n, err
+		}
+		size := int(binary.BigEndian.Uint32(hdr[:]))
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		if _, err := io.ReadFull(br, buf[:size]); err != nil {
+			return n, err
+		}
+		td, err := u.UnmarshalTraces(buf[:size])
+		if err != nil {
+			return n, err
+		}
+		n += td.SpanCount()
+	}
+}
+
+// UnmarshalJSONLines is the same floor for OTLP JSON lines.
+func UnmarshalJSONLines(r io.Reader) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<30)
+	var u ptrace.JSONUnmarshaler
+	n := 0
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		td, err := u.UnmarshalTraces(sc.Bytes())
+		if err != nil {
+			return n, err
+		}
+		n += td.SpanCount()
+	}
+	return n, sc.Err()
 }

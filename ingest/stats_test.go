@@ -1,0 +1,128 @@
+package ingest
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+)
+
+// refSummarize is Summarize written the obvious way, with maps: the
+// reference the packed-key implementation must match.
+func refSummarize(spans []Span, skew time.Duration) Stats {
+	st := Stats{Spans: len(spans), Warnings: []Warning{}}
+	if len(spans) == 0 {
+		return st
+	}
+	type id struct {
+		t TraceID
+		s SpanID
+	}
+	first := map[id]int{}
+	count := map[id]int{}
+	traces := map[TraceID]bool{}
+	services := map[Sym]bool{}
+	lo, hi := spans[0].Start, spans[0].End
+	for i, sp := range spans {
+		k := id{sp.TraceID, sp.SpanID}
+		if _, ok := first[k]; !ok {
+			first[k] = i
+		}
+		count[k]++
+		traces[sp.TraceID] = true
+		services[sp.Service] = true
+		if sp.Status == StatusError {
+			st.ErrorSpans++
+		}
+		lo, hi = min(lo, sp.Start), max(hi, sp.End)
+	}
+	st.Traces, st.Services = len(traces), len(services)
+	st.Start, st.End = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
+	var w warnings
+	var dups []id
+	for k, n := range count {
+		for range n - 1 {
+			dups = append(dups, k)
+		}
+	}
+	sort.Slice(dups, func(i, j int) bool {
+		if c := bytes.Compare(dups[i].t[:], dups[j].t[:]); c != 0 {
+			return c < 0
+		}
+		return bytes.Compare(dups[i].s[:], dups[j].s[:]) < 0
+	})
+	for _, k := range dups {
+		w.add("duplicate span id", "span %s appears more than once in trace %s", k.s, k.t)
+	}
+	parent := make([]int32, len(spans))
+	for i, sp := range spans {
+		parent[i] = -1
+		if sp.ParentID.IsZero() {
+			continue
+		}
+		p, ok := first[id{sp.TraceID, sp.ParentID}]
+		if !ok {
+			w.add("missing parent", "span %s names parent %s, which is not in the input (trace %s)", sp.SpanID, sp.ParentID, sp.TraceID)
+			continue
+		}
+		parent[i] = int32(p)
+		if d := spans[p].Start - sp.Start; d > int64(skew) {
+			w.add("child starts before parent", "span %s starts %s before its parent %s (clock skew tolerance %s)", sp.SpanID, time.Duration(d), sp.ParentID, skew)
+		}
+	}
+	if n, f := cycles(parent); n > 0 {
+		w.add("parent cycle", "%d spans sit on cycles of parent references (first at span %s)", n, spans[f].SpanID)
+	}
+	for _, sp := range spans {
+		if sp.End < sp.Start {
+			w.add("end before start", "span %s ends %s before it starts", sp.SpanID, time.Duration(sp.Start-sp.End))
+		}
+	}
+	st.Warnings = append(st.Warnings, w.list...)
+	return st
+}
+
+// TestSummarizeMatchesReference compares Summarize with refSummarize on
+// random span sets dense in the structures it checks: duplicate ids,
+// missing parents, children starting early, cycles, spans ending early.
+func TestSummarizeMatchesReference(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		n := 1 + rng.IntN(60)
+		spans := make([]Span, n)
+		for i := range spans {
+			sp := &spans[i]
+			sp.TraceID[15] = byte(rng.IntN(4))
+			sp.TraceID[0] = byte(rng.IntN(2))
+			sp.SpanID[7] = byte(1 + rng.IntN(12))
+			if rng.IntN(4) > 0 {
+				sp.ParentID[7] = byte(rng.IntN(14))
+			}
+			sp.Start = rng.Int64N(100) * int64(time.Millisecond)
+			sp.End = sp.Start + rng.Int64N(50)*int64(time.Millisecond) - 5*int64(time.Millisecond)
+			sp.Service = Sym(rng.IntN(3))
+			sp.Status = Status(rng.IntN(3))
+		}
+		got, want := Summarize(spans, DefaultClockSkew), refSummarize(spans, DefaultClockSkew)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d:\n got  %+v\n want %+v", seed, got, want)
+		}
+	}
+}
+
+// TestSummaryOneInput checks that the one-input shortcut gives the total
+// that summarising the whole separately gives.
+func TestSummaryOneInput(t *testing.T) {
+	set := mustDecode(t, "one", []byte(request(span("3", ""), span("2", ""))))
+	sum := set.Summary(DefaultClockSkew)
+	want := Summarize(set.Spans, DefaultClockSkew)
+	want.Warnings = MergeWarnings(set.Inputs[0].Warnings, want.Warnings)
+	if !reflect.DeepEqual(sum.Total, want) || !reflect.DeepEqual(sum.Inputs[0].Stats, want) {
+		t.Fatalf("total %+v, input %+v, want %+v", sum.Total, sum.Inputs[0].Stats, want)
+	}
+	if len(sum.Total.Warnings) > 0 && &sum.Total.Warnings[0] == &sum.Inputs[0].Warnings[0] {
+		t.Fatal("the total shares its warnings with the input")
+	}
+}
