@@ -4,7 +4,7 @@ BIN      := bin/retryaudit
 FUZZTIME ?= 4s
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test lint vet fmt-check fuzz bench samples golden clean
+.PHONY: help build demo test lint vet fmt-check fuzz bench bench-scale samples golden clean
 
 ## help: list the targets
 help:
@@ -47,6 +47,10 @@ fuzz:
 ## bench: run the benchmarks (figures in README.md)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+## bench-scale: infer on 1M and 10M spans as whole processes (minutes, 4.3 GB of temporary disk)
+bench-scale:
+	RETRYAUDIT_BENCH_SCALE=1 $(GO) test -run '^$$' -bench InferScale -benchtime 1x -timeout 60m ./cmd/retryaudit
 
 ## samples: regenerate the sample traces (runs a real instrumented mesh on 127.0.0.1)
 samples:

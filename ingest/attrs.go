@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // attrs gathers the attributes (OTLP) or tags (Jaeger) that matter while a
@@ -23,11 +24,12 @@ type attrs struct {
 	transparent, idemKey, errorTag, truncate bool
 
 	buf   []byte // scratch space kept across spans
+	num   []byte // the text of integer ports, for the span
 	links []Link // the span's links, gathered by the OTLP decoders
 }
 
 func (a *attrs) reset() {
-	*a = attrs{grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent, buf: a.buf, links: a.links[:0]}
+	*a = attrs{grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent, buf: a.buf, num: a.num[:0], links: a.links[:0]}
 }
 
 // splitURL returns the host[:port] and path of an absolute or
@@ -262,7 +264,12 @@ func (a *attrs) intKey(k attrKey, key string, n int64) {
 	case keyTransparent:
 		a.transparent = n != 0
 	case keyServerPort, keyNetPeerPort:
-		a.strKey(k, key, strconv.FormatInt(n, 10))
+		// The decimal form is appended to num, whose earlier bytes stay
+		// put (a grown num leaves them in the old array), so it needs no
+		// allocation of its own.
+		start := len(a.num)
+		a.num = strconv.AppendInt(a.num, n, 10)
+		a.strKey(k, key, unsafe.String(&a.num[start], len(a.num)-start))
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 // benchSizes are the sizes the README promises figures for.
 var benchSizes = []int{100_000, 1_000_000}
 
-// BenchmarkOTLP measures ingest (Decode alone) of OTLP protobuf (file
+// BenchmarkOTLP measures ingest (Decode alone, with the allocations it
+// makes per span) of OTLP protobuf (file
 // exporter layout) and OTLP JSON lines in synth.HTTPRequests' shape against
 // pdata alone unmarshalling the same bytes. Both run
 // inside each iteration, interleaved, so the reported ratio
@@ -43,23 +44,31 @@ func benchRatio(b *testing.B, n int, data []byte, pdataOnly func([]byte) int) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	var tPdata, tIngest time.Duration
+	var mallocs, bytesAlloc uint64
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		if got := pdataOnly(data); got != n {
 			b.Fatalf("pdata decoded %d spans, want %d", got, n)
 		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		t1 := time.Now()
 		set := NewSet()
 		if err := Decode(context.Background(), set, "bench", bytes.NewReader(data), Options{}); err != nil {
 			b.Fatal(err)
 		}
+		tIngest += time.Since(t1)
+		runtime.ReadMemStats(&after)
+		mallocs += after.Mallocs - before.Mallocs
+		bytesAlloc += after.TotalAlloc - before.TotalAlloc
 		if len(set.Spans) != n {
 			b.Fatalf("ingest decoded %d spans, want %d", len(set.Spans), n)
 		}
 		tPdata += t1.Sub(t0)
-		tIngest += time.Since(t1)
 	}
 	b.ReportMetric(float64(tIngest)/float64(tPdata), "ingest/pdata")
+	b.ReportMetric(float64(mallocs)/float64(n*b.N), "ingest-allocs/span")
+	b.ReportMetric(float64(bytesAlloc)/float64(n*b.N), "ingest-B/span")
 	b.ReportMetric(float64(n)*float64(b.N)/tIngest.Seconds(), "spans/s")
 }
 

@@ -153,7 +153,11 @@ func (p *progressReader) Read(b []byte) (int, error) {
 // decompresses gzip or zstd transparently, and appends its spans to set with
 // an Input record. name is used in errors and in the Input.
 func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Options) error {
-	return decode(ctx, set, name, r, 0, opts)
+	var size int64
+	if sr, ok := r.(interface{ Size() int64 }); ok { // bytes.Reader, strings.Reader
+		size = sr.Size()
+	}
+	return decode(ctx, set, name, r, size, opts)
 }
 
 // decode is Decode of an input of size bytes as stored (0 when unknown),

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -59,10 +60,12 @@ func BenchmarkIngestVsPdata(b *testing.B) {
 		writeInput(b, path, func(w io.Writer) error { return f.write(w, reqs) })
 		b.Run(f.name+"/1M", func(b *testing.B) {
 			var ingest, pdata timedRun
+			var ratios []float64
 			for i := 0; i < b.N; i++ {
+				var in, pd timedRun
 				runs := []func(){
-					func() { ingest.add(b, timed(b, exe, "ingest", "--format", "json", "-o", os.DevNull, path)) },
-					func() { pdata.add(b, timed(b, pdataExe, f.name, path)) },
+					func() { in = timed(b, exe, "ingest", "--format", "json", "-o", os.DevNull, path) },
+					func() { pd = timed(b, pdataExe, f.name, path) },
 				}
 				if i%2 == 1 {
 					runs[0], runs[1] = runs[1], runs[0]
@@ -70,16 +73,59 @@ func BenchmarkIngestVsPdata(b *testing.B) {
 				for _, run := range runs {
 					run()
 				}
+				ingest.add(in)
+				pdata.add(pd)
+				ratios = append(ratios, in.wall/pd.wall)
 			}
-			b.ReportMetric(ingest.wall/pdata.wall, "ingest/pdata")
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "ingest/pdata")
 			b.ReportMetric(ingest.cpu/pdata.cpu, "cpu-ratio")
 			b.ReportMetric(float64(ingest.peakKB)/1024, "peak-RSS-MB")
-			b.ReportMetric(float64(pdata.peakKB)/1024, "pdata-RSS-MB")
 			b.ReportMetric(float64(n)*float64(b.N)/ingest.wall, "spans/s")
-			b.Logf("%s, 1M spans, %d paired runs: ingest %.2fs, pdata %.2fs per run: %.2fx; peak RSS %d MB",
-				f.name, b.N, ingest.wall/float64(b.N), pdata.wall/float64(b.N), ingest.wall/pdata.wall, ingest.peakKB/1024)
+			b.Logf("%s, 1M spans, %d paired runs: ingest %.2fs wall %.2fs CPU, pdata %.2fs wall %.2fs CPU per run; wall ratios %.2f; peak RSS %d MB",
+				f.name, b.N, ingest.wall/float64(b.N), ingest.cpu/float64(b.N), pdata.wall/float64(b.N), pdata.cpu/float64(b.N), ratios, ingest.peakKB/1024)
 		})
 	}
+}
+
+// BenchmarkInferScale runs the real binary's `infer --format json` on 1M
+// and 10M attribute-heavy spans (OTLP protobuf stream, generated in
+// bounded memory by synth.StreamHTTP) and reports, for 10M, peak RSS and
+// the time taken relative to 1M (wall and CPU). It needs about 4.3 GB of
+// temporary disk, a few GB of memory and minutes, so it runs only when
+// RETRYAUDIT_BENCH_SCALE is set (`make bench-scale`).
+func BenchmarkInferScale(b *testing.B) {
+	if os.Getenv("RETRYAUDIT_BENCH_SCALE") == "" {
+		b.Skip("set RETRYAUDIT_BENCH_SCALE=1 (make bench-scale): needs 4.3 GB of disk and minutes")
+	}
+	if _, err := os.Stat("/usr/bin/time"); err != nil {
+		b.Skip("needs /usr/bin/time (apt-get install time)")
+	}
+	dir := b.TempDir()
+	exe := filepath.Join(dir, "retryaudit")
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	sizes := []int{1_000_000, 10_000_000}
+	paths := make([]string, len(sizes))
+	for i, n := range sizes {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("%dm.binpb", n/1_000_000))
+		writeInput(b, paths[i], func(w io.Writer) error { return synth.StreamHTTP(w, n, 11, synth.WriteProtoStream) })
+	}
+	b.ResetTimer()
+	var runs [2]timedRun
+	for i := 0; i < b.N; i++ {
+		for j, p := range paths {
+			runs[j].add(timed(b, exe, "infer", "--format", "json", "-o", os.DevNull, p))
+		}
+	}
+	b.ReportMetric(runs[1].wall/runs[0].wall, "10M/1M-wall")
+	b.ReportMetric(runs[1].cpu/runs[0].cpu, "10M/1M-cpu")
+	b.ReportMetric(float64(runs[0].peakKB)/1024, "1M-peak-RSS-MB")
+	b.ReportMetric(float64(runs[1].peakKB)/1024, "10M-peak-RSS-MB")
+	b.Logf("infer: 1M %.1fs wall %.1fs CPU %d MB; 10M %.1fs wall %.1fs CPU %d MB (per run, %d runs)",
+		runs[0].wall/float64(b.N), runs[0].cpu/float64(b.N), runs[0].peakKB/1024,
+		runs[1].wall/float64(b.N), runs[1].cpu/float64(b.N), runs[1].peakKB/1024, b.N)
 }
 
 // timedRun sums what /usr/bin/time reported over runs of one command.
@@ -88,7 +134,7 @@ type timedRun struct {
 	peakKB    int64
 }
 
-func (t *timedRun) add(b *testing.B, r timedRun) {
+func (t *timedRun) add(r timedRun) {
 	t.wall += r.wall
 	t.cpu += r.cpu
 	t.peakKB = max(t.peakKB, r.peakKB)

@@ -69,10 +69,39 @@ var userAgents = []string{
 }
 
 func generate(n int, seed uint64, full bool) []ptrace.Traces {
+	var out []ptrace.Traces
+	_ = run(n, seed, full, 0, func(reqs []ptrace.Traces) error {
+		out = append(out, reqs...)
+		return nil
+	})
+	return out
+}
+
+// streamBatch is how many requests StreamHTTP holds before writing them.
+const streamBatch = 64
+
+// StreamHTTP writes the traces of HTTPRequests(n, seed) with write (such as
+// WriteProtoStream) in batches of a few dozen requests, so that inputs of
+// tens of millions of spans are generated in bounded memory. A batch ends
+// with a whole trace, so requests at batch ends hold fewer spans than
+// HTTPRequests' would.
+func StreamHTTP(w io.Writer, n int, seed uint64, write func(io.Writer, []ptrace.Traces) error) error {
+	return run(n, seed, true, streamBatch, func(reqs []ptrace.Traces) error { return write(w, reqs) })
+}
+
+// run generates n spans, handing the requests to flush as whole traces:
+// in batches of at least batch requests, or all at the end when batch is 0.
+func run(n int, seed uint64, full bool, batch int, flush func([]ptrace.Traces) error) error {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	g := &gen{n: n, full: full}
 	start := int64(1_764_000_000_000_000_000)
 	for trace := 0; g.made < n; trace++ {
+		if batch > 0 && len(g.out) >= batch {
+			if err := flush(g.out); err != nil {
+				return err
+			}
+			g.out, g.inCur = nil, 0
+		}
 		var tid pcommon.TraceID
 		binary.BigEndian.PutUint64(tid[:8], rng.Uint64())
 		binary.BigEndian.PutUint64(tid[8:], rng.Uint64())
@@ -145,7 +174,7 @@ func generate(n int, seed uint64, full bool) []ptrace.Traces {
 			}
 		}
 	}
-	return g.out
+	return flush(g.out)
 }
 
 // gen appends spans to export requests of SpansPerRequest spans.
