@@ -260,8 +260,9 @@ type source struct {
 
 // presizeAfter is how much of an input presize reads before it estimates:
 // enough for the read-ahead of the buffers and decompressors not to skew
-// the spans-per-byte ratio.
-const presizeAfter = 4 << 20
+// the spans-per-byte ratio. (A variable so that tests can reach it with
+// small compressed inputs.)
+var presizeAfter int64 = 4 << 20
 
 // presize is called after each message of a large input: once a few MiB
 // are read, it reserves the span table for the whole input (and the files

@@ -2,11 +2,18 @@ package ingest
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/retryaudit/retryaudit/samples/synth"
 )
 
 // refSummarize is Summarize written the obvious way, with maps: the
@@ -124,5 +131,45 @@ func TestSummaryOneInput(t *testing.T) {
 	}
 	if len(sum.Total.Warnings) > 0 && &sum.Total.Warnings[0] == &sum.Inputs[0].Warnings[0] {
 		t.Fatal("the total shares its warnings with the input")
+	}
+}
+
+// TestSpanTablePresized checks that a large input, plain or compressed,
+// read from a file fills a span table sized once from the file's size:
+// within a few percent of the span count, never doubled.
+func TestSpanTablePresized(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes tens of MB")
+	}
+	reqs := synth.HTTPRequests(60_000, 5)
+	var proto, jsonl bytes.Buffer
+	if err := synth.WriteProtoStream(&proto, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := synth.WriteJSONLines(&jsonl, reqs[:len(reqs)/2]); err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(proto.Bytes())
+	zw.Close()
+	// The synthetic spans compress twentyfold: let a 3 MB file count as
+	// large.
+	defer func(v int64) { presizeAfter = v }(presizeAfter)
+	presizeAfter = 1 << 20
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"proto": proto.Bytes(), "jsonl": jsonl.Bytes(), "proto.gz": gz.Bytes()} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		set, err := ReadFiles(context.Background(), []string{path}, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, c := len(set.Spans), cap(set.Spans)
+		if float64(c) > 1.12*float64(n) || !set.reserved {
+			t.Errorf("%s (%d bytes): %d spans in a table of %d (reserved %v)", name, len(data), n, c, set.reserved)
+		}
 	}
 }
