@@ -61,7 +61,9 @@ func BenchmarkIngestVsPdata(b *testing.B) {
 		b.Run(f.name+"/1M", func(b *testing.B) {
 			var ingest, pdata timedRun
 			var ratios []float64
+			pressure := cpuPressure()
 			for i := 0; i < b.N; i++ {
+				warm(b, path)
 				var in, pd timedRun
 				runs := []func(){
 					func() { in = timed(b, exe, "ingest", "--format", "json", "-o", os.DevNull, path) },
@@ -82,6 +84,9 @@ func BenchmarkIngestVsPdata(b *testing.B) {
 			b.ReportMetric(ingest.cpu/pdata.cpu, "cpu-ratio")
 			b.ReportMetric(float64(ingest.peakKB)/1024, "peak-RSS-MB")
 			b.ReportMetric(float64(n)*float64(b.N)/ingest.wall, "spans/s")
+			if p := cpuPressure(); p >= 0 && pressure >= 0 {
+				b.ReportMetric((p+pressure)/2, "cpu-pressure-%")
+			}
 			b.Logf("%s, 1M spans, %d paired runs: ingest %.2fs wall %.2fs CPU, pdata %.2fs wall %.2fs CPU per run; wall ratios %.2f; peak RSS %d MB",
 				f.name, b.N, ingest.wall/float64(b.N), ingest.cpu/float64(b.N), pdata.wall/float64(b.N), pdata.cpu/float64(b.N), ratios, ingest.peakKB/1024)
 		})
@@ -116,6 +121,7 @@ func BenchmarkInferScale(b *testing.B) {
 	var runs [2]timedRun
 	for i := 0; i < b.N; i++ {
 		for j, p := range paths {
+			warm(b, p)
 			runs[j].add(timed(b, exe, "infer", "--format", "json", "-o", os.DevNull, p))
 		}
 	}
@@ -126,6 +132,36 @@ func BenchmarkInferScale(b *testing.B) {
 	b.Logf("infer: 1M %.1fs wall %.1fs CPU %d MB; 10M %.1fs wall %.1fs CPU %d MB (per run, %d runs)",
 		runs[0].wall/float64(b.N), runs[0].cpu/float64(b.N), runs[0].peakKB/1024,
 		runs[1].wall/float64(b.N), runs[1].cpu/float64(b.N), runs[1].peakKB/1024, b.N)
+}
+
+// cpuPressure is the share of the last ten seconds in which some runnable
+// task waited for a CPU (Linux PSI), or -1 when the kernel does not say: on
+// a shared machine it tells how far wall times can be trusted.
+func cpuPressure() float64 {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return -1
+	}
+	m := regexp.MustCompile(`some avg10=([0-9.]+)`).FindSubmatch(b)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// warm reads path through, so that neither of a pair of runs pays for
+// reading it from disk (on a shared machine the page cache does not keep
+// a large file for long).
+func warm(b *testing.B, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // timedRun sums what /usr/bin/time reported over runs of one command.
