@@ -217,18 +217,21 @@ func (s *jsonScan) digits() (string, bool) {
 // uint reads an unsigned integer of the given size given as a bare literal
 // or a decimal string, both of which pdata reads with strconv's rules.
 func (s *jsonScan) uint(bits int) (uint64, bool) {
-	var text string
-	var ok bool
-	if s.quoted() {
-		text, ok = s.str()
-	} else {
-		text, ok = s.digits()
-	}
+	text, ok := s.integerText()
 	if !ok {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(text, 10, bits)
 	return n, err == nil
+}
+
+// integerText returns the text of an integer given as a string or a bare
+// literal, for strconv to parse as pdata does.
+func (s *jsonScan) integerText() (string, bool) {
+	if s.quoted() {
+		return s.str()
+	}
+	return s.digits()
 }
 
 // enum reads an enum given as a bare non-negative literal (names are
@@ -528,13 +531,7 @@ func jsonAnyValue(s *jsonScan, depth int) (jsonValue, bool) {
 			}
 			return false
 		case "intValue":
-			var text string
-			var ok bool
-			if s.quoted() {
-				text, ok = s.str()
-			} else {
-				text, ok = s.digits()
-			}
+			text, ok := s.integerText()
 			if !ok {
 				return false
 			}

@@ -72,19 +72,18 @@ func consumeLen(typ protowire.Type, b []byte) ([]byte, int) {
 	return protowire.ConsumeBytes(b)
 }
 
-func (d *fastOTLP) request(b []byte) bool {
+// eachField calls fn with the number and wire type of each field of
+// message b and the bytes after its tag; fn returns how many of those the
+// field's value takes, or -1 to refuse the message. eachField reports
+// whether every field was read.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte) int) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return false
 		}
 		b = b[n:]
-		if num == 1 {
-			var v []byte
-			if v, n = consumeLen(typ, b); n < 0 || !d.resourceSpans(v) {
-				return false
-			}
-		} else if n = skipField(num, typ, b); n < 0 {
+		if n = fn(num, typ, b); n < 0 {
 			return false
 		}
 		b = b[n:]
@@ -92,55 +91,86 @@ func (d *fastOTLP) request(b []byte) bool {
 	return true
 }
 
+// lenField consumes a length-delimited value and hands it to read; -1 when
+// the wire type is another (pdata rejects that for every known field) or
+// read refuses the value.
+func lenField(typ protowire.Type, b []byte, read func(v []byte) bool) int {
+	v, n := consumeLen(typ, b)
+	if n < 0 || !read(v) {
+		return -1
+	}
+	return n
+}
+
+// varintField consumes a varint value, or reports -1 for another wire type.
+func varintField(typ protowire.Type, b []byte, dst *uint64) int {
+	if typ != protowire.VarintType {
+		return -1
+	}
+	v, n := protowire.ConsumeVarint(b)
+	*dst = v
+	return n
+}
+
+// fixedField consumes a fixed64 (or, with want Fixed32Type, a fixed32)
+// value, or reports -1 for another wire type.
+func fixedField(typ, want protowire.Type, b []byte, dst *uint64) int {
+	if typ != want {
+		return -1
+	}
+	if want == protowire.Fixed32Type {
+		v, n := protowire.ConsumeFixed32(b)
+		*dst = uint64(v)
+		return n
+	}
+	v, n := protowire.ConsumeFixed64(b)
+	*dst = v
+	return n
+}
+
+// accept takes any value.
+func accept([]byte) bool { return true }
+
+func (d *fastOTLP) request(b []byte) bool {
+	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
+		if num == 1 {
+			return lenField(typ, b, d.resourceSpans)
+		}
+		return skipField(num, typ, b)
+	})
+}
+
 // resourceSpans reads the resource first (its service name is interned
 // before the spans, as addTraces does), then the spans.
 func (d *fastOTLP) resourceSpans(b []byte) bool {
 	var res []byte
 	resources := 0
-	for rest := b; len(rest) > 0; {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 {
-			return false
-		}
-		rest = rest[n:]
+	ok := eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		switch num {
 		case 1:
-			res, n = consumeLen(typ, rest)
 			resources++
+			return lenField(typ, b, func(v []byte) bool { res = v; return true })
 		case 2, 3:
-			_, n = consumeLen(typ, rest)
+			return lenField(typ, b, accept)
 		case 1000: // deprecated instrumentation_library_spans: pdata's business
-			return false
-		default:
-			n = skipField(num, typ, rest)
+			return -1
 		}
-		if n < 0 {
-			return false
-		}
-		rest = rest[n:]
+		return skipField(num, typ, b)
+	})
+	if !ok || resources > 1 || !validMessage(res, &resourceFields, 0) {
+		return false // resources > 1: pdata merges repeated messages
 	}
-	if resources > 1 || !validMessage(res, &resourceFields, 0) {
-		return false // pdata merges repeated messages
-	}
-	svc, ok := d.serviceName(res)
+	svc, ok := serviceName(res)
 	if !ok {
 		return false
 	}
 	svcSym := d.service(svc)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		b = b[n:]
+	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		if num == 2 {
-			var v []byte
-			if v, n = consumeLen(typ, b); !d.scopeSpans(v, svcSym) {
-				return false
-			}
-		} else {
-			n = skipField(num, typ, b)
+			return lenField(typ, b, func(v []byte) bool { return d.scopeSpans(v, svcSym) })
 		}
-		b = b[n:]
-	}
-	return true
+		return skipField(num, typ, b)
+	})
 }
 
 // service interns a resource's service name as addTraces does.
@@ -155,67 +185,48 @@ func (d *fastOTLP) service(name string) Sym {
 // serviceName returns the string value of the first service.name attribute
 // of a validated Resource ("" when there is none); false when that value is
 // not a string, whose rendering is pdata's.
-func (d *fastOTLP) serviceName(res []byte) (string, bool) {
-	for len(res) > 0 {
-		num, typ, n := protowire.ConsumeTag(res)
-		res = res[n:]
+func serviceName(res []byte) (string, bool) {
+	var svc string
+	found := false
+	ok := eachField(res, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		if num != 1 {
-			res = res[skipField(num, typ, res):]
-			continue
+			return skipField(num, typ, b)
 		}
-		kv, n := protowire.ConsumeBytes(res)
-		res = res[n:]
-		key, val, ok := keyValue(kv)
-		if !ok {
-			return "", false
-		}
-		if wireString(key) != "service.name" {
-			continue
-		}
-		v, ok := anyValue(val, 1)
-		if !ok || (v.kind != valueStr && v.kind != valueEmpty) {
-			return "", false
-		}
-		return wireString(v.bytes), true
-	}
-	return "", true
+		return lenField(typ, b, func(kv []byte) bool {
+			key, val, ok := keyValue(kv)
+			if !ok || found || wireString(key) != "service.name" {
+				return ok
+			}
+			found = true
+			v, ok := anyValue(val, 1)
+			svc = wireString(v.bytes)
+			return ok && (v.kind == valueStr || v.kind == valueEmpty)
+		})
+	})
+	return svc, ok
 }
 
 func (d *fastOTLP) scopeSpans(b []byte, svc Sym) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		var v []byte
+	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		switch num {
 		case 1:
-			if v, n = consumeLen(typ, b); n >= 0 && !validMessage(v, &scopeFields, 0) {
-				return false
-			}
+			return lenField(typ, b, func(v []byte) bool { return validMessage(v, &scopeFields, 0) })
 		case 2:
-			if v, n = consumeLen(typ, b); n >= 0 && !d.span(v, svc) {
-				return false
-			}
+			return lenField(typ, b, func(v []byte) bool { return d.span(v, svc) })
 		case 3:
-			_, n = consumeLen(typ, b)
-		default:
-			n = skipField(num, typ, b)
+			return lenField(typ, b, accept)
 		}
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
+		return skipField(num, typ, b)
+	})
 }
 
 // span decodes one Span message and adds it through addRecord, the tail it
-// shares with the pdata path.
+// shares with the pdata path. span, keyValue and anyValue run for every
+// span and attribute: they loop over the fields themselves, which costs a
+// quarter less than eachField's call per field.
 func (d *fastOTLP) span(b []byte, svc Sym) bool {
 	s := Span{Service: svc}
-	var kind, code int32
+	var kind, code, skip uint64
 	var name, msg []byte
 	statuses := 0
 	d.a.reset()
@@ -227,16 +238,9 @@ func (d *fastOTLP) span(b []byte, svc Sym) bool {
 		b = b[n:]
 		var v []byte
 		switch num {
-		case 1:
-			if v, n = consumeLen(typ, b); n >= 0 && !wireID(s.TraceID[:], v) {
-				return false
-			}
-		case 2:
-			if v, n = consumeLen(typ, b); n >= 0 && !wireID(s.SpanID[:], v) {
-				return false
-			}
-		case 4:
-			if v, n = consumeLen(typ, b); n >= 0 && !wireID(s.ParentID[:], v) {
+		case 1, 2, 4:
+			v, n = consumeLen(typ, b)
+			if n >= 0 && !wireID([...][]byte{1: s.TraceID[:], 2: s.SpanID[:], 4: s.ParentID[:]}[num], v) {
 				return false
 			}
 		case 3:
@@ -244,18 +248,11 @@ func (d *fastOTLP) span(b []byte, svc Sym) bool {
 		case 5:
 			name, n = consumeLen(typ, b)
 		case 6:
-			var k uint64
-			if typ != protowire.VarintType {
-				return false
-			}
-			k, n = protowire.ConsumeVarint(b)
-			kind = int32(k)
+			n = varintField(typ, b, &kind)
 		case 7, 8:
 			var t uint64
-			if typ != protowire.Fixed64Type {
-				return false
-			}
-			if t, n = protowire.ConsumeFixed64(b); num == 7 {
+			n = fixedField(typ, protowire.Fixed64Type, b, &t)
+			if num == 7 {
 				s.Start = int64(t)
 			} else {
 				s.End = int64(t)
@@ -265,10 +262,7 @@ func (d *fastOTLP) span(b []byte, svc Sym) bool {
 				return false
 			}
 		case 10, 12, 14:
-			if typ != protowire.VarintType {
-				return false
-			}
-			_, n = protowire.ConsumeVarint(b)
+			n = varintField(typ, b, &skip)
 		case 11:
 			if v, n = consumeLen(typ, b); n >= 0 && !validMessage(v, &eventFields, 0) {
 				return false
@@ -283,10 +277,7 @@ func (d *fastOTLP) span(b []byte, svc Sym) bool {
 				return false
 			}
 		case 16:
-			if typ != protowire.Fixed32Type {
-				return false
-			}
-			_, n = protowire.ConsumeFixed32(b)
+			n = fixedField(typ, protowire.Fixed32Type, b, &skip)
 		default:
 			n = skipField(num, typ, b)
 		}
@@ -298,7 +289,7 @@ func (d *fastOTLP) span(b []byte, svc Sym) bool {
 	if statuses > 1 {
 		return false // pdata merges repeated messages
 	}
-	addRecord(d.set, &s, kind, wireString(name), code, wireString(msg), &d.a, d.w)
+	addRecord(d.set, &s, int32(kind), wireString(name), int32(code), wireString(msg), &d.a, d.w)
 	return true
 }
 
@@ -316,32 +307,16 @@ func wireID(dst, v []byte) bool {
 	return true
 }
 
-func status(b []byte, msg *[]byte, code *int32) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
+func status(b []byte, msg *[]byte, code *uint64) bool {
+	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		switch num {
 		case 2:
-			*msg, n = consumeLen(typ, b)
+			return lenField(typ, b, func(v []byte) bool { *msg = v; return true })
 		case 3:
-			var c uint64
-			if typ != protowire.VarintType {
-				return false
-			}
-			c, n = protowire.ConsumeVarint(b)
-			*code = int32(c)
-		default:
-			n = skipField(num, typ, b)
+			return varintField(typ, b, code)
 		}
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
+		return skipField(num, typ, b)
+	})
 }
 
 // link gathers a span link's identifiers into the attrs' scratch list.
@@ -350,23 +325,15 @@ func (d *fastOTLP) link(b []byte) bool {
 		return false
 	}
 	var l Link
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		b = b[n:]
+	eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		switch num {
-		case 1, 2:
-			v, m := protowire.ConsumeBytes(b)
-			if num == 1 {
-				wireID(l.TraceID[:], v)
-			} else {
-				wireID(l.SpanID[:], v)
-			}
-			n = m
-		default:
-			n = skipField(num, typ, b)
+		case 1:
+			return lenField(typ, b, func(v []byte) bool { return wireID(l.TraceID[:], v) })
+		case 2:
+			return lenField(typ, b, func(v []byte) bool { return wireID(l.SpanID[:], v) })
 		}
-		b = b[n:]
-	}
+		return skipField(num, typ, b)
+	})
 	d.a.links = append(d.a.links, l)
 	return true
 }
@@ -408,21 +375,23 @@ func (d *fastOTLP) attribute(b []byte) bool {
 	return true
 }
 
-// firstElement returns the first value of an ArrayValue as pdata's AsString
-// would render it: "" for an empty array; false for anything but a string,
-// whose rendering is left to pdata.
+// firstElement returns the first value of a validated ArrayValue as pdata's
+// AsString would render it: "" for an empty array; false for anything but
+// a string, whose rendering is left to pdata.
 func firstElement(b []byte) (string, bool) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		b = b[n:]
-		if num == 1 {
-			el, _ := protowire.ConsumeBytes(b)
-			v, _ := anyValue(el, 0) // validated with the array
-			return wireString(v.bytes), v.kind == valueStr
+	first, ok, seen := "", true, false
+	eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
+		if num != 1 || seen {
+			return skipField(num, typ, b)
 		}
-		b = b[skipField(num, typ, b):]
-	}
-	return "", true
+		seen = true
+		return lenField(typ, b, func(el []byte) bool {
+			v, _ := anyValue(el, 0)
+			first, ok = wireString(v.bytes), v.kind == valueStr
+			return true
+		})
+	})
+	return first, ok
 }
 
 // keyValue splits a KeyValue into its key and its AnyValue's bytes. False
@@ -443,7 +412,7 @@ func keyValue(b []byte) (key, val []byte, ok bool) {
 			val, n = consumeLen(typ, b)
 			values++
 		case 3:
-			return nil, nil, false
+			n = -1
 		default:
 			n = skipField(num, typ, b)
 		}
@@ -497,39 +466,21 @@ func anyValue(b []byte, depth int) (wireValue, bool) {
 			if x, n = consumeLen(typ, b); n < 0 {
 				return v, false
 			}
-			v.bytes = x
-			switch num {
-			case 1:
-				v.kind = valueStr
-			case 5:
-				v.kind = valueArray
-			case 6:
-				v.kind = valueMap
-			case 7:
-				v.kind = valueBytes
-			}
-			if num == 5 || num == 6 {
-				if depth >= maxWireDepth || !validMessage(x, fieldsOf(num), depth+1) {
-					return v, false
-				}
-			}
-		case 2, 3:
-			if typ != protowire.VarintType {
+			v.bytes, v.kind = x, [...]valueKind{1: valueStr, 5: valueArray, 6: valueMap, 7: valueBytes}[num]
+			if (num == 5 || num == 6) && (depth >= maxWireDepth || !validMessage(x, fieldsOf(num), depth+1)) {
 				return v, false
 			}
-			v.num, n = protowire.ConsumeVarint(b)
+		case 2, 3:
+			n = varintField(typ, b, &v.num)
 			v.kind = valueInt
 			if num == 2 {
 				v.kind, v.num = valueBool, boolBits(v.num != 0)
 			}
 		case 4:
-			if typ != protowire.Fixed64Type {
-				return v, false
-			}
-			v.num, n = protowire.ConsumeFixed64(b)
 			v.kind = valueDouble
+			n = fixedField(typ, protowire.Fixed64Type, b, &v.num)
 		case 8: // a string-table index (profiles): pdata's business
-			return v, false
+			n = -1
 		default:
 			n = skipField(num, typ, b)
 		}
@@ -592,49 +543,34 @@ var (
 // validMessage reports whether pdata would read b, a message with fields
 // fs at nesting depth depth, without error (and the fast path may take it).
 func validMessage(b []byte, fs *wireMessage, depth int) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
+	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		f, known := (*fs)[num]
 		if !known {
-			if n = skipField(num, typ, b); n < 0 {
-				return false
-			}
-			b = b[n:]
-			continue
+			return skipField(num, typ, b)
 		}
 		if typ != f.typ {
-			return false
+			return -1
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return false
+		if typ != protowire.BytesType {
+			return protowire.ConsumeFieldValue(num, typ, b)
 		}
-		if typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(b)
+		return lenField(typ, b, func(v []byte) bool {
 			switch {
-			case f.idLen > 0 && len(v) != 0 && len(v) != f.idLen:
-				return false
-			case f.msg != nil && !validMessage(v, f.msg, depth+1):
-				return false
+			case f.idLen > 0:
+				return len(v) == 0 || len(v) == f.idLen
+			case f.msg != nil:
+				return validMessage(v, f.msg, depth+1)
 			case f.value:
-				if _, ok := anyValue(v, depth+1); !ok {
-					return false
-				}
+				_, ok := anyValue(v, depth+1)
+				return ok
 			case f.kv:
 				_, val, ok := keyValue(v)
-				if !ok {
-					return false
+				if ok {
+					_, ok = anyValue(val, depth+1)
 				}
-				if _, ok := anyValue(val, depth+1); !ok {
-					return false
-				}
+				return ok
 			}
-		}
-		b = b[n:]
-	}
-	return true
+			return true
+		})
+	})
 }

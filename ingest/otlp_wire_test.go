@@ -22,11 +22,9 @@ import (
 )
 
 // compareWire decodes one OTLP protobuf message both ways, pdata then
-// addTraces and the protowire fast path, and fails unless they agree: when
-// the fast path takes the message, pdata must take it too and the two Sets
-// must be identical (spans, links, string table, warnings); when it does
-// not, it must leave its Set and warnings untouched, so that the pdata
-// fallback alone decides. It reports whether the fast path took it.
+// addTraces and the protowire fast path, and fails unless they agree (see
+// sameAsPdata), so that whatever the fast path refuses the pdata fallback
+// alone decides. It reports whether the fast path took it.
 func compareWire(t *testing.T, name string, b []byte) bool {
 	t.Helper()
 	want, wantW := NewSet(), &warnings{}
@@ -34,20 +32,29 @@ func compareWire(t *testing.T, name string, b []byte) bool {
 	if perr == nil {
 		addTraces(want, td, wantW)
 	}
+	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool { return newFastOTLP(set, w).addProto(b) })
+}
+
+// sameAsPdata runs a fast path (fast) on a fresh Set and fails unless it
+// agrees with pdata's result (want, wantW, perr): when it takes the input,
+// pdata must have taken it too, with identical spans, links, string table
+// and warnings; when it refuses, its Set and warnings must be untouched.
+func sameAsPdata(t *testing.T, name string, want *Set, wantW *warnings, perr error, fast func(*Set, *warnings) bool) bool {
+	t.Helper()
 	got, gotW := NewSet(), &warnings{}
-	// A warning recorded before must survive a refused message unchanged.
+	// A warning recorded before must survive a refused input unchanged.
 	gotW.add("earlier", "from a previous message")
 	before := append([]Warning{}, gotW.list...)
-	if !newFastOTLP(got, gotW).addProto(b) {
+	if !fast(got, gotW) {
 		if len(got.Spans) != 0 || len(got.Links) != 0 || len(got.strs) != 1 || len(got.index) != 1 ||
 			!slices.Equal(gotW.list, before) {
-			t.Fatalf("%s: the refused message left %d spans, %d links, %d strings, warnings %v",
+			t.Fatalf("%s: the refused input left %d spans, %d links, %d strings, warnings %v",
 				name, len(got.Spans), len(got.Links), len(got.strs), gotW.list)
 		}
 		return false
 	}
 	if perr != nil {
-		t.Fatalf("%s: the fast path took a message pdata rejects: %v", name, perr)
+		t.Fatalf("%s: the fast path took an input pdata rejects: %v", name, perr)
 	}
 	if !reflect.DeepEqual(got.Spans, want.Spans) {
 		t.Fatalf("%s: spans differ from pdata's:\n%s", name, diffSpanViews(viewSpans(got), viewSpans(want)))
@@ -394,30 +401,7 @@ func compareJSON(t *testing.T, name string, doc []byte) bool {
 		addTraces(want, td, wantW)
 		return nil
 	}, func(_ int64, err error) error { return err })
-	got, gotW := NewSet(), &warnings{}
-	gotW.add("earlier", "from a previous document")
-	before := append([]Warning{}, gotW.list...)
-	if !newFastOTLP(got, gotW).addJSON(doc) {
-		if len(got.Spans) != 0 || len(got.Links) != 0 || len(got.strs) != 1 || len(got.index) != 1 ||
-			!slices.Equal(gotW.list, before) {
-			t.Fatalf("%s: the refused document left %d spans, %d links, %d strings, warnings %v",
-				name, len(got.Spans), len(got.Links), len(got.strs), gotW.list)
-		}
-		return false
-	}
-	if perr != nil {
-		t.Fatalf("%s: the fast path took a document pdata rejects: %v\n%s", name, perr, doc)
-	}
-	if !reflect.DeepEqual(got.Spans, want.Spans) {
-		t.Fatalf("%s: spans differ from pdata's:\n%s", name, diffSpanViews(viewSpans(got), viewSpans(want)))
-	}
-	if !reflect.DeepEqual(got.Links, want.Links) || !reflect.DeepEqual(got.strs, want.strs) {
-		t.Fatalf("%s: links or strings differ:\n got  %v %q\n want %v %q", name, got.Links, got.strs, want.Links, want.strs)
-	}
-	if !slices.Equal(gotW.list[1:], wantW.list) {
-		t.Fatalf("%s: warnings %v, pdata's %v", name, gotW.list[1:], wantW.list)
-	}
-	return true
+	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool { return newFastOTLP(set, w).addJSON(doc) })
 }
 
 // jsonDocs splits OTLP JSON into its documents: lines, or the whole.
