@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -170,6 +171,43 @@ func TestSpanTablePresized(t *testing.T) {
 		n, c := len(set.Spans), cap(set.Spans)
 		if float64(c) > 1.12*float64(n) || !set.reserved {
 			t.Errorf("%s (%d bytes): %d spans in a table of %d (reserved %v)", name, len(data), n, c, set.reserved)
+		}
+	}
+}
+
+// TestSortedKeys checks the bucketed sort against a comparison sort on
+// random ids, on ids that share their top half, and on few spans.
+func TestSortedKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		n       int
+		topZero bool
+	}{{0, false}, {1, false}, {7, false}, {5000, false}, {5000, true}, {70000, false}} {
+		spans := make([]Span, tc.n)
+		for i := range spans {
+			for j := range spans[i].TraceID {
+				spans[i].TraceID[j] = byte(rng.IntN(256))
+			}
+			if tc.topZero {
+				clear(spans[i].TraceID[:8])
+			}
+			if i > 0 && rng.IntN(5) == 0 {
+				spans[i].TraceID = spans[rng.IntN(i)].TraceID
+			}
+			spans[i].SpanID[7] = byte(rng.IntN(4))
+		}
+		got := sortedKeys(spans)
+		want := slices.Clone(got)
+		slices.SortFunc(want, compareKeys)
+		if !slices.Equal(got, want) || len(got) != tc.n {
+			t.Errorf("%d spans (top half zero %v): keys out of order", tc.n, tc.topZero)
+		}
+		seen := make([]bool, tc.n)
+		for _, k := range got {
+			seen[k.idx] = true
+		}
+		if slices.Contains(seen, false) {
+			t.Errorf("%d spans: an index is missing", tc.n)
 		}
 	}
 }
