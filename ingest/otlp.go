@@ -18,91 +18,97 @@ import (
 )
 
 // decodeOTLPProto decodes one ExportTraceServiceRequest or TracesData
-// message (they share a wire layout).
+// message (they share a wire layout): by the protowire fast path when it
+// takes the message, else by pdata.
 func decodeOTLPProto(s *source, set *Set, w *warnings) error {
 	b, err := s.readAll()
 	if err != nil {
 		return err
 	}
-	if err := addOTLPMessage(newFastOTLP(set, w), b); err != nil {
-		return s.errAt(0, fmt.Errorf("OTLP protobuf: %w", err))
+	var d fastOTLP
+	if !d.proto(b) {
+		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
+		if err != nil {
+			return s.errAt(0, fmt.Errorf("OTLP protobuf: %w", err))
+		}
+		d.td = append(d.td, td)
 	}
-	return nil
-}
-
-// addOTLPMessage adds one OTLP protobuf message to d's Set: by the protowire
-// fast path when it takes the message, else by pdata.
-func addOTLPMessage(d *fastOTLP, b []byte) error {
-	if d.addProto(b) {
-		return nil
-	}
-	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
-	if err != nil {
-		return err
-	}
-	addTraces(d.set, td, d.w)
+	d.apply(set, w)
 	return nil
 }
 
 // decodeOTLPProtoStream decodes the collector file exporter's protobuf
 // layout: each message preceded by its length as a 4-byte big-endian
-// integer. Messages are read one by one into one reused buffer.
+// integer, each read into the buffer of a batch (runBatches).
 func decodeOTLPProtoStream(s *source, set *Set, w *warnings) error {
-	d := newFastOTLP(set, w)
-	var hdr [4]byte
-	var buf []byte
-	for {
-		if err := s.ctx.Err(); err != nil {
-			return err
+	return runBatches(s, set, w, func(next func() (*fastOTLP, error), send func(*fastOTLP) error, _ *warnings) error {
+		var hdr [4]byte
+		for {
+			off := s.offset()
+			n, err := io.ReadFull(s.r, hdr[:])
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return s.errAt(off+int64(n), fmt.Errorf("truncated length prefix (%d of 4 bytes)", n))
+			}
+			size := binary.BigEndian.Uint32(hdr[:])
+			if size == 0 {
+				return s.errAt(off, errors.New("zero-length message in length-prefixed OTLP stream"))
+			}
+			d, err := next()
+			if err != nil {
+				return err
+			}
+			if d.buf, err = s.readN(d.buf, int64(size)); err != nil {
+				return err
+			}
+			if !d.proto(d.buf) {
+				td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(d.buf)
+				if err != nil {
+					return s.errAt(off+4, fmt.Errorf("OTLP protobuf message of %d bytes: %w", size, err))
+				}
+				d.td = append(d.td, td)
+			}
+			if err := send(d); err != nil {
+				return err
+			}
 		}
-		off := s.offset()
-		n, err := io.ReadFull(s.r, hdr[:])
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return s.errAt(off+int64(n), fmt.Errorf("truncated length prefix (%d of 4 bytes)", n))
-		}
-		size := binary.BigEndian.Uint32(hdr[:])
-		if size == 0 {
-			return s.errAt(off, errors.New("zero-length message in length-prefixed OTLP stream"))
-		}
-		if buf, err = s.readN(buf, int64(size)); err != nil {
-			return err
-		}
-		if err := addOTLPMessage(d, buf); err != nil {
-			return s.errAt(off+4, fmt.Errorf("OTLP protobuf message of %d bytes: %w", size, err))
-		}
-		s.presize(set)
-	}
+	})
 }
 
-// pipeline overlaps reading and unmarshalling (produce, in its own
-// goroutine) with normalising into the Set (here), one request at a time in
-// input order, so a stream decodes on two cores in bounded memory.
-// produce records its warnings in the *warnings it is given; they are merged
-// into w when it ends.
-func pipeline(s *source, set *Set, w *warnings, produce func(emit func(ptrace.Traces) error, pw *warnings) error) error {
-	batches := make(chan ptrace.Traces, 2)
-	done := make(chan struct{})
+// runBatches decodes a stream on two cores in bounded memory. produce, on
+// its own goroutine, takes a batch from next for each message or document,
+// reads it into the batch's buffer, parses it (or has pdata unmarshal it)
+// and hands it to send; here each batch is added to set, in input order,
+// and its storage handed back to next. produce records its own warnings in
+// pw; they are merged into w when it ends.
+func runBatches(s *source, set *Set, w *warnings, produce func(next func() (*fastOTLP, error), send func(*fastOTLP) error, pw *warnings) error) error {
+	const inFlight = 3 // one being parsed, one being added, one between
+	free := make(chan *fastOTLP, inFlight)
+	for range inFlight {
+		free <- &fastOTLP{}
+	}
+	full := make(chan *fastOTLP, inFlight) // never full: only inFlight batches exist
 	var perr error
 	var pw warnings
 	go func() {
-		defer close(batches)
-		perr = produce(func(td ptrace.Traces) error {
-			select {
-			case batches <- td:
-				return s.ctx.Err()
-			case <-done:
-				return errors.New("stopped")
-			}
+		defer close(full)
+		perr = produce(func() (*fastOTLP, error) {
+			d := <-free
+			d.reset()
+			return d, s.ctx.Err()
+		}, func(d *fastOTLP) error {
+			d.read = s.raw.n
+			full <- d
+			return s.ctx.Err()
 		}, &pw)
 	}()
-	for td := range batches {
-		addTraces(set, td, w)
-		s.presize(set)
+	for d := range full {
+		d.apply(set, w)
+		s.presize(set, d.read)
+		free <- d
 	}
-	close(done)
 	for _, x := range pw.list {
 		w.list = MergeWarnings(w.list, []Warning{x})
 	}
@@ -111,9 +117,8 @@ func pipeline(s *source, set *Set, w *warnings, produce func(emit func(ptrace.Tr
 
 // decodeOTLPJSONStream decodes OTLP JSON: one document, JSON Lines (one
 // request per line), or Jaeger api_v3 responses ({"result": <OTLP JSON>},
-// one or several). OTLP documents are decoded in turn, by the fast path when
-// it takes them; api_v3 responses are unmarshalled by pdata on a second
-// core (pipeline).
+// one or several). Documents go through runBatches; OTLP ones are parsed by
+// the fast path when it takes them, the rest unmarshalled by pdata.
 func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 	whole := f == FormatOTLPJSON
 	if f == FormatJaegerAPIv3 {
@@ -121,40 +126,45 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 		head, _ := s.r.Peek(sniffBytes)
 		whole = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
 	}
-	each := func(doc func(b []byte, fail func(int64, error) error) error) error {
+	return runBatches(s, set, w, func(next func() (*fastOTLP, error), send func(*fastOTLP) error, pw *warnings) error {
+		// doc decodes one document: b, or a copy when b is the reader's
+		// buffer (copy).
+		doc := func(b []byte, copy bool, fail func(int64, error) error) error {
+			d, err := next()
+			if err != nil {
+				return err
+			}
+			if copy {
+				b = append(d.buf[:0], b...)
+			}
+			d.buf = b
+			emit := func(td ptrace.Traces) error {
+				d.td = append(d.td, td)
+				return nil
+			}
+			switch {
+			case f == FormatJaegerAPIv3:
+				err = decodeAPIv3Doc(b, emit, pw, fail)
+			case !d.json(b):
+				err = decodeOTLPJSONDoc(b, emit, fail)
+			}
+			if err != nil {
+				return err
+			}
+			return send(d)
+		}
 		if whole {
 			b, err := s.readAll()
 			if err != nil {
 				return err
 			}
-			return doc(b, func(off int64, err error) error { return s.errAt(off, err) })
+			return doc(b, false, func(off int64, err error) error { return s.errAt(off, err) })
 		}
 		return s.lines(func(line []byte, n int, _ int64) error {
-			return doc(line, func(off int64, err error) error {
+			return doc(line, true, func(off int64, err error) error {
 				return fmt.Errorf("ingest %s: line %d: column %d: %w", s.name, n, off+1, err)
 			})
 		})
-	}
-	if f == FormatJaegerAPIv3 {
-		return pipeline(s, set, w, func(emit func(ptrace.Traces) error, pw *warnings) error {
-			return each(func(b []byte, fail func(int64, error) error) error {
-				return decodeAPIv3Doc(b, emit, pw, fail)
-			})
-		})
-	}
-	fast := newFastOTLP(set, w)
-	add := func(td ptrace.Traces) error {
-		addTraces(set, td, w)
-		return nil
-	}
-	return each(func(b []byte, fail func(int64, error) error) error {
-		if !fast.addJSON(b) {
-			if err := decodeOTLPJSONDoc(b, add, fail); err != nil {
-				return err
-			}
-		}
-		s.presize(set)
-		return s.ctx.Err()
 	})
 }
 
@@ -344,13 +354,11 @@ func addTraces(set *Set, td ptrace.Traces, w *warnings) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		svc := "unknown_service"
-		if v, ok := rs.Resource().Attributes().Get("service.name"); ok && v.AsString() != "" {
+		var svc string
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
 			svc = v.AsString()
-		} else {
-			w.add("missing service.name", "a resource without service.name: spans attributed to unknown_service")
 		}
-		svcSym := set.Intern(svc)
+		svcSym := serviceSym(set, w, svc)
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()

@@ -12,17 +12,20 @@ import (
 // names, base64 ids, unknown keys, nulls, bytes values, numbers it cannot
 // be sure pdata reads alike) is refused and left to pdata.
 
-// addJSON decodes one OTLP JSON document into the Set and reports whether
-// it did; when it did not, the Set and the warnings are as they were.
-func (d *fastOTLP) addJSON(b []byte) bool {
-	return d.try(func(b []byte) bool {
-		s := jsonScan{b: b}
-		ok := s.object(func(key string) bool {
-			return key == "resourceSpans" && s.array(func() bool { return d.jsonResourceSpans(&s) })
-		})
-		s.ws()
-		return ok && s.i == len(s.b)
-	}, b)
+// json parses one OTLP JSON document into the batch, or reports false (and
+// leaves the batch empty) when the document is pdata's to decode.
+func (d *fastOTLP) json(b []byte) bool {
+	d.reset()
+	s := jsonScan{b: b}
+	ok := s.object(func(key string) bool {
+		return key == "resourceSpans" && s.array(func() bool { return d.jsonResourceSpans(&s) })
+	})
+	s.ws()
+	if !ok || s.i != len(s.b) {
+		d.reset()
+		return false
+	}
+	return true
 }
 
 // jsonScan reads strict JSON from b at i.
@@ -263,7 +266,7 @@ func (s *jsonScan) id(dst []byte) bool {
 }
 
 func (d *fastOTLP) jsonResourceSpans(s *jsonScan) bool {
-	svc, resolved := Sym(0), false
+	resolved := false
 	ok := s.object(func(key string) bool {
 		switch key {
 		case "resource":
@@ -271,13 +274,15 @@ func (d *fastOTLP) jsonResourceSpans(s *jsonScan) bool {
 				return false // after the spans: pdata's order, not ours
 			}
 			name, ok := jsonResource(s)
-			svc, resolved = d.service(name), true
+			d.group(name)
+			resolved = true
 			return ok
 		case "scopeSpans":
 			if !resolved {
-				svc, resolved = d.service(""), true
+				d.group("")
+				resolved = true
 			}
-			return s.array(func() bool { return d.jsonScopeSpans(s, svc) })
+			return s.array(func() bool { return d.jsonScopeSpans(s) })
 		case "schemaUrl":
 			_, ok := s.str()
 			return ok
@@ -285,7 +290,7 @@ func (d *fastOTLP) jsonResourceSpans(s *jsonScan) bool {
 		return false
 	})
 	if ok && !resolved {
-		d.service("") // addTraces names even an empty one
+		d.group("") // addTraces names even an empty one
 	}
 	return ok
 }
@@ -319,7 +324,7 @@ func jsonResource(s *jsonScan) (string, bool) {
 	return svc, ok
 }
 
-func (d *fastOTLP) jsonScopeSpans(s *jsonScan, svc Sym) bool {
+func (d *fastOTLP) jsonScopeSpans(s *jsonScan) bool {
 	return s.object(func(key string) bool {
 		switch key {
 		case "scope":
@@ -337,7 +342,7 @@ func (d *fastOTLP) jsonScopeSpans(s *jsonScan, svc Sym) bool {
 				return false
 			})
 		case "spans":
-			return s.array(func() bool { return d.jsonSpan(s, svc) })
+			return s.array(func() bool { return d.jsonSpan(s) })
 		case "schemaUrl":
 			_, ok := s.str()
 			return ok
@@ -354,11 +359,11 @@ func jsonAttributes(s *jsonScan) bool {
 	})
 }
 
-func (d *fastOTLP) jsonSpan(s *jsonScan, svc Sym) bool {
-	sp := Span{Service: svc}
+func (d *fastOTLP) jsonSpan(s *jsonScan) bool {
+	r := d.record()
+	sp := &r.span
 	var kind, code int32
 	var name, msg string
-	d.a.reset()
 	ok := s.object(func(key string) bool {
 		var ok bool
 		switch key {
@@ -406,7 +411,7 @@ func (d *fastOTLP) jsonSpan(s *jsonScan, svc Sym) bool {
 	if !ok {
 		return false
 	}
-	addRecord(d.set, &sp, kind, name, code, msg, &d.a, d.w)
+	r.kind, r.code, r.name, r.msg = kind, code, name, msg
 	return true
 }
 

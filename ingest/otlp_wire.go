@@ -4,49 +4,121 @@ import (
 	"math"
 	"unsafe"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// fastOTLP decodes OTLP straight into a Set: protobuf messages with
-// protowire (this file), JSON documents with a small scanner (otlp_json.go).
-// No pdata tree is built, no string the Set already holds is copied, and
-// the values of attribute keys the normalisation never reads are checked
-// but not kept.
+// fastOTLP decodes OTLP straight into span records: protobuf messages
+// with protowire (this file), JSON documents with a small scanner
+// (otlp_json.go). No pdata tree is built, no string the Set already holds
+// is copied, and the values of attribute keys the normalisation never reads
+// are checked but not kept.
+//
+// Decoding is in two steps, which a stream runs on two cores (runBatches):
+// parsing a message into the batch (proto, json), which touches no Set, and
+// adding the batch to the Set in input order (apply), which interns the
+// strings and resolves the attributes exactly as addTraces does.
 //
 // pdata stays the decoder of record. The fast path takes a message only when
 // it is sure to produce exactly what pdata followed by addTraces would; on
 // anything else (malformed input, whose error pdata then words, or rare
 // shapes such as a repeated singular field, a deprecated field, a service
-// name that is not a string) it undoes what it added and reports false, and
-// the caller decodes the message with pdata. TestOTLPWireMatchesPdata,
-// TestOTLPJSONFastMatchesPdata and their fuzz targets hold the paths to
-// identical spans and errors.
+// name that is not a string) the parse reports false and the message goes
+// to pdata. TestOTLPWireMatchesPdata, TestOTLPJSONFastMatchesPdata and
+// their fuzz targets hold the paths to identical spans and errors.
 type fastOTLP struct {
-	set   *Set
-	w     *warnings
-	a     attrs
-	saved []Warning
+	groups []resourceGroup
+	recs   []spanRecord
+	a      *attrs // the attributes of the span being parsed
+
+	// Set by the stream decoders (runBatches).
+	buf  []byte          // the message, which the records' strings view
+	td   []ptrace.Traces // what pdata decoded when the parse refused
+	read int64           // stored bytes read when the message was
 }
 
-func newFastOTLP(set *Set, w *warnings) *fastOTLP { return &fastOTLP{set: set, w: w} }
+// resourceGroup is the spans of one resource: recs[first:] up to the next
+// group.
+type resourceGroup struct {
+	service string
+	first   int
+}
 
-// addProto decodes protobuf message b into the Set and reports whether it
-// did; when it did not, the Set and the warnings are as they were.
-func (d *fastOTLP) addProto(b []byte) bool { return d.try(d.request, b) }
+// spanRecord is a parsed span waiting for apply: ids and times set, its
+// attributes gathered, its strings still views of the message.
+type spanRecord struct {
+	span       Span
+	kind, code int32
+	name, msg  string
+	a          attrs
+}
 
-func (d *fastOTLP) try(decode func([]byte) bool, b []byte) bool {
-	m := d.set.mark()
-	d.saved = append(d.saved[:0], d.w.list...)
-	if decode(b) {
+// reset empties the batch, keeping its storage.
+func (d *fastOTLP) reset() {
+	d.groups, d.recs, d.td = d.groups[:0], d.recs[:0], d.td[:0]
+}
+
+// group starts the spans of a resource.
+func (d *fastOTLP) group(service string) {
+	d.groups = append(d.groups, resourceGroup{service: service, first: len(d.recs)})
+}
+
+// record starts a span record, reusing the storage of an earlier one.
+func (d *fastOTLP) record() *spanRecord {
+	if len(d.recs) < cap(d.recs) {
+		d.recs = d.recs[:len(d.recs)+1]
+	} else {
+		d.recs = append(d.recs, spanRecord{})
+	}
+	r := &d.recs[len(d.recs)-1]
+	r.span, r.kind, r.code, r.name, r.msg = Span{}, 0, 0, "", ""
+	r.a.reset()
+	d.a = &r.a
+	return r
+}
+
+// proto parses protobuf message b into the batch, or reports false (and
+// leaves the batch empty) when the message is pdata's to decode.
+func (d *fastOTLP) proto(b []byte) bool {
+	d.reset()
+	if d.request(b) {
 		return true
 	}
-	d.set.rollback(m)
-	d.w.list = append(d.w.list[:0], d.saved...)
+	d.reset()
 	return false
 }
 
+// apply adds the parsed spans to set, in order.
+func (d *fastOTLP) apply(set *Set, w *warnings) {
+	for gi, g := range d.groups {
+		end := len(d.recs)
+		if gi+1 < len(d.groups) {
+			end = d.groups[gi+1].first
+		}
+		svc := serviceSym(set, w, g.service)
+		for i := g.first; i < end; i++ {
+			r := &d.recs[i]
+			r.span.Service = svc
+			addRecord(set, &r.span, r.kind, r.name, r.code, r.msg, &r.a, w)
+		}
+	}
+	for _, td := range d.td {
+		addTraces(set, td, w)
+	}
+}
+
+// serviceSym interns a resource's service name, or unknown_service with a
+// warning when it has none.
+func serviceSym(set *Set, w *warnings, name string) Sym {
+	if name == "" {
+		name = "unknown_service"
+		w.add("missing service.name", "a resource without service.name: spans attributed to unknown_service")
+	}
+	return set.Intern(name)
+}
+
 // wireString views b as a string without copying. The Set copies what it
-// keeps (Intern), and nothing else outlives the message.
+// keeps (Intern), and nothing else outlives the batch holding the message.
 func wireString(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -164,22 +236,13 @@ func (d *fastOTLP) resourceSpans(b []byte) bool {
 	if !ok {
 		return false
 	}
-	svcSym := d.service(svc)
+	d.group(svc)
 	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		if num == 2 {
-			return lenField(typ, b, func(v []byte) bool { return d.scopeSpans(v, svcSym) })
+			return lenField(typ, b, d.scopeSpans)
 		}
 		return skipField(num, typ, b)
 	})
-}
-
-// service interns a resource's service name as addTraces does.
-func (d *fastOTLP) service(name string) Sym {
-	if name == "" {
-		name = "unknown_service"
-		d.w.add("missing service.name", "a resource without service.name: spans attributed to unknown_service")
-	}
-	return d.set.Intern(name)
 }
 
 // serviceName returns the string value of the first service.name attribute
@@ -206,13 +269,13 @@ func serviceName(res []byte) (string, bool) {
 	return svc, ok
 }
 
-func (d *fastOTLP) scopeSpans(b []byte, svc Sym) bool {
+func (d *fastOTLP) scopeSpans(b []byte) bool {
 	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		switch num {
 		case 1:
 			return lenField(typ, b, func(v []byte) bool { return validMessage(v, &scopeFields, 0) })
 		case 2:
-			return lenField(typ, b, func(v []byte) bool { return d.span(v, svc) })
+			return lenField(typ, b, d.span)
 		case 3:
 			return lenField(typ, b, accept)
 		}
@@ -220,16 +283,16 @@ func (d *fastOTLP) scopeSpans(b []byte, svc Sym) bool {
 	})
 }
 
-// span decodes one Span message and adds it through addRecord, the tail it
-// shares with the pdata path. span, keyValue and anyValue run for every
+// span parses one Span message into a record, which apply completes with
+// addRecord, the tail it shares with the pdata path. span, keyValue and anyValue run for every
 // span and attribute: they loop over the fields themselves, which costs a
 // quarter less than eachField's call per field.
-func (d *fastOTLP) span(b []byte, svc Sym) bool {
-	s := Span{Service: svc}
+func (d *fastOTLP) span(b []byte) bool {
+	r := d.record()
+	s := &r.span
 	var kind, code, skip uint64
 	var name, msg []byte
 	statuses := 0
-	d.a.reset()
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -289,7 +352,7 @@ func (d *fastOTLP) span(b []byte, svc Sym) bool {
 	if statuses > 1 {
 		return false // pdata merges repeated messages
 	}
-	addRecord(d.set, &s, int32(kind), wireString(name), int32(code), wireString(msg), &d.a, d.w)
+	r.kind, r.code, r.name, r.msg = int32(kind), int32(code), wireString(name), wireString(msg)
 	return true
 }
 

@@ -32,7 +32,14 @@ func compareWire(t *testing.T, name string, b []byte) bool {
 	if perr == nil {
 		addTraces(want, td, wantW)
 	}
-	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool { return newFastOTLP(set, w).addProto(b) })
+	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool {
+		var d fastOTLP
+		if !d.proto(b) {
+			return false
+		}
+		d.apply(set, w)
+		return true
+	})
 }
 
 // sameAsPdata runs a fast path (fast) on a fresh Set and fails unless it
@@ -66,6 +73,33 @@ func sameAsPdata(t *testing.T, name string, want *Set, wantW *warnings, perr err
 		t.Fatalf("%s: warnings %v, pdata's %v", name, gotW.list[1:], wantW.list)
 	}
 	return true
+}
+
+// compareSequence decodes a sequence of messages into one Set both ways:
+// pdata alone, and one batch reused for every message as the stream
+// decoders reuse theirs (parse, then pdata for what the parse refuses), and
+// fails unless the Sets are identical.
+func compareSequence(t *testing.T, name string, msgs [][]byte, parse func(*fastOTLP, []byte) bool, pdata func([]byte) (ptrace.Traces, error)) {
+	t.Helper()
+	want, wantW := NewSet(), &warnings{}
+	var ok [][]byte
+	for _, m := range msgs {
+		if td, err := pdata(m); err == nil {
+			addTraces(want, td, wantW)
+			ok = append(ok, m)
+		}
+	}
+	sameAsPdata(t, name+" as a sequence", want, wantW, nil, func(set *Set, w *warnings) bool {
+		var d fastOTLP
+		for _, m := range ok {
+			if !parse(&d, m) {
+				td, _ := pdata(m)
+				d.td = append(d.td, td)
+			}
+			d.apply(set, w)
+		}
+		return true
+	})
 }
 
 // protoMessages splits a decompressed OTLP protobuf input into messages:
@@ -209,6 +243,9 @@ func TestOTLPWireMatchesPdata(t *testing.T) {
 		}
 	}
 	for _, in := range inputs {
+		compareSequence(t, in.name, in.msgs, (*fastOTLP).proto, func(m []byte) (ptrace.Traces, error) {
+			return (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(m)
+		})
 		for i, m := range in.msgs {
 			name := in.name + " message " + strconv.Itoa(i)
 			took := compareWire(t, name, m)
@@ -401,7 +438,24 @@ func compareJSON(t *testing.T, name string, doc []byte) bool {
 		addTraces(want, td, wantW)
 		return nil
 	}, func(_ int64, err error) error { return err })
-	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool { return newFastOTLP(set, w).addJSON(doc) })
+	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool {
+		var d fastOTLP
+		if !d.json(doc) {
+			return false
+		}
+		d.apply(set, w)
+		return true
+	})
+}
+
+// pdataJSONDoc decodes one OTLP JSON document as the pdata path does.
+func pdataJSONDoc(doc []byte) (ptrace.Traces, error) {
+	var out ptrace.Traces
+	err := decodeOTLPJSONDoc(doc, func(td ptrace.Traces) error {
+		out = td
+		return nil
+	}, func(_ int64, err error) error { return err })
+	return out, err
 }
 
 // jsonDocs splits OTLP JSON into its documents: lines, or the whole.
@@ -436,7 +490,9 @@ func TestOTLPJSONFastMatchesPdata(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range jsonDocs(gunzipMaybe(t, b)) {
+		docs := jsonDocs(gunzipMaybe(t, b))
+		compareSequence(t, name, docs, (*fastOTLP).json, pdataJSONDoc)
+		for i, doc := range docs {
 			check(name+" document "+strconv.Itoa(i), doc, true)
 		}
 	}
@@ -457,7 +513,9 @@ func TestOTLPJSONFastMatchesPdata(t *testing.T) {
 		if err := synth.WriteJSONLines(&b, reqs); err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range jsonDocs(b.Bytes()) {
+		docs := jsonDocs(b.Bytes())
+		compareSequence(t, "synth", docs, (*fastOTLP).json, pdataJSONDoc)
+		for i, doc := range docs {
 			check("synth document "+strconv.Itoa(i), doc, true)
 		}
 	}

@@ -264,15 +264,15 @@ type source struct {
 // small compressed inputs.)
 var presizeAfter int64 = 4 << 20
 
-// presize is called after each message of a large input: once a few MiB
-// are read, it reserves the span table for the whole input (and the files
-// after it in the same directory) at the density seen so far, plus 5%, so
-// that ten million spans are stored without doubling's copies and slack.
-func (s *source) presize(set *Set) {
-	if s.presized || s.rawSize <= 2*presizeAfter || s.raw.n < presizeAfter {
+// presize is called after each message of a large input is added, with
+// how many stored bytes had been read then: once a few MiB are, it
+// reserves the span table for the whole input (and the files after it in
+// the same directory) at the density seen so far, plus 5%, so that ten
+// million spans are stored without doubling's copies and slack.
+func (s *source) presize(set *Set, read int64) {
+	if s.presized || s.rawSize <= 2*presizeAfter || read < presizeAfter {
 		return
 	}
-	read := s.raw.n
 	s.presized = true
 	got := len(set.Spans) - s.first
 	rest := s.rawSize - read + set.pendingBytes

@@ -98,20 +98,6 @@ func (s *Set) grow(capacity int) {
 	s.Spans = grown
 }
 
-// mark records the Set's extent, to undo a partly added message with
-// rollback.
-type mark struct{ spans, links, strs int }
-
-func (s *Set) mark() mark { return mark{len(s.Spans), len(s.Links), len(s.strs)} }
-
-// rollback removes the spans, links and strings added since m.
-func (s *Set) rollback(m mark) {
-	for _, v := range s.strs[m.strs:] {
-		delete(s.index, v)
-	}
-	s.Spans, s.Links, s.strs = s.Spans[:m.spans], s.Links[:m.links], s.strs[:m.strs]
-}
-
 // SpanLinks returns the links of sp.
 func (s *Set) SpanLinks(sp *Span) []Link {
 	return s.Links[sp.FirstLink : sp.FirstLink+uint32(sp.NumLinks)]

@@ -10,5 +10,5 @@ import (
 // targets that call one decoder directly.
 func testSource(name string, b []byte, maxDoc int64) *source {
 	cr := &countingReader{r: bytes.NewReader(b)}
-	return &source{ctx: context.Background(), name: name, cr: cr, r: bufio.NewReaderSize(cr, 64<<10), maxDoc: maxDoc}
+	return &source{ctx: context.Background(), name: name, cr: cr, raw: cr, r: bufio.NewReaderSize(cr, 64<<10), maxDoc: maxDoc}
 }
