@@ -19,6 +19,8 @@ type attrs struct {
 	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
 
+	sampler sampler
+
 	httpStatus, grpcStatus                   int
 	resend, prevAttempts, retryCount         int
 	transparent, idemKey, errorTag, truncate bool
@@ -110,6 +112,8 @@ const (
 	keyPrevAttempts
 	keyRetryCount
 	keyTransparent
+	keySamplerType
+	keySamplerParam
 )
 
 var attrKeys = map[string]attrKey{
@@ -153,6 +157,8 @@ var attrKeys = map[string]attrKey{
 	"previous-rpc-attempts":      keyPrevAttempts,
 	"retry.count":                keyRetryCount,
 	"transparent-retry":          keyTransparent,
+	"sampler.type":               keySamplerType,
+	"sampler.param":              keySamplerParam,
 }
 
 // wants reports whether the value of key can change the Span, and the key's
@@ -175,6 +181,8 @@ func (a *attrs) boolean(key string, b bool) { a.boolKey(attrKeys[key], b) }
 // strKey is str with the key already looked up.
 func (a *attrs) strKey(k attrKey, key, v string) {
 	switch k {
+	case keySamplerType, keySamplerParam:
+		a.sampler.tag(key, v)
 	case keyPeerService:
 		a.peerService = v
 	case keyServerAddress:
@@ -263,7 +271,7 @@ func (a *attrs) intKey(k attrKey, key string, n int64) {
 		a.retryCount = clampCount(n)
 	case keyTransparent:
 		a.transparent = n != 0
-	case keyServerPort, keyNetPeerPort:
+	case keyServerPort, keyNetPeerPort, keySamplerParam:
 		// The decimal form is appended to num, whose earlier bytes stay
 		// put (a grown num leaves them in the old array), so it needs no
 		// allocation of its own.
@@ -364,6 +372,7 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		sp.Flags |= FlagIdempotencyKey
 	}
 	sp.RetryAfterMS = int32(retryAfterMS(a.retryAfter, sp.End))
+	a.sampler.apply(set, sp)
 	sp.ErrorType = a.intern(set, a.errorType)
 
 	rawURL := a.urlFull

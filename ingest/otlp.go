@@ -406,14 +406,14 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 		a.links = append(a.links, Link{TraceID: TraceID(l.TraceID()), SpanID: SpanID(l.SpanID())})
 	}
 	st := sp.Status()
-	addRecord(set, &s, int32(sp.Kind()), sp.Name(), int32(st.Code()), st.Message(), a, w)
+	addRecord(set, &s, int32(sp.Kind()), sp.Name(), int32(st.Code()), st.Message(), sp.TraceState().AsRaw(), a, w)
 }
 
 // addRecord completes an OTLP span, whose ids, times and service are set
-// and whose attributes and links a holds, from its raw kind, name and
-// status, and appends it to set. Both OTLP protobuf paths (pdata's and the
-// protowire one) end here.
-func addRecord(set *Set, s *Span, kind int32, name string, code int32, msg string, a *attrs, w *warnings) {
+// and whose attributes and links a holds, from its raw kind, name, status
+// and trace state, and appends it to set. Both OTLP protobuf paths
+// (pdata's and the protowire one) end here.
+func addRecord(set *Set, s *Span, kind int32, name string, code int32, msg, traceState string, a *attrs, w *warnings) {
 	s.Kind = Kind(kind)
 	if s.Kind > KindConsumer {
 		w.add("unknown span kind", "span %s has kind %d", s.SpanID, kind)
@@ -428,6 +428,9 @@ func addRecord(set *Set, s *Span, kind int32, name string, code int32, msg strin
 	}
 	s.StatusMessage = a.intern(set, msg)
 	a.finish(set, s)
+	if p, ok := traceStateProb(traceState); ok && s.SampleProb == 0 {
+		s.SampleProb, s.SampleSource = float32(p), set.Intern(SampledTraceState)
+	}
 	if len(a.links) > 0 {
 		s.FirstLink = uint32(len(set.Links))
 		n := min(len(a.links), 1<<16-1)

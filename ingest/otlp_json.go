@@ -363,7 +363,7 @@ func (d *fastOTLP) jsonSpan(s *jsonScan) bool {
 	r := d.record()
 	sp := &r.span
 	var kind, code int32
-	var name, msg string
+	var name, msg, traceState string
 	ok := s.object(func(key string) bool {
 		var ok bool
 		switch key {
@@ -374,7 +374,7 @@ func (d *fastOTLP) jsonSpan(s *jsonScan) bool {
 		case "parentSpanId":
 			return s.id(sp.ParentID[:])
 		case "traceState":
-			_, ok = s.str()
+			traceState, ok = s.str()
 		case "name":
 			name, ok = s.str()
 		case "kind":
@@ -411,7 +411,7 @@ func (d *fastOTLP) jsonSpan(s *jsonScan) bool {
 	if !ok {
 		return false
 	}
-	r.kind, r.code, r.name, r.msg = kind, code, name, msg
+	r.kind, r.code, r.name, r.msg, r.traceState = kind, code, name, msg, traceState
 	return true
 }
 

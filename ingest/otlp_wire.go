@@ -47,10 +47,10 @@ type resourceGroup struct {
 // spanRecord is a parsed span waiting for apply: ids and times set, its
 // attributes gathered, its strings still views of the message.
 type spanRecord struct {
-	span       Span
-	kind, code int32
-	name, msg  string
-	a          attrs
+	span                  Span
+	kind, code            int32
+	name, msg, traceState string
+	a                     attrs
 }
 
 // reset empties the batch, keeping its storage.
@@ -71,7 +71,7 @@ func (d *fastOTLP) record() *spanRecord {
 		d.recs = append(d.recs, spanRecord{})
 	}
 	r := &d.recs[len(d.recs)-1]
-	r.span, r.kind, r.code, r.name, r.msg = Span{}, 0, 0, "", ""
+	r.span, r.kind, r.code, r.name, r.msg, r.traceState = Span{}, 0, 0, "", "", ""
 	r.a.reset()
 	d.a = &r.a
 	return r
@@ -99,7 +99,7 @@ func (d *fastOTLP) apply(set *Set, w *warnings) {
 		for i := g.first; i < end; i++ {
 			r := &d.recs[i]
 			r.span.Service = svc
-			addRecord(set, &r.span, r.kind, r.name, r.code, r.msg, &r.a, w)
+			addRecord(set, &r.span, r.kind, r.name, r.code, r.msg, r.traceState, &r.a, w)
 		}
 	}
 	for _, td := range d.td {
@@ -291,7 +291,7 @@ func (d *fastOTLP) span(b []byte) bool {
 	r := d.record()
 	s := &r.span
 	var kind, code, skip uint64
-	var name, msg []byte
+	var name, msg, traceState []byte
 	statuses := 0
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -307,7 +307,7 @@ func (d *fastOTLP) span(b []byte) bool {
 				return false
 			}
 		case 3:
-			_, n = consumeLen(typ, b)
+			traceState, n = consumeLen(typ, b)
 		case 5:
 			name, n = consumeLen(typ, b)
 		case 6:
@@ -352,7 +352,7 @@ func (d *fastOTLP) span(b []byte) bool {
 	if statuses > 1 {
 		return false // pdata merges repeated messages
 	}
-	r.kind, r.code, r.name, r.msg = int32(kind), int32(code), wireString(name), wireString(msg)
+	r.kind, r.code, r.name, r.msg, r.traceState = int32(kind), int32(code), wireString(name), wireString(msg), wireString(traceState)
 	return true
 }
 
