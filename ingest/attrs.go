@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,12 +19,19 @@ type attrs struct {
 	msgSystem, msgDest                                               string
 	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
+	upstreamCluster, responseFlags                                   string
 
 	sampler sampler
 
 	httpStatus, grpcStatus                   int
 	resend, prevAttempts, retryCount         int
+	envoyAttempts                            int // x-envoy-attempt-count, 0 when absent
 	transparent, idemKey, errorTag, truncate bool
+	proxy                                    bool
+
+	// invalid describes the first status attribute whose value was out of
+	// range or not a number, and so ignored (checkSpan warns).
+	invalid string
 
 	buf   []byte // scratch space kept across spans
 	num   []byte // the text of integer ports, for the span
@@ -104,6 +112,9 @@ const (
 	keyOtelStatus
 	keyOtelStatusDesc
 	keySpanKind
+	keyComponent
+	keyUpstreamCluster
+	keyResponseFlags
 	keyError
 	keyRPCStatus  // rpc.response.status_code: a name or a number
 	keyGRPCStatus // rpc.grpc.status_code: a number
@@ -148,6 +159,10 @@ var attrKeys = map[string]attrKey{
 	"otel.status_code":           keyOtelStatus,
 	"otel.status_description":    keyOtelStatusDesc,
 	"span.kind":                  keySpanKind,
+	"component":                  keyComponent,
+	"upstream_cluster":           keyUpstreamCluster,
+	"upstream_cluster.name":      keyUpstreamCluster,
+	"response_flags":             keyResponseFlags,
 	"error":                      keyError,
 	"rpc.response.status_code":   keyRPCStatus,
 	"rpc.grpc.status_code":       keyGRPCStatus,
@@ -174,6 +189,11 @@ func (a *attrs) str(key, v string) { a.strKey(attrKeys[key], key, v) }
 
 // integer records an integer-typed value; string keys get its decimal form.
 func (a *attrs) integer(key string, n int64) { a.intKey(attrKeys[key], key, n) }
+
+// double records a float-typed value: an integral one counts as the
+// integer (a status code sent as 503.0); a status key with a fraction, NaN
+// or infinity is rejected.
+func (a *attrs) double(key string, d float64) { a.doubleKey(attrKeys[key], key, d) }
 
 // boolean records a boolean-typed value.
 func (a *attrs) boolean(key string, b bool) { a.boolKey(attrKeys[key], b) }
@@ -235,17 +255,27 @@ func (a *attrs) strKey(k attrKey, key, v string) {
 		a.otelStatusDesc = v
 	case keySpanKind:
 		a.kindTag = v
+	case keyComponent:
+		a.proxy = a.proxy || v == "proxy"
+	case keyUpstreamCluster:
+		a.upstreamCluster, a.proxy = v, true
+	case keyResponseFlags:
+		a.responseFlags, a.proxy = v, true
 	case keyError:
 		a.errorTag = v == "true"
 	case keyRPCStatus:
 		if c, ok := grpcCode(v); ok {
 			a.grpcStatus = c
+		} else {
+			a.reject(key, strconv.Quote(v))
 		}
 	case keyHTTPStatus, keyGRPCStatus, keyResend, keyPrevAttempts, keyRetryCount, keyTransparent:
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
 			a.intKey(k, key, n)
 		} else if b, err := strconv.ParseBool(v); err == nil {
 			a.boolKey(k, b)
+		} else if isStatusKey(k) {
+			a.reject(key, strconv.Quote(v))
 		}
 	default:
 		a.header(key, v)
@@ -256,12 +286,16 @@ func (a *attrs) strKey(k attrKey, key, v string) {
 func (a *attrs) intKey(k attrKey, key string, n int64) {
 	switch k {
 	case keyHTTPStatus:
-		if n > 0 && n < 1000 {
+		if n >= 100 && n <= 599 {
 			a.httpStatus = int(n)
+		} else {
+			a.reject(key, strconv.FormatInt(n, 10))
 		}
 	case keyGRPCStatus, keyRPCStatus:
 		if n >= 0 && n <= 16 {
 			a.grpcStatus = int(n)
+		} else {
+			a.reject(key, strconv.FormatInt(n, 10))
 		}
 	case keyResend:
 		a.resend = clampCount(n)
@@ -281,6 +315,27 @@ func (a *attrs) intKey(k attrKey, key string, n int64) {
 	}
 }
 
+// doubleKey is double with the key already looked up.
+func (a *attrs) doubleKey(k attrKey, key string, d float64) {
+	if d == math.Trunc(d) && d >= math.MinInt64 && d < math.MaxInt64 {
+		a.intKey(k, key, int64(d))
+	} else if isStatusKey(k) {
+		a.reject(key, strconv.FormatFloat(d, 'g', -1, 64))
+	}
+}
+
+// isStatusKey reports whether k carries an HTTP or gRPC status code.
+func isStatusKey(k attrKey) bool {
+	return k == keyHTTPStatus || k == keyGRPCStatus || k == keyRPCStatus
+}
+
+// reject notes a status attribute whose value cannot be a status code.
+func (a *attrs) reject(key, v string) {
+	if a.invalid == "" {
+		a.invalid = key + " " + v
+	}
+}
+
 // boolKey is boolean with the key already looked up.
 func (a *attrs) boolKey(k attrKey, b bool) {
 	switch k {
@@ -293,13 +348,20 @@ func (a *attrs) boolKey(k attrKey, b bool) {
 
 // isHeaderKey reports whether header may use key.
 func isHeaderKey(key string) bool {
-	return strings.Contains(key, "dempotency") || strings.Contains(key, "etry")
+	return strings.HasSuffix(key, "x-envoy-attempt-count") ||
+		strings.Contains(key, "dempotency") || strings.Contains(key, "etry")
 }
 
 // header picks the retry-relevant headers out of captured request/response
 // headers and metadata (http.request.header.*, rpc.grpc.*.metadata.*, or a
 // bare header name as some instrumentations tag them).
 func (a *attrs) header(key, v string) {
+	if strings.HasSuffix(key, "x-envoy-attempt-count") {
+		if n, err := strconv.Atoi(firstOfArray(v)); err == nil && n > 0 {
+			a.envoyAttempts = min(n, 32768)
+		}
+		return
+	}
 	if !isHeaderKey(key) {
 		return
 	}
@@ -365,6 +427,15 @@ func (a *attrs) finish(set *Set, sp *Span) {
 	sp.ResendCount = int16(a.resend)
 	sp.PrevAttempts = int16(a.prevAttempts)
 	sp.RetryCount = int16(a.retryCount)
+	if a.retryCount == Absent && a.envoyAttempts > 0 {
+		sp.RetryCount = int16(a.envoyAttempts - 1) // the attempts before this one
+	}
+	if a.proxy {
+		sp.Flags |= FlagProxy
+	}
+	if strings.Contains(a.responseFlags, "URX") {
+		sp.Flags |= FlagRetryLimit
+	}
 	if a.transparent {
 		sp.Flags |= FlagTransparentRetry
 	}
@@ -380,7 +451,7 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		rawURL = a.httpURL
 	}
 	urlHost, urlPath := splitURL(rawURL)
-	if sp.Kind == KindClient || sp.Kind == KindProducer || a.peerService != "" {
+	if sp.Kind == KindClient || sp.Kind == KindProducer || a.peerService != "" || a.upstreamCluster != "" {
 		a.buf = a.peer(a.buf[:0], urlHost)
 		if len(a.buf) > MaxValueBytes {
 			a.truncate = true
@@ -443,6 +514,13 @@ func (a *attrs) peer(dst []byte, urlHost string) []byte {
 		return append(dst, a.peerService...)
 	case a.serverAddress != "":
 		return withPort(a.serverAddress, a.serverPort)
+	case a.upstreamCluster != "":
+		// Envoy's cluster: outbound|9080|subset|reviews.default.svc.cluster.local.
+		c := a.upstreamCluster
+		if i := strings.LastIndexByte(c, '|'); i >= 0 {
+			c = c[i+1:]
+		}
+		return append(dst, c...)
 	case a.dbSystem != "":
 		ns := a.dbNamespace
 		if ns == "" {

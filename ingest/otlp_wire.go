@@ -32,9 +32,10 @@ type fastOTLP struct {
 	a      *attrs // the attributes of the span being parsed
 
 	// Set by the stream decoders (runBatches).
-	buf  []byte          // the message, which the records' strings view
-	td   []ptrace.Traces // what pdata decoded when the parse refused
-	read int64           // stored bytes read when the message was
+	buf  []byte            // the message, which the records' strings view
+	td   []ptrace.Traces   // what pdata decoded when the parse refused
+	read int64             // stored bytes read when the message was
+	fail func(error) error // positions an error adding the batch
 }
 
 // resourceGroup is the spans of one resource: recs[first:] up to the next
@@ -88,8 +89,9 @@ func (d *fastOTLP) proto(b []byte) bool {
 	return false
 }
 
-// apply adds the parsed spans to set, in order.
-func (d *fastOTLP) apply(set *Set, w *warnings) {
+// apply adds the parsed spans to set, in order; it fails when the set's
+// limits are reached.
+func (d *fastOTLP) apply(set *Set, w *warnings) error {
 	for gi, g := range d.groups {
 		end := len(d.recs)
 		if gi+1 < len(d.groups) {
@@ -99,12 +101,19 @@ func (d *fastOTLP) apply(set *Set, w *warnings) {
 		for i := g.first; i < end; i++ {
 			r := &d.recs[i]
 			r.span.Service = svc
-			addRecord(set, &r.span, r.kind, r.name, r.code, r.msg, r.traceState, &r.a, w)
+			// The times were parsed as OTLP's unsigned nanoseconds.
+			err := addRecord(set, &r.span, uint64(r.span.Start), uint64(r.span.End), r.kind, r.name, r.code, r.msg, r.traceState, &r.a, w)
+			if err != nil {
+				return err
+			}
 		}
 	}
 	for _, td := range d.td {
-		addTraces(set, td, w)
+		if err := addTraces(set, td, w); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // serviceSym interns a resource's service name, or unknown_service with a

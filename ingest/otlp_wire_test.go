@@ -30,14 +30,14 @@ func compareWire(t *testing.T, name string, b []byte) bool {
 	want, wantW := NewSet(), &warnings{}
 	td, perr := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
 	if perr == nil {
-		addTraces(want, td, wantW)
+		mustAdd(t, addTraces(want, td, wantW))
 	}
 	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool {
 		var d fastOTLP
 		if !d.proto(b) {
 			return false
 		}
-		d.apply(set, w)
+		mustAdd(t, d.apply(set, w))
 		return true
 	})
 }
@@ -85,7 +85,7 @@ func compareSequence(t *testing.T, name string, msgs [][]byte, parse func(*fastO
 	var ok [][]byte
 	for _, m := range msgs {
 		if td, err := pdata(m); err == nil {
-			addTraces(want, td, wantW)
+			mustAdd(t, addTraces(want, td, wantW))
 			ok = append(ok, m)
 		}
 	}
@@ -96,10 +96,19 @@ func compareSequence(t *testing.T, name string, msgs [][]byte, parse func(*fastO
 				td, _ := pdata(m)
 				d.td = append(d.td, td)
 			}
-			d.apply(set, w)
+			mustAdd(t, d.apply(set, w))
 		}
 		return true
 	})
+}
+
+// mustAdd fails the test when adding spans reached a limit, which no input
+// here should.
+func mustAdd(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // protoMessages splits a decompressed OTLP protobuf input into messages:
@@ -443,16 +452,15 @@ func FuzzOTLPWire(f *testing.F) {
 func compareJSON(t *testing.T, name string, doc []byte) bool {
 	t.Helper()
 	want, wantW := NewSet(), &warnings{}
-	perr := decodeOTLPJSONDoc(doc, func(td ptrace.Traces) error {
-		addTraces(want, td, wantW)
-		return nil
+	perr := decodeOTLPJSONDoc(doc, func(td ptrace.Traces, _ func(error) error) error {
+		return addTraces(want, td, wantW)
 	}, func(_ int64, err error) error { return err })
 	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool {
 		var d fastOTLP
 		if !d.json(doc) {
 			return false
 		}
-		d.apply(set, w)
+		mustAdd(t, d.apply(set, w))
 		return true
 	})
 }
@@ -460,7 +468,7 @@ func compareJSON(t *testing.T, name string, doc []byte) bool {
 // pdataJSONDoc decodes one OTLP JSON document as the pdata path does.
 func pdataJSONDoc(doc []byte) (ptrace.Traces, error) {
 	var out ptrace.Traces
-	err := decodeOTLPJSONDoc(doc, func(td ptrace.Traces) error {
+	err := decodeOTLPJSONDoc(doc, func(td ptrace.Traces, _ func(error) error) error {
 		out = td
 		return nil
 	}, func(_ int64, err error) error { return err })

@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // MaxValueBytes bounds every attribute value the Span record keeps (status
@@ -23,6 +24,10 @@ type Set struct {
 	strs  []string
 	index map[string]Sym
 
+	lim      Limits // set by Decode from its Options
+	strBytes int64  // bytes of strs, with stringOverhead each
+	strFull  bool   // a string was refused: the next add fails
+
 	// pendingBytes is the stored size of the inputs ReadFiles will decode
 	// after the current one, for the span table's estimate (source.presize).
 	pendingBytes int64
@@ -33,7 +38,7 @@ type Set struct {
 
 // NewSet returns an empty Set whose string table holds only "".
 func NewSet() *Set {
-	return &Set{strs: []string{""}, index: map[string]Sym{"": 0}}
+	return &Set{strs: []string{""}, index: map[string]Sym{"": 0}, lim: Limits{}.withDefaults()}
 }
 
 // Str resolves an interned string.
@@ -45,20 +50,33 @@ func (s *Set) Str(x Sym) string {
 }
 
 // Intern returns the Sym for v, adding it to the table if new. Values longer
-// than MaxValueBytes are cut (on a UTF-8 boundary) before interning. The
-// table keeps its own copy of a new value, so v may alias a buffer the
-// caller reuses.
+// than MaxValueBytes are cut (on a UTF-8 boundary) before interning. Past
+// Limits.MaxHeldBytes a new string is refused (Intern returns 0) and the
+// next span added fails with a *LimitError.
+// The table keeps its own copy of a new value, so v may alias a buffer
+// the caller reuses.
 func (s *Set) Intern(v string) Sym {
 	v, _ = clip(v)
 	if x, ok := s.index[v]; ok {
 		return x
 	}
+	if s.held()+int64(len(v))+stringOverhead > s.lim.MaxHeldBytes {
+		s.strFull = true
+		return 0
+	}
 	v = strings.Clone(v)
 	x := Sym(len(s.strs))
 	s.strs = append(s.strs, v)
 	s.index[v] = x
+	s.strBytes += int64(len(v)) + stringOverhead
 	return x
 }
+
+// stringOverhead is what the string table and its index spend on each
+// string beside its bytes (a string header, a map entry and its share of
+// the map's buckets), counted against Limits.MaxHeldBytes so that millions
+// of short distinct strings are bounded too.
+const stringOverhead = 64
 
 // internBytes interns b without allocating when the string is already known.
 func (s *Set) internBytes(b []byte) Sym {
@@ -71,8 +89,19 @@ func (s *Set) internBytes(b []byte) Sym {
 // add appends sp. When full, capacity doubles: append's 1.25x growth for
 // large slices copies a million-span Set four times over. Decoders that can
 // estimate how many spans are coming call reserve first, so a large input
-// is stored without the doubling's copies and slack.
-func (s *Set) add(sp *Span) {
+// is stored without the doubling's copies and slack. add is where every
+// decoder meets the Set's budgets: past Limits.MaxSpans, or once a string
+// was refused, it returns a *LimitError and appends nothing.
+func (s *Set) add(sp *Span) error {
+	if err := s.lim.spans(len(s.Spans) + 1); err != nil {
+		return err
+	}
+	if s.strFull {
+		return s.lim.held(s.held() + MaxValueBytes)
+	}
+	if err := s.lim.held(s.held()); err != nil {
+		return err
+	}
 	if len(s.Spans) == cap(s.Spans) {
 		if s.reserved {
 			s.grow(cap(s.Spans) + cap(s.Spans)/8)
@@ -81,6 +110,12 @@ func (s *Set) add(sp *Span) {
 		}
 	}
 	s.Spans = append(s.Spans, *sp)
+	return nil
+}
+
+// held is the bytes of strings and links the Set holds.
+func (s *Set) held() int64 {
+	return s.strBytes + int64(len(s.Links))*int64(unsafe.Sizeof(Link{}))
 }
 
 // reserve makes room for n more spans, growing at least 1.25x so that
@@ -92,8 +127,10 @@ func (s *Set) reserve(n int) {
 	}
 }
 
+// grow reallocates the span table, to capacity but never past MaxSpans:
+// add refuses the span after that.
 func (s *Set) grow(capacity int) {
-	grown := make([]Span, len(s.Spans), capacity)
+	grown := make([]Span, len(s.Spans), max(len(s.Spans)+1, min(capacity, s.lim.MaxSpans)))
 	copy(grown, s.Spans)
 	s.Spans = grown
 }

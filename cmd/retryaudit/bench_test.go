@@ -122,7 +122,7 @@ func BenchmarkInferScale(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for j, p := range paths {
 			warm(b, p)
-			runs[j].add(timed(b, exe, "infer", "--format", "json", "-o", os.DevNull, p))
+			runs[j].add(timed(b, exe, "infer", "--format", "json", "--max-spans", "20000000", "-o", os.DevNull, p))
 		}
 	}
 	b.ReportMetric(runs[1].wall/runs[0].wall, "10M/1M-wall")
