@@ -32,14 +32,20 @@ func compareWire(t *testing.T, name string, b []byte) bool {
 	if perr == nil {
 		mustAdd(t, addTraces(want, td, wantW))
 	}
-	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool {
+	return sameAsPdata(t, name, want, wantW, perr, parsed(t, (*fastOTLP).proto, b))
+}
+
+// parsed is the fast path on input b: parse into a fresh batch, then add
+// it to the Set; false when the parse refuses b.
+func parsed(t *testing.T, parse func(*fastOTLP, []byte) bool, b []byte) func(*Set, *warnings) bool {
+	return func(set *Set, w *warnings) bool {
 		var d fastOTLP
-		if !d.proto(b) {
+		if !parse(&d, b) {
 			return false
 		}
 		mustAdd(t, d.apply(set, w))
 		return true
-	})
+	}
 }
 
 // sameAsPdata runs a fast path (fast) on a fresh Set and fails unless it
@@ -455,14 +461,7 @@ func compareJSON(t *testing.T, name string, doc []byte) bool {
 	perr := decodeOTLPJSONDoc(doc, func(td ptrace.Traces, _ func(error) error) error {
 		return addTraces(want, td, wantW)
 	}, func(_ int64, err error) error { return err })
-	return sameAsPdata(t, name, want, wantW, perr, func(set *Set, w *warnings) bool {
-		var d fastOTLP
-		if !d.json(doc) {
-			return false
-		}
-		mustAdd(t, d.apply(set, w))
-		return true
-	})
+	return sameAsPdata(t, name, want, wantW, perr, parsed(t, (*fastOTLP).json, doc))
 }
 
 // pdataJSONDoc decodes one OTLP JSON document as the pdata path does.
