@@ -17,13 +17,14 @@ type RunConfig struct {
 	// RetryAfter is the Retry-After a service sends with a 503 when it
 	// sheds or is down, in seconds.
 	RetryAfter float64
-	// The verdict (see Judge): Share is the share of the pre-trigger
-	// success rate goodput must regain; Window is the length of the
-	// window that must show it, with the queues drained; Settle is how
+	// The verdict (see judge): Share is the share of the pre-trigger
+	// success rate goodput must regain to recover, CollapseShare the share
+	// it stays under when collapsed; Window is the length of the window
+	// that must show a recovery, with the queues drained; Settle is how
 	// long after the trigger a collapse may first be declared; MaxJudge
 	// is how long after the trigger arrivals may go on while the backlog
 	// drains and the verdict is open.
-	Share, Window, Settle, MaxJudge float64
+	Share, CollapseShare, Window, Settle, MaxJudge float64
 	// The network: RTO is TCP's first retransmission timeout, doubling
 	// with each loss; after Retransmits lost retransmissions the
 	// connection resets and the attempt fails. CancelDelay is how long a
