@@ -161,18 +161,18 @@ type Edge struct {
 
 // Backoff is the inferred wait between attempts.
 type Backoff struct {
-	// Kind is none, constant, exponential, or unknown when too few retries
-	// were seen to tell.
-	Kind       string   `json:"kind"`
-	BaseMS     float64  `json:"base_ms"`
-	Multiplier *float64 `json:"multiplier"`
-	CapMS      *float64 `json:"cap_ms"`
+	// Kind is immediate, constant, exponential, or unknown when too few
+	// retries were seen to tell.
+	Kind       BackoffKind `json:"kind"`
+	BaseMS     float64     `json:"base_ms"`
+	Multiplier *float64    `json:"multiplier"`
+	CapMS      *float64    `json:"cap_ms"`
 	// Jitter is none, full, equal, decorrelated, proportional (±x of the
 	// wait, in JitterFraction), additive (+U[0, JitterAdditiveMS] on the
 	// wait), or unknown.
-	Jitter           string   `json:"jitter"`
-	JitterFraction   *float64 `json:"jitter_fraction"`
-	JitterAdditiveMS *float64 `json:"jitter_additive_ms,omitempty"`
+	Jitter           JitterKind `json:"jitter"`
+	JitterFraction   *float64   `json:"jitter_fraction"`
+	JitterAdditiveMS *float64   `json:"jitter_additive_ms,omitempty"`
 	// NoiseMS is the spread below which waits are taken to agree: the
 	// edge's own timing noise (how much the network legs of its attempts
 	// vary), times noiseFactor, and at least 1.5ms.

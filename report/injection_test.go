@@ -36,8 +36,8 @@ func attackAudit(s string) *AuditReport {
 		Services: []graph.Service{{Name: "edge"}, {Name: s}, {Name: s + "2", Virtual: true}},
 		Edges: []graph.Edge{
 			{Caller: "edge", Callee: s, Operation: s, Calls: 10, Attempts: 20, Retries: true, MaxAttempts: 3, MaxAttemptsExact: true,
-				Backoff: graph.Backoff{Kind: s, Jitter: s}, RetriedStatus: []string{s}},
-			{Caller: s, Callee: s + "2", Operation: "GET", Calls: 10, Attempts: 10, MaxAttempts: 1, Backoff: graph.Backoff{Kind: "none"}},
+				Backoff: graph.Backoff{Kind: graph.BackoffKind(s), Jitter: graph.JitterKind(s)}, RetriedStatus: []string{s}},
+			{Caller: s, Callee: s + "2", Operation: "GET", Calls: 10, Attempts: 10, MaxAttempts: 1, Backoff: graph.Backoff{Kind: graph.BackoffImmediate}},
 		},
 		Paths: []graph.Path{{Services: []string{"edge", s, s + "2"}, Operations: []string{s, "GET"},
 			RetryingLayers: []string{s}, WorstCaseAmplification: 3}},
