@@ -188,7 +188,11 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 	if open {
 		unclosed = append(unclosed, float64(lastFast-trippedAt)/1e6)
 	}
-	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed
+	// An open breaker fails every request until its probe: fast failures
+	// come in runs. Single ones scattered among failed calls are requests
+	// that failed early for reasons of their own (a caller that already
+	// gave up, concurrent requests interleaving).
+	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && 2*b.FastFailedCalls >= 3*b.OpenPeriods
 	if !b.Detected {
 		if b.LongestFailureRun < minTrip {
 			return nil

@@ -115,6 +115,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	t.Paths, truncated = buildPaths(t.Edges, byServer, roots)
 	<-statsDone
 	t.Services = services(ops, instrumented, ecs)
+	calibrate(ix, ecs, roots, t)
 	t.Findings = findings(t.Edges, t.Paths, byFinding)
 
 	rootCalls := 0

@@ -19,6 +19,8 @@ type attrs struct {
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
 	upstreamCluster, responseFlags                                   string
 
+	sampler sampler
+
 	httpStatus, grpcStatus                   int
 	resend, prevAttempts, retryCount         int
 	envoyAttempts                            int // x-envoy-attempt-count, 0 when absent
@@ -73,6 +75,8 @@ func stripUserinfo(h string) string {
 // older SDKs send integers as strings.
 func (a *attrs) str(key, v string) {
 	switch key {
+	case "sampler.type", "sampler.param":
+		a.sampler.tag(key, v)
 	case "peer.service":
 		a.peerService = v
 	case "server.address":
@@ -168,7 +172,7 @@ func (a *attrs) integer(key string, n int64) {
 		a.retryCount = clampCount(n)
 	case "transparent-retry":
 		a.transparent = n != 0
-	case "server.port", "net.peer.port":
+	case "server.port", "net.peer.port", "sampler.param":
 		a.str(key, strconv.FormatInt(n, 10))
 	}
 }
@@ -274,6 +278,7 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		sp.Flags |= FlagIdempotencyKey
 	}
 	sp.RetryAfterMS = int32(retryAfterMS(a.retryAfter, sp.End))
+	a.sampler.apply(set, sp)
 	sp.ErrorType = a.intern(set, a.errorType)
 
 	rawURL := a.urlFull

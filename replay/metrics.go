@@ -6,39 +6,63 @@ import (
 	"slices"
 )
 
-// RunConfig is what one run needs besides the model and the faults.
+// RunConfig is what one run needs besides the model and the faults. Zero
+// values take the defaults of the constants below (Run fills them in).
 type RunConfig struct {
 	Seed uint64
 	// Duration is how long root requests arrive, in seconds; Drain is how
-	// long the run continues afterwards for work in flight.
+	// long the run continues afterwards for work in flight (the figures
+	// are taken at Duration + Drain).
 	Duration, Drain float64
 	// RetryAfter is the Retry-After a service sends with a 503 when it
 	// sheds or is down, in seconds.
 	RetryAfter float64
-	// Settle and Window place the metastability verdict: goodput over
-	// [trigger end + Settle, + Window] against before the trigger.
-	Settle, Window float64
+	// The verdict (see Judge): Share is the share of the pre-trigger
+	// success rate goodput must regain; Window is the length of the
+	// window that must show it, with the queues drained; Settle is how
+	// long after the trigger a collapse may first be declared; MaxJudge
+	// is how long after the trigger arrivals may go on while the backlog
+	// drains and the verdict is open.
+	Share, Window, Settle, MaxJudge float64
+	// The network: RTO is TCP's first retransmission timeout, doubling
+	// with each loss; after Retransmits lost retransmissions the
+	// connection resets and the attempt fails. CancelDelay is how long a
+	// cancel takes to reach the server when the model has no Hop.
+	RTO         float64
+	Retransmits int
+	CancelDelay float64
+	// MaxEvents bounds the run's events: Run refuses a run whose estimate
+	// exceeds it, and stops one that passes it.
+	MaxEvents int
 }
 
-// Series is a run's per-second time series.
+// Series is a run's per-second time series, over the seconds with
+// arrivals (the last bucket takes the drain). A run whose verdict needed
+// more time than its duration has more seconds than its duration.
 type Series struct {
 	Originals  []int     `json:"originals"`   // root requests offered
 	Retries    []int     `json:"retries"`     // retry attempts sent, all layers
 	Goodput    []int     `json:"goodput"`     // root requests that succeeded in time
 	QueueDepth []int     `json:"queue_depth"` // jobs queued, all services, at the second's end
-	Wasted     []float64 `json:"wasted_s"`    // service-seconds spent for callers who left
+	Wasted     []float64 `json:"wasted_s"`    // service-seconds found wasted in the second
 }
 
-// metrics accumulates one run's figures.
+// metrics accumulates one run's figures. The figures (all but the series)
+// stop at the nominal horizon (frozen) and count only root requests that
+// arrived within the run's duration.
 type metrics struct {
 	roots, ok, failed         int
+	clientErrors              int
+	edgeFailed                []int
 	latencies                 []float64
 	firstAttempts, retries    int
 	edgeAttempts, edgeRetries []int
+	edgeSeries                [][]int // attempts sent per edge per second
 	nBudget, nBreaker         int
 	shedN, lateN, hedges      int
 	workS, wastedS            float64
 	series                    Series
+	frozen                    bool
 }
 
 func (m *metrics) init(duration float64, edges, expectedRoots int) {
@@ -48,6 +72,11 @@ func (m *metrics) init(duration float64, edges, expectedRoots int) {
 	m.edgeAttempts = make([]int, edges)
 	m.latencies = make([]float64, 0, expectedRoots)
 	m.edgeRetries = make([]int, edges)
+	m.edgeFailed = make([]int, edges)
+	m.edgeSeries = make([][]int, edges)
+	for i := range m.edgeSeries {
+		m.edgeSeries[i] = make([]int, n)
+	}
 }
 
 // sec is the series bucket of time t (the last bucket takes the drain).
@@ -55,48 +84,137 @@ func (m *metrics) sec(t float64) int {
 	return min(int(t), len(m.series.Goodput)-1)
 }
 
-func (m *metrics) rootStarted(t float64) {
-	m.roots++
+// rootStarted counts a root request; counted: it arrived within the run's
+// duration and counts in the figures.
+func (m *metrics) rootStarted(t float64, counted bool) {
+	if counted {
+		m.roots++
+	}
 	m.series.Originals[m.sec(t)]++
 }
 
-func (m *metrics) rootDone(start, t float64, ok bool) {
-	m.latencies = append(m.latencies, t-start)
+// rootDone records a root request's end. clientErr: it failed with a
+// client error (a 4xx), not a loss of availability on the server side.
+// counted: it arrived within the run's duration (the figures count only
+// those; goodput's series counts every success).
+func (m *metrics) rootDone(start, t float64, ok, clientErr, counted bool) {
 	if ok {
-		m.ok++
 		m.series.Goodput[m.sec(t)]++
-	} else {
+	}
+	if !counted || m.frozen {
+		return
+	}
+	m.latencies = append(m.latencies, t-start)
+	switch {
+	case ok:
+		m.ok++
+	case clientErr:
+		m.failed++
+		m.clientErrors++
+	default:
 		m.failed++
 	}
 }
 
+func (m *metrics) attemptFailed(edge int32) { m.edgeFailed[edge]++ }
+
+// inFlight counts a root request still waiting at the horizon as failed
+// after latency.
+func (m *metrics) inFlight(latency float64) {
+	m.latencies = append(m.latencies, latency)
+	m.failed++
+}
+
 func (m *metrics) attemptSent(edge int32, retry bool, t float64) {
+	if retry {
+		m.series.Retries[m.sec(t)]++
+	}
+	if m.frozen {
+		return
+	}
 	m.edgeAttempts[edge]++
+	m.edgeSeries[edge][m.sec(t)]++
 	if retry {
 		m.retries++
 		m.edgeRetries[edge]++
-		m.series.Retries[m.sec(t)]++
 	} else {
 		m.firstAttempts++
 	}
 }
 
-func (m *metrics) refusedBudget(int32, float64)  { m.nBudget++ }
-func (m *metrics) refusedBreaker(int32, float64) { m.nBreaker++ }
-func (m *metrics) shed(float64)                  { m.shedN++ }
-func (m *metrics) droppedLate(float64)           { m.lateN++ }
-func (m *metrics) hedged(int32)                  { m.hedges++ }
+func (m *metrics) refusedBudget(int32, float64) {
+	if !m.frozen {
+		m.nBudget++
+	}
+}
 
-func (m *metrics) work(_ int32, work, wasted, t float64) {
-	m.workS += work
-	m.wastedS += wasted
-	m.series.Wasted[m.sec(t)] += wasted
+func (m *metrics) refusedBreaker(int32, float64) {
+	if !m.frozen {
+		m.nBreaker++
+	}
+}
+
+func (m *metrics) shed(float64) {
+	if !m.frozen {
+		m.shedN++
+	}
+}
+
+func (m *metrics) droppedLate(float64) {
+	if !m.frozen {
+		m.lateN++
+	}
+}
+
+func (m *metrics) hedged(int32) {
+	if !m.frozen {
+		m.hedges++
+	}
+}
+
+// work counts service time done.
+func (m *metrics) work(w float64) {
+	if !m.frozen {
+		m.workS += w
+	}
+}
+
+// waste counts service time found, at t, not to contribute to a root
+// request's success.
+func (m *metrics) waste(w, t float64) {
+	if w == 0 {
+		return
+	}
+	m.series.Wasted[m.sec(t)] += w
+	if !m.frozen {
+		m.wastedS += w
+	}
 }
 
 func (m *metrics) queueDepth(t float64, q int) {
-	if s := int(t) - 1; s >= 0 && s < len(m.series.QueueDepth) {
+	if s := int(t) - 1; s >= 0 && s < len(m.series.QueueDepth)-1 {
 		m.series.QueueDepth[s] = q
 	}
+}
+
+// trim cuts the series to the seconds with arrivals, folding the later
+// buckets' counts into the last one.
+func (m *metrics) trim(arrivalEnd float64) {
+	n := int(math.Ceil(arrivalEnd)) + 1
+	ser := &m.series
+	if n >= len(ser.Goodput) {
+		return
+	}
+	last := n - 1
+	for k := n; k < len(ser.Goodput); k++ {
+		ser.Originals[last] += ser.Originals[k]
+		ser.Retries[last] += ser.Retries[k]
+		ser.Goodput[last] += ser.Goodput[k]
+		ser.Wasted[last] += ser.Wasted[k]
+	}
+	ser.QueueDepth[last] = 0
+	ser.Originals, ser.Retries, ser.Goodput = ser.Originals[:n], ser.Retries[:n], ser.Goodput[:n]
+	ser.QueueDepth, ser.Wasted = ser.QueueDepth[:n], ser.Wasted[:n]
 }
 
 // EdgeAttempts is how many attempts one edge sent in a run.
@@ -104,6 +222,18 @@ type EdgeAttempts struct {
 	Edge     string `json:"edge"`
 	Attempts int    `json:"attempts"`
 	Retries  int    `json:"retries"`
+	Failed   int    `json:"failed"`
+	// Callee names the service the attempts went to; PerSecond counts
+	// them by the second they were sent in (the audit's load forecast).
+	Callee    string `json:"-"`
+	PerSecond []int  `json:"-"`
+}
+
+// Window is when a run's faults were in force: from AtS for ForS seconds
+// (ForS 0: until the end of the run).
+type Window struct {
+	AtS  float64 `json:"at_s"`
+	ForS float64 `json:"for_s"`
 }
 
 // Result is one run's figures.
@@ -112,8 +242,11 @@ type Result struct {
 	Degradation string `json:"degradation"`
 	Seed        uint64 `json:"seed"`
 
-	RootRequests int     `json:"root_requests"`
-	Succeeded    int     `json:"succeeded"`
+	RootRequests int `json:"root_requests"`
+	Succeeded    int `json:"succeeded"`
+	// ServerErrors are root requests that failed other than with a
+	// client error (5xx, error status, past the end user's deadline).
+	ServerErrors int     `json:"server_errors"`
 	Availability float64 `json:"availability"`
 	// Goodput is root successes per second over the arrival window.
 	Goodput float64 `json:"goodput_per_s"`
@@ -125,6 +258,7 @@ type Result struct {
 	WastedS           float64 `json:"wasted_work_s"`
 	MeanMS            float64 `json:"mean_ms"`
 	P50MS             float64 `json:"p50_ms"`
+	P90MS             float64 `json:"p90_ms"`
 	P95MS             float64 `json:"p95_ms"`
 	P99MS             float64 `json:"p99_ms"`
 
@@ -135,29 +269,39 @@ type Result struct {
 	DroppedLate      int            `json:"dropped_past_deadline"`
 	Hedges           int            `json:"hedges"`
 
-	// Triggered says the run had a fault that started and ended within it,
-	// so recovery and metastability were judged.
+	// Triggered says the run had a fault that started and ended in time
+	// to judge recovery: Verdict is then recovered or collapsed.
 	Triggered bool `json:"triggered"`
-	// RecoveryS is how long after the trigger ended goodput came back to
-	// 90% of its level before the trigger; nil if it never did in the run.
+	// Verdict is the run's verdict (see Judge): recovered, collapsed,
+	// not judged (with the reason in VerdictNote), or no trigger.
+	Verdict     string `json:"verdict"`
+	VerdictNote string `json:"verdict_note,omitempty"`
+	// JudgedToS is the last second the verdict looked at; past the run's
+	// duration when arrivals went on while the backlog drained.
+	JudgedToS float64 `json:"judged_to_s"`
+	// Trigger is the span of the faults' windows; nil without a trigger.
+	Trigger *Window `json:"trigger,omitempty"`
+	// RecoveryS is how long after the trigger ended goodput was back
+	// within the share and the queues drained; nil unless recovered.
 	RecoveryS *float64 `json:"recovery_s"`
-	// Metastable: goodput still under 90% of its pre-trigger level Settle
-	// seconds after the trigger ended.
+	// Metastable: the run collapsed (exactly when Verdict is collapsed).
 	Metastable bool `json:"metastable"`
 	// Yield is availability gained per unit of extra work against policy
 	// none on the same degradation and seed; nil where undefined.
 	Yield *float64 `json:"yield"`
 
-	Events int    `json:"events"`
-	Series Series `json:"series"`
+	Events    int       `json:"events"`
+	Mechanics Mechanics `json:"mechanics"`
+	Series    Series    `json:"series"`
 }
 
 // result turns the accumulated metrics into a Result.
 func (s *sim) result() Result {
 	m := &s.met
+	m.trim(s.arrivalEnd)
 	r := Result{Seed: s.cfg.Seed, RootRequests: m.roots, Succeeded: m.ok, WorkS: m.workS, WastedS: m.wastedS,
 		RefusedByBudget: m.nBudget, RefusedByBreaker: m.nBreaker, Shed: m.shedN, DroppedLate: m.lateN,
-		Hedges: m.hedges, Events: s.ends, Series: m.series}
+		Hedges: m.hedges, Events: s.ends, Series: m.series, ServerErrors: m.failed - m.clientErrors}
 	if m.roots > 0 {
 		r.Availability = float64(m.ok) / float64(m.roots)
 	}
@@ -178,16 +322,28 @@ func (s *sim) result() Result {
 	if n := len(m.latencies); n > 0 {
 		r.P99MS = 1000 * selectRank(m.latencies, rank(n, 0.99))
 		r.P95MS = 1000 * selectRank(m.latencies[:rank(n, 0.99)+1], rank(n, 0.95))
-		r.P50MS = 1000 * selectRank(m.latencies[:rank(n, 0.95)+1], rank(n, 0.5))
+		r.P90MS = 1000 * selectRank(m.latencies[:rank(n, 0.95)+1], rank(n, 0.9))
+		r.P50MS = 1000 * selectRank(m.latencies[:rank(n, 0.9)+1], rank(n, 0.5))
 	}
 	for i, e := range s.m.Edges {
 		r.Attempts = append(r.Attempts, EdgeAttempts{Edge: s.m.Services[e.Caller].Name + " → " + s.m.Services[e.Callee].Name,
-			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i]})
+			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i], Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
 	}
-	r.RecoveryS, r.Metastable = verdict(m.series, s.faults, s.cfg)
-	if start, end, ok := s.faults.Trigger(); ok && !math.IsInf(end, 1) && start < s.cfg.Duration {
-		r.Triggered = true
+	if start, end, ok := s.faults.Trigger(); ok {
+		r.Trigger = &Window{AtS: start}
+		if !math.IsInf(end, 1) {
+			r.Trigger.ForS = end - start
+		}
 	}
+	v := s.verdict
+	if v.state == "" {
+		upTo := math.Floor(max(s.arrivalEnd, 1))
+		v = judge(m.series, s.faults, upTo, s.cfg, true, 0)
+	}
+	r.Verdict, r.VerdictNote, r.RecoveryS, r.JudgedToS = v.state, v.note, v.recovery, v.upTo
+	r.Metastable = v.state == VerdictCollapsed
+	r.Triggered = v.state == VerdictCollapsed || v.state == VerdictRecovered
+	r.Mechanics = mechanicsOf(s.m, s.faults, s.cfg)
 	return r
 }
 

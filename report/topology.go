@@ -263,18 +263,17 @@ func TopologyTable(w io.Writer, t *graph.Topology) error {
 	v := newTopologyView(t)
 	sw := &stickyWriter{w: w}
 	fmt.Fprintln(sw, v.headline)
+	if err := topologyBody(sw, v); err != nil {
+		return err
+	}
+	return sw.err
+}
+
+// topologyBody writes what TopologyTable shows after its first line: the
+// edge and path tables, the findings and the warnings.
+func topologyBody(sw *stickyWriter, v topologyView) error {
 	for _, g := range []grid{v.edges, v.paths} {
-		if len(g.rows) == 0 {
-			continue
-		}
-		fmt.Fprintln(sw)
-		tab := newTable(sw, g.header, g.align...)
-		for _, r := range g.rows {
-			if err := tab.Append(r); err != nil {
-				return err
-			}
-		}
-		if err := tab.Render(); err != nil {
+		if err := renderGrid(sw, g, true); err != nil {
 			return err
 		}
 	}

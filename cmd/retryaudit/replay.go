@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/audit"
 	"github.com/retryaudit/retryaudit/report"
 )
 
@@ -55,7 +57,8 @@ Policies (--policy, repeatable): a base (observed, none, everywhere,
 edge-only, idempotent-only, hedge-p95) followed by modifiers joined with +
 (budget, retry-after, breaker, deadline, shed), e.g. edge-only+budget.
 Degradations (--degrade, repeatable), e.g.:
-  outage:svc=db,at=10s,for=3s[,mode=error|timeout]
+  outage:svc=db,at=10s,for=3s[,mode=error|timeout|error-after-work]
+  slow-replica:svc=api,at=10s,for=30s,replicas=4,x=10
   slow-shard:svc=db,at=10s,for=30s,shards=8,x=10
   hot-partition:svc=db,at=10s,for=30s,zipf=1.2
   packet-loss:edge=api->db,at=10s,for=10s,p=0.2
@@ -76,7 +79,7 @@ Degradations (--degrade, repeatable), e.g.:
 	f := cmd.Flags()
 	f.StringVar(&opts.topology, "topology", "", "read the topology from `FILE` (infer --format json) instead of traces")
 	f.StringVar(&opts.scenario, "scenario", "", "run a preset instead: "+strings.Join(replay.Presets(), ", "))
-	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; default "+strings.Join(replay.StandardPolicies, ", ")+")")
+	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; default "+strings.Join(audit.StandardPolicies, ", ")+")")
 	f.StringArrayVar(&opts.degrade, "degrade", nil, "degradation `SPEC` (repeatable; default an outage of the deepest retried dependency)")
 	f.StringVar(&opts.arrivals, "arrivals", "poisson", "root arrivals: poisson (at the observed rate × --load, or --rate) or trace (the traces' own timestamps, repeated; --load compresses time)")
 	f.IntVar(&opts.clients, "clients", 0, "closed-loop clients instead of open-loop arrivals")
@@ -134,6 +137,10 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 			return usageError{err}
 		}
 		mx, notes = p.Matrix, []string{p.About}
+		mx.Config.MaxEvents = o.sim.maxEvents
+		for i := range mx.Variants {
+			mx.Variants[i].Model = o.sim.mechanics(mx.Variants[i].Model)
+		}
 	} else {
 		top, arrivals, err := o.readTopology(cmd)
 		if err != nil {
@@ -146,7 +153,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		notes = m.Assumed
 		exprs := o.policies
 		if len(exprs) == 0 {
-			exprs = replay.StandardPolicies
+			exprs = audit.StandardPolicies
 		}
 		if exprs[0] != "none" {
 			exprs = append([]string{"none"}, exprs...)
@@ -154,24 +161,29 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		if mx.Variants, _, err = o.sim.variants(m, exprs); err != nil {
 			return err
 		}
-		specs := o.degrade
-		if len(specs) == 0 {
-			// The deepest retried dependency: the first of the audit's targets.
-			targets := replay.AuditTargets(top)
-			if len(targets) == 0 {
+		if len(o.degrade) > 0 {
+			if mx.Degradations, err = degradations(o.degrade, m); err != nil {
+				return err
+			}
+		} else {
+			// An outage of the deepest retried dependency: the first of
+			// the audit's targets (the outage is its first degradation).
+			ds := audit.Degradations(audit.Targets(top), m)
+			if len(ds) == 0 {
 				return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
 			}
-			specs = []string{"outage:svc=" + targets[0] + ",at=10s,for=5s"}
-		}
-		if mx.Degradations, err = degradations(specs); err != nil {
-			return err
+			mx.Degradations = ds[:1]
 		}
 		mx.Config = o.sim.config()
 	}
 	results, err := mx.Run()
 	if err != nil {
+		if errors.Is(err, replay.ErrEventBudget) && o.topology != "" && o.sim.rate == 0 {
+			return fmt.Errorf("topology %s: its root_rate_per_s (× --load %g): %w", o.topology, o.sim.load, err)
+		}
 		return err
 	}
+	notes = append(notes, mechanicsNotes(results)...)
 	rep := &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "none", Notes: notes, Runs: results}
 	w, closeOut, err := outputFile(o.io, o.output)
 	if err != nil {
@@ -187,25 +199,31 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 // readTopology infers the topology from the trace files (and lists their
 // root arrivals for --arrivals trace) or reads --topology.
 func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, []graph.Arrival, error) {
-	if o.topology == "" {
-		set, err := o.in.read(cmd.Context(), o.io, o.inputs, nil)
+	return loadTopology(cmd, o.io, &o.in, o.inputs, o.topology, o.arrivals == "trace")
+}
+
+// loadTopology infers the topology of the trace files named by inputs, with
+// their root arrivals when asked, or reads the topology file when named.
+func loadTopology(cmd *cobra.Command, st *streams, in *inputFlags, inputs []string, file string, arrivals bool) (*graph.Topology, []graph.Arrival, error) {
+	if file == "" {
+		set, err := in.read(cmd.Context(), st, inputs, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		if o.arrivals == "trace" {
+		if arrivals {
 			return graph.InferWithArrivals(cmd.Context(), set)
 		}
 		top, err := graph.Infer(cmd.Context(), set)
 		return top, nil, err
 	}
-	f, err := os.Open(o.topology)
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
 	top, err := graph.ReadTopology(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("topology %s: %w", o.topology, err)
+		return nil, nil, fmt.Errorf("topology %s: %w", file, err)
 	}
 	return top, nil, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/avast/retry-go/v4"
 	"github.com/cenkalti/backoff/v5"
@@ -326,14 +327,18 @@ type attemptLog struct {
 	// started counts requests sent: hedges the winner cancelled may log
 	// their outcome only after the call was recorded.
 	started int
+	// start and end of each attempt's round trip, for how late the waits
+	// between them came (scheduling noise on a busy host).
+	start, end []time.Time
 }
 
 // add logs one attempt.
-func (l *attemptLog) add(status int, retryAfter bool) {
+func (l *attemptLog) add(status int, retryAfter bool, start, end time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.statuses = append(l.statuses, status)
 	l.retryAfter = append(l.retryAfter, retryAfter)
+	l.start, l.end = append(l.start, start), append(l.end, end)
 }
 
 type attemptLogKey struct{}
@@ -355,7 +360,9 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		log.started++
 		log.mu.Unlock()
 	}
+	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
+	end := time.Now()
 	status, retryAfter := 0, false
 	if err == nil {
 		status = resp.StatusCode
@@ -367,7 +374,7 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if log != nil {
-		log.add(status, retryAfter)
+		log.add(status, retryAfter, start, end)
 	}
 	return resp, err
 }
@@ -391,6 +398,9 @@ type edgeStats struct {
 	// hedgedCalls counts calls that sent hedges; mostRequests is the most
 	// requests one of them sent.
 	hedgedCalls, mostRequests int
+	// lateMS is the most a wait of an unjittered policy overran the
+	// wait the policy asked for: the timing noise of this capture.
+	lateMS float64
 }
 
 func (s *edgeStats) fastFailed() {
@@ -437,6 +447,10 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 			s.waits = append(s.waits, 0)
 		}
 		s.waits[i]++
+		if want, ok := p.intendedWait(i); ok {
+			late := float64(log.start[i].Sub(log.end[i-1])-want) / float64(time.Millisecond)
+			s.lateMS = max(s.lateMS, late)
+		}
 	}
 	if n == p.MaxAttempts && ctx.Err() == nil {
 		if last := log.statuses[n-1]; last == 0 || retryableStatus(last) {

@@ -6,7 +6,8 @@
 // receiver and are written, per scenario, as OTLP JSON lines, length-prefixed
 // OTLP protobuf, Jaeger UI JSON and truth.json.
 //
-//	go run . -out ..
+//	go run . -out ..                     # every scenario
+//	go run . -out .. -scenario incident  # one scenario alone
 package main
 
 import (
@@ -29,10 +30,18 @@ import (
 
 func main() {
 	out := flag.String("out", "..", "directory that receives one sub-directory per scenario")
-	only := flag.String("scenario", "", "write only the scenario of this `name` (the others' files are left as they are)")
+	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one; the others' files are left as they are)")
 	flag.Parse()
 	ctx := context.Background()
-	found := false
+	found := *only == "" || *only == incidentName
+	if found {
+		start := time.Now()
+		sum, err := runIncident(ctx, *out)
+		fmt.Printf("%s (%s)\n%s", incidentName, time.Since(start).Round(time.Millisecond), sum)
+		if err != nil {
+			log.Fatalf("%s: %v", incidentName, err)
+		}
+	}
 	for _, sc := range scenarios() {
 		if *only != "" && sc.Name != *only {
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +48,11 @@ type truthEdge struct {
 	Breaker *truthBreaker `json:"breaker,omitempty"`
 	// Hedge is the hedge policy of the edge's calls, if any.
 	Hedge *truthHedge `json:"hedge,omitempty"`
+	// WaitLateMS, for an unjittered policy, is the most a wait overran
+	// the policy's own wait in this capture (a busy host's scheduling);
+	// beyond inference's noise allowance the traces cannot show the
+	// absence of jitter. Absent where nothing was measured.
+	WaitLateMS *float64 `json:"wait_late_ms,omitempty"`
 }
 
 // truthBreaker is a gobreaker configuration and how many calls it failed
@@ -141,6 +147,10 @@ func truthOf(c *caller) (truthEdge, error) {
 	if p.Library != "" {
 		te.Library = &p.Library
 	}
+	if _, ok := p.intendedWait(1); ok && p.retries() && sumWaits(st.waits) > 0 {
+		late := math.Round(st.lateMS*10) / 10
+		te.WaitLateMS = &late
+	}
 	if p.PerTryTimeout > 0 {
 		te.PerTryTimeoutMS = millis(p.PerTryTimeout)
 	}
@@ -164,6 +174,14 @@ func truthOf(c *caller) (truthEdge, error) {
 	slices.Sort(te.RetriedStatus)
 	slices.Sort(te.NotRetriedStatus)
 	return te, nil
+}
+
+func sumWaits(w []int) int {
+	n := 0
+	for _, x := range w {
+		n += x
+	}
+	return n
 }
 
 func millis(d time.Duration) *int64 {
