@@ -30,13 +30,15 @@ type Breaker struct {
 
 // Breaker evidence thresholds: a breaker is claimed from at least
 // minFastFailed fast failures after at least minTrip consecutive failed
-// calls; the traces can tell only on an edge that saw minTrip failed calls
-// in a row. An answer is fast below fastShare of the median duration of
-// the requests that did make the call, and a caller operation "normally
-// calls" the callee when at least half its requests do.
+// calls; its absence only on an edge that saw minAbsentRun failed calls
+// in a row all sent (common breakers trip at 5; fewer say nothing). An
+// answer is fast below fastShare of the median duration of the requests
+// that did make the call, and a caller operation "normally calls" the
+// callee when at least half its requests do.
 const (
 	minFastFailed = 3
 	minTrip       = 2
+	minAbsentRun  = 5
 	fastShare     = 0.5
 )
 
@@ -194,8 +196,8 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 	// gave up, concurrent requests interleaving).
 	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && 2*b.FastFailedCalls >= 3*b.OpenPeriods
 	if !b.Detected {
-		if b.LongestFailureRun < minTrip {
-			return nil
+		if b.LongestFailureRun < minAbsentRun {
+			return nil // too few failures in a row to tell
 		}
 		*b = Breaker{LongestFailureRun: b.LongestFailureRun}
 		return b
