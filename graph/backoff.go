@@ -55,7 +55,7 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // timing noise the edge shows elsewhere (ms): spreads within it are the
 // clocks', not the policy's.
 func inferBackoff(gaps [][]float64, noise float64) Backoff {
-	b := Backoff{Kind: "unknown", Jitter: "unknown"}
+	b := Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown}
 	var all []float64
 	var idx []waitIndex // per attempt index, while samples last
 	for _, g := range gaps {
@@ -74,11 +74,11 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	tol := max(minNoiseMS, noiseFactor*noise)
 	b.NoiseMS = round3(tol)
 	if all[len(all)-1] < immediateMS {
-		b.Kind = "none"
+		b.Kind = BackoffImmediate
 		for _, w := range idx {
 			if w.n >= minNoJitter {
 				// Enough waits agree to claim there is no jitter.
-				b.Jitter = "none"
+				b.Jitter = JitterNone
 				b.JitterPresent = new(bool)
 			}
 		}
@@ -125,11 +125,11 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	if jittered || steady {
 		b.JitterPresent = &jittered
 	}
-	kind, fraction, additive := "unknown", 0.0, 0.0
+	kind, fraction, additive := JitterUnknown, 0.0, 0.0
 	switch {
 	case b.JitterPresent == nil:
 	case !jittered:
-		kind = "none"
+		kind = JitterNone
 	case len(all) < minJitterSamples:
 		// Present, but too few samples to tell the formula.
 	default:
@@ -146,9 +146,9 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	}
 	b.Jitter = kind
 	switch kind {
-	case "proportional":
+	case JitterProportional:
 		b.JitterFraction = ptr(math.Round(fraction*20) / 20)
-	case "additive":
+	case JitterAdditive:
 		b.JitterAdditiveMS = ptr(round3(additive))
 	}
 
@@ -164,18 +164,18 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		g := gaps[k]
 		n := float64(len(g))
 		switch {
-		case kind == "none" || steadyAt[k]:
+		case kind == JitterNone || steadyAt[k]:
 			// Without jitter the schedule is the floor: a timer never
 			// fires early, and a loaded machine fires many late.
 			sched[k] = w.q10
-		case kind == "unknown" || len(g) < 3:
+		case kind == JitterUnknown || len(g) < 3:
 			sched[k] = w.med
-		case kind == "full" || kind == "equal":
+		case kind == JitterFull || kind == JitterEqual:
 			// The ceiling: the median of a full-jitter wait is half of it.
 			sched[k] = top(g) * (n + 1) / n
-		case kind == "additive":
+		case kind == JitterAdditive:
 			sched[k] = max(g[0]-additive/(n+1), 0)
-		case kind == "decorrelated":
+		case kind == JitterDecorrelated:
 			sched[k] = w.lo
 		default: // proportional: the centre between the bounds
 			sched[k] = (g[0] + top(g)) / 2
@@ -196,11 +196,11 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	}
 	first := ratios[0]
 	switch {
-	case kind == "decorrelated" || first < 1.3 && first > 0.77:
+	case kind == JitterDecorrelated || first < 1.3 && first > 0.77:
 		// Decorrelated jitter's floor stays at its base whatever the attempt.
-		b.Kind = "constant"
+		b.Kind = BackoffConstant
 	case first >= 1.3:
-		b.Kind = "exponential"
+		b.Kind = BackoffExponential
 		// The multiplier is read where waits still grow (their geometric
 		// mean); a later ratio near 1 means the cap was reached.
 		logSum, n := 0.0, 0
@@ -263,9 +263,9 @@ func summarise(g []float64) waitIndex {
 // grow (additive, +U[0,a]) only attempt indices with different waits can
 // tell; with one index or a constant schedule the two are the same
 // distribution, reported as proportional.
-func jitterKind(gaps [][]float64, idx []waitIndex) (kind string, fraction, additive float64) {
+func jitterKind(gaps [][]float64, idx []waitIndex) (kind JitterKind, fraction, additive float64) {
 	if decorrelated(gaps) {
-		return "decorrelated", 0, 0
+		return JitterDecorrelated, 0, 0
 	}
 	var z []float64
 	for k, g := range gaps {
@@ -277,16 +277,16 @@ func jitterKind(gaps [][]float64, idx []waitIndex) (kind string, fraction, addit
 		}
 	}
 	if len(z) < minJitterSamples {
-		return "unknown", 0, 0
+		return JitterUnknown, 0, 0
 	}
 	slices.Sort(z)
 	mean, sd := stat.MeanStdDev(z, nil)
 	lo, hi := mean-math.Sqrt(3)*sd, mean+math.Sqrt(3)*sd
 	switch r := lo / hi; {
 	case r < 0.12 && z[0] < 0.2:
-		return "full", 0, 0
+		return JitterFull, 0, 0
 	case math.Abs(r-0.5) < 0.05:
-		return "equal", 0, 0
+		return JitterEqual, 0, 0
 	}
 	// Additive: two indices whose medians differ at least 1.8-fold with
 	// widths within 40% of each other.
@@ -303,10 +303,10 @@ func jitterKind(gaps [][]float64, idx []waitIndex) (kind string, fraction, addit
 		width := func(g []float64) float64 { _, sd := stat.MeanStdDev(g, nil); return 2 * math.Sqrt(3) * sd }
 		w0, w1 := width(gaps[first]), width(gaps[last])
 		if idx[last].med >= 1.8*idx[first].med && w1 <= 1.4*w0 && w1 >= 0.6*w0 {
-			return "additive", 0, (w0 + w1) / 2
+			return JitterAdditive, 0, (w0 + w1) / 2
 		}
 	}
-	return "proportional", (hi - lo) / (hi + lo), 0
+	return JitterProportional, (hi - lo) / (hi + lo), 0
 }
 
 // decorrelated recognises Brooker's decorrelated jitter, sleep =

@@ -152,8 +152,19 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 	run, open := 0, false
 	var trippedAt, lastFast int64
 	var opens, unclosed []float64
+	// Requests seen while the callee's calls were healthy and while they
+	// had failed minTrip times in a row (or a breaker was open), and the
+	// quick server errors without a call among the healthy ones: a handler
+	// that fails fast on its own does so in both states; a breaker only
+	// after failures.
+	var healthy, tripped, healthyFast int
 	for k, s := range spans {
 		sp := &ix.spans[s]
+		if open || run >= minTrip {
+			tripped++
+		} else {
+			healthy++
+		}
 		switch state[k] {
 		case callFailed:
 			run++
@@ -173,7 +184,11 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 			// An open breaker answers as a server error (503, 500): a
 			// quick 4xx is the request's own fault, not a breaker's.
 			o, _ := classify(ix, s, s)
-			if o != outcomeRetryable || float64(sp.Duration()) >= fast || !open && run < minTrip {
+			quick := o == outcomeRetryable && float64(sp.Duration()) < fast
+			if quick && !open && run < minTrip {
+				healthyFast++
+			}
+			if !quick || !open && run < minTrip {
 				continue
 			}
 			if !open {
@@ -190,11 +205,13 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 	if open {
 		unclosed = append(unclosed, float64(lastFast-trippedAt)/1e6)
 	}
-	// An open breaker fails every request until its probe: fast failures
-	// come in runs. Single ones scattered among failed calls are requests
-	// that failed early for reasons of their own (a caller that already
-	// gave up, concurrent requests interleaving).
-	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && 2*b.FastFailedCalls >= 3*b.OpenPeriods
+	// Fast failures must be far likelier after failures in a row than
+	// while the callee is healthy (at most a fifth as likely there).
+	ownFailures := float64(healthyFast)*float64(max(tripped, 1)) >= 0.2*float64(b.FastFailedCalls)*float64(max(healthy, 1))
+	// And an open breaker fails every request until its probe: fast
+	// failures come in runs, not one at a time among failed calls.
+	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && !ownFailures &&
+		2*b.FastFailedCalls >= 3*b.OpenPeriods
 	if !b.Detected {
 		if b.LongestFailureRun < minAbsentRun {
 			return nil // too few failures in a row to tell

@@ -213,7 +213,7 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 		}
 		e.Backoff = inferBackoff(gaps, spread(legs))
 	} else {
-		e.Backoff = Backoff{Kind: "none", Jitter: "none"}
+		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}
 	e.PerTryTimeoutMS, e.DeadlineFromCaller = perTryTimeout(abandoned, okDur)
 	if e.Hedging != nil {

@@ -76,8 +76,8 @@ func findings(edges []Edge, paths []Path, shows findingExamples) []Finding {
 		if e.Backoff.JitterPresent != nil && !*e.Backoff.JitterPresent {
 			wait := "immediately"
 			switch e.Backoff.Kind {
-			case "none":
-			case "unknown":
+			case BackoffImmediate:
+			case BackoffUnknown:
 				wait = fmt.Sprintf("after waits from %s", ms(e.Backoff.BaseMS))
 			default:
 				wait = fmt.Sprintf("after %s waits from %s", e.Backoff.Kind, ms(e.Backoff.BaseMS))

@@ -147,7 +147,7 @@ func userEdges(ix *index, roots map[node][]int32) []Edge {
 			continue
 		}
 		e := Edge{Caller: userCaller, Callee: n.svc, Operation: n.op, Calls: len(spans), Attempts: len(spans),
-			AttemptsHistogram: []int{len(spans)}, MaxAttempts: 1, Backoff: Backoff{Kind: "none", Jitter: "none"},
+			AttemptsHistogram: []int{len(spans)}, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffImmediate, Jitter: JitterNone},
 			RetriedStatus: []string{}, NotRetriedStatus: []string{}, Method: ix.str(ix.spans[spans[0]].Method)}
 		var d []float64
 		failed := 0
@@ -301,7 +301,7 @@ func warningsOf(ix *index, t *Topology) []string {
 		if e.MissingAttempts > 0 {
 			w = append(w, fmt.Sprintf("%s: %d attempts that retry markers count are missing from the input (spans never exported?)", edgeLocation(e), e.MissingAttempts))
 		}
-		if e.Retries && e.Backoff.Kind == "unknown" {
+		if e.Retries && e.Backoff.Kind == BackoffUnknown {
 			w = append(w, fmt.Sprintf("%s: %d waits between attempts are too few to tell the backoff", edgeLocation(e), e.Backoff.Samples))
 		}
 		if e.Retries && !e.MaxAttemptsExact {

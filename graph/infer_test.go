@@ -475,7 +475,7 @@ func TestBackoff(t *testing.T) {
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "api", "backend")
-				want := Backoff{Kind: "none", Jitter: "unknown", Samples: 1, NoiseMS: 1.5}
+				want := Backoff{Kind: BackoffImmediate, Jitter: JitterUnknown, Samples: 1, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -491,7 +491,7 @@ func TestBackoff(t *testing.T) {
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "api", "backend")
-				want := Backoff{Kind: "none", Jitter: "none", JitterPresent: &boolF, Samples: 5, NoiseMS: 1.5}
+				want := Backoff{Kind: BackoffImmediate, Jitter: JitterNone, JitterPresent: &boolF, Samples: 5, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -592,7 +592,7 @@ func TestJitterFormulas(t *testing.T) {
 	const base = 100.0
 	formulas := []struct {
 		name string
-		want string
+		want JitterKind
 		wait func(rng *rand.Rand, k int, prev float64) float64
 	}{
 		{"full", "full", func(rng *rand.Rand, k int, _ float64) float64 {

@@ -142,10 +142,6 @@ type Edge struct {
 	// MissingAttempts counts attempts that markers say were made but whose
 	// spans are not in the input.
 	MissingAttempts int `json:"missing_attempts"`
-
-	// Examples are up to three traces showing the edge's calls, those
-	// with the most attempts first.
-	Examples []Example `json:"examples,omitempty"`
 	// Outcomes is the edge's failure model as the traces show it.
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
 	// TransitQuantilesMS is the time an attempt spends outside the
@@ -158,22 +154,26 @@ type Edge struct {
 	// an operation's calls.
 	NotReached   int     `json:"not_reached,omitempty"`
 	CallOffsetMS float64 `json:"call_offset_ms,omitempty"`
+
+	// Examples are up to three traces showing the edge's calls, those
+	// with the most attempts first.
+	Examples []Example `json:"examples,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.
 type Backoff struct {
-	// Kind is none, constant, exponential, or unknown when too few retries
-	// were seen to tell.
-	Kind       string   `json:"kind"`
-	BaseMS     float64  `json:"base_ms"`
-	Multiplier *float64 `json:"multiplier"`
-	CapMS      *float64 `json:"cap_ms"`
+	// Kind is immediate, constant, exponential, or unknown when too few
+	// retries were seen to tell.
+	Kind       BackoffKind `json:"kind"`
+	BaseMS     float64     `json:"base_ms"`
+	Multiplier *float64    `json:"multiplier"`
+	CapMS      *float64    `json:"cap_ms"`
 	// Jitter is none, full, equal, decorrelated, proportional (±x of the
 	// wait, in JitterFraction), additive (+U[0, JitterAdditiveMS] on the
 	// wait), or unknown.
-	Jitter           string   `json:"jitter"`
-	JitterFraction   *float64 `json:"jitter_fraction"`
-	JitterAdditiveMS *float64 `json:"jitter_additive_ms,omitempty"`
+	Jitter           JitterKind `json:"jitter"`
+	JitterFraction   *float64   `json:"jitter_fraction"`
+	JitterAdditiveMS *float64   `json:"jitter_additive_ms,omitempty"`
 	// NoiseMS is the spread below which waits are taken to agree: the
 	// edge's own timing noise (how much the network legs of its attempts
 	// vary), times noiseFactor, and at least 1.5ms.

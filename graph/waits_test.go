@@ -87,7 +87,7 @@ func TestServerDirectedWaits(t *testing.T) {
 // is told apart with the estimator its formula calls for.
 func TestJitterAgainstNoise(t *testing.T) {
 	type want struct {
-		jitter     string
+		jitter     JitterKind
 		base, mult float64 // mult 0: constant
 		fraction   float64
 		additive   float64

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,6 +27,10 @@ type attrs struct {
 	envoyAttempts                            int // x-envoy-attempt-count, 0 when absent
 	transparent, idemKey, errorTag, truncate bool
 	proxy                                    bool
+
+	// invalid describes the first status attribute whose value was out of
+	// range or not a number, and so ignored (checkSpan warns).
+	invalid string
 
 	buf []byte // scratch space kept across spans
 }
@@ -140,6 +145,8 @@ func (a *attrs) str(key, v string) {
 	case "rpc.response.status_code":
 		if c, ok := grpcCode(v); ok {
 			a.grpcStatus = c
+		} else {
+			a.reject(key, strconv.Quote(v))
 		}
 	case "http.response.status_code", "http.status_code", "rpc.grpc.status_code",
 		"http.request.resend_count", "previous-rpc-attempts", "retry.count", "transparent-retry":
@@ -147,6 +154,8 @@ func (a *attrs) str(key, v string) {
 			a.integer(key, n)
 		} else if b, err := strconv.ParseBool(v); err == nil {
 			a.boolean(key, b)
+		} else if isStatusKey(key) {
+			a.reject(key, strconv.Quote(v))
 		}
 	default:
 		a.header(key, v)
@@ -157,12 +166,16 @@ func (a *attrs) str(key, v string) {
 func (a *attrs) integer(key string, n int64) {
 	switch key {
 	case "http.response.status_code", "http.status_code":
-		if n > 0 && n < 1000 {
+		if n >= 100 && n <= 599 {
 			a.httpStatus = int(n)
+		} else {
+			a.reject(key, strconv.FormatInt(n, 10))
 		}
 	case "rpc.grpc.status_code", "rpc.response.status_code":
 		if n >= 0 && n <= 16 {
 			a.grpcStatus = int(n)
+		} else {
+			a.reject(key, strconv.FormatInt(n, 10))
 		}
 	case "http.request.resend_count":
 		a.resend = clampCount(n)
@@ -174,6 +187,33 @@ func (a *attrs) integer(key string, n int64) {
 		a.transparent = n != 0
 	case "server.port", "net.peer.port", "sampler.param":
 		a.str(key, strconv.FormatInt(n, 10))
+	}
+}
+
+// double records a float-typed value: an integral one counts as the
+// integer (a status code sent as 503.0); a status key with a fraction, NaN
+// or infinity is rejected.
+func (a *attrs) double(key string, d float64) {
+	if d == math.Trunc(d) && d >= math.MinInt64 && d < math.MaxInt64 {
+		a.integer(key, int64(d))
+	} else if isStatusKey(key) {
+		a.reject(key, strconv.FormatFloat(d, 'g', -1, 64))
+	}
+}
+
+// isStatusKey reports whether key carries an HTTP or gRPC status code.
+func isStatusKey(key string) bool {
+	switch key {
+	case "http.response.status_code", "http.status_code", "rpc.grpc.status_code", "rpc.response.status_code":
+		return true
+	}
+	return false
+}
+
+// reject notes a status attribute whose value cannot be a status code.
+func (a *attrs) reject(key, v string) {
+	if a.invalid == "" {
+		a.invalid = key + " " + v
 	}
 }
 

@@ -19,16 +19,14 @@ func sampleScenarios(t testing.TB) []string {
 	return dirs
 }
 
-// notCalibrated lists the sample scenarios written for inference (issue
-// #11) whose traffic the model does not reproduce yet, and why. Each is a
-// known gap of the model, not of the traces.
-var notCalibrated = map[string]string{
-	"breaker": "root requests sent in order 5 ms apart with failures in runs: a breaker's open periods follow " +
-		"those runs, which Poisson arrivals with independent outcomes do not make (server-error rate 59% vs 27%)",
-	"hedging": "charges answered after 250 ms that hedges race: the replayed hedges win less often than the " +
-		"traced ones (1.32 vs 1.47 requests per charge) and the root p90 is off by 2.6x",
-	"other-service-name": "captured on a loaded host whose retry waits ran up to 45 ms late: the root p90 is the " +
-		"host's lateness, which the observed policy (the schedule's 15 ms) does not replay",
+// notYetCalibrated are scenarios the model does not reproduce yet, with
+// what it misses: the breaker, hedging and other-service-name scenarios
+// came with issue 11's inference after the calibration was built. The
+// report says so as "uncalibrated"; this list must shrink, never grow.
+var notYetCalibrated = map[string]string{
+	"breaker":            "root server-error rate and p90, api → inventory attempts per call (the breaker's fast failures are not modelled as such)",
+	"hedging":            "root p90 and api → payments attempts per call (hedged requests)",
+	"other-service-name": "root p90",
 }
 
 // TestCalibrateSamples holds every committed scenario to the default
@@ -37,8 +35,8 @@ var notCalibrated = map[string]string{
 func TestCalibrateSamples(t *testing.T) {
 	for _, dir := range sampleScenarios(t) {
 		t.Run(dir, func(t *testing.T) {
-			if why, ok := notCalibrated[dir]; ok {
-				t.Skip(why)
+			if why, ok := notYetCalibrated[dir]; ok {
+				t.Skipf("not yet calibrated: %s", why)
 			}
 			c, err := Calibrate(context.Background(), sampleTopology(t, dir), CalibrateOptions{Seed: 1})
 			if err != nil {

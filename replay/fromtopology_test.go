@@ -113,7 +113,7 @@ func TestApplyPolicy(t *testing.T) {
 		}},
 		{expr: "budget+retry-after+breaker+deadline+shed", check: func(m *Model) bool {
 			e := m.Edges[0].Policy
-			return e.Budget != nil && e.SharedBudget && e.HonorRetryAfter && e.Breaker != nil && e.Propagate && m.RootPropagate && m.Services[0].ShedRetriesAt > 0
+			return e.Budget.Kind != BudgetNone && e.SharedBudget && e.HonorRetryAfter && e.Breaker.Enabled() && e.Propagate && m.RootPropagate && m.Services[0].ShedRetriesAt > 0
 		}},
 		{expr: "budget+none", wantErr: "base policy and must come first"},
 		{expr: "sometimes", wantErr: `unknown "sometimes"`},

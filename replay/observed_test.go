@@ -14,7 +14,7 @@ func TestObservedPolicyFromInference(t *testing.T) {
 		Backoff: graph.Backoff{Kind: "constant", BaseMS: 200, Jitter: "additive", JitterAdditiveMS: &add},
 		Breaker: &graph.Breaker{Detected: true, FastFailedCalls: 13, OpenPeriods: 3, TripAfter: 3, OpenMS: 45}}
 	p := observedPolicy(e)
-	if p.Breaker == nil || p.Breaker.ConsecutiveFailures != 3 || p.Breaker.OpenFor != 0.045 || p.Breaker.HalfOpenProbes != 1 {
+	if p.Breaker == (BreakerConfig{}) || p.Breaker.ConsecutiveFailures != 3 || p.Breaker.OpenFor != 0.045 || p.Breaker.HalfOpenProbes != 1 {
 		t.Errorf("breaker %+v, want 3 failures, 45ms open, one probe", p.Breaker)
 	}
 	if err := p.Breaker.Validate(); err != nil {
@@ -25,7 +25,7 @@ func TestObservedPolicyFromInference(t *testing.T) {
 		t.Errorf("backoff %+v, want proportional 250ms ±20%%", p.Backoff)
 	}
 	e.Breaker = &graph.Breaker{LongestFailureRun: 12} // none seen
-	if p := observedPolicy(e); p.Breaker != nil {
+	if p := observedPolicy(e); p.Breaker != (BreakerConfig{}) {
 		t.Errorf("breaker %+v where the traces show none", p.Breaker)
 	}
 }

@@ -160,7 +160,7 @@ func backoffText(e graph.Edge) string {
 	}
 	b := e.Backoff
 	switch b.Kind {
-	case "none":
+	case graph.BackoffImmediate:
 		return "none"
 	case "constant":
 		return "constant " + ms(b.BaseMS)
@@ -176,14 +176,14 @@ func backoffText(e graph.Edge) string {
 	case "unknown", "":
 		return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
 	}
-	return display(b.Kind)
+	return display(string(b.Kind))
 }
 
 // backoffShort is the backoff in a few characters for graph labels:
 // "exp 20ms", "const 25ms", "immediate", "backoff unknown".
 func backoffShort(b graph.Backoff) string {
 	switch b.Kind {
-	case "none":
+	case graph.BackoffImmediate:
 		return "immediate"
 	case "constant":
 		return "const " + ms(b.BaseMS)
@@ -192,7 +192,7 @@ func backoffShort(b graph.Backoff) string {
 	case "unknown", "":
 		return "backoff unknown"
 	}
-	return display(b.Kind)
+	return display(string(b.Kind))
 }
 
 // jitterText is "none", "proportional ±50%", "full", "present (3 waits)"
@@ -223,7 +223,7 @@ func jitterText(e graph.Edge) string {
 		}
 		return "unknown"
 	}
-	return display(b.Jitter)
+	return display(string(b.Jitter))
 }
 
 // hedgingText is "after 20ms, ≤3" (the median delay before a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,6 +162,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		if mx.Variants, _, err = o.sim.variants(m, exprs); err != nil {
 			return err
 		}
+		notes = append(slices.Clone(notes), o.sim.policyNotes...)
 		if len(o.degrade) > 0 {
 			if mx.Degradations, err = degradations(o.degrade, m); err != nil {
 				return err

@@ -393,14 +393,14 @@ type edgeStats struct {
 	// retryAfterWaits instead.
 	waits           []int
 	retryAfterWaits int
+	// lateMS is the most a wait of an unjittered policy overran the
+	// wait the policy asked for: the timing noise of this capture.
+	lateMS float64
 	// breakerFastFails counts calls an open breaker failed without an attempt.
 	breakerFastFails int
 	// hedgedCalls counts calls that sent hedges; mostRequests is the most
 	// requests one of them sent.
 	hedgedCalls, mostRequests int
-	// lateMS is the most a wait of an unjittered policy overran the
-	// wait the policy asked for: the timing noise of this capture.
-	lateMS float64
 }
 
 func (s *edgeStats) fastFailed() {

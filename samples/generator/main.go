@@ -33,8 +33,9 @@ func main() {
 	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one; the others' files are left as they are)")
 	flag.Parse()
 	ctx := context.Background()
-	found := *only == "" || *only == incidentName
-	if found {
+	found := false
+	if *only == "" || *only == incidentName {
+		found = true
 		start := time.Now()
 		sum, err := runIncident(ctx, *out)
 		fmt.Printf("%s (%s)\n%s", incidentName, time.Since(start).Round(time.Millisecond), sum)

@@ -40,6 +40,11 @@ type truthEdge struct {
 	NotRetriedStatus  []int `json:"not_retried_status"`
 	HonoursRetryAfter bool  `json:"honours_retry_after"`
 	IdempotencyKey    bool  `json:"idempotency_key"`
+	// WaitLateMS, for an unjittered policy, is the most a wait overran
+	// the policy's own wait in this capture (a busy host's scheduling);
+	// beyond inference's noise allowance the traces cannot show the
+	// absence of jitter. Absent where nothing was measured.
+	WaitLateMS *float64 `json:"wait_late_ms,omitempty"`
 	// RetryAfterCaptured is false where no span records the Retry-After
 	// header; RetryAfterWaits counts the waits it set.
 	RetryAfterCaptured bool `json:"retry_after_captured"`
@@ -48,11 +53,6 @@ type truthEdge struct {
 	Breaker *truthBreaker `json:"breaker,omitempty"`
 	// Hedge is the hedge policy of the edge's calls, if any.
 	Hedge *truthHedge `json:"hedge,omitempty"`
-	// WaitLateMS, for an unjittered policy, is the most a wait overran
-	// the policy's own wait in this capture (a busy host's scheduling);
-	// beyond inference's noise allowance the traces cannot show the
-	// absence of jitter. Absent where nothing was measured.
-	WaitLateMS *float64 `json:"wait_late_ms,omitempty"`
 }
 
 // truthBreaker is a gobreaker configuration and how many calls it failed
