@@ -24,4 +24,6 @@ const (
 	JitterEqual        JitterKind = "equal"
 	JitterDecorrelated JitterKind = "decorrelated"
 	JitterProportional JitterKind = "proportional"
+	// JitterAdditive adds U[0, a] to the wait (got's +0–100 ms).
+	JitterAdditive JitterKind = "additive"
 )

@@ -352,6 +352,21 @@ func observedPolicy(e graph.Edge) Policy {
 		if b.JitterFraction != nil {
 			p.Backoff.Fraction = *b.JitterFraction
 		}
+	case graph.JitterAdditive:
+		// d + U[0,a] is (d + a/2)·(1 ± a/(2d+a)) at the first wait: the
+		// engine's proportional jitter about the centre, exact for a
+		// constant schedule and close for a growing one.
+		if a := b.JitterAdditiveMS; a != nil && p.Backoff.Base > 0 {
+			half := *a / 2000
+			p.Backoff.Fraction = half / (p.Backoff.Base + half)
+			p.Backoff.Base += half
+			p.Backoff.Jitter = JitterProportional
+		}
+	}
+	if br := e.Breaker; br != nil && br.Detected {
+		// The breaker the traces show: its trip threshold, and how long it
+		// stayed open before a probe (at least a millisecond).
+		p.Breaker = BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1}
 	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
 		p.HedgeAfter = e.Hedging.DelayMS / 1000

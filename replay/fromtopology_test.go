@@ -17,7 +17,11 @@ func sampleTopology(t *testing.T, scenario string) *graph.Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return graph.Infer(set)
+	top, err := graph.Infer(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
 }
 
 // TestFromTopology builds a model from the retry-everywhere sample and
@@ -149,7 +153,10 @@ func TestTraceArrivals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, arr := graph.InferWithArrivals(set)
+	top, arr, err := graph.InferWithArrivals(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(arr) != top.Source.RootCalls {
 		t.Fatalf("%d arrivals, want the topology's %d root calls", len(arr), top.Source.RootCalls)
 	}

@@ -52,7 +52,10 @@ func buildSampleAudit() (*AuditReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	top := graph.Infer(set)
+	top, err := graph.Infer(context.Background(), set)
+	if err != nil {
+		return nil, err
+	}
 	m, err := replay.FromTopology(top, replay.BuildOptions{Capacity: map[string]replay.Capacity{"db": {Workers: 4}}})
 	if err != nil {
 		return nil, err

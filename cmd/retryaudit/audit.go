@@ -186,7 +186,10 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	top := graph.Infer(set)
+	top, err := graph.Infer(cmd.Context(), set)
+	if err != nil {
+		return err
+	}
 	cal, err := calibrate(cmd, top, o.sim.modelFlags, o.tol, replay.DefaultCalibrationSeeds)
 	if err != nil {
 		return err

@@ -213,10 +213,10 @@ func loadTopology(cmd *cobra.Command, st *streams, in *inputFlags, inputs []stri
 			return nil, nil, err
 		}
 		if arrivals {
-			top, arr := graph.InferWithArrivals(set)
-			return top, arr, nil
+			return graph.InferWithArrivals(cmd.Context(), set)
 		}
-		return graph.Infer(set), nil, nil
+		top, err := graph.Infer(cmd.Context(), set)
+		return top, nil, err
 	}
 	f, err := os.Open(file)
 	if err != nil {

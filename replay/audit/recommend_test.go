@@ -18,7 +18,11 @@ func sampleTopology(t testing.TB, scenario string) *graph.Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return graph.Infer(set)
+	top, err := graph.Infer(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
 }
 
 func sampleConfig(t testing.TB, scenario string, o replay.BuildOptions) Config {
