@@ -202,6 +202,9 @@ func (e *SpecError) Error() string {
 func Parse(spec string) (Fault, error) {
 	kindText, rest, _ := strings.Cut(spec, ":")
 	kind := Kind(strings.ToLower(strings.TrimSpace(kindText)))
+	if kind == Observed {
+		return parseObserved(spec, strings.TrimSpace(rest))
+	}
 	info, ok := kindInfos[kind]
 	if !ok {
 		problem := fmt.Sprintf("unknown kind %q", strings.TrimSpace(kindText))
@@ -403,6 +406,9 @@ func parseFloat(s string) (float64, string) {
 // kind, a valid service name, values in range and no field set that its
 // kind does not use. For a valid fault, Parse(f.String()) returns f.
 func (f Fault) Validate() error {
+	if f.Kind == Observed && f == (Fault{Kind: Observed}) {
+		return nil
+	}
 	if _, ok := kindInfos[f.Kind]; !ok {
 		return &SpecError{Spec: f.String(), Problem: fmt.Sprintf("unknown kind %q", string(f.Kind))}
 	}
@@ -563,6 +569,9 @@ func formatFloat(x float64) string {
 // "slow-shard:svc=db,at=10s,for=30s,shards=8,shard=0,x=10". Parse reads it
 // back to f.
 func (f Fault) String() string {
+	if f.Kind == Observed {
+		return string(Observed)
+	}
 	var b strings.Builder
 	b.WriteString(string(f.Kind))
 	b.WriteByte(':')

@@ -197,15 +197,18 @@ func ZipfPMF(n int, skew float64) []float64 {
 // Trigger returns the span of all the faults' windows: the earliest start
 // and the latest end, +Inf when some fault lasts until the end of the run.
 // Recovery time and the metastability verdict count from end. ok is false
-// for an empty schedule.
+// for a schedule without a trigger: empty, or only the observed timeline.
 func (s Schedule) Trigger() (start, end float64, ok bool) {
-	if len(s) == 0 {
-		return 0, 0, false
-	}
 	start, end = math.Inf(1), math.Inf(-1)
 	for _, f := range s {
+		if f.Kind == Observed {
+			continue // the traces' own timeline, not a trigger
+		}
 		start = min(start, f.At)
 		end = max(end, f.End())
+	}
+	if math.IsInf(start, 1) {
+		return 0, 0, false
 	}
 	return start, end, true
 }

@@ -303,3 +303,35 @@ func TestParseAll(t *testing.T) {
 		t.Errorf("errors.As(%v, *SpecError) failed", err)
 	}
 }
+
+func TestObserved(t *testing.T) {
+	f, err := Parse("observed")
+	if err != nil || f.Kind != Observed || f.String() != "observed" || f.Validate() != nil {
+		t.Fatalf("Parse(observed) = %+v, %v", f, err)
+	}
+	if _, err := Parse("observed:svc=db"); err == nil {
+		t.Errorf("observed with keys parsed")
+	}
+	out, err := Parse("outage:svc=db,at=10s,for=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		s        Schedule
+		observed bool
+		trigger  bool
+	}{
+		{Schedule{f}, true, false},
+		{Schedule{f, out}, true, true},
+		{Schedule{out}, false, true},
+	}
+	for _, c := range cases {
+		_, end, ok := c.s.Trigger()
+		if c.s.Observed() != c.observed || ok != c.trigger || ok && end != 15 {
+			t.Errorf("%v: Observed %v, Trigger %v end %g", c.s, c.s.Observed(), ok, end)
+		}
+		if e := c.s.Effect("", "db", 0, 1); !e.None() {
+			t.Errorf("%v: effect at 1s %+v, want none", c.s, e)
+		}
+	}
+}

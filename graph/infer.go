@@ -69,6 +69,7 @@ func infer(ix *index) *Topology {
 	t.Paths = buildPaths(ix, t.Edges, ecs, byServer, roots)
 	<-statsDone
 	t.Services = services(ops, instrumented, ecs)
+	calibrate(ix, ecs, roots, t)
 	t.Findings = findings(t.Edges, t.Paths)
 
 	rootCalls := 0

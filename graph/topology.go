@@ -16,6 +16,9 @@ type Topology struct {
 	Paths    []Path    `json:"paths"`
 	Findings []Finding `json:"findings"`
 	Warnings []string  `json:"warnings"`
+	// Calibration holds what replay needs to reproduce the traces (see
+	// Calibration); absent in topologies written before it existed.
+	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
 // Source describes the traces the topology was inferred from.
@@ -47,6 +50,22 @@ type Operation struct {
 	// time covered by its outgoing calls), which replay draws service times from.
 	SelfQuantilesMS []float64 `json:"self_quantiles_ms"`
 	ErrorRate       float64   `json:"error_rate"`
+	// OwnFailures counts executions that failed although every call they
+	// made succeeded (the operation's own failures); FailedWithoutCalls
+	// how many of them made no call at all (they failed before calling).
+	OwnFailures int `json:"own_failures,omitempty"`
+	// WorkQuantilesMS and FailedWorkQuantilesMS are the self time, at
+	// WorkLevels, of executions that did not fail on their own and of
+	// those that did (errors are often answered fast), without the waits
+	// between attempts of their calls; replay draws service times from them.
+	WorkQuantilesMS []float64 `json:"work_quantiles_ms,omitempty"`
+	// StoppedAfterFailure counts executions whose last call failed
+	// (handlers that return on the first error); ContinuedAfterFailure
+	// calls made after an earlier call of the same execution had failed.
+	StoppedAfterFailure   int       `json:"stopped_after_failure,omitempty"`
+	ContinuedAfterFailure int       `json:"continued_after_failure,omitempty"`
+	FailedWorkQuantilesMS []float64 `json:"failed_work_quantiles_ms,omitempty"`
+	FailedWithoutCalls    int       `json:"failed_without_calls,omitempty"`
 }
 
 // Edge is one caller → callee operation with the retry policy inferred for it.
@@ -100,6 +119,18 @@ type Edge struct {
 	// MissingAttempts counts attempts that markers say were made but whose
 	// spans are not in the input.
 	MissingAttempts int `json:"missing_attempts"`
+	// Outcomes is the edge's failure model as the traces show it.
+	Outcomes *Outcomes `json:"outcomes,omitempty"`
+	// TransitQuantilesMS is the time an attempt spends outside the
+	// callee's span (network, connection set-up, serialisation), at
+	// WorkLevels; empty when no attempt reached an instrumented callee.
+	TransitQuantilesMS []float64 `json:"transit_quantiles_ms,omitempty"`
+	// NotReached counts executions of the caller's operation that did not
+	// make this call after an earlier call had failed; CallOffsetMS is the
+	// median time from the execution's start to the call: the order of
+	// an operation's calls.
+	NotReached   int     `json:"not_reached,omitempty"`
+	CallOffsetMS float64 `json:"call_offset_ms,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.

@@ -18,6 +18,8 @@ type attrs struct {
 	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
 
+	sampler sampler
+
 	httpStatus, grpcStatus                   int
 	resend, prevAttempts, retryCount         int
 	transparent, idemKey, errorTag, truncate bool
@@ -70,6 +72,8 @@ func stripUserinfo(h string) string {
 // older SDKs send integers as strings.
 func (a *attrs) str(key, v string) {
 	switch key {
+	case "sampler.type", "sampler.param":
+		a.sampler.tag(key, v)
 	case "peer.service":
 		a.peerService = v
 	case "server.address":
@@ -159,7 +163,7 @@ func (a *attrs) integer(key string, n int64) {
 		a.retryCount = clampCount(n)
 	case "transparent-retry":
 		a.transparent = n != 0
-	case "server.port", "net.peer.port":
+	case "server.port", "net.peer.port", "sampler.param":
 		a.str(key, strconv.FormatInt(n, 10))
 	}
 }
@@ -250,6 +254,7 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		sp.Flags |= FlagIdempotencyKey
 	}
 	sp.RetryAfterMS = int32(retryAfterMS(a.retryAfter, sp.End))
+	a.sampler.apply(set, sp)
 	sp.ErrorType = a.intern(set, a.errorType)
 
 	rawURL := a.urlFull

@@ -145,17 +145,17 @@ func (d *jaegerJSON) object(top bool) error {
 func (d *jaegerJSON) endTrace(t *jTraceInfo) {
 	d.j.beginTrace()
 	for id, p := range t.processes {
-		d.j.addProcess(id, p.ServiceName)
+		d.j.addProcess(id, p.proc())
 	}
 	for _, m := range t.processMap {
-		d.j.addProcess(m.ProcessID, m.Process.ServiceName)
+		d.j.addProcess(m.ProcessID, m.Process.proc())
 	}
 	if t.process != nil {
-		d.j.setBatchProcess(t.process.ServiceName)
+		d.j.setBatchProcess(t.process.proc())
 	}
 	for _, p := range t.pending {
 		sp := &d.set.Spans[p.idx]
-		sp.Service = d.j.serviceOf(p.pid, sp.SpanID)
+		d.j.resolve(sp, p.pid)
 	}
 	for _, msg := range t.warnings {
 		d.j.warning("trace "+TraceID(t.traceID.id).String(), msg)
@@ -265,7 +265,9 @@ func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 		j.warning("span "+sp.SpanID.String(), msg)
 	}
 	if js.Process != nil {
-		sp.Service = j.named(js.Process.ServiceName, sp.SpanID)
+		p := js.Process.proc()
+		sp.Service = j.named(p.service, sp.SpanID)
+		p.sampler.apply(d.set, &sp)
 	} else {
 		t.pending = append(t.pending, jPending{idx: len(d.set.Spans), pid: js.ProcessID})
 	}
@@ -476,9 +478,21 @@ type jRef struct {
 	SpanID  jSpanID  `json:"spanID"`
 }
 
-// jProcess is a process; only its service name matters.
+// jProcess is a process; its service name and sampler tags matter.
 type jProcess struct {
 	ServiceName string `json:"serviceName"`
+	Tags        []jTag `json:"tags"`
+}
+
+func (p *jProcess) proc() jProc {
+	out := jProc{service: p.ServiceName}
+	var kv model.KeyValue
+	for i := range p.Tags {
+		if p.Tags[i].keyValue(&kv) {
+			out.sampler.tag(kv.Key, kv.AsString())
+		}
+	}
+	return out
 }
 
 // jProcessMapping is one entry of a protobuf-JSON Trace's processMap.

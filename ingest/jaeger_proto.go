@@ -45,7 +45,7 @@ func decodeJaegerProto(s *source, set *Set, w *warnings) error {
 			if err := m.Unmarshal(f.b); err != nil {
 				return s.errAt(base+int64(f.off), fmt.Errorf("Jaeger protobuf Trace: process_map entry: %w", err))
 			}
-			j.addProcess(m.ProcessID, m.Process.ServiceName)
+			j.addProcess(m.ProcessID, protoProc(&m.Process))
 		}
 	} else if len(procs) > 0 {
 		var p model.Process
@@ -54,7 +54,7 @@ func decodeJaegerProto(s *source, set *Set, w *warnings) error {
 				return s.errAt(base+int64(f.off), fmt.Errorf("Jaeger protobuf Batch: process: %w", err))
 			}
 		}
-		j.setBatchProcess(p.ServiceName)
+		j.setBatchProcess(protoProc(&p))
 	}
 	for _, msg := range traceWarnings {
 		j.warning("trace", msg)
@@ -217,9 +217,11 @@ func addProtoSpan(j *jaegerSpans, ms *model.Span) error {
 		j.warning("span "+sp.SpanID.String(), msg)
 	}
 	if ms.Process != nil {
-		sp.Service = j.named(ms.Process.ServiceName, sp.SpanID)
+		p := protoProc(ms.Process)
+		sp.Service = j.named(p.service, sp.SpanID)
+		p.sampler.apply(j.set, &sp)
 	} else {
-		sp.Service = j.serviceOf(ms.ProcessID, sp.SpanID)
+		j.resolve(&sp, ms.ProcessID)
 	}
 	j.finish(&sp, ms.OperationName, SpanID{})
 	return nil
@@ -238,4 +240,13 @@ func protoSpanID(s model.SpanID) SpanID {
 	var id SpanID
 	binary.BigEndian.PutUint64(id[:], uint64(s))
 	return id
+}
+
+// protoProc is the part of a protobuf process that matters.
+func protoProc(p *model.Process) jProc {
+	out := jProc{service: p.ServiceName}
+	for i := range p.Tags {
+		out.sampler.tag(p.Tags[i].Key, p.Tags[i].AsString())
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	model "github.com/jaegertracing/jaeger-idl/model/v1"
@@ -24,38 +25,56 @@ type jaegerSpans struct {
 	links     []Link // the current span's links
 	hasParent bool   // the current span's parent came from a CHILD_OF reference
 
-	procs     map[string]string // process id → service name, for the current trace
-	batchName string            // the service of a Batch's (or Trace's only) process
-	hasBatch  bool
+	procs    map[string]jProc // process id → process, for the current trace
+	batch    jProc            // a Batch's (or Trace's only) process
+	hasBatch bool
 }
 
 // newJaegerSpans returns a converter appending to set and reporting to w.
 func newJaegerSpans(set *Set, w *warnings) *jaegerSpans {
-	return &jaegerSpans{set: set, w: w, procs: map[string]string{}}
+	return &jaegerSpans{set: set, w: w, procs: map[string]jProc{}}
+}
+
+// jProc is what matters of a Jaeger process: its service, and the sampler
+// its tags name (sampler.type, sampler.param), which holds for its spans.
+type jProc struct {
+	service string
+	sampler sampler
 }
 
 // beginTrace forgets the processes of the previous trace.
 func (j *jaegerSpans) beginTrace() {
 	clear(j.procs)
-	j.batchName, j.hasBatch = "", false
+	j.batch, j.hasBatch = jProc{}, false
 }
 
-// addProcess records the service of process id in the current trace.
-func (j *jaegerSpans) addProcess(id, service string) { j.procs[id] = service }
+// addProcess records process id of the current trace.
+func (j *jaegerSpans) addProcess(id string, p jProc) { j.procs[id] = p }
 
 // setBatchProcess records the process that spans naming no (known) process
 // belong to, as a protobuf Batch carries it.
-func (j *jaegerSpans) setBatchProcess(service string) { j.batchName, j.hasBatch = service, true }
+func (j *jaegerSpans) setBatchProcess(p jProc) { j.batch, j.hasBatch = p, true }
+
+// resolve sets the service of sp, which names process pid, and the
+// sampling probability its process's sampler gives (see serviceOf).
+func (j *jaegerSpans) resolve(sp *Span, pid string) {
+	sp.Service = j.serviceOf(pid, sp.SpanID)
+	if p, ok := j.procs[pid]; ok && pid != "" {
+		p.sampler.apply(j.set, sp)
+	} else if j.hasBatch {
+		j.batch.sampler.apply(j.set, sp)
+	}
+}
 
 // serviceOf resolves the service of span id, which names process pid: the
 // trace's process of that id, else the batch process, else unknown_service
 // with an "unknown process" warning.
 func (j *jaegerSpans) serviceOf(pid string, id SpanID) Sym {
-	if name, ok := j.procs[pid]; ok && pid != "" {
-		return j.named(name, id)
+	if p, ok := j.procs[pid]; ok && pid != "" {
+		return j.named(p.service, id)
 	}
 	if j.hasBatch {
-		return j.named(j.batchName, id)
+		return j.named(j.batch.service, id)
 	}
 	if pid == "" {
 		j.w.add("unknown process", "span %s names no process: attributed to unknown_service", id)
@@ -106,6 +125,10 @@ func (j *jaegerSpans) tag(kv *model.KeyValue) {
 	case model.ValueType_INT64:
 		j.a.integer(kv.Key, kv.VInt64)
 	case model.ValueType_FLOAT64:
+		if kv.Key == "sampler.param" {
+			j.a.str(kv.Key, strconv.FormatFloat(kv.VFloat64, 'g', -1, 64))
+			return
+		}
 		if f := kv.VFloat64; f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
 			j.a.integer(kv.Key, int64(f))
 		}

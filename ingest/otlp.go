@@ -379,6 +379,9 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 		return true
 	})
 	a.finish(set, &s)
+	if p, ok := traceStateProb(sp.TraceState().AsRaw()); ok && s.SampleProb == 0 {
+		s.SampleProb, s.SampleSource = float32(p), set.Intern(SampledTraceState)
+	}
 	if links := sp.Links(); links.Len() > 0 {
 		s.FirstLink = uint32(len(set.Links))
 		n := min(links.Len(), 1<<16-1)

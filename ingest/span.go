@@ -149,6 +149,12 @@ type Span struct {
 	// RetryAfterMS is a captured Retry-After (or gRPC pushback) in
 	// milliseconds, or Absent.
 	RetryAfterMS int32
+	// SampleProb is the head-sampling probability the span's trace was
+	// kept with (Jaeger sampler.param of a probabilistic sampler, a W3C
+	// tracestate ot=th: threshold), 0 when unknown; SampleSource names
+	// where it was read.
+	SampleProb   float32
+	SampleSource Sym
 	// FirstLink and NumLinks index Set.Links.
 	FirstLink uint32
 	NumLinks  uint16

@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,7 +45,11 @@ func ParseCapacity(spec string) (string, Capacity, error) {
 // BuildOptions shape the model built from a topology.
 type BuildOptions struct {
 	// Load multiplies the observed root rate; Rate, when > 0, replaces it.
+	// Neither changes capacity, which is derived once at load 1.
 	Load, Rate float64
+	// SampleRate, when > 0, is the head-sampling probability the traces
+	// were kept with, replacing what the traces say (graph.Sampling).
+	SampleRate float64
 	// Clients > 0: closed-loop arrivals with Think seconds between requests.
 	Clients int
 	Think   float64
@@ -76,6 +82,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	if o.Load <= 0 {
 		o.Load = 1
 	}
+	if o.SampleRate < 0 || o.SampleRate > 1 {
+		return nil, fmt.Errorf("sample rate %g: want a probability in (0,1]", o.SampleRate)
+	}
 	if o.Headroom <= 0 {
 		o.Headroom = DefaultHeadroom
 	}
@@ -89,6 +98,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	svcIdx := map[string]int{}
 	opIdx := map[[2]string]int{}
 	counts := map[[2]string]int{}
+	calling := map[[2]string]int{} // executions that went on to make their calls
 	addOp := func(svc, op string, d Dist, count int) (int, int) {
 		si, ok := svcIdx[svc]
 		if !ok {
@@ -112,39 +122,96 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			if err != nil {
 				return nil, fmt.Errorf("service %s op %s: %w", s.Name, op.Name, err)
 			}
-			addOp(s.Name, op.Name, d, op.Count)
+			if len(op.WorkQuantilesMS) > 0 {
+				if d, err = quantileDist(graph.WorkLevels, op.WorkQuantilesMS); err != nil {
+					return nil, fmt.Errorf("service %s op %s: %w", s.Name, op.Name, err)
+				}
+			}
+			si, oi := addOp(s.Name, op.Name, d, op.Count)
+			if len(op.FailedWorkQuantilesMS) > 0 {
+				ft, err := quantileDist(graph.WorkLevels, op.FailedWorkQuantilesMS)
+				if err != nil {
+					return nil, fmt.Errorf("service %s op %s: failed executions: %w", s.Name, op.Name, err)
+				}
+				m.Services[si].Ops[oi].FailTime = ft
+			}
+			calling[[2]string{s.Name, op.Name}] = op.Count - op.FailedWithoutCalls
+			if op.OwnFailures > 0 {
+				m.Services[si].Ops[oi].FailFast = float64(op.FailedWithoutCalls) / float64(op.OwnFailures)
+			}
+			if n := op.StoppedAfterFailure + op.ContinuedAfterFailure; n > 0 {
+				m.Services[si].Ops[oi].StopOnFailure = float64(op.StoppedAfterFailure) / float64(n)
+			}
 		}
 	}
-	window := math.Max(t.Source.WindowS, 1)
 	concurrent, total := map[[2]int]float64{}, map[[2]int]float64{}
+	var offset []float64 // per model edge: when the caller makes it
 	for _, e := range t.Edges {
 		if e.Caller == "user" {
 			si, oi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
-			m.Entry = append(m.Entry, Entry{Service: si, Op: oi, Weight: float64(e.Calls)})
+			m.Entry = append(m.Entry, Entry{Service: si, Op: oi, Weight: float64(e.Calls), Fail: failuresOf(e.Outcomes)})
 			continue
 		}
 		ci, coi := addOp(e.Caller, e.CallerOperation, Constant(0), 0)
 		ei, eoi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
-		per := float64(e.Calls) / math.Max(float64(counts[[2]string{e.Caller, e.CallerOperation}]), 1)
+		n, ok := calling[[2]string{e.Caller, e.CallerOperation}]
+		if !ok {
+			n = counts[[2]string{e.Caller, e.CallerOperation}]
+		}
+		if m.Services[ci].Ops[coi].StopOnFailure > 0 {
+			// Executions that stopped at an earlier failed call could not
+			// make this one.
+			n -= e.NotReached
+		}
+		per := float64(e.Calls) / math.Max(float64(n), 1)
 		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
 			Idempotent: graph.IdempotentMethod(e.Method) || e.Idempotency != nil && e.Idempotency.WithKey == e.Idempotency.RetriedCalls,
-			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e)}
+			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e), Fail: failuresOf(e.Outcomes)}
 		// Repeat the most calls one execution makes and keep the observed
 		// mean with the probability of making them.
 		ed.Repeat = max(1, int(math.Ceil(per-1e-9)))
 		ed.Prob = math.Min(1, per/float64(ed.Repeat))
+		if len(e.TransitQuantilesMS) > 0 {
+			tr, err := quantileDist(graph.WorkLevels, e.TransitQuantilesMS)
+			if err != nil {
+				return nil, fmt.Errorf("edge %s → %s %s: transit: %w", e.Caller, e.Callee, e.Operation, err)
+			}
+			if tr.Mean() > 0 {
+				ed.Transit = tr
+			}
+		}
 		m.Edges = append(m.Edges, ed)
+		offset = append(offset, e.CallOffsetMS)
 		m.Services[ci].Ops[coi].Calls = append(m.Services[ci].Ops[coi].Calls, len(m.Edges)-1)
 		concurrent[[2]int{ci, coi}] += e.ConcurrentShare * float64(e.Calls)
 		total[[2]int{ci, coi}] += float64(e.Calls)
 	}
-	// An operation whose calls mostly overlapped makes them in parallel.
+	// An operation whose calls mostly overlapped makes them in parallel;
+	// sequential calls go in the order the traces show them made.
 	for k, c := range concurrent {
 		m.Services[k[0]].Ops[k[1]].Parallel = c >= 0.5*total[k]
 	}
-	if len(m.Entry) == 0 {
-		return nil, fmt.Errorf("the topology has no root operation to send requests to")
+	for si := range m.Services {
+		for oi := range m.Services[si].Ops {
+			slices.SortStableFunc(m.Services[si].Ops[oi].Calls, func(a, b int) int { return cmp.Compare(offset[a], offset[b]) })
+		}
 	}
+	if len(m.Entry) == 0 {
+		return nil, fmt.Errorf("the topology has no root operation to send requests to (no trace has a root SERVER span: are the root spans missing from the input?)")
+	}
+	if err := checkBuildable(m); err != nil {
+		return nil, err
+	}
+	prob, why := sampleRate(t, o.SampleRate)
+	m.Assumed = append(m.Assumed, why)
+	rootRate := t.Source.RootRatePerS
+	if c := t.Calibration; c != nil && c.RootRatePerS > 0 {
+		rootRate = c.RootRatePerS
+		if c.BucketS > 0 && c.ArrivalWindowS > 0 {
+			m.Bucket, m.TimelinePeriod = c.BucketS, c.ArrivalWindowS
+		}
+	}
+	rootRate /= prob
 	switch {
 	case len(o.Arrivals) > 0:
 		if err := traceArrivals(m, o.Arrivals, o.Load); err != nil {
@@ -153,9 +220,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		m.Assumed = append(m.Assumed, fmt.Sprintf("arrivals: the traces' %d root requests, repeated every %.3gs (load %g compresses time)", len(m.Arrivals), m.Period, o.Load))
 	case o.Rate > 0:
 		m.Rate = o.Rate
-	case t.Source.RootRatePerS > 0:
-		m.Rate = t.Source.RootRatePerS * o.Load
-		m.Assumed = append(m.Assumed, fmt.Sprintf("root rate %.3g/s: the traces' %.3g/s × load %g", m.Rate, t.Source.RootRatePerS, o.Load))
+	case rootRate > 0:
+		m.Rate = rootRate * o.Load
+		m.Assumed = append(m.Assumed, fmt.Sprintf("root rate %.3g/s: the traces' %.3g/s × load %g", m.Rate, rootRate, o.Load))
 	case o.Clients == 0:
 		return nil, fmt.Errorf("the traces show no root rate (window under a millisecond): give --rate")
 	}
@@ -168,20 +235,13 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 			continue
 		}
-		// Little's law: concurrency = arrival rate × time in the service.
-		busy := 0.0
-		for _, svc := range t.Services {
-			if svc.Name != s.Name {
-				continue
-			}
-			for _, op := range svc.Operations {
-				busy += float64(op.Count) / window * o.Load * op.P95MS / 1000
-			}
-		}
-		s.Workers = max(o.MinWorkers, int(math.Ceil(o.Headroom*busy)))
-		m.Assumed = append(m.Assumed, fmt.Sprintf("%s: %d workers (observed concurrency %.2f × headroom %g, at least %d); set with --capacity %s=N",
-			s.Name, s.Workers, busy, o.Headroom, o.MinWorkers, s.Name))
+		mean, peak := inFlight(t, s.Name)
+		busy := mean / prob
+		s.Workers = max(o.MinWorkers, int(math.Ceil(o.Headroom*busy)), peak)
+		m.Assumed = append(m.Assumed, fmt.Sprintf("%s: %d workers (mean in flight %.2f by Little's law × headroom %g, at least the %d it was seen holding at once and %d; held at any --load); set with --capacity %s=N",
+			s.Name, s.Workers, busy, o.Headroom, peak, o.MinWorkers, s.Name))
 	}
+	m.Assumed = append(m.Assumed, "a worker is a request slot (a thread or connection), not CPU: a request holds it while it waits on its calls and between their attempts, but only its own work counts as work")
 	for k := range o.Capacity {
 		if _, ok := svcIdx[k]; !ok {
 			return nil, fmt.Errorf("--capacity %s: no such service (have %s)", k, strings.Join(serviceNames(m), ", "))
@@ -238,8 +298,19 @@ func serviceTime(op graph.Operation) (Dist, error) {
 	if len(op.SelfQuantilesMS) != len(graph.SelfQuantileLevels) {
 		return Constant(op.P50MS / 1000), nil
 	}
-	vals := make([]float64, len(op.SelfQuantilesMS))
-	for i, v := range op.SelfQuantilesMS {
+	return quantileDist(graph.SelfQuantileLevels, op.SelfQuantilesMS)
+}
+
+// quantileDist draws from quantiles in milliseconds at the given levels.
+func quantileDist(levels, q []float64) (Dist, error) {
+	if len(q) != len(levels) {
+		return nil, fmt.Errorf("%d quantiles: want %d, at levels from %g to %g", len(q), len(levels), levels[0], levels[len(levels)-1])
+	}
+	vals := make([]float64, len(q))
+	for i, v := range q {
+		if !(v >= 0) || math.IsInf(v, 1) {
+			return nil, fmt.Errorf("quantile %d is %g ms: want a time of 0 or more", i, v)
+		}
 		vals[i] = v / 1000
 		if i > 0 && vals[i] < vals[i-1] {
 			vals[i] = vals[i-1] // rounding in the topology may break monotony by a hair
@@ -248,7 +319,7 @@ func serviceTime(op graph.Operation) (Dist, error) {
 	if vals[len(vals)-1] == vals[0] {
 		return Constant(vals[0]), nil
 	}
-	return NewEmpirical(graph.SelfQuantileLevels, vals)
+	return NewEmpirical(levels, vals)
 }
 
 // observedPolicy is an edge's inferred policy as a client policy.

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/retryaudit/retryaudit/degrade"
@@ -60,43 +59,28 @@ func (mx *Matrix) Run() ([]Result, error) {
 	}
 	jobs = append(jobs, job{v: noneAt, base: true})
 	results := make([]Result, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	next := make(chan int)
 	var mu sync.Mutex
 	done := 0
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				j := jobs[i]
-				var faults degrade.Schedule
-				name := "baseline"
-				if !j.base {
-					faults, name = mx.Degradations[j.d].Faults, mx.Degradations[j.d].Name
-				}
-				r, err := Run(mx.Variants[j.v].Model, faults, mx.Config)
-				r.Policy, r.Degradation = mx.Variants[j.v].Policy, name
-				results[i], errs[i] = r, err
-				if mx.Progress != nil {
-					mu.Lock()
-					done++
-					mx.Progress(done, len(jobs))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	err := parallel(len(jobs), func(i int) error {
+		j := jobs[i]
+		var faults degrade.Schedule
+		name := "baseline"
+		if !j.base {
+			faults, name = mx.Degradations[j.d].Faults, mx.Degradations[j.d].Name
 		}
+		r, err := Run(mx.Variants[j.v].Model, faults, mx.Config)
+		r.Policy, r.Degradation = mx.Variants[j.v].Policy, name
+		results[i] = r
+		if mx.Progress != nil {
+			mu.Lock()
+			done++
+			mx.Progress(done, len(jobs))
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	base := results[len(results)-1]
 	out := results[:len(results)-1]

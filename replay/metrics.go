@@ -32,6 +32,8 @@ type Series struct {
 // metrics accumulates one run's figures.
 type metrics struct {
 	roots, ok, failed         int
+	clientErrors              int
+	edgeFailed                []int
 	latencies                 []float64
 	firstAttempts, retries    int
 	edgeAttempts, edgeRetries []int
@@ -49,6 +51,7 @@ func (m *metrics) init(duration float64, edges, expectedRoots int) {
 	m.edgeAttempts = make([]int, edges)
 	m.latencies = make([]float64, 0, expectedRoots)
 	m.edgeRetries = make([]int, edges)
+	m.edgeFailed = make([]int, edges)
 	m.edgeSeries = make([][]int, edges)
 	for i := range m.edgeSeries {
 		m.edgeSeries[i] = make([]int, n)
@@ -65,15 +68,23 @@ func (m *metrics) rootStarted(t float64) {
 	m.series.Originals[m.sec(t)]++
 }
 
-func (m *metrics) rootDone(start, t float64, ok bool) {
+// rootDone records a root request's end; clientErr: it failed with a
+// client error (a 4xx), not a loss of availability on the server side.
+func (m *metrics) rootDone(start, t float64, ok, clientErr bool) {
 	m.latencies = append(m.latencies, t-start)
-	if ok {
+	switch {
+	case ok:
 		m.ok++
 		m.series.Goodput[m.sec(t)]++
-	} else {
+	case clientErr:
+		m.failed++
+		m.clientErrors++
+	default:
 		m.failed++
 	}
 }
+
+func (m *metrics) attemptFailed(edge int32) { m.edgeFailed[edge]++ }
 
 func (m *metrics) attemptSent(edge int32, retry bool, t float64) {
 	m.edgeAttempts[edge]++
@@ -110,6 +121,7 @@ type EdgeAttempts struct {
 	Edge     string `json:"edge"`
 	Attempts int    `json:"attempts"`
 	Retries  int    `json:"retries"`
+	Failed   int    `json:"failed"`
 	// Callee names the service the attempts went to; PerSecond counts
 	// them by the second they were sent in (the audit's load forecast).
 	Callee    string `json:"-"`
@@ -129,8 +141,11 @@ type Result struct {
 	Degradation string `json:"degradation"`
 	Seed        uint64 `json:"seed"`
 
-	RootRequests int     `json:"root_requests"`
-	Succeeded    int     `json:"succeeded"`
+	RootRequests int `json:"root_requests"`
+	Succeeded    int `json:"succeeded"`
+	// ServerErrors are root requests that failed other than with a
+	// client error (5xx, error status, past the end user's deadline).
+	ServerErrors int     `json:"server_errors"`
 	Availability float64 `json:"availability"`
 	// Goodput is root successes per second over the arrival window.
 	Goodput float64 `json:"goodput_per_s"`
@@ -142,6 +157,7 @@ type Result struct {
 	WastedS           float64 `json:"wasted_work_s"`
 	MeanMS            float64 `json:"mean_ms"`
 	P50MS             float64 `json:"p50_ms"`
+	P90MS             float64 `json:"p90_ms"`
 	P95MS             float64 `json:"p95_ms"`
 	P99MS             float64 `json:"p99_ms"`
 
@@ -176,7 +192,7 @@ func (s *sim) result() Result {
 	m := &s.met
 	r := Result{Seed: s.cfg.Seed, RootRequests: m.roots, Succeeded: m.ok, WorkS: m.workS, WastedS: m.wastedS,
 		RefusedByBudget: m.nBudget, RefusedByBreaker: m.nBreaker, Shed: m.shedN, DroppedLate: m.lateN,
-		Hedges: m.hedges, Events: s.ends, Series: m.series}
+		Hedges: m.hedges, Events: s.ends, Series: m.series, ServerErrors: m.failed - m.clientErrors}
 	if m.roots > 0 {
 		r.Availability = float64(m.ok) / float64(m.roots)
 	}
@@ -197,11 +213,13 @@ func (s *sim) result() Result {
 	if n := len(m.latencies); n > 0 {
 		r.P99MS = 1000 * selectRank(m.latencies, rank(n, 0.99))
 		r.P95MS = 1000 * selectRank(m.latencies[:rank(n, 0.99)+1], rank(n, 0.95))
-		r.P50MS = 1000 * selectRank(m.latencies[:rank(n, 0.95)+1], rank(n, 0.5))
+		r.P90MS = 1000 * selectRank(m.latencies[:rank(n, 0.95)+1], rank(n, 0.9))
+		r.P50MS = 1000 * selectRank(m.latencies[:rank(n, 0.9)+1], rank(n, 0.5))
 	}
 	for i, e := range s.m.Edges {
 		r.Attempts = append(r.Attempts, EdgeAttempts{Edge: s.m.Services[e.Caller].Name + " → " + s.m.Services[e.Callee].Name,
-			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
+			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i],
+			Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
 	}
 	r.RecoveryS, r.Metastable = verdict(m.series, s.faults, s.cfg)
 	if start, end, ok := s.faults.Trigger(); ok {

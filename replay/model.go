@@ -31,6 +31,10 @@ type Model struct {
 	ClientDeadline float64
 	// RootPropagate passes the end user's deadline to the entry services.
 	RootPropagate bool
+	// Bucket is the width (seconds) of the time buckets of the edges'
+	// failure incidents (Failures.Incidents), which repeat every
+	// TimelinePeriod seconds; 0: no timeline.
+	Bucket, TimelinePeriod float64
 	// Assumed lists capacities and other figures the traces could not show,
 	// for the report's footnotes.
 	Assumed []string
@@ -63,10 +67,19 @@ type Service struct {
 type Op struct {
 	Name string
 	Time Dist
+	// FailTime, when set, is the service time of executions that fail on
+	// their own (the failure model draws which), Time that of the others.
+	FailTime Dist
 	// Calls are edge indices, made in order after the service time (or
 	// all at once when Parallel).
 	Calls    []int
 	Parallel bool
+	// FailFast is the probability that an execution failing on its own
+	// fails before making its calls (a rejected request calls nothing).
+	FailFast float64
+	// StopOnFailure is the probability that a sequential execution makes
+	// no further calls once one has failed (a handler returning its error).
+	StopOnFailure float64
 }
 
 // Edge is a caller operation calling a callee operation under a policy.
@@ -78,6 +91,12 @@ type Edge struct {
 	// Repeat is how many calls one execution makes (a fan-out loop), ≥ 1.
 	Repeat     int
 	Idempotent bool
+	// Fail is the callee's own failure model as the caller saw it; nil:
+	// the callee fails only under faults.
+	Fail *Failures
+	// Transit, when set, is the time an attempt takes to reach the callee
+	// beyond the callee's own time (network, connection set-up).
+	Transit Dist
 	// CalleeP95 is the callee's observed p95 latency (seconds), for hedging.
 	CalleeP95 float64
 	Policy    Policy
@@ -93,6 +112,7 @@ type Arrival struct {
 type Entry struct {
 	Service, Op int
 	Weight      float64
+	Fail        *Failures // the root operation's own failure model, or nil
 }
 
 // Dist is a service-time distribution in seconds.

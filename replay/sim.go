@@ -17,6 +17,7 @@ const (
 	evRetry                 // a call's backoff is over: send the next attempt
 	evTick                  // once a simulated second: sample the series
 	evKick                  // a fault starts or ends: re-check worker limits
+	evArrive                // an attempt reaches its callee after its transit time
 )
 
 type jobState uint8
@@ -42,9 +43,25 @@ type job struct {
 	attemptNo    int16
 	state        jobState
 	failed       bool
+	clientErr    bool // failed because a call ended in a client error
 	cancelled    bool
 	lostResponse bool
 	gen          int32
+	// fail is the failure model of the edge (or root operation) the job
+	// answers, nil for none.
+	fail *Failures
+	// own is the job's own outcome when drawn before its calls (drawn).
+	own   outcome
+	drawn bool
+	ownRA float64
+	// afterFailure: the request had failed on this edge when this arrived.
+	afterFailure bool
+	// afterOther: else, it had failed on another edge.
+	afterOther bool
+	// root and rootGen name the root request's call the job serves.
+	root, rootGen int32
+	// afterDown: the attempt before it failed because of the callee's calls.
+	afterDown bool
 }
 
 // call is one logical call: a root request, or one caller job's call over
@@ -62,7 +79,18 @@ type call struct {
 	inflight  int16
 	prevDelay float64
 	done      bool
-	gen       int32
+	// clientErr: an attempt ended in a client error, which is not retried.
+	clientErr bool
+	// tainted: the call began on a request that had failed on its edge.
+	tainted bool
+	// downFailed: the latest attempt failed because the callee's own
+	// calls failed (its failure model draws the next one accordingly).
+	downFailed bool
+	// failedEdges (root requests): the edges on which an attempt serving
+	// it has failed.
+	failedEdges []int32
+	entry       int16 // the root operation of a root request
+	gen         int32
 }
 
 // attempt is one try of a call. Its slot is reused once both sides are
@@ -132,6 +160,9 @@ type sim struct {
 	// One random stream per component, so changing one component's draws
 	// leaves the others' sequences alone.
 	rngArrival, rngService, rngClient, rngFault *rand.Rand
+	rngOutcome                                  *rand.Rand
+	// observed: the run replays the traces' own failure timeline.
+	observed bool
 
 	svcs      []svcState
 	jobs      []job
@@ -154,7 +185,8 @@ func newRNG(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 
 func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	s := &sim{m: m, faults: faults, cfg: cfg,
 		rngArrival: newRNG(cfg.Seed, 1), rngService: newRNG(cfg.Seed, 2),
-		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4)}
+		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4), rngOutcome: newRNG(cfg.Seed, 5),
+		observed: faults.Observed()}
 	s.svcs = make([]svcState, len(m.Services))
 	for i, svc := range m.Services {
 		n := faults.Shards(svc.Name)
@@ -271,6 +303,10 @@ func (s *sim) run() {
 			}
 		case evTick:
 			s.tick()
+		case evArrive:
+			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
+				s.arrive(ev.id)
+			}
 		case evKick:
 			for i := range s.svcs {
 				for k := range s.svcs[i].pools {
@@ -297,7 +333,7 @@ func (s *sim) rootRequest(i int) {
 	if s.m.ClientDeadline > 0 {
 		deadline = s.now + s.m.ClientDeadline
 	}
-	c := s.newCall(call{job: -1, edge: -1, svc: int32(e.Service), op: int32(e.Op), start: s.now, deadline: deadline})
+	c := s.newCall(call{job: -1, edge: -1, entry: int16(i), svc: int32(e.Service), op: int32(e.Op), start: s.now, deadline: deadline})
 	s.met.rootStarted(s.now)
 	s.send(c)
 }
@@ -356,6 +392,14 @@ func (s *sim) send(ci int32) {
 	if p.HedgeAfter > 0 && n == 1 && p.MaxAttempts > 1 {
 		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
 	}
+	if c.edge >= 0 {
+		if tr := s.m.Edges[c.edge].Transit; tr != nil {
+			// The network and the client's own overhead: the attempt
+			// reaches the callee that much later and holds no callee worker.
+			s.h.push(s.now+tr.Sample(s.rngOutcome), evArrive, a, s.atts[a].gen)
+			return
+		}
+	}
 	s.arrive(a)
 }
 
@@ -396,7 +440,20 @@ func (s *sim) arrive(ai int32) {
 	if c.edge >= 0 && s.m.Edges[c.edge].Policy.Propagate || c.edge < 0 && s.m.RootPropagate {
 		deadline = c.deadline
 	}
-	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse})
+	fail := s.m.Entry[c.entry].Fail
+	if c.edge >= 0 {
+		fail = s.m.Edges[c.edge].Fail
+	}
+	root, rootGen := s.rootOf(a.call)
+	same, other := s.tainted(a.call)
+	if a.n == 1 {
+		c.tainted = same
+	} else {
+		// A retry's question is whether its call began on a request that
+		// had already failed on this edge.
+		same, other = c.tainted, false
+	}
+	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, afterFailure: same, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
 	a.job = j
 	p.push(j)
 	s.startQueued(c.svc, int32(shard))
@@ -438,7 +495,18 @@ func (s *sim) startQueued(svc, pi int32) {
 		j.start = s.now
 		eff := s.effect("", svc, int(pi))
 		svc := &s.m.Services[svc]
-		t := svc.Ops[j.op].Time.Sample(s.rngService)
+		op := &svc.Ops[j.op]
+		dist := op.Time
+		if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
+			// The job's own outcome decides how long it works (an error is
+			// often answered fast) and whether it calls anything.
+			j.own, j.ownRA = s.drawOwn(j)
+			j.drawn = true
+			if j.own != outOK && op.FailTime != nil {
+				dist = op.FailTime
+			}
+		}
+		t := dist.Sample(s.rngService)
 		if eff.Slow > 1 {
 			t *= eff.Slow
 		}
@@ -455,6 +523,11 @@ func (s *sim) served(ji int32) {
 	j := &s.jobs[ji]
 	op := &s.m.Services[j.svc].Ops[j.op]
 	if len(op.Calls) == 0 {
+		s.complete(ji)
+		return
+	}
+	if j.drawn && j.own != outOK && op.FailFast > 0 && s.rngOutcome.Float64() < op.FailFast {
+		// A request the service rejects fails before it calls anything.
 		s.complete(ji)
 		return
 	}
@@ -517,14 +590,28 @@ func (s *sim) startCall(ji, e int32) {
 	s.send(c)
 }
 
-// complete ends a job: its worker is freed and its attempt answered.
+// complete ends a job: its worker is freed and its attempt answered with
+// the outcome the failure model gives.
 func (s *sim) complete(ji int32) {
+	o, retryAfter := s.ownOutcome(ji)
 	j := &s.jobs[ji]
-	ok := !j.failed
 	ai, svc, pi, lost := j.att, j.svc, j.pool, j.lostResponse
+	if a := &s.atts[ai]; a.open {
+		s.calls[a.call].downFailed = j.failed
+	}
 	s.release(ji)
 	if !lost {
-		s.answer(ai, ok, 0)
+		switch o {
+		case outOK:
+			s.answer(ai, true, 0)
+		case outClientError:
+			if a := &s.atts[ai]; a.open {
+				s.calls[a.call].clientErr = true
+			}
+			s.answer(ai, false, 0)
+		default:
+			s.answer(ai, false, retryAfter)
+		}
 	}
 	s.startQueued(svc, pi)
 }
@@ -565,6 +652,10 @@ func (s *sim) answer(ai int32, ok bool, retryAfter float64) {
 	c := &s.calls[ci]
 	c.inflight--
 	s.settle(c, ok, false, retry)
+	if !ok && c.edge >= 0 {
+		s.met.attemptFailed(c.edge)
+		s.taint(ci)
+	}
 	if ok {
 		s.finish(ci, true)
 		return
@@ -593,6 +684,10 @@ func (s *sim) timeout(ai int32) {
 	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
 	c.inflight--
+	if c.edge >= 0 {
+		s.met.attemptFailed(c.edge)
+		s.taint(ci)
+	}
 	s.abandon(ai, false)
 	s.freeAttempt(ai) // unless a server job still holds it
 	s.settle(c, false, true, retry)
@@ -638,7 +733,7 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64) {
 		return // a hedged attempt is still out
 	}
 	p := s.policy(c)
-	if int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
+	if c.clientErr || int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
 		s.finish(ci, false)
 		return
 	}
@@ -706,24 +801,30 @@ func (s *sim) finish(ci int32, ok bool) {
 		c.inflight = 0
 	}
 	if c.job < 0 {
-		s.met.rootDone(c.start, s.now, ok && s.now <= c.deadline)
+		s.met.rootDone(c.start, s.now, ok && s.now <= c.deadline, !ok && c.clientErr)
 		if s.m.Clients > 0 {
 			s.h.push(s.now+s.m.Think, evThink, 0, 0)
 		}
 		s.freeCall(ci)
 		return
 	}
-	ji, gen := c.job, c.jobGen
+	ji, gen, clientErr := c.job, c.jobGen, c.clientErr
 	s.freeCall(ci)
 	j := &s.jobs[ji]
 	if j.gen != gen || j.state != jobCalling {
 		return // the caller's own work was cancelled meanwhile
 	}
 	j.pending--
+	op := &s.m.Services[j.svc].Ops[j.op]
 	if !ok {
 		j.failed = true
+		j.clientErr = j.clientErr || clientErr
+		if !op.Parallel && op.StopOnFailure > 0 && s.rngOutcome.Float64() < op.StopOnFailure {
+			// The handler returns its error: no further calls.
+			j.repeatLeft, j.nextEdge = 0, int32(len(op.Calls))
+		}
 	}
-	if s.m.Services[j.svc].Ops[j.op].Parallel {
+	if op.Parallel {
 		if j.pending == 0 {
 			s.complete(ji)
 		}

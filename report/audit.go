@@ -37,18 +37,21 @@ type AuditReport struct {
 	Utilization    []audit.ServiceUtilization `json:"utilization"`
 	Verdicts       []audit.Verdict            `json:"verdicts"`
 	Recommendation *audit.Recommendation      `json:"recommendation"`
-	Topology       *graph.Topology            `json:"topology"`
+	// Calibration says whether the model reproduces the traces; when it
+	// does not, the recommendation is printed as uncalibrated.
+	Calibration *replay.Calibration `json:"calibration,omitempty"`
+	Topology    *graph.Topology     `json:"topology"`
 	// Runs are the first seed's runs, degradation-major.
 	Runs []replay.Result `json:"runs"`
 }
 
 // NewAuditReport assembles the report of an audit of topology t; notes
-// are the model's assumptions.
-func NewAuditReport(t *graph.Topology, notes []string, a *audit.Audit) *AuditReport {
+// are the model's assumptions, cal its calibration (nil: none).
+func NewAuditReport(t *graph.Topology, notes []string, cal *replay.Calibration, a *audit.Audit) *AuditReport {
 	rec := a.Recommendation
 	return &AuditReport{Schema: AuditSchema, Seeds: a.Seeds, FirstSeed: a.FirstSeed, Baseline: "observed",
 		Notes: append([]string{}, notes...), Utilization: a.Utilization, Verdicts: a.Verdicts,
-		Recommendation: &rec, Topology: t, Runs: a.Runs}
+		Recommendation: &rec, Calibration: cal, Topology: t, Runs: a.Runs}
 }
 
 // replayReport is the detail of the first seed as a replay report.
@@ -74,9 +77,10 @@ func nonNil[T any](xs []T) []T {
 
 // auditV1 is the layout of retryaudit.audit/v1.
 type auditV1 struct {
-	Schema         string          `json:"schema"`
-	Topology       *graph.Topology `json:"topology"`
-	Replay         *ReplayReport   `json:"replay"`
+	Schema         string              `json:"schema"`
+	Topology       *graph.Topology     `json:"topology"`
+	Calibration    *replay.Calibration `json:"calibration,omitempty"`
+	Replay         *ReplayReport       `json:"replay"`
 	Recommendation *struct {
 		Policy  string `json:"policy"`
 		Reason  string `json:"reason"`
@@ -133,7 +137,7 @@ func ReadAudit(name string, data []byte) (*AuditReport, error) {
 
 func fromV1(v *auditV1) *AuditReport {
 	a := &AuditReport{Schema: AuditSchema, Seeds: 1, Baseline: v.Replay.Baseline, Notes: v.Replay.Notes,
-		Topology: v.Topology, Runs: v.Replay.Runs, Recommendation: &audit.Recommendation{Changes: []audit.Change{}, Ranking: []string{}, RuledOut: []audit.RuledOut{}, Safety: []audit.Adjustment{}}}
+		Topology: v.Topology, Calibration: v.Calibration, Runs: v.Replay.Runs, Recommendation: &audit.Recommendation{Changes: []audit.Change{}, Ranking: []string{}, RuledOut: []audit.RuledOut{}, Safety: []audit.Adjustment{}}}
 	if len(a.Runs) > 0 {
 		a.FirstSeed = a.Runs[0].Seed
 	}
@@ -282,44 +286,46 @@ func statText(s audit.Stat, places int, sign bool) string {
 }
 
 // AuditTable renders an audit for a terminal: the worst-case
-// amplification; the capacity plan, a table per degradation with a row
-// per policy (critical utilization, the verdict at the utilization judged,
-// load forecast, availability with its seed range and its change against
-// the baseline — "~" within the seed spread — extra work, p99, collapsed
-// seeds and yield); the recommendation; then the topology, its findings,
-// and the detail of the first seed (ReplayTable).
+// amplification; the calibration (does the model reproduce the traces?);
+// the capacity plan, a table per degradation with a row per policy
+// (critical utilization, the verdict at the utilization judged, load
+// forecast, availability with its seed range and its change against the
+// baseline — "~" within the seed spread — extra work, p99, collapsed seeds
+// and yield); the recommendation (marked uncalibrated when the model
+// misses); then the topology, its findings, and the detail of the first
+// seed (ReplayTable).
 func AuditTable(w io.Writer, a *AuditReport) error {
 	sw := &stickyWriter{w: w}
-	tv := newTopologyView(topologyOf(a))
-	fmt.Fprintln(sw, tv.headline)
-	pv := newPlanView(a)
-	fmt.Fprintln(sw)
-	for _, h := range pv.header {
-		fmt.Fprintln(sw, h)
-	}
-	for _, b := range pv.blocks {
-		fmt.Fprintln(sw)
-		fmt.Fprintln(sw, b.title)
-		tab := newTable(sw, b.table.header, b.table.align...)
-		for _, r := range b.table.rows {
-			if err := tab.Append(r); err != nil {
+	plan := func(w io.Writer) error {
+		if a.Calibration != nil {
+			if err := CalibrationTable(w, a.Calibration); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+		pv := newPlanView(a)
+		for _, h := range pv.header {
+			fmt.Fprintln(w, h)
+		}
+		for _, b := range pv.blocks {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, b.title)
+			if err := renderGrid(w, b.table, false); err != nil {
 				return err
 			}
 		}
-		if err := tab.Render(); err != nil {
+		for i, n := range pv.notes {
+			if i == 0 {
+				fmt.Fprintln(w, "\nnotes:")
+			}
+			fmt.Fprintf(w, "[%d] %s\n", i+1, n)
+		}
+		if _, err := io.WriteString(w, uncalibratedText(a.Calibration, false)); err != nil {
 			return err
 		}
+		return recommendationText(w, a.Recommendation, false)
 	}
-	for i, n := range pv.notes {
-		if i == 0 {
-			fmt.Fprintln(sw, "\nnotes:")
-		}
-		fmt.Fprintf(sw, "[%d] %s\n", i+1, n)
-	}
-	if err := recommendationText(sw, a.Recommendation, false); err != nil {
-		return err
-	}
-	if err := topologyBody(sw, tv); err != nil {
+	if err := topologyTable(sw, topologyOf(a), plan); err != nil {
 		return err
 	}
 	fmt.Fprintf(sw, "\ndetail of seed %d:\n", a.FirstSeed)
@@ -341,7 +347,14 @@ func topologyOf(a *AuditReport) *graph.Topology {
 func AuditMarkdown(w io.Writer, a *AuditReport) error {
 	sw := &stickyWriter{w: w}
 	tv := newTopologyView(topologyOf(a))
-	fmt.Fprintf(sw, "# Retry audit\n\n**%s**\n\n## Capacity plan\n\n", mdEscape(tv.headline))
+	fmt.Fprintf(sw, "# Retry audit\n\n**%s**\n\n", mdEscape(tv.headline))
+	if a.Calibration != nil {
+		if err := CalibrationMarkdown(sw, a.Calibration); err != nil {
+			return err
+		}
+		fmt.Fprintln(sw)
+	}
+	fmt.Fprint(sw, "## Capacity plan\n\n")
 	pv := newPlanView(a)
 	for _, h := range pv.header {
 		fmt.Fprintf(sw, "%s\n\n", mdEscape(h))
@@ -357,6 +370,7 @@ func AuditMarkdown(w io.Writer, a *AuditReport) error {
 		}
 		fmt.Fprintf(sw, "%d. %s\n", i+1, mdEscape(n))
 	}
+	fmt.Fprint(sw, uncalibratedText(a.Calibration, true))
 	if err := recommendationText(sw, a.Recommendation, true); err != nil {
 		return err
 	}

@@ -65,10 +65,20 @@ type auditPage struct {
 	Edges    htmlTable
 	Paths    htmlTable
 
+	Calibration    *htmlCalibration
 	Plan           *htmlPlan
 	Recommendation *htmlRecommendation
 
 	Replay *htmlReplay
+}
+
+// htmlCalibration is the calibration section: whether the model
+// reproduces the traces, the tables, and the misses.
+type htmlCalibration struct {
+	Verdict     string
+	Pass        bool
+	Root, Edges htmlTable
+	Misses      []string
 }
 
 type htmlFinding struct {
@@ -162,6 +172,10 @@ func newAuditPage(a *AuditReport) auditPage {
 	}
 	if len(t.Edges) > 0 || len(t.Services) > 0 {
 		p.Graph = layoutCallGraph(newCallGraph(t))
+	}
+	if c := a.Calibration; c != nil {
+		v := newCalibrationView(c)
+		p.Calibration = &htmlCalibration{Verdict: v.verdict, Pass: c.Pass, Root: newHTMLTable(v.root), Edges: newHTMLTable(v.edges), Misses: v.misses}
 	}
 	p.Plan = newHTMLPlan(a)
 	if r := a.Recommendation; r != nil {

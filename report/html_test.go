@@ -74,7 +74,7 @@ func buildSampleAudit() (*AuditReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewAuditReport(top, m.Assumed, res), nil
+	return NewAuditReport(top, m.Assumed, nil, res), nil
 }
 
 // hostileAudit is an audit whose every string is hostile: the hostile
@@ -296,7 +296,7 @@ func TestAuditHTMLSamples(t *testing.T) {
 		// Findings, edges, the recommendation, the comparison.
 		`<span class="fid">multi-layer-retry</span>`,
 		"<th>retried statuses</th>",
-		`Run <strong class="mono">` + template.HTMLEscapeString(a.Recommendation.Policy) + `</strong>`,
+		`Run <strong class="mono">` + strings.ReplaceAll(template.HTMLEscapeString(a.Recommendation.Policy), "+", "&#43;") + `</strong>`,
 		// The capacity plan, its charts.
 		`<section id="capacity-plan">`,
 		`<th class="r">critical utilization</th>`,

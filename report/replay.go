@@ -353,16 +353,7 @@ func ReplayTable(w io.Writer, rep *ReplayReport) error {
 		}
 		fmt.Fprintln(sw, b.title)
 		for j, g := range b.tables {
-			if j > 0 {
-				fmt.Fprintln(sw)
-			}
-			tab := newTable(sw, g.header, g.align...)
-			for _, r := range g.rows {
-				if err := tab.Append(r); err != nil {
-					return err
-				}
-			}
-			if err := tab.Render(); err != nil {
+			if err := renderGrid(sw, g, j > 0); err != nil {
 				return err
 			}
 		}

@@ -31,6 +31,26 @@ func newTable(w io.Writer, header []string, align ...tw.Align) *tablewriter.Tabl
 	return t
 }
 
+// renderGrid writes g as a table, nothing when it has no rows; blank
+// says whether a blank line goes before it.
+func renderGrid(w io.Writer, g grid, blank bool) error {
+	if len(g.rows) == 0 {
+		return nil
+	}
+	if blank {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+	}
+	tab := newTable(w, g.header, g.align...)
+	for _, r := range g.rows {
+		if err := tab.Append(r); err != nil {
+			return err
+		}
+	}
+	return tab.Render()
+}
+
 // JSON writes v as indented JSON with a trailing newline.
 func JSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -224,30 +224,23 @@ func timeoutText(v *float64) string {
 // inferred retry policy, a table of paths, the findings one per line, and
 // the warnings.
 func TopologyTable(w io.Writer, t *graph.Topology) error {
+	return topologyTable(w, t, nil)
+}
+
+// topologyTable is TopologyTable with a section written right after the
+// headline (audit puts its calibration there), when after is not nil.
+func topologyTable(w io.Writer, t *graph.Topology, after func(io.Writer) error) error {
 	v := newTopologyView(t)
 	sw := &stickyWriter{w: w}
 	fmt.Fprintln(sw, v.headline)
-	if err := topologyBody(sw, v); err != nil {
-		return err
-	}
-	return sw.err
-}
-
-// topologyBody writes what TopologyTable shows after its first line: the
-// edge and path tables, the findings and the warnings.
-func topologyBody(sw *stickyWriter, v topologyView) error {
-	for _, g := range []grid{v.edges, v.paths} {
-		if len(g.rows) == 0 {
-			continue
-		}
+	if after != nil {
 		fmt.Fprintln(sw)
-		tab := newTable(sw, g.header, g.align...)
-		for _, r := range g.rows {
-			if err := tab.Append(r); err != nil {
-				return err
-			}
+		if err := after(sw); err != nil {
+			return err
 		}
-		if err := tab.Render(); err != nil {
+	}
+	for _, g := range []grid{v.edges, v.paths} {
+		if err := renderGrid(sw, g, true); err != nil {
 			return err
 		}
 	}
@@ -277,6 +270,12 @@ func topologyBody(sw *stickyWriter, v topologyView) error {
 // findings and warnings as lists. Text from the traces is escaped so that
 // it reads as written and cannot break a table or inject markup.
 func TopologyMarkdown(w io.Writer, t *graph.Topology) error {
+	return topologyMarkdown(w, t, nil)
+}
+
+// topologyMarkdown is TopologyMarkdown with a section written right after
+// the headline, when after is not nil.
+func topologyMarkdown(w io.Writer, t *graph.Topology, after func(io.Writer) error) error {
 	v := newTopologyView(t)
 	sw := &stickyWriter{w: w}
 	fmt.Fprintln(sw, "## Retry topology")
@@ -286,6 +285,12 @@ func TopologyMarkdown(w io.Writer, t *graph.Topology) error {
 			s.Traces, s.Spans, s.RootCalls, decimal(s.WindowS, 1))
 	}
 	fmt.Fprintf(sw, "**%s**\n", mdEscape(v.headline))
+	if after != nil {
+		fmt.Fprintln(sw)
+		if err := after(sw); err != nil {
+			return err
+		}
+	}
 	for _, sec := range []struct {
 		title string
 		g     grid

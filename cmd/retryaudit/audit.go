@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
@@ -37,6 +38,7 @@ type auditOptions struct {
 	util        map[string]float64
 	decl        audit.Declarations
 	sim         simFlags
+	tol         toleranceFlags
 	in          inputFlags
 }
 
@@ -67,8 +69,17 @@ the seed spread counting as ties) and reports the capacity plan, then the
 recommendation as concrete changes edge by edge, then the topology, its
 findings and the detail of the first seed.
 
+Before anything is recommended, the replay of the observed policies under
+the traces' own failure timeline must reproduce the traces (as
+'retryaudit calibrate' checks): the calibration is the first section after
+the worst-case line, and when the model misses, the recommendation is
+printed as uncalibrated with the misses listed. The traces' own timeline
+(degradation "observed") is the first degradation of the matrix; every
+other one applies on top of the healthy part of the traces' failures.
+
 --fail-on makes the command exit 3 after its report when a threshold is
-crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
+crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any),
+uncalibrated.`,
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
   retryaudit audit traces/ --utilization db=0.4 --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed`,
 		Args: cobra.MinimumNArgs(1),
@@ -116,7 +127,8 @@ crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any).`,
 	f.StringVar(&opts.md, "md", "", "also write a Markdown report to `FILE`")
 	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended change as a YAML policy `FILE` (replay --policy-file reads it)")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
-	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY")
+	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY, uncalibrated")
+	opts.tol.bind(cmd)
 	f.IntVar(&opts.seeds, "seeds", audit.DefaultSeeds, "run every policy and degradation with `K` seeds: --seed, --seed+1, …")
 	f.BoolVar(&opts.noSearch, "no-search", false, "skip the critical-utilization searches (a quicker audit, with no capacity plan beyond today's load)")
 	f.StringArrayVar(&opts.utilization, "utilization", nil, "a service's utilization from your metrics, `SVC=U` with U a busy fraction in (0,1) (repeatable)")
@@ -151,6 +163,10 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 		return err
 	}
 	top := graph.Infer(set)
+	cal, err := calibrate(cmd, top, o.sim.modelFlags, o.tol, replay.DefaultCalibrationSeeds)
+	if err != nil {
+		return err
+	}
 	m, err := o.sim.model(top, replay.BuildOptions{})
 	if err != nil {
 		return err
@@ -182,6 +198,8 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if len(degr) == 0 {
 		return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
 	}
+	// The traces' own failure timeline is the first degradation.
+	degr = append([]replay.Degradation{{Name: string(degrade.Observed), Faults: degrade.Schedule{{Kind: degrade.Observed}}}}, degr...)
 	var bar *progress
 	res, err := audit.Run(cmd.Context(), audit.Config{Variants: variants, Degradations: degr, Topology: top,
 		Run: o.sim.config(), Seeds: o.seeds, Utilization: o.util, Declarations: o.decl, NoSearch: o.noSearch,
@@ -197,7 +215,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	a := report.NewAuditReport(top, m.Assumed, res)
+	a := report.NewAuditReport(top, m.Assumed, cal, res)
 	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
 		return err
 	}

@@ -14,11 +14,18 @@ type threshold struct {
 	check func(*report.AuditReport) (crossed bool, why string)
 }
 
-// parseThreshold reads amplification>N (also >=), finding:ID, and
-// metastable:POLICY (or metastable:any).
+// parseThreshold reads amplification>N (also >=), finding:ID,
+// metastable:POLICY (or metastable:any) and uncalibrated.
 func parseThreshold(expr string) (threshold, error) {
-	bad := fmt.Errorf("--fail-on %q: want amplification>N, amplification>=N, finding:ID or metastable:POLICY", expr)
+	bad := fmt.Errorf("--fail-on %q: want amplification>N, amplification>=N, finding:ID, metastable:POLICY or uncalibrated", expr)
 	switch {
+	case expr == "uncalibrated":
+		return threshold{expr, func(a *report.AuditReport) (bool, string) {
+			if a.Calibration == nil || a.Calibration.Pass {
+				return false, ""
+			}
+			return true, fmt.Sprintf("the model misses %d of the traced figures: %s", len(a.Calibration.Misses), strings.Join(a.Calibration.Misses, "; "))
+		}}, nil
 	case strings.HasPrefix(expr, "amplification>"):
 		rest := strings.TrimPrefix(expr, "amplification>")
 		orEqual := strings.HasPrefix(rest, "=")

@@ -189,25 +189,31 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 // readTopology infers the topology from the trace files (and lists their
 // root arrivals for --arrivals trace) or reads --topology.
 func (o *replayOptions) readTopology(cmd *cobra.Command) (*graph.Topology, []graph.Arrival, error) {
-	if o.topology == "" {
-		set, err := o.in.read(cmd.Context(), o.io, o.inputs, nil)
+	return loadTopology(cmd, o.io, &o.in, o.inputs, o.topology, o.arrivals == "trace")
+}
+
+// loadTopology infers the topology of the trace files named by inputs, with
+// their root arrivals when asked, or reads the topology file when named.
+func loadTopology(cmd *cobra.Command, st *streams, in *inputFlags, inputs []string, file string, arrivals bool) (*graph.Topology, []graph.Arrival, error) {
+	if file == "" {
+		set, err := in.read(cmd.Context(), st, inputs, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		if o.arrivals == "trace" {
-			top, arrivals := graph.InferWithArrivals(set)
-			return top, arrivals, nil
+		if arrivals {
+			top, arr := graph.InferWithArrivals(set)
+			return top, arr, nil
 		}
 		return graph.Infer(set), nil, nil
 	}
-	f, err := os.Open(o.topology)
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
 	top, err := graph.ReadTopology(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("topology %s: %w", o.topology, err)
+		return nil, nil, fmt.Errorf("topology %s: %w", file, err)
 	}
 	return top, nil, nil
 }

@@ -103,6 +103,7 @@ retry and how, and replays degradations under alternative retry policies.`,
 		newIngestCmd(io),
 		newInferCmd(io),
 		newReplayCmd(io),
+		newCalibrateCmd(io),
 		newAuditCmd(io),
 		newReportCmd(io),
 	)

@@ -169,7 +169,11 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				return nil
 			}
 			u0, ok := today[v.Service]
-			if !ok {
+			switch {
+			case v.Service == "":
+				v.CriticalNote = "the degradation names no dependency to load (the traces' own failures)"
+				return nil
+			case !ok:
 				v.CriticalNote = "no utilization of " + v.Service + " to scale (closed-loop arrivals or a cyclic call graph)"
 				return nil
 			}

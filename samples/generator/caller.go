@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/avast/retry-go/v4"
 	"github.com/cenkalti/backoff/v5"
@@ -214,14 +215,18 @@ type attemptLog struct {
 	mu         sync.Mutex
 	statuses   []int  // HTTP status per attempt, 0 for a transport error
 	retryAfter []bool // per attempt: the response carried Retry-After
+	// start and end of each attempt's round trip, for how late the waits
+	// between them came (scheduling noise on a busy host).
+	start, end []time.Time
 }
 
 // add logs one attempt.
-func (l *attemptLog) add(status int, retryAfter bool) {
+func (l *attemptLog) add(status int, retryAfter bool, start, end time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.statuses = append(l.statuses, status)
 	l.retryAfter = append(l.retryAfter, retryAfter)
+	l.start, l.end = append(l.start, start), append(l.end, end)
 }
 
 type attemptLogKey struct{}
@@ -237,7 +242,9 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if keys := req.Header.Values("Idempotency-Key"); len(keys) > 0 {
 		span.SetAttributes(attribute.StringSlice("http.request.header.idempotency-key", keys))
 	}
+	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
+	end := time.Now()
 	status, retryAfter := 0, false
 	if err == nil {
 		status = resp.StatusCode
@@ -247,7 +254,7 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	if log, ok := req.Context().Value(attemptLogKey{}).(*attemptLog); ok {
-		log.add(status, retryAfter)
+		log.add(status, retryAfter, start, end)
 	}
 	return resp, err
 }
@@ -266,6 +273,9 @@ type edgeStats struct {
 	// retryAfterWaits instead.
 	waits           []int
 	retryAfterWaits int
+	// lateMS is the most a wait of an unjittered policy overran the
+	// wait the policy asked for: the timing noise of this capture.
+	lateMS float64
 }
 
 func newEdgeStats(p Policy) *edgeStats {
@@ -299,6 +309,10 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 			s.waits = append(s.waits, 0)
 		}
 		s.waits[i]++
+		if want, ok := p.intendedWait(i); ok {
+			late := float64(log.start[i].Sub(log.end[i-1])-want) / float64(time.Millisecond)
+			s.lateMS = max(s.lateMS, late)
+		}
 	}
 	if n == p.MaxAttempts && ctx.Err() == nil {
 		if last := log.statuses[n-1]; last == 0 || retryableStatus(last) {

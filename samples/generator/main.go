@@ -6,7 +6,8 @@
 // receiver and are written, per scenario, as OTLP JSON lines, length-prefixed
 // OTLP protobuf, Jaeger UI JSON and truth.json.
 //
-//	go run . -out ..
+//	go run . -out ..                     # every scenario
+//	go run . -out .. -scenario incident  # one scenario alone
 package main
 
 import (
@@ -29,9 +30,21 @@ import (
 
 func main() {
 	out := flag.String("out", "..", "directory that receives one sub-directory per scenario")
+	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one)")
 	flag.Parse()
 	ctx := context.Background()
+	if *only == "" || *only == incidentName {
+		start := time.Now()
+		sum, err := runIncident(ctx, *out)
+		fmt.Printf("%s (%s)\n%s", incidentName, time.Since(start).Round(time.Millisecond), sum)
+		if err != nil {
+			log.Fatalf("%s: %v", incidentName, err)
+		}
+	}
 	for _, sc := range scenarios() {
+		if *only != "" && sc.Name != *only {
+			continue
+		}
 		start := time.Now()
 		_, sum, err := runScenario(ctx, sc, *out, true)
 		fmt.Printf("%s (%s)\n%s", sc.Name, time.Since(start).Round(time.Millisecond), sum)

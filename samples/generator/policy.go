@@ -1,6 +1,9 @@
 package main
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Module paths of the retry libraries the callers use. They double as the
 // "library" values written to truth.json.
@@ -90,4 +93,24 @@ func retryableHTTP(attempts int, minWait, maxWait time.Duration) Policy {
 		Backoff:           Backoff{Kind: "exponential", Base: minWait, Multiplier: 2, Cap: maxWait, Jitter: "none"},
 		HonoursRetryAfter: true,
 	}
+}
+
+// intendedWait is the wait before attempt index i (1-based retries) that
+// an unjittered policy asks for; false for jittered or no backoff.
+func (p Policy) intendedWait(i int) (time.Duration, bool) {
+	b := p.Backoff
+	if b.Jitter != "none" {
+		return 0, false
+	}
+	switch b.Kind {
+	case "constant":
+		return b.Base, true
+	case "exponential":
+		w := time.Duration(float64(b.Base) * math.Pow(b.Multiplier, float64(i-1)))
+		if b.Cap > 0 && w > b.Cap {
+			w = b.Cap
+		}
+		return w, true
+	}
+	return 0, false
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 )
 
 // simulate plays a scenario's fault scripts through the mesh's call graph
@@ -66,7 +67,7 @@ func (s *simMesh) call(route string, serve func(Policy) simResult) simResult {
 	var r simResult
 	for range p.MaxAttempts {
 		r = serve(p)
-		log.add(r.status, r.retryAfter)
+		log.add(r.status, r.retryAfter, time.Time{}, time.Time{})
 		if !r.failed() || (r.status != 0 && !retryableStatus(r.status)) {
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -39,6 +40,11 @@ type truthEdge struct {
 	NotRetriedStatus  []int `json:"not_retried_status"`
 	HonoursRetryAfter bool  `json:"honours_retry_after"`
 	IdempotencyKey    bool  `json:"idempotency_key"`
+	// WaitLateMS, for an unjittered policy, is the most a wait overran
+	// the policy's own wait in this capture (a busy host's scheduling);
+	// beyond inference's noise allowance the traces cannot show the
+	// absence of jitter. Absent where nothing was measured.
+	WaitLateMS *float64 `json:"wait_late_ms,omitempty"`
 }
 
 type truthBackoff struct {
@@ -99,6 +105,10 @@ func truthOf(c *caller) (truthEdge, error) {
 	if p.Library != "" {
 		te.Library = &p.Library
 	}
+	if _, ok := p.intendedWait(1); ok && p.retries() && sumWaits(st.waits) > 0 {
+		late := math.Round(st.lateMS*10) / 10
+		te.WaitLateMS = &late
+	}
 	if p.PerTryTimeout > 0 {
 		te.PerTryTimeoutMS = millis(p.PerTryTimeout)
 	}
@@ -122,6 +132,14 @@ func truthOf(c *caller) (truthEdge, error) {
 	slices.Sort(te.RetriedStatus)
 	slices.Sort(te.NotRetriedStatus)
 	return te, nil
+}
+
+func sumWaits(w []int) int {
+	n := 0
+	for _, x := range w {
+		n += x
+	}
+	return n
 }
 
 func millis(d time.Duration) *int64 {

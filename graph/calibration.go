@@ -1,0 +1,817 @@
+package graph
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+// BucketS is the width of the time buckets in which the traces' failure
+// timeline is kept: fine enough to place a two-second incident, coarse
+// enough that a bucket of a busy edge holds a few attempts.
+const BucketS = 0.5
+
+// Calibration is what the traces say about the system as it ran, beyond its
+// retry policies: the figures a replay must reproduce (root outcomes and
+// latency), and the inputs it needs to do so (the arrival window, the
+// head-sampling probability, how many requests each service held at once).
+type Calibration struct {
+	// ArrivalWindowS spans the root requests' start times, plus one mean
+	// gap between them, so that roots / window is their rate.
+	ArrivalWindowS float64 `json:"arrival_window_s"`
+	// RootRatePerS is the root requests per second over the arrival
+	// window, before any scaling for sampling.
+	RootRatePerS float64   `json:"root_rate_per_s"`
+	BucketS      float64   `json:"bucket_s"`
+	Sampling     Sampling  `json:"sampling"`
+	Root         RootStats `json:"root"`
+	// InFlight is each service's mean number of requests in flight by
+	// Little's law: the sum of its span durations over the arrival window.
+	InFlight []ServiceLoad `json:"in_flight"`
+}
+
+// Sampling is the head-sampling probability the rates are scaled by.
+type Sampling struct {
+	// Probability is the effective share of traces kept (1: all).
+	Probability float64 `json:"probability"`
+	// Source says where it came from: "jaeger probabilistic", "tracestate
+	// th", "--sample-rate", "none seen", or a mix of those.
+	Source string `json:"source"`
+	// LowerBound is true when no root said how it was sampled: the rates
+	// are then lower bounds, exact only if every trace was kept.
+	LowerBound bool `json:"lower_bound"`
+	// Roots is how many roots carried a probability.
+	Roots int `json:"roots"`
+}
+
+// RootStats are the root requests' outcomes and latency as traced. A 4xx is
+// the client's error, not a loss of availability: server errors are 5xx
+// and error statuses.
+type RootStats struct {
+	Requests        int     `json:"requests"`
+	SuccessRate     float64 `json:"success_rate"`
+	ServerErrorRate float64 `json:"server_error_rate"`
+	P50MS           float64 `json:"p50_ms"`
+	P90MS           float64 `json:"p90_ms"`
+	P99MS           float64 `json:"p99_ms"`
+	// P50BandMS and P90BandMS are how precisely the traces know the p50
+	// and p90: the latencies at one binomial standard deviation of rank
+	// either side, sqrt(p(1-p)/n). Narrow for many roots or a smooth
+	// distribution; wide when the percentile falls in a gap between
+	// clusters (fast successes, slow retried requests).
+	P50BandMS [2]float64 `json:"p50_band_ms"`
+	P90BandMS [2]float64 `json:"p90_band_ms"`
+}
+
+// ServiceLoad is one service's concurrency: the mean by Little's law, and
+// the most requests it was seen holding at once (it has at least that many
+// request slots, since it served them).
+type ServiceLoad struct {
+	Service      string  `json:"service"`
+	InFlight     float64 `json:"in_flight"`
+	PeakInFlight int     `json:"peak_in_flight"`
+}
+
+// Outcomes is an edge's failure model: how its attempts ended when the
+// callee's own downstream calls succeeded (the callee's own outcome),
+// first attempts apart from retries, outside and inside incidents, and
+// how often a failure below the callee made the attempt fail.
+type Outcomes struct {
+	First OutcomeMix `json:"first"`
+	Retry OutcomeMix `json:"retry"`
+	// FirstAfterFailure are the first attempts (counted in First too) of
+	// calls whose request had already failed on this edge (an earlier call
+	// of the same trace, from a caller retried above): failures stick to
+	// requests across calls, not only across one call's retries.
+	FirstAfterFailure OutcomeMix `json:"first_after_failure"`
+	// FirstAfterOtherFailure are the other first attempts (counted in
+	// First too) of requests that had already failed on another edge:
+	// failures at different dependencies may come together, or exclude
+	// each other.
+	FirstAfterOtherFailure OutcomeMix `json:"first_after_other_failure"`
+	// RetryByAttempt splits Retry by attempt: [0] second attempts, [1]
+	// third… The later a retry, the likelier its request fails for good.
+	RetryByAttempt []OutcomeMix `json:"retry_by_attempt"`
+	// RetryAfterFailureByAttempt is the part of RetryByAttempt in calls
+	// whose request had already failed on this edge in an earlier call: a
+	// request that keeps failing is likelier to fail again.
+	RetryAfterFailureByAttempt []OutcomeMix `json:"retry_after_failure_by_attempt"`
+	// RetryAfterDownstream are the retries (counted in Retry, not in
+	// RetryByAttempt) whose previous attempt failed because a call the
+	// callee made failed: the callee's own failure is no likelier then.
+	RetryAfterDownstream OutcomeMix `json:"retry_after_downstream"`
+	// DownstreamFailed counts attempts during which one of the callee's
+	// own calls failed; Propagated how many of them failed in turn (the
+	// rest were absorbed by a fallback).
+	DownstreamFailed int `json:"downstream_failed"`
+	Propagated       int `json:"propagated"`
+	// RetryAfterMS is the mean Retry-After the callee sent with failures.
+	RetryAfterMS float64 `json:"retry_after_ms"`
+	// Incidents are the time buckets (BucketS wide, from the first root
+	// request) whose first attempts failed well beyond the rest: the
+	// traces' own failure timeline. First and Retry above exclude them.
+	Incidents []Incident `json:"incidents"`
+}
+
+// Incident is one time bucket of an edge's failure timeline.
+type Incident struct {
+	Bucket int        `json:"bucket"`
+	First  OutcomeMix `json:"first"`
+	Retry  OutcomeMix `json:"retry"`
+}
+
+// OutcomeMix counts attempts by how they ended.
+type OutcomeMix struct {
+	OK          int `json:"ok"`
+	ServerError int `json:"server_error"` // 5xx, a retryable gRPC status, an error status
+	Throttled   int `json:"throttled"`    // 429 or RESOURCE_EXHAUSTED without Retry-After
+	RetryAfter  int `json:"retry_after"`  // a failure that carried Retry-After (429, 503)
+	ClientError int `json:"client_error"` // a 4xx or gRPC status that callers do not retry
+	Timeout     int `json:"timeout"`
+	Transport   int `json:"transport"` // reset, refused: failed without an answer
+}
+
+// Total is the number of attempts counted.
+func (m OutcomeMix) Total() int {
+	return m.OK + m.Failed()
+}
+
+// Failed is the number of attempts that failed.
+func (m OutcomeMix) Failed() int {
+	return m.ServerError + m.Throttled + m.RetryAfter + m.ClientError + m.Timeout + m.Transport
+}
+
+func (m *OutcomeMix) add(a *attempt) {
+	switch {
+	case a.outcome == outcomeClientError:
+		m.ClientError++
+	case !a.outcome.failed():
+		m.OK++
+	case a.retryAfter >= 0:
+		m.RetryAfter++
+	case a.status == "429" || a.status == "grpc RESOURCE_EXHAUSTED":
+		m.Throttled++
+	case a.status == "timeout" || a.status == "408" || a.status == "grpc DEADLINE_EXCEEDED":
+		m.Timeout++
+	case a.transport:
+		m.Transport++
+	default:
+		m.ServerError++
+	}
+}
+
+// retryable is the number of failures a caller may retry.
+func (m OutcomeMix) retryable() int { return m.Failed() - m.ClientError }
+
+// calibrate adds the calibration statistics to t: every edge's outcome mix
+// and timeline, work-only self times, the roots' outcomes and latency,
+// concurrency by Little's law and the sampling probability.
+func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology) {
+	var all []int32
+	for _, r := range roots {
+		all = append(all, r...)
+	}
+	slices.Sort(all)
+	cal := &Calibration{BucketS: BucketS, InFlight: []ServiceLoad{}}
+	t0, window := arrivalWindow(ix, all)
+	cal.ArrivalWindowS = round3(window)
+	if window > 0 {
+		cal.RootRatePerS = round3(float64(len(all)) / window)
+	}
+	cal.Sampling = sampling(ix, all)
+	cal.Root = rootStats(ix, all)
+
+	// Per span: a call made while serving it failed; it made calls.
+	downFailed := make(spanSet, len(ix.spans))
+	calling := make(spanSet, len(ix.spans))
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			s := ix.serverOf(c.from)
+			calling[s] = true
+			if c.last().outcome.failed() {
+				downFailed[s] = true
+			}
+		}
+	}
+	anyFail := map[ingest.TraceID]int64{}
+	perEdge := make([]map[ingest.TraceID]int64, len(ecs))
+	for i, ec := range ecs {
+		perEdge[i] = firstFailures(ix, ec)
+		for id, t := range perEdge[i] {
+			if old, ok := anyFail[id]; !ok || t < old {
+				anyFail[id] = t
+			}
+		}
+	}
+	for i, ec := range ecs {
+		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, perEdge[i], anyFail)
+	}
+	userOutcomes(ix, roots, downFailed, t)
+	ownFailed := make(spanSet, len(ix.spans))
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if ix.keep[i] && !downFailed[i] && (isServer(sp) || ix.parent[i] < 0) {
+			o, _ := classify(ix, int32(i), int32(i))
+			ownFailed[i] = o.failed()
+		}
+	}
+	workSelfTimes(ix, ecs, ownFailed, t)
+	ownFailures(ix, ownFailed, calling, t)
+	callOrder(ix, ecs, t)
+	cal.InFlight = inFlight(ix, ecs, window)
+	t.Calibration = cal
+}
+
+// edgeOutcomes measures one edge's failure model and transit times.
+func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
+	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{}}
+	// rec is one attempt whose outcome is the callee's own.
+	type rec struct {
+		a      *attempt
+		k      int // its index in the call
+		bucket int
+		after  bool // the request had failed on this edge before
+		other  bool // else, it had failed on another edge before
+		// afterDown: the previous attempt failed because of the callee's calls
+		afterDown bool
+	}
+	var recs []rec
+	raSum, raN := 0.0, 0
+	var transit []float64
+	for _, c := range ec.calls {
+		for k := range c.attempts {
+			a := &c.attempts[k]
+			if a.retryAfter >= 0 && a.outcome.failed() {
+				raSum += float64(a.retryAfter)
+				raN++
+			}
+			if a.server >= 0 && a.transport && a.end-a.start < ix.spans[a.server].Duration() {
+				// The callee answered too late: its own time, which replay
+				// draws, times the attempt out again. Counting the timeout
+				// here as well would fail it twice.
+				continue
+			}
+			if a.server >= 0 {
+				transit = append(transit, float64(max(a.end-a.start-ix.spans[a.server].Duration(), 0))/1e6)
+			}
+			if a.server >= 0 && downFailed[a.server] {
+				o.DownstreamFailed++
+				if a.outcome.failed() {
+					o.Propagated++
+				}
+				continue
+			}
+			afterDown := false
+			if k > 0 {
+				p := &c.attempts[k-1]
+				afterDown = p.server >= 0 && downFailed[p.server] && p.outcome.failed()
+			}
+			id := ix.spans[a.span].TraceID
+			ff, failed := firstFail[id]
+			af, anyFailed := anyFail[id]
+			// For a retry, a failure before its call began: an earlier call.
+			after := failed && ff <= c.attempts[0].start
+			other := !after && anyFailed && af <= a.start
+			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: after, other: other, afterDown: afterDown})
+		}
+	}
+	if raN > 0 {
+		o.RetryAfterMS = round3(raSum / float64(raN))
+	}
+	// Incidents: buckets whose first attempts failed far beyond the rest.
+	type split struct{ first, retry OutcomeMix }
+	buckets := map[int]*split{}
+	var whole OutcomeMix
+	for _, r := range recs {
+		sp := buckets[r.bucket]
+		if sp == nil {
+			sp = &split{}
+			buckets[r.bucket] = sp
+		}
+		if r.k == 0 {
+			sp.first.add(r.a)
+			whole.add(r.a)
+		} else {
+			sp.retry.add(r.a)
+		}
+	}
+	incident := incidentTest(whole)
+	keys := make([]int, 0, len(buckets))
+	for b, sp := range buckets {
+		if incident(sp.first) {
+			keys = append(keys, b)
+		}
+	}
+	sort.Ints(keys)
+	inIncident := map[int]bool{}
+	for _, b := range keys {
+		inIncident[b] = true
+		o.Incidents = append(o.Incidents, Incident{Bucket: b, First: buckets[b].first, Retry: buckets[b].retry})
+	}
+	for _, r := range recs {
+		switch {
+		case inIncident[r.bucket]:
+		case r.k == 0:
+			o.First.add(r.a)
+			if r.other {
+				o.FirstAfterOtherFailure.add(r.a)
+			}
+			if r.after {
+				o.FirstAfterFailure.add(r.a)
+			}
+		case r.afterDown:
+			o.Retry.add(r.a)
+			o.RetryAfterDownstream.add(r.a)
+		default:
+			o.Retry.add(r.a)
+			for len(o.RetryByAttempt) < r.k {
+				o.RetryByAttempt = append(o.RetryByAttempt, OutcomeMix{})
+				o.RetryAfterFailureByAttempt = append(o.RetryAfterFailureByAttempt, OutcomeMix{})
+			}
+			o.RetryByAttempt[r.k-1].add(r.a)
+			if r.after {
+				o.RetryAfterFailureByAttempt[r.k-1].add(r.a)
+			}
+		}
+	}
+	e.Outcomes = o
+	if len(transit) > 0 {
+		slices.Sort(transit)
+		e.TransitQuantilesMS = workQuantiles(transit)
+	}
+}
+
+// firstFailures returns, per trace, when the first failed attempt on the
+// edge ended.
+func firstFailures(ix *index, ec *edgeCalls) map[ingest.TraceID]int64 {
+	out := map[ingest.TraceID]int64{}
+	for _, c := range ec.calls {
+		for _, a := range c.attempts {
+			if !a.outcome.failed() {
+				continue
+			}
+			id := ix.spans[a.span].TraceID
+			if t, ok := out[id]; !ok || a.end < t {
+				out[id] = a.end
+			}
+		}
+	}
+	return out
+}
+
+// spanSet marks spans by index.
+type spanSet []bool
+
+// incidentTest returns whether a bucket's first attempts failed beyond the
+// edge's overall rate by more than three binomial deviations and one
+// attempt, and at least half of them: an incident, not noise.
+func incidentTest(whole OutcomeMix) func(OutcomeMix) bool {
+	h := 0.0
+	if n := whole.Total(); n > 0 {
+		h = float64(whole.retryable()) / float64(n)
+	}
+	return func(m OutcomeMix) bool {
+		n := float64(m.Total())
+		k := float64(m.retryable())
+		return n >= 2 && k >= 0.5*n && k > n*h+3*math.Sqrt(n*h*(1-h))+1
+	}
+}
+
+func bucketOf(start, t0 int64) int {
+	return max(0, int(float64(start-t0)/1e9/BucketS))
+}
+
+// arrivalWindow returns the first root start and the window of root
+// arrivals in seconds (0 when there are fewer than two roots or they all
+// started within a millisecond).
+func arrivalWindow(ix *index, roots []int32) (int64, float64) {
+	if len(roots) == 0 {
+		return 0, 0
+	}
+	lo, hi := ix.spans[roots[0]].Start, ix.spans[roots[0]].Start
+	for _, r := range roots {
+		lo, hi = min(lo, ix.spans[r].Start), max(hi, ix.spans[r].Start)
+	}
+	span := float64(hi-lo) / 1e9
+	if len(roots) < 2 || span < 1e-3 {
+		return lo, 0
+	}
+	return lo, span + span/float64(len(roots)-1)
+}
+
+// sampling weighs every root by its own head-sampling probability: the
+// effective probability is roots / Σ 1/p.
+func sampling(ix *index, roots []int32) Sampling {
+	s := Sampling{Probability: 1, Source: "none seen", LowerBound: true}
+	inv := 0.0
+	sources := map[string]bool{} // where probabilities were read, or that they could not be
+	for _, r := range roots {
+		sp := &ix.spans[r]
+		src := ix.str(sp.SampleSource)
+		if p := float64(sp.SampleProb); p > 0 && p <= 1 {
+			s.Roots++
+			inv += 1 / p
+			sources[src] = true
+			continue
+		}
+		inv++
+		if src != "" {
+			sources[src+" (probability unknown)"] = true
+		}
+	}
+	if len(sources) > 0 {
+		names := make([]string, 0, len(sources))
+		for n := range sources {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		s.Source = strings.Join(names, " + ")
+	}
+	if s.Roots > 0 {
+		s.Probability = round6(float64(len(roots)) / inv)
+		s.LowerBound = s.Roots < len(roots)
+	}
+	return s
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+// rootStats measures the root requests' outcomes and latency.
+func rootStats(ix *index, roots []int32) RootStats {
+	st := RootStats{Requests: len(roots)}
+	if len(roots) == 0 {
+		return st
+	}
+	d := make([]float64, 0, len(roots))
+	ok, server := 0, 0
+	for _, r := range roots {
+		d = append(d, float64(ix.spans[r].Duration())/1e6)
+		switch o, _ := classify(ix, r, r); o {
+		case outcomeRetryable:
+			server++
+		case outcomeClientError:
+		default:
+			ok++
+		}
+	}
+	slices.Sort(d)
+	n := float64(len(roots))
+	st.SuccessRate, st.ServerErrorRate = round6(float64(ok)/n), round6(float64(server)/n)
+	st.P50MS, st.P90MS, st.P99MS = round3(nearestRank(d, 0.5)), round3(nearestRank(d, 0.9)), round3(nearestRank(d, 0.99))
+	band := func(p float64) [2]float64 {
+		sd := math.Sqrt(p * (1 - p) / n)
+		return [2]float64{round3(nearestRank(d, max(p-sd, 0))), round3(nearestRank(d, min(p+sd, 1)))}
+	}
+	st.P50BandMS, st.P90BandMS = band(0.5), band(0.9)
+	return st
+}
+
+// userOutcomes gives every user edge the outcome mix of its root spans.
+func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topology) {
+	for i := range t.Edges {
+		e := &t.Edges[i]
+		if e.Caller != userCaller {
+			continue
+		}
+		o := &Outcomes{Incidents: []Incident{}}
+		for _, r := range roots[node{e.Callee, e.Operation}] {
+			a := ix.newAttempt(r, r)
+			if downFailed[r] {
+				o.DownstreamFailed++
+				if a.outcome.failed() {
+					o.Propagated++
+				}
+				continue
+			}
+			o.First.add(&a)
+		}
+		e.Outcomes = o
+	}
+}
+
+// ownFailures counts, per operation of the instrumented services, the
+// executions that failed on their own and those of them that failed before
+// making any call: a request the service rejects does not go on to call
+// its dependencies, and a replay that made the calls anyway would take too
+// long to fail and call too often when it succeeds.
+func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
+	type counts struct{ own, noCalls int }
+	byOp := map[node]*counts{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ownFailed[i] || !isServer(sp) {
+			continue
+		}
+		n := node{ix.str(sp.Service), ix.opName(int32(i))}
+		c := byOp[n]
+		if c == nil {
+			c = &counts{}
+			byOp[n] = c
+		}
+		c.own++
+		if !calling[int32(i)] {
+			c.noCalls++
+		}
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		for oi := range s.Operations {
+			op := &s.Operations[oi]
+			if c := byOp[node{s.Name, op.Name}]; c != nil {
+				op.OwnFailures, op.FailedWithoutCalls = c.own, c.noCalls
+			}
+		}
+	}
+}
+
+// callOrder measures, per operation, what follows a failed call: whether
+// the execution stops there (most handlers return on the first error) or
+// makes its other calls anyway; and per edge how many executions of the
+// caller's operation could still make it (no earlier call had failed, or
+// the operation goes on after failures) and when, after the execution
+// starts, it is made.
+func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
+	type made struct {
+		server int32
+		start  int64
+		edge   int
+		failed bool
+	}
+	var all []made
+	offsets := make([][]float64, len(ecs))
+	for i, ec := range ecs {
+		for _, c := range ec.calls {
+			s := ix.serverOf(c.from)
+			start := c.attempts[0].start
+			all = append(all, made{s, start, i, c.last().outcome.failed()})
+			offsets[i] = append(offsets[i], float64(start-ix.spans[s].Start)/1e6)
+		}
+	}
+	slices.SortFunc(all, func(a, b made) int {
+		if a.server != b.server {
+			return int(a.server - b.server)
+		}
+		return cmpInt64(a.start, b.start)
+	})
+	// The edges each caller operation makes, by edge index.
+	opEdges := map[node][]int{}
+	for i, ec := range ecs {
+		n := node{ec.key.caller, ec.key.callerOp}
+		opEdges[n] = append(opEdges[n], i)
+	}
+	notReached := make([]int, len(ecs))
+	stopped, continued := map[node]int{}, map[node]int{}
+	for lo := 0; lo < len(all); {
+		hi := lo + 1
+		for hi < len(all) && all[hi].server == all[lo].server {
+			hi++
+		}
+		calls := all[lo:hi]
+		lo = hi
+		failed := false
+		for _, c := range calls {
+			if failed {
+				continued[node{ix.str(ix.spans[c.server].Service), ix.opName(c.server)}]++
+			}
+			failed = failed || c.failed
+		}
+		if !failed {
+			continue
+		}
+		n := node{ix.str(ix.spans[calls[0].server].Service), ix.opName(calls[0].server)}
+		if calls[len(calls)-1].failed {
+			stopped[n]++
+		}
+		for _, e := range opEdges[n] {
+			if !slices.ContainsFunc(calls, func(c made) bool { return c.edge == e }) {
+				notReached[e]++
+			}
+		}
+	}
+	for i := range ecs {
+		e := &t.Edges[i]
+		e.NotReached = notReached[i]
+		slices.Sort(offsets[i])
+		e.CallOffsetMS = round3(quantile(offsets[i], 0.5))
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		for oi := range s.Operations {
+			op := &s.Operations[oi]
+			n := node{s.Name, op.Name}
+			op.StoppedAfterFailure, op.ContinuedAfterFailure = stopped[n], continued[n]
+		}
+	}
+}
+
+// workSelfTimes replaces each instrumented operation's self-time quantiles
+// with the work it did itself: its span's duration minus the time covered
+// by its children and minus the waits between the attempts of its calls
+// (backoff and Retry-After sleeps), which hold a request but do no work.
+func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) {
+	waits := map[int32][][2]int64{}
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			for k := 1; k < len(c.attempts); k++ {
+				prev, next := &c.attempts[k-1], &c.attempts[k]
+				if next.start > prev.end && !prev.synthetic && !next.synthetic {
+					waits[c.from] = append(waits[c.from], [2]int64{prev.end, next.start})
+				}
+			}
+		}
+	}
+	// self[n][0] holds the work of executions that did not fail on their
+	// own, self[n][1] of those that did: a request refused or failing
+	// fast takes less work than one served.
+	self := map[node]*[2][]float64{}
+	at := func(n node) *[2][]float64 {
+		if self[n] == nil {
+			self[n] = &[2][]float64{}
+		}
+		return self[n]
+	}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] || !isServer(sp) && ix.parent[i] >= 0 {
+			continue
+		}
+		k := 0
+		if ownFailed[i] {
+			k = 1
+		}
+		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
+		x[k] = append(x[k], float64(workTime(ix, int32(i), waits[int32(i)]))/1e6)
+	}
+	instrumented := map[string]bool{}
+	for _, s := range t.Services {
+		instrumented[s.Name] = !s.Virtual
+	}
+	for _, ec := range ecs {
+		if instrumented[ec.key.callee] {
+			continue
+		}
+		for _, c := range ec.calls {
+			for _, a := range c.attempts {
+				k := 0
+				if a.outcome.failed() {
+					k = 1
+				}
+				x := at(node{ec.key.callee, ec.key.op})
+				x[k] = append(x[k], float64(a.end-a.start)/1e6)
+			}
+		}
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		for oi := range s.Operations {
+			op := &s.Operations[oi]
+			x := self[node{s.Name, op.Name}]
+			if x == nil {
+				continue
+			}
+			all := append(slices.Clone(x[0]), x[1]...)
+			slices.Sort(all)
+			if !s.Virtual && len(all) > 0 {
+				op.SelfQuantilesMS = quantilesOf(all)
+			}
+			if len(x[0]) > 0 {
+				slices.Sort(x[0])
+				op.WorkQuantilesMS = workQuantiles(x[0])
+			}
+			if len(x[1]) > 0 {
+				slices.Sort(x[1])
+				op.FailedWorkQuantilesMS = workQuantiles(x[1])
+			}
+		}
+	}
+}
+
+// WorkLevels are the quantile levels of the work and transit times replay
+// draws from: every percentile, fine enough that a bimodal time (fast
+// answers and a slow tail past a client's timeout) keeps its gap.
+var WorkLevels = func() []float64 {
+	l := make([]float64, 101)
+	for i := range l {
+		l[i] = float64(i) / 100
+	}
+	return l
+}()
+
+// workQuantiles returns sorted xs at WorkLevels.
+func workQuantiles(xs []float64) []float64 {
+	out := make([]float64, len(WorkLevels))
+	for i, q := range WorkLevels {
+		out[i] = round3(quantile(xs, q))
+	}
+	return out
+}
+
+// quantilesOf returns sorted xs at SelfQuantileLevels.
+func quantilesOf(xs []float64) []float64 {
+	out := make([]float64, 0, len(SelfQuantileLevels))
+	for _, q := range SelfQuantileLevels {
+		out = append(out, round3(quantile(xs, q)))
+	}
+	return out
+}
+
+// flightEdge is a request starting (+1) or ending (-1) at a time.
+type flightEdge struct {
+	t int64
+	d int
+}
+
+// peak is the most requests in flight at once: ends sort before starts at
+// the same instant, so back-to-back requests do not count as overlapping.
+func peak(edges []flightEdge) int {
+	slices.SortFunc(edges, func(a, b flightEdge) int {
+		if c := cmpInt64(a.t, b.t); c != 0 {
+			return c
+		}
+		return a.d - b.d
+	})
+	n, most := 0, 0
+	for _, e := range edges {
+		n += e.d
+		most = max(most, n)
+	}
+	return most
+}
+
+// nearestRank is the nearest-rank p-quantile of sorted xs, the definition
+// replay's latency percentiles use.
+func nearestRank(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[max(int(math.Ceil(p*float64(len(sorted))))-1, 0)]
+}
+
+// workTime is span i's duration minus the union of its children's
+// intervals and the given waits, clipped to the span.
+func workTime(ix *index, i int32, waits [][2]int64) int64 {
+	if len(waits) == 0 {
+		return selfTime(ix, i)
+	}
+	sp := &ix.spans[i]
+	ivs := slices.Clone(waits)
+	for _, c := range ix.kids(i) {
+		ivs = append(ivs, [2]int64{ix.spans[c].Start, ix.spans[c].End})
+	}
+	slices.SortFunc(ivs, func(a, b [2]int64) int { return cmpInt64(a[0], b[0]) })
+	covered, end := int64(0), sp.Start
+	for _, iv := range ivs {
+		cs, ce := max(iv[0], end), min(iv[1], sp.End)
+		if ce > cs {
+			covered += ce - cs
+			end = ce
+		}
+	}
+	return max(sp.Duration()-covered, 0)
+}
+
+// inFlight is Little's law per service: the sum of its span durations
+// (server spans for instrumented services, attempts for virtual ones)
+// over the arrival window.
+func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
+	out := []ServiceLoad{}
+	if window <= 0 {
+		return out
+	}
+	busy := map[string]float64{}
+	edges := map[string][]flightEdge{}
+	add := func(svc string, start, end int64) {
+		busy[svc] += float64(end-start) / 1e9
+		edges[svc] = append(edges[svc], flightEdge{start, 1}, flightEdge{end, -1})
+	}
+	instrumented := map[string]bool{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] {
+			continue
+		}
+		svc := ix.str(sp.Service)
+		instrumented[svc] = true
+		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
+			add(svc, sp.Start, sp.End)
+		}
+	}
+	for _, ec := range ecs {
+		if instrumented[ec.key.callee] {
+			continue
+		}
+		for _, c := range ec.calls {
+			for _, a := range c.attempts {
+				add(ec.key.callee, a.start, a.end)
+			}
+		}
+	}
+	for svc, b := range busy {
+		out = append(out, ServiceLoad{Service: svc, InFlight: round3(b / window), PeakInFlight: peak(edges[svc])})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	return out
+}
