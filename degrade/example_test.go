@@ -22,7 +22,7 @@ func ExampleParse() {
 	// outage db 10 3 error
 	// outage:svc=db,at=10s,for=3s,mode=error
 	// false true false
-	// degrade "outage:svc=db,at=10s": missing for=; want outage:svc=NAME,at=DURATION,for=DURATION[,mode=error|timeout]
+	// degrade "outage:svc=db,at=10s": missing for=; want outage:svc=NAME,at=DURATION,for=DURATION[,mode=error|timeout|error-after-work]
 }
 
 func ExampleSchedule_Effect() {
@@ -40,8 +40,8 @@ func ExampleSchedule_Effect() {
 	start, end, _ := s.Trigger()
 	fmt.Println(start, end)
 	// Output:
-	// {Fail:false NoAnswer:false ErrorRate:0 Loss:0.2 Slow:10 Add:0 Limit:0}
-	// {Fail:false NoAnswer:false ErrorRate:0 Loss:0 Slow:1 Add:0 Limit:0}
+	// {Fail:false NoAnswer:false FailAfterWork:false ErrorRate:0 ErrorAfterWork:0 Loss:0.2 Slow:10 Add:0 Limit:0}
+	// {Fail:false NoAnswer:false FailAfterWork:false ErrorRate:0 ErrorAfterWork:0 Loss:0 Slow:1 Add:0 Limit:0}
 	// 8 [api db]
 	// 10 40
 }

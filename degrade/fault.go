@@ -17,8 +17,14 @@ type Kind string
 // The fault models. Each is written in a spec as KIND:KEY=VALUE,...; see
 // [Kind.Form] for the keys of each.
 const (
-	// SlowShard makes one shard of a service's keyspace x times slower.
+	// SlowShard makes one shard of a service's keyspace x times slower. A
+	// request's key decides its shard, so every attempt and hedge of it
+	// lands on the same shard.
 	SlowShard Kind = "slow-shard"
+	// SlowReplica makes one of a service's replicas (instances behind a
+	// load balancer) x times slower. Every attempt picks a replica at
+	// random, so a retry or a hedge may land on a healthy one.
+	SlowReplica Kind = "slow-replica"
 	// HotPartition skews the keys of a service onto shard 0 (Zipf).
 	HotPartition Kind = "hot-partition"
 	// PacketLoss loses attempts (or their responses) into a service, or on
@@ -26,9 +32,12 @@ const (
 	PacketLoss Kind = "packet-loss"
 	// DBPool caps a dependency's concurrency at k (a saturated pool).
 	DBPool Kind = "db-pool"
-	// Outage takes a service down: it fails fast or never answers.
+	// Outage takes a service down: it refuses connections (fails fast,
+	// the default), hangs (never answers), or does its work and then
+	// answers 5xx.
 	Outage Kind = "outage"
-	// ErrorRate makes a fraction p of the attempts to a service fail fast.
+	// ErrorRate makes a fraction p of the attempts to a service fail, fast
+	// or (mode=error-after-work) after doing their work.
 	ErrorRate Kind = "error-rate"
 	// Latency adds a fixed delay to, or multiplies, a service's service time.
 	Latency Kind = "latency"
@@ -38,6 +47,8 @@ const (
 const (
 	// DefaultShards is the shard count of slow-shard and hot-partition.
 	DefaultShards = 8
+	// DefaultReplicas is the replica count of slow-replica.
+	DefaultReplicas = 4
 	// MaxShards bounds shards=N: the simulator keeps a queue per shard.
 	MaxShards = 1024
 	// DefaultFactor is how many times slower a slow shard is.
@@ -50,10 +61,20 @@ const (
 	// simulated time, well inside the range where a duration survives the
 	// trip through float64 seconds to the nanosecond.
 	MaxDuration = 365 * 24 * time.Hour
-	// ModeError is the outage mode that fails attempts fast (503).
+	// ModeError is the outage mode that fails attempts fast, before they
+	// queue (connection refused, or a 503 from a load balancer with no
+	// healthy upstream; spelled fast-fail too). It is the default: it is
+	// what a crashed process or a drained backend gives, and it tests
+	// retries without hiding their cost behind timeouts.
 	ModeError = "error"
-	// ModeTimeout is the outage mode that never answers.
+	// ModeTimeout is the outage mode that never answers (spelled hang
+	// too): every packet to the service is lost, the caller's TCP
+	// retransmits and resets the connection after a few tries.
 	ModeTimeout = "timeout"
+	// ModeAfterWork is the mode that lets attempts queue and be served,
+	// then answers 5xx: errors cost capacity. Whether a response fails is
+	// decided when its work ends.
+	ModeAfterWork = "error-after-work"
 )
 
 // Fault is one parsed degradation. Parse fills the defaults of the optional
@@ -71,11 +92,13 @@ type Fault struct {
 	// seconds (at=10s, for=3s). For == 0 means until the end of the run.
 	At, For float64
 	// Shards is the number of shards of a slow-shard or hot-partition
-	// (shards=N, default 8).
+	// (shards=N, default 8), or of replicas of a slow-replica (replicas=N,
+	// default 4).
 	Shards int
-	// Shard is the slow shard of a slow-shard (shard=I, default 0).
+	// Shard is the slow shard of a slow-shard (shard=I, default 0), or the
+	// slow replica of a slow-replica (replica=I, default 0).
 	Shard int
-	// Factor multiplies the service time: of the slow shard for slow-shard
+	// Factor multiplies the service time: of the slow shard or replica
 	// (x=K, default 10), of the service for latency (x=K, optional; 0 when
 	// absent).
 	Factor float64
@@ -90,8 +113,11 @@ type Fault struct {
 	Rate float64
 	// Add is the service time a latency adds, in seconds (add=200ms).
 	Add float64
-	// Mode is how an outage fails: "error" (fail fast with 503, the
-	// default) or "timeout" (no answer; the caller waits out its timeout).
+	// Mode is how an outage fails: "error" (fail fast, the default),
+	// "timeout" (no answer) or "error-after-work" (serve, then answer 5xx);
+	// and how an error-rate fails: "error" (the default) or
+	// "error-after-work". Parse accepts fast-fail for error and hang for
+	// timeout.
 	Mode string
 }
 
@@ -103,13 +129,18 @@ type kindInfo struct {
 }
 
 // kindOrder lists the kinds in the order errors and help list them.
-var kindOrder = []Kind{SlowShard, HotPartition, PacketLoss, DBPool, Outage, ErrorRate, Latency}
+var kindOrder = []Kind{SlowShard, SlowReplica, HotPartition, PacketLoss, DBPool, Outage, ErrorRate, Latency}
 
 var kindInfos = map[Kind]kindInfo{
 	SlowShard: {
 		form:    "svc=NAME,at=DURATION,for=DURATION[,shards=N][,shard=I][,x=K]",
 		example: "svc=db,at=10s,for=30s,shard=3,x=10",
 		keys:    []string{"shards", "shard", "x"},
+	},
+	SlowReplica: {
+		form:    "svc=NAME,at=DURATION,for=DURATION[,replicas=N][,replica=I][,x=K]",
+		example: "svc=api,at=10s,for=30s,replicas=4,x=10",
+		keys:    []string{"replicas", "replica", "x"},
 	},
 	HotPartition: {
 		form:    "svc=NAME,at=DURATION,for=DURATION[,shards=N][,zipf=S]",
@@ -127,14 +158,14 @@ var kindInfos = map[Kind]kindInfo{
 		keys:    []string{"k"},
 	},
 	Outage: {
-		form:    "svc=NAME,at=DURATION,for=DURATION[,mode=error|timeout]",
+		form:    "svc=NAME,at=DURATION,for=DURATION[,mode=error|timeout|error-after-work]",
 		example: "svc=db,at=10s,for=3s,mode=timeout",
 		keys:    []string{"mode"},
 	},
 	ErrorRate: {
-		form:    "svc=NAME,at=DURATION,for=DURATION,p=PROB",
+		form:    "svc=NAME,at=DURATION,for=DURATION,p=PROB[,mode=error|error-after-work]",
 		example: "svc=payments,at=10s,for=30s,p=0.3",
-		keys:    []string{"p"},
+		keys:    []string{"p", "mode"},
 	},
 	Latency: {
 		form:    "svc=NAME,at=DURATION,for=DURATION[,add=DURATION][,x=K] (add= or x= required)",
@@ -149,7 +180,7 @@ func Kinds() []Kind {
 }
 
 // Form returns the expected spec of kind k, e.g.
-// "outage:svc=NAME,at=DURATION,for=DURATION[,mode=error|timeout]", or ""
+// "outage:svc=NAME,at=DURATION,for=DURATION[,mode=error|timeout|error-after-work]", or ""
 // for an unknown kind.
 func (k Kind) Form() string {
 	info, ok := kindInfos[k]
@@ -221,9 +252,11 @@ func Parse(spec string) (Fault, error) {
 	switch kind {
 	case SlowShard:
 		f.Shards, f.Factor = DefaultShards, DefaultFactor
+	case SlowReplica:
+		f.Shards, f.Factor = DefaultReplicas, DefaultFactor
 	case HotPartition:
 		f.Shards, f.Skew = DefaultShards, DefaultSkew
-	case Outage:
+	case Outage, ErrorRate:
 		f.Mode = ModeError
 	}
 
@@ -326,9 +359,9 @@ func (f *Fault) set(key, value string) string {
 		if problem == "" && f.Add == 0 {
 			problem = "want a duration > 0"
 		}
-	case "shards":
+	case "shards", "replicas":
 		f.Shards, problem = parseInt(value)
-	case "shard":
+	case "shard", "replica":
 		f.Shard, problem = parseInt(value)
 	case "k":
 		f.Limit, problem = parseInt(value)
@@ -348,8 +381,14 @@ func (f *Fault) set(key, value string) string {
 		}
 	case "mode":
 		f.Mode = strings.ToLower(value)
-		if f.Mode != ModeError && f.Mode != ModeTimeout {
-			return fmt.Sprintf("mode=%s: want error or timeout", value)
+		switch f.Mode {
+		case "fast-fail":
+			f.Mode = ModeError
+		case "hang":
+			f.Mode = ModeTimeout
+		}
+		if p := f.modeProblem(); p != "" {
+			return p
 		}
 	}
 	if problem != "" {
@@ -440,16 +479,20 @@ func (f Fault) check() string {
 	if p := durationProblem("for", f.For, false); p != "" {
 		return p
 	}
+	unit := "shard"
+	if f.Kind == SlowReplica {
+		unit = "replica"
+	}
 	switch f.Kind {
-	case SlowShard, HotPartition:
+	case SlowShard, SlowReplica, HotPartition:
 		if f.Shards < 1 || f.Shards > MaxShards {
-			return fmt.Sprintf("shards=%d: out of range [1,%d]", f.Shards, MaxShards)
+			return fmt.Sprintf("%ss=%d: out of range [1,%d]", unit, f.Shards, MaxShards)
 		}
 	}
 	switch f.Kind {
-	case SlowShard:
+	case SlowShard, SlowReplica:
 		if f.Shard < 0 || f.Shard >= f.Shards {
-			return fmt.Sprintf("shard=%d: out of range [0,%d) for shards=%d", f.Shard, f.Shards, f.Shards)
+			return fmt.Sprintf("%s=%d: out of range [0,%d) for %ss=%d", unit, f.Shard, f.Shards, unit, f.Shards)
 		}
 		return factorProblem(f.Factor)
 	case HotPartition:
@@ -459,15 +502,16 @@ func (f Fault) check() string {
 	case PacketLoss:
 		return probProblem(f.Loss)
 	case ErrorRate:
+		if p := f.modeProblem(); p != "" {
+			return p
+		}
 		return probProblem(f.Rate)
 	case DBPool:
 		if f.Limit < 1 {
 			return fmt.Sprintf("k=%d: want an integer > 0", f.Limit)
 		}
 	case Outage:
-		if f.Mode != ModeError && f.Mode != ModeTimeout {
-			return fmt.Sprintf("mode=%s: want error or timeout", f.Mode)
-		}
+		return f.modeProblem()
 	case Latency:
 		if f.Add == 0 && f.Factor == 0 {
 			return "missing add= or x="
@@ -484,6 +528,19 @@ func (f Fault) check() string {
 	return ""
 }
 
+// modeProblem says what is wrong with f's mode for its kind, or "".
+func (f Fault) modeProblem() string {
+	switch {
+	case f.Mode == ModeError, f.Mode == ModeAfterWork:
+		return ""
+	case f.Mode == ModeTimeout && f.Kind == Outage:
+		return ""
+	case f.Kind == Outage:
+		return fmt.Sprintf("mode=%s: want error (fast-fail), timeout (hang) or error-after-work", f.Mode)
+	}
+	return fmt.Sprintf("mode=%s: want error or error-after-work", f.Mode)
+}
+
 // unused returns the first field f sets that its kind does not use, or "".
 func (f Fault) unused() string {
 	fields := []struct {
@@ -492,15 +549,15 @@ func (f Fault) unused() string {
 		kinds []Kind // the kinds that use the field
 	}{
 		{"Caller", f.Caller != "", []Kind{PacketLoss}},
-		{"Shards", f.Shards != 0, []Kind{SlowShard, HotPartition}},
-		{"Shard", f.Shard != 0, []Kind{SlowShard}},
-		{"Factor", f.Factor != 0, []Kind{SlowShard, Latency}},
+		{"Shards", f.Shards != 0, []Kind{SlowShard, SlowReplica, HotPartition}},
+		{"Shard", f.Shard != 0, []Kind{SlowShard, SlowReplica}},
+		{"Factor", f.Factor != 0, []Kind{SlowShard, SlowReplica, Latency}},
 		{"Skew", f.Skew != 0, []Kind{HotPartition}},
 		{"Loss", f.Loss != 0, []Kind{PacketLoss}},
 		{"Limit", f.Limit != 0, []Kind{DBPool}},
 		{"Rate", f.Rate != 0, []Kind{ErrorRate}},
 		{"Add", f.Add != 0, []Kind{Latency}},
-		{"Mode", f.Mode != "", []Kind{Outage}},
+		{"Mode", f.Mode != "", []Kind{Outage, ErrorRate}},
 	}
 	for _, fl := range fields {
 		if fl.set && !slices.Contains(fl.kinds, f.Kind) {
@@ -565,7 +622,8 @@ func formatFloat(x float64) string {
 }
 
 // String returns the canonical spec of f: the kind, svc= (or edge=), at=,
-// for=, then the kind's own keys in a fixed order, defaults included, e.g.
+// for=, then the kind's own keys in a fixed order, defaults included (but
+// an error-rate's default mode), e.g.
 // "slow-shard:svc=db,at=10s,for=30s,shards=8,shard=0,x=10". Parse reads it
 // back to f.
 func (f Fault) String() string {
@@ -584,6 +642,8 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case SlowShard:
 		fmt.Fprintf(&b, ",shards=%d,shard=%d,x=%s", f.Shards, f.Shard, formatFloat(f.Factor))
+	case SlowReplica:
+		fmt.Fprintf(&b, ",replicas=%d,replica=%d,x=%s", f.Shards, f.Shard, formatFloat(f.Factor))
 	case HotPartition:
 		fmt.Fprintf(&b, ",shards=%d,zipf=%s", f.Shards, formatFloat(f.Skew))
 	case PacketLoss:
@@ -594,6 +654,11 @@ func (f Fault) String() string {
 		fmt.Fprintf(&b, ",mode=%s", f.Mode)
 	case ErrorRate:
 		fmt.Fprintf(&b, ",p=%s", formatFloat(f.Rate))
+		if f.Mode != ModeError {
+			// The default mode is left out, so the names of existing
+			// error-rate degradations do not change.
+			fmt.Fprintf(&b, ",mode=%s", f.Mode)
+		}
 	case Latency:
 		if f.Add != 0 {
 			fmt.Fprintf(&b, ",add=%s", formatDuration(f.Add))

@@ -72,7 +72,7 @@ func TestParse(t *testing.T) {
 		{
 			name: "error-rate",
 			spec: "error-rate:svc=payments,at=0s,for=1h,p=0.3",
-			want: Fault{Kind: ErrorRate, Service: "payments", At: 0, For: 3600, Rate: 0.3},
+			want: Fault{Kind: ErrorRate, Service: "payments", At: 0, For: 3600, Rate: 0.3, Mode: ModeError},
 			str:  "error-rate:svc=payments,at=0s,for=1h0m0s,p=0.3",
 		},
 		{
@@ -102,7 +102,7 @@ func TestParse(t *testing.T) {
 		{
 			name: "names with dots, slashes, colons and inner spaces",
 			spec: "error-rate:svc=payments.v2/eu-west:8080 blue,at=1s,for=1s,p=0",
-			want: Fault{Kind: ErrorRate, Service: "payments.v2/eu-west:8080 blue", At: 1, For: 1, Rate: 0},
+			want: Fault{Kind: ErrorRate, Service: "payments.v2/eu-west:8080 blue", At: 1, For: 1, Rate: 0, Mode: ModeError},
 			str:  "error-rate:svc=payments.v2/eu-west:8080 blue,at=1s,for=1s,p=0",
 		},
 		{
@@ -137,7 +137,7 @@ func TestParse(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	const (
-		outageForm  = "want outage:svc=NAME,at=DURATION,for=DURATION[,mode=error|timeout]"
+		outageForm  = "want outage:svc=NAME,at=DURATION,for=DURATION[,mode=error|timeout|error-after-work]"
 		slowForm    = "want slow-shard:svc=NAME,at=DURATION,for=DURATION[,shards=N][,shard=I][,x=K]"
 		hotForm     = "want hot-partition:svc=NAME,at=DURATION,for=DURATION[,shards=N][,zipf=S]"
 		lossForm    = "want packet-loss:svc=NAME|edge=CALLER->CALLEE,at=DURATION,for=DURATION,p=PROB"
@@ -154,7 +154,7 @@ func TestParseErrors(t *testing.T) {
 		{"outage:at=10s,for=3s", []string{"missing svc=", outageForm}},
 		{"outage", []string{"missing svc=, at=, for=", outageForm}},
 		{"outage:", []string{"missing svc=, at=, for=", outageForm}},
-		{"outage:svc=db,at=10s,for=3s,mode=crash", []string{"mode=crash: want error or timeout", outageForm}},
+		{"outage:svc=db,at=10s,for=3s,mode=crash", []string{"mode=crash: want error (fast-fail), timeout (hang) or error-after-work", outageForm}},
 		{"outage:svc=db,at=10s,for=3s,p=0.1", []string{"unknown key p= for outage", outageForm}},
 		{"outage:svc=db,at=10s,for=3s,bogus=1", []string{"unknown key bogus= for outage", outageForm}},
 		{"outage:svc=db,at=10s,for=3s,at=4s", []string{"duplicate key at=", outageForm}},
@@ -245,7 +245,7 @@ func TestParseErrors(t *testing.T) {
 // TestKinds checks every kind's form and example: the example parses, and
 // its String round-trips.
 func TestKinds(t *testing.T) {
-	if len(Kinds()) != 7 {
+	if len(Kinds()) != 8 {
 		t.Fatalf("Kinds() = %v", Kinds())
 	}
 	for _, k := range Kinds() {
@@ -279,7 +279,7 @@ func TestValidate(t *testing.T) {
 		{"unused field", Fault{Kind: DBPool, Service: "db", At: 1, For: 2, Limit: 3, Rate: 0.5}, "field Rate is not used by db-pool"},
 		{"caller on outage", Fault{Kind: Outage, Service: "db", Caller: "api", At: 1, For: 2, Mode: "error"}, "field Caller is not used by outage"},
 		{"slow-shard without defaults", Fault{Kind: SlowShard, Service: "db", At: 1, For: 2}, "shards=0: out of range"},
-		{"outage without mode", Fault{Kind: Outage, Service: "db", At: 1, For: 2}, "mode=: want error or timeout"},
+		{"outage without mode", Fault{Kind: Outage, Service: "db", At: 1, For: 2}, "mode=: want error (fast-fail), timeout (hang) or error-after-work"},
 		{"latency with nothing", Fault{Kind: Latency, Service: "db", At: 1, For: 2}, "missing add= or x="},
 		{"latency negative add", Fault{Kind: Latency, Service: "db", At: 1, For: 2, Add: -1}, "add=-1s: out of range"},
 	}
@@ -335,7 +335,7 @@ func randomFault(r *rand.Rand) Fault {
 		f.For = dur()
 	}
 	switch f.Kind {
-	case SlowShard:
+	case SlowShard, SlowReplica:
 		f.Shards = 1 + r.IntN(MaxShards)
 		f.Shard = r.IntN(f.Shards)
 		f.Factor = factor()
@@ -350,9 +350,10 @@ func randomFault(r *rand.Rand) Fault {
 	case DBPool:
 		f.Limit = 1 + r.IntN(1000)
 	case Outage:
-		f.Mode = []string{ModeError, ModeTimeout}[r.IntN(2)]
+		f.Mode = []string{ModeError, ModeTimeout, ModeAfterWork}[r.IntN(3)]
 	case ErrorRate:
 		f.Rate = prob()
+		f.Mode = []string{ModeError, ModeAfterWork}[r.IntN(2)]
 	case Latency:
 		switch r.IntN(3) {
 		case 0:

@@ -2,9 +2,11 @@ package degrade
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -37,18 +39,25 @@ func ParseAll(specs []string) (Schedule, error) {
 type Effect struct {
 	// Fail: the attempt fails fast with 503 (outage mode=error).
 	Fail bool
-	// NoAnswer: the attempt is never answered and the caller waits out its
-	// timeout (outage mode=timeout). When overlapping outages set both Fail
-	// and NoAnswer, NoAnswer is the one that holds: an attempt that gets no
-	// answer cannot also be failed fast.
+	// NoAnswer: every packet to the service is lost (outage mode=timeout):
+	// the caller's TCP retransmits until the connection resets. When
+	// overlapping outages set both Fail and NoAnswer, NoAnswer is the one
+	// that holds: an attempt that gets no answer cannot also be failed
+	// fast.
 	NoAnswer bool
+	// FailAfterWork: a response the service finishes now is a 5xx, after
+	// its work (outage mode=error-after-work).
+	FailAfterWork bool
 	// ErrorRate is the probability the attempt fails fast (error-rate).
 	ErrorRate float64
-	// Loss is the probability the attempt or its response is lost and the
-	// caller waits out its timeout (packet-loss).
+	// ErrorAfterWork is the probability a response the service finishes
+	// now is a 5xx (error-rate mode=error-after-work).
+	ErrorAfterWork float64
+	// Loss is the probability one transmission of the attempt or of its
+	// response is lost (packet-loss); the sender retransmits.
 	Loss float64
-	// Slow multiplies the service time (slow-shard on this shard, latency
-	// x=); ≥ 1.
+	// Slow multiplies the service time (slow-shard on this shard,
+	// slow-replica on this replica, latency x=); ≥ 1.
 	Slow float64
 	// Add is added to the service time, in seconds (latency add=).
 	Add float64
@@ -63,8 +72,8 @@ func (e Effect) None() bool {
 }
 
 // Effect returns what the faults active at time t do to an attempt from
-// caller to svc that lands on shard (see PickShard; 0 for an unsharded
-// service). Several active faults combine: probabilities as independent
+// caller to svc that lands on shard (see PickShard; the replica for a
+// service with a slow-replica; 0 for an unpartitioned service). Several active faults combine: probabilities as independent
 // events (1-(1-a)(1-b)), multipliers multiply, additions add, and Limit is
 // the smallest. A hot-partition has no per-attempt effect: it acts through
 // PickShard.
@@ -76,18 +85,25 @@ func (s Schedule) Effect(caller, svc string, shard int, t float64) Effect {
 		}
 		switch f.Kind {
 		case Outage:
-			if f.Mode == ModeTimeout {
+			switch f.Mode {
+			case ModeTimeout:
 				e.NoAnswer = true
-			} else {
+			case ModeAfterWork:
+				e.FailAfterWork = true
+			default:
 				e.Fail = true
 			}
 		case ErrorRate:
-			e.ErrorRate = orProb(e.ErrorRate, f.Rate)
+			if f.Mode == ModeAfterWork {
+				e.ErrorAfterWork = orProb(e.ErrorAfterWork, f.Rate)
+			} else {
+				e.ErrorRate = orProb(e.ErrorRate, f.Rate)
+			}
 		case PacketLoss:
 			if f.Caller == "" || f.Caller == caller {
 				e.Loss = orProb(e.Loss, f.Loss)
 			}
-		case SlowShard:
+		case SlowShard, SlowReplica:
 			if shard == f.Shard {
 				e.Slow *= f.Factor
 			}
@@ -123,6 +139,37 @@ func (s Schedule) Shards(svc string) int {
 		}
 	}
 	return n
+}
+
+// Replicas returns how many replicas svc needs: the largest replicas= of
+// the slow-replica faults on svc, or 1 when there are none.
+func (s Schedule) Replicas(svc string) int {
+	n := 1
+	for _, f := range s {
+		if f.Service == svc && f.Kind == SlowReplica {
+			n = max(n, f.Shards)
+		}
+	}
+	return n
+}
+
+// Check reports faults that cannot apply together: a service split into
+// shards by key (slow-shard, hot-partition) and into replicas picked at
+// random (slow-replica) at once; every fault names one of services (the
+// model's), else the error lists them.
+func (s Schedule) Check(services []string) error {
+	var errs []error
+	for _, f := range s {
+		for _, name := range []string{f.Service, f.Caller} {
+			if name != "" && !slices.Contains(services, name) {
+				errs = append(errs, fmt.Errorf("degrade %q: the model has no service %q; it has %s", f.String(), name, strings.Join(services, ", ")))
+			}
+		}
+		if f.Kind == SlowReplica && s.Shards(f.Service) > 1 {
+			errs = append(errs, fmt.Errorf("degrade %q: %s is split into shards by another fault; slow-replica and slow-shard or hot-partition cannot apply to one service together", f.String(), f.Service))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // PickShard maps u, uniform in [0,1), to the shard of svc an attempt at time
@@ -196,16 +243,23 @@ func ZipfPMF(n int, skew float64) []float64 {
 
 // Trigger returns the span of all the faults' windows: the earliest start
 // and the latest end, +Inf when some fault lasts until the end of the run.
-// Recovery time and the metastability verdict count from end. ok is false
-// for a schedule without a trigger: empty, or only the observed timeline.
+// A background fault, one in force for the whole run (at=0s, for=0s), is
+// not part of the trigger when other faults are; the observed timeline
+// (the traces' own failures) never is. Recovery time and the metastability
+// verdict count from end. ok is false for a schedule without a trigger:
+// empty, or only the observed timeline.
 func (s Schedule) Trigger() (start, end float64, ok bool) {
+	background := func(f Fault) bool { return f.At == 0 && f.For == 0 }
+	all := !slices.ContainsFunc(s, func(f Fault) bool { return f.Kind != Observed && !background(f) })
 	start, end = math.Inf(1), math.Inf(-1)
 	for _, f := range s {
 		if f.Kind == Observed {
 			continue // the traces' own timeline, not a trigger
 		}
-		start = min(start, f.At)
-		end = max(end, f.End())
+		if all || !background(f) {
+			start = min(start, f.At)
+			end = max(end, f.End())
+		}
 	}
 	if math.IsInf(start, 1) {
 		return 0, 0, false

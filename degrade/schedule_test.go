@@ -255,6 +255,10 @@ func TestTrigger(t *testing.T) {
 		{[]string{"outage:svc=db,at=10s,for=3s", "latency:svc=api,at=5s,for=2s,add=1s"}, 5, 13, true},
 		{[]string{"outage:svc=db,at=10s,for=30s", "latency:svc=api,at=20s,for=2s,add=1s"}, 10, 40, true},
 		{[]string{"outage:svc=db,at=10s,for=3s", "error-rate:svc=api,at=20s,for=0s,p=0.1"}, 10, math.Inf(1), true},
+		// A background fault (the whole run) is not part of the trigger...
+		{[]string{"error-rate:svc=db,at=0s,for=0s,p=0.01", "outage:svc=db,at=5s,for=500ms"}, 5, 5.5, true},
+		// ...unless it is all there is.
+		{[]string{"error-rate:svc=db,at=0s,for=0s,p=0.01"}, 0, math.Inf(1), true},
 	}
 	for _, tc := range tests {
 		start, end, ok := mustParseAll(t, tc.specs...).Trigger()
@@ -333,5 +337,43 @@ func TestObserved(t *testing.T) {
 		if e := c.s.Effect("", "db", 0, 1); !e.None() {
 			t.Errorf("%v: effect at 1s %+v, want none", c.s, e)
 		}
+	}
+}
+
+// TestCheck: a fault on a service the model lacks names the ones it has;
+// a slow replica cannot share a service with shards.
+func TestCheck(t *testing.T) {
+	services := []string{"api", "db"}
+	for _, tc := range []struct {
+		specs []string
+		want  string
+	}{
+		{[]string{"outage:svc=db,at=1s,for=1s", "slow-replica:svc=api,at=1s,for=1s"}, ""},
+		{[]string{"outage:svc=dbx,at=1s,for=1s"}, `no service "dbx"; it has api, db`},
+		{[]string{"packet-loss:edge=web->db,at=1s,for=1s,p=0.1"}, `no service "web"`},
+		{[]string{"slow-shard:svc=db,at=1s,for=1s", "slow-replica:svc=db,at=1s,for=1s"}, "cannot apply to one service together"},
+	} {
+		err := mustParseAll(t, tc.specs...).Check(services)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%v: Check = %v, want %q", tc.specs, err, tc.want)
+		}
+	}
+}
+
+// TestEffectModes: error-after-work and hang are effects of their own.
+func TestEffectModes(t *testing.T) {
+	s := mustParseAll(t, "outage:svc=db,at=0s,for=10s,mode=error-after-work", "error-rate:svc=api,at=0s,for=10s,p=0.2,mode=error-after-work",
+		"outage:svc=cache,at=0s,for=10s,mode=hang", "slow-replica:svc=web,at=0s,for=10s,replicas=4,replica=2,x=3")
+	if e := s.Effect("", "db", 0, 1); !e.FailAfterWork || e.Fail {
+		t.Errorf("db: %+v", e)
+	}
+	if e := s.Effect("", "api", 0, 1); e.ErrorAfterWork != 0.2 || e.ErrorRate != 0 {
+		t.Errorf("api: %+v", e)
+	}
+	if e := s.Effect("", "cache", 0, 1); !e.NoAnswer {
+		t.Errorf("cache: %+v", e)
+	}
+	if e := s.Effect("", "web", 2, 1); e.Slow != 3 || s.Replicas("web") != 4 || s.Shards("web") != 1 {
+		t.Errorf("web: %+v, %d replicas", e, s.Replicas("web"))
 	}
 }

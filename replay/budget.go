@@ -639,3 +639,57 @@ func (q *timeQueue) dropUntil(cut float64) {
 		q.head = 0
 	}
 }
+
+// RetryBreaker is the retry circuit breaker of "Good Retry, Bad Retry"
+// (the jirfag/simulations model): retries are allowed while the share of
+// attempts that failed over the last window seconds is under threshold,
+// and refused above it; first attempts always go. It needs minResults
+// results in the window before it refuses anything.
+type RetryBreaker struct {
+	threshold, window float64
+	minResults        int
+	all, failed       timeQueue
+}
+
+// NewRetryBreaker returns a retry breaker (the model's: threshold 0.1,
+// window 1 s).
+func NewRetryBreaker(threshold, window float64, minResults int) (*RetryBreaker, error) {
+	if !(threshold > 0 && threshold <= 1) {
+		return nil, fmt.Errorf("retry breaker: threshold %v: want a share in (0,1]", threshold)
+	}
+	if !(window > 0) || math.IsInf(window, 0) {
+		return nil, fmt.Errorf("retry breaker: window %v s: want > 0", window)
+	}
+	if minResults < 0 {
+		return nil, fmt.Errorf("retry breaker: min results %d: want ≥ 0", minResults)
+	}
+	return &RetryBreaker{threshold: threshold, window: window, minResults: minResults}, nil
+}
+
+// Request does nothing.
+func (b *RetryBreaker) Request(float64) {}
+
+// Retry allows a retry while the failure share in the window is under the
+// threshold.
+func (b *RetryBreaker) Retry(t float64) bool {
+	b.expire(t)
+	n := b.all.len(true)
+	return n < b.minResults || float64(b.failed.len(true)) < b.threshold*float64(n)
+}
+
+// Result counts an attempt's outcome.
+func (b *RetryBreaker) Result(t float64, ok, _ bool) {
+	b.expire(t)
+	b.all.push(t, true)
+	if !ok {
+		b.failed.push(t, true)
+	}
+}
+
+// Done does nothing.
+func (b *RetryBreaker) Done(float64, bool) {}
+
+func (b *RetryBreaker) expire(t float64) {
+	b.all.dropUntil(t - b.window)
+	b.failed.dropUntil(t - b.window)
+}

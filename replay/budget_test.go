@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"testing"
 )
 
@@ -538,5 +539,39 @@ func TestBudgetRatioLongRun(t *testing.T) {
 	}
 	if len(r.calls.ts) > 4096 {
 		t.Errorf("queue holds %d times for a window of 200", len(r.calls.ts))
+	}
+}
+
+// TestRetryBreaker: retries go while under 10% of the last second's
+// attempts failed, and stop above it; first attempts are not its business.
+func TestRetryBreaker(t *testing.T) {
+	b, err := NewRetryBreaker(0.1, 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 9 {
+		b.Result(float64(i)*0.01, false, false)
+	}
+	if !b.Retry(0.1) {
+		t.Error("refused with fewer results than the minimum")
+	}
+	for i := range 91 {
+		b.Result(0.1+float64(i)*0.001, true, false)
+	}
+	if !b.Retry(0.2) {
+		t.Error("9 failures in 100: refused under 10%")
+	}
+	b.Result(0.2, false, false)
+	b.Result(0.2, false, false)
+	if b.Retry(0.2) {
+		t.Error("11 failures in 102: allowed over 10%")
+	}
+	if !b.Retry(1.5) {
+		t.Error("the failures left the window, yet refused")
+	}
+	for _, bad := range [][2]float64{{0, 1}, {1.5, 1}, {0.1, 0}, {0.1, math.Inf(1)}} {
+		if _, err := NewRetryBreaker(bad[0], bad[1], 0); err == nil {
+			t.Errorf("NewRetryBreaker(%v, %v) accepted", bad[0], bad[1])
+		}
 	}
 }

@@ -165,7 +165,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 		per := float64(e.Calls) / math.Max(float64(n), 1)
 		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
-			Idempotent: graph.IdempotentMethod(e.Method) || e.Idempotency != nil && e.Idempotency.WithKey == e.Idempotency.RetriedCalls,
+			Idempotent: idempotentEdge(e),
 			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e), Fail: failuresOf(e.Outcomes)}
 		// Repeat the most calls one execution makes and keep the observed
 		// mean with the probability of making them.

@@ -6,30 +6,50 @@ import (
 	"slices"
 )
 
-// RunConfig is what one run needs besides the model and the faults.
+// RunConfig is what one run needs besides the model and the faults. Zero
+// values take the defaults of the constants below (Run fills them in).
 type RunConfig struct {
 	Seed uint64
 	// Duration is how long root requests arrive, in seconds; Drain is how
-	// long the run continues afterwards for work in flight.
+	// long the run continues afterwards for work in flight (the figures
+	// are taken at Duration + Drain).
 	Duration, Drain float64
 	// RetryAfter is the Retry-After a service sends with a 503 when it
 	// sheds or is down, in seconds.
 	RetryAfter float64
-	// Settle and Window place the metastability verdict: goodput over
-	// [trigger end + Settle, + Window] against before the trigger.
-	Settle, Window float64
+	// The verdict (see Judge): Share is the share of the pre-trigger
+	// success rate goodput must regain; Window is the length of the
+	// window that must show it, with the queues drained; Settle is how
+	// long after the trigger a collapse may first be declared; MaxJudge
+	// is how long after the trigger arrivals may go on while the backlog
+	// drains and the verdict is open.
+	Share, Window, Settle, MaxJudge float64
+	// The network: RTO is TCP's first retransmission timeout, doubling
+	// with each loss; after Retransmits lost retransmissions the
+	// connection resets and the attempt fails. CancelDelay is how long a
+	// cancel takes to reach the server when the model has no Hop.
+	RTO         float64
+	Retransmits int
+	CancelDelay float64
+	// MaxEvents bounds the run's events: Run refuses a run whose estimate
+	// exceeds it, and stops one that passes it.
+	MaxEvents int
 }
 
-// Series is a run's per-second time series.
+// Series is a run's per-second time series, over the seconds with
+// arrivals (the last bucket takes the drain). A run whose verdict needed
+// more time than its duration has more seconds than its duration.
 type Series struct {
 	Originals  []int     `json:"originals"`   // root requests offered
 	Retries    []int     `json:"retries"`     // retry attempts sent, all layers
 	Goodput    []int     `json:"goodput"`     // root requests that succeeded in time
 	QueueDepth []int     `json:"queue_depth"` // jobs queued, all services, at the second's end
-	Wasted     []float64 `json:"wasted_s"`    // service-seconds spent for callers who left
+	Wasted     []float64 `json:"wasted_s"`    // service-seconds found wasted in the second
 }
 
-// metrics accumulates one run's figures.
+// metrics accumulates one run's figures. The figures (all but the series)
+// stop at the nominal horizon (frozen) and count only root requests that
+// arrived within the run's duration.
 type metrics struct {
 	roots, ok, failed         int
 	clientErrors              int
@@ -42,6 +62,7 @@ type metrics struct {
 	shedN, lateN, hedges      int
 	workS, wastedS            float64
 	series                    Series
+	frozen                    bool
 }
 
 func (m *metrics) init(duration float64, edges, expectedRoots int) {
@@ -63,19 +84,30 @@ func (m *metrics) sec(t float64) int {
 	return min(int(t), len(m.series.Goodput)-1)
 }
 
-func (m *metrics) rootStarted(t float64) {
-	m.roots++
+// rootStarted counts a root request; counted: it arrived within the run's
+// duration and counts in the figures.
+func (m *metrics) rootStarted(t float64, counted bool) {
+	if counted {
+		m.roots++
+	}
 	m.series.Originals[m.sec(t)]++
 }
 
-// rootDone records a root request's end; clientErr: it failed with a
+// rootDone records a root request's end. clientErr: it failed with a
 // client error (a 4xx), not a loss of availability on the server side.
-func (m *metrics) rootDone(start, t float64, ok, clientErr bool) {
+// counted: it arrived within the run's duration (the figures count only
+// those; goodput's series counts every success).
+func (m *metrics) rootDone(start, t float64, ok, clientErr, counted bool) {
+	if ok {
+		m.series.Goodput[m.sec(t)]++
+	}
+	if !counted || m.frozen {
+		return
+	}
 	m.latencies = append(m.latencies, t-start)
 	switch {
 	case ok:
 		m.ok++
-		m.series.Goodput[m.sec(t)]++
 	case clientErr:
 		m.failed++
 		m.clientErrors++
@@ -86,34 +118,103 @@ func (m *metrics) rootDone(start, t float64, ok, clientErr bool) {
 
 func (m *metrics) attemptFailed(edge int32) { m.edgeFailed[edge]++ }
 
+// inFlight counts a root request still waiting at the horizon as failed
+// after latency.
+func (m *metrics) inFlight(latency float64) {
+	m.latencies = append(m.latencies, latency)
+	m.failed++
+}
+
 func (m *metrics) attemptSent(edge int32, retry bool, t float64) {
+	if retry {
+		m.series.Retries[m.sec(t)]++
+	}
+	if m.frozen {
+		return
+	}
 	m.edgeAttempts[edge]++
 	m.edgeSeries[edge][m.sec(t)]++
 	if retry {
 		m.retries++
 		m.edgeRetries[edge]++
-		m.series.Retries[m.sec(t)]++
 	} else {
 		m.firstAttempts++
 	}
 }
 
-func (m *metrics) refusedBudget(int32, float64)  { m.nBudget++ }
-func (m *metrics) refusedBreaker(int32, float64) { m.nBreaker++ }
-func (m *metrics) shed(float64)                  { m.shedN++ }
-func (m *metrics) droppedLate(float64)           { m.lateN++ }
-func (m *metrics) hedged(int32)                  { m.hedges++ }
+func (m *metrics) refusedBudget(int32, float64) {
+	if !m.frozen {
+		m.nBudget++
+	}
+}
 
-func (m *metrics) work(_ int32, work, wasted, t float64) {
-	m.workS += work
-	m.wastedS += wasted
-	m.series.Wasted[m.sec(t)] += wasted
+func (m *metrics) refusedBreaker(int32, float64) {
+	if !m.frozen {
+		m.nBreaker++
+	}
+}
+
+func (m *metrics) shed(float64) {
+	if !m.frozen {
+		m.shedN++
+	}
+}
+
+func (m *metrics) droppedLate(float64) {
+	if !m.frozen {
+		m.lateN++
+	}
+}
+
+func (m *metrics) hedged(int32) {
+	if !m.frozen {
+		m.hedges++
+	}
+}
+
+// work counts service time done.
+func (m *metrics) work(w float64) {
+	if !m.frozen {
+		m.workS += w
+	}
+}
+
+// waste counts service time found, at t, not to contribute to a root
+// request's success.
+func (m *metrics) waste(w, t float64) {
+	if w == 0 {
+		return
+	}
+	m.series.Wasted[m.sec(t)] += w
+	if !m.frozen {
+		m.wastedS += w
+	}
 }
 
 func (m *metrics) queueDepth(t float64, q int) {
-	if s := int(t) - 1; s >= 0 && s < len(m.series.QueueDepth) {
+	if s := int(t) - 1; s >= 0 && s < len(m.series.QueueDepth)-1 {
 		m.series.QueueDepth[s] = q
 	}
+}
+
+// trim cuts the series to the seconds with arrivals, folding the later
+// buckets' counts into the last one.
+func (m *metrics) trim(arrivalEnd float64) {
+	n := int(math.Ceil(arrivalEnd)) + 1
+	ser := &m.series
+	if n >= len(ser.Goodput) {
+		return
+	}
+	last := n - 1
+	for k := n; k < len(ser.Goodput); k++ {
+		ser.Originals[last] += ser.Originals[k]
+		ser.Retries[last] += ser.Retries[k]
+		ser.Goodput[last] += ser.Goodput[k]
+		ser.Wasted[last] += ser.Wasted[k]
+	}
+	ser.QueueDepth[last] = 0
+	ser.Originals, ser.Retries, ser.Goodput = ser.Originals[:n], ser.Retries[:n], ser.Goodput[:n]
+	ser.QueueDepth, ser.Wasted = ser.QueueDepth[:n], ser.Wasted[:n]
 }
 
 // EdgeAttempts is how many attempts one edge sent in a run.
@@ -168,28 +269,36 @@ type Result struct {
 	DroppedLate      int            `json:"dropped_past_deadline"`
 	Hedges           int            `json:"hedges"`
 
-	// Triggered says the run had a fault that started and ended within it,
-	// so recovery and metastability were judged.
+	// Triggered says the run had a fault that started and ended in time
+	// to judge recovery: Verdict is then recovered or collapsed.
 	Triggered bool `json:"triggered"`
 	// Trigger is the span of the faults' windows; nil without faults.
 	Trigger *Window `json:"trigger,omitempty"`
-	// RecoveryS is how long after the trigger ended goodput came back to
-	// 90% of its level before the trigger; nil if it never did in the run.
+	// Verdict is the run's verdict (see Judge): recovered, collapsed,
+	// not judged (with the reason in VerdictNote), or no trigger.
+	Verdict     string `json:"verdict"`
+	VerdictNote string `json:"verdict_note,omitempty"`
+	// JudgedToS is the last second the verdict looked at; past the run's
+	// duration when arrivals went on while the backlog drained.
+	JudgedToS float64 `json:"judged_to_s"`
+	// RecoveryS is how long after the trigger ended goodput was back
+	// within the share and the queues drained; nil unless recovered.
 	RecoveryS *float64 `json:"recovery_s"`
-	// Metastable: goodput still under 90% of its pre-trigger level Settle
-	// seconds after the trigger ended.
+	// Metastable: the run collapsed (exactly when Verdict is collapsed).
 	Metastable bool `json:"metastable"`
 	// Yield is availability gained per unit of extra work against policy
 	// none on the same degradation and seed; nil where undefined.
 	Yield *float64 `json:"yield"`
 
-	Events int    `json:"events"`
-	Series Series `json:"series"`
+	Events    int       `json:"events"`
+	Mechanics Mechanics `json:"mechanics"`
+	Series    Series    `json:"series"`
 }
 
 // result turns the accumulated metrics into a Result.
 func (s *sim) result() Result {
 	m := &s.met
+	m.trim(s.arrivalEnd)
 	r := Result{Seed: s.cfg.Seed, RootRequests: m.roots, Succeeded: m.ok, WorkS: m.workS, WastedS: m.wastedS,
 		RefusedByBudget: m.nBudget, RefusedByBreaker: m.nBreaker, Shed: m.shedN, DroppedLate: m.lateN,
 		Hedges: m.hedges, Events: s.ends, Series: m.series, ServerErrors: m.failed - m.clientErrors}
@@ -221,14 +330,21 @@ func (s *sim) result() Result {
 			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i],
 			Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
 	}
-	r.RecoveryS, r.Metastable = verdict(m.series, s.faults, s.cfg)
+	v := s.verdict
+	if v.state == "" {
+		upTo := math.Floor(max(s.arrivalEnd, 1))
+		v = judge(m.series, s.faults, upTo, s.cfg, true, 0)
+	}
 	if start, end, ok := s.faults.Trigger(); ok {
 		r.Trigger = &Window{AtS: start}
 		if !math.IsInf(end, 1) {
 			r.Trigger.ForS = end - start
-			r.Triggered = start < s.cfg.Duration
 		}
 	}
+	r.Verdict, r.VerdictNote, r.RecoveryS, r.JudgedToS = v.state, v.note, v.recovery, v.upTo
+	r.Metastable = v.state == VerdictCollapsed
+	r.Triggered = v.state == VerdictCollapsed || v.state == VerdictRecovered
+	r.Mechanics = mechanicsOf(s.m, s.faults, s.cfg)
 	return r
 }
 

@@ -38,6 +38,10 @@ type Model struct {
 	// Assumed lists capacities and other figures the traces could not show,
 	// for the report's footnotes.
 	Assumed []string
+	// Hop, when set, is the network delay of every message: request,
+	// answer and cancel. nil: messages arrive at once (cancels after the
+	// run's CancelDelay).
+	Hop Dist
 }
 
 // Service is a pool of identical workers in front of one FIFO queue.
@@ -51,10 +55,15 @@ type Service struct {
 	// > 1) once its queue holds that many jobs, keeping room for first
 	// attempts.
 	ShedRetriesAt int
-	// CancelProb is the probability that work whose caller has given up is
-	// cancelled (dropped from the queue, or stopped if running). 0: servers
-	// keep working for callers who left.
+	// CancelProb is the probability that a client that times out tells
+	// the service (it notices the closed connection, or gets a gRPC
+	// cancel); hedge losers are always cancelled. A cancel drops the work
+	// from the queue when it arrives; running work completes unless
+	// CancelRunning. 0: servers keep working for callers who left.
 	CancelProb float64
+	// CancelRunning: the service honours cancellation of work it is
+	// already serving (it checks its context), and stops it.
+	CancelRunning bool
 	// Thrash models what seed 000 calls overloaded servers doing less
 	// useful work: each job's service time grows by Thrash × (queued jobs
 	// per worker), capped at 4× that, as lock contention, pool thrashing
@@ -230,6 +239,9 @@ func (m *Model) Validate() error {
 	if m.Rate <= 0 && m.Clients <= 0 && len(m.Arrivals) == 0 {
 		return fmt.Errorf("model needs an arrival rate, arrival times or closed-loop clients")
 	}
+	if math.IsNaN(m.Rate) || math.IsInf(m.Rate, 0) || m.Rate < 0 {
+		return fmt.Errorf("model arrival rate %v: want a finite rate ≥ 0", m.Rate)
+	}
 	for i, a := range m.Arrivals {
 		if a.Entry < 0 || a.Entry >= len(m.Entry) || a.At < 0 || i > 0 && a.At < m.Arrivals[i-1].At || a.At > m.Period {
 			return fmt.Errorf("arrival %d (at %gs, entry %d): want increasing times within the period %gs and a known entry", i, a.At, a.Entry, m.Period)
@@ -241,6 +253,12 @@ func (m *Model) Validate() error {
 	for i, s := range m.Services {
 		if s.Workers < 1 {
 			return fmt.Errorf("service %s: %d workers: want 1 or more", s.Name, s.Workers)
+		}
+		if !(s.CancelProb >= 0 && s.CancelProb <= 1) {
+			return fmt.Errorf("service %s: cancel probability %v: want 0 to 1", s.Name, s.CancelProb)
+		}
+		if !(s.Thrash >= 0) || math.IsInf(s.Thrash, 0) {
+			return fmt.Errorf("service %s: thrash %v: want a finite number ≥ 0", s.Name, s.Thrash)
 		}
 		for j, op := range s.Ops {
 			if op.Time == nil {

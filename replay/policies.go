@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/retryaudit/retryaudit/graph"
 )
 
 // Named policies. A policy expression is a base followed by modifiers
@@ -155,4 +157,19 @@ func hedgeP95(m *Model) {
 			p.MaxAttempts, p.HedgeAfter = 2, max(e.CalleeP95, MinHedgeDelay)
 		}
 	})
+}
+
+// idempotentEdge reports whether policies may repeat an edge's calls (add
+// retries, hedge): its HTTP method is idempotent by HTTP semantics (RFC
+// 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or its retried
+// calls were seen, and every one carried an idempotency key. Anything else
+// is not known to be safe and is not repeated: POST, PATCH, an RPC or a
+// database statement, which carry no HTTP method (graph.IdempotentMethod
+// counts those as idempotent when it judges observed retries).
+func idempotentEdge(e graph.Edge) bool {
+	switch strings.ToUpper(e.Method) {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return e.Idempotency != nil && e.Idempotency.RetriedCalls > 0 && e.Idempotency.WithKey == e.Idempotency.RetriedCalls
 }

@@ -94,6 +94,8 @@ import (
 //	                                NewAWSQuota; none removes the budget.
 //	                                shared sets SharedBudget, whichever key set
 //	                                the budget.
+//	         idempotent             Edge.Idempotent: the calls are declared safe to
+//	                                repeat (gRPC idempotency_level) or not.
 //
 // Envoy's backoff is approximated: Envoy draws retry n's wait from
 // [0, (2ⁿ − 1)·base) and then caps the draw at max_interval, where Backoff
@@ -147,6 +149,11 @@ type PolicySpec struct {
 	HedgeAfter        *Duration    `yaml:"hedgeAfter,omitempty"`
 	Breaker           *BreakerSpec `yaml:"breaker,omitempty"`
 	Budget            *BudgetSpec  `yaml:"budget,omitempty"`
+	// Idempotent declares the calls safe to repeat, or not: a gRPC
+	// method's idempotency_level (IDEMPOTENT, NO_SIDE_EFFECTS), which
+	// traces do not carry. Policies that add retries or hedges read it
+	// (see DeclareIdempotency).
+	Idempotent *bool `yaml:"idempotent,omitempty"`
 }
 
 // GRPCRetryPolicy is a gRPC service config method retryPolicy (gRFC A6).
@@ -1212,6 +1219,9 @@ func (f *PolicyFile) Apply(m *Model) (*Model, error) {
 			if s.Budget != nil && s.Budget.Shared != nil {
 				p.SharedBudget = *s.Budget.Shared
 			}
+			if s.Idempotent != nil {
+				ed.Idempotent = *s.Idempotent
+			}
 		}
 		if backoffBy != nil {
 			if err := p.Backoff.Validate(); err != nil {
@@ -1228,6 +1238,21 @@ func (f *PolicyFile) Apply(m *Model) (*Model, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// DeclareIdempotency returns a copy of m with only the file's idempotent
+// keys applied: what the policies that add retries or hedges
+// (idempotent-only, hedge-p95) must know before they pick their edges.
+func (f *PolicyFile) DeclareIdempotency(m *Model) (*Model, error) {
+	only := &PolicyFile{src: f.src}
+	if f.Default != nil {
+		only.Default = &PolicySpec{Idempotent: f.Default.Idempotent}
+	}
+	for _, ep := range f.Edges {
+		only.Edges = append(only.Edges, EdgePolicy{Caller: ep.Caller, Callee: ep.Callee, Operation: ep.Operation,
+			PolicySpec: PolicySpec{Idempotent: ep.Idempotent}})
+	}
+	return only.Apply(m)
 }
 
 // applyTo overrides p with the entry's keys (all but the budget), returning

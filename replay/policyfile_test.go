@@ -811,3 +811,34 @@ func FuzzParsePolicyFile(f *testing.F) {
 		}
 	})
 }
+
+// TestPolicyFileIdempotency: a file declares a gRPC method idempotent, and
+// only then do the policies that add retries or hedges touch it.
+func TestPolicyFileIdempotency(t *testing.T) {
+	m := single("payments", 10, Constant(0.01), 10, 0, Policy{MaxAttempts: 1})
+	m.Edges[0].CalleeP95 = 0.02
+	pf, err := ParsePolicyFile("p.yaml", []byte("edges:\n  - caller: client\n    callee: payments\n    idempotent: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, declared := range []bool{false, true} {
+		base := m
+		if declared {
+			if base, err = pf.DeclareIdempotency(m); err != nil {
+				t.Fatal(err)
+			}
+			if base.Edges[0].Policy.MaxAttempts != 1 || m.Edges[0].Idempotent {
+				t.Fatalf("DeclareIdempotency changed more than the declaration: %+v, original %+v", base.Edges[0], m.Edges[0])
+			}
+		}
+		for _, expr := range []string{"idempotent-only", "hedge-p95"} {
+			pm, err := ApplyPolicy(base, expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pm.Edges[0].Policy.MaxAttempts > 1; got != declared {
+				t.Errorf("%s, declared %v: %d attempts", expr, declared, pm.Edges[0].Policy.MaxAttempts)
+			}
+		}
+	}
+}

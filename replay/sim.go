@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -9,15 +11,20 @@ import (
 
 // Event kinds.
 const (
-	evArrival evKind = iota // an open-loop root request arrives
-	evThink                 // a closed-loop client sends its next request
-	evServed                // a job's service time is over
-	evTimeout               // an attempt's per-try timeout (or deadline) fires
-	evHedge                 // a call's hedge delay is over
-	evRetry                 // a call's backoff is over: send the next attempt
-	evTick                  // once a simulated second: sample the series
-	evKick                  // a fault starts or ends: re-check worker limits
-	evArrive                // an attempt reaches its callee after its transit time
+	evArrival      evKind = iota // an open-loop root request arrives
+	evThink                      // a closed-loop client sends its next request
+	evServed                     // a job's service time is over
+	evTimeout                    // an attempt's per-try timeout (or deadline) fires
+	evHedge                      // a call's hedge delay is over
+	evRetry                      // a call's backoff is over: send the next attempt
+	evTick                       // once a simulated second: sample the series
+	evKick                       // a fault starts or ends: re-check worker limits
+	evRequest                    // an attempt's request reaches its callee after the network hop
+	evResend                     // a lost request's retransmission timer fires
+	evResponse                   // an answer reaches the client after the network hop
+	evResendAnswer               // a lost answer's retransmission timer fires
+	evCancel                     // a client's cancel reaches the server
+	evFreeze                     // the nominal horizon: the run's figures are final
 )
 
 type jobState uint8
@@ -31,22 +38,25 @@ const (
 
 // job is one attempt being served by a service.
 type job struct {
-	att          int32 // the attempt it answers
-	svc, op      int32
-	pool         int32
-	start        float64 // when a worker took it
-	selfEnd      float64 // when its own service time ended (calling and later)
-	deadline     float64 // absolute; +Inf without propagation
-	nextEdge     int32   // sequential calls: index into the op's Calls
-	repeatLeft   int32
-	pending      int32
-	attemptNo    int16
-	state        jobState
-	failed       bool
-	clientErr    bool // failed because a call ended in a client error
-	cancelled    bool
-	lostResponse bool
-	gen          int32
+	att      int32 // the attempt it answers
+	svc, op  int32
+	pool     int32   // the pool (node or replica) that serves it
+	part     int32   // its shard or replica, as the faults see it
+	start    float64 // when a worker took it
+	selfEnd  float64 // when its own service time ended (calling and later)
+	deadline float64 // absolute; +Inf without propagation
+	// useful is the work of its downstream calls that succeeded and was
+	// handed to it: it reaches the root with the job's answer, or is wasted.
+	useful     float64
+	nextEdge   int32 // sequential calls: index into the op's Calls
+	repeatLeft int32
+	pending    int32
+	attemptNo  int16
+	state      jobState
+	failed     bool
+	clientErr  bool // failed because a call ended in a client error
+	cancelled  bool
+	gen        int32
 	// fail is the failure model of the edge (or root operation) the job
 	// answers, nil for none.
 	fail *Failures
@@ -67,18 +77,20 @@ type job struct {
 // call is one logical call: a root request, or one caller job's call over
 // an edge, with its attempts.
 type call struct {
-	job       int32    // caller job, -1 for a root request
-	jobGen    int32    // the caller job's generation: its slot may be reused
-	open      [2]int32 // the latest attempts (a hedge has two out at once), -1 for none
-	openGen   [2]int32 // their generations: attempt slots are reused
-	edge      int32    // -1 for a root request
-	svc, op   int32    // the callee
-	start     float64
-	deadline  float64
-	attempts  int16
-	inflight  int16
-	prevDelay float64
-	done      bool
+	job     int32    // caller job, -1 for a root request
+	jobGen  int32    // the caller job's generation: its slot may be reused
+	open    [2]int32 // the latest attempts (a hedge has two out at once), -1 for none
+	openGen [2]int32 // their generations: attempt slots are reused
+	edge    int32    // -1 for a root request
+	svc, op int32    // the callee
+	start   float64
+	// deadline bounds the call (+Inf: none); key in [0,1) is the
+	// request's key, which decides its shard on a sharded callee.
+	deadline, key float64
+	attempts      int16
+	inflight      int16
+	prevDelay     float64
+	done          bool
 	// clientErr: an attempt ended in a client error, which is not retried.
 	clientErr bool
 	// tainted: the call began on a request that had failed on its edge.
@@ -97,15 +109,23 @@ type call struct {
 // done with it: the client no longer waits (!open) and no server job holds
 // it (job < 0).
 type attempt struct {
-	call      int32
-	job       int32 // the server job; -1 if none (yet, or any more); -2 once the slot is free
-	n         int16
-	open      bool
-	abandoned float64 // when the client stopped waiting; 0 while it waits
-	gen       int32
+	call int32
+	job  int32 // the server job; -1 if none (yet, or any more); -2 once the slot is free
+	// deadline is the attempt's own: the call's, or the per-try timeout's
+	// if that comes first. Propagation passes it to the callee.
+	deadline float64
+	// useful is the work an answer on its way carries (see job.useful);
+	// whoever stops waiting for the attempt wastes it.
+	useful float64
+	n      int16
+	lost   int8 // transmissions of the message in flight lost so far
+	open   bool
+	ok     bool    // the answer on its way
+	ra     float64 // the Retry-After it carries (seconds), 0 for none
+	gen    int32
 }
 
-// pool is a service's (or one shard's) workers and FIFO queue.
+// pool is a service's (or one shard's, or replica's) workers and FIFO queue.
 type pool struct {
 	workers, busy int
 	queue         []int32
@@ -134,19 +154,23 @@ type svcState struct {
 	// without any skips the lookups. limits: some of them is a db-pool.
 	faults degrade.Schedule
 	limits bool
+	// parts is the number of shards (byKey) or replicas the faults split
+	// the service into; part p is served by pool p % len(pools).
+	parts int
+	byKey bool
 }
 
 // noEffect is degrade's "no fault".
 var noEffect = degrade.Effect{Slow: 1}
 
 // effect is what the faults on service svc do at the current time to an
-// attempt from caller landing on shard.
-func (s *sim) effect(caller string, svc int32, shard int) degrade.Effect {
+// attempt from caller landing on part (shard or replica).
+func (s *sim) effect(caller string, svc int32, part int32) degrade.Effect {
 	st := &s.svcs[svc]
 	if len(st.faults) == 0 {
 		return noEffect
 	}
-	return st.faults.Effect(caller, st.name, shard, s.now)
+	return st.faults.Effect(caller, st.name, int(part), s.now)
 }
 
 // sim is one run: the model, the faults, the clock and every entity.
@@ -177,30 +201,47 @@ type sim struct {
 	entryCDF []float64
 	ends     int // events processed
 
+	// arrivalEnd is when root arrivals stop: the run's duration, or later
+	// while the verdict needs more time (see tick), by at most maxExt.
+	// judging: the run has a trigger to judge; verdict is the verdict
+	// once one is reached; parked are the arrivals that came after
+	// arrivalEnd while it was still open.
+	arrivalEnd, maxExt float64
+	judging            bool
+	verdict            judgement
+	parked             []event
+
 	met metrics
 }
 
 func newRNG(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
 
 func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
-	s := &sim{m: m, faults: faults, cfg: cfg,
+	s := &sim{m: m, faults: faults, cfg: cfg, arrivalEnd: cfg.Duration,
 		rngArrival: newRNG(cfg.Seed, 1), rngService: newRNG(cfg.Seed, 2),
 		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4), rngOutcome: newRNG(cfg.Seed, 5),
 		observed: faults.Observed()}
 	s.svcs = make([]svcState, len(m.Services))
 	for i, svc := range m.Services {
-		n := faults.Shards(svc.Name)
-		s.svcs[i].name = svc.Name
+		st := &s.svcs[i]
+		st.name = svc.Name
 		for _, f := range faults {
 			if f.Service == svc.Name {
-				s.svcs[i].faults = append(s.svcs[i].faults, f)
-				s.svcs[i].limits = s.svcs[i].limits || f.Kind == degrade.DBPool
+				st.faults = append(st.faults, f)
+				st.limits = st.limits || f.Kind == degrade.DBPool
 			}
 		}
-		s.svcs[i].pools = make([]pool, n)
+		st.parts, st.byKey = faults.Shards(svc.Name), true
+		if r := faults.Replicas(svc.Name); r > 1 {
+			st.parts, st.byKey = r, false
+		}
+		// The parts split the service's workers: each pool gets its share,
+		// and a service with fewer workers than parts puts several parts
+		// on one pool, so partitioning never adds capacity.
+		n := min(st.parts, svc.Workers)
+		st.pools = make([]pool, n)
 		for k := range n {
-			// Workers split evenly over shards; every shard keeps at least one.
-			s.svcs[i].pools[k].workers = max(1, (svc.Workers+n-1-k)/n)
+			st.pools[k].workers = (svc.Workers + n - 1 - k) / n
 		}
 	}
 	shared := map[int]Budget{}
@@ -232,11 +273,19 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	if m.Clients > 0 {
 		expected = 0
 	}
-	s.met.init(cfg.Duration, len(m.Edges), int(min(expected*1.05+64, 1<<26)))
+	if start, end, ok := faults.Trigger(); ok && !math.IsInf(end, 1) && start < cfg.Duration {
+		s.judging = true
+		s.maxExt = max(0, math.Ceil(end)+cfg.MaxJudge-cfg.Duration)
+	}
+	s.met.init(cfg.Duration+s.maxExt, len(m.Edges), int(min(expected*1.05+64, 1<<26)))
 	return s
 }
 
-func (s *sim) run() {
+// checkEvery is how many events pass between checks of the context (a
+// power of two).
+const checkEvery = 4096
+
+func (s *sim) run(ctx context.Context) error {
 	m := s.m
 	switch {
 	case len(m.Arrivals) > 0:
@@ -249,26 +298,33 @@ func (s *sim) run() {
 	default:
 		s.h.push(s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
 	}
-	for t := 1.0; t <= s.cfg.Duration; t++ {
-		s.h.push(t, evTick, 0, 0)
-	}
+	s.h.push(1, evTick, 0, 0)
 	for _, f := range s.faults {
 		s.h.push(f.At, evKick, 0, 0)
 		if f.For > 0 {
 			s.h.push(f.At+f.For, evKick, 0, 0)
 		}
 	}
-	horizon := s.cfg.Duration + s.cfg.Drain
+	nominal := s.cfg.Duration + s.cfg.Drain
+	s.h.push(nominal, evFreeze, 0, 0)
 	for s.h.len() > 0 {
 		ev := s.h.pop()
-		if ev.t > horizon {
+		if ev.t > nominal && ev.t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
 			break
 		}
 		s.now = ev.t
 		s.ends++
+		if s.ends&(checkEvery-1) == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if s.ends > s.cfg.MaxEvents {
+				return fmt.Errorf("%w: the run passed %d events at %.1f s simulated (the system is overloaded: each attempt costs a few events); raise the budget (--max-events) or shorten the run", ErrEventBudget, s.cfg.MaxEvents, s.now)
+			}
+		}
 		switch ev.kind {
 		case evArrival:
-			if s.now >= s.cfg.Duration {
+			if s.ended(ev) {
 				break
 			}
 			if len(m.Arrivals) == 0 {
@@ -282,31 +338,30 @@ func (s *sim) run() {
 			k++
 			s.h.push(float64(k/n)*m.Period+m.Arrivals[k%n].At, evArrival, int32(k), 0)
 		case evThink:
-			if s.now < s.cfg.Duration {
+			if !s.ended(ev) {
 				s.rootRequest(-1)
 			}
 		case evServed:
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
 				s.served(ev.id)
 			}
-		case evTimeout:
+		case evTimeout, evHedge, evRequest, evResend, evResponse, evResendAnswer:
+			// Events about an attempt the client still waits for.
 			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.timeout(ev.id)
-			}
-		case evHedge:
-			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.hedge(a.call)
+				attemptEvents[ev.kind](s, ev.id)
 			}
 		case evRetry:
 			if c := &s.calls[ev.id]; c.gen == ev.gen && !c.done {
 				s.send(ev.id)
 			}
+		case evCancel:
+			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state != jobDone {
+				s.cancel(ev.id)
+			}
 		case evTick:
 			s.tick()
-		case evArrive:
-			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				s.arrive(ev.id)
-			}
+		case evFreeze:
+			s.freeze()
 		case evKick:
 			for i := range s.svcs {
 				for k := range s.svcs[i].pools {
@@ -315,6 +370,20 @@ func (s *sim) run() {
 			}
 		}
 	}
+	if !s.met.frozen {
+		s.freeze()
+	}
+	return nil
+}
+
+// attemptEvents handle the events about an open attempt, by kind.
+var attemptEvents = [...]func(s *sim, ai int32){
+	evTimeout:      (*sim).timeout,
+	evHedge:        func(s *sim, ai int32) { s.hedge(s.atts[ai].call) },
+	evRequest:      (*sim).arrive,
+	evResend:       func(s *sim, ai int32) { s.cross(ai, false) },
+	evResponse:     (*sim).answer,
+	evResendAnswer: func(s *sim, ai int32) { s.cross(ai, true) },
 }
 
 // rootRequest sends a root request to entry i, or to one drawn by weight
@@ -333,9 +402,18 @@ func (s *sim) rootRequest(i int) {
 	if s.m.ClientDeadline > 0 {
 		deadline = s.now + s.m.ClientDeadline
 	}
-	c := s.newCall(call{job: -1, edge: -1, entry: int16(i), svc: int32(e.Service), op: int32(e.Op), start: s.now, deadline: deadline})
-	s.met.rootStarted(s.now)
+	c := s.newCall(call{job: -1, edge: -1, entry: int16(i), svc: int32(e.Service), op: int32(e.Op), start: s.now, deadline: deadline, key: s.key(int32(e.Service))})
+	s.met.rootStarted(s.now, s.now < s.cfg.Duration)
 	s.send(c)
+}
+
+// key draws the key of a request to svc: only a service split into shards
+// by key needs one.
+func (s *sim) key(svc int32) float64 {
+	if st := &s.svcs[svc]; st.parts > 1 && st.byKey {
+		return s.rngFault.Float64()
+	}
+	return 0
 }
 
 // policy returns the policy of call c (the end user's for a root request).
@@ -363,7 +441,7 @@ func (s *sim) send(ci int32) {
 			if c.inflight > 0 {
 				return // a refused hedge: the attempt already out still counts
 			}
-			s.finish(ci, false)
+			s.finish(ci, false, 0)
 			return
 		}
 	}
@@ -376,31 +454,95 @@ func (s *sim) send(ci int32) {
 		}
 		s.met.attemptSent(c.edge, n > 1, s.now)
 	}
-	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true})
+	// The client waits for the per-try timeout or what is left of the
+	// deadline, whichever comes first: the attempt's own deadline.
+	deadline := c.deadline
+	if p.PerTryTimeout > 0 {
+		deadline = min(deadline, s.now+p.PerTryTimeout)
+	}
+	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true, deadline: deadline})
 	c = &s.calls[ci]
 	c.open[1], c.open[0] = c.open[0], a
 	c.openGen[1], c.openGen[0] = c.openGen[0], s.atts[a].gen
-	// The client waits for the per-try timeout or what is left of the
-	// deadline, whichever comes first.
-	wait := c.deadline - s.now
-	if p.PerTryTimeout > 0 {
-		wait = min(wait, p.PerTryTimeout)
-	}
-	if !math.IsInf(wait, 1) {
-		s.h.push(s.now+wait, evTimeout, a, s.atts[a].gen)
+	if !math.IsInf(deadline, 1) {
+		s.h.push(deadline, evTimeout, a, s.atts[a].gen)
 	}
 	if p.HedgeAfter > 0 && n == 1 && p.MaxAttempts > 1 {
 		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
 	}
-	if c.edge >= 0 {
-		if tr := s.m.Edges[c.edge].Transit; tr != nil {
-			// The network and the client's own overhead: the attempt
-			// reaches the callee that much later and holds no callee worker.
-			s.h.push(s.now+tr.Sample(s.rngOutcome), evArrive, a, s.atts[a].gen)
-			return
-		}
+	s.cross(a, false)
+}
+
+// callerName is the name of the service that makes call c ("" for the end
+// user). The edge names it: c.job's slot may have been reused.
+func (s *sim) callerName(c *call) string {
+	if c.edge < 0 {
+		return ""
 	}
-	s.arrive(a)
+	return s.m.Services[s.m.Edges[c.edge].Caller].Name
+}
+
+// lossOf reports whether one transmission between call c's client and its
+// callee is lost now: a packet-loss draw, or an outage that hangs.
+func (s *sim) lossOf(c *call) bool {
+	st := &s.svcs[c.svc]
+	if len(st.faults) == 0 {
+		return false
+	}
+	eff := st.faults.Effect(s.callerName(c), st.name, 0, s.now)
+	return eff.NoAnswer || eff.Loss > 0 && s.rngFault.Float64() < eff.Loss
+}
+
+// lose schedules the retransmission of attempt ai's lost message (kind
+// evResend for the request, evResendAnswer for the answer) after TCP's
+// retransmission timeout, which starts at RTO and doubles with every loss.
+func (s *sim) lose(ai int32, kind evKind) {
+	a := &s.atts[ai]
+	s.h.push(s.now+s.cfg.RTO*math.Ldexp(1, int(a.lost)), kind, ai, a.gen)
+	a.lost++
+}
+
+// reset reports whether the connection of attempt ai gave up: its message
+// was lost on the first transmission and every retransmission.
+func (s *sim) reset(ai int32) bool {
+	return int(s.atts[ai].lost) > s.cfg.Retransmits
+}
+
+// cross carries attempt ai's request, or its answer, over the network.
+// A lost one is resent (see lose); one that gets through arrives after the
+// network hop, or at once. A connection that gave up fails the attempt,
+// and an answer on its way is wasted.
+func (s *sim) cross(ai int32, answer bool) {
+	a := &s.atts[ai]
+	if s.reset(ai) {
+		s.met.waste(a.useful, s.now)
+		a.ok, a.ra, a.useful = false, 0, 0
+		s.answer(ai)
+		return
+	}
+	resend, arrival := evResend, evRequest
+	if answer {
+		resend, arrival = evResendAnswer, evResponse
+	}
+	if s.lossOf(&s.calls[a.call]) {
+		s.lose(ai, resend)
+		return
+	}
+	a.lost = 0
+	c := &s.calls[a.call]
+	switch {
+	case !answer && c.edge >= 0 && s.m.Edges[c.edge].Transit != nil:
+		// The traces' own network time and client overhead on this edge:
+		// the attempt reaches the callee that much later and holds no
+		// callee worker meanwhile.
+		s.h.push(s.now+s.m.Edges[c.edge].Transit.Sample(s.rngOutcome), arrival, ai, a.gen)
+	case s.m.Hop != nil:
+		s.h.push(s.now+s.m.Hop.Sample(s.rngFault), arrival, ai, a.gen)
+	case answer:
+		s.answer(ai)
+	default:
+		s.arrive(ai)
+	}
 }
 
 // arrive delivers attempt ai to its callee, where faults, shedding and the
@@ -409,36 +551,35 @@ func (s *sim) arrive(ai int32) {
 	a := &s.atts[ai]
 	c := &s.calls[a.call]
 	svc := &s.m.Services[c.svc]
-	caller := ""
-	if c.edge >= 0 {
-		// The edge names the caller; c.job's slot may have been reused if
-		// the caller's work was cancelled.
-		caller = s.m.Services[s.m.Edges[c.edge].Caller].Name
+	st := &s.svcs[c.svc]
+	part := int32(0)
+	if st.parts > 1 {
+		if st.byKey {
+			part = int32(st.faults.PickShard(st.name, s.now, c.key))
+		} else {
+			part = int32(s.rngFault.IntN(st.parts))
+		}
 	}
-	shard := 0
-	if st := &s.svcs[c.svc]; len(st.pools) > 1 {
-		shard = st.faults.PickShard(st.name, s.now, s.rngFault.Float64())
+	if len(st.faults) > 0 {
+		if eff := s.effect(s.callerName(c), c.svc, part); eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
+			s.reply(ai, false, s.cfg.RetryAfter, 0)
+			return
+		}
 	}
-	eff := s.effect(caller, c.svc, shard)
-	lost := eff.Loss > 0 && s.rngFault.Float64() < eff.Loss
-	lostResponse := lost && s.rngFault.Float64() < 0.5
-	switch {
-	case eff.NoAnswer, lost && !lostResponse:
-		return // never answered: the caller waits out its timeout
-	case eff.Fail, eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate:
-		s.answer(ai, false, s.cfg.RetryAfter)
-		return
-	}
-	p := &s.svcs[c.svc].pools[shard]
+	pi := part % int32(len(st.pools))
+	p := &st.pools[pi]
 	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
 		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
 		s.met.shed(s.now)
-		s.answer(ai, false, s.cfg.RetryAfter)
+		s.reply(ai, false, s.cfg.RetryAfter, 0)
 		return
 	}
 	deadline := math.Inf(1)
 	if c.edge >= 0 && s.m.Edges[c.edge].Policy.Propagate || c.edge < 0 && s.m.RootPropagate {
-		deadline = c.deadline
+		// The attempt's own deadline travels with it (grpc-timeout,
+		// x-envoy-expected-rq-timeout-ms): the per-try timeout's if that
+		// is sooner than the call's.
+		deadline = a.deadline
 	}
 	fail := s.m.Entry[c.entry].Fail
 	if c.edge >= 0 {
@@ -453,10 +594,11 @@ func (s *sim) arrive(ai int32) {
 		// had already failed on this edge.
 		same, other = c.tainted, false
 	}
-	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: int32(shard), deadline: deadline, attemptNo: a.n, lostResponse: lostResponse, fail: fail, afterFailure: same, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
-	a.job = j
+	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: pi, part: part, deadline: deadline, attemptNo: a.n,
+		fail: fail, afterFailure: same, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
+	s.atts[ai].job = j
 	p.push(j)
-	s.startQueued(c.svc, int32(shard))
+	s.startQueued(c.svc, pi)
 }
 
 // limit is the pool's worker count under active faults.
@@ -465,7 +607,7 @@ func (s *sim) limit(svc, pi int32) int {
 	if !s.svcs[svc].limits {
 		return p.workers
 	}
-	if eff := s.effect("", svc, int(pi)); eff.Limit > 0 {
+	if eff := s.effect("", svc, pi); eff.Limit > 0 {
 		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
 	}
 	return p.workers
@@ -483,19 +625,19 @@ func (s *sim) startQueued(svc, pi int32) {
 			continue
 		}
 		if s.now >= j.deadline {
-			// The caller's deadline passed while this waited: drop it.
+			// The deadline the request carried has passed while it waited:
+			// the server drops it before starting it.
 			s.met.droppedLate(s.now)
 			ai := j.att
 			s.freeJob(ji)
-			s.answer(ai, false, 0)
+			s.reply(ai, false, 0, 0)
 			continue
 		}
 		p.busy++
 		j.state = jobRunning
 		j.start = s.now
-		eff := s.effect("", svc, int(pi))
-		svc := &s.m.Services[svc]
-		op := &svc.Ops[j.op]
+		sv := &s.m.Services[svc]
+		op := &sv.Ops[j.op]
 		dist := op.Time
 		if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
 			// The job's own outcome decides how long it works (an error is
@@ -507,14 +649,15 @@ func (s *sim) startQueued(svc, pi int32) {
 			}
 		}
 		t := dist.Sample(s.rngService)
-		if eff.Slow > 1 {
-			t *= eff.Slow
+		add := 0.0
+		if len(s.svcs[svc].faults) > 0 {
+			eff := s.effect("", svc, j.part)
+			t, add = t*eff.Slow, eff.Add
 		}
-		if svc.Thrash > 0 {
-			t *= 1 + svc.Thrash*min(float64(p.queued())/float64(p.workers), 4)
+		if sv.Thrash > 0 {
+			t *= 1 + sv.Thrash*min(float64(p.queued())/float64(p.workers), 4)
 		}
-		t += eff.Add
-		s.h.push(s.now+t, evServed, ji, j.gen)
+		s.h.push(s.now+(t+add), evServed, ji, j.gen)
 	}
 }
 
@@ -586,39 +729,47 @@ func (s *sim) startCall(ji, e int32) {
 	if d := ed.Policy.Deadline; d > 0 {
 		deadline = min(deadline, s.now+d)
 	}
-	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline})
+	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline, key: s.key(int32(ed.Callee))})
 	s.send(c)
 }
 
 // complete ends a job: its worker is freed and its attempt answered with
-// the outcome the failure model gives.
+// the outcome the failure model gives. An error-after-work fault decides
+// here, with the work done, that the answer is a 5xx.
 func (s *sim) complete(ji int32) {
 	o, retryAfter := s.ownOutcome(ji)
 	j := &s.jobs[ji]
-	ai, svc, pi, lost := j.att, j.svc, j.pool, j.lostResponse
-	if a := &s.atts[ai]; a.open {
-		s.calls[a.call].downFailed = j.failed
-	}
-	s.release(ji)
-	if !lost {
-		switch o {
-		case outOK:
-			s.answer(ai, true, 0)
-		case outClientError:
-			if a := &s.atts[ai]; a.open {
-				s.calls[a.call].clientErr = true
-			}
-			s.answer(ai, false, 0)
-		default:
-			s.answer(ai, false, retryAfter)
+	if o == outOK && len(s.svcs[j.svc].faults) > 0 {
+		eff := s.effect("", j.svc, j.part)
+		if eff.FailAfterWork || eff.ErrorAfterWork > 0 && s.rngFault.Float64() < eff.ErrorAfterWork {
+			o = outFail
 		}
+	}
+	ai, svc, pi := j.att, j.svc, j.pool
+	if a := &s.atts[ai]; a.open {
+		c := &s.calls[a.call]
+		c.downFailed = j.failed
+		c.clientErr = c.clientErr || o == outClientError
+	}
+	work := s.release(ji)
+	switch o {
+	case outOK:
+		s.reply(ai, true, 0, work)
+	case outClientError:
+		s.met.waste(work, s.now)
+		s.reply(ai, false, 0, 0)
+	default:
+		s.met.waste(work, s.now)
+		s.reply(ai, false, retryAfter, 0)
 	}
 	s.startQueued(svc, pi)
 }
 
-// release frees a running job's worker and accounts its work.
-func (s *sim) release(ji int32) {
+// release frees a running job's worker, accounts its work and returns it
+// with the useful work of its calls (what its answer would carry).
+func (s *sim) release(ji int32) float64 {
 	j := &s.jobs[ji]
+	carried := 0.0
 	if j.state == jobRunning || j.state == jobCalling {
 		s.svcs[j.svc].pools[j.pool].busy--
 		// Work is the job's own service time: while it waits for its
@@ -629,36 +780,43 @@ func (s *sim) release(ji int32) {
 			end = j.selfEnd
 		}
 		work := end - j.start
-		wasted := 0.0
-		if a := &s.atts[j.att]; a.abandoned > 0 {
-			wasted = max(0, end-max(j.start, a.abandoned))
-		}
-		s.met.work(j.svc, work, wasted, s.now)
+		s.met.work(work)
+		carried = work + j.useful
 	}
 	s.freeJob(ji)
+	return carried
 }
 
-// answer delivers the callee's answer to attempt ai.
-func (s *sim) answer(ai int32, ok bool, retryAfter float64) {
+// reply sends the server's answer to attempt ai back over the network:
+// ok or not, with a Retry-After (seconds, 0 for none), carrying useful
+// work.
+func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 	a := &s.atts[ai]
 	if !a.open {
-		return // the client stopped waiting: nobody reads this answer
+		s.met.waste(useful, s.now) // the client left: nobody reads this answer
+		return
 	}
+	a.ok, a.ra, a.useful, a.lost = ok, retryAfter, useful, 0
+	s.cross(ai, true)
+}
+
+// answer: the client of attempt ai reads its answer.
+func (s *sim) answer(ai int32) {
+	a := &s.atts[ai]
 	a.open = false
-	ci, retry := a.call, a.n > 1
-	// The server side is done with it (answers come from there), so the
-	// slot is free.
-	s.freeAttempt(ai)
+	ci, retry, ok, useful, retryAfter := a.call, a.n > 1, a.ok, a.useful, a.ra
+	a.useful = 0
+	s.freeAttempt(ai) // unless a server job still holds it
 	c := &s.calls[ci]
 	c.inflight--
 	s.settle(c, ok, false, retry)
-	if !ok && c.edge >= 0 {
+	if ok {
+		s.finish(ci, true, useful)
+		return
+	}
+	if c.edge >= 0 {
 		s.met.attemptFailed(c.edge)
 		s.taint(ci)
-	}
-	if ok {
-		s.finish(ci, true)
-		return
 	}
 	s.retryOrFail(ci, retryAfter)
 }
@@ -694,35 +852,45 @@ func (s *sim) timeout(ai int32) {
 	s.retryOrFail(ci, 0)
 }
 
-// abandon records that the client no longer waits for attempt ai and
-// cancels its work: always for a hedge loser (hedging clients cancel), with
-// the callee's CancelProb for a timed-out attempt (otherwise the server
-// keeps working for a caller who left).
+// abandon records that the client no longer waits for attempt ai: the
+// answer on its way, if any, is wasted, and a cancel goes to the server,
+// always for a hedge loser (hedging clients cancel), with the callee's
+// CancelProb for a timed-out attempt (the share of clients whose stack
+// tells the server: a closed connection it notices, an RST_STREAM). The
+// cancel takes the network's time to arrive.
 func (s *sim) abandon(ai int32, always bool) {
 	a := &s.atts[ai]
-	if a.abandoned == 0 {
-		a.abandoned = s.now
-	}
+	s.met.waste(a.useful, s.now)
+	a.useful = 0
 	ji := a.job
 	if ji < 0 {
-		return
+		return // not at the server: in flight, or answered
 	}
 	j := &s.jobs[ji]
-	if j.att != ai || j.state == jobDone {
-		return
-	}
 	if !always {
 		if p := s.m.Services[j.svc].CancelProb; p <= 0 || s.rngFault.Float64() >= p {
 			return
 		}
 	}
-	switch j.state {
-	case jobQueued:
+	delay := s.cfg.CancelDelay
+	if s.m.Hop != nil {
+		delay = s.m.Hop.Sample(s.rngFault)
+	}
+	s.h.push(s.now+delay, evCancel, ji, j.gen)
+}
+
+// cancel: a cancel reaches job ji. Queued work is dropped; running work
+// stops only on a service that honours cancellation (CancelRunning), and
+// otherwise runs to completion for nobody.
+func (s *sim) cancel(ji int32) {
+	j := &s.jobs[ji]
+	switch {
+	case j.state == jobQueued:
 		j.cancelled = true // skipped when it reaches the head of the queue
-	case jobRunning, jobCalling:
-		svcI, pi := j.svc, j.pool
-		s.release(ji)
-		s.startQueued(svcI, pi)
+	case s.m.Services[j.svc].CancelRunning:
+		svc, pi := j.svc, j.pool
+		s.met.waste(s.release(ji), s.now)
+		s.startQueued(svc, pi)
 	}
 }
 
@@ -734,13 +902,13 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64) {
 	}
 	p := s.policy(c)
 	if c.clientErr || int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
-		s.finish(ci, false)
+		s.finish(ci, false, 0)
 		return
 	}
 	if c.edge >= 0 {
 		if b := s.budgets[c.edge]; b != nil && !b.Retry(s.now) {
 			s.met.refusedBudget(c.edge, s.now)
-			s.finish(ci, false)
+			s.finish(ci, false, 0)
 			return
 		}
 	}
@@ -754,7 +922,7 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64) {
 		if c.edge >= 0 && s.budgets[c.edge] != nil {
 			s.budgets[c.edge].Done(s.now, true)
 		}
-		s.finish(ci, false)
+		s.finish(ci, false, 0)
 		return
 	}
 	s.h.push(s.now+delay, evRetry, ci, c.gen)
@@ -779,8 +947,8 @@ func (s *sim) hedge(ci int32) {
 }
 
 // finish ends call ci: its open attempts are abandoned (hedge losers), and
-// its caller learns the outcome.
-func (s *sim) finish(ci int32, ok bool) {
+// its caller learns the outcome, with the useful work of a success.
+func (s *sim) finish(ci int32, ok bool, useful float64) {
 	c := &s.calls[ci]
 	c.done = true
 	if c.inflight > 0 {
@@ -801,7 +969,11 @@ func (s *sim) finish(ci int32, ok bool) {
 		c.inflight = 0
 	}
 	if c.job < 0 {
-		s.met.rootDone(c.start, s.now, ok && s.now <= c.deadline, !ok && c.clientErr)
+		ok = ok && s.now <= c.deadline
+		if !ok {
+			s.met.waste(useful, s.now)
+		}
+		s.met.rootDone(c.start, s.now, ok, !ok && c.clientErr, c.start < s.cfg.Duration)
 		if s.m.Clients > 0 {
 			s.h.push(s.now+s.m.Think, evThink, 0, 0)
 		}
@@ -812,11 +984,14 @@ func (s *sim) finish(ci int32, ok bool) {
 	s.freeCall(ci)
 	j := &s.jobs[ji]
 	if j.gen != gen || j.state != jobCalling {
-		return // the caller's own work was cancelled meanwhile
+		s.met.waste(useful, s.now) // the caller's own work was cancelled meanwhile
+		return
 	}
 	j.pending--
 	op := &s.m.Services[j.svc].Ops[j.op]
-	if !ok {
+	if ok {
+		j.useful += useful
+	} else {
 		j.failed = true
 		j.clientErr = j.clientErr || clientErr
 		if !op.Parallel && op.StopOnFailure > 0 && s.rngOutcome.Float64() < op.StopOnFailure {
@@ -833,6 +1008,11 @@ func (s *sim) finish(ci int32, ok bool) {
 	s.nextCall(ji)
 }
 
+// tick samples the queues at the end of each simulated second and, once
+// arrivals are due to end, judges the run: while the verdict is still
+// open (the system has not recovered, yet its backlog is draining),
+// arrivals go on one more second, up to MaxJudge seconds after the trigger
+// ended.
 func (s *sim) tick() {
 	q := 0
 	for i := range s.svcs {
@@ -841,6 +1021,48 @@ func (s *sim) tick() {
 		}
 	}
 	s.met.queueDepth(s.now, q)
+	if s.judging && s.verdict.state == "" && s.now >= s.arrivalEnd {
+		limit := s.cfg.Duration + s.maxExt
+		v := judge(s.met.series, s.faults, s.now, s.cfg, s.now >= limit, limit-s.now)
+		if v.state != verdictOpen {
+			s.verdict = v
+			s.parked = s.parked[:0]
+		} else {
+			s.arrivalEnd = s.now + 1
+			for _, ev := range s.parked {
+				s.h.push(s.now, ev.kind, ev.id, ev.gen)
+			}
+			s.parked = s.parked[:0]
+		}
+	}
+	if s.now+1 <= max(s.cfg.Duration, s.arrivalEnd)+s.cfg.Drain {
+		s.h.push(s.now+1, evTick, 0, 0)
+	}
+}
+
+// ended reports whether arrivals are over at the current time. An
+// arrival that comes while the verdict may still extend the run is parked
+// until the next tick decides.
+func (s *sim) ended(ev event) bool {
+	if s.now < s.arrivalEnd {
+		return false
+	}
+	if s.judging && s.verdict.state == "" {
+		s.parked = append(s.parked, ev)
+	}
+	return true
+}
+
+// freeze makes the run's figures final at its nominal horizon (duration
+// plus drain): root requests still in flight count as failed, at their
+// deadline or the horizon, whichever is sooner.
+func (s *sim) freeze() {
+	for ci := range s.calls {
+		if c := &s.calls[ci]; c.job < 0 && !c.done && c.start < s.cfg.Duration {
+			s.met.inFlight(min(c.deadline, s.now) - c.start)
+		}
+	}
+	s.met.frozen = true
 }
 
 // Entity slabs with free lists; a generation counter per slot makes events

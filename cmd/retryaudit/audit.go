@@ -215,7 +215,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	a := report.NewAuditReport(top, m.Assumed, cal, res)
+	a := report.NewAuditReport(top, slices.Concat(m.Assumed, mechanicsNotes(res.Runs)), cal, res)
 	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,7 +57,8 @@ Policies (--policy, repeatable): a base (observed, none, everywhere,
 edge-only, idempotent-only, hedge-p95) followed by modifiers joined with +
 (budget, retry-after, breaker, deadline, shed), e.g. edge-only+budget.
 Degradations (--degrade, repeatable), e.g.:
-  outage:svc=db,at=10s,for=3s[,mode=error|timeout]
+  outage:svc=db,at=10s,for=3s[,mode=error|timeout|error-after-work]
+  slow-replica:svc=api,at=10s,for=30s,replicas=4,x=10
   slow-shard:svc=db,at=10s,for=30s,shards=8,x=10
   hot-partition:svc=db,at=10s,for=30s,zipf=1.2
   packet-loss:edge=api->db,at=10s,for=10s,p=0.2
@@ -135,6 +137,10 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 			return usageError{err}
 		}
 		mx, notes = p.Matrix, []string{p.About}
+		mx.Config.MaxEvents = o.sim.maxEvents
+		for i := range mx.Variants {
+			mx.Variants[i].Model = o.sim.mechanics(mx.Variants[i].Model)
+		}
 	} else {
 		top, arrivals, err := o.readTopology(cmd)
 		if err != nil {
@@ -172,8 +178,12 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 	}
 	results, err := mx.Run()
 	if err != nil {
+		if errors.Is(err, replay.ErrEventBudget) && o.topology != "" && o.sim.rate == 0 {
+			return fmt.Errorf("topology %s: its root_rate_per_s (× --load %g): %w", o.topology, o.sim.load, err)
+		}
 		return err
 	}
+	notes = append(notes, mechanicsNotes(results)...)
 	rep := &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "none", Notes: notes, Runs: results}
 	w, closeOut, err := outputFile(o.io, o.output)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -32,11 +33,14 @@ func (s *modelFlags) bind(f *pflag.FlagSet) {
 }
 
 func (s *modelFlags) validate() error {
-	if s.headroom <= 0 || s.deadline <= 0 {
-		return usageError{fmt.Errorf("--headroom and --client-deadline must be positive")}
+	if !(s.headroom > 0) || math.IsInf(s.headroom, 0) {
+		return usageError{fmt.Errorf("--headroom %v: want a finite number > 0, e.g. 1.5", s.headroom)}
 	}
-	if s.sampleRate < 0 || s.sampleRate > 1 {
-		return usageError{fmt.Errorf("--sample-rate %g: want a probability in (0,1]", s.sampleRate)}
+	if s.deadline <= 0 {
+		return usageError{fmt.Errorf("--client-deadline %v: want a duration > 0, e.g. 5s", s.deadline)}
+	}
+	if !(s.sampleRate >= 0 && s.sampleRate <= 1) {
+		return usageError{fmt.Errorf("--sample-rate %v: want a probability in (0,1], e.g. 0.1", s.sampleRate)}
 	}
 	return nil
 }
@@ -59,9 +63,14 @@ func (s *modelFlags) build(o replay.BuildOptions) (replay.BuildOptions, error) {
 // under degradations (replay and audit).
 type simFlags struct {
 	modelFlags
-	load, rate float64
-	duration   time.Duration
-	policyFile string
+	load, rate    float64
+	duration      time.Duration
+	policyFile    string
+	thrash        float64
+	cancel        float64
+	cancelRunning bool
+	maxEvents     int
+	flags         *pflag.FlagSet
 }
 
 func (s *simFlags) bind(f *pflag.FlagSet) {
@@ -70,17 +79,75 @@ func (s *simFlags) bind(f *pflag.FlagSet) {
 	f.Float64Var(&s.rate, "rate", 0, "root requests per second (replaces the observed rate)")
 	f.DurationVar(&s.duration, "duration", 60*time.Second, "simulated time during which requests arrive")
 	f.StringVar(&s.policyFile, "policy-file", "", "apply a YAML policy `FILE` (gRPC retryPolicy, Envoy retry_policy, Finagle budget) on top of each policy")
+	f.Float64Var(&s.thrash, "thrash", 0, "throughput lost under overload: every service's service time grows by this × queued jobs per worker (at most 4×); a preset's own value unless set")
+	f.Float64Var(&s.cancel, "cancel", 0, "probability a service learns that a timed-out caller left and drops its queued work; a preset's own value unless set")
+	f.BoolVar(&s.cancelRunning, "cancel-running", false, "services also stop running work when a cancel arrives (they honour cancellation); a preset's own value unless set")
+	f.IntVar(&s.maxEvents, "max-events", replay.DefaultMaxEvents, "refuse or stop a run past this many events (the default keeps a run near 1 GiB)")
+	s.flags = f
 }
 
 func (s *simFlags) validate() error {
-	if s.duration <= 0 || s.load <= 0 || s.rate < 0 {
-		return usageError{fmt.Errorf("--duration and --load must be positive; --rate not negative")}
+	for _, f := range []struct {
+		name, want string
+		v          float64
+		ok         bool
+	}{
+		{"load", "a finite number > 0, e.g. 2", s.load, s.load > 0},
+		{"rate", "a finite rate ≥ 0 in requests a second, e.g. 200", s.rate, s.rate >= 0},
+		{"thrash", "a finite number ≥ 0, e.g. 0.1", s.thrash, s.thrash >= 0},
+		{"cancel", "a probability from 0 to 1, e.g. 0.5", s.cancel, s.cancel >= 0 && s.cancel <= 1},
+	} {
+		if !f.ok || math.IsInf(f.v, 0) {
+			return usageError{fmt.Errorf("--%s %v: want %s", f.name, f.v, f.want)}
+		}
+	}
+	if s.duration <= 0 {
+		return usageError{fmt.Errorf("--duration %v: want a duration > 0, e.g. 30s", s.duration)}
+	}
+	if s.maxEvents < 1 {
+		return usageError{fmt.Errorf("--max-events %d: want a count ≥ 1, e.g. %d", s.maxEvents, replay.DefaultMaxEvents)}
 	}
 	return s.modelFlags.validate()
 }
 
 func (s *simFlags) config() replay.RunConfig {
-	return replay.RunConfig{Seed: s.seed, Duration: s.duration.Seconds()}
+	return replay.RunConfig{Seed: s.seed, Duration: s.duration.Seconds(), MaxEvents: s.maxEvents}
+}
+
+// mechanics returns m with its services' thrash and cancellation set from
+// the flags that were given (a preset keeps its own values for the
+// others).
+func (s *simFlags) mechanics(m *replay.Model) *replay.Model {
+	thrash, cancel, running := s.flags.Changed("thrash"), s.flags.Changed("cancel"), s.flags.Changed("cancel-running")
+	if !thrash && !cancel && !running {
+		return m
+	}
+	c := *m
+	c.Services = slices.Clone(m.Services)
+	for k := range c.Services {
+		svc := &c.Services[k]
+		if thrash {
+			svc.Thrash = s.thrash
+		}
+		if cancel {
+			svc.CancelProb = s.cancel
+		}
+		if running {
+			svc.CancelRunning = s.cancelRunning
+		}
+	}
+	return &c
+}
+
+// mechanicsNotes lists the mechanics of the runs, each distinct set once.
+func mechanicsNotes(results []replay.Result) []string {
+	var notes []string
+	for _, r := range results {
+		if n := r.Mechanics.String(); !slices.Contains(notes, n) {
+			notes = append(notes, n)
+		}
+	}
+	return notes
 }
 
 // model builds the observed model of a topology.
@@ -90,7 +157,11 @@ func (s *simFlags) model(top *graph.Topology, o replay.BuildOptions) (*replay.Mo
 		return nil, err
 	}
 	o.Load, o.Rate = s.load, s.rate
-	return replay.FromTopology(top, o)
+	m, err := replay.FromTopology(top, o)
+	if err != nil {
+		return nil, err
+	}
+	return s.mechanics(m), nil
 }
 
 // variants applies each policy expression (duplicates dropped, in order)
@@ -104,6 +175,11 @@ func (s *simFlags) variants(m *replay.Model, exprs []string) ([]replay.Variant, 
 			return nil, nil, err
 		}
 		if pf, err = replay.ParsePolicyFile(s.policyFile, data); err != nil {
+			return nil, nil, err
+		}
+		// The file's idempotency declarations decide which edges the
+		// policies may repeat, so they come first.
+		if m, err = pf.DeclareIdempotency(m); err != nil {
 			return nil, nil, err
 		}
 	}

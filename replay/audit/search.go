@@ -122,14 +122,14 @@ func opVisits(m *replay.Model, weights []float64) ([][]float64, error) {
 // utilization u0, runs at utilization u: root traffic scaled by k = u/u0,
 // with every other service given k times its workers (never fewer) so
 // that only svc's utilization moves. Where k would exceed MaxLoadScale,
-// traffic is scaled by MaxLoadScale and svc's service times are stretched
+// traffic is scaled by maxScale and svc's service times are stretched
 // by the rest (stretch > 1), which a dependency doing almost no work per
 // request needs before any traffic the model can carry loads it.
-func atUtilization(m *replay.Model, svc string, u0, u float64) (c *replay.Model, stretch float64) {
+func atUtilization(m *replay.Model, svc string, u0, u, maxScale float64) (c *replay.Model, stretch float64) {
 	k := u / u0
 	stretch = 1
-	if k > MaxLoadScale {
-		k, stretch = MaxLoadScale, k/MaxLoadScale
+	if k > maxScale {
+		k, stretch = maxScale, k/maxScale
 	}
 	cm := *m
 	cm.Services = slices.Clone(m.Services)
@@ -220,9 +220,24 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 	if start >= probe.Duration || end+settle+window > probe.Duration {
 		return Critical{Why: "the run ends before the verdict window after the trigger"}, nil
 	}
+	// At most MaxLoadScale times today's traffic, and less where the
+	// probe at the top of the range would exceed the run's event budget.
+	budget := float64(cmp.Or(probe.MaxEvents, replay.DefaultMaxEvents))
+	scale := MaxLoadScale
+	for scale > 1 {
+		if sm, _ := atUtilization(m, svc, u0, SearchHigh, scale); replay.EstimateEvents(sm, probe) <= budget/2 {
+			break
+		}
+		scale /= 2
+	}
+	var why string
+	if _, stretch := atUtilization(m, svc, u0, SearchHigh, scale); stretch > 1 {
+		why = fmt.Sprintf("%s is %.2g busy today: above %.2g the search holds traffic at %.3gx today's and stretches %s's service times (×%.3g at %.2f)",
+			svc, u0, u0*scale, scale, svc, stretch, SearchHigh)
+	}
 	var probes []Probe
 	collapses := func(u float64) (bool, error) {
-		sm, _ := atUtilization(m, svc, u0, u)
+		sm, _ := atUtilization(m, svc, u0, u, scale)
 		// Seeds one after another: the first collapse decides, and the
 		// searches of the other policies keep every core busy.
 		pr := Probe{Utilization: u}
@@ -243,11 +258,6 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 		pr.Availability /= float64(n)
 		probes = append(probes, pr)
 		return pr.Collapsed, nil
-	}
-	var why string
-	if _, stretch := atUtilization(m, svc, u0, SearchHigh); stretch > 1 {
-		why = fmt.Sprintf("%s is %.2g busy today: above %.2g the search holds traffic at %gx today's and stretches %s's service times (×%.3g at %.2f)",
-			svc, u0, u0*MaxLoadScale, MaxLoadScale, svc, stretch, SearchHigh)
 	}
 	found := func(u *float64) Critical {
 		slices.SortFunc(probes, func(a, b Probe) int { return cmp.Compare(a.Utilization, b.Utilization) })

@@ -1,0 +1,101 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/retryaudit/retryaudit/degrade"
+)
+
+// Mechanics are the parameters of a run that can change its verdict and
+// that traces do not show: each is in the run's JSON and its notes.
+type Mechanics struct {
+	Services []ServiceMechanics `json:"services"`
+	// HopMS is the mean network delay of a message (0: none).
+	HopMS float64 `json:"network_hop_ms"`
+	// CancelDelayMS is how long a cancel takes to reach the server.
+	CancelDelayMS float64 `json:"cancel_delay_ms"`
+	// RTOMS is TCP's first retransmission timeout (doubling), and
+	// Retransmits how many lost retransmissions reset the connection.
+	RTOMS       float64 `json:"rto_ms"`
+	Retransmits int     `json:"retransmits_before_reset"`
+	// The verdict's parameters (see RunConfig).
+	Share     float64 `json:"verdict_share"`
+	WindowS   float64 `json:"verdict_window_s"`
+	SettleS   float64 `json:"verdict_settle_s"`
+	MaxJudgeS float64 `json:"verdict_max_judge_s"`
+}
+
+// ServiceMechanics are one service's.
+type ServiceMechanics struct {
+	Service string `json:"service"`
+	Workers int    `json:"workers"`
+	// QueueCap bounds the queue (0: unbounded).
+	QueueCap      int     `json:"queue_cap"`
+	Thrash        float64 `json:"thrash"`
+	Cancel        float64 `json:"cancel"`
+	CancelRunning bool    `json:"cancel_running"`
+	// Parts is how many shards (by key) or replicas (at random, Split
+	// "replica") the faults split the service into, and Pools how many
+	// worker pools serve them (fewer than the parts when the service has
+	// fewer workers); 1 and "" for an unsplit service.
+	Parts int    `json:"parts"`
+	Split string `json:"split,omitempty"`
+	Pools int    `json:"pools"`
+}
+
+func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
+	mc := Mechanics{CancelDelayMS: 1000 * cfg.CancelDelay, RTOMS: 1000 * cfg.RTO, Retransmits: cfg.Retransmits,
+		Share: cfg.Share, WindowS: cfg.Window, SettleS: cfg.Settle, MaxJudgeS: cfg.MaxJudge}
+	if m.Hop != nil {
+		mc.HopMS = 1000 * m.Hop.Mean()
+		mc.CancelDelayMS = mc.HopMS
+	}
+	for _, s := range m.Services {
+		sm := ServiceMechanics{Service: s.Name, Workers: s.Workers, QueueCap: s.QueueCap, Thrash: s.Thrash,
+			Cancel: s.CancelProb, CancelRunning: s.CancelRunning, Parts: 1}
+		if n := faults.Shards(s.Name); n > 1 {
+			sm.Parts, sm.Split = n, "key"
+		} else if n := faults.Replicas(s.Name); n > 1 {
+			sm.Parts, sm.Split = n, "replica"
+		}
+		sm.Pools = min(sm.Parts, s.Workers)
+		mc.Services = append(mc.Services, sm)
+	}
+	return mc
+}
+
+// String renders the mechanics as a note, e.g. "mechanics: server 6
+// workers, unbounded queue, thrash 0.5, cancel 0 (running work completes);
+// ...".
+func (mc Mechanics) String() string {
+	var b strings.Builder
+	b.WriteString("mechanics:")
+	for i, s := range mc.Services {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		queue := "unbounded queue"
+		if s.QueueCap > 0 {
+			queue = fmt.Sprintf("queue bound %d", s.QueueCap)
+		}
+		running := "running work completes"
+		if s.CancelRunning {
+			running = "running work stops"
+		}
+		fmt.Fprintf(&b, " %s %d workers, %s, thrash %g, cancel %g (%s)", s.Service, s.Workers, queue, s.Thrash, s.Cancel, running)
+		switch s.Split {
+		case "key":
+			fmt.Fprintf(&b, ", %d shards by key on %d pools", s.Parts, s.Pools)
+		case "replica":
+			fmt.Fprintf(&b, ", %d replicas on %d pools", s.Parts, s.Pools)
+		}
+	}
+	if mc.HopMS > 0 {
+		fmt.Fprintf(&b, "; network hop %g ms a message", mc.HopMS)
+	}
+	fmt.Fprintf(&b, "; cancels arrive after %g ms; lost packets resent after %g ms, doubling, reset after %d retransmissions", mc.CancelDelayMS, mc.RTOMS, mc.Retransmits)
+	fmt.Fprintf(&b, "; recovered = goodput ≥ %g of its pre-trigger share over %g s with queues drained, collapse judged from %g s after the trigger, judged up to %g s after it",
+		mc.Share, mc.WindowS, mc.SettleS, mc.MaxJudgeS)
+	return b.String()
+}
