@@ -196,6 +196,9 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	a := &Audit{Seeds: len(seeds), FirstSeed: seeds[0], Verdicts: verdicts, Observed: observed}
 	var assumed []string
 	for _, svc := range uniq(services) {
+		if svc == "" {
+			continue // the traces' own failures degrade no one dependency
+		}
 		su := ServiceUtilization{Service: svc, Model: today[svc]}
 		if u, ok := cfg.Utilization[svc]; ok {
 			su.Given = &u
@@ -334,12 +337,8 @@ func degradedServices(m *replay.Model, ds []replay.Degradation) ([]string, error
 		if len(d.Faults) == 0 {
 			return nil, fmt.Errorf("degradation %q has no fault", d.Name)
 		}
-		for _, f := range d.Faults {
-			for _, s := range []string{f.Service, f.Caller} {
-				if s != "" && !slices.Contains(have, s) {
-					return nil, fmt.Errorf("degradation %s: no service %q in the model (have %s)", d.Name, s, strings.Join(have, ", "))
-				}
-			}
+		if err := d.Faults.Check(have); err != nil {
+			return nil, err
 		}
 		out = append(out, d.Faults[0].Service)
 	}
