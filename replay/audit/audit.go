@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				v.CriticalNote = "no utilization of " + v.Service + " to scale (closed-loop arrivals or a cyclic call graph)"
 				return nil
 			}
-			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, cfg.Degradations[d], seeds, cfg.Run)
+			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, v.CollapsedSeeds == 0, cfg.Degradations[d], seeds, cfg.Run)
 			v.CriticalUtilization, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.Searched, c.Why, c.Probes
 			return err
 		})

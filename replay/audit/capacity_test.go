@@ -44,7 +44,7 @@ func TestCriticalUtilizationBistability(t *testing.T) {
 		if err != nil || math.Abs(u0-0.5) > 1e-9 {
 			t.Fatalf("utilization %v, %v: want 0.5", u0, err)
 		}
-		c, err := searchCritical(context.Background(), newPool(nil), m, "server", u0, slow, seeds, replay.RunConfig{Duration: 40})
+		c, err := searchCritical(context.Background(), newPool(nil), m, "server", u0, false, slow, seeds, replay.RunConfig{Duration: 40})
 		if err != nil || !c.Searched || c.Utilization == nil {
 			t.Fatalf("search: %+v, %v: want a critical utilization", c, err)
 		}
@@ -104,7 +104,7 @@ func TestThreeLayersVersusBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := searchCritical(context.Background(), newPool(nil), m, "db", u0, outage, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
+		c, err := searchCritical(context.Background(), newPool(nil), m, "db", u0, false, outage, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
 		if err != nil || !c.Searched {
 			t.Fatalf("search: %+v, %v", c, err)
 		}

@@ -196,7 +196,12 @@ type Probe struct {
 // searchCritical bisects on offered load, capacity held, for the highest
 // utilization of svc (today u0) at which the model recovers after the
 // faults in every seed. A probe runs only as long as the verdict needs.
-func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u0 float64, d replay.Degradation, seeds []uint64, cfg replay.RunConfig) (Critical, error) {
+//
+// upToday says the model recovered at today's utilization u0 in every
+// seed (the matrix ran it): the search then takes u0 as its lower end
+// when u0 is in range, so a collapse at one probe below today's load,
+// which the matrix contradicts, cannot put the answer under it.
+func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u0 float64, upToday bool, d replay.Degradation, seeds []uint64, cfg replay.RunConfig) (Critical, error) {
 	start, end, ok := d.Faults.Trigger()
 	if !ok || math.IsInf(end, 1) {
 		return Critical{Why: "the fault does not end within the run"}, nil
@@ -267,15 +272,19 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 	if err != nil || !top {
 		return found(nil), err
 	}
-	bottom, err := collapses(SearchLow)
-	if err != nil {
-		return Critical{}, err
-	}
-	if bottom {
-		zero := 0.0
-		return found(&zero), nil
-	}
 	lo, hi := SearchLow, SearchHigh
+	if upToday && u0 >= SearchLow && u0 < SearchHigh {
+		lo = u0
+	} else {
+		bottom, err := collapses(SearchLow)
+		if err != nil {
+			return Critical{}, err
+		}
+		if bottom {
+			zero := 0.0
+			return found(&zero), nil
+		}
+	}
 	for hi-lo > 2*SearchTolerance {
 		mid := (lo + hi) / 2
 		bad, err := collapses(mid)
