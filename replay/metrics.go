@@ -272,8 +272,6 @@ type Result struct {
 	// Triggered says the run had a fault that started and ended in time
 	// to judge recovery: Verdict is then recovered or collapsed.
 	Triggered bool `json:"triggered"`
-	// Trigger is the span of the faults' windows; nil without faults.
-	Trigger *Window `json:"trigger,omitempty"`
 	// Verdict is the run's verdict (see Judge): recovered, collapsed,
 	// not judged (with the reason in VerdictNote), or no trigger.
 	Verdict     string `json:"verdict"`
@@ -281,6 +279,8 @@ type Result struct {
 	// JudgedToS is the last second the verdict looked at; past the run's
 	// duration when arrivals went on while the backlog drained.
 	JudgedToS float64 `json:"judged_to_s"`
+	// Trigger is the span of the faults' windows; nil without a trigger.
+	Trigger *Window `json:"trigger,omitempty"`
 	// RecoveryS is how long after the trigger ended goodput was back
 	// within the share and the queues drained; nil unless recovered.
 	RecoveryS *float64 `json:"recovery_s"`
@@ -327,19 +327,18 @@ func (s *sim) result() Result {
 	}
 	for i, e := range s.m.Edges {
 		r.Attempts = append(r.Attempts, EdgeAttempts{Edge: s.m.Services[e.Caller].Name + " → " + s.m.Services[e.Callee].Name,
-			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i],
-			Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
-	}
-	v := s.verdict
-	if v.state == "" {
-		upTo := math.Floor(max(s.arrivalEnd, 1))
-		v = judge(m.series, s.faults, upTo, s.cfg, true, 0)
+			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i], Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
 	}
 	if start, end, ok := s.faults.Trigger(); ok {
 		r.Trigger = &Window{AtS: start}
 		if !math.IsInf(end, 1) {
 			r.Trigger.ForS = end - start
 		}
+	}
+	v := s.verdict
+	if v.state == "" {
+		upTo := math.Floor(max(s.arrivalEnd, 1))
+		v = judge(m.series, s.faults, upTo, s.cfg, true, 0)
 	}
 	r.Verdict, r.VerdictNote, r.RecoveryS, r.JudgedToS = v.state, v.note, v.recovery, v.upTo
 	r.Metastable = v.state == VerdictCollapsed

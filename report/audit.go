@@ -27,9 +27,12 @@ const (
 // recommendation, the topology, and the runs of the first seed. Its JSON
 // is what `retryaudit report` renders again.
 type AuditReport struct {
-	Schema    string `json:"schema"`
-	Seeds     int    `json:"seeds"`
-	FirstSeed uint64 `json:"first_seed"`
+	Schema string `json:"schema"`
+	Seeds  int    `json:"seeds"`
+	// Calibration says whether the model reproduces the traces; when it
+	// does not, the recommendation is printed as uncalibrated.
+	Calibration *replay.Calibration `json:"calibration,omitempty"`
+	FirstSeed   uint64              `json:"first_seed"`
 	// Baseline is the policy the detail tables compare with.
 	Baseline string `json:"baseline"`
 	// Notes are footnotes, such as the capacities the model assumed.
@@ -303,21 +306,25 @@ func statText(s audit.Stat, places int, sign bool) string {
 // seed (ReplayTable).
 func AuditTable(w io.Writer, a *AuditReport) error {
 	sw := &stickyWriter{w: w}
-	plan := func(w io.Writer) error {
-		if a.Calibration != nil {
-			if err := CalibrationTable(w, a.Calibration); err != nil {
-				return err
-			}
-			fmt.Fprintln(w)
+	tv := newTopologyView(topologyOf(a))
+	fmt.Fprintln(sw, tv.headline)
+	if a.Calibration != nil {
+		fmt.Fprintln(sw)
+		if err := CalibrationTable(sw, a.Calibration); err != nil {
+			return err
 		}
-		pv := newPlanView(a)
-		for _, h := range pv.header {
-			fmt.Fprintln(w, h)
-		}
-		for _, b := range pv.blocks {
-			fmt.Fprintln(w)
-			fmt.Fprintln(w, b.title)
-			if err := renderGrid(w, b.table, false); err != nil {
+	}
+	pv := newPlanView(a)
+	fmt.Fprintln(sw)
+	for _, h := range pv.header {
+		fmt.Fprintln(sw, h)
+	}
+	for _, b := range pv.blocks {
+		fmt.Fprintln(sw)
+		fmt.Fprintln(sw, b.title)
+		tab := newTable(sw, b.table.header, b.table.align...)
+		for _, r := range b.table.rows {
+			if err := tab.Append(r); err != nil {
 				return err
 			}
 		}
@@ -332,7 +339,17 @@ func AuditTable(w io.Writer, a *AuditReport) error {
 		}
 		return recommendationText(w, a.Recommendation, false)
 	}
-	if err := topologyTable(sw, topologyOf(a), plan); err != nil {
+	for i, n := range pv.notes {
+		if i == 0 {
+			fmt.Fprintln(sw, "\nnotes:")
+		}
+		fmt.Fprintf(sw, "[%d] %s\n", i+1, n)
+	}
+	fmt.Fprint(sw, uncalibratedText(a.Calibration, false))
+	if err := recommendationText(sw, a.Recommendation, false); err != nil {
+		return err
+	}
+	if err := topologyBody(sw, tv); err != nil {
 		return err
 	}
 	fmt.Fprintf(sw, "\ndetail of seed %d:\n", a.FirstSeed)

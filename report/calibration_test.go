@@ -135,7 +135,7 @@ func TestAuditShowsCalibrationFirst(t *testing.T) {
 	if !strings.Contains(h, `id="calibration"`) || !strings.Contains(h, "<strong>Uncalibrated</strong>") || strings.Contains(h, "\x1b") {
 		t.Error("html: no calibration section, no uncalibrated mark, or a raw escape byte")
 	}
-	if i := strings.Index(h, `id="calibration"`); i > strings.Index(h, `id="capacity-plan"`) && strings.Contains(h, `id="capacity-plan"`) || i > strings.Index(h, `id="recommendation"`) {
+	if c, g := strings.Index(h, `id="calibration"`), strings.Index(h, `id="call-graph"`); c > g || strings.Contains(h, `id="capacity-plan"`) && c > strings.Index(h, `id="capacity-plan"`) {
 		t.Error("html: calibration is not the first section")
 	}
 }

@@ -173,11 +173,11 @@ func newAuditPage(a *AuditReport) auditPage {
 	if len(t.Edges) > 0 || len(t.Services) > 0 {
 		p.Graph = layoutCallGraph(newCallGraph(t))
 	}
+	p.Plan = newHTMLPlan(a)
 	if c := a.Calibration; c != nil {
 		v := newCalibrationView(c)
 		p.Calibration = &htmlCalibration{Verdict: v.verdict, Pass: c.Pass, Root: newHTMLTable(v.root), Edges: newHTMLTable(v.edges), Misses: v.misses}
 	}
-	p.Plan = newHTMLPlan(a)
 	if r := a.Recommendation; r != nil {
 		p.Recommendation = newHTMLRecommendation(r)
 	}

@@ -10,18 +10,29 @@ import (
 	"github.com/retryaudit/retryaudit/ingest"
 )
 
-// inputFlags are the flags of every command that reads trace files.
+// inputFlags are the flags of every command that reads trace files: the
+// bounds on what reading may hold in memory (README, "Limits").
 type inputFlags struct {
 	maxDocMiB int64
+	maxSpans  int
+	maxAttrs  int
 }
 
 func (f *inputFlags) bind(fs *pflag.FlagSet) {
-	fs.Int64Var(&f.maxDocMiB, "max-document", 1024, "largest single document (JSON file, line or protobuf message) to hold in memory, in `MiB`")
+	fs.Int64Var(&f.maxDocMiB, "max-document", ingest.DefaultMaxDocumentBytes>>20, "largest single document (JSON file, line or protobuf message) to hold in memory, in `MiB`")
+	fs.IntVar(&f.maxSpans, "max-spans", ingest.DefaultMaxSpans, "most spans to read over all inputs; more is an error")
+	fs.IntVar(&f.maxAttrs, "max-attributes", ingest.DefaultMaxAttributes, "most attributes (Jaeger: tags) of one span, resource, event or link; more is an error")
 }
 
 func (f *inputFlags) validate() error {
-	if f.maxDocMiB <= 0 {
-		return usageError{fmt.Errorf("--max-document %d: want a positive size in MiB", f.maxDocMiB)}
+	if f.maxDocMiB <= 0 || f.maxDocMiB > 1<<20 {
+		return usageError{fmt.Errorf("--max-document %d: want a size in MiB from 1 to 1048576", f.maxDocMiB)}
+	}
+	if f.maxSpans <= 0 {
+		return usageError{fmt.Errorf("--max-spans %d: want a positive number of spans, e.g. --max-spans 5000000", f.maxSpans)}
+	}
+	if f.maxAttrs <= 0 {
+		return usageError{fmt.Errorf("--max-attributes %d: want a positive number, e.g. --max-attributes 5000", f.maxAttrs)}
 	}
 	return nil
 }
@@ -29,7 +40,7 @@ func (f *inputFlags) validate() error {
 // read decodes the named inputs ("-" is stdin). progress, when not nil, is
 // told how many bytes have been read so far over all inputs.
 func (f *inputFlags) read(ctx context.Context, io *streams, names []string, progress func(read int64)) (*ingest.Set, error) {
-	opts := ingest.Options{MaxDocumentBytes: f.maxDocMiB << 20}
+	opts := ingest.Options{MaxDocumentBytes: f.maxDocMiB << 20, Limits: ingest.Limits{MaxSpans: f.maxSpans, MaxAttributes: f.maxAttrs}}
 	if progress != nil {
 		var before, current int64
 		var last string

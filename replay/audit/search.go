@@ -121,7 +121,7 @@ func opVisits(m *replay.Model, weights []float64) ([][]float64, error) {
 // atUtilization returns a copy of m in which service svc, today at
 // utilization u0, runs at utilization u: root traffic scaled by k = u/u0,
 // with every other service given k times its workers (never fewer) so
-// that only svc's utilization moves. Where k would exceed MaxLoadScale,
+// that only svc's utilization moves. Where k would exceed maxScale,
 // traffic is scaled by maxScale and svc's service times are stretched
 // by the rest (stretch > 1), which a dependency doing almost no work per
 // request needs before any traffic the model can carry loads it.
@@ -225,24 +225,16 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 	if start >= probe.Duration || end+settle+window > probe.Duration {
 		return Critical{Why: "the run ends before the verdict window after the trigger"}, nil
 	}
-	// At most MaxLoadScale times today's traffic, and less where the
-	// probe at the top of the range would exceed the run's event budget.
-	budget := float64(cmp.Or(probe.MaxEvents, replay.DefaultMaxEvents))
-	scale := MaxLoadScale
-	for scale > 1 {
-		if sm, _ := atUtilization(m, svc, u0, SearchHigh, scale); replay.EstimateEvents(sm, probe) <= budget/2 {
-			break
-		}
-		scale /= 2
-	}
-	var why string
-	if _, stretch := atUtilization(m, svc, u0, SearchHigh, scale); stretch > 1 {
-		why = fmt.Sprintf("%s is %.2g busy today: above %.2g the search holds traffic at %.3gx today's and stretches %s's service times (×%.3g at %.2f)",
-			svc, u0, u0*scale, scale, svc, stretch, SearchHigh)
+	// Traffic grows no further than the event budget allows a probe whose
+	// retries triple its healthy events; service times stretch beyond.
+	maxScale := MaxLoadScale
+	if est := replay.EstimateEvents(m, probe); est > 0 {
+		budget := float64(cmp.Or(probe.MaxEvents, replay.DefaultMaxEvents))
+		maxScale = math.Max(1, math.Min(MaxLoadScale, budget/(3*est)))
 	}
 	var probes []Probe
 	collapses := func(u float64) (bool, error) {
-		sm, _ := atUtilization(m, svc, u0, u, scale)
+		sm, _ := atUtilization(m, svc, u0, u, maxScale)
 		// Seeds one after another: the first collapse decides, and the
 		// searches of the other policies keep every core busy.
 		pr := Probe{Utilization: u}
@@ -263,6 +255,11 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 		pr.Availability /= float64(n)
 		probes = append(probes, pr)
 		return pr.Collapsed, nil
+	}
+	var why string
+	if _, stretch := atUtilization(m, svc, u0, SearchHigh, maxScale); stretch > 1 {
+		why = fmt.Sprintf("%s is %.2g busy today: above %.2g the search holds traffic at %.3gx today's (the event budget's limit, or %gx) and stretches %s's service times (×%.3g at %.2f)",
+			svc, u0, u0*maxScale, maxScale, MaxLoadScale, svc, stretch, SearchHigh)
 	}
 	found := func(u *float64) Critical {
 		slices.SortFunc(probes, func(a, b Probe) int { return cmp.Compare(a.Utilization, b.Utilization) })
