@@ -40,21 +40,18 @@ type AuditReport struct {
 	Utilization    []audit.ServiceUtilization `json:"utilization"`
 	Verdicts       []audit.Verdict            `json:"verdicts"`
 	Recommendation *audit.Recommendation      `json:"recommendation"`
-	// Calibration says whether the model reproduces the traces; when it
-	// does not, the recommendation is printed as uncalibrated.
-	Calibration *replay.Calibration `json:"calibration,omitempty"`
-	Topology    *graph.Topology     `json:"topology"`
+	Topology       *graph.Topology            `json:"topology"`
 	// Runs are the first seed's runs, degradation-major.
 	Runs []replay.Result `json:"runs"`
 }
 
 // NewAuditReport assembles the report of an audit of topology t; notes
-// are the model's assumptions, cal its calibration (nil: none).
-func NewAuditReport(t *graph.Topology, notes []string, cal *replay.Calibration, a *audit.Audit) *AuditReport {
+// are the model's assumptions.
+func NewAuditReport(t *graph.Topology, notes []string, a *audit.Audit) *AuditReport {
 	rec := a.Recommendation
 	return &AuditReport{Schema: AuditSchema, Seeds: a.Seeds, FirstSeed: a.FirstSeed, Baseline: "observed",
 		Notes: append([]string{}, notes...), Utilization: a.Utilization, Verdicts: a.Verdicts,
-		Recommendation: &rec, Calibration: cal, Topology: t, Runs: a.Runs}
+		Recommendation: &rec, Topology: t, Runs: a.Runs}
 }
 
 // replayReport is the detail of the first seed as a replay report.
@@ -84,10 +81,9 @@ const maxSeeds = 1000
 
 // auditV1 is the layout of retryaudit.audit/v1.
 type auditV1 struct {
-	Schema         string              `json:"schema"`
-	Topology       *graph.Topology     `json:"topology"`
-	Calibration    *replay.Calibration `json:"calibration,omitempty"`
-	Replay         *ReplayReport       `json:"replay"`
+	Schema         string          `json:"schema"`
+	Topology       *graph.Topology `json:"topology"`
+	Replay         *ReplayReport   `json:"replay"`
 	Recommendation *struct {
 		Policy  string `json:"policy"`
 		Reason  string `json:"reason"`
@@ -147,7 +143,7 @@ func ReadAudit(name string, data []byte) (*AuditReport, error) {
 
 func fromV1(v *auditV1) *AuditReport {
 	a := &AuditReport{Schema: AuditSchema, Seeds: 1, Baseline: v.Replay.Baseline, Notes: v.Replay.Notes,
-		Topology: v.Topology, Calibration: v.Calibration, Runs: v.Replay.Runs, Recommendation: &audit.Recommendation{Changes: []audit.Change{}, Ranking: []string{}, RuledOut: []audit.RuledOut{}, Safety: []audit.Adjustment{}}}
+		Topology: v.Topology, Runs: v.Replay.Runs, Recommendation: &audit.Recommendation{Changes: []audit.Change{}, Ranking: []string{}, RuledOut: []audit.RuledOut{}, Safety: []audit.Adjustment{}}}
 	if len(a.Runs) > 0 {
 		a.FirstSeed = a.Runs[0].Seed
 	}
@@ -296,14 +292,12 @@ func statText(s audit.Stat, places int, sign bool) string {
 }
 
 // AuditTable renders an audit for a terminal: the worst-case
-// amplification; the calibration (does the model reproduce the traces?);
-// the capacity plan, a table per degradation with a row per policy
-// (critical utilization, the verdict at the utilization judged, load
-// forecast, availability with its seed range and its change against the
-// baseline — "~" within the seed spread — extra work, p99, collapsed seeds
-// and yield); the recommendation (marked uncalibrated when the model
-// misses); then the topology, its findings, and the detail of the first
-// seed (ReplayTable).
+// amplification; the capacity plan, a table per degradation with a row
+// per policy (critical utilization, the verdict at the utilization judged,
+// load forecast, availability with its seed range and its change against
+// the baseline — "~" within the seed spread — extra work, p99, collapsed
+// seeds and yield); the recommendation; then the topology, its findings,
+// and the detail of the first seed (ReplayTable).
 func AuditTable(w io.Writer, a *AuditReport) error {
 	sw := &stickyWriter{w: w}
 	tv := newTopologyView(topologyOf(a))
@@ -328,16 +322,9 @@ func AuditTable(w io.Writer, a *AuditReport) error {
 				return err
 			}
 		}
-		for i, n := range pv.notes {
-			if i == 0 {
-				fmt.Fprintln(w, "\nnotes:")
-			}
-			fmt.Fprintf(w, "[%d] %s\n", i+1, n)
-		}
-		if _, err := io.WriteString(w, uncalibratedText(a.Calibration, false)); err != nil {
+		if err := tab.Render(); err != nil {
 			return err
 		}
-		return recommendationText(w, a.Recommendation, false)
 	}
 	for i, n := range pv.notes {
 		if i == 0 {

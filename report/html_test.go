@@ -77,7 +77,7 @@ func buildSampleAudit() (*AuditReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewAuditReport(top, m.Assumed, nil, res), nil
+	return NewAuditReport(top, m.Assumed, res), nil
 }
 
 // hostileAudit is an audit whose every string is hostile: the hostile

@@ -90,11 +90,7 @@ the traces' own failure timeline must reproduce the traces (as
 the worst-case line, and when the model misses, the recommendation is
 printed as uncalibrated with the misses listed. The traces' own timeline
 (degradation "observed") is the first degradation of the matrix; every
-other one applies on top of the healthy part of the traces' failures.
-
---fail-on makes the command exit 3 after its report when a threshold is
-crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any),
-uncalibrated.`,
+other one applies on top of the healthy part of the traces' failures.`,
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
   retryaudit audit traces/ --utilization db=0.4 --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
   retryaudit audit traces/ --emit-policy routes.yaml --policy-format envoy

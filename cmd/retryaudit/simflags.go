@@ -217,8 +217,10 @@ func (s *simFlags) variants(m *replay.Model, exprs []string) ([]replay.Variant, 
 // degradations parses --degrade specs, refusing a fault on a service the
 // model does not have.
 func degradations(specs []string, m *replay.Model) ([]replay.Degradation, error) {
+	have := map[string]bool{}
 	var names []string
 	for _, s := range m.Services {
+		have[s.Name] = true
 		names = append(names, s.Name)
 	}
 	slices.Sort(names)
@@ -228,8 +230,10 @@ func degradations(specs []string, m *replay.Model) ([]replay.Degradation, error)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--degrade: %w", err)}
 		}
-		if err := d.Faults.Check(names); err != nil {
-			return nil, usageError{fmt.Errorf("--degrade: %w", err)}
+		for _, svc := range d.Faults.Services() {
+			if !have[svc] {
+				return nil, usageError{fmt.Errorf("--degrade %q: no service %q in the model (have %s)", s, svc, strings.Join(names, ", "))}
+			}
 		}
 		out = append(out, d)
 	}

@@ -337,8 +337,12 @@ func degradedServices(m *replay.Model, ds []replay.Degradation) ([]string, error
 		if len(d.Faults) == 0 {
 			return nil, fmt.Errorf("degradation %q has no fault", d.Name)
 		}
-		if err := d.Faults.Check(have); err != nil {
-			return nil, err
+		for _, f := range d.Faults {
+			for _, s := range []string{f.Service, f.Caller} {
+				if s != "" && !slices.Contains(have, s) {
+					return nil, fmt.Errorf("degradation %s: no service %q in the model (have %s)", d.Name, s, strings.Join(have, ", "))
+				}
+			}
 		}
 		out = append(out, d.Faults[0].Service)
 	}

@@ -174,7 +174,7 @@ func TestServiceNamesAreData(t *testing.T) {
 	bad := replay.Degradation{Name: "x", Faults: Degradations([]string{"server"}, m)[0].Faults}
 	bad.Faults[0].Service = "nosuch,mode=timeout"
 	_, err := Run(context.Background(), Config{Variants: []replay.Variant{{Policy: "observed", Model: m}, {Policy: "none", Model: none}}, Degradations: []replay.Degradation{bad}})
-	if err == nil || !strings.Contains(err.Error(), `the model has no service "nosuch,mode=timeout"; it has client, server`) {
+	if err == nil || !strings.Contains(err.Error(), `no service "nosuch,mode=timeout" in the model (have client, server)`) {
 		t.Errorf("a fault on a service the model lacks: %v", err)
 	}
 }
