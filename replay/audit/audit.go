@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				v.CriticalNote = "no utilization of " + v.Service + " to scale (closed-loop arrivals or a cyclic call graph)"
 				return nil
 			}
-			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, v.CollapsedSeeds == 0, cfg.Degradations[d], seeds, cfg.Run)
+			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
 			v.CriticalUtilization, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.Searched, c.Why, c.Probes
 			return err
 		})
@@ -213,11 +213,10 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		if u, ok := cfg.Utilization[v.Service]; ok {
 			v.Utilization, v.UtilizationGiven = u, true
 		}
-		if v.CriticalSearched {
-			v.Collapses = v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization
-		} else {
-			v.Collapses = v.CollapsedSeeds > 0
-		}
+		// Above the critical utilization, or, judged at today's load, in
+		// some seed of the matrix that ran there.
+		v.Collapses = v.CriticalSearched && v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization ||
+			!v.UtilizationGiven && v.CollapsedSeeds > 0
 	}
 	for s := range mx.runs[0] {
 		a.Runs = append(a.Runs, mx.runs[0][s]...)

@@ -130,3 +130,13 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 // simulator's verdict (replay.VerdictCollapsed), read from the dynamics
 // after the trigger ended.
 func collapsed(r *replay.Result) bool { return r.Verdict == replay.VerdictCollapsed }
+
+// recoveredAll says variant v recovered after degradation d in every seed.
+func (mx *matrix) recoveredAll(d, v int) bool {
+	for s := range mx.seeds {
+		if mx.runs[s][d][v].Verdict != replay.VerdictRecovered {
+			return false
+		}
+	}
+	return true
+}
