@@ -5,7 +5,7 @@ FUZZTIME ?= 4s
 FUZZLONG ?= 3m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test lint vet fmt-check fuzz fuzz-long bench samples golden clean
+.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale samples golden clean
 
 ## help: list the targets
 help:
@@ -25,6 +25,19 @@ test: lint
 	cd samples/generator && $(GO) test ./...
 	$(MAKE) --no-print-directory fuzz
 
+JAEGER_VERSION ?= v1.76.0
+JAEGER_CACHE   := $(CURDIR)/.cache/jaeger
+
+## test-live: build Jaeger v2 from its Go module (once; cached in .cache/), audit the samples through it
+test-live:
+	@bin=$$(scripts/build-jaeger.sh $(JAEGER_VERSION) $(JAEGER_CACHE)) && \
+	RETRYAUDIT_JAEGER=$$bin $(GO) test -tags live -run '^TestLiveJaeger$$' -count 1 -v ./cmd/retryaudit/
+
+## record-live: test-live, also re-recording the Jaeger responses the unit tests replay
+record-live:
+	rm -rf ingest/remote/testdata/jaeger-$(JAEGER_VERSION)
+	$(MAKE) --no-print-directory test-live RETRYAUDIT_RECORD=$(CURDIR)/ingest/remote/testdata/jaeger-$(JAEGER_VERSION)
+
 ## lint: gofmt check and go vet (the tool's module and the samples generator)
 lint: fmt-check vet
 
@@ -34,6 +47,7 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags live ./cmd/retryaudit/
 	cd samples/generator && $(GO) vet ./...
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 4s)
@@ -52,6 +66,10 @@ fuzz-long:
 ## bench: run the benchmarks (figures in README.md)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+## bench-scale: infer on 1M and 10M spans as whole processes (minutes, 4.3 GB of temporary disk)
+bench-scale:
+	RETRYAUDIT_BENCH_SCALE=1 $(GO) test -run '^$$' -bench InferScale -benchtime 1x -timeout 60m ./cmd/retryaudit
 
 ## samples: regenerate the sample traces (runs a real instrumented mesh on 127.0.0.1)
 samples:

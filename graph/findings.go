@@ -26,6 +26,14 @@ const (
 // one that hammers a dead dependency for want of a circuit breaker.
 const hammerRun = 10
 
+// FindingIDs lists every finding id, for help texts and completion. A new
+// id goes here too.
+func FindingIDs() []string {
+	return []string{FindingMultiLayer, FindingNoJitter, FindingRetry4xx, FindingNoIdempotency,
+		FindingTimeoutBelowP99, FindingOutlivedCaller, FindingRetryAfter, FindingDependencyDown,
+		FindingHedgeWrite, FindingNoBreaker}
+}
+
 // failingShare is the failure rate over all of a callee's attempts above
 // which retrying it only adds load: it is failing for everyone.
 const failingShare = 0.9

@@ -28,9 +28,7 @@ import (
 // decoded and converted on its own, so memory holds one span (and one
 // trace's process table) at a time, each value bounded by MaxDocumentBytes.
 func decodeJaegerJSON(s *source, set *Set, w *warnings) error {
-	d := &jaegerJSON{s: s, set: set, j: newJaegerSpans(set, w), base: s.offset()}
-	d.lim = &docLimit{r: s.r}
-	d.dec = json.NewDecoder(d.lim)
+	d := &jaegerJSON{jsonStream: newJSONStream(s, "Jaeger JSON"), set: set, j: newJaegerSpans(set, w)}
 	for {
 		at := d.valueStart()
 		tok, err := d.token()
@@ -56,15 +54,28 @@ func decodeJaegerJSON(s *source, set *Set, w *warnings) error {
 
 // jaegerJSON is the state of one Jaeger JSON input being decoded.
 type jaegerJSON struct {
-	s     *source
+	*jsonStream
 	set   *Set
 	j     *jaegerSpans
-	dec   *json.Decoder
-	lim   *docLimit
-	base  int64 // input offset of the decoder's first byte
-	depth int   // open objects and arrays, to tell a clean end from a cut one
 	sp    jSpan // the span being decoded, reused
 	spans int   // spans decoded, for periodic cancellation checks
+}
+
+// jsonStream walks one JSON input token by token, every value bounded by
+// MaxDocumentBytes, and positions its errors as input offsets. dialect names
+// the format in errors.
+type jsonStream struct {
+	s       *source
+	dec     *json.Decoder
+	lim     *docLimit
+	base    int64 // input offset of the decoder's first byte
+	depth   int   // open objects and arrays, to tell a clean end from a cut one
+	dialect string
+}
+
+func newJSONStream(s *source, dialect string) *jsonStream {
+	lim := &docLimit{r: s.r}
+	return &jsonStream{s: s, dec: json.NewDecoder(lim), lim: lim, base: s.offset(), dialect: dialect}
 }
 
 // jPending is a span whose service waits for its trace's process table.
@@ -178,7 +189,7 @@ func (d *jaegerJSON) data() error {
 // openArray reads the start of a value that must be null or an array: ok
 // is true when an array's '[' was read; a null gives false and no error,
 // anything else an error saying what was expected.
-func (d *jaegerJSON) openArray(expected string) (ok bool, err error) {
+func (d *jsonStream) openArray(expected string) (ok bool, err error) {
 	at := d.valueStart()
 	tok, err := d.token()
 	switch {
@@ -187,7 +198,7 @@ func (d *jaegerJSON) openArray(expected string) (ok bool, err error) {
 	case tok == nil:
 		return false, nil
 	case tok != json.Delim('['):
-		return false, d.s.errAt(d.base+at, fmt.Errorf("Jaeger JSON: %s, found %v", expected, tok))
+		return false, d.s.errAt(d.base+at, fmt.Errorf("%s: %s, found %v", d.dialect, expected, tok))
 	}
 	return true, nil
 }
@@ -282,7 +293,7 @@ func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 }
 
 // key reads an object key.
-func (d *jaegerJSON) key() (string, error) {
+func (d *jsonStream) key() (string, error) {
 	at := d.valueStart()
 	tok, err := d.token()
 	if err != nil {
@@ -290,7 +301,7 @@ func (d *jaegerJSON) key() (string, error) {
 	}
 	k, ok := tok.(string)
 	if !ok {
-		return "", d.s.errAt(d.base+at, fmt.Errorf("Jaeger JSON: expected an object key, found %v", tok))
+		return "", d.s.errAt(d.base+at, fmt.Errorf("%s: expected an object key, found %v", d.dialect, tok))
 	}
 	return k, nil
 }
@@ -298,7 +309,7 @@ func (d *jaegerJSON) key() (string, error) {
 // token reads the next token, bounded by the document limit. It returns
 // io.EOF only at a clean end of input (outside any object or array); every
 // other error names its offset.
-func (d *jaegerJSON) token() (json.Token, error) {
+func (d *jsonStream) token() (json.Token, error) {
 	d.lim.allow(d.dec.InputOffset() + d.s.maxDoc)
 	tok, err := d.dec.Token()
 	if err != nil {
@@ -319,7 +330,7 @@ func (d *jaegerJSON) token() (json.Token, error) {
 // decode reads the next value into v, bounded by the document limit, and
 // returns the input offset (relative to the decoder) where the value starts.
 // what names the value in errors.
-func (d *jaegerJSON) decode(v any, what string) (int64, error) {
+func (d *jsonStream) decode(v any, what string) (int64, error) {
 	start := d.valueStart()
 	d.lim.allow(d.dec.InputOffset() + d.s.maxDoc)
 	if err := d.dec.Decode(v); err != nil {
@@ -331,7 +342,7 @@ func (d *jaegerJSON) decode(v any, what string) (int64, error) {
 // valueStart is the decoder-relative offset where the next value begins:
 // the decoder's position past any white space and the ',' or ':' before the
 // value that it has buffered.
-func (d *jaegerJSON) valueStart() int64 {
+func (d *jsonStream) valueStart() int64 {
 	off := d.dec.InputOffset()
 	r, ok := d.dec.Buffered().(io.ByteReader)
 	if !ok {
@@ -357,46 +368,46 @@ func (d *jaegerJSON) valueStart() int64 {
 // tokenErr positions an error from Decoder.Token: the first byte that is not
 // white space where the decoder stopped, or the end of input when the input
 // ends inside a token or structure.
-func (d *jaegerJSON) tokenErr(err error) error {
+func (d *jsonStream) tokenErr(err error) error {
 	rest := d.buffered()
 	skip := len(rest) - len(bytes.TrimLeft(rest, " \t\r\n"))
 	off := d.base + d.dec.InputOffset() + int64(skip)
 	var se *json.SyntaxError
 	switch {
 	case errors.Is(err, errDocLimit):
-		return d.s.errAt(off, fmt.Errorf("Jaeger JSON: a token exceeds the %d byte document limit", d.s.maxDoc))
+		return d.s.errAt(off, fmt.Errorf("%s: a token exceeds the %d byte document limit", d.dialect, d.s.maxDoc))
 	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 		end := d.base + d.dec.InputOffset() + int64(len(rest))
-		return d.s.errAt(end, errors.New("Jaeger JSON: unexpected end of input"))
+		return d.s.errAt(end, fmt.Errorf("%s: unexpected end of input", d.dialect))
 	case errors.As(err, &se):
-		return d.s.errAt(off, fmt.Errorf("Jaeger JSON: %s", se.Error()))
+		return d.s.errAt(off, fmt.Errorf("%s: %s", d.dialect, se.Error()))
 	}
-	return d.s.errAt(off, fmt.Errorf("Jaeger JSON: %w", err))
+	return d.s.errAt(off, fmt.Errorf("%s: %w", d.dialect, err))
 }
 
 // decodeErr positions an error from Decoder.Decode of the value starting at
 // decoder-relative offset start. Syntax errors are found again by scanning
 // what the decoder still holds (its own offsets are not stream positions
 // once Token has been used); type errors carry their offset in the value.
-func (d *jaegerJSON) decodeErr(start int64, what string, err error) error {
+func (d *jsonStream) decodeErr(start int64, what string, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.Is(err, errDocLimit):
-		return d.s.errAt(d.base+start, fmt.Errorf("Jaeger JSON: %s exceeds the %d byte document limit", what, d.s.maxDoc))
+		return d.s.errAt(d.base+start, fmt.Errorf("%s: %s exceeds the %d byte document limit", d.dialect, what, d.s.maxDoc))
 	case errors.As(err, &se) || err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 		off, msg := d.rescan()
-		return d.s.errAt(d.base+off, fmt.Errorf("Jaeger JSON: %s: %s", what, msg))
+		return d.s.errAt(d.base+off, fmt.Errorf("%s: %s: %s", d.dialect, what, msg))
 	case errors.As(err, &te):
-		return d.s.errAt(d.base+start+te.Offset, fmt.Errorf("Jaeger JSON: %s: %w", what, err))
+		return d.s.errAt(d.base+start+te.Offset, fmt.Errorf("%s: %s: %w", d.dialect, what, err))
 	}
-	return d.s.errAt(d.base+start, fmt.Errorf("Jaeger JSON: %s: %w", what, err))
+	return d.s.errAt(d.base+start, fmt.Errorf("%s: %s: %w", d.dialect, what, err))
 }
 
 // rescan locates a syntax error in the value the decoder failed to read,
 // which it still holds unconsumed. A value that scans cleanly means the
 // separator before it was wrong, at the value's first byte.
-func (d *jaegerJSON) rescan() (int64, string) {
+func (d *jsonStream) rescan() (int64, string) {
 	off := d.dec.InputOffset()
 	rest := d.buffered()
 	skip := int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
@@ -418,7 +429,7 @@ func (d *jaegerJSON) rescan() (int64, string) {
 }
 
 // buffered returns a copy of what the decoder has read but not consumed.
-func (d *jaegerJSON) buffered() []byte {
+func (d *jsonStream) buffered() []byte {
 	b, _ := io.ReadAll(d.dec.Buffered())
 	return b
 }

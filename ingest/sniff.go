@@ -51,7 +51,7 @@ func sniff(s *source) (Format, error) {
 		// A length prefix, then a message starting with field 1.
 		return FormatOTLPProtoStream, nil
 	}
-	return "", s.errAt(0, fmt.Errorf("%w: content starts % x; expected OTLP protobuf or JSON, or Jaeger JSON or protobuf (gzip and zstd are decompressed)", ErrUnrecognised, head[:min(len(head), 8)]))
+	return "", s.errAt(0, fmt.Errorf("%w: content starts % x; expected OTLP protobuf or JSON, Jaeger JSON or protobuf, Tempo or Zipkin JSON (gzip and zstd are decompressed)", ErrUnrecognised, head[:min(len(head), 8)]))
 }
 
 // sniffJSON tells the JSON dialects apart by their top-level keys.
@@ -75,8 +75,12 @@ func sniffJSON(s *source, head []byte) (Format, error) {
 		return FormatOTLPJSON, nil
 	case has("result"):
 		return FormatJaegerAPIv3, nil
+	case has("batches", "trace"):
+		return FormatTempoJSON, nil
 	case has("data", "traceID", "spans", "processes"):
 		return FormatJaegerJSON, nil
+	case head[0] == '[' && isZipkinArray(head):
+		return FormatZipkinJSON, nil
 	case head[0] == '[':
 		return FormatJaegerJSON, nil
 	case has("instrumentationLibrarySpans", "resourceLogs", "resourceMetrics", "resource_logs", "resource_metrics"):
@@ -85,7 +89,32 @@ func sniffJSON(s *source, head []byte) (Format, error) {
 	if len(keys) == 0 {
 		return "", s.errAt(0, fmt.Errorf("%w: JSON document with no keys", ErrUnrecognised))
 	}
-	return "", s.errAt(0, fmt.Errorf("%w: JSON with top-level keys %s (want resourceSpans, result, data, or a Jaeger trace)", ErrUnrecognised, strings.Join(keys, ", ")))
+	return "", s.errAt(0, fmt.Errorf("%w: JSON with top-level keys %s (want resourceSpans, result, data, batches, trace, or a Jaeger trace)", ErrUnrecognised, strings.Join(keys, ", ")))
+}
+
+// isZipkinArray tells a Zipkin v2 array of spans ([{"traceId", "id", ...}]
+// or /api/v2/traces' [[...], ...]) from Jaeger's array of traces
+// ([{"traceID", "spans", "processes"}]): Jaeger never nests arrays, and its
+// traces hold spans where Zipkin's elements are spans.
+func isZipkinArray(head []byte) bool {
+	rest := bytes.TrimLeft(head[1:], " \t\r\n")
+	if len(rest) > 0 && rest[0] == '[' {
+		return true
+	}
+	keys := topLevelKeys(rest)
+	span, trace := false, false
+	for _, k := range keys {
+		switch k {
+		case "traceId", "id", "parentId", "localEndpoint", "remoteEndpoint", "timestamp",
+			"name", "kind", "duration", "annotations", "tags", "debug", "shared":
+			// Keys of a span (the sniffed prefix may end inside the first):
+			// Jaeger's traces have none of them.
+			span = true
+		case "spans", "processes", "processMap", "traceID":
+			trace = true
+		}
+	}
+	return span && !trace
 }
 
 // topLevelKeys lists the keys of the first JSON object in head (which may be

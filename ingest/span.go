@@ -1,7 +1,8 @@
 // Package ingest detects and decodes exported distributed traces (OTLP protobuf
 // and JSON, Jaeger UI/query JSON, Jaeger api_v3 JSON and the Jaeger protobuf
-// model, optionally gzip- or zstd-compressed) and normalises every span into one
-// compact record, Span, held in a Set.
+// model, Grafana Tempo JSON and protobuf, Zipkin v2 JSON, optionally gzip- or
+// zstd-compressed) and normalises every span into one compact record, Span,
+// held in a Set.
 //
 // The package knows nothing of what spans mean: pairing, retries and graphs
 // belong to package graph. It never prints and never exits; errors name the

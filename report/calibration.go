@@ -90,7 +90,7 @@ func newCalibrationView(c *replay.Calibration) calibrationView {
 func CalibrationTable(w io.Writer, c *replay.Calibration) error {
 	v := newCalibrationView(c)
 	sw := &stickyWriter{w: w}
-	fmt.Fprintln(sw, v.verdict)
+	hanging(sw, "", v.verdict)
 	for _, g := range []grid{v.root, v.edges} {
 		if err := renderGrid(sw, g, true); err != nil {
 			return err
@@ -108,7 +108,7 @@ func writeList(w io.Writer, title, bullet string, items []string, esc func(strin
 	}
 	fmt.Fprintln(w, title)
 	for _, x := range items {
-		fmt.Fprintf(w, "%s%s\n", bullet, esc(x))
+		hanging(w, bullet, esc(x))
 	}
 }
 

@@ -31,6 +31,8 @@ type callLink struct {
 	// worst is the retrying operation that allows the most attempts, nil
 	// when no operation on the link retries.
 	worst *graph.Edge
+	// edges are the link's operations, in the topology's order.
+	edges []*graph.Edge
 }
 
 func newCallGraph(t *graph.Topology) callGraph {
@@ -60,6 +62,7 @@ func newCallGraph(t *graph.Topology) callGraph {
 		l := &g.links[li]
 		l.calls += e.Calls
 		l.attempts += e.Attempts
+		l.edges = append(l.edges, e)
 		if e.Retries && (l.worst == nil || e.MaxAttempts > l.worst.MaxAttempts) {
 			l.worst = e
 		}

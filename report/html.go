@@ -260,7 +260,14 @@ func ints(xs []int) []float64 {
 var (
 	rateSeries = []seriesSpec{
 		{"originals", "offered originals/s", func(s *replay.Series) []float64 { return ints(s.Originals) }, 0.5},
-		{"retries", "offered retries/s", func(s *replay.Series) []float64 { return ints(s.Retries) }, 0.5},
+		// Retries stacked on the originals: the line is all that was offered.
+		{"retries", "offered originals + retries/s", func(s *replay.Series) []float64 {
+			v := ints(s.Originals)
+			for i := range min(len(v), len(s.Retries)) {
+				v[i] += float64(s.Retries[i])
+			}
+			return v
+		}, 0.5},
 		{"goodput", "goodput/s", func(s *replay.Series) []float64 { return ints(s.Goodput) }, 0.5},
 	}
 	queueSeries = []seriesSpec{
@@ -280,6 +287,9 @@ func blockCharts(b replayBlock) (string, []policyChart) {
 	for _, r := range b.runs {
 		seconds = max(seconds, len(r.Series.Goodput), len(r.Series.Originals), len(r.Series.QueueDepth))
 	}
+	// The last bucket holds the drain after arrivals end: plotted as a
+	// second of its own it draws a drop to zero that no service made.
+	seconds = max(seconds-1, 1)
 	// The runs carry their trigger window.
 	start, end, ok := 0.0, 0.0, false
 	for _, r := range b.runs {
@@ -397,7 +407,8 @@ func drawPanel(title string, h, seconds int, top float64, shade *[2]float64, spe
 			LX1: px(x0), LY1: px(y), LX2: px(x1), LY2: px(y)})
 	}
 	for _, s := range specs {
-		xs, vs := downsample(s.values(&r.Series), s.at)
+		v := s.values(&r.Series)
+		xs, vs := downsample(v[:min(len(v), seconds)], s.at)
 		var b strings.Builder
 		for i := range xs {
 			if i > 0 {
@@ -496,6 +507,19 @@ type svgLink struct {
 // svgText is a line of text; Class "a-start" or "a-end" anchors it at
 // its start or end instead of its middle.
 type svgText struct{ X, Y, Text, Class string }
+
+// operationLabel is one operation's line on a link that carries several:
+// "POST /reservations ×3 (const 30ms)", or "GET /prices/{item}: no retry".
+func operationLabel(e *graph.Edge) string {
+	op := display(e.Operation)
+	if utf8.RuneCountInString(op) > nodeMaxRunes {
+		op = string([]rune(op)[:nodeMaxRunes-1]) + "…"
+	}
+	if !e.Retries {
+		return op + ": no retry"
+	}
+	return op + " ×" + maxAttempts(*e) + " (" + backoffShort(e.Backoff) + ")"
+}
 
 // layoutCallGraph places the services in layers by their depth from the
 // roots (the longest chain of calls above them, cycles broken), left to
@@ -655,7 +679,15 @@ func layoutCallGraph(g callGraph) *svgGraph {
 		var lx, ly float64 // the first line's anchor
 		anchor := ""
 		lines := []string{plural(l.calls, "call")}
-		if l.worst != nil {
+		switch {
+		case len(l.edges) > 1 && l.worst != nil:
+			// GET and POST (or two routes) on one link may retry apart:
+			// a line each.
+			lines = lines[:0]
+			for _, e := range l.edges {
+				lines = append(lines, operationLabel(e))
+			}
+		case l.worst != nil:
 			amp := "-"
 			if l.calls > 0 {
 				amp = decimal(float64(l.attempts)/float64(l.calls), 2) + "×"

@@ -16,10 +16,10 @@ import (
 // then the warnings of each input. Input names and warnings (which quote
 // span data) are escaped with printable.
 func IngestTable(w io.Writer, sum ingest.Summary) error {
-	t := newTable(w, []string{"input", "format", "traces", "spans", "services", "errors", "window"},
-		tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft)
-	row := func(name, format string, st ingest.Stats) error {
-		return t.Append([]string{name, format, strconv.Itoa(st.Traces), strconv.Itoa(st.Spans),
+	g := grid{header: []string{"input", "format", "traces", "spans", "services", "errors", "window"},
+		align: []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft}}
+	row := func(name, format string, st ingest.Stats) {
+		g.rows = append(g.rows, []string{name, format, strconv.Itoa(st.Traces), strconv.Itoa(st.Spans),
 			strconv.Itoa(st.Services), strconv.Itoa(st.ErrorSpans), window(st)})
 	}
 	for _, in := range sum.Inputs {
@@ -27,16 +27,12 @@ func IngestTable(w io.Writer, sum ingest.Summary) error {
 		if in.Compression != "" {
 			format += "+" + in.Compression
 		}
-		if err := row(display(in.Name), format, in.Stats); err != nil {
-			return err
-		}
+		row(display(in.Name), format, in.Stats)
 	}
 	if len(sum.Inputs) > 1 {
-		if err := row("total", "", sum.Total); err != nil {
-			return err
-		}
+		row("total", "", sum.Total)
 	}
-	if err := t.Render(); err != nil {
+	if err := renderGrid(w, g, false); err != nil {
 		return err
 	}
 	return ingestWarnings(w, sum)

@@ -96,8 +96,11 @@ var replayMetrics = []struct {
 		func(r, b *replay.Result) string { return optionalDelta(r.RecoveryS, b.RecoveryS, 1) }},
 	{"metastable",
 		func(r *replay.Result) string {
-			if r.Metastable {
+			switch {
+			case r.Metastable:
 				return "METASTABLE"
+			case r.Verdict == replay.VerdictNotJudged:
+				return "not judged" // too close to the run's start or end to say "no"
 			}
 			return "no"
 		}, nil},
@@ -352,7 +355,14 @@ func ReplayTable(w io.Writer, rep *ReplayReport) error {
 			fmt.Fprintln(sw)
 		}
 		fmt.Fprintln(sw, b.title)
-		for j, g := range b.tables {
+		var tables []grid
+		for _, g := range b.tables {
+			// On a narrow terminal, fewer policies per table rather than
+			// hidden ones: the metric and baseline columns, then (policy,
+			// change) pairs.
+			tables = append(tables, splitColumns(g, widthOf(sw), 2, 2)...)
+		}
+		for j, g := range tables {
 			if err := renderGrid(sw, g, j > 0); err != nil {
 				return err
 			}
@@ -361,7 +371,7 @@ func ReplayTable(w io.Writer, rep *ReplayReport) error {
 	if len(v.notes) > 0 {
 		fmt.Fprintln(sw, "\nnotes:")
 		for i, n := range v.notes {
-			fmt.Fprintf(sw, "[%d] %s\n", i+1, n)
+			hanging(sw, fmt.Sprintf("[%d] ", i+1), n)
 		}
 	}
 	return sw.err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -44,13 +45,21 @@ func renderGrid(w io.Writer, g grid, blank bool) error {
 			return err
 		}
 	}
+	g, hidden := fit(g, widthOf(w))
 	tab := newTable(w, g.header, g.align...)
 	for _, r := range g.rows {
 		if err := tab.Append(r); err != nil {
 			return err
 		}
 	}
-	return tab.Render()
+	if err := tab.Render(); err != nil {
+		return err
+	}
+	if len(hidden) > 0 {
+		_, err := fmt.Fprintf(w, "(--wide shows: %s)\n", strings.Join(hidden, ", "))
+		return err
+	}
+	return nil
 }
 
 // JSON writes v as indented JSON with a trailing newline. encoding/json

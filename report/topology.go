@@ -286,7 +286,7 @@ func topologyBody(sw *stickyWriter, v topologyView) error {
 		idWidth = max(idWidth, utf8.RuneCountInString(f.id))
 	}
 	for _, f := range v.findings {
-		fmt.Fprintf(sw, "%-6s %-*s  %s\n", f.severity, idWidth, f.id, f.text)
+		hanging(sw, fmt.Sprintf("%-6s %-*s  ", f.severity, idWidth, f.id), f.text)
 	}
 	if len(v.warnings) > 0 {
 		fmt.Fprintln(sw, "\nwarnings:")

@@ -81,8 +81,9 @@ comment in the file and a note in the report. With --policy-file, findings
 also compare the configured policy with what the traces show.
 
 --fail-on makes the command exit 3 after its report when a threshold is
-crossed: amplification>N, finding:ID, metastable:POLICY (or metastable:any),
-uncalibrated.
+crossed: 'amplification>N' (or >=), finding:ID, metastable:POLICY (or
+metastable:any), uncalibrated. Quote expressions with > in them: unquoted,
+the shell reads > as a redirection and writes a file.
 
 Before anything is recommended, the replay of the observed policies under
 the traces' own failure timeline must reproduce the traces (as
@@ -90,11 +91,15 @@ the traces' own failure timeline must reproduce the traces (as
 the worst-case line, and when the model misses, the recommendation is
 printed as uncalibrated with the misses listed. The traces' own timeline
 (degradation "observed") is the first degradation of the matrix; every
-other one applies on top of the healthy part of the traces' failures.`,
+other one applies on top of the healthy part of the traces' failures.
+
+Finding ids:
+  ` + strings.Join(slices.Concat(graph.FindingIDs(), policyfile.FindingIDs()), "\n  "),
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
   retryaudit audit traces/ --utilization db=0.4 --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
   retryaudit audit traces/ --emit-policy routes.yaml --policy-format envoy
-  retryaudit audit traces/ --policy-file virtualservice.yaml`,
+  retryaudit audit traces/ --policy-file virtualservice.yaml
+  retryaudit audit http://jaeger:16686 --service checkout --lookback 2h --fail-on finding:retry-4xx`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.inputs = args
@@ -144,7 +149,7 @@ other one applies on top of the healthy part of the traces' failures.`,
 	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended policy of every edge to `FILE`, in --policy-format (--policy-file reads it back)")
 	f.StringVar(&opts.policyFmt, "policy-format", string(policyfile.FormatNative), "vocabulary of --emit-policy: envoy, istio, linkerd, grpc or native")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
-	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: amplification>N, finding:ID, metastable:POLICY, uncalibrated")
+	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: 'amplification>N' (quoted), finding:ID, metastable:POLICY, uncalibrated")
 	opts.tol.bind(cmd)
 	f.IntVar(&opts.seeds, "seeds", audit.DefaultSeeds, "run every policy and degradation with `K` seeds: --seed, --seed+1, …")
 	f.BoolVar(&opts.noSearch, "no-search", false, "skip the critical-utilization searches (a quicker audit, with no capacity plan beyond today's load)")
@@ -153,13 +158,6 @@ other one applies on top of the healthy part of the traces' failures.`,
 	f.StringArrayVar(&opts.decl.InflightDedup, "inflight-dedup", nil, "declare that the server of operation or method `NAME` deduplicates concurrent keyed duplicates, so it may be hedged (repeatable)")
 	opts.sim.bind(f)
 	opts.in.bind(f)
-	_ = cmd.RegisterFlagCompletionFunc("policy-format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		var names []string
-		for _, f := range policyfile.Formats() {
-			names = append(names, string(f))
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
-	})
 	return cmd
 }
 
@@ -278,8 +276,9 @@ var auditRenderers = map[string]func(io.Writer, *report.AuditReport) error{
 	"markdown": report.AuditMarkdown,
 }
 
-// writeAudit renders the audit to -o in the format asked and to the
-// report files.
+// writeAudit renders the report files, then the audit to -o in the format
+// asked: the files are complete even when stdout is a pipe closed early
+// (audit --html r.html | head).
 func writeAudit(st *streams, output, format, html, md string, a *report.AuditReport) error {
 	for _, f := range []struct {
 		name   string
@@ -300,7 +299,7 @@ func writeAudit(st *streams, output, format, html, md string, a *report.AuditRep
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
-	return err
+	return closedStdoutIsFine(err)
 }
 
 func writeFile(name string, render func(io.Writer) error) error {

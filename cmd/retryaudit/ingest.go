@@ -28,12 +28,21 @@ format, traces, spans, services, time window, error spans and warnings.
 
 Formats are detected from content: OTLP protobuf (one request, or the
 collector file exporter's length-prefixed layout), OTLP JSON (one request or
-one per line), Jaeger UI/query JSON, Jaeger api_v3 JSON and the Jaeger
-protobuf model; gzip and zstd are decompressed. Directories are read
-recursively; "-" reads stdin.`,
+one per line), Jaeger UI/query JSON, Jaeger api_v3 JSON, the Jaeger
+protobuf model, Grafana Tempo JSON or protobuf (/api/traces/ID,
+/api/v2/traces/ID) and Zipkin v2 JSON; gzip and zstd are decompressed.
+Directories are read recursively; "-" reads stdin.
+
+An input that is a URL reads from a running backend: a Jaeger query service
+(api_v3, or /api/traces) or Tempo (/api/search, then each trace), searched
+with --service, --operation, --since/--until or --lookback (default: the
+last hour) and --limit-traces (default 100 per search). The same flags
+filter files, trace by trace.`,
 		Example: `  retryaudit ingest samples/mixed/traces.otlp.jsonl.gz
   retryaudit ingest --format json samples/
-  zcat traces.json.gz | retryaudit ingest -`,
+  zcat traces.json.gz | retryaudit ingest -
+  retryaudit ingest http://jaeger:16686 --service checkout --lookback 2h
+  retryaudit ingest http://tempo:3200 --service checkout --limit-traces 500`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.inputs = args

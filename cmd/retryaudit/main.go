@@ -5,7 +5,9 @@ package main
 
 import (
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 )
 
 func main() {
@@ -16,5 +18,13 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli())
+}
+
+// cli runs the process's command line.
+func cli() int {
+	// A stdout closed early (| head) is an EPIPE error to handle, not a
+	// SIGPIPE that kills the process before the report files are written.
+	signal.Ignore(syscall.SIGPIPE)
+	return run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }

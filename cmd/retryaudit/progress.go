@@ -40,3 +40,13 @@ func (p *progress) done() {
 		_ = p.bar.Finish()
 	}
 }
+
+// setTotal moves the bar to n of a total that may have grown.
+func (p *progress) setTotal(n, total int64) {
+	if p.bar != nil {
+		if total > 0 {
+			p.bar.ChangeMax64(total)
+		}
+		_ = p.bar.Set64(n)
+	}
+}

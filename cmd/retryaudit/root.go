@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -39,12 +40,40 @@ type streams struct {
 	In  io.Reader
 	Out io.Writer
 	Err io.Writer
+
+	wide bool // --wide: tables keep every column on a terminal too
+}
+
+// outWidth is the width tables written to stdout must fit: the terminal's
+// ($COLUMNS when set, as shells export it), or 0 — no limit — when stdout
+// is no terminal or --wide is set.
+func (s *streams) outWidth() int {
+	f, ok := s.Out.(*os.File)
+	if s.wide || !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+		return w
+	}
+	return 0
 }
 
 // errIsTTY reports whether progress may be drawn on stderr.
 func (s *streams) errIsTTY() bool {
 	f, ok := s.Err.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// closedStdoutIsFine drops the error of writing to a pipe its reader
+// closed (retryaudit infer | head): the reader has what it wanted.
+func closedStdoutIsFine(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return err
 }
 
 // usageError marks errors in how the command was called (exit code 2).
@@ -83,7 +112,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err := closedStdoutIsFine(root.ExecuteContext(ctx))
 	if sig := caught.Load(); sig != 0 {
 		fmt.Fprintln(stderr, "retryaudit: interrupted")
 		return exitSignal + int(sig)
@@ -154,12 +183,14 @@ func newRootCmd(io *streams) *cobra.Command {
 		Use:   "retryaudit",
 		Short: "Audit retry behaviour in distributed traces",
 		Long: `retryaudit reads exported distributed traces (OTLP protobuf or JSON, Jaeger
-JSON or protobuf, gzip or zstd), finds which layers of the service graph
+JSON or protobuf, Tempo, Zipkin v2 JSON, gzip or zstd), or reads them
+straight from a Jaeger or Tempo URL, finds which layers of the service graph
 retry and how, and replays degradations under alternative retry policies.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().BoolVar(&io.wide, "wide", false, "tables show every column, however wide the terminal (piped output always does)")
 	root.AddCommand(
 		newVersionCmd(io),
 		newIngestCmd(io),
@@ -169,13 +200,14 @@ retry and how, and replays degradations under alternative retry policies.`,
 		newAuditCmd(io),
 		newReportCmd(io),
 	)
+	registerCompletions(root)
 	return root
 }
 
 // outputFile opens -o FILE, or returns stdout when name is empty or "-".
 func outputFile(io *streams, name string) (w io.Writer, closeFn func() error, err error) {
 	if name == "" || name == "-" {
-		return io.Out, func() error { return nil }, nil
+		return report.Width(io.Out, io.outWidth()), func() error { return nil }, nil
 	}
 	f, err := os.Create(name)
 	if err != nil {
