@@ -75,6 +75,10 @@ func nonNil[T any](xs []T) []T {
 	return xs
 }
 
+// maxSeeds bounds the seeds a report read back may claim (the audit
+// runs at most 100), which the header lists one by one.
+const maxSeeds = 1000
+
 // auditV1 is the layout of retryaudit.audit/v1.
 type auditV1 struct {
 	Schema         string          `json:"schema"`
@@ -119,6 +123,9 @@ func ReadAudit(name string, data []byte) (*AuditReport, error) {
 		}
 		if a.Topology == nil || a.Recommendation == nil {
 			return nil, fmt.Errorf("%s: no topology or no recommendation", name)
+		}
+		if a.Seeds < 0 || a.Seeds > maxSeeds {
+			return nil, fmt.Errorf("%s: seeds %d: want 0 to %d", name, a.Seeds, maxSeeds)
 		}
 		return &a, nil
 	case AuditSchemaV1:

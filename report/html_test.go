@@ -299,7 +299,7 @@ func TestAuditHTMLSamples(t *testing.T) {
 		// Findings, edges, the recommendation, the comparison.
 		`<span class="fid">multi-layer-retry</span>`,
 		"<th>retried statuses</th>",
-		`Run <strong class="mono">` + template.HTMLEscapeString(a.Recommendation.Policy) + `</strong>`,
+		`Run <strong class="mono">` + strings.ReplaceAll(template.HTMLEscapeString(a.Recommendation.Policy), "+", "&#43;") + `</strong>`,
 		// The capacity plan, its charts.
 		`<section id="capacity-plan">`,
 		`<th class="r">critical utilization</th>`,

@@ -169,11 +169,15 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				return nil
 			}
 			u0, ok := today[v.Service]
-			if !ok {
+			switch {
+			case v.Service == "":
+				v.CriticalNote = "the degradation names no dependency to load (the traces' own failures)"
+				return nil
+			case !ok:
 				v.CriticalNote = "no utilization of " + v.Service + " to scale (closed-loop arrivals or a cyclic call graph)"
 				return nil
 			}
-			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, cfg.Degradations[d], seeds, cfg.Run)
+			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
 			v.CriticalUtilization, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.Searched, c.Why, c.Probes
 			return err
 		})
@@ -192,6 +196,9 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	a := &Audit{Seeds: len(seeds), FirstSeed: seeds[0], Verdicts: verdicts, Observed: observed}
 	var assumed []string
 	for _, svc := range uniq(services) {
+		if svc == "" {
+			continue // the traces' own failures degrade no one dependency
+		}
 		su := ServiceUtilization{Service: svc, Model: today[svc]}
 		if u, ok := cfg.Utilization[svc]; ok {
 			su.Given = &u
@@ -206,11 +213,10 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		if u, ok := cfg.Utilization[v.Service]; ok {
 			v.Utilization, v.UtilizationGiven = u, true
 		}
-		if v.CriticalSearched {
-			v.Collapses = v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization
-		} else {
-			v.Collapses = v.CollapsedSeeds > 0
-		}
+		// Above the critical utilization, or, judged at today's load, in
+		// some seed of the matrix that ran there.
+		v.Collapses = v.CriticalSearched && v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization ||
+			!v.UtilizationGiven && v.CollapsedSeeds > 0
 	}
 	for s := range mx.runs[0] {
 		a.Runs = append(a.Runs, mx.runs[0][s]...)

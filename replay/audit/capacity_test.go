@@ -44,20 +44,25 @@ func TestCriticalUtilizationBistability(t *testing.T) {
 		if err != nil || math.Abs(u0-0.5) > 1e-9 {
 			t.Fatalf("utilization %v, %v: want 0.5", u0, err)
 		}
-		c, err := searchCritical(context.Background(), newPool(nil), m, "server", u0, slow, seeds, replay.RunConfig{Duration: 40})
-		if err != nil || !c.Searched || c.Utilization == nil {
-			t.Fatalf("search: %+v, %v: want a critical utilization", c, err)
+		c, err := searchCritical(context.Background(), newPool(nil), m, "server", u0, false, slow, seeds, replay.RunConfig{Duration: 40})
+		if err != nil || !c.Searched {
+			t.Fatalf("search: %+v, %v", c, err)
+		}
+		if c.Utilization == nil {
+			return 1 // recovers at the top of the range
 		}
 		return *c.Utilization
 	}
 	none := crit(replay.Policy{MaxAttempts: 1})
 	retries := crit(replay.Policy{MaxAttempts: 6, Backoff: immediate})
+	t.Logf("critical utilization: none %.2f, 5 immediate retries %.2f", none, retries)
 	if retries > none/2 {
 		t.Errorf("5 immediate retries: critical utilization %.2f, want far below no retries' %.2f", retries, none)
 	}
 	for _, b := range []float64{0.1, 0.5, 1} {
 		budget := replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: b, Window: 10}
 		got := crit(replay.Policy{MaxAttempts: 6, Backoff: immediate, Budget: budget})
+		t.Logf("ratio budget %g: critical utilization %.2f", b, got)
 		if want := 1 / (1 + b); math.Abs(got/none-want) > 0.1 {
 			t.Errorf("ratio budget %g: critical utilization %.2f = %.2f of no retries' %.2f, want about 1/(1+b) = %.2f", b, got, got/none, none, want)
 		}
@@ -104,7 +109,7 @@ func TestThreeLayersVersusBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := searchCritical(context.Background(), newPool(nil), m, "db", u0, outage, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
+		c, err := searchCritical(context.Background(), newPool(nil), m, "db", u0, false, outage, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
 		if err != nil || !c.Searched {
 			t.Fatalf("search: %+v, %v", c, err)
 		}

@@ -85,7 +85,7 @@ func changes(observed, rec *replay.Model, facts []edgeFacts, adj []Adjustment) [
 		}
 		if n.MaxAttempts > 1 && n.Budget.Kind != replay.BudgetNone && o.Budget.Kind == replay.BudgetNone {
 			add(ActionAddBudget, "no retry budget", "retries under 10% of calls over 10 s, shared by every caller of "+callee,
-				"a budget caps what retries add to a struggling callee: load stays near 1.1x during an outage")
+				"a budget caps what retries add to a struggling callee: at most a tenth of its calls")
 		}
 		if n.MaxAttempts > 1 && n.HonorRetryAfter && !o.HonorRetryAfter {
 			add(ActionHonourRetryAfter, "Retry-After ignored", "wait at least Retry-After", "the callee says when it can take work again")

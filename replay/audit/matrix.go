@@ -36,7 +36,7 @@ func (p *pool) run(ctx context.Context, m *replay.Model, faults degrade.Schedule
 	if err := ctx.Err(); err != nil {
 		return replay.Result{}, err
 	}
-	r, err := replay.Run(m, faults, cfg)
+	r, err := replay.RunContext(ctx, m, faults, cfg)
 	if p.progress != nil {
 		p.mu.Lock()
 		p.done++
@@ -126,8 +126,17 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 	return mx, nil
 }
 
-// collapsed says a run stayed collapsed after its trigger: goodput never
-// came back to 90% of its level before the trigger, and was still under
-// it once the run had had time to settle. A dip that comes back (queueing
-// noise at high utilization) is not a collapse.
-func collapsed(r *replay.Result) bool { return r.Metastable && r.RecoveryS == nil }
+// collapsed says a run stayed collapsed after its trigger: the
+// simulator's verdict (replay.VerdictCollapsed), read from the dynamics
+// after the trigger ended.
+func collapsed(r *replay.Result) bool { return r.Verdict == replay.VerdictCollapsed }
+
+// recoveredAll says variant v recovered after degradation d in every seed.
+func (mx *matrix) recoveredAll(d, v int) bool {
+	for s := range mx.seeds {
+		if mx.runs[s][d][v].Verdict != replay.VerdictRecovered {
+			return false
+		}
+	}
+	return true
+}

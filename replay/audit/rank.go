@@ -131,6 +131,8 @@ func reason(w standing, key string, given bool, assumption string) string {
 		fmt.Fprintf(&b, "%s is the best of policies that all collapse at the given utilization (%s)", w.policy, w.worst)
 	case given:
 		fmt.Fprintf(&b, "%s never collapses at the given utilization", w.policy)
+	case w.critical == 0:
+		fmt.Fprintf(&b, "every candidate stays collapsed after some degradation at today's load or at %.2f utilization (%s for %s): %s is the best of them", SearchLow, w.criticalAt, w.policy, w.policy)
 	case w.critical >= 1:
 		fmt.Fprintf(&b, "%s recovers after every trigger up to %.2f utilization of the degraded dependency", w.policy, SearchHigh)
 	default:

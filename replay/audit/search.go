@@ -188,8 +188,9 @@ type Critical struct {
 }
 
 // Probe is one utilization a search tried: the mean availability of the
-// seeds run there (they stop at the first collapse) and whether one
-// collapsed.
+// seeds run there (they stop at the first that did not recover) and
+// whether one did not: it collapsed, or was still not back when the
+// verdict's horizon came.
 type Probe struct {
 	Utilization  float64 `json:"utilization"`
 	Availability float64 `json:"availability"`
@@ -198,8 +199,13 @@ type Probe struct {
 
 // searchCritical bisects on offered load, capacity held, for the highest
 // utilization of svc (today u0) at which the model recovers after the
-// faults in every seed. A probe runs only as long as the verdict needs.
-func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u0 float64, d replay.Degradation, seeds []uint64, cfg replay.RunConfig) (Critical, error) {
+// faults in every seed. A probe runs as long as the matrix's runs.
+//
+// upToday says the model recovered at today's utilization u0 in every
+// seed (the matrix ran it): the search then takes u0 as its lower end
+// when u0 is in range, so a collapse at one probe below today's load,
+// which the matrix contradicts, cannot put the answer under it.
+func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u0 float64, upToday bool, d replay.Degradation, seeds []uint64, cfg replay.RunConfig) (Critical, error) {
 	start, end, ok := d.Faults.Trigger()
 	if !ok || math.IsInf(end, 1) {
 		return Critical{Why: "the fault does not end within the run"}, nil
@@ -218,8 +224,8 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 	if window <= 0 {
 		window = replay.DefaultWindow
 	}
-	probe.Duration = min(probe.Duration, math.Ceil(end+settle+window)+1)
-	probe.Drain = -1 // the verdict reads only seconds with arrivals
+	// Probes run as long as the matrix's runs: a system that recovers and
+	// collapses again later (bistable) must read the same at every load.
 	if start >= probe.Duration || end+settle+window > probe.Duration {
 		return Critical{Why: "the run ends before the verdict window after the trigger"}, nil
 	}
@@ -247,7 +253,7 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 			}
 			n++
 			pr.Availability += r.Availability
-			if pr.Collapsed = collapsed(&r); pr.Collapsed {
+			if pr.Collapsed = r.Verdict != replay.VerdictRecovered; pr.Collapsed {
 				break
 			}
 		}
@@ -268,15 +274,19 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 	if err != nil || !top {
 		return found(nil), err
 	}
-	bottom, err := collapses(SearchLow)
-	if err != nil {
-		return Critical{}, err
-	}
-	if bottom {
-		zero := 0.0
-		return found(&zero), nil
-	}
 	lo, hi := SearchLow, SearchHigh
+	if upToday && u0 >= SearchLow && u0 < SearchHigh {
+		lo = u0
+	} else {
+		bottom, err := collapses(SearchLow)
+		if err != nil {
+			return Critical{}, err
+		}
+		if bottom {
+			zero := 0.0
+			return found(&zero), nil
+		}
+	}
 	for hi-lo > 2*SearchTolerance {
 		mid := (lo + hi) / 2
 		bad, err := collapses(mid)
