@@ -19,9 +19,12 @@ type Capacity struct {
 	RPS     float64
 }
 
-// ParseCapacity reads "svc=N" (workers) or "svc=Xrps" (throughput).
+// ParseCapacity reads "svc=N" (workers) or "svc=Xrps" (throughput). The
+// name is everything before the last "=": a name is data, even one that
+// holds "=".
 func ParseCapacity(spec string) (string, Capacity, error) {
-	name, val, ok := strings.Cut(spec, "=")
+	i := strings.LastIndexByte(spec, '=')
+	name, val, ok := spec[:max(i, 0)], spec[i+1:], i >= 0
 	if !ok || name == "" || val == "" {
 		return "", Capacity{}, fmt.Errorf("capacity %q: want SERVICE=WORKERS or SERVICE=RATErps, e.g. db=8 or db=120rps", spec)
 	}

@@ -57,6 +57,7 @@ type metrics struct {
 	latencies                 []float64
 	firstAttempts, retries    int
 	edgeAttempts, edgeRetries []int
+	edgeSeries                [][]int // attempts sent per edge per second
 	nBudget, nBreaker         int
 	shedN, lateN, hedges      int
 	workS, wastedS            float64
@@ -72,6 +73,10 @@ func (m *metrics) init(duration float64, edges, expectedRoots int) {
 	m.latencies = make([]float64, 0, expectedRoots)
 	m.edgeRetries = make([]int, edges)
 	m.edgeFailed = make([]int, edges)
+	m.edgeSeries = make([][]int, edges)
+	for i := range m.edgeSeries {
+		m.edgeSeries[i] = make([]int, n)
+	}
 }
 
 // sec is the series bucket of time t (the last bucket takes the drain).
@@ -128,6 +133,7 @@ func (m *metrics) attemptSent(edge int32, retry bool, t float64) {
 		return
 	}
 	m.edgeAttempts[edge]++
+	m.edgeSeries[edge][m.sec(t)]++
 	if retry {
 		m.retries++
 		m.edgeRetries[edge]++
@@ -217,6 +223,17 @@ type EdgeAttempts struct {
 	Attempts int    `json:"attempts"`
 	Retries  int    `json:"retries"`
 	Failed   int    `json:"failed"`
+	// Callee names the service the attempts went to; PerSecond counts
+	// them by the second they were sent in (the audit's load forecast).
+	Callee    string `json:"-"`
+	PerSecond []int  `json:"-"`
+}
+
+// Window is when a run's faults were in force: from AtS for ForS seconds
+// (ForS 0: until the end of the run).
+type Window struct {
+	AtS  float64 `json:"at_s"`
+	ForS float64 `json:"for_s"`
 }
 
 // Result is one run's figures.
@@ -262,6 +279,8 @@ type Result struct {
 	// JudgedToS is the last second the verdict looked at; past the run's
 	// duration when arrivals went on while the backlog drained.
 	JudgedToS float64 `json:"judged_to_s"`
+	// Trigger is the span of the faults' windows; nil without a trigger.
+	Trigger *Window `json:"trigger,omitempty"`
 	// RecoveryS is how long after the trigger ended goodput was back
 	// within the share and the queues drained; nil unless recovered.
 	RecoveryS *float64 `json:"recovery_s"`
@@ -308,7 +327,13 @@ func (s *sim) result() Result {
 	}
 	for i, e := range s.m.Edges {
 		r.Attempts = append(r.Attempts, EdgeAttempts{Edge: s.m.Services[e.Caller].Name + " → " + s.m.Services[e.Callee].Name,
-			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i]})
+			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i], Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
+	}
+	if start, end, ok := s.faults.Trigger(); ok {
+		r.Trigger = &Window{AtS: start}
+		if !math.IsInf(end, 1) {
+			r.Trigger.ForS = end - start
+		}
 	}
 	v := s.verdict
 	if v.state == "" {

@@ -123,7 +123,7 @@ func TestAuditHTMLInBrowser(t *testing.T) {
 	if !strings.Contains(dom, "<svg class=\"graph\"") {
 		t.Error("no call graph in the DOM")
 	}
-	checkSeries(t, dom, a.Replay)
+	checkSeries(t, dom, a.replayReport())
 	if n := strings.Count(dom, `<g class="link retry"`); n != 3 {
 		t.Errorf("%d retrying links in the call graph, want 3", n)
 	}
@@ -197,7 +197,7 @@ func TestAuditHTMLHostileInBrowser(t *testing.T) {
 	if !strings.Contains(dom, htmlText(evilScript)) {
 		t.Errorf("no %q as text in the DOM", evilScript)
 	}
-	if n := strings.Count(dom, "<polyline"); n != 5*len(a.Replay.Runs) {
-		t.Errorf("%d polylines in the DOM, want %d", n, 5*len(a.Replay.Runs))
+	if n := strings.Count(dom, "<polyline"); n != 5*len(a.Runs) {
+		t.Errorf("%d polylines in the DOM, want %d", n, 5*len(a.Runs))
 	}
 }

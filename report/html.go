@@ -9,14 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/audit"
 )
 
 // The HTML report is one offline file: the template below, its styles
@@ -66,8 +65,8 @@ type auditPage struct {
 	Edges    htmlTable
 	Paths    htmlTable
 
-	Calibration *htmlCalibration
-
+	Calibration    *htmlCalibration
+	Plan           *htmlPlan
 	Recommendation *htmlRecommendation
 
 	Replay *htmlReplay
@@ -118,9 +117,9 @@ func newHTMLTable(g grid) htmlTable {
 }
 
 type htmlRecommendation struct {
-	Policy, Reason string
-	Changes        htmlTable
-	Rejected       []htmlRejection
+	Policy, Reason, Ranking string
+	Changes                 htmlTable
+	Rejected, Safety        []htmlRejection
 }
 
 type htmlRejection struct{ Policy, Why string }
@@ -174,6 +173,7 @@ func newAuditPage(a *AuditReport) auditPage {
 	if len(t.Edges) > 0 || len(t.Services) > 0 {
 		p.Graph = layoutCallGraph(newCallGraph(t))
 	}
+	p.Plan = newHTMLPlan(a)
 	if c := a.Calibration; c != nil {
 		v := newCalibrationView(c)
 		p.Calibration = &htmlCalibration{Verdict: v.verdict, Pass: c.Pass, Root: newHTMLTable(v.root), Edges: newHTMLTable(v.edges), Misses: v.misses}
@@ -181,13 +181,13 @@ func newAuditPage(a *AuditReport) auditPage {
 	if r := a.Recommendation; r != nil {
 		p.Recommendation = newHTMLRecommendation(r)
 	}
-	if a.Replay != nil {
-		p.Replay = newHTMLReplay(a.Replay)
+	if len(a.Runs) > 0 {
+		p.Replay = newHTMLReplay(a.replayReport())
 	}
 	return p
 }
 
-func newHTMLRecommendation(r *replay.Recommendation) *htmlRecommendation {
+func newHTMLRecommendation(r *audit.Recommendation) *htmlRecommendation {
 	h := &htmlRecommendation{Reason: printable(r.Reason)}
 	if r.Policy != "" {
 		h.Policy = display(r.Policy)
@@ -198,13 +198,22 @@ func newHTMLRecommendation(r *replay.Recommendation) *htmlRecommendation {
 		}
 		return display(s)
 	}
-	g := grid{header: []string{"caller", "callee", "operation", "change"}}
+	g := grid{header: []string{"caller", "callee", "operation", "action", "from", "to", "why"}}
 	for _, c := range r.Changes {
-		g.rows = append(g.rows, []string{dash(c.Caller), dash(c.Callee), dash(c.Operation), printable(c.Change)})
+		g.rows = append(g.rows, []string{dash(c.Caller), dash(c.Callee), dash(c.Operation), dash(c.Action), dash(c.From), dash(c.To), printable(c.Why)})
 	}
 	h.Changes = newHTMLTable(g)
-	for _, x := range r.Rejected {
+	for _, x := range r.RuledOut {
 		h.Rejected = append(h.Rejected, htmlRejection{Policy: display(x.Policy), Why: printable(x.Why)})
+	}
+	for _, x := range r.Safety {
+		h.Safety = append(h.Safety, htmlRejection{Policy: display(x.Policy), Why: printable(x.Caller + " → " + x.Callee + " " + x.Operation + ": " + x.Why)})
+	}
+	for i, p := range r.Ranking {
+		if i > 0 {
+			h.Ranking += " > "
+		}
+		h.Ranking += display(p)
 	}
 	return h
 }
@@ -221,25 +230,6 @@ func newHTMLReplay(rep *ReplayReport) *htmlReplay {
 		h.Blocks = append(h.Blocks, hb)
 	}
 	return h
-}
-
-// triggerWindow is the span of a degradation's faults, from its name when
-// the name is a fault spec (or several separated by spaces or semicolons),
-// as replay and audit name their degradations. end is +Inf for a fault
-// that lasts until the end of the run.
-func triggerWindow(name string) (start, end float64, ok bool) {
-	if f, err := degrade.Parse(name); err == nil {
-		return f.At, f.End(), true
-	}
-	specs := strings.FieldsFunc(name, func(r rune) bool { return r == ';' || unicode.IsSpace(r) })
-	if len(specs) < 2 {
-		return 0, 0, false
-	}
-	s, err := degrade.ParseAll(specs)
-	if err != nil {
-		return 0, 0, false
-	}
-	return s.Trigger()
 }
 
 // Chart geometry, in pixels: every panel is chartW wide; the rates panel
@@ -300,15 +290,22 @@ func blockCharts(b replayBlock) (string, []policyChart) {
 	// The last bucket holds the drain after arrivals end: plotted as a
 	// second of its own it draws a drop to zero that no service made.
 	seconds = max(seconds-1, 1)
-	start, end, ok := triggerWindow(b.degradation)
+	// The runs carry their trigger window.
+	start, end, ok := 0.0, 0.0, false
+	for _, r := range b.runs {
+		if w := r.Trigger; w != nil && !ok {
+			start, end, ok = w.AtS, math.Inf(1), true
+			if w.ForS > 0 {
+				end = w.AtS + w.ForS
+			}
+		}
+	}
 	var trigger string
 	switch {
 	case ok && math.IsInf(end, 1):
 		trigger = "shaded: the trigger, from " + decimal(start, 3) + " s to the end of the run"
 	case ok:
 		trigger = "shaded: the trigger, " + decimal(start, 3) + " s to " + decimal(end, 3) + " s"
-	case slices.ContainsFunc(b.runs, func(r *replay.Result) bool { return r.Triggered }):
-		trigger = "the trigger window is not shaded: the degradation's name is not a fault spec"
 	}
 	var shade *[2]float64
 	if ok && start < float64(seconds) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"html"
+	"html/template"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/audit"
 )
 
 // An operation name that tries to break out of an attribute.
@@ -51,43 +53,28 @@ func buildSampleAudit() (*AuditReport, error) {
 		return nil, err
 	}
 	top := graph.Infer(set)
-	m, err := replay.FromTopology(top, replay.BuildOptions{Load: 20, Capacity: map[string]replay.Capacity{"db": {Workers: 4}}})
+	m, err := replay.FromTopology(top, replay.BuildOptions{Capacity: map[string]replay.Capacity{"db": {Workers: 4}}})
 	if err != nil {
 		return nil, err
 	}
-	var mx replay.Matrix
+	cfg := audit.Config{Topology: top, Seeds: 1, Run: replay.RunConfig{Seed: 1, Duration: 30}}
 	for _, p := range []string{"none", "observed", "everywhere", "edge-only+budget"} {
 		pm, err := replay.ApplyPolicy(m, p)
 		if err != nil {
 			return nil, err
 		}
-		mx.Variants = append(mx.Variants, replay.Variant{Policy: p, Model: pm})
+		cfg.Variants = append(cfg.Variants, replay.Variant{Policy: p, Model: pm})
 	}
 	f, err := degrade.Parse(sampleOutage)
 	if err != nil {
 		return nil, err
 	}
-	mx.Degradations = []replay.Degradation{{Name: f.String(), Faults: degrade.Schedule{f}}}
-	mx.Config = replay.RunConfig{Seed: 1, Duration: 30}
-	runs, err := mx.Run()
+	cfg.Degradations = []replay.Degradation{{Name: f.String(), Faults: degrade.Schedule{f}}}
+	res, err := audit.Run(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &AuditReport{
-		Schema:   AuditSchema,
-		Topology: top,
-		Replay:   &ReplayReport{Schema: ReplaySchema, Baseline: "observed", Notes: m.Assumed, Runs: runs},
-		Recommendation: &replay.Recommendation{
-			Policy: "edge-only+budget",
-			Reason: "the best yield under every degradation without going metastable",
-			Changes: []replay.Change{
-				{Caller: "api", Callee: "inventory", Operation: "GET /inventory/{sku}", Change: "stop retrying: only the edge retries"},
-				{Caller: "inventory", Callee: "db", Operation: "GET /db/stock/{sku}", Change: "stop retrying: only the edge retries"},
-				{Caller: "edge", Change: "retry budget: retries under 10% of calls over 10s"},
-			},
-			Rejected: []replay.Rejection{{Policy: "everywhere", Why: "no better than observed under " + f.String()}},
-		},
-	}, nil
+	return NewAuditReport(top, m.Assumed, res), nil
 }
 
 // hostileAudit is an audit whose every string is hostile: the hostile
@@ -117,6 +104,9 @@ func hostileAudit() *AuditReport {
 		for k, p := range []string{"none", evilScript, evilImg} {
 			r := handRun(p, deg, float64(k))
 			r.Series = series(k + 1)
+			if deg == spec {
+				r.Trigger = &replay.Window{AtS: 2, ForS: 2}
+			}
 			if p == "none" {
 				r.Yield = nil
 			}
@@ -124,18 +114,32 @@ func hostileAudit() *AuditReport {
 			runs = append(runs, r)
 		}
 	}
+	crit := 0.42
+	var verdicts []audit.Verdict
+	for _, r := range runs {
+		verdicts = append(verdicts, audit.Verdict{Degradation: r.Degradation, Service: evilScript, Policy: r.Policy, Seeds: 1,
+			Availability: audit.Stat{Mean: r.Availability, Min: r.Availability, Max: r.Availability}, CriticalSearched: true,
+			CriticalUtilization: &crit, Probes: []audit.Probe{{Utilization: 0.5, Availability: 0.3, Collapsed: true}}})
+	}
 	return &AuditReport{
-		Schema:   AuditSchema,
-		Topology: top,
-		Replay:   &ReplayReport{Baseline: "none", Notes: []string{"capacity of " + evilScript + " assumed", evilImg}, Runs: runs},
-		Recommendation: &replay.Recommendation{
-			Policy: evilScript + "+budget",
+		Schema:      AuditSchema,
+		Seeds:       1,
+		Topology:    top,
+		Baseline:    "none",
+		Notes:       []string{"capacity of " + evilScript + " assumed", evilImg},
+		Runs:        runs,
+		Verdicts:    verdicts,
+		Utilization: []audit.ServiceUtilization{{Service: evilScript, Model: 0.2}},
+		Recommendation: &audit.Recommendation{
+			Policy: evilImg,
 			Reason: "because " + evilImg,
-			Changes: []replay.Change{
-				{Caller: evilScript, Callee: evilQuote, Operation: evilImg, Change: "stop retrying " + evilImg},
-				{Caller: evilPipe, Change: "shed at " + evilScript},
+			Changes: []audit.Change{
+				{Caller: evilScript, Callee: evilQuote, Operation: evilImg, Action: audit.ActionStopRetrying, From: evilImg, To: "1 attempt", Why: "stop retrying " + evilImg},
+				{Caller: evilPipe, Action: audit.ActionShedRetries, Why: "shed at " + evilScript},
 			},
-			Rejected: []replay.Rejection{{Policy: evilImg, Why: "metastable under " + evilScript}},
+			Ranking:  []string{evilImg, evilScript},
+			RuledOut: []audit.RuledOut{{Policy: evilImg, Why: "metastable under " + evilScript}},
+			Safety:   []audit.Adjustment{{Policy: evilScript, Caller: evilPipe, Callee: evilQuote, Operation: evilImg, Rule: audit.RuleNonIdempotent, Why: evilImg}},
 		},
 	}
 }
@@ -235,9 +239,13 @@ func checkSeries(t *testing.T, out string, rep *ReplayReport) {
 	t.Helper()
 	type key struct{ series, policy, degradation string }
 	found := map[key]int{}
+	replayLines := 0
 	for _, tag := range polylineRE.FindAllString(out, -1) {
 		a := attrs(tag)
 		k := key{a["data-series"], a["data-policy"], a["data-degradation"]}
+		if k.series != "recommended" && k.series != "baseline" {
+			replayLines++
+		}
 		found[k]++
 		points := strings.Fields(a["points"])
 		if n, err := strconv.Atoi(a["data-points"]); err != nil || n != len(points) || n == 0 {
@@ -266,7 +274,7 @@ func checkSeries(t *testing.T, out string, rep *ReplayReport) {
 			}
 		}
 	}
-	if got := len(polylineRE.FindAllString(out, -1)); got != want {
+	if got := replayLines; got != want {
 		t.Errorf("%d polylines, want %d", got, want)
 	}
 }
@@ -275,7 +283,7 @@ func TestAuditHTMLSamples(t *testing.T) {
 	a := sampleAudit(t)
 	out := renderAudit(t, a)
 	checkOffline(t, out)
-	checkSeries(t, out, a.Replay)
+	checkSeries(t, out, a.replayReport())
 
 	for _, want := range []string{
 		"worst-case amplification: 27x on edge → api → inventory → db",
@@ -288,8 +296,12 @@ func TestAuditHTMLSamples(t *testing.T) {
 		// Findings, edges, the recommendation, the comparison.
 		`<span class="fid">multi-layer-retry</span>`,
 		"<th>retried statuses</th>",
-		`Run <strong class="mono">edge-only&#43;budget</strong>`,
-		"Changes from the observed policies",
+		`Run <strong class="mono">` + template.HTMLEscapeString(a.Recommendation.Policy) + `</strong>`,
+		// The capacity plan, its charts.
+		`<section id="capacity-plan">`,
+		`<th class="r">critical utilization</th>`,
+		`aria-label="critical utilization per policy per degradation"`,
+		`<g data-policy="observed" data-degradation="outage:svc=db,at=10s,for=5s,mode=error">`,
 		"<h3 id=\"degradation-1\">degradation: outage:svc=db,at=10s,for=5s,mode=error</h3>",
 		"shaded: the trigger, 10 s to 15 s",
 		`<rect class="trigger"`,
@@ -299,7 +311,8 @@ func TestAuditHTMLSamples(t *testing.T) {
 		}
 	}
 	// The baseline is the report's: observed comes first.
-	if i, j := strings.Index(out, `data-policy="observed"`), strings.Index(out, `data-policy="none"`); i < 0 || j < 0 || i > j {
+	replayPart := out[strings.Index(out, `<section id="replay">`):]
+	if i, j := strings.Index(replayPart, `data-policy="observed"`), strings.Index(replayPart, `data-policy="none"`); i < 0 || j < 0 || i > j {
 		t.Error("the baseline observed is not charted first")
 	}
 	if !regexp.MustCompile(`<thead><tr><th></th><th class="r">observed</th><th class="r">none</th><th class="r">vs observed</th>`).MatchString(out) {
@@ -311,7 +324,7 @@ func TestAuditHTMLHostile(t *testing.T) {
 	a := hostileAudit()
 	out := renderAudit(t, a)
 	checkOffline(t, out)
-	checkSeries(t, out, a.Replay)
+	checkSeries(t, out, a.replayReport())
 	checkGolden(t, filepath.Join("testdata", "audit-hostile.html.golden"), []byte(out))
 
 	// Every hostile name is shown, escaped, as text.
@@ -334,13 +347,14 @@ func TestAuditHTMLHostile(t *testing.T) {
 			t.Errorf("onerror in the markup of %s", tag)
 		}
 	}
-	// The spec names a hostile service but parses: its window is shaded.
-	// The other degradation is not a spec: no shading, and a caption says why.
+	// The runs of the hostile spec carry their trigger window: shaded in
+	// each of their 3 policies' 3 panels; the other degradation's runs
+	// carry none: not shaded.
 	if !strings.Contains(out, "shaded: the trigger, 2 s to 4 s") {
 		t.Error("no shaded trigger for the hostile spec")
 	}
-	if !strings.Contains(out, "not shaded: the degradation&#39;s name is not a fault spec") {
-		t.Error("no caption for the degradation that is not a spec")
+	if n := strings.Count(out, `<rect class="trigger"`); n != 9 {
+		t.Errorf("%d shaded panels, want 9", n)
 	}
 	if !strings.Contains(out, `<span class="badge">METASTABLE</span>`) {
 		t.Error("no METASTABLE badge")
@@ -359,7 +373,7 @@ func TestAuditHTMLPartial(t *testing.T) {
 	for name, a := range map[string]*AuditReport{
 		"nothing":        {},
 		"topology only":  {Topology: hostileTopology()},
-		"empty topology": {Topology: &graph.Topology{}, Replay: &ReplayReport{}, Recommendation: &replay.Recommendation{Reason: "every candidate went metastable"}},
+		"empty topology": {Topology: &graph.Topology{}, Recommendation: &audit.Recommendation{Reason: "every candidate went metastable"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := renderAudit(t, a)
@@ -369,7 +383,7 @@ func TestAuditHTMLPartial(t *testing.T) {
 			}
 		})
 	}
-	out := renderAudit(t, &AuditReport{Recommendation: &replay.Recommendation{Reason: "every candidate went metastable"}})
+	out := renderAudit(t, &AuditReport{Recommendation: &audit.Recommendation{Reason: "every candidate went metastable"}})
 	if !strings.Contains(out, "No policy to recommend: every candidate went metastable") {
 		t.Error("an empty recommendation does not say so")
 	}
@@ -384,8 +398,10 @@ func TestAuditHTMLDownsample(t *testing.T) {
 	}
 	r := handRun("observed", "latency:svc=db,at=100s,for=0s,add=20ms", 1)
 	r.Series = s
-	rep := &ReplayReport{Baseline: "observed", Runs: []replay.Result{r}}
-	out := renderAudit(t, &AuditReport{Replay: rep})
+	r.Trigger = &replay.Window{AtS: 100}
+	a := &AuditReport{Baseline: "observed", Runs: []replay.Result{r}}
+	rep := a.replayReport()
+	out := renderAudit(t, a)
 	checkSeries(t, out, rep)
 	if !strings.Contains(out, "shaded: the trigger, from 100 s to the end of the run") {
 		t.Error("a trigger that lasts to the end is not described")
@@ -408,23 +424,19 @@ func TestAuditHTMLDownsample(t *testing.T) {
 	}
 }
 
-func TestTriggerWindow(t *testing.T) {
-	for _, c := range []struct {
-		name       string
-		start, end float64
-		ok         bool
-	}{
-		{"outage:svc=db,at=10s,for=5s,mode=error", 10, 15, true},
-		{"latency:svc=db,at=3s,for=0s,add=1ms", 3, math.Inf(1), true},
-		{"outage:svc=db,at=10s,for=1s; error-rate:svc=api,at=5s,for=2s,p=0.5", 5, 11, true},
-		{"outage 3s", 0, 0, false},
-		{"", 0, 0, false},
-		{evilImg, 0, 0, false},
-	} {
-		start, end, ok := triggerWindow(c.name)
-		if start != c.start || end != c.end || ok != c.ok {
-			t.Errorf("triggerWindow(%q) = %v, %v, %v; want %v, %v, %v", c.name, start, end, ok, c.start, c.end, c.ok)
-		}
+// TestTriggerFromRuns: the shaded band is the runs' own trigger window,
+// whatever the degradation is named; runs without one are not shaded.
+func TestTriggerFromRuns(t *testing.T) {
+	r := handRun("observed", evilImg, 1)
+	r.Series = replay.Series{Originals: make([]int, 30), Retries: make([]int, 30), Goodput: make([]int, 30), QueueDepth: make([]int, 30), Wasted: make([]float64, 30)}
+	plain := renderAudit(t, &AuditReport{Baseline: "observed", Runs: []replay.Result{r}})
+	if strings.Contains(plain, `<rect class="trigger"`) {
+		t.Error("a run without a trigger window is shaded")
+	}
+	r.Trigger = &replay.Window{AtS: 10, ForS: 5}
+	shaded := renderAudit(t, &AuditReport{Baseline: "observed", Runs: []replay.Result{r}})
+	if !strings.Contains(shaded, "shaded: the trigger, 10 s to 15 s") || !strings.Contains(shaded, `<rect class="trigger"`) {
+		t.Error("the run's trigger window is not shaded")
 	}
 }
 

@@ -414,11 +414,6 @@ func ReplayJSON(w io.Writer, rep *ReplayReport) error {
 	if out.Schema == "" {
 		out.Schema = ReplaySchema
 	}
-	if out.Notes == nil {
-		out.Notes = []string{}
-	}
-	if out.Runs == nil {
-		out.Runs = []replay.Result{}
-	}
+	out.Notes, out.Runs = nonNil(out.Notes), nonNil(out.Runs)
 	return JSON(w, out)
 }

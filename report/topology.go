@@ -224,21 +224,18 @@ func timeoutText(v *float64) string {
 // inferred retry policy, a table of paths, the findings one per line, and
 // the warnings.
 func TopologyTable(w io.Writer, t *graph.Topology) error {
-	return topologyTable(w, t, nil)
-}
-
-// topologyTable is TopologyTable with a section written right after the
-// headline (audit puts its calibration there), when after is not nil.
-func topologyTable(w io.Writer, t *graph.Topology, after func(io.Writer) error) error {
 	v := newTopologyView(t)
 	sw := &stickyWriter{w: w}
 	fmt.Fprintln(sw, v.headline)
-	if after != nil {
-		fmt.Fprintln(sw)
-		if err := after(sw); err != nil {
-			return err
-		}
+	if err := topologyBody(sw, v); err != nil {
+		return err
 	}
+	return sw.err
+}
+
+// topologyBody writes what TopologyTable shows after its first line: the
+// edge and path tables, the findings and the warnings.
+func topologyBody(sw *stickyWriter, v topologyView) error {
 	for _, g := range []grid{v.edges, v.paths} {
 		if err := renderGrid(sw, g, true); err != nil {
 			return err
@@ -270,12 +267,6 @@ func topologyTable(w io.Writer, t *graph.Topology, after func(io.Writer) error) 
 // findings and warnings as lists. Text from the traces is escaped so that
 // it reads as written and cannot break a table or inject markup.
 func TopologyMarkdown(w io.Writer, t *graph.Topology) error {
-	return topologyMarkdown(w, t, nil)
-}
-
-// topologyMarkdown is TopologyMarkdown with a section written right after
-// the headline, when after is not nil.
-func topologyMarkdown(w io.Writer, t *graph.Topology, after func(io.Writer) error) error {
 	v := newTopologyView(t)
 	sw := &stickyWriter{w: w}
 	fmt.Fprintln(sw, "## Retry topology")
@@ -285,12 +276,6 @@ func topologyMarkdown(w io.Writer, t *graph.Topology, after func(io.Writer) erro
 			s.Traces, s.Spans, s.RootCalls, decimal(s.WindowS, 1))
 	}
 	fmt.Fprintf(sw, "**%s**\n", mdEscape(v.headline))
-	if after != nil {
-		fmt.Fprintln(sw)
-		if err := after(sw); err != nil {
-			return err
-		}
-	}
 	for _, sec := range []struct {
 		title string
 		g     grid

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,40 +15,59 @@ import (
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/audit"
 	"github.com/retryaudit/retryaudit/report"
 )
 
 type auditOptions struct {
-	io         *streams
-	inputs     []string
-	policies   []string
-	degrade    []string
-	format     string
-	output     string
-	html, md   string
-	emitPolicy string
-	quiet      bool
-	failOn     []string
-	thresholds []threshold
-	sim        simFlags
-	tol        toleranceFlags
-	in         inputFlags
+	io          *streams
+	inputs      []string
+	policies    []string
+	degrade     []string
+	format      string
+	json        bool
+	output      string
+	html, md    string
+	emitPolicy  string
+	quiet       bool
+	failOn      []string
+	thresholds  []threshold
+	seeds       int
+	noSearch    bool
+	utilization []string
+	util        map[string]float64
+	decl        audit.Declarations
+	sim         simFlags
+	tol         toleranceFlags
+	in          inputFlags
 }
+
+// auditFormats are audit's --format values.
+var auditFormats = []string{"table", "json", "markdown"}
 
 func newAuditCmd(io *streams) *cobra.Command {
 	opts := &auditOptions{io: io}
 	cmd := &cobra.Command{
 		Use:   "audit FILE|DIR|- ...",
-		Short: "From trace files to a decision: infer, replay the standard matrix, recommend",
-		Long: `Ingest the traces, infer the retry topology, replay every default
+		Short: "From trace files to a decision: infer, replay every policy over seeds, state the capacity plan",
+		Long: `Ingest the traces, infer the retry topology, and replay every default
 degradation (outage, slow-shard, hot-partition, packet-loss, db-pool) of the
 dependencies that matter (the deepest retried dependency, the most amplified
 one, every database or cache) under the policies observed, none, everywhere,
-edge-only, idempotent-only, hedge-p95, budget and retry-after, and report:
-the worst-case amplification, the topology and its findings, per degradation
-a comparison against the observed policies, and a recommendation — the
-policy with the best yield that never stays collapsed, and what it changes
-edge by edge.
+edge-only, idempotent-only, hedge-p95, budget and retry-after, each over
+--seeds seeds. For every policy and degradation the audit searches the
+critical utilization: the highest busy fraction of the degraded dependency
+at which the policy still recovers after the trigger in every seed, to
+±0.02 between 0.05 and 0.95 (null: it recovers at 0.95). It forecasts the
+load each policy sends that dependency during the trigger, applies the
+safety rules (no hedge, added or kept retry on a write without idempotency
+keys; hedge delays between the callee's p95 and the per-try timeout;
+breakers seen are kept), ranks the policies (never collapsing at the
+utilization you give with --utilization, or else the largest critical
+utilization; then availability; then least extra work, differences within
+the seed spread counting as ties) and reports the capacity plan, then the
+recommendation as concrete changes edge by edge, then the topology, its
+findings and the detail of the first seed.
 
 --fail-on makes the command exit 3 after its report when a threshold is
 crossed: 'amplification>N' (or >=), finding:ID, metastable:POLICY (or
@@ -64,12 +85,25 @@ other one applies on top of the healthy part of the traces' failures.
 Finding ids:
   ` + strings.Join(graph.FindingIDs(), "\n  "),
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
-  retryaudit audit traces/ --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
+  retryaudit audit traces/ --utilization db=0.4 --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
   retryaudit audit http://jaeger:16686 --service checkout --lookback 2h --fail-on finding:retry-4xx`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.inputs = args
-			if err := checkFormat(opts.format, "table", "json"); err != nil {
+			if opts.json {
+				if cmd.Flags().Changed("format") && opts.format != "json" {
+					return usageError{fmt.Errorf("--json and --format %s disagree", opts.format)}
+				}
+				opts.format = "json"
+			}
+			if err := checkFormat(opts.format, auditFormats...); err != nil {
+				return err
+			}
+			if opts.seeds < 1 || opts.seeds > 100 {
+				return usageError{fmt.Errorf("--seeds %d: want 1 to 100", opts.seeds)}
+			}
+			var err error
+			if opts.util, err = parseUtilizations(opts.utilization); err != nil {
 				return err
 			}
 			for _, e := range opts.failOn {
@@ -91,7 +125,8 @@ Finding ids:
 	f := cmd.Flags()
 	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; replaces the default set)")
 	f.StringArrayVar(&opts.degrade, "degrade", nil, "degradation `SPEC` (repeatable; replaces the default matrix)")
-	f.StringVar(&opts.format, "format", "table", "output format: table or json (the topology and all results)")
+	f.StringVar(&opts.format, "format", "table", "output format: table, json (everything, schema retryaudit.audit/v2) or markdown")
+	f.BoolVar(&opts.json, "json", false, "shorthand for --format json")
 	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
 	f.StringVar(&opts.html, "html", "", "also write a self-contained HTML report to `FILE`")
 	f.StringVar(&opts.md, "md", "", "also write a Markdown report to `FILE`")
@@ -99,9 +134,32 @@ Finding ids:
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
 	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: 'amplification>N' (quoted), finding:ID, metastable:POLICY, uncalibrated")
 	opts.tol.bind(cmd)
+	f.IntVar(&opts.seeds, "seeds", audit.DefaultSeeds, "run every policy and degradation with `K` seeds: --seed, --seed+1, …")
+	f.BoolVar(&opts.noSearch, "no-search", false, "skip the critical-utilization searches (a quicker audit, with no capacity plan beyond today's load)")
+	f.StringArrayVar(&opts.utilization, "utilization", nil, "a service's utilization from your metrics, `SVC=U` with U a busy fraction in (0,1) (repeatable)")
+	f.StringArrayVar(&opts.decl.Idempotent, "idempotent", nil, "declare an operation or RPC method `NAME` idempotent, so it may be retried (repeatable)")
+	f.StringArrayVar(&opts.decl.InflightDedup, "inflight-dedup", nil, "declare that the server of operation or method `NAME` deduplicates concurrent keyed duplicates, so it may be hedged (repeatable)")
 	opts.sim.bind(f)
 	opts.in.bind(f)
 	return cmd
+}
+
+// parseUtilizations reads SVC=U; the service name is everything before
+// the last "=", so a name that contains "=" is still a name.
+func parseUtilizations(specs []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, s := range specs {
+		i := strings.LastIndexByte(s, '=')
+		if i <= 0 {
+			return nil, usageError{fmt.Errorf("--utilization %q: want SVC=U, e.g. db=0.4", s)}
+		}
+		u, err := strconv.ParseFloat(s[i+1:], 64)
+		if err != nil || !(u > 0 && u < 1) || math.IsNaN(u) {
+			return nil, usageError{fmt.Errorf("--utilization %q: %q is not a busy fraction between 0 and 1, e.g. %s=0.4", s, s[i+1:], s[:i])}
+		}
+		out[s[:i]] = u
+	}
+	return out, nil
 }
 
 func runAudit(cmd *cobra.Command, o *auditOptions) error {
@@ -118,21 +176,26 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
+	for svc := range o.util {
+		if !slices.ContainsFunc(m.Services, func(s replay.Service) bool { return s.Name == svc }) {
+			return usageError{fmt.Errorf("--utilization %s: no such service in the model", strconv.Quote(svc))}
+		}
+	}
 	exprs := o.policies
 	if len(exprs) == 0 {
-		exprs = replay.StandardPolicies
+		exprs = audit.StandardPolicies
 	}
-	// observed is the baseline of the comparison, none the reference of yield.
+	// observed is the baseline of the comparison, none the reference of extra work.
 	exprs = append([]string{"observed", "none"}, exprs...)
-	variants, models, err := o.sim.variants(m, exprs)
+	variants, _, err := o.sim.variants(m, exprs)
 	if err != nil {
 		return err
 	}
 	var degr []replay.Degradation
 	if len(o.degrade) > 0 {
-		degr, err = degradations(o.degrade)
+		degr, err = degradations(o.degrade, m)
 	} else {
-		degr, err = replay.AuditDegradations(replay.AuditTargets(top), m)
+		degr = audit.Degradations(audit.Targets(top), m)
 	}
 	if err != nil {
 		return err
@@ -142,22 +205,28 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	}
 	// The traces' own failure timeline is the first degradation.
 	degr = append([]replay.Degradation{{Name: string(degrade.Observed), Faults: degrade.Schedule{{Kind: degrade.Observed}}}}, degr...)
-	bar := newProgress(o.io, o.quiet, int64(len(variants)*len(degr)+1), "replay", false)
-	mx := replay.Matrix{Variants: variants, Degradations: degr, Config: o.sim.config(),
-		Progress: func(done, _ int) { bar.set(int64(done)) }}
-	results, err := mx.Run()
-	bar.done()
+	var bar *progress
+	res, err := audit.Run(cmd.Context(), audit.Config{Variants: variants, Degradations: degr, Topology: top,
+		Run: o.sim.config(), Seeds: o.seeds, Utilization: o.util, Declarations: o.decl, NoSearch: o.noSearch,
+		Progress: func(done, total int) {
+			if bar == nil {
+				bar = newProgress(o.io, o.quiet, int64(total), "replay", false)
+			}
+			bar.set(int64(done))
+		}})
+	if bar != nil {
+		bar.done()
+	}
 	if err != nil {
 		return err
 	}
-	a := &report.AuditReport{Schema: report.AuditSchema, Topology: top, Calibration: cal,
-		Replay:         &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "observed", Notes: slices.Concat(m.Assumed, mechanicsNotes(results)), Runs: results},
-		Recommendation: replay.Recommend(results, models, models["observed"])}
+	a := report.NewAuditReport(top, slices.Concat(m.Assumed, mechanicsNotes(res.Runs)), res)
+	a.Calibration = cal
 	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
 		return err
 	}
-	if o.emitPolicy != "" && a.Recommendation.Policy != "" {
-		data, err := replay.EmitPolicyFile(models["observed"], models[a.Recommendation.Policy]).Marshal()
+	if o.emitPolicy != "" && res.Recommended != nil {
+		data, err := replay.EmitPolicyFile(res.Observed, res.Recommended).Marshal()
 		if err != nil {
 			return err
 		}
@@ -176,8 +245,15 @@ func (o *auditOptions) read(cmd *cobra.Command) (*ingest.Set, error) {
 	return set, err
 }
 
-// writeAudit renders the report files, then the audit to -o (table or
-// JSON): the files are complete even when stdout is a pipe closed early
+// auditRenderers are the renderers of --format.
+var auditRenderers = map[string]func(io.Writer, *report.AuditReport) error{
+	"table":    report.AuditTable,
+	"json":     report.AuditJSON,
+	"markdown": report.AuditMarkdown,
+}
+
+// writeAudit renders the report files, then the audit to -o in the format
+// asked: the files are complete even when stdout is a pipe closed early
 // (audit --html r.html | head).
 func writeAudit(st *streams, output, format, html, md string, a *report.AuditReport) error {
 	for _, f := range []struct {
@@ -195,11 +271,7 @@ func writeAudit(st *streams, output, format, html, md string, a *report.AuditRep
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		err = report.JSON(w, a)
-	} else {
-		err = report.AuditTable(w, a)
-	}
+	err = auditRenderers[format](w, a)
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}

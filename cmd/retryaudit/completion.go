@@ -9,6 +9,7 @@ import (
 	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/audit"
 )
 
 // policyFormats are the vocabularies --policy-format writes, where a
@@ -84,7 +85,7 @@ func completeFailOn(_ *cobra.Command, _ []string, _ string) ([]string, cobra.She
 	for _, id := range graph.FindingIDs() {
 		out = append(out, "finding:"+id)
 	}
-	for _, p := range replay.StandardPolicies {
+	for _, p := range audit.StandardPolicies {
 		out = append(out, "metastable:"+p)
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace

@@ -60,12 +60,15 @@ func parseThreshold(expr string) (threshold, error) {
 	case strings.HasPrefix(expr, "metastable:") && len(expr) > len("metastable:"):
 		policy := strings.TrimPrefix(expr, "metastable:")
 		return threshold{expr, func(a *report.AuditReport) (bool, string) {
-			if a.Replay == nil {
-				return false, ""
-			}
-			for _, r := range a.Replay.Runs {
-				if r.Metastable && (policy == "any" || r.Policy == policy) {
-					return true, fmt.Sprintf("policy %s stays collapsed after %s", r.Policy, r.Degradation)
+			for _, v := range a.Verdicts {
+				if policy != "any" && v.Policy != policy {
+					continue
+				}
+				switch {
+				case v.CollapsedSeeds > 0:
+					return true, fmt.Sprintf("policy %s stays collapsed after %s in %d of %d seeds", v.Policy, v.Degradation, v.CollapsedSeeds, v.Seeds)
+				case v.Collapses:
+					return true, fmt.Sprintf("policy %s collapses after %s at %s utilization %.2f", v.Policy, v.Degradation, v.Service, v.Utilization)
 				}
 			}
 			return false, ""

@@ -12,6 +12,7 @@ import (
 
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/audit"
 	"github.com/retryaudit/retryaudit/report"
 )
 
@@ -78,7 +79,7 @@ Degradations (--degrade, repeatable), e.g.:
 	f := cmd.Flags()
 	f.StringVar(&opts.topology, "topology", "", "read the topology from `FILE` (infer --format json) instead of traces")
 	f.StringVar(&opts.scenario, "scenario", "", "run a preset instead: "+strings.Join(replay.Presets(), ", "))
-	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; default "+strings.Join(replay.StandardPolicies, ", ")+")")
+	f.StringArrayVar(&opts.policies, "policy", nil, "policy `EXPR` to compare (repeatable; default "+strings.Join(audit.StandardPolicies, ", ")+")")
 	f.StringArrayVar(&opts.degrade, "degrade", nil, "degradation `SPEC` (repeatable; default an outage of the deepest retried dependency)")
 	f.StringVar(&opts.arrivals, "arrivals", "poisson", "root arrivals: poisson (at the observed rate × --load, or --rate) or trace (the traces' own timestamps, repeated; --load compresses time)")
 	f.IntVar(&opts.clients, "clients", 0, "closed-loop clients instead of open-loop arrivals")
@@ -152,7 +153,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		notes = m.Assumed
 		exprs := o.policies
 		if len(exprs) == 0 {
-			exprs = replay.StandardPolicies
+			exprs = audit.StandardPolicies
 		}
 		if exprs[0] != "none" {
 			exprs = append([]string{"none"}, exprs...)
@@ -160,17 +161,18 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		if mx.Variants, _, err = o.sim.variants(m, exprs); err != nil {
 			return err
 		}
-		specs := o.degrade
-		if len(specs) == 0 {
-			// The deepest retried dependency: the first of the audit's targets.
-			targets := replay.AuditTargets(top)
-			if len(targets) == 0 {
+		if len(o.degrade) > 0 {
+			if mx.Degradations, err = degradations(o.degrade, m); err != nil {
+				return err
+			}
+		} else {
+			// An outage of the deepest retried dependency: the first of
+			// the audit's targets (the outage is its first degradation).
+			ds := audit.Degradations(audit.Targets(top), m)
+			if len(ds) == 0 {
 				return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
 			}
-			specs = []string{"outage:svc=" + targets[0] + ",at=10s,for=5s"}
-		}
-		if mx.Degradations, err = degradations(specs); err != nil {
-			return err
+			mx.Degradations = ds[:1]
 		}
 		mx.Config = o.sim.config()
 	}

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -25,20 +22,21 @@ func newReportCmd(io *streams) *cobra.Command {
 		Use:   "report RESULTS.json",
 		Short: "Render a saved audit again (table, JSON, HTML, Markdown)",
 		Long: `Render the JSON of 'retryaudit audit --format json' again, without
-re-running anything: to the terminal, and to --html and --md files.`,
+re-running anything: to the terminal, and to --html and --md files. Reads
+schema retryaudit.audit/v2 and the older v1 (one seed, no capacity plan).`,
 		Example: `  retryaudit audit traces/ --format json -o audit.json
   retryaudit report audit.json --html report.html --md report.md`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.input = args[0]
-			if err := checkFormat(opts.format, "table", "json"); err != nil {
+			if err := checkFormat(opts.format, auditFormats...); err != nil {
 				return err
 			}
 			return runReport(opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.format, "format", "table", "output format: table or json")
+	f.StringVar(&opts.format, "format", "table", "output format: table, json or markdown")
 	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
 	f.StringVar(&opts.html, "html", "", "write a self-contained HTML report to `FILE`")
 	f.StringVar(&opts.md, "md", "", "write a Markdown report to `FILE`")
@@ -50,17 +48,9 @@ func runReport(o *reportOptions) error {
 	if err != nil {
 		return err
 	}
-	var a report.AuditReport
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return fmt.Errorf("%s: %w", o.input, err)
+	a, err := report.ReadAudit(o.input, data)
+	if err != nil {
+		return err
 	}
-	if a.Schema != report.AuditSchema {
-		return fmt.Errorf("%s: schema %q: want %q (the JSON of retryaudit audit --format json)", o.input, a.Schema, report.AuditSchema)
-	}
-	if a.Topology == nil || a.Replay == nil {
-		return fmt.Errorf("%s: no topology or no replay results", o.input)
-	}
-	return writeAudit(o.io, o.output, o.format, o.html, o.md, &a)
+	return writeAudit(o.io, o.output, o.format, o.html, o.md, a)
 }

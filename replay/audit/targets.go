@@ -1,23 +1,24 @@
-package replay
+package audit
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/replay"
 )
 
 // StandardPolicies are the policies audit and replay compare by default.
 var StandardPolicies = []string{"observed", "none", "everywhere", "edge-only", "idempotent-only", "hedge-p95", "budget", "retry-after"}
 
-// AuditTargets are the dependencies that matter in a topology: the deepest
+// Targets are the dependencies that matter in a topology: the deepest
 // retried dependency (the end of the most amplified path), the most
 // amplified callee (the one with the highest product of attempts above
 // it), and every database or cache (virtual services, named by their
 // clients' db.system, and services called only as leaves).
-func AuditTargets(t *graph.Topology) []string {
+func Targets(t *graph.Topology) []string {
 	var out []string
 	add := func(s string) {
 		if s != "" && s != "user" && !slices.Contains(out, s) {
@@ -61,32 +62,31 @@ func isDatastore(name string) bool {
 	return strings.Contains(n, "/")
 }
 
-// AuditDegradations are the default degradations of an audit: each fault
-// kind applied to each target, starting at 10 s and lasting 10 s (an
-// outage 5 s); a db-pool fault halves the target's workers in the model.
-func AuditDegradations(targets []string, m *Model) ([]Degradation, error) {
+// Degradations are the default degradations of an audit, built as values
+// (a service name is data, never spec syntax): each fault kind applied to
+// each target of the model, starting at 10 s and lasting 10 s (an outage
+// 5 s); a db-pool fault halves the target's workers in the model. Targets
+// the model does not have are skipped.
+func Degradations(targets []string, m *replay.Model) []replay.Degradation {
 	workers := map[string]int{}
 	for _, s := range m.Services {
 		workers[s.Name] = s.Workers
 	}
-	var out []Degradation
+	var out []replay.Degradation
 	for _, t := range targets {
-		if _, ok := workers[t]; !ok {
+		w, ok := workers[t]
+		if !ok {
 			continue
 		}
-		for _, spec := range []string{
-			"outage:svc=" + t + ",at=10s,for=5s",
-			"slow-shard:svc=" + t + ",at=10s,for=10s,shards=8,x=10",
-			"hot-partition:svc=" + t + ",at=10s,for=10s,shards=8,zipf=1.2",
-			"packet-loss:svc=" + t + ",at=10s,for=10s,p=0.2",
-			fmt.Sprintf("db-pool:svc=%s,at=10s,for=10s,k=%d", t, max(1, int(math.Ceil(float64(workers[t])/2)))),
+		for _, f := range []degrade.Fault{
+			{Kind: degrade.Outage, Service: t, At: 10, For: 5, Mode: degrade.ModeError},
+			{Kind: degrade.SlowShard, Service: t, At: 10, For: 10, Shards: degrade.DefaultShards, Factor: degrade.DefaultFactor},
+			{Kind: degrade.HotPartition, Service: t, At: 10, For: 10, Shards: degrade.DefaultShards, Skew: degrade.DefaultSkew},
+			{Kind: degrade.PacketLoss, Service: t, At: 10, For: 10, Loss: 0.2},
+			{Kind: degrade.DBPool, Service: t, At: 10, For: 10, Limit: max(1, int(math.Ceil(float64(w)/2)))},
 		} {
-			d, err := ParseDegradation(spec)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, d)
+			out = append(out, replay.Degradation{Name: f.String(), Faults: degrade.Schedule{f}})
 		}
 	}
-	return out, nil
+	return out
 }

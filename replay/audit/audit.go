@@ -1,0 +1,362 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// DefaultSeeds is how many seeds every run of an audit is repeated with.
+const DefaultSeeds = 5
+
+// SafeSuffix names the observed policy with the safety rules applied,
+// a candidate of its own when the observed policy breaks a rule.
+const SafeSuffix = "+safe"
+
+// Config is what an audit runs.
+type Config struct {
+	// Variants are the policies to compare, each with its model; policy
+	// "observed" (the baseline, today's policies) and policy "none" (the
+	// reference of extra work, never recommended) must be among them.
+	Variants     []replay.Variant
+	Degradations []replay.Degradation
+	// Topology, when set, tells the safety rules each edge's method and
+	// idempotency keys; without it they go by the models' Idempotent flags.
+	Topology *graph.Topology
+	// Run configures every run; its Seed is the first of Seeds seeds
+	// (Seed, Seed+1, …). Seeds ≤ 0 means DefaultSeeds.
+	Run   replay.RunConfig
+	Seeds int
+	// Utilization is the user's utilization of a service (from their
+	// metrics), which turns critical utilizations into verdicts.
+	Utilization map[string]float64
+	// NoSearch skips the critical-utilization searches.
+	NoSearch     bool
+	Declarations Declarations
+	// Progress, when set, is called after each run with runs done and an
+	// upper bound of the runs to do.
+	Progress func(done, total int)
+}
+
+// Audit is the decision: every verdict, the recommendation, and the runs
+// of the first seed (for detail tables and charts).
+type Audit struct {
+	Seeds     int    `json:"seeds"`
+	FirstSeed uint64 `json:"first_seed"`
+	// Utilization is, per degraded dependency, its utilization today in
+	// the model and the user's, if given.
+	Utilization    []ServiceUtilization `json:"utilization"`
+	Verdicts       []Verdict            `json:"verdicts"`
+	Recommendation Recommendation       `json:"recommendation"`
+	Runs           []replay.Result      `json:"runs"`
+	// Observed and Recommended are the models of the baseline and of the
+	// recommendation (after the safety rules): what a policy file writes.
+	Observed    *replay.Model `json:"-"`
+	Recommended *replay.Model `json:"-"`
+}
+
+// ServiceUtilization is one degraded dependency's utilization.
+type ServiceUtilization struct {
+	Service string   `json:"service"`
+	Model   float64  `json:"model"`
+	Given   *float64 `json:"given"`
+}
+
+// Recommendation is the policy an audit recommends and what adopting it
+// changes, edge by edge.
+type Recommendation struct {
+	// Policy is empty when every candidate collapses at the given
+	// utilization.
+	Policy  string   `json:"policy"`
+	Reason  string   `json:"reason"`
+	Changes []Change `json:"changes"`
+	// Ranking is every candidate, best first.
+	Ranking  []string     `json:"ranking"`
+	RuledOut []RuledOut   `json:"ruled_out"`
+	Safety   []Adjustment `json:"safety"`
+	// Assumption says which utilization the verdicts rest on when the
+	// user gave none.
+	Assumption string `json:"assumption,omitempty"`
+}
+
+// RuledOut is a candidate policy removed from the ranking, with why.
+type RuledOut struct {
+	Policy string `json:"policy"`
+	Why    string `json:"why"`
+}
+
+// Run executes the audit: the matrix over the seeds, the searches, the
+// safety rules, the ranking and the recommendation. Runs use every core;
+// ctx stops them.
+func Run(ctx context.Context, cfg Config) (*Audit, error) {
+	seeds := make([]uint64, max(cfg.Seeds, 1))
+	if cfg.Seeds <= 0 {
+		seeds = make([]uint64, DefaultSeeds)
+	}
+	for i := range seeds {
+		seeds[i] = cfg.Run.Seed + uint64(i)
+	}
+	obsAt := slices.IndexFunc(cfg.Variants, func(v replay.Variant) bool { return v.Policy == "observed" })
+	noneAt := slices.IndexFunc(cfg.Variants, func(v replay.Variant) bool { return v.Policy == "none" })
+	if obsAt < 0 || noneAt < 0 {
+		return nil, fmt.Errorf("an audit needs policies observed and none")
+	}
+	observed := cfg.Variants[obsAt].Model
+	services, err := degradedServices(observed, cfg.Degradations)
+	if err != nil {
+		return nil, err
+	}
+	for svc, u := range cfg.Utilization {
+		if !slices.ContainsFunc(observed.Services, func(s replay.Service) bool { return s.Name == svc }) {
+			return nil, fmt.Errorf("utilization of %q: no such service (have %s)", svc, strings.Join(serviceNames(observed), ", "))
+		}
+		if !(u > 0 && u < 1) {
+			return nil, fmt.Errorf("utilization of %q: %g: want a busy fraction between 0 and 1", svc, u)
+		}
+	}
+	facts := factsOf(observed, cfg.Topology, cfg.Declarations)
+	vs, ruled, adj := safeVariants(cfg.Variants, observed, facts)
+	noneAt = slices.IndexFunc(vs, func(v variant) bool { return v.policy == "none" })
+
+	searches := len(vs) * len(cfg.Degradations)
+	if cfg.NoSearch {
+		searches = 0
+	}
+	total := len(seeds)*(len(vs)*len(cfg.Degradations)+1) + searches*len(seeds)*(3+bisections())
+	p := newPool(func(done int) {
+		if cfg.Progress != nil {
+			cfg.Progress(done, total)
+		}
+	})
+	mx, err := runMatrix(ctx, p, vs, noneAt, cfg.Degradations, seeds, cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	verdicts := mx.verdicts(vs, noneAt, cfg.Degradations, services)
+	today := map[string]float64{}
+	for _, svc := range services {
+		if _, ok := today[svc]; !ok {
+			if u, err := Utilization(observed, svc); err == nil {
+				today[svc] = u
+			}
+		}
+	}
+	if cfg.NoSearch {
+		for i := range verdicts {
+			verdicts[i].CriticalNote = "the critical-utilization search was skipped"
+		}
+	} else {
+		// Variants whose policies are the same (the safety rules can make
+		// them so) are searched once.
+		same := make([]int, len(vs))
+		for i := range vs {
+			same[i] = i
+			for j := range i {
+				if samePolicies(vs[i].model, vs[j].model) {
+					same[i] = same[j]
+					break
+				}
+			}
+		}
+		err = each(len(verdicts), func(i int) error {
+			v := &verdicts[i]
+			d, vi := i/len(vs), i%len(vs)
+			if same[vi] != vi {
+				return nil
+			}
+			u0, ok := today[v.Service]
+			if !ok {
+				v.CriticalNote = "no utilization of " + v.Service + " to scale (closed-loop arrivals or a cyclic call graph)"
+				return nil
+			}
+			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, cfg.Degradations[d], seeds, cfg.Run)
+			v.CriticalUtilization, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.Searched, c.Why, c.Probes
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i := range verdicts {
+			d, vi := i/len(vs), i%len(vs)
+			if j := d*len(vs) + same[vi]; j != i {
+				src := verdicts[j]
+				verdicts[i].CriticalUtilization, verdicts[i].CriticalSearched, verdicts[i].CriticalNote, verdicts[i].Probes =
+					src.CriticalUtilization, src.CriticalSearched, src.CriticalNote, src.Probes
+			}
+		}
+	}
+	a := &Audit{Seeds: len(seeds), FirstSeed: seeds[0], Verdicts: verdicts, Observed: observed}
+	var assumed []string
+	for _, svc := range uniq(services) {
+		su := ServiceUtilization{Service: svc, Model: today[svc]}
+		if u, ok := cfg.Utilization[svc]; ok {
+			su.Given = &u
+		} else {
+			assumed = append(assumed, fmt.Sprintf("%s %.2f", svc, today[svc]))
+		}
+		a.Utilization = append(a.Utilization, su)
+	}
+	for i := range a.Verdicts {
+		v := &a.Verdicts[i]
+		v.Utilization = today[v.Service]
+		if u, ok := cfg.Utilization[v.Service]; ok {
+			v.Utilization, v.UtilizationGiven = u, true
+		}
+		if v.CriticalSearched {
+			v.Collapses = v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization
+		} else {
+			v.Collapses = v.CollapsedSeeds > 0
+		}
+	}
+	for s := range mx.runs[0] {
+		a.Runs = append(a.Runs, mx.runs[0][s]...)
+	}
+	a.Recommendation, a.Recommended = recommend(vs, noneAt, verdicts, observed, facts, ruled, adj, len(cfg.Utilization) > 0, assumption(assumed))
+	return a, nil
+}
+
+func assumption(assumed []string) string {
+	if len(assumed) == 0 {
+		return ""
+	}
+	return "the verdicts assume the model's own utilization (" + strings.Join(assumed, ", ") +
+		", from the assumed capacity) and rest on it: give --utilization SVC=U from your metrics"
+}
+
+// bisections is how many probes the search makes between its ends.
+func bisections() int {
+	n := 0
+	for w := SearchHigh - SearchLow; w > 2*SearchTolerance; w /= 2 {
+		n++
+	}
+	return n
+}
+
+// safeVariants applies the safety rules to every candidate. The observed
+// baseline is kept as it is (it is today's behaviour); when a rule would
+// change it, "observed+safe" is added as a candidate and observed itself
+// is ruled out. A candidate the rules leave equal to an earlier one is
+// ruled out as the same.
+func safeVariants(in []replay.Variant, observed *replay.Model, facts []edgeFacts) ([]variant, []RuledOut, []Adjustment) {
+	var vs []variant
+	var ruled []RuledOut
+	var all []Adjustment
+	for _, v := range in {
+		if v.Policy == "none" {
+			m, _ := applySafety(v.Policy, observed, v.Model, facts)
+			vs = append(vs, variant{policy: v.Policy, model: m})
+			continue
+		}
+		m, adj := applySafety(v.Policy, observed, v.Model, facts)
+		if v.Policy == "observed" {
+			vs = append(vs, variant{policy: v.Policy, model: v.Model})
+			if len(adj) == 0 {
+				continue
+			}
+			ruled = append(ruled, RuledOut{Policy: v.Policy, Why: "breaks a safety rule as it is: " + adj[0].Caller + " → " + adj[0].Callee + " " + adj[0].Operation + ": " + adj[0].Why})
+			v.Policy += SafeSuffix
+			for i := range adj {
+				adj[i].Policy = v.Policy
+			}
+		}
+		all = append(all, adj...)
+		vs = append(vs, variant{policy: v.Policy, model: m, adjusted: adj})
+	}
+	isRuled := func(p string) bool { return slices.ContainsFunc(ruled, func(r RuledOut) bool { return r.Policy == p }) }
+	for i := range vs {
+		if vs[i].policy == "none" || isRuled(vs[i].policy) {
+			continue
+		}
+		for j := range i {
+			if (vs[j].policy == "none" || !isRuled(vs[j].policy)) && samePolicies(vs[i].model, vs[j].model) {
+				ruled = append(ruled, RuledOut{Policy: vs[i].policy, Why: "after the safety rules it is the same as " + vs[j].policy})
+				break
+			}
+		}
+	}
+	return vs, ruled, all
+}
+
+// recommend ranks the candidates and words the winner's changes.
+func recommend(vs []variant, noneAt int, verdicts []Verdict, observed *replay.Model, facts []edgeFacts, ruled []RuledOut, adj []Adjustment, given bool, assumption string) (Recommendation, *replay.Model) {
+	rec := Recommendation{Changes: []Change{}, Ranking: []string{}, RuledOut: ruled, Safety: adj, Assumption: assumption}
+	if rec.RuledOut == nil {
+		rec.RuledOut = []RuledOut{}
+	}
+	if rec.Safety == nil {
+		rec.Safety = []Adjustment{}
+	}
+	var cands []string
+	for i, v := range vs {
+		if i != noneAt && !slices.ContainsFunc(ruled, func(r RuledOut) bool { return r.Policy == v.policy }) {
+			cands = append(cands, v.policy)
+		}
+	}
+	order, key := rank(standings(cands, verdicts), given)
+	for _, s := range order {
+		rec.Ranking = append(rec.Ranking, s.policy)
+	}
+	if len(order) == 0 {
+		rec.Reason = "no candidate policy is left after the safety rules"
+		return rec, nil
+	}
+	w := order[0]
+	if given && w.collapses {
+		rec.Reason = fmt.Sprintf("every policy stays collapsed at the given utilization (%s): add capacity, shed load, or try budget, breaker and deadline together", w.worst)
+		return rec, nil
+	}
+	rec.Policy = w.policy
+	rec.Reason = reason(w, key, given, assumption)
+	var m *replay.Model
+	for _, v := range vs {
+		if v.policy == w.policy {
+			m = v.model
+			rec.Changes = changes(observed, m, facts, v.adjusted)
+		}
+	}
+	return rec, m
+}
+
+// degradedServices is each degradation's degraded dependency, checking
+// that every service its faults name is in the model.
+func degradedServices(m *replay.Model, ds []replay.Degradation) ([]string, error) {
+	have := serviceNames(m)
+	var out []string
+	for _, d := range ds {
+		if len(d.Faults) == 0 {
+			return nil, fmt.Errorf("degradation %q has no fault", d.Name)
+		}
+		for _, f := range d.Faults {
+			for _, s := range []string{f.Service, f.Caller} {
+				if s != "" && !slices.Contains(have, s) {
+					return nil, fmt.Errorf("degradation %s: no service %q in the model (have %s)", d.Name, s, strings.Join(have, ", "))
+				}
+			}
+		}
+		out = append(out, d.Faults[0].Service)
+	}
+	return out, nil
+}
+
+func serviceNames(m *replay.Model) []string {
+	var n []string
+	for _, s := range m.Services {
+		n = append(n, s.Name)
+	}
+	slices.Sort(n)
+	return n
+}
+
+func uniq(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

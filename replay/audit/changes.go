@@ -1,0 +1,144 @@
+package audit
+
+import (
+	"fmt"
+
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// Actions of a Change.
+const (
+	ActionStopRetrying       = "stop-retrying"
+	ActionAddRetries         = "add-retries"
+	ActionHedge              = "hedge"
+	ActionAddJitter          = "add-jitter"
+	ActionAddBudget          = "add-budget"
+	ActionHonourRetryAfter   = "honour-retry-after"
+	ActionAddBreaker         = "add-breaker"
+	ActionKeepBreaker        = "keep-breaker"
+	ActionPropagateDeadline  = "propagate-deadline"
+	ActionSendIdempotencyKey = "send-idempotency-key"
+	ActionSetPerTryTimeout   = "set-per-try-timeout"
+	ActionShedRetries        = "shed-retries"
+)
+
+// Change is one concrete change on one edge (or one service, for Callee
+// "" and Operation ""): what to do, from what to what, and why.
+type Change struct {
+	Caller    string `json:"caller"`
+	Callee    string `json:"callee"`
+	Operation string `json:"operation"`
+	Action    string `json:"action"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Why       string `json:"why"`
+}
+
+// changes lists how the recommended model differs from observed, edge by
+// edge; edges where nothing changes are not listed. adj are the safety
+// rules' adjustments to the recommendation, which give the why where a
+// rule made the change.
+func changes(observed, rec *replay.Model, facts []edgeFacts, adj []Adjustment) []Change {
+	out := []Change{}
+	for i := range rec.Edges {
+		e := rec.Edges[i]
+		o, n := observed.Edges[i].Policy, e.Policy
+		if samePolicy(o, n) {
+			continue
+		}
+		caller, callee := rec.Services[e.Caller].Name, rec.Services[e.Callee].Name
+		op := rec.Services[e.Callee].Ops[e.CalleeOp].Name
+		ruled := func(rule string) string {
+			for _, a := range adj {
+				if a.Rule == rule && a.Caller == caller && a.Callee == callee && a.Operation == op {
+					return a.Why
+				}
+			}
+			return ""
+		}
+		add := func(action, from, to, why string) {
+			out = append(out, Change{Caller: caller, Callee: callee, Operation: op, Action: action, From: from, To: to, Why: why})
+		}
+		retries, hedges := n.MaxAttempts > 1 && n.HedgeAfter == 0, n.HedgeAfter > 0
+		switch {
+		case o.MaxAttempts > 1 && n.MaxAttempts == 1:
+			why := ruled(RuleNonIdempotent)
+			if why == "" {
+				why = "the recommended policy does not retry here: one layer's retries are enough"
+			}
+			add(ActionStopRetrying, attempts(o), "1 attempt", why)
+			if f := facts[i]; f.write != "" && !f.keyed {
+				add(ActionSendIdempotencyKey, keyWords(f), "a key on every call, deduplicated by "+callee,
+					"with a key the retries can come back: the callee then answers a repeated write from its record")
+			}
+		case hedges && o.HedgeAfter == 0:
+			how := fmt.Sprintf("one hedge after %s (at least the callee's p95 of %s)", ms(n.HedgeAfter), ms(e.CalleeP95))
+			if o.MaxAttempts > 1 {
+				add(ActionHedge, attempts(o), how, "instead of retrying: a hedge asks again while the first attempt is still slow, not after it failed")
+			} else {
+				add(ActionHedge, "1 attempt", how, "an addition: this edge did not retry; the hedge cuts the tail of a slow callee")
+			}
+		case o.MaxAttempts == 1 && retries:
+			add(ActionAddRetries, "1 attempt", attempts(n), "transient failures of "+callee+" are retried once the budget allows")
+		case o.MaxAttempts > 1 && retries && o.Backoff.Jitter == "none" && n.Backoff.Jitter != "none" && n.Backoff.Jitter != "":
+			add(ActionAddJitter, "no jitter", n.Backoff.Jitter+" jitter", "clients that fail together would otherwise retry together")
+		}
+		if n.MaxAttempts > 1 && n.Budget != nil && o.Budget == nil {
+			add(ActionAddBudget, "no retry budget", "retries under 10% of calls over 10 s, shared by every caller of "+callee,
+				"a budget caps what retries add to a struggling callee: load stays near 1.1x during an outage")
+		}
+		if n.MaxAttempts > 1 && n.HonorRetryAfter && !o.HonorRetryAfter {
+			add(ActionHonourRetryAfter, "Retry-After ignored", "wait at least Retry-After", "the callee says when it can take work again")
+		}
+		if n.Breaker != nil && o.Breaker == nil {
+			add(ActionAddBreaker, "no breaker", fmt.Sprintf("open after %d consecutive failures for %.0f s, jittered half-open", n.Breaker.ConsecutiveFailures, n.Breaker.OpenFor),
+				"a breaker stops sending to a callee that is down")
+		}
+		if why := ruled(RuleKeepBreaker); why != "" {
+			add(ActionKeepBreaker, "breaker", "breaker", why)
+		}
+		if n.Propagate && !o.Propagate {
+			add(ActionPropagateDeadline, "deadline not propagated", "deadline propagated", "the callee drops work whose caller gave up")
+		}
+		if n.PerTryTimeout != o.PerTryTimeout {
+			add(ActionSetPerTryTimeout, timeoutText(o.PerTryTimeout), timeoutText(n.PerTryTimeout), "a slow attempt is abandoned and asked for again after this long")
+		}
+	}
+	for i := range rec.Services {
+		if i < len(observed.Services) && rec.Services[i].ShedRetriesAt > 0 && observed.Services[i].ShedRetriesAt == 0 {
+			out = append(out, Change{Caller: rec.Services[i].Name, Action: ActionShedRetries, From: "retries queued like first attempts",
+				To:  fmt.Sprintf("retries shed first once %d requests are queued", rec.Services[i].ShedRetriesAt),
+				Why: "room is kept for first attempts when the service is overloaded"})
+		}
+	}
+	return out
+}
+
+func attempts(p replay.Policy) string {
+	if p.MaxAttempts == 1 {
+		return "1 attempt"
+	}
+	s := fmt.Sprintf("up to %d attempts", p.MaxAttempts)
+	switch p.Backoff.Kind {
+	case "exponential":
+		s += fmt.Sprintf(", exponential backoff from %s ×%g", ms(p.Backoff.Base), p.Backoff.Multiplier)
+		if p.Backoff.Cap > 0 {
+			s += " capped at " + ms(p.Backoff.Cap)
+		}
+	case "constant":
+		s += ", constant " + ms(p.Backoff.Base) + " backoff"
+	default:
+		s += ", no backoff"
+	}
+	if p.Backoff.Jitter != "" && p.Backoff.Jitter != "none" {
+		s += ", " + p.Backoff.Jitter + " jitter"
+	}
+	return s
+}
+
+func timeoutText(s float64) string {
+	if s == 0 {
+		return "no per-try timeout"
+	}
+	return ms(s) + " per try"
+}

@@ -1,0 +1,133 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/retryaudit/retryaudit/degrade"
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// pool runs simulations on every core: at most GOMAXPROCS at once, however
+// many goroutines ask. Runs are independent and deterministic, so results
+// do not depend on scheduling.
+type pool struct {
+	slots    chan struct{}
+	mu       sync.Mutex
+	done     int
+	progress func(done int)
+}
+
+func newPool(progress func(done int)) *pool {
+	return &pool{slots: make(chan struct{}, runtime.GOMAXPROCS(0)), progress: progress}
+}
+
+// run simulates one model, waiting for a free core; it gives up when ctx
+// is done.
+func (p *pool) run(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return replay.Result{}, ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	if err := ctx.Err(); err != nil {
+		return replay.Result{}, err
+	}
+	r, err := replay.Run(m, faults, cfg)
+	if p.progress != nil {
+		p.mu.Lock()
+		p.done++
+		p.progress(p.done)
+		p.mu.Unlock()
+	}
+	return r, err
+}
+
+// each calls f(0..n-1) concurrently and returns the first error.
+func each(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// variant is one candidate policy: its name, the model as simulated (after
+// the safety rules) and the rules' adjustments.
+type variant struct {
+	policy   string
+	model    *replay.Model
+	adjusted []Adjustment
+}
+
+// matrix holds every run of the audit at today's load: runs[s][d][v] is
+// variant v under degradation d with seed s; base[s] is policy none with
+// no fault, the reference of work amplification.
+type matrix struct {
+	seeds []uint64
+	runs  [][][]replay.Result
+	base  []replay.Result
+}
+
+// runMatrix runs every variant under every degradation for every seed on
+// every core, and fills in work amplification and yield per seed (against
+// none, variant noneAt).
+func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []replay.Degradation, seeds []uint64, cfg replay.RunConfig) (*matrix, error) {
+	mx := &matrix{seeds: seeds, runs: make([][][]replay.Result, len(seeds)), base: make([]replay.Result, len(seeds))}
+	for s := range seeds {
+		mx.runs[s] = make([][]replay.Result, len(ds))
+		for d := range ds {
+			mx.runs[s][d] = make([]replay.Result, len(vs))
+		}
+	}
+	per := len(ds)*len(vs) + 1
+	err := each(len(seeds)*per, func(i int) error {
+		s, j := i/per, i%per
+		c := cfg
+		c.Seed = seeds[s]
+		if j == per-1 {
+			r, err := p.run(ctx, vs[noneAt].model, nil, c)
+			r.Policy, r.Degradation = "none", "baseline"
+			mx.base[s] = r
+			return err
+		}
+		d, v := j/len(vs), j%len(vs)
+		r, err := p.run(ctx, vs[v].model, ds[d].Faults, c)
+		if err != nil {
+			return fmt.Errorf("policy %s under %s: %w", vs[v].policy, ds[d].Name, err)
+		}
+		r.Policy, r.Degradation = vs[v].policy, ds[d].Name
+		mx.runs[s][d][v] = r
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for s := range seeds {
+		for d := range ds {
+			row := mx.runs[s][d]
+			replay.Compare(row, mx.base[s], row[noneAt])
+		}
+	}
+	return mx, nil
+}
+
+// collapsed says a run stayed collapsed after its trigger: goodput never
+// came back to 90% of its level before the trigger, and was still under
+// it once the run had had time to settle. A dip that comes back (queueing
+// noise at high utilization) is not a collapse.
+func collapsed(r *replay.Result) bool { return r.Metastable && r.RecoveryS == nil }

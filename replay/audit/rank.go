@@ -1,0 +1,148 @@
+package audit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// standing is one candidate policy across every degradation: what the
+// ranking compares.
+type standing struct {
+	policy string
+	// critical is the lowest critical utilization over the degradations
+	// searched (1 where it recovers at SearchHigh or nothing was searched).
+	critical   float64
+	criticalAt string // the degradation it is lowest under
+	// collapses: above its critical utilization somewhere, at the user's
+	// utilization; worst names where.
+	collapses bool
+	worst     string
+	avail     Stat // mean over degradations of each seed statistic
+	extra     Stat
+}
+
+func standings(policies []string, vs []Verdict) []standing {
+	var out []standing
+	for _, p := range policies {
+		s := standing{policy: p, critical: 1}
+		n := 0.0
+		for _, v := range vs {
+			if v.Policy != p {
+				continue
+			}
+			n++
+			if v.CriticalSearched && v.CriticalUtilization != nil && *v.CriticalUtilization < s.critical {
+				s.critical, s.criticalAt = *v.CriticalUtilization, v.Degradation
+			}
+			if v.Collapses && !s.collapses {
+				s.collapses, s.worst = true, v.Degradation
+			}
+			s.avail.Mean += v.Availability.Mean
+			s.avail.Min += v.Availability.Min
+			s.avail.Max += v.Availability.Max
+			s.extra.Mean += v.ExtraWork.Mean
+			s.extra.Min += v.ExtraWork.Min
+			s.extra.Max += v.ExtraWork.Max
+		}
+		if n > 0 {
+			s.avail = Stat{s.avail.Mean / n, s.avail.Min / n, s.avail.Max / n}
+			s.extra = Stat{s.extra.Mean / n, s.extra.Min / n, s.extra.Max / n}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// criticalTie is how close two critical utilizations must be to count as
+// equal: the search's resolution, both ways.
+const criticalTie = 2 * SearchTolerance
+
+// rank orders the candidates: first those that never collapse at the
+// user's utilization (given: whether any was) or else by the largest
+// critical utilization, within the search's resolution; then by
+// availability during the faults, differences within the seed spread
+// counting as ties; then by the least extra work, likewise; and last by
+// the order the candidates were given in. It returns the order and, for
+// the winner, the key that decided against the runner-up.
+func rank(cands []standing, given bool) ([]standing, string) {
+	left := slices.Clone(cands)
+	var out []standing
+	decided := ""
+	for len(left) > 0 {
+		pool, key := best(left, given)
+		if len(out) == 0 {
+			decided = key
+		}
+		out = append(out, pool[0])
+		left = slices.DeleteFunc(left, func(s standing) bool { return s.policy == pool[0].policy })
+	}
+	return out, decided
+}
+
+// best narrows the candidates key by key and returns those left, in
+// order, and the key that narrowed them last.
+func best(cands []standing, given bool) ([]standing, string) {
+	key := "the order of the candidates (every key tied within the seed noise)"
+	narrow := func(name string, keep func(s standing) bool) {
+		var kept []standing
+		for _, s := range cands {
+			if keep(s) {
+				kept = append(kept, s)
+			}
+		}
+		if len(kept) > 0 && len(kept) < len(cands) {
+			key = name
+		}
+		if len(kept) > 0 {
+			cands = kept
+		}
+	}
+	if given {
+		narrow("never collapsing at the given utilization", func(s standing) bool { return !s.collapses })
+	} else {
+		top := 0.0
+		for _, s := range cands {
+			top = max(top, s.critical)
+		}
+		narrow("critical utilization", func(s standing) bool { return s.critical >= top-criticalTie })
+	}
+	var top standing
+	for i, s := range cands {
+		if i == 0 || s.avail.Mean > top.avail.Mean {
+			top = s
+		}
+	}
+	narrow("availability during the faults", func(s standing) bool { return s.avail.Overlaps(top.avail) })
+	for i, s := range cands {
+		if i == 0 || s.extra.Mean < top.extra.Mean {
+			top = s
+		}
+	}
+	narrow("extra work", func(s standing) bool { return s.extra.Overlaps(top.extra) })
+	return cands, key
+}
+
+// reason says in one sentence why the winner was chosen.
+func reason(w standing, key string, given bool, assumption string) string {
+	var b strings.Builder
+	switch {
+	case given && w.collapses:
+		fmt.Fprintf(&b, "%s is the best of policies that all collapse at the given utilization (%s)", w.policy, w.worst)
+	case given:
+		fmt.Fprintf(&b, "%s never collapses at the given utilization", w.policy)
+	case w.critical >= 1:
+		fmt.Fprintf(&b, "%s recovers after every trigger up to %.2f utilization of the degraded dependency", w.policy, SearchHigh)
+	default:
+		fmt.Fprintf(&b, "%s tolerates the most load before a trigger becomes an outage: up to %.2f utilization of the degraded dependency under its worst degradation, %s", w.policy, w.critical, w.criticalAt)
+	}
+	extra := fmt.Sprintf("%+.2f", w.extra.Mean)
+	if extra == "-0.00" || extra == "+0.00" {
+		extra = "0.00"
+	}
+	fmt.Fprintf(&b, ", with availability %.3f (%.3f–%.3f over the seeds) and extra work %s; decided by %s", w.avail.Mean, w.avail.Min, w.avail.Max, extra, key)
+	if assumption != "" {
+		b.WriteString("; " + assumption)
+	}
+	return b.String()
+}

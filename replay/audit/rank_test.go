@@ -1,0 +1,108 @@
+package audit
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+func verdict(policy, deg string, crit *float64, avail, extra Stat, collapses bool) Verdict {
+	return Verdict{Policy: policy, Degradation: deg, Seeds: 3, CriticalSearched: true, CriticalUtilization: crit,
+		Availability: avail, ExtraWork: extra, Collapses: collapses}
+}
+
+func ptr(x float64) *float64 { return &x }
+
+// TestRank pins the ranking on hand-built verdicts: critical utilization
+// first (ties within the search's resolution), then availability (ties
+// within the seed spread), then extra work (likewise), then the order of
+// the candidates; with a given utilization, never collapsing comes first.
+func TestRank(t *testing.T) {
+	good, fine := Stat{0.99, 0.98, 1}, Stat{0.985, 0.97, 0.99}
+	poor := Stat{0.90, 0.88, 0.92}
+	little, lot := Stat{0.01, 0, 0.02}, Stat{0.5, 0.4, 0.6}
+	for _, c := range []struct {
+		name     string
+		given    bool
+		verdicts []Verdict
+		want     []string
+		key      string
+	}{
+		{"largest critical utilization wins over availability", false, []Verdict{
+			verdict("a", "d1", ptr(0.3), good, little, false),
+			verdict("b", "d1", ptr(0.6), poor, lot, false),
+		}, []string{"b", "a"}, "critical utilization"},
+		{"null (recovers at 0.95) beats any value", false, []Verdict{
+			verdict("a", "d1", ptr(0.9), good, little, false),
+			verdict("b", "d1", nil, poor, little, false),
+		}, []string{"b", "a"}, "critical utilization"},
+		{"the worst degradation counts", false, []Verdict{
+			verdict("a", "d1", nil, good, little, false), verdict("a", "d2", ptr(0.2), good, little, false),
+			verdict("b", "d1", ptr(0.5), good, little, false), verdict("b", "d2", ptr(0.5), good, little, false),
+		}, []string{"b", "a"}, "critical utilization"},
+		{"critical utilizations within 0.04 tie; availability decides", false, []Verdict{
+			verdict("a", "d1", ptr(0.62), poor, little, false),
+			verdict("b", "d1", ptr(0.60), good, little, false),
+		}, []string{"b", "a"}, "availability during the faults"},
+		{"availability within the seed spread ties; extra work decides", false, []Verdict{
+			verdict("a", "d1", nil, good, lot, false),
+			verdict("b", "d1", nil, fine, little, false),
+		}, []string{"b", "a"}, "extra work"},
+		{"everything within the noise: the order of the candidates", false, []Verdict{
+			verdict("a", "d1", nil, fine, little, false),
+			verdict("b", "d1", nil, good, little, false),
+		}, []string{"a", "b"}, "the order of the candidates (every key tied within the seed noise)"},
+		{"given a utilization, never collapsing comes first", true, []Verdict{
+			verdict("a", "d1", ptr(0.3), good, little, true),
+			verdict("b", "d1", ptr(0.5), poor, lot, false),
+		}, []string{"b", "a"}, "never collapsing at the given utilization"},
+		{"given a utilization, critical utilization no longer ranks", true, []Verdict{
+			verdict("a", "d1", ptr(0.5), poor, little, false),
+			verdict("b", "d1", ptr(0.9), good, little, false),
+			verdict("c", "d1", nil, poor, little, false),
+		}, []string{"b", "a", "c"}, "availability during the faults"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var policies []string
+			for _, v := range c.verdicts {
+				if !slices.Contains(policies, v.Policy) {
+					policies = append(policies, v.Policy)
+				}
+			}
+			order, key := rank(standings(policies, c.verdicts), c.given)
+			var got []string
+			for _, s := range order {
+				got = append(got, s.policy)
+			}
+			if !slices.Equal(got, c.want) || key != c.key {
+				t.Errorf("rank = %v decided by %q, want %v by %q", got, key, c.want, c.key)
+			}
+		})
+	}
+}
+
+// TestYieldOnlyAboveNoise: yield is reported only where extra work
+// exceeds its seed spread, and never for none.
+func TestYieldOnlyAboveNoise(t *testing.T) {
+	mx := &matrix{seeds: []uint64{1, 2}}
+	// Hand-built per-seed runs of none, a (clear extra work) and b (noise).
+	type run struct{ avail, wa float64 }
+	runs := [][]run{{{0.90, 1}, {0.99, 1.5}, {0.99, 1.1}}, {{0.92, 1}, {0.99, 1.6}, {0.98, 0.9}}}
+	for s := range runs {
+		row := make([]replay.Result, 3)
+		for v, r := range runs[s] {
+			row[v].Availability, row[v].WorkAmplification, row[v].Policy = r.avail, r.wa, []string{"none", "a", "b"}[v]
+		}
+		mx.runs = append(mx.runs, [][]replay.Result{row})
+	}
+	vs := []variant{{policy: "none"}, {policy: "a"}, {policy: "b"}}
+	got := mx.verdicts(vs, 0, []replay.Degradation{{Name: "d"}}, []string{"db"})
+	if got[0].Yield != nil || got[2].Yield != nil {
+		t.Errorf("yield of none %v, of b (extra work within its spread) %v: want none", got[0].Yield, got[2].Yield)
+	}
+	if y := got[1].Yield; y == nil || math.Abs(*y-0.08/0.55) > 1e-9 {
+		t.Errorf("yield of a = %v, want (0.99-0.91)/0.55", y)
+	}
+}

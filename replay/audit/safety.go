@@ -1,0 +1,215 @@
+package audit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// Safety rules, by the names the report gives them.
+const (
+	RuleNonIdempotent = "non-idempotent" // no hedge, no retry added or kept on a write without keys
+	RuleHedgeDelay    = "hedge-delay"    // a hedge delay in [callee p95, per-try timeout)
+	RuleKeepBreaker   = "keep-breaker"   // a breaker seen in the traces is kept
+)
+
+// Declarations are what the user knows about operations that traces
+// cannot show. Each entry names an operation or a method (exactly).
+type Declarations struct {
+	// Idempotent operations may be retried though their method does not
+	// say so (gRPC methods, SQL statements).
+	Idempotent []string
+	// InflightDedup operations deduplicate concurrent duplicates on the
+	// server (by idempotency key), so keyed calls may be hedged.
+	InflightDedup []string
+}
+
+func (d Declarations) matches(list []string, e *graph.Edge, op string) bool {
+	return slices.Contains(list, op) || e != nil && e.Method != "" && slices.Contains(list, e.Method)
+}
+
+// edgeFacts is what the safety rules know about one model edge.
+type edgeFacts struct {
+	write   string // why the operation is not idempotent; "" if it is
+	keyed   bool   // the traces show a key on every retried call
+	dedup   bool   // declared in-flight deduplication
+	retried int    // retried calls seen, for the wording
+	withKey int
+}
+
+var (
+	httpReads  = []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"}
+	httpWrites = []string{"POST", "PATCH", "CONNECT"}
+	sqlReads   = []string{"SELECT", "SHOW", "EXPLAIN", "DESCRIBE"}
+	sqlWrites  = []string{"INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "REPLACE", "CREATE", "ALTER", "DROP", "TRUNCATE", "CALL", "EXEC", "EXECUTE", "COPY"}
+)
+
+// classify says why an operation is not idempotent, or "": HTTP POST,
+// PATCH and CONNECT; every RPC method not declared idempotent; SQL
+// statements that write. An operation none of these recognise is taken
+// as its method says (idempotent).
+func classify(method, op string, declared bool) string {
+	if declared {
+		return ""
+	}
+	m := strings.ToUpper(method)
+	first := strings.ToUpper(strings.Fields(op + " x")[0])
+	switch {
+	case slices.Contains(httpWrites, m):
+		return "HTTP " + m
+	case slices.Contains(httpReads, m):
+		return ""
+	case method != "":
+		return fmt.Sprintf("RPC method %s, not declared idempotent (--idempotent %s)", method, method)
+	case slices.Contains(httpWrites, first):
+		return "HTTP " + first
+	case slices.Contains(sqlWrites, first):
+		return "SQL " + first
+	}
+	return ""
+}
+
+// factsOf finds each model edge's topology edge and classifies it.
+func factsOf(m *replay.Model, top *graph.Topology, decl Declarations) []edgeFacts {
+	byKey := map[[4]string]*graph.Edge{}
+	if top != nil {
+		for i := range top.Edges {
+			e := &top.Edges[i]
+			byKey[[4]string{e.Caller, e.CallerOperation, e.Callee, e.Operation}] = e
+		}
+	}
+	out := make([]edgeFacts, len(m.Edges))
+	for i, me := range m.Edges {
+		caller, callee := m.Services[me.Caller], m.Services[me.Callee]
+		op := callee.Ops[me.CalleeOp].Name
+		ge := byKey[[4]string{caller.Name, caller.Ops[me.CallerOp].Name, callee.Name, op}]
+		f := &out[i]
+		method := ""
+		if ge != nil {
+			method = ge.Method
+			if id := ge.Idempotency; id != nil {
+				f.retried, f.withKey = id.RetriedCalls, id.WithKey
+				f.keyed = id.RetriedCalls > 0 && id.WithKey == id.RetriedCalls
+			}
+		} else if !me.Idempotent {
+			f.write = "not idempotent in the model"
+		}
+		if f.write == "" {
+			f.write = classify(method, op, decl.matches(decl.Idempotent, ge, op))
+		}
+		f.dedup = decl.matches(decl.InflightDedup, ge, op)
+	}
+	return out
+}
+
+// Adjustment is one safety rule changing one candidate on one edge.
+type Adjustment struct {
+	Policy    string `json:"policy"`
+	Caller    string `json:"caller"`
+	Callee    string `json:"callee"`
+	Operation string `json:"operation"`
+	Rule      string `json:"rule"`
+	Why       string `json:"why"`
+}
+
+// applySafety returns candidate c made safe against the observed model:
+// the rules of the audit applied edge by edge, with what each changed.
+// Model edges' Idempotent flags are set from the facts.
+func applySafety(policy string, observed, c *replay.Model, facts []edgeFacts) (*replay.Model, []Adjustment) {
+	out := *c
+	out.Edges = slices.Clone(c.Edges)
+	var adj []Adjustment
+	for i := range out.Edges {
+		e := &out.Edges[i]
+		o, n := observed.Edges[i].Policy, &e.Policy
+		f := facts[i]
+		e.Idempotent = f.write == "" || f.keyed
+		note := func(rule, format string, args ...any) {
+			adj = append(adj, Adjustment{Policy: policy, Caller: out.Services[e.Caller].Name, Callee: out.Services[e.Callee].Name,
+				Operation: out.Services[e.Callee].Ops[e.CalleeOp].Name, Rule: rule, Why: fmt.Sprintf(format, args...)})
+		}
+		if f.write != "" && n.HedgeAfter > 0 && !(f.keyed && f.dedup) {
+			n.HedgeAfter, n.MaxAttempts = 0, 1
+			why := "no idempotency key on every retried call"
+			if f.keyed {
+				why = "keyed, but no in-flight deduplication declared (--inflight-dedup)"
+			}
+			note(RuleNonIdempotent, "not hedged: %s is not idempotent (%s) and a hedge sends a concurrent duplicate", f.write, why)
+		}
+		if f.write != "" && n.MaxAttempts > 1 && n.HedgeAfter == 0 && !f.keyed {
+			verb := "not retried"
+			if o.MaxAttempts > 1 {
+				verb = "retries stopped"
+			}
+			n.MaxAttempts = 1
+			note(RuleNonIdempotent, "%s: %s is not idempotent and %s: a retry after a lost response repeats the write", verb, f.write, keyWords(f))
+		}
+		if n.HedgeAfter > 0 && n.HedgeAfter != o.HedgeAfter {
+			switch {
+			case n.HedgeAfter < e.CalleeP95:
+				note(RuleHedgeDelay, "no hedge: %s is below the callee's p95 of %s", ms(n.HedgeAfter), ms(e.CalleeP95))
+				n.HedgeAfter, n.MaxAttempts = 0, 1
+			case n.PerTryTimeout > 0 && n.HedgeAfter >= n.PerTryTimeout:
+				note(RuleHedgeDelay, "no hedge: after %s it could never fire behind the %s per-try timeout", ms(n.HedgeAfter), ms(n.PerTryTimeout))
+				n.HedgeAfter, n.MaxAttempts = 0, 1
+			}
+		}
+		if o.Breaker != nil && n.Breaker == nil {
+			b := *o.Breaker
+			n.Breaker = &b
+			note(RuleKeepBreaker, "the circuit breaker seen in the traces is kept")
+		}
+	}
+	return &out, adj
+}
+
+func keyWords(f edgeFacts) string {
+	if f.retried == 0 {
+		return "no retried call shows an idempotency key"
+	}
+	return fmt.Sprintf("%d of %d retried calls carry no idempotency key", f.retried-f.withKey, f.retried)
+}
+
+func ms(s float64) string {
+	v := 1000 * s
+	if v < 10 {
+		return fmt.Sprintf("%.2gms", v)
+	}
+	return fmt.Sprintf("%.0fms", v)
+}
+
+// samePolicies reports whether two models (of the same graph) give every
+// edge and service the same client policy.
+func samePolicies(a, b *replay.Model) bool {
+	if a.RootPropagate != b.RootPropagate || len(a.Edges) != len(b.Edges) {
+		return false
+	}
+	for i := range a.Edges {
+		if !samePolicy(a.Edges[i].Policy, b.Edges[i].Policy) {
+			return false
+		}
+	}
+	for i := range a.Services {
+		if a.Services[i].ShedRetriesAt != b.Services[i].ShedRetriesAt {
+			return false
+		}
+	}
+	return true
+}
+
+func samePolicy(a, b replay.Policy) bool {
+	if a.MaxAttempts == 1 && b.MaxAttempts == 1 && a.HedgeAfter == 0 && b.HedgeAfter == 0 {
+		// One attempt: backoff, budget and Retry-After never act.
+		a.Backoff, b.Backoff = replay.Backoff{}, replay.Backoff{}
+		a.Budget, b.Budget, a.SharedBudget, b.SharedBudget = nil, nil, false, false
+		a.HonorRetryAfter, b.HonorRetryAfter = false, false
+	}
+	return a.MaxAttempts == b.MaxAttempts && a.PerTryTimeout == b.PerTryTimeout && a.Deadline == b.Deadline &&
+		a.Propagate == b.Propagate && a.Backoff == b.Backoff && a.HonorRetryAfter == b.HonorRetryAfter &&
+		(a.Budget == nil) == (b.Budget == nil) && a.SharedBudget == b.SharedBudget &&
+		(a.Breaker == nil) == (b.Breaker == nil) && (a.Breaker == nil || *a.Breaker == *b.Breaker) &&
+		a.HedgeAfter == b.HedgeAfter
+}

@@ -1,0 +1,167 @@
+package audit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/retryaudit/retryaudit/graph"
+	"github.com/retryaudit/retryaudit/replay"
+)
+
+// fanOut is a hand-built model: one caller "api" making one call per edge
+// to "svc", each edge an operation of its own, with the observed policies
+// given, and its topology (methods and idempotency keys).
+func fanOut(edges []graph.Edge, observed []replay.Policy) (*replay.Model, *graph.Topology) {
+	m := &replay.Model{
+		Services: []replay.Service{{Name: "api", Workers: 8, Ops: []replay.Op{{Name: "handle", Time: replay.Constant(0.001)}}}, {Name: "svc", Workers: 8}},
+		Entry:    []replay.Entry{{Service: 0, Op: 0, Weight: 1}},
+		Rate:     10,
+	}
+	top := &graph.Topology{}
+	for i, e := range edges {
+		e.Caller, e.CallerOperation, e.Callee = "api", "handle", "svc"
+		top.Edges = append(top.Edges, e)
+		m.Services[1].Ops = append(m.Services[1].Ops, replay.Op{Name: e.Operation, Time: replay.Constant(0.01)})
+		m.Edges = append(m.Edges, replay.Edge{Caller: 0, CallerOp: 0, Callee: 1, CalleeOp: i, Prob: 1, Repeat: 1,
+			Idempotent: graph.IdempotentMethod(e.Method), CalleeP95: 0.05, Policy: observed[i]})
+		m.Services[0].Ops[0].Calls = append(m.Services[0].Ops[0].Calls, i)
+	}
+	return m, top
+}
+
+// TestSafetyRules pins every safety rule on hand-built edges.
+func TestSafetyRules(t *testing.T) {
+	one := replay.Policy{MaxAttempts: 1}
+	three := replay.Policy{MaxAttempts: 3, Backoff: replay.DefaultBackoff}
+	hedge := func(after, perTry float64) replay.Policy {
+		return replay.Policy{MaxAttempts: 2, HedgeAfter: after, PerTryTimeout: perTry}
+	}
+	keys := &graph.Idempotency{RetriedCalls: 10, WithKey: 10}
+	breaker := replay.DefaultBreaker
+	withBreaker := replay.Policy{MaxAttempts: 3, Breaker: &breaker}
+	decl := Declarations{Idempotent: []string{"GetStock"}, InflightDedup: []string{"POST /deduped"}}
+	for _, c := range []struct {
+		name               string
+		edge               graph.Edge
+		observed, proposed replay.Policy
+		wantAttempts       int
+		wantHedge          float64
+		wantRule           string // "" for no adjustment
+		wantBreaker        bool
+	}{
+		{"a GET may retry", graph.Edge{Operation: "GET /a", Method: "GET"}, one, three, 3, 0, "", false},
+		{"a POST without keys is not given retries", graph.Edge{Operation: "POST /b", Method: "POST"}, one, three, 1, 0, RuleNonIdempotent, false},
+		{"a POST without keys does not keep its retries", graph.Edge{Operation: "POST /c", Method: "POST", Idempotency: &graph.Idempotency{RetriedCalls: 10, WithKey: 9}}, three, three, 1, 0, RuleNonIdempotent, false},
+		{"a PATCH with keys on every retried call may retry", graph.Edge{Operation: "PATCH /d", Method: "PATCH", Idempotency: keys}, three, three, 3, 0, "", false},
+		{"a keyed POST is not hedged without in-flight dedup", graph.Edge{Operation: "POST /e", Method: "POST", Idempotency: keys}, three, hedge(0.06, 0), 1, 0, RuleNonIdempotent, false},
+		{"a keyed POST with declared in-flight dedup may be hedged", graph.Edge{Operation: "POST /deduped", Method: "POST", Idempotency: keys}, three, hedge(0.06, 0), 2, 0.06, "", false},
+		{"an undeclared gRPC method is not retried", graph.Edge{Operation: "inventory.Inventory/Reserve", Method: "Reserve"}, one, three, 1, 0, RuleNonIdempotent, false},
+		{"a declared gRPC method may retry", graph.Edge{Operation: "inventory.Inventory/GetStock", Method: "GetStock"}, one, three, 3, 0, "", false},
+		{"a SQL write is not retried", graph.Edge{Operation: "INSERT orders"}, one, three, 1, 0, RuleNonIdempotent, false},
+		{"a SQL read may retry", graph.Edge{Operation: "SELECT stock"}, one, three, 3, 0, "", false},
+		{"a hedge below the callee's p95 is not proposed", graph.Edge{Operation: "GET /f", Method: "GET"}, one, hedge(0.01, 0), 1, 0, RuleHedgeDelay, false},
+		{"a hedge at or after the per-try timeout is not proposed", graph.Edge{Operation: "GET /g", Method: "GET"}, one, hedge(0.25, 0.1), 1, 0, RuleHedgeDelay, false},
+		{"a hedge between p95 and the per-try timeout is", graph.Edge{Operation: "GET /h", Method: "GET"}, one, hedge(0.06, 0.1), 2, 0.06, "", false},
+		{"a breaker seen is kept", graph.Edge{Operation: "GET /i", Method: "GET"}, withBreaker, three, 3, 0, RuleKeepBreaker, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			observed, top := fanOut([]graph.Edge{c.edge}, []replay.Policy{c.observed})
+			proposed, _ := fanOut([]graph.Edge{c.edge}, []replay.Policy{c.proposed})
+			got, adj := applySafety("p", observed, proposed, factsOf(observed, top, decl))
+			p := got.Edges[0].Policy
+			if p.MaxAttempts != c.wantAttempts || p.HedgeAfter != c.wantHedge || (p.Breaker != nil) != c.wantBreaker {
+				t.Errorf("policy %+v: want %d attempts, hedge after %g, breaker %v", p, c.wantAttempts, c.wantHedge, c.wantBreaker)
+			}
+			switch {
+			case c.wantRule == "" && len(adj) > 0:
+				t.Errorf("adjusted %+v, want no rule to act", adj)
+			case c.wantRule != "" && (len(adj) != 1 || adj[0].Rule != c.wantRule || adj[0].Why == "" || adj[0].Operation != c.edge.Operation):
+				t.Errorf("adjusted %+v, want rule %s stated once", adj, c.wantRule)
+			}
+		})
+	}
+}
+
+// TestChangesWords: a change is listed only where something changes; a
+// hedge replaces retries only on an edge that retried, and is an addition
+// on one that did not; stopping keyless retries says why and how to bring
+// them back.
+func TestChangesWords(t *testing.T) {
+	edges := []graph.Edge{
+		{Operation: "GET /same", Method: "GET"},
+		{Operation: "GET /retried", Method: "GET"},
+		{Operation: "GET /single", Method: "GET"},
+		{Operation: "POST /write", Method: "POST", Idempotency: &graph.Idempotency{RetriedCalls: 4}},
+	}
+	three := replay.Policy{MaxAttempts: 3, Backoff: replay.Backoff{Kind: "constant", Base: 0.02, Jitter: "none"}}
+	observed, top := fanOut(edges, []replay.Policy{three, three, {MaxAttempts: 1}, three})
+	proposed, _ := fanOut(edges, []replay.Policy{three, {MaxAttempts: 2, HedgeAfter: 0.06}, {MaxAttempts: 2, HedgeAfter: 0.06}, three})
+	facts := factsOf(observed, top, Declarations{})
+	safe, adj := applySafety("p", observed, proposed, facts)
+	got := changes(observed, safe, facts, adj)
+	byOp := map[string][]Change{}
+	for _, c := range got {
+		byOp[c.Operation] = append(byOp[c.Operation], c)
+	}
+	if len(byOp["GET /same"]) != 0 {
+		t.Errorf("an edge where nothing changes is listed: %+v", byOp["GET /same"])
+	}
+	if c := byOp["GET /retried"]; len(c) != 1 || c[0].Action != ActionHedge || !strings.Contains(c[0].Why, "instead of retrying") {
+		t.Errorf("hedge on a retrying edge: %+v", c)
+	}
+	if c := byOp["GET /single"]; len(c) != 1 || c[0].Action != ActionHedge || strings.Contains(c[0].Why, "instead") || !strings.Contains(c[0].Why, "addition") {
+		t.Errorf("hedge on a non-retrying edge: %+v", c)
+	}
+	if c := byOp["POST /write"]; len(c) != 2 || c[0].Action != ActionStopRetrying || !strings.Contains(c[0].Why, "not idempotent") ||
+		c[1].Action != ActionSendIdempotencyKey || c[0].From != "up to 3 attempts, constant 20ms backoff" || c[0].To != "1 attempt" {
+		t.Errorf("keyless POST retries: %+v", c)
+	}
+}
+
+// TestSafeVariants: when the observed policies break a rule, observed is
+// ruled out saying which, and observed+safe becomes a candidate; a
+// candidate the rules make equal to another is ruled out as the same;
+// none is never adjusted into retrying.
+func TestSafeVariants(t *testing.T) {
+	edges := []graph.Edge{{Operation: "GET /a", Method: "GET"}, {Operation: "POST /b", Method: "POST"}}
+	three := replay.Policy{MaxAttempts: 3, Backoff: replay.DefaultBackoff}
+	observed, top := fanOut(edges, []replay.Policy{three, three})
+	none, _ := fanOut(edges, []replay.Policy{{MaxAttempts: 1}, {MaxAttempts: 1}})
+	getOnly, _ := fanOut(edges, []replay.Policy{three, {MaxAttempts: 1}})
+	everywhere, _ := fanOut(edges, []replay.Policy{three, three})
+	vs, ruled, adj := safeVariants([]replay.Variant{
+		{Policy: "observed", Model: observed}, {Policy: "none", Model: none},
+		{Policy: "get-only", Model: getOnly}, {Policy: "everywhere", Model: everywhere},
+	}, observed, factsOf(observed, top, Declarations{}))
+	var names []string
+	for _, v := range vs {
+		names = append(names, v.policy)
+	}
+	if strings.Join(names, " ") != "observed observed+safe none get-only everywhere" {
+		t.Errorf("variants %v", names)
+	}
+	if vs[0].model.Edges[1].Policy.MaxAttempts != 3 {
+		t.Error("the observed baseline was changed: it must run as it is")
+	}
+	if vs[2].model.Edges[0].Policy.MaxAttempts != 1 {
+		t.Error("none was given retries")
+	}
+	want := map[string]string{
+		"observed":   "breaks a safety rule as it is: api → svc POST /b",
+		"get-only":   "the same as observed+safe",
+		"everywhere": "the same as observed+safe",
+	}
+	if len(ruled) != len(want) {
+		t.Errorf("ruled out %+v", ruled)
+	}
+	for _, r := range ruled {
+		if !strings.Contains(r.Why, want[r.Policy]) {
+			t.Errorf("%s ruled out: %q, want %q", r.Policy, r.Why, want[r.Policy])
+		}
+	}
+	for _, a := range adj {
+		if a.Policy == "observed" {
+			t.Errorf("an adjustment names the baseline: %+v", a)
+		}
+	}
+}
