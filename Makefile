@@ -2,13 +2,14 @@
 GO       ?= go
 BIN      := bin/retryaudit
 FUZZTIME ?= 4s
+FUZZLONG ?= 3m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz bench samples golden clean
+.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench samples golden clean
 
 ## help: list the targets
 help:
-	@awk -F': ' '/^## /{sub(/^## /,""); split($$0,a,": "); printf "  %-8s %s\n", a[1], substr($$0, length(a[1])+3)}' $(MAKEFILE_LIST)
+	@awk -F': ' '/^## /{sub(/^## /,""); split($$0,a,": "); printf "  %-10s %s\n", a[1], substr($$0, length(a[1])+3)}' $(MAKEFILE_LIST)
 
 ## build: build bin/retryaudit
 build:
@@ -57,6 +58,10 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg > /tmp/retryaudit-fuzz.log 2>&1 || { cat /tmp/retryaudit-fuzz.log; exit 1; }; \
 		done; \
 	done
+
+## fuzz-long: run every fuzz target for FUZZLONG each (default 3m per target)
+fuzz-long:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZLONG)
 
 ## bench: run the benchmarks (figures in README.md)
 bench:

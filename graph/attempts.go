@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,6 +56,10 @@ func classify(ix *index, client, server int32) (outcome, string) {
 		return outcomeOK, label
 	case grpcStatus != ingest.Absent:
 		c := int(grpcStatus)
+		if c < 0 || c >= len(grpcNames) {
+			// Not a gRPC status (ingest keeps 0..16; a hand-built set may not).
+			return outcomeClientError, fmt.Sprintf("grpc %d", c)
+		}
 		label := "grpc " + grpcNames[c]
 		switch c {
 		case 0:
@@ -68,16 +73,34 @@ func classify(ix *index, client, server int32) (outcome, string) {
 			return outcomeRetryable, "timeout"
 		}
 		return outcomeRetryable, "transport error"
+	case sp.Kind == ingest.KindClient && httpMethod(ix.str(sp.Method)):
+		// An HTTP client records the status of every answer it gets: none
+		// means none came (fetch, ky and undici end a timed-out request's
+		// span so, with status Unset).
+		return outcomeRetryable, "no response"
 	}
 	return outcomeOK, "ok"
 }
 
-// isTimeout recognises timeouts by the words instrumentations use for them.
+// httpMethod reports whether m is an HTTP request method (not an RPC
+// method, which gRPC instrumentations put in the same field).
+func httpMethod(m string) bool {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT":
+		return true
+	}
+	return false
+}
+
+// isTimeout recognises timeouts and abandoned requests by the words
+// instrumentations use for them.
 func isTimeout(ix *index, sp *ingest.Span) bool {
 	for _, s := range []string{ix.str(sp.StatusMessage), ix.str(sp.ErrorType)} {
 		s = strings.ToLower(s)
-		if strings.Contains(s, "timeout") || strings.Contains(s, "deadline") || strings.Contains(s, "timed out") {
-			return true
+		for _, w := range []string{"timeout", "deadline", "timed out", "cancel", "abort"} {
+			if strings.Contains(s, w) {
+				return true
+			}
 		}
 	}
 	return false
@@ -94,6 +117,8 @@ type attempt struct {
 	retryAfter int32
 	idemKey    bool
 	target     uint64
+	peer       ingest.Sym // where the client sent it: host and port
+	route      ingest.Sym // the request's path template or RPC method
 	// nth is the attempt's position in its call, counting attempts that
 	// markers say were made but not exported; -1 when unknown.
 	nth int
@@ -113,8 +138,11 @@ type call struct {
 	evidence string // "markers", "below-instrumentation" or "timing"
 	hedged   bool
 	hedgeGap int64 // delay from the first attempt to the hedge
-	missing  int
-	inline   [1]attempt // backing for the first attempt
+	// proxy: the retries were a service-mesh sidecar's (its spans, or its
+	// attempt count); limit: the sidecar said it ran out of retries (URX).
+	proxy, limit bool
+	missing      int
+	inline       [1]attempt // backing for the first attempt
 }
 
 func (c *call) last() *attempt { return &c.attempts[len(c.attempts)-1] }
@@ -199,7 +227,7 @@ func (ix *index) newAttempt(client, server int32) attempt {
 	sp := &ix.spans[client]
 	o, status := classify(ix, client, server)
 	a := attempt{span: client, server: server, start: sp.Start, end: sp.End, outcome: o, status: status,
-		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), target: sp.Target}
+		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), target: sp.Target, peer: sp.Peer, route: sp.Route}
 	a.transport = o == outcomeRetryable && sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent
 	if a.retryAfter == ingest.Absent && server >= 0 {
 		a.retryAfter = ix.spans[server].RetryAfterMS
@@ -211,10 +239,13 @@ func (ix *index) newAttempt(client, server int32) attempt {
 }
 
 // extractCalls finds every logical call in the index.
-func extractCalls(ix *index, names *naming) []*call {
+func extractCalls(ctx context.Context, ix *index, names *naming) ([]*call, error) {
 	var calls []*call
 	for p := range ix.spans {
-		if !ix.keep[p] {
+		if err := canceled(ctx, p); err != nil {
+			return nil, err
+		}
+		if !ix.keep[p] || ix.leaked[p] {
 			continue
 		}
 		calls = append(calls, callsUnder(ix, names, int32(p), ix.kids(int32(p)))...)
@@ -224,7 +255,7 @@ func extractCalls(ix *index, names *naming) []*call {
 			calls = append(calls, callsUnder(ix, names, int32(p), []int32{int32(p)})...)
 		}
 	}
-	return calls
+	return calls, nil
 }
 
 // isRootAttempt reports whether span i is an attempt that starts its trace.
@@ -235,18 +266,28 @@ func isRootAttempt(ix *index, i int32) bool {
 // callsUnder groups the attempts among kids, made from span p, into calls.
 func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 	var out []*call
+	type groupKey struct{ callee, clientOp string }
 	type group struct {
-		callee, clientOp string
-		calls            []*call
+		groupKey
+		calls []*call
 	}
 	var groups []*group
+	var byKey map[groupKey]*group // once there are too many groups to search
 	for _, c := range kids {
 		sp := &ix.spans[c]
-		if !isAttempt(sp) {
+		if !isAttempt(sp) || ix.leaked[c] {
 			continue
 		}
 		if sp.PrevAttempts != ingest.Absent && isAttempt(&ix.spans[p]) {
 			continue // an attempt of p's call, counted by grpcCall under p's parent
+		}
+		if sp.Has(ingest.FlagProxy) && isAttempt(&ix.spans[p]) && ix.spans[p].Service == sp.Service {
+			continue // the sidecar's try of p's call, counted by proxyCall under p's parent
+		}
+		tries := ix.sidecarTries(c)
+		if len(tries) > 1 || len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
+			out = append(out, ix.proxyCall(names, p, c, tries))
+			continue
 		}
 		// grpc-go: one CLIENT span per call, one child per attempt.
 		if atts := ix.markedAttemptChildren(c); len(atts) > 0 {
@@ -254,6 +295,9 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 			continue
 		}
 		servers := ix.serverChildren(c)
+		if len(tries) == 1 && len(servers) == 0 {
+			servers = ix.serverChildren(tries[0]) // one try through the sidecar: the application's attempt
+		}
 		if len(servers) > 1 && sameOperation(ix, servers) || sp.RetryCount > 0 {
 			out = append(out, ix.belowCall(names, p, c, servers))
 			continue
@@ -265,15 +309,28 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		a := ix.newAttempt(c, server)
 		callee, op := names.resolve(ix, c, server)
 		clientOp := ix.clientOpName(c)
+		k := groupKey{callee, clientOp}
 		var g *group
-		for _, x := range groups {
-			if x.callee == callee && x.clientOp == clientOp {
-				g = x
+		if byKey != nil {
+			g = byKey[k]
+		} else {
+			for _, x := range groups {
+				if x.groupKey == k {
+					g = x
+				}
 			}
 		}
 		if g == nil {
-			g = &group{callee: callee, clientOp: clientOp}
+			g = &group{groupKey: k}
 			groups = append(groups, g)
+			if byKey != nil {
+				byKey[k] = g
+			} else if len(groups) > 8 {
+				byKey = make(map[groupKey]*group, 2*len(groups))
+				for _, x := range groups {
+					byKey[x.groupKey] = x
+				}
+			}
 		}
 		g.calls = joinAttempt(g.calls, a, sp, func() *call {
 			return ix.newCall(call{from: p, callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})
@@ -325,8 +382,10 @@ func joinAttempt(calls []*call, a attempt, sp *ingest.Span, newCall func() *call
 		}
 	case prev.end <= a.start+overlapTolerance:
 		// A different request identity after a failure is a loop moving
-		// on to its next argument, not a retry.
-		sameRequest := prev.target == 0 || a.target == 0 || prev.target == a.target
+		// on to its next argument, not a retry; the same request sent to
+		// another replica (another host or port, so another URL) is.
+		sameRequest := prev.target == 0 || a.target == 0 || prev.target == a.target ||
+			prev.peer != a.peer && prev.route != 0 && prev.route == a.route
 		if !prev.outcome.failed() || !sameRequest {
 			return start()
 		}
@@ -363,16 +422,37 @@ func (ix *index) markedAttemptChildren(c int32) []int32 {
 	return out
 }
 
+// firstServer returns span k's first SERVER/CONSUMER child, or -1.
+func (ix *index) firstServer(k int32) int32 {
+	if s := ix.serverChildren(k); len(s) > 0 {
+		return s[0]
+	}
+	return -1
+}
+
+// nameBy names cl from client span c of one of its attempts, whose server
+// span is server (-1 if none): by the first attempt, then by the first
+// that reached the callee, whose server spans name it best (later ones
+// that reach it refine the operation). named says whether a server span
+// named it already; nameBy returns it updated.
+func (cl *call) nameBy(ix *index, names *naming, first bool, c, server int32, named bool) bool {
+	switch {
+	case first || server >= 0 && !named:
+		cl.callee, cl.op = names.resolve(ix, c, server)
+		return server >= 0
+	case server >= 0:
+		_, cl.op = names.resolve(ix, c, server)
+	}
+	return named
+}
+
 // grpcCall builds a call from grpc-go's per-attempt spans under CLIENT span c.
 func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 	cl := ix.newCall(call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"})
 	slices.SortFunc(atts, func(a, b int32) int { return int(ix.spans[a].PrevAttempts) - int(ix.spans[b].PrevAttempts) })
 	named := false
 	for i, k := range atts {
-		server := int32(-1)
-		if s := ix.serverChildren(k); len(s) > 0 {
-			server = s[0]
-		}
+		server := ix.firstServer(k)
 		a := ix.newAttempt(k, server)
 		a.nth = int(ix.spans[k].PrevAttempts)
 		if a.outcome == outcomeOK && ix.spans[k].Status == ingest.StatusUnset && ix.spans[k].GRPCStatus == ingest.Absent {
@@ -384,17 +464,47 @@ func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 				a.outcome, a.status = classify(ix, c, server)
 			}
 		}
-		if i == 0 || server >= 0 && !named {
-			// Name by the first attempt that reached the callee.
-			cl.callee, cl.op = names.resolve(ix, c, server)
-			named = server >= 0
-		} else if server >= 0 {
-			_, cl.op = names.resolve(ix, c, server)
-		}
+		named = cl.nameBy(ix, names, i == 0, c, server, named)
 		cl.attempts = append(cl.attempts, a)
 	}
 	if want := int(ix.spans[atts[len(atts)-1]].PrevAttempts) + 1; want > len(atts) {
 		cl.missing = want - len(atts)
+	}
+	return cl
+}
+
+// sidecarTries returns the sidecar spans under client span c: the tries
+// the application's service mesh made for c's request.
+func (ix *index) sidecarTries(c int32) []int32 {
+	var out []int32
+	for _, k := range ix.kids(c) {
+		if sp := &ix.spans[k]; sp.Has(ingest.FlagProxy) && isAttempt(sp) && sp.Service == ix.spans[c].Service {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// proxyCall builds the call of application client span c whose request
+// went through its sidecar: each sidecar span under c is one try (Envoy
+// retrying), and a single sidecar span carrying an attempt count stands
+// for that many tries. The retries are the proxy's, not the application's.
+func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
+	if len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
+		cl := ix.belowCall(names, p, tries[0], ix.serverChildren(tries[0]))
+		cl.clientOp = ix.clientOpName(c)
+		return cl
+	}
+	cl := ix.newCall(call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "proxy",
+		proxy: len(tries) > 1})
+	named := false
+	for i, k := range tries {
+		server := ix.firstServer(k)
+		a := ix.newAttempt(k, server)
+		a.nth = i
+		named = cl.nameBy(ix, names, i == 0, k, server, named)
+		cl.limit = cl.limit || ix.spans[k].Has(ingest.FlagRetryLimit)
+		cl.attempts = append(cl.attempts, a)
 	}
 	return cl
 }
@@ -422,7 +532,8 @@ const maxSynthetic = 64
 
 func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	sp := &ix.spans[c]
-	cl := ix.newCall(call{from: p, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation"})
+	cl := ix.newCall(call{from: p, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation",
+		proxy: sp.Has(ingest.FlagProxy), limit: sp.Has(ingest.FlagRetryLimit)})
 	if len(servers) == 0 {
 		cl.callee, cl.op = names.resolve(ix, c, -1)
 		// retry.count is untrusted input: stand in at most maxSynthetic

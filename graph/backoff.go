@@ -8,13 +8,15 @@ import (
 )
 
 // Thresholds of the backoff and jitter inference. A wait shorter than
-// immediateMS is scheduling noise, not backoff; spreads within noiseMS or
-// noiseFrac of the median are not jitter; fewer than minJitterSamples gaps
-// cannot tell one jitter formula from another.
+// immediateMS is scheduling noise, not backoff; spreads within
+// noiseFactor times the edge's own timing noise (and never less than
+// minNoiseMS, the granularity of timers and exporters) are not jitter;
+// fewer than minJitterSamples gaps cannot tell one jitter formula from
+// another.
 const (
 	immediateMS      = 1.0
-	noiseMS          = 3.0
-	noiseFrac        = 0.08
+	minNoiseMS       = 1.5
+	noiseFactor      = 3.0
 	minJitterSamples = 8
 	minKindIndices   = 2
 	// minNoJitter is how many waits at one attempt index must agree before
@@ -24,6 +26,9 @@ const (
 	// minPerIndex is how many waits an attempt index needs to count towards
 	// the backoff kind.
 	minPerIndex = 2
+	// minFloor is how many waits at one index it takes to read a floor of
+	// agreeing waits under a tail of late ones.
+	minFloor = 8
 )
 
 // quantile returns the p-quantile of sorted xs (0 for none).
@@ -46,122 +51,262 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // inferBackoff reads the backoff and jitter from the waits between
 // attempts: gaps[k] holds, over all calls, the waits before attempt k+2 in
-// milliseconds (waits forced by a honoured Retry-After already removed).
-func inferBackoff(gaps [][]float64) Backoff {
-	b := Backoff{Kind: "unknown", Jitter: "unknown"}
+// milliseconds (waits the server directed already removed). noise is the
+// timing noise the edge shows elsewhere (ms): spreads within it are the
+// clocks', not the policy's.
+func inferBackoff(gaps [][]float64, noise float64) Backoff {
+	b := Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown}
 	var all []float64
-	var meds []float64 // median wait per attempt index, while samples last
+	var idx []waitIndex // per attempt index, while samples last
 	for _, g := range gaps {
-		if len(g) < minPerIndex && len(meds) > 0 {
-			break
-		}
-		if len(g) == 0 {
+		if len(g) == 0 || len(g) < minPerIndex && len(idx) > 0 {
 			break
 		}
 		slices.Sort(g)
 		all = append(all, g...)
-		meds = append(meds, quantile(g, 0.5))
+		idx = append(idx, summarise(g))
 	}
 	b.Samples = len(all)
 	if len(all) == 0 {
 		return b
 	}
 	slices.Sort(all)
+	tol := max(minNoiseMS, noiseFactor*noise)
+	b.NoiseMS = round3(tol)
 	if all[len(all)-1] < immediateMS {
-		b.Kind = "none"
-		for _, g := range gaps[:len(meds)] {
-			if len(g) >= minNoJitter {
+		b.Kind = BackoffImmediate
+		for _, w := range idx {
+			if w.n >= minNoJitter {
 				// Enough waits agree to claim there is no jitter.
-				b.Jitter = "none"
+				b.Jitter = JitterNone
 				b.JitterPresent = new(bool)
 			}
 		}
 		return b
 	}
 
-	// Jitter: pool the waits normalised by their index's median.
-	var z []float64
+	// Jitter spreads waits evenly over its range; timer noise piles them
+	// at the schedule with a tail of late ones (a timer never fires early,
+	// a loaded machine fires some very late). So jitter is absent where
+	// most waits at one attempt index sit within the noise of their
+	// median, or a third of them form a floor within the noise of the
+	// shortest with a tail of late ones; present where neither
+	// holds and the middle half is wider than the noise, or, with too few
+	// waits for quartiles, the extremes are far apart.
 	jittered, steady := false, false
-	for k, g := range gaps[:len(meds)] {
-		for _, x := range g {
-			if meds[k] >= immediateMS { // an immediate median normalises nothing
-				z = append(z, x/meds[k])
+	// steadyAt: the waits at this index agree so well (four in five
+	// within the noise of their median, or a floor) that this index waits
+	// a fixed time even if others are jittered.
+	steadyAt := make([]bool, len(idx))
+	for k, w := range idx {
+		near, floor := 0, 0
+		for _, x := range gaps[k] {
+			if math.Abs(x-w.med) <= tol {
+				near++
+			}
+			if x <= w.lo+tol {
+				floor++
 			}
 		}
-		if len(g) >= 2 && g[len(g)-1]-g[0] > math.Max(noiseMS, noiseFrac*meds[k]) {
+		share := float64(near) / float64(w.n)
+		// A floor: half the waits within the noise of the shortest, or a
+		// third with the shortest quarter packed far tighter than the
+		// middle half (uniform jitter spaces them evenly); and enough
+		// waits for that not to be chance.
+		floored := w.n >= minFloor && (2*floor >= w.n || 3*floor >= w.n && w.q25-w.lo <= 0.15*(w.q75-w.q25))
+		steadyAt[k] = w.n >= minNoJitter && (share >= 0.8 || floored)
+		switch {
+		case w.n >= minNoJitter && (share >= 0.6 || floored):
+			steady = true
+		case w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > tol, w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*tol:
 			jittered = true
 		}
-		steady = steady || len(g) >= minNoJitter
 	}
-	slices.Sort(z)
 	if jittered || steady {
 		b.JitterPresent = &jittered
 	}
-	envelope := 1.0 // median wait as a share of the formula's wait
+	kind, fraction, additive := JitterUnknown, 0.0, 0.0
 	switch {
 	case b.JitterPresent == nil:
 	case !jittered:
-		b.Jitter = "none"
-	case len(z) < minJitterSamples:
-		// Present, but too few samples to tell the formula: Jitter stays unknown.
-	case decorrelated(gaps[:len(meds)]):
-		b.Jitter = "decorrelated"
+		kind = JitterNone
+	case len(all) < minJitterSamples:
+		// Present, but too few samples to tell the formula.
 	default:
-		// A wait drawn uniformly from m·[1-x, 1+x] has a coefficient of
-		// variation of x/√3: full jitter is x = 1 (uniform on [0, 2m]),
-		// equal jitter x = 1/3 (uniform on [b/2, b]), anything else is
-		// proportional jitter of ±x (grpc-go's ±20%, backoff's
-		// RandomizationFactor). The spread is a steadier estimate than the
-		// extremes, which few samples understate.
-		mean, sd := stat.MeanStdDev(z, nil)
-		switch x := math.Sqrt(3) * sd / mean; {
-		case x > 0.8 && z[0] < 0.2:
-			b.Jitter, envelope = "full", 0.5
-		case math.Abs(x-1.0/3) < 0.04:
-			b.Jitter, envelope = "equal", 0.75
-		default:
-			b.Jitter = "proportional"
-			b.JitterFraction = ptr(math.Round(x*20) / 20)
+		// Name the jitter from the indices whose waits spread: a library
+		// may wait its base unjittered first (go-resty) and jitter after.
+		var jg [][]float64
+		var ji []waitIndex
+		for k := range idx {
+			if !steadyAt[k] {
+				jg, ji = append(jg, gaps[k]), append(ji, idx[k])
+			}
 		}
+		kind, fraction, additive = jitterKind(jg, ji)
+	}
+	b.Jitter = kind
+	switch kind {
+	case JitterProportional:
+		b.JitterFraction = ptr(math.Round(fraction*20) / 20)
+	case JitterAdditive:
+		b.JitterAdditiveMS = ptr(round3(additive))
 	}
 
-	// Kind: how the median wait moves from one attempt to the next.
-	b.BaseMS = round3(meds[0] / envelope)
-	if len(meds) < minKindIndices {
+	// The schedule: what the formula waits before each attempt, read with
+	// the estimator the jitter calls for (the median of a full-jitter wait
+	// is half its ceiling).
+	// Jittered waits are uniform between bounds the formula sets: the
+	// bounds are best read from the extreme waits, corrected for the
+	// distance n waits leave on average from the true bound (the second
+	// from the end when the extreme stands apart: a late timer).
+	sched := make([]float64, len(idx))
+	for k, w := range idx {
+		g := gaps[k]
+		n := float64(len(g))
+		switch {
+		case kind == JitterNone || steadyAt[k]:
+			// Without jitter the schedule is the floor: a timer never
+			// fires early, and a loaded machine fires many late.
+			sched[k] = w.q10
+		case kind == JitterUnknown || len(g) < 3:
+			sched[k] = w.med
+		case kind == JitterFull || kind == JitterEqual:
+			// The ceiling: the median of a full-jitter wait is half of it.
+			sched[k] = top(g) * (n + 1) / n
+		case kind == JitterAdditive:
+			sched[k] = max(g[0]-additive/(n+1), 0)
+		case kind == JitterDecorrelated:
+			sched[k] = w.lo
+		default: // proportional: the centre between the bounds
+			sched[k] = (g[0] + top(g)) / 2
+		}
+	}
+	b.BaseMS = round3(sched[0])
+	if len(sched) < minKindIndices {
 		return b
 	}
 	var ratios []float64
-	for k := 1; k < len(meds); k++ {
-		if meds[k-1] < immediateMS {
+	for k := 1; k < len(sched); k++ {
+		if sched[k-1] < immediateMS {
 			// Immediate retries mixed with waits (an immediate first retry,
 			// then backoff) fit none of the kinds.
 			return b
 		}
-		ratios = append(ratios, meds[k]/meds[k-1])
+		ratios = append(ratios, sched[k]/sched[k-1])
 	}
 	first := ratios[0]
 	switch {
-	case first < 1.3 && first > 0.77:
-		b.Kind = "constant"
+	case kind == JitterDecorrelated || first < 1.3 && first > 0.77:
+		// Decorrelated jitter's floor stays at its base whatever the attempt.
+		b.Kind = BackoffConstant
 	case first >= 1.3:
-		b.Kind = "exponential"
-		// The multiplier is read where waits still grow; a later ratio near
-		// 1 means the cap was reached.
-		var grow []float64
+		b.Kind = BackoffExponential
+		// The multiplier is read where waits still grow (their geometric
+		// mean); a later ratio near 1 means the cap was reached.
+		logSum, n := 0.0, 0
 		capAt := -1
 		for k, r := range ratios {
 			if r < 1.15 {
 				capAt = k + 1
 				break
 			}
-			grow = append(grow, r)
+			logSum += math.Log(r)
+			n++
 		}
-		b.Multiplier = ptr(math.Round(stat.Mean(grow, nil)*4) / 4)
+		b.Multiplier = ptr(roundMultiplier(math.Exp(logSum / float64(n))))
 		if capAt > 0 {
-			b.CapMS = ptr(round3(meds[capAt] / envelope))
+			b.CapMS = ptr(round3(sched[capAt]))
 		}
 	}
 	return b
+}
+
+// top is the largest of sorted waits, or the second largest when the
+// largest stands more than 10% above it.
+func top(g []float64) float64 {
+	if n := len(g); n >= 2 && g[n-1] > 1.1*g[n-2] {
+		return g[n-2]
+	}
+	return g[len(g)-1]
+}
+
+// roundMultiplier rounds a fitted multiplier to a tenth, or to a quarter
+// when within 0.08 of one: with tens of jittered waits per attempt the
+// estimate is good to about 4%, and a spurious ×2.1 for a ×2 misleads more
+// than it informs.
+func roundMultiplier(m float64) float64 {
+	if q := math.Round(m*4) / 4; math.Abs(m-q) <= 0.08 {
+		return q
+	}
+	return math.Round(m*10) / 10
+}
+
+// waitIndex summarises the sorted waits at one attempt index.
+type waitIndex struct {
+	n                          int
+	lo, q10, q25, med, q75, hi float64
+}
+
+func summarise(g []float64) waitIndex {
+	return waitIndex{n: len(g), lo: g[0], q10: quantile(g, 0.1), q25: quantile(g, 0.25), med: quantile(g, 0.5),
+		q75: quantile(g, 0.75), hi: g[len(g)-1]}
+}
+
+// jitterKind names the jitter of waits that spread beyond the noise.
+// A wait drawn uniformly from [L, H] has mean (L+H)/2 and standard
+// deviation (H-L)/√12, so the moments give the bounds more steadily than
+// the extremes, which few samples understate. Over the waits pooled (each
+// divided by its index's median): full jitter has L near 0 (uniform on
+// [0, d]), equal jitter L = H/2 (uniform on [d/2, d]); otherwise the waits
+// sit at ±x around a centre. Whether x scales with the wait
+// (multiplicative, ±x%) or the spread stays the same width while the waits
+// grow (additive, +U[0,a]) only attempt indices with different waits can
+// tell; with one index or a constant schedule the two are the same
+// distribution, reported as proportional.
+func jitterKind(gaps [][]float64, idx []waitIndex) (kind JitterKind, fraction, additive float64) {
+	if decorrelated(gaps) {
+		return JitterDecorrelated, 0, 0
+	}
+	var z []float64
+	for k, g := range gaps {
+		if idx[k].med < immediateMS {
+			continue // an immediate median normalises nothing
+		}
+		for _, x := range g {
+			z = append(z, x/idx[k].med)
+		}
+	}
+	if len(z) < minJitterSamples {
+		return JitterUnknown, 0, 0
+	}
+	slices.Sort(z)
+	mean, sd := stat.MeanStdDev(z, nil)
+	lo, hi := mean-math.Sqrt(3)*sd, mean+math.Sqrt(3)*sd
+	switch r := lo / hi; {
+	case r < 0.12 && z[0] < 0.2:
+		return JitterFull, 0, 0
+	case math.Abs(r-0.5) < 0.05:
+		return JitterEqual, 0, 0
+	}
+	// Additive: two indices whose medians differ at least 1.8-fold with
+	// widths within 40% of each other.
+	first, last := -1, -1
+	for k, w := range idx {
+		if w.n >= minJitterSamples/2 {
+			if first < 0 {
+				first = k
+			}
+			last = k
+		}
+	}
+	if first >= 0 && last > first {
+		width := func(g []float64) float64 { _, sd := stat.MeanStdDev(g, nil); return 2 * math.Sqrt(3) * sd }
+		w0, w1 := width(gaps[first]), width(gaps[last])
+		if idx[last].med >= 1.8*idx[first].med && w1 <= 1.4*w0 && w1 >= 0.6*w0 {
+			return JitterAdditive, 0, (w0 + w1) / 2
+		}
+	}
+	return JitterProportional, (hi - lo) / (hi + lo), 0
 }
 
 // decorrelated recognises Brooker's decorrelated jitter, sleep =

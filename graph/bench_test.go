@@ -35,7 +35,7 @@ func BenchmarkInfer(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
 				t1 := time.Now()
-				top := Infer(set)
+				top, _ := Infer(context.Background(), set)
 				tInfer += time.Since(t1)
 				tIngest += t1.Sub(t0)
 				runtime.ReadMemStats(&after)

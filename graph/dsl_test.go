@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"encoding/binary"
 	"hash/fnv"
 	"reflect"
@@ -83,7 +84,13 @@ func (b *builder) call(parent int, callee, op string, start, dur float64, opts .
 // end moves the end of span i.
 func (b *builder) end(i int, ms float64) { b.set.Spans[i].End = at(ms) }
 
-func (b *builder) infer() *Topology { return Infer(b.set) }
+func (b *builder) infer() *Topology {
+	tp, err := Infer(context.Background(), b.set)
+	if err != nil {
+		panic(err) // a background context is never cancelled
+	}
+	return tp
+}
 
 func httpStatus(code int) opt {
 	return func(_ *ingest.Set, sp *ingest.Span) {

@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -35,9 +37,10 @@ func groupEdges(ix *index, calls []*call) []*edgeCalls {
 	for _, e := range m {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].key, out[j].key
-		return a.caller+"\x00"+a.callee+"\x00"+a.op+"\x00"+a.callerOp < b.caller+"\x00"+b.callee+"\x00"+b.op+"\x00"+b.callerOp
+	slices.SortFunc(out, func(x, y *edgeCalls) int {
+		a, b := x.key, y.key
+		return cmp.Or(strings.Compare(a.caller, b.caller), strings.Compare(a.callee, b.callee), strings.Compare(a.op, b.op),
+			strings.Compare(a.callerOp, b.callerOp))
 	})
 	return out
 }
@@ -81,16 +84,18 @@ func IdempotentMethod(m string) bool {
 }
 
 // inferEdge turns the calls of one edge into its inferred policy.
-func inferEdge(ix *index, ec *edgeCalls) Edge {
+func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 	e := Edge{Caller: ec.key.caller, CallerOperation: ec.key.callerOp, Callee: ec.key.callee, Operation: ec.key.op,
 		AttemptsHistogram: []int{}, RetriedStatus: []string{}, NotRetriedStatus: []string{}}
 	mostAttempts := maxAttemptsSoFar(ec)
 	evidence := ""
-	var gaps [][]float64
+	var waits []pendingWait
+	shows := findingCalls{}
 	retried, notRetried := map[string]bool{}, map[string]bool{}
-	var timeoutDur, namedTimeoutDur, okDur, serverDur []float64
-	var hedgeDelays []float64
-	failed := 0
+	var abandoned []abandonedAttempt
+	var okDur, serverDur []float64
+	var hedgeDelays, legs []float64
+	failed, proxyRetried, appRetried := 0, 0, 0
 	methods := map[string]int{}
 	idem := Idempotency{}
 	for _, c := range ec.calls {
@@ -104,7 +109,12 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 				e.Hedging = &Hedging{}
 			}
 			e.Hedging.Calls++
+			e.Hedging.MaxRequests = max(e.Hedging.MaxRequests, len(c.attempts)+c.missing)
 			hedgeDelays = append(hedgeDelays, float64(c.hedgeGap)/1e6)
+			if !IdempotentMethod(c.method) {
+				e.Hedging.NonIdempotent++
+				shows.add(FindingHedgeWrite, c)
+			}
 			continue
 		}
 		for len(e.AttemptsHistogram) < n {
@@ -114,13 +124,17 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 		if n > 1 && (evidence == "" || c.evidence != "timing") {
 			evidence = c.evidence
 		}
+		if n > 1 && c.proxy {
+			proxyRetried++
+		} else if n > 1 {
+			appRetried++
+		}
 		if n > 1 && !IdempotentMethod(c.method) {
 			idem.RetriedCalls++
-			for _, a := range c.attempts {
-				if a.idemKey {
-					idem.WithKey++
-					break
-				}
+			if slices.ContainsFunc(c.attempts, func(a attempt) bool { return a.idemKey }) {
+				idem.WithKey++
+			} else {
+				shows.add(FindingNoIdempotency, c)
 			}
 		}
 		for k, a := range c.attempts {
@@ -129,19 +143,21 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 			}
 			if a.server >= 0 {
 				serverDur = append(serverDur, float64(ix.spans[a.server].Duration())/1e6)
+				if a.server != a.span && !a.synthetic {
+					legs = append(legs, float64(a.end-a.start-ix.spans[a.server].Duration())/1e6)
+				}
 			}
 			switch {
 			case a.synthetic:
-			case a.transport:
-				timeoutDur = append(timeoutDur, float64(a.end-a.start)/1e6)
-				if a.status == "timeout" {
-					namedTimeoutDur = append(namedTimeoutDur, float64(a.end-a.start)/1e6)
-				}
 			case a.outcome == outcomeOK:
 				okDur = append(okDur, float64(a.end-a.start)/1e6)
+			case a.outcome.failed() && ix.abandoned(a):
+				abandoned = append(abandoned, abandonedAttempt{ms: float64(a.end-a.start) / 1e6, named: a.status != "no response" && a.status != "transport error",
+					byCaller: ix.endsWithCaller(c.from, a.end)})
 			}
 			if ca := ix.callerAttempt(c.from); ca >= 0 && a.start > ix.spans[ca].End {
 				e.OutlivedCaller++
+				shows.add(FindingOutlivedCaller, c)
 			}
 			if k == len(c.attempts)-1 {
 				continue
@@ -158,15 +174,9 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 					continue // this wait is the server's, not the backoff
 				}
 				e.RetryAfterIgnored++
+				shows.add(FindingRetryAfter, c)
 			}
-			if c.evidence == "below-instrumentation" && c.missing == 0 && len(c.attempts) > 1 {
-				// Waits between server spans include the network both ways.
-				wait = max(wait, 0)
-			}
-			for len(gaps) <= a.nth {
-				gaps = append(gaps, nil)
-			}
-			gaps[a.nth] = append(gaps[a.nth], max(wait, 0))
+			waits = append(waits, pendingWait{nth: a.nth, ms: max(wait, 0), pushback: pushback(a.status)})
 		}
 		// A call that gave up early did not retry its last status; one
 		// that gave up at the most attempts seen may have run out of them.
@@ -178,6 +188,14 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	e.Retries = mostAttempts > 1
 	e.Evidence = evidence
 	e.MaxAttemptsExact = exhausted(ec, e.MaxAttempts, retried)
+	switch {
+	case proxyRetried > 0 && appRetried > 0:
+		e.RetriesBy = "proxy and application"
+	case proxyRetried > 0:
+		e.RetriesBy = "proxy"
+	case appRetried > 0:
+		e.RetriesBy = "application"
+	}
 	for s := range retried {
 		e.RetriedStatus = append(e.RetriedStatus, s)
 		delete(notRetried, s)
@@ -188,15 +206,16 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 	sortStatuses(e.RetriedStatus)
 	sortStatuses(e.NotRetriedStatus)
 	if e.Retries {
-		e.Backoff = inferBackoff(gaps)
+		gaps, directed := splitServerDirected(waits)
+		if directed > 0 {
+			e.RetryAfterHonored += directed
+			e.RetryAfterUncaptured = directed
+		}
+		e.Backoff = inferBackoff(gaps, spread(legs))
 	} else {
-		e.Backoff = Backoff{Kind: "none", Jitter: "none"}
+		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}
-	if len(namedTimeoutDur) >= 2 {
-		// Failures that say they timed out outweigh fast refusals and resets.
-		timeoutDur = namedTimeoutDur
-	}
-	e.PerTryTimeoutMS = perTryTimeout(timeoutDur, okDur)
+	e.PerTryTimeoutMS, e.DeadlineFromCaller = perTryTimeout(abandoned, okDur)
 	if e.Hedging != nil {
 		slices.Sort(hedgeDelays)
 		e.Hedging.DelayMS = round3(quantile(hedgeDelays, 0.5))
@@ -205,12 +224,17 @@ func inferEdge(ix *index, ec *edgeCalls) Edge {
 		e.Idempotency = &idem
 	}
 	e.Method = mostCommon(methods)
+	e.Examples = edgeExamples(ix, ec.calls)
+	byFinding := map[string][]Example{}
+	for id, calls := range shows {
+		byFinding[id] = edgeExamples(ix, calls)
+	}
 	slices.Sort(serverDur)
 	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(serverDur)
 	if e.Attempts > 0 {
 		e.FailureRate = round3(float64(failed) / float64(e.Attempts))
 	}
-	return e
+	return e, byFinding
 }
 
 func maxAttemptsSoFar(ec *edgeCalls) int {
@@ -233,6 +257,9 @@ func exhausted(ec *edgeCalls, maxAtt int, retried map[string]bool) bool {
 			continue
 		}
 		l := c.last()
+		if c.limit {
+			return true // the sidecar says it ran out of retries
+		}
 		if maxAtt == 1 && l.outcome == outcomeRetryable {
 			return true
 		}
@@ -243,32 +270,91 @@ func exhausted(ec *edgeCalls, maxAtt int, retried map[string]bool) bool {
 	return false
 }
 
-// perTryTimeout finds the per-try timeout from attempts that failed without
-// an answer: those cut off by the timeout cluster just above it, whatever
-// error their client recorded ("context deadline exceeded", "request
-// canceled"). A cluster needs two attempts within 10% of the median and no
-// successful attempt longer than the cluster.
-func perTryTimeout(timeouts, ok []float64) *float64 {
-	if len(timeouts) < 2 {
-		return nil
+// abandonedAttempt is a failed attempt that something shows was given up
+// on rather than answered with an error.
+type abandonedAttempt struct {
+	ms       float64
+	named    bool // its error says timeout, deadline or cancel
+	byCaller bool // it ended when the caller's own attempt did
+}
+
+// abandoned reports whether a failed attempt was given up on: its error
+// says it timed out or was cancelled (gRPC DEADLINE_EXCEEDED or
+// CANCELLED), an HTTP client got no answer, or the callee went on working
+// after the client span ended. An error returned after a fixed delay is
+// none of these: a callee that fails slowly has no timeout.
+func (ix *index) abandoned(a attempt) bool {
+	switch a.status {
+	case "timeout", "no response", "grpc DEADLINE_EXCEEDED", "grpc CANCELLED":
+		return true
 	}
-	slices.Sort(timeouts)
-	med := quantile(timeouts, 0.5)
-	var cluster []float64
-	for _, d := range timeouts {
-		if d >= 0.9*med && d <= 1.1*med {
-			cluster = append(cluster, d)
+	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > a.end+overlapTolerance
+}
+
+// endsWithCaller reports whether an attempt made from span from ended when
+// the upstream attempt that caused from's work did: cut by the caller's
+// deadline, propagated, rather than by a timeout of its own.
+func (ix *index) endsWithCaller(from int32, end int64) bool {
+	ca := ix.callerAttempt(from)
+	if ca < 0 {
+		return false
+	}
+	up := ix.spans[ca].End
+	tol := max(int64(2e6), ix.spans[ca].Duration()/50)
+	return end >= up-tol && end <= up+tol
+}
+
+// perTryTimeout finds the per-try timeout from attempts that were
+// abandoned: the timeout cuts them off at one duration, so they cluster
+// tightly (within 2ms or 5%) at the longest failures, and no success lasts
+// longer. When attempts that name a timeout form a cluster, refusals and
+// resets do not count. A cluster whose attempts mostly ended with their
+// caller's own attempt is the caller's deadline propagated, not a timeout
+// of this edge: it returns no timeout and how many attempts it cut.
+func perTryTimeout(abandoned []abandonedAttempt, ok []float64) (*float64, int) {
+	if named := slices.DeleteFunc(slices.Clone(abandoned), func(a abandonedAttempt) bool { return !a.named }); len(named) >= 2 {
+		abandoned = named
+	}
+	if len(abandoned) < 2 {
+		return nil, 0
+	}
+	slices.SortFunc(abandoned, func(a, b abandonedAttempt) int { return cmp.Compare(a.ms, b.ms) })
+	// The densest window [d, d+w(d)], the longest on ties: a timeout is
+	// the most anything abandoned lasted.
+	lo, size := 0, 0
+	for i, j := 0, 0; i < len(abandoned); i++ {
+		j = max(j, i)
+		w := max(2, 0.05*abandoned[i].ms)
+		for j+1 < len(abandoned) && abandoned[j+1].ms <= abandoned[i].ms+w {
+			j++
+		}
+		if j-i+1 >= size {
+			lo, size = i, j-i+1
 		}
 	}
-	if len(cluster) < 2 {
-		return nil
+	cluster := abandoned[lo : lo+size]
+	if size < 2 {
+		return nil, 0
+	}
+	hi := cluster[size-1].ms
+	if after := len(abandoned) - (lo + size); after*10 > len(abandoned) {
+		return nil, 0 // attempts abandoned later than the cluster: no one timeout
 	}
 	for _, d := range ok {
-		if d > cluster[len(cluster)-1] {
-			return nil // a success outlasted the supposed timeout
+		if d > hi {
+			return nil, 0 // a success outlasted the supposed timeout
 		}
 	}
-	return ptr(round3(cluster[0]))
+	byCaller := 0
+	for _, a := range cluster {
+		if a.byCaller {
+			byCaller++
+		}
+	}
+	if byCaller*5 >= size*4 {
+		return nil, byCaller
+	}
+	return ptr(round3(cluster[0].ms)), 0
 }
 
 // sortStatuses orders status labels numerically where they are numbers.
@@ -285,4 +371,101 @@ func sortStatuses(s []string) {
 		}
 		return s[i] < s[j]
 	})
+}
+
+// pendingWait is a wait between two consecutive attempts of a call, before
+// it is known whether the schedule or the server set it.
+type pendingWait struct {
+	nth      int // the attempt before the wait is the call's nth+1
+	ms       float64
+	pushback bool // the attempt before was refused with a 429 or 503 (or gRPC's equivalents)
+}
+
+// pushback reports whether a status is one that servers send with
+// Retry-After (HTTP 429 and 503) or gRPC pushback.
+func pushback(status string) bool {
+	switch status {
+	case "429", "503", "grpc RESOURCE_EXHAUSTED", "grpc UNAVAILABLE":
+		return true
+	}
+	return false
+}
+
+// Server-directed waits that no span captured: a wait after a pushback
+// status, at a whole number of seconds (Retry-After's unit) to within
+// wholeSecondLateMS late and wholeSecondEarlyMS early, and at least
+// offScheduleFactor times what the schedule waits at the same attempt
+// index (the 90th percentile of the other waits there, or of the index
+// before when none are left there).
+const (
+	wholeSecondEarlyMS = 10
+	wholeSecondLateMS  = 60
+	offScheduleFactor  = 3
+)
+
+func wholeSeconds(ms float64) bool {
+	s := math.Round(ms / 1000)
+	return s >= 1 && ms >= 1000*s-wholeSecondEarlyMS && ms <= 1000*s+wholeSecondLateMS
+}
+
+// splitServerDirected separates the waits the server directed (a
+// Retry-After not captured in any span) from those that follow the
+// backoff schedule: it returns the latter per attempt index, and how many
+// of the former it found. A whole-second wait that the schedule could
+// have produced, or one with no schedule to compare it with, stays in the
+// schedule: a constant 1s backoff is not a server's instruction.
+func splitServerDirected(waits []pendingWait) ([][]float64, int) {
+	var gaps, suspects [][]float64
+	at := func(g [][]float64, k int) [][]float64 {
+		for len(g) <= k {
+			g = append(g, nil)
+		}
+		return g
+	}
+	for _, w := range waits {
+		gaps, suspects = at(gaps, w.nth), at(suspects, w.nth)
+		if w.pushback && wholeSeconds(w.ms) {
+			suspects[w.nth] = append(suspects[w.nth], w.ms)
+		} else {
+			gaps[w.nth] = append(gaps[w.nth], w.ms)
+		}
+	}
+	directed := 0
+	ref := -1.0 // the schedule's wait at the index before
+	for k := range gaps {
+		here := -1.0
+		if len(gaps[k]) >= minPerIndex {
+			g := slices.Sorted(slices.Values(gaps[k]))
+			here = quantile(g, 0.9)
+		}
+		limit := -1.0
+		switch {
+		case here >= 0:
+			limit = offScheduleFactor * max(here, immediateMS)
+		case ref >= 0:
+			// The schedule may grow: allow it the factor twice over.
+			limit = offScheduleFactor * offScheduleFactor * max(ref, immediateMS)
+		}
+		for _, s := range suspects[k] {
+			if limit >= 0 && s >= limit {
+				directed++
+			} else {
+				gaps[k] = append(gaps[k], s)
+			}
+		}
+		if here >= 0 {
+			ref = here
+		}
+	}
+	return gaps, directed
+}
+
+// spread is the width of the central 80% of xs: how much a timing varies
+// without its outliers; 0 for fewer than four values.
+func spread(xs []float64) float64 {
+	if len(xs) < 4 {
+		return 0
+	}
+	slices.Sort(xs)
+	return quantile(xs, 0.9) - quantile(xs, 0.1)
 }

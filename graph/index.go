@@ -2,8 +2,10 @@ package graph
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"slices"
+	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
 )
@@ -19,8 +21,15 @@ type index struct {
 	children []int32
 	dups     int
 	orphans  int
-	ops      []string // each span's operation name (opName)
-	arena    []call   // the current chunk of calls (newCall)
+	// selfParents counts spans that named themselves as parent, cycles the
+	// parent cycles broken (breakCycles): both are made roots.
+	selfParents, cycles int
+	// leaked marks spans in the subtree of a client span that started
+	// after its parent ended (markLeaks); leaks and leakedSpans count them.
+	leaked             []bool
+	leaks, leakedSpans int
+	ops                []string // each span's operation name (opName)
+	arena              []call   // the current chunk of calls (newCall)
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
@@ -76,8 +85,8 @@ func sortKeys(keys []spanKey) []spanKey {
 	return append(append(out, a...), b...)
 }
 
-func newIndex(set *ingest.Set) *index {
-	spans := set.Spans
+func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
+	spans := sidecarsAsTheirApps(set)
 	n := len(spans)
 	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), ops: make([]string, n)}
 	names := opNames{}
@@ -96,6 +105,9 @@ func newIndex(set *ingest.Set) *index {
 		keys[i] = keyOf(&spans[i], int32(i))
 	}
 	keys = sortKeys(keys)
+	if err := canceled(ctx, 0); err != nil {
+		return nil, err
+	}
 	for i, k := range keys {
 		if i > 0 && k.cmpID(keys[i-1]) == 0 {
 			ix.dups++
@@ -128,10 +140,17 @@ func newIndex(set *ingest.Set) *index {
 			}
 			if p := trace[j].idx; p != k.idx {
 				ix.parent[k.idx] = p
-				counts[p+1]++
+			} else {
+				ix.selfParents++
 			}
 		}
 		lo = hi
+	}
+	ix.cycles = ix.breakCycles()
+	for _, p := range ix.parent {
+		if p >= 0 {
+			counts[p+1]++
+		}
 	}
 	ix.childOff = counts
 	for i := 1; i <= n; i++ {
@@ -160,7 +179,84 @@ func newIndex(set *ingest.Set) *index {
 			return int(a - b)
 		})
 	}
-	return ix
+	ix.leaks, ix.leakedSpans = ix.markLeaks()
+	if err := canceled(ctx, 0); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// sidecarsAsTheirApps returns the spans with every service-mesh sidecar
+// span (ingest.FlagProxy) under its application's service name: Istio
+// names a sidecar app.namespace, and a sidecar is a layer of its
+// application, never a service of its own. The input is copied only when
+// it holds sidecar spans.
+func sidecarsAsTheirApps(set *ingest.Set) []ingest.Span {
+	spans := set.Spans
+	renamed := map[ingest.Sym]ingest.Sym{}
+	for i := range spans {
+		sp := &spans[i]
+		if !sp.Has(ingest.FlagProxy) {
+			continue
+		}
+		to, ok := renamed[sp.Service]
+		if !ok {
+			to = sp.Service
+			if app, _, dotted := strings.Cut(set.Str(sp.Service), "."); dotted && app != "" {
+				to = set.Intern(app)
+			}
+			renamed[sp.Service] = to
+		}
+		if to == sp.Service {
+			continue
+		}
+		if &spans[0] == &set.Spans[0] {
+			spans = slices.Clone(spans) // never rewrite the caller's spans
+		}
+		spans[i].Service = to
+	}
+	return spans
+}
+
+// breakCycles finds spans whose parents lead back to themselves (a parent
+// cycle: corrupt or hostile input) and breaks each cycle at its earliest
+// span (by start, then position), which becomes a root: no call is ever
+// made from a span to itself or its own ancestors. Each span is walked
+// once, so it is linear however long the chains.
+func (ix *index) breakCycles() int {
+	const (
+		unseen = iota
+		onWalk
+		done
+	)
+	state := make([]uint8, len(ix.parent))
+	var walk []int32
+	cycles := 0
+	for i := range ix.parent {
+		walk = walk[:0]
+		j := int32(i)
+		for j >= 0 && state[j] == unseen {
+			state[j] = onWalk
+			walk = append(walk, j)
+			j = ix.parent[j]
+		}
+		if j >= 0 && state[j] == onWalk {
+			// j is on the walk: the walk from j on is a cycle.
+			earliest := j
+			for k := ix.parent[j]; k != j; k = ix.parent[k] {
+				a, b := &ix.spans[k], &ix.spans[earliest]
+				if a.Start < b.Start || a.Start == b.Start && k < earliest {
+					earliest = k
+				}
+			}
+			ix.parent[earliest] = -1
+			cycles++
+		}
+		for _, k := range walk {
+			state[k] = done
+		}
+	}
+	return cycles
 }
 
 func (ix *index) kids(i int32) []int32 { return ix.children[ix.childOff[i]:ix.childOff[i+1]] }

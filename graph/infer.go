@@ -1,9 +1,12 @@
 package graph
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
 )
@@ -14,20 +17,48 @@ var SelfQuantileLevels = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.
 
 // Infer builds the retry topology of the spans in set. It does not fail on
 // odd input: what it cannot decide it reports as unknown, and what looks
-// wrong it lists in Topology.Warnings.
-func Infer(set *ingest.Set) *Topology {
-	return infer(newIndex(set))
+// wrong it lists in Topology.Warnings. Its only error is ctx's, when ctx
+// ends before inference does.
+func Infer(ctx context.Context, set *ingest.Set) (*Topology, error) {
+	ix, err := newIndex(ctx, set)
+	if err != nil {
+		return nil, err
+	}
+	return infer(ctx, ix)
 }
 
 // InferWithArrivals is Infer, plus the root requests in time order that
 // replay sends as the traces' own traffic (--arrivals trace), from one
 // index of the spans.
-func InferWithArrivals(set *ingest.Set) (*Topology, []Arrival) {
-	ix := newIndex(set)
-	return infer(ix), rootArrivals(ix)
+func InferWithArrivals(ctx context.Context, set *ingest.Set) (*Topology, []Arrival, error) {
+	ix, err := newIndex(ctx, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := infer(ctx, ix)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, rootArrivals(ix), nil
 }
 
-func infer(ix *index) *Topology {
+// checkEvery is how many spans or calls inference handles between two
+// looks at its context: often enough to stop within milliseconds, rarely
+// enough to cost nothing.
+const checkEvery = 1 << 14
+
+// canceled returns ctx's error every checkEvery-th i, nil otherwise.
+func canceled(ctx context.Context, i int) error {
+	if i%checkEvery != 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("infer: %w", err)
+	}
+	return nil
+}
+
+func infer(ctx context.Context, ix *index) (*Topology, error) {
 	var ops opTable
 	var instrumented map[string]bool
 	statsDone := make(chan struct{})
@@ -36,12 +67,23 @@ func infer(ix *index) *Topology {
 		ops, instrumented = serverStats(ix) // reads the index only
 	}()
 	names := newNaming(ix)
-	calls := extractCalls(ix, names)
+	calls, err := extractCalls(ctx, ix, names)
+	if err != nil {
+		<-statsDone
+		return nil, err
+	}
 	ecs := groupEdges(ix, calls)
 
+	var byFinding findingExamples
 	t := &Topology{Schema: Schema, Services: []Service{}, Edges: []Edge{}, Paths: []Path{}, Warnings: []string{}}
-	for _, ec := range ecs {
-		t.Edges = append(t.Edges, inferEdge(ix, ec))
+	for i, ec := range ecs {
+		if err := canceled(ctx, i); err != nil {
+			<-statsDone
+			return nil, err
+		}
+		e, shows := inferEdge(ix, ec)
+		t.Edges = append(t.Edges, e)
+		byFinding = append(byFinding, shows)
 	}
 	roots := map[node][]int32{}
 	traces := map[ingest.TraceID]bool{}
@@ -66,24 +108,35 @@ func infer(ix *index) *Topology {
 	for i, share := range concurrentShares(ix, ecs, byServer) {
 		t.Edges[i].ConcurrentShare = share
 	}
-	t.Paths = buildPaths(ix, t.Edges, ecs, byServer, roots)
+	for i, b := range breakers(ix, ecs, byServer) {
+		t.Edges[i].Breaker = b
+	}
+	var truncated bool
+	t.Paths, truncated = buildPaths(t.Edges, byServer, roots)
 	<-statsDone
 	t.Services = services(ops, instrumented, ecs)
 	calibrate(ix, ecs, roots, t)
-	t.Findings = findings(t.Edges, t.Paths)
+	t.Findings = findings(t.Edges, t.Paths, byFinding)
 
 	rootCalls := 0
 	for _, r := range roots {
 		rootCalls += len(r)
 	}
-	t.Source = Source{Traces: len(traces), Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls}
+	t.Source = Source{Traces: len(traces), Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks}
 	if window := float64(hi-lo) / 1e9; window >= 1e-3 {
 		// Below a millisecond a rate says nothing: leave it 0 (unknown).
 		t.Source.WindowS = round3(window)
 		t.Source.RootRatePerS = round3(float64(rootCalls) / window)
 	}
 	t.Warnings = warningsOf(ix, t)
-	return t
+	if truncated {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("the call graph has more chains than %d steps of listing them reach: %d paths listed, the others left out",
+			maxPathSteps, len(t.Paths)))
+	}
+	if err := canceled(ctx, 0); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // userEdges adds a `user` caller for every root operation.
@@ -94,7 +147,7 @@ func userEdges(ix *index, roots map[node][]int32) []Edge {
 			continue
 		}
 		e := Edge{Caller: userCaller, Callee: n.svc, Operation: n.op, Calls: len(spans), Attempts: len(spans),
-			AttemptsHistogram: []int{len(spans)}, MaxAttempts: 1, Backoff: Backoff{Kind: "none", Jitter: "none"},
+			AttemptsHistogram: []int{len(spans)}, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffImmediate, Jitter: JitterNone},
 			RetriedStatus: []string{}, NotRetriedStatus: []string{}, Method: ix.str(ix.spans[spans[0]].Method)}
 		var d []float64
 		failed := 0
@@ -109,7 +162,9 @@ func userEdges(ix *index, roots map[node][]int32) []Edge {
 		e.FailureRate = round3(float64(failed) / float64(len(spans)))
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Callee+out[i].Operation < out[j].Callee+out[j].Operation })
+	slices.SortFunc(out, func(a, b Edge) int {
+		return cmp.Or(strings.Compare(a.Callee, b.Callee), strings.Compare(a.Operation, b.Operation))
+	})
 	return out
 }
 
@@ -229,6 +284,15 @@ func warningsOf(ix *index, t *Topology) []string {
 	if ix.dups > 0 {
 		w = append(w, fmt.Sprintf("%d spans appear more than once (the same export read twice?): each counted once", ix.dups))
 	}
+	if ix.selfParents > 0 || ix.cycles > 0 {
+		w = append(w, fmt.Sprintf("%d spans name themselves as parent and %d parent cycles were found (corrupt ids?): each cycle was cut at its earliest span, which counts as a root",
+			ix.selfParents, ix.cycles))
+	}
+	if ix.leaks > 0 {
+		w = append(w, fmt.Sprintf("%d client spans (%d spans with what they called) started after their parent span had ended: "+
+			"they ran in the context of another request (a retrying agent on a reused connection?); left out of attempts, amplification and deadline findings",
+			ix.leaks, ix.leakedSpans))
+	}
 	if ix.orphans > 0 {
 		w = append(w, fmt.Sprintf("%d spans name a parent that is not in the input: their calls cannot be attributed to a caller", ix.orphans))
 	}
@@ -236,7 +300,7 @@ func warningsOf(ix *index, t *Topology) []string {
 		if e.MissingAttempts > 0 {
 			w = append(w, fmt.Sprintf("%s: %d attempts that retry markers count are missing from the input (spans never exported?)", edgeLocation(e), e.MissingAttempts))
 		}
-		if e.Retries && e.Backoff.Kind == "unknown" {
+		if e.Retries && e.Backoff.Kind == BackoffUnknown {
 			w = append(w, fmt.Sprintf("%s: %d waits between attempts are too few to tell the backoff", edgeLocation(e), e.Backoff.Samples))
 		}
 		if e.Retries && !e.MaxAttemptsExact {

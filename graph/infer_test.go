@@ -1,11 +1,14 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -360,8 +363,8 @@ func TestNotRetries(t *testing.T) {
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "frontend", "backend")
 				wantShape(t, e, shape{Calls: 1, Attempts: 2, Hist: []int{}, Max: 1, Retried: none, NotRetry: none})
-				if e.Hedging == nil || *e.Hedging != (Hedging{Calls: 1, DelayMS: 30}) {
-					t.Errorf("hedging: got %+v, want {Calls:1 DelayMS:30}", e.Hedging)
+				if e.Hedging == nil || *e.Hedging != (Hedging{Calls: 1, DelayMS: 30, MaxRequests: 2}) {
+					t.Errorf("hedging: got %+v, want {Calls:1 DelayMS:30 MaxRequests:2}", e.Hedging)
 				}
 			},
 		},
@@ -437,7 +440,7 @@ func TestBackoff(t *testing.T) {
 				wantShape(t, e, shape{Calls: 5, Attempts: 30, Hist: []int{0, 0, 0, 0, 0, 5}, Retries: true, Max: 6, Exact: true,
 					Evidence: "timing", Retried: s503, NotRetry: none})
 				want := Backoff{Kind: "exponential", BaseMS: 10, Multiplier: ptr(2), CapMS: ptr(80), Jitter: "none",
-					JitterPresent: &boolF, Samples: 25}
+					JitterPresent: &boolF, Samples: 25, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -457,7 +460,7 @@ func TestBackoff(t *testing.T) {
 				e := edge(t, tp, "api", "backend")
 				wantShape(t, e, shape{Calls: 5, Attempts: 20, Hist: []int{0, 0, 0, 5}, Retries: true, Max: 4,
 					Evidence: "timing", Retried: s503, NotRetry: none})
-				want := Backoff{Kind: "constant", BaseMS: 25, Jitter: "none", JitterPresent: &boolF, Samples: 15}
+				want := Backoff{Kind: "constant", BaseMS: 25, Jitter: "none", JitterPresent: &boolF, Samples: 15, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -472,7 +475,7 @@ func TestBackoff(t *testing.T) {
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "api", "backend")
-				want := Backoff{Kind: "none", Jitter: "unknown", Samples: 1}
+				want := Backoff{Kind: BackoffImmediate, Jitter: JitterUnknown, Samples: 1, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -488,7 +491,7 @@ func TestBackoff(t *testing.T) {
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "api", "backend")
-				want := Backoff{Kind: "none", Jitter: "none", JitterPresent: &boolF, Samples: 5}
+				want := Backoff{Kind: BackoffImmediate, Jitter: JitterNone, JitterPresent: &boolF, Samples: 5, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -506,7 +509,7 @@ func TestBackoff(t *testing.T) {
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "api", "backend")
-				want := Backoff{Kind: "unknown", Jitter: "none", JitterPresent: &boolF, Samples: 15}
+				want := Backoff{Kind: "unknown", Jitter: "none", JitterPresent: &boolF, Samples: 15, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -589,7 +592,7 @@ func TestJitterFormulas(t *testing.T) {
 	const base = 100.0
 	formulas := []struct {
 		name string
-		want string
+		want JitterKind
 		wait func(rng *rand.Rand, k int, prev float64) float64
 	}{
 		{"full", "full", func(rng *rand.Rand, k int, _ float64) float64 {
@@ -814,7 +817,9 @@ func TestFindings(t *testing.T) {
 				}
 				p := tp.Paths[0]
 				want := Path{Services: []string{"frontend", "a", "b", "c"}, Operations: []string{"op", "op", "op", "op"},
-					RetryingLayers: []string{"frontend", "a", "b"}, WorstCaseAmplification: 27, WorstCaseExact: true, ObservedMaxAmplification: 27}
+					RetryingLayers: []string{"frontend", "a", "b"}, WorstCaseAmplification: 27, WorstCaseExact: true, ObservedMaxAmplification: 27,
+					// The deepest retrying layer's call: b's three attempts at c.
+					Examples: []Example{{TraceID: "00000000000000000000000000000001", SpanIDs: []string{"0000000000000006", "0000000000000008", "000000000000000a"}}}}
 				if !reflect.DeepEqual(p, want) {
 					t.Errorf("path:\n got %+v\nwant %+v", p, want)
 				}
@@ -913,7 +918,10 @@ func TestInferNeverPanics(t *testing.T) {
 					t.Fatalf("iteration %d: Infer panicked: %v", iter, r)
 				}
 			}()
-			tp := Infer(set)
+			tp, err := Infer(context.Background(), set)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := json.Marshal(tp); err != nil {
 				t.Fatalf("iteration %d: topology does not encode: %v", iter, err)
 			}
@@ -1051,10 +1059,91 @@ func TestClassify(t *testing.T) {
 			if tc.server != nil {
 				s = b.server(c, "backend", "GET /api", 10.5, 4, tc.server...)
 			}
-			o, label := classify(newIndex(b.set), int32(c), int32(s))
+			ix, err := newIndex(context.Background(), b.set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, label := classify(ix, int32(c), int32(s))
 			if o != tc.want || label != tc.label {
 				t.Errorf("got %d %q, want %d %q", o, label, tc.want, tc.label)
 			}
 		})
+	}
+}
+
+// TestExamples: every edge and finding names up to three traces, the calls
+// with the most attempts first, one per trace, whatever the input order.
+func TestExamples(t *testing.T) {
+	b := newBuilder()
+	for i := 0; i < 9; i++ {
+		b.newTrace()
+		root := b.server(-1, "frontend", "GET /", 0, 100)
+		waits := []float64{}
+		for k := 0; k < i%3; k++ {
+			waits = append(waits, 10)
+		}
+		b.chain(root, "api", 1, waits, 5, httpStatus(200))
+	}
+	tp := b.infer()
+	e := edge(t, tp, "frontend", "api")
+	if len(e.Examples) != 3 {
+		t.Fatalf("examples: %+v", e.Examples)
+	}
+	// Traces 4, 7 and 10 made three attempts; ids break the tie.
+	want := []string{"00000000000000000000000000000004", "00000000000000000000000000000007", "0000000000000000000000000000000a"}
+	for i, ex := range e.Examples {
+		wantEq(t, "trace", ex.TraceID, want[i])
+	}
+	wantEq(t, "spans of the first example", len(e.Examples[0].SpanIDs), 3)
+	for _, f := range tp.Findings {
+		if len(f.Examples) == 0 || len(f.Examples) > 3 {
+			t.Errorf("finding %s: %d examples", f.ID, len(f.Examples))
+		}
+	}
+	if len(tp.Findings) == 0 {
+		t.Fatal("want a no-jitter finding to carry examples")
+	}
+	// Reversed input order, same examples.
+	slices.Reverse(b.set.Spans)
+	if got := b.infer(); !reflect.DeepEqual(edge(t, got, "frontend", "api").Examples, e.Examples) {
+		t.Errorf("examples depend on input order:\n%+v\n%+v", edge(t, got, "frontend", "api").Examples, e.Examples)
+	}
+}
+
+// TestInferCanceled: a cancelled context stops inference with its error.
+func TestInferCanceled(t *testing.T) {
+	b := newBuilder()
+	root := b.server(-1, "frontend", "GET /", 0, 100)
+	b.call(root, "api", "GET /x", 1, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tp, err := Infer(ctx, b.set)
+	if !errors.Is(err, context.Canceled) || tp != nil {
+		t.Fatalf("got %v, %v; want context.Canceled and no topology", tp, err)
+	}
+	if _, _, err := InferWithArrivals(ctx, b.set); !errors.Is(err, context.Canceled) {
+		t.Fatalf("InferWithArrivals: got %v, want context.Canceled", err)
+	}
+}
+
+// TestFindingExamples: a finding's examples are the calls that show it,
+// not any call of its edge.
+func TestFindingExamples(t *testing.T) {
+	b := newBuilder()
+	for i := 0; i < 4; i++ {
+		b.newTrace()
+		root := b.server(-1, "frontend", "GET /", 0, 400)
+		c := b.client(root, "backend", 10, 100, failed("context deadline exceeded"))
+		s := b.server(c, "backend", "GET /api", 10.5, 300)
+		b.client(s, "postgres", 20, 50, name("SELECT orders"), failed("timeout"))
+		retryAt := 80.0
+		if i == 2 {
+			retryAt = 150 // after frontend gave up at 110
+		}
+		b.client(s, "postgres", retryAt, 10, name("SELECT orders"), statusOK())
+	}
+	f := finding(t, b.infer(), FindingOutlivedCaller)
+	if len(f.Examples) != 1 || f.Examples[0].TraceID != "00000000000000000000000000000004" {
+		t.Errorf("examples %+v, want only trace 4's call", f.Examples)
 	}
 }

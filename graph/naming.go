@@ -1,7 +1,7 @@
 package graph
 
 import (
-	"sort"
+	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
 )
@@ -10,16 +10,31 @@ import (
 // an instrumented callee are named by its SERVER span; attempts that did
 // not (a connection refused, a timeout before the request was read, an
 // uninstrumented database) are named by what other attempts with the same
-// peer and client-side operation reached, and failing that by the peer
-// attributes of the client span.
+// peer (or the same host on another port: another replica) and client-side
+// operation reached; failing that by the peer attributes of the client span,
+// with a port stripped and a Kubernetes service name reduced to the
+// service; and a client span with no peer at all that its instrumentation
+// emitted under another service name than its parent's is a call to that
+// service, as Jaeger's dependency graph reads it.
+//
+// Votes are counted once over the index, and each key's winner is picked
+// once, so naming costs the same whatever the number of distinct peers or
+// operations.
 type naming struct {
-	peerService map[peerKey]map[string]int
-	serverOp    map[opKey]map[string]int
+	peerService map[peerKey]string
+	hostService map[hostKey]string
+	serverOp    map[opKey]string
+	services    map[string]bool // names of the services with SERVER spans
 }
 
 type peerKey struct {
 	caller ingest.Sym
 	peer   ingest.Sym
+}
+
+type hostKey struct {
+	caller ingest.Sym
+	host   string
 }
 
 type opKey struct {
@@ -28,14 +43,43 @@ type opKey struct {
 	clientOp string
 }
 
+// votes counts, per key, how often each name was seen, and picks the most
+// frequent (ties broken by name, for determinism).
+type votes[K comparable] map[K]map[string]int
+
+func (v votes[K]) add(k K, name string) {
+	m := v[k]
+	if m == nil {
+		m = map[string]int{}
+		v[k] = m
+	}
+	m[name]++
+}
+
+func (v votes[K]) winners() map[K]string {
+	out := make(map[K]string, len(v))
+	for k, m := range v {
+		best, n := "", 0
+		for name, c := range m {
+			if c > n || c == n && name < best {
+				best, n = name, c
+			}
+		}
+		out[k] = best
+	}
+	return out
+}
+
 func newNaming(ix *index) *naming {
-	n := &naming{peerService: map[peerKey]map[string]int{}, serverOp: map[opKey]map[string]int{}}
-	count := func(m map[string]int, k string) { m[k]++ }
+	peers, hosts, ops := votes[peerKey]{}, votes[hostKey]{}, votes[opKey]{}
+	n := &naming{services: map[string]bool{}}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
 		if !ix.keep[i] || !isServer(sp) {
 			continue
 		}
+		callee := ix.str(sp.Service)
+		n.services[callee] = true
 		c := ix.parent[i]
 		if c < 0 {
 			continue
@@ -48,40 +92,16 @@ func newNaming(ix *index) *naming {
 			c = ix.parent[c] // a grpc-go Attempt span: name by its call span
 			client = &ix.spans[c]
 		}
-		callee := ix.str(sp.Service)
 		if client.Peer != 0 {
-			pk := peerKey{client.Service, client.Peer}
-			if n.peerService[pk] == nil {
-				n.peerService[pk] = map[string]int{}
+			peers.add(peerKey{client.Service, client.Peer}, callee)
+			if h := hostOf(ix.str(client.Peer)); h != ix.str(client.Peer) {
+				hosts.add(hostKey{client.Service, h}, callee)
 			}
-			count(n.peerService[pk], callee)
 		}
-		ok := opKey{client.Service, callee, ix.clientOpName(c)}
-		if n.serverOp[ok] == nil {
-			n.serverOp[ok] = map[string]int{}
-		}
-		count(n.serverOp[ok], ix.opName(int32(i)))
+		ops.add(opKey{client.Service, callee, ix.clientOpName(c)}, ix.opName(int32(i)))
 	}
+	n.peerService, n.hostService, n.serverOp = peers.winners(), hosts.winners(), ops.winners()
 	return n
-}
-
-// mostCommon picks the most frequent key, ties broken by name for
-// determinism.
-func mostCommon(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	if len(keys) == 0 {
-		return ""
-	}
-	return keys[0]
 }
 
 // resolve names the callee and operation of client span c whose server
@@ -91,16 +111,93 @@ func (n *naming) resolve(ix *index, c, server int32) (callee, op string) {
 	if server >= 0 {
 		return ix.str(ix.spans[server].Service), ix.opName(server)
 	}
-	callee = ix.str(client.Peer)
-	if m := n.peerService[peerKey{client.Service, client.Peer}]; len(m) > 0 && client.Peer != 0 {
-		callee = mostCommon(m)
-	}
+	callee = n.peerName(ix, client)
 	if callee == "" {
-		callee = "unknown"
+		if p := ix.parent[c]; p >= 0 && ix.spans[p].Service != client.Service {
+			callee = ix.str(client.Service)
+		} else {
+			callee = "unknown"
+		}
 	}
 	op = ix.clientOpName(c)
-	if m := n.serverOp[opKey{client.Service, callee, op}]; len(m) > 0 {
-		op = mostCommon(m)
+	if o, ok := n.serverOp[opKey{client.Service, callee, op}]; ok {
+		op = o
 	}
 	return callee, op
+}
+
+// peerName names the service a client span's peer attributes point at:
+// the service that answered the same peer, else the same host (another
+// port, another replica), else the peer as written reduced to a service
+// name. "" when the span names no peer.
+func (n *naming) peerName(ix *index, client *ingest.Span) string {
+	if client.Peer == 0 {
+		return ""
+	}
+	if s, ok := n.peerService[peerKey{client.Service, client.Peer}]; ok {
+		return s
+	}
+	peer := ix.str(client.Peer)
+	host := hostOf(peer)
+	if s, ok := n.hostService[hostKey{client.Service, host}]; ok {
+		return s
+	}
+	return n.serviceName(host)
+}
+
+// serviceName reduces a host name to the service it names: a Kubernetes
+// service's DNS name (reviews.default.svc.cluster.local, reviews.default.svc)
+// to its first label, and a name.namespace form to name when a service of
+// that name is in the traces.
+func (n *naming) serviceName(host string) string {
+	first, rest, dotted := strings.Cut(host, ".")
+	if !dotted || first == "" || isIP(host) {
+		return host
+	}
+	if rest == "svc" || strings.HasSuffix(rest, ".svc") || strings.Contains(rest, ".svc.") {
+		return first
+	}
+	if !strings.Contains(rest, ".") && n.services[first] && !n.services[host] {
+		return first
+	}
+	return host
+}
+
+// hostOf strips a numeric port from host:port (and the brackets of
+// [v6]:port); other peers (a database system/namespace, a bare IPv6
+// address) are returned as they are.
+func hostOf(peer string) string {
+	i := strings.LastIndexByte(peer, ':')
+	if i <= 0 || i == len(peer)-1 {
+		return peer
+	}
+	for _, r := range peer[i+1:] {
+		if r < '0' || r > '9' {
+			return peer
+		}
+	}
+	host := peer[:i]
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		return host[1 : len(host)-1]
+	}
+	if strings.Contains(host, ":") {
+		return peer // an IPv6 address without brackets: the tail is not a port
+	}
+	return host
+}
+
+// isIP reports whether a host is a dotted IPv4 address.
+func isIP(host string) bool {
+	for _, r := range host {
+		if r != '.' && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// mostCommon picks the most frequent key, ties broken by name for
+// determinism.
+func mostCommon(m map[string]int) string {
+	return votes[struct{}]{{}: m}.winners()[struct{}{}]
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -10,6 +11,10 @@ import (
 // node is a service serving one operation.
 type node struct{ svc, op string }
 
+// maxPathSteps bounds the walk that enumerates paths: steps are nodes
+// visited along chains, each costing up to the chain's length.
+const maxPathSteps = 100_000
+
 // userCaller names the callers outside the traces: whoever sent the root
 // requests.
 const userCaller = "user"
@@ -18,7 +23,12 @@ const userCaller = "user"
 // operation that calls nothing further, with its worst-case amplification
 // (the product of max attempts) and the highest amplification one root
 // request really saw.
-func buildPaths(ix *index, edges []Edge, ecs []*edgeCalls, byServer *serverCalls, roots map[node][]int32) []Path {
+//
+// The chains of a graph with many operations calling each other can
+// outnumber anything a reader could use (they grow exponentially with the
+// crossings), so the walk stops after maxPathSteps steps and reports that
+// it did (truncated).
+func buildPaths(edges []Edge, byServer *serverCalls, roots map[node][]int32) (paths []Path, truncated bool) {
 	out := map[node][]int{}
 	for i, e := range edges {
 		if e.Caller == userCaller {
@@ -27,19 +37,18 @@ func buildPaths(ix *index, edges []Edge, ecs []*edgeCalls, byServer *serverCalls
 		n := node{e.Caller, e.CallerOperation}
 		out[n] = append(out[n], i)
 	}
-	rootNodes := make([]node, 0, len(roots))
-	for n := range roots {
-		rootNodes = append(rootNodes, n)
-	}
-	sort.Slice(rootNodes, func(i, j int) bool {
-		return rootNodes[i].svc+"\x00"+rootNodes[i].op < rootNodes[j].svc+"\x00"+rootNodes[j].op
-	})
-	var paths []Path
+	rootNodes := sortedNodes(roots)
+	observed := observedAmplification(byServer, roots)
+	steps := 0
 	var walk func(n node, chain []int, onStack map[node]bool)
 	walk = func(n node, chain []int, onStack map[node]bool) {
+		if steps++; steps > maxPathSteps {
+			truncated = true
+			return
+		}
 		next := out[n]
 		if len(next) == 0 && len(chain) > 0 {
-			paths = append(paths, makePath(edges, chain, observedAmplification(ix, ecs, byServer, chain, roots[node{edges[chain[0]].Caller, edges[chain[0]].CallerOperation}])))
+			paths = append(paths, makePath(edges, chain, observed.observed(chain)))
 			return
 		}
 		onStack[n] = true
@@ -59,9 +68,32 @@ func buildPaths(ix *index, edges []Edge, ecs []*edgeCalls, byServer *serverCalls
 		if paths[i].WorstCaseAmplification != paths[j].WorstCaseAmplification {
 			return paths[i].WorstCaseAmplification > paths[j].WorstCaseAmplification
 		}
-		return strings.Join(paths[i].Operations, "\x00") < strings.Join(paths[j].Operations, "\x00")
+		return slices.Compare(paths[i].Operations, paths[j].Operations) < 0
 	})
-	return paths
+	return paths, truncated
+}
+
+// amplification is how many requests one call on edge e can become at
+// worst: its max attempts, or the most requests a hedged call sent when
+// that is more (a call allowed N concurrent requests multiplies by N).
+// exact is false when the figure is a lower bound: retries never seen
+// exhausted, or hedging, whose limit the traces only bound from below.
+func amplification(e Edge) (factor int, exact bool) {
+	factor, exact = e.MaxAttempts, e.MaxAttemptsExact || !e.Retries
+	if h := e.Hedging; h != nil && h.MaxRequests > factor {
+		factor, exact = h.MaxRequests, false
+	}
+	return factor, exact
+}
+
+// sortedNodes lists the root nodes by service, then operation.
+func sortedNodes(roots map[node][]int32) []node {
+	out := make([]node, 0, len(roots))
+	for n := range roots {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b node) int { return cmp.Or(strings.Compare(a.svc, b.svc), strings.Compare(a.op, b.op)) })
+	return out
 }
 
 func makePath(edges []Edge, chain []int, observed float64) Path {
@@ -69,16 +101,20 @@ func makePath(edges []Edge, chain []int, observed float64) Path {
 	first := edges[chain[0]]
 	p.Services = append(p.Services, first.Caller)
 	p.Operations = append(p.Operations, first.CallerOperation)
+	var examples [][]Example
 	for _, i := range chain {
 		e := edges[i]
 		p.Services = append(p.Services, e.Callee)
 		p.Operations = append(p.Operations, e.Operation)
-		p.WorstCaseAmplification *= e.MaxAttempts
-		if e.Retries {
+		factor, exact := amplification(e)
+		p.WorstCaseAmplification *= factor
+		if e.Retries || factor > 1 {
+			examples = append([][]Example{e.Examples}, examples...)
 			p.RetryingLayers = append(p.RetryingLayers, e.Caller)
-			p.WorstCaseExact = p.WorstCaseExact && e.MaxAttemptsExact
+			p.WorstCaseExact = p.WorstCaseExact && exact
 		}
 	}
+	p.Examples = mergeExamples(examples...)
 	return p
 }
 
@@ -172,48 +208,94 @@ type edgeCall struct {
 	c    *call
 }
 
-// observedAmplification follows the path's edges down from every root
-// request and returns the highest ratio of attempts at the path's last hop
-// to the calls that hop would have seen without any retry above or at it
-// (fan-out loops count as calls, not amplification).
-func observedAmplification(ix *index, ecs []*edgeCalls, byServer *serverCalls, chain []int, roots []int32) float64 {
-	best := 0.0
+// chainTrie holds, for every chain of edges some root request followed
+// (a trie of edge indices from the root), the highest amplification one
+// root request saw at the chain's last hop.
+type chainTrie struct {
+	next map[chainStep]int32
+	best []float64
+}
+
+type chainStep struct{ at, edge int32 }
+
+func (t *chainTrie) step(at int32, edge int) int32 {
+	k := chainStep{at, int32(edge)}
+	if n, ok := t.next[k]; ok {
+		return n
+	}
+	n := int32(len(t.best))
+	t.next[k] = n
+	t.best = append(t.best, 0)
+	return n
+}
+
+// observed returns the chain's highest amplification, 0 if no root request
+// followed it.
+func (t *chainTrie) observed(chain []int) float64 {
+	at := int32(0)
+	for _, e := range chain {
+		n, ok := t.next[chainStep{at, int32(e)}]
+		if !ok {
+			return 0
+		}
+		at = n
+	}
+	return t.best[at]
+}
+
+// observedAmplification walks every root request's calls once, down every
+// chain of edges at the same time, and records per chain the highest ratio
+// of attempts at its last hop to the calls that hop would have seen
+// without any retry above or at it (fan-out loops count as calls, not
+// amplification). Each call is visited once, so the walk is linear
+// whatever the number of paths or the depth of a trace.
+func observedAmplification(byServer *serverCalls, roots map[node][]int32) *chainTrie {
+	t := &chainTrie{next: map[chainStep]int32{}, best: []float64{0}}
+	var attempts, first []int
+	var touched []int32
 	type inst struct {
-		span     int32
+		span, at int32
 		allFirst bool
 	}
-	for _, r := range roots {
-		level := []inst{{r, true}}
-		attempts, firstCalls := 0, 0
-		for depth, ei := range chain {
-			last := depth == len(chain)-1
-			var next []inst
-			for _, in := range level {
+	var stack []inst
+	for _, rn := range sortedNodes(roots) {
+		for _, r := range roots[rn] {
+			stack = append(stack[:0], inst{r, 0, true})
+			for len(stack) > 0 {
+				in := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
 				for _, ec := range byServer.of(in.span) {
-					if ec.edge != ei || ec.c.hedged {
+					if ec.c.hedged {
 						continue
 					}
-					if last {
-						attempts += len(ec.c.attempts)
-						if in.allFirst {
-							firstCalls++
-						}
-						continue
+					n := t.step(in.at, ec.edge)
+					for int(n) >= len(attempts) {
+						attempts, first = append(attempts, 0), append(first, 0)
+					}
+					if attempts[n] == 0 && first[n] == 0 {
+						touched = append(touched, n)
+					}
+					attempts[n] += len(ec.c.attempts)
+					if in.allFirst {
+						first[n]++
 					}
 					for k, a := range ec.c.attempts {
 						if a.server >= 0 {
-							next = append(next, inst{a.server, in.allFirst && k == 0})
+							stack = append(stack, inst{a.server, n, in.allFirst && k == 0})
 						}
 					}
 				}
 			}
-			level = next
-		}
-		if firstCalls > 0 {
-			best = max(best, float64(attempts)/float64(firstCalls))
-		} else if attempts > 0 {
-			best = max(best, float64(attempts))
+			for _, n := range touched {
+				ratio := float64(attempts[n])
+				if first[n] > 0 {
+					ratio /= float64(first[n])
+				}
+				t.best[n] = max(t.best[n], ratio)
+				attempts[n], first[n] = 0, 0
+			}
+			touched = touched[:0]
 		}
 	}
-	return best
+	return t
 }

@@ -28,6 +28,10 @@ type Source struct {
 	RootCalls    int     `json:"root_calls"`
 	WindowS      float64 `json:"window_s"`
 	RootRatePerS float64 `json:"root_rate_per_s"`
+	// ContextLeaks counts client spans that started after their parent had
+	// ended (another request's context reused), left out of inference
+	// with everything below them.
+	ContextLeaks int `json:"context_leaks,omitempty"`
 }
 
 // Service is a node of the graph. Virtual services are uninstrumented peers
@@ -85,19 +89,37 @@ type Edge struct {
 	MaxAttempts       int   `json:"max_attempts"`
 	MaxAttemptsExact  bool  `json:"max_attempts_exact"`
 	// Evidence says how retries were recognised: "markers" (resend count,
-	// grpc-go attempt spans, Envoy retry.count), "below-instrumentation"
-	// (several server spans under one client span), or "timing" (sibling
-	// attempts that follow failures).
+	// grpc-go attempt spans, Envoy retry.count or x-envoy-attempt-count),
+	// "below-instrumentation" (several server spans under one client span),
+	// "proxy" (several sidecar spans under one client span), or "timing"
+	// (sibling attempts that follow failures).
 	Evidence string `json:"evidence,omitempty"`
+	// RetriesBy says which layer made the retries: "application" (the
+	// caller's own code or library), "proxy" (its service-mesh sidecar,
+	// Envoy or Istio), or "proxy and application".
+	RetriesBy string `json:"retries_by,omitempty"`
 
-	Backoff           Backoff  `json:"backoff"`
-	PerTryTimeoutMS   *float64 `json:"per_try_timeout_ms"`
-	RetriedStatus     []string `json:"retried_status"`
-	NotRetriedStatus  []string `json:"not_retried_status"`
-	RetryAfterHonored int      `json:"retry_after_honored"`
-	RetryAfterIgnored int      `json:"retry_after_ignored"`
+	Backoff         Backoff  `json:"backoff"`
+	PerTryTimeoutMS *float64 `json:"per_try_timeout_ms"`
+	// DeadlineFromCaller counts failed attempts cut when the caller's own
+	// attempt ended: its deadline propagated. They set no per-try timeout
+	// of this edge.
+	DeadlineFromCaller int      `json:"deadline_from_caller,omitempty"`
+	RetriedStatus      []string `json:"retried_status"`
+	NotRetriedStatus   []string `json:"not_retried_status"`
+	RetryAfterHonored  int      `json:"retry_after_honored"`
+	RetryAfterIgnored  int      `json:"retry_after_ignored"`
+	// RetryAfterUncaptured counts the waits in RetryAfterHonored that no
+	// span recorded a Retry-After for: whole-second waits after a 429 or
+	// 503 (or gRPC pushback) well beyond the backoff schedule at the same
+	// attempt, which the backoff fit leaves out.
+	RetryAfterUncaptured int `json:"retry_after_uncaptured,omitempty"`
 
 	Hedging *Hedging `json:"hedging"`
+
+	// Breaker is the circuit breaker the traces show on this edge; null
+	// when they cannot tell (no calls seen failing twice in a row).
+	Breaker *Breaker `json:"breaker,omitempty"`
 
 	// Idempotency covers retried calls of non-idempotent methods.
 	Idempotency *Idempotency `json:"idempotency"`
@@ -131,19 +153,30 @@ type Edge struct {
 	// an operation's calls.
 	NotReached   int     `json:"not_reached,omitempty"`
 	CallOffsetMS float64 `json:"call_offset_ms,omitempty"`
+
+	// Examples are up to three traces showing the edge's calls, those
+	// with the most attempts first.
+	Examples []Example `json:"examples,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.
 type Backoff struct {
-	// Kind is none, constant, exponential, or unknown when too few retries
-	// were seen to tell.
-	Kind       string   `json:"kind"`
-	BaseMS     float64  `json:"base_ms"`
-	Multiplier *float64 `json:"multiplier"`
-	CapMS      *float64 `json:"cap_ms"`
-	// Jitter is none, full, equal, decorrelated, proportional, or unknown.
-	Jitter         string   `json:"jitter"`
-	JitterFraction *float64 `json:"jitter_fraction"`
+	// Kind is immediate, constant, exponential, or unknown when too few
+	// retries were seen to tell.
+	Kind       BackoffKind `json:"kind"`
+	BaseMS     float64     `json:"base_ms"`
+	Multiplier *float64    `json:"multiplier"`
+	CapMS      *float64    `json:"cap_ms"`
+	// Jitter is none, full, equal, decorrelated, proportional (±x of the
+	// wait, in JitterFraction), additive (+U[0, JitterAdditiveMS] on the
+	// wait), or unknown.
+	Jitter           JitterKind `json:"jitter"`
+	JitterFraction   *float64   `json:"jitter_fraction"`
+	JitterAdditiveMS *float64   `json:"jitter_additive_ms,omitempty"`
+	// NoiseMS is the spread below which waits are taken to agree: the
+	// edge's own timing noise (how much the network legs of its attempts
+	// vary), times noiseFactor, and at least 1.5ms.
+	NoiseMS float64 `json:"noise_ms,omitempty"`
 	// JitterPresent says whether waits at the same attempt vary beyond
 	// scheduling noise; null with fewer than three waits. Jitter can be
 	// unknown while this is true: present, but too few samples to name.
@@ -156,6 +189,12 @@ type Backoff struct {
 type Hedging struct {
 	Calls   int     `json:"calls"`
 	DelayMS float64 `json:"delay_ms"`
+	// MaxRequests is the most requests one hedged call sent (the original
+	// and its hedges): what hedging multiplies load by at worst, as far as
+	// the traces show.
+	MaxRequests int `json:"max_requests"`
+	// NonIdempotent counts hedged calls of a non-idempotent method.
+	NonIdempotent int `json:"non_idempotent,omitempty"`
 }
 
 // Idempotency is the key coverage of retried non-idempotent calls.
@@ -175,6 +214,9 @@ type Path struct {
 	// WorstCaseExact is false when any factor is a lower bound.
 	WorstCaseExact           bool    `json:"worst_case_exact"`
 	ObservedMaxAmplification float64 `json:"observed_max_amplification"`
+	// Examples are up to three traces through the path's retrying layers,
+	// deepest layer first.
+	Examples []Example `json:"examples,omitempty"`
 }
 
 // Severity orders findings.
@@ -194,4 +236,6 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Location string   `json:"location"`
 	Message  string   `json:"message"`
+	// Examples are up to three traces that show the problem.
+	Examples []Example `json:"examples,omitempty"`
 }

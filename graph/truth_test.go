@@ -28,6 +28,19 @@ type truth struct {
 		} `json:"backoff"`
 		IdempotencyKey bool     `json:"idempotency_key"`
 		WaitLateMS     *float64 `json:"wait_late_ms"`
+		// Written by scenarios that hide Retry-After or use a breaker;
+		// absent (captured, no breaker) in the older ones.
+		RetryAfterCaptured *bool `json:"retry_after_captured"`
+		RetryAfterWaits    int   `json:"retry_after_waits"`
+		Breaker            *struct {
+			ConsecutiveFailures int `json:"consecutive_failures"`
+			FastFailedCalls     int `json:"fast_failed_calls"`
+		} `json:"breaker"`
+		Hedge *struct {
+			DelayMS      float64 `json:"delay_ms"`
+			HedgedCalls  int     `json:"hedged_calls"`
+			MostRequests int     `json:"most_requests"`
+		} `json:"hedge"`
 	} `json:"edges"`
 	Paths []struct {
 		Services   []string `json:"services"`
@@ -42,7 +55,11 @@ func inferFile(t testing.TB, path string) *Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Infer(set)
+	top, err := Infer(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
 }
 
 // TestTruth holds inference to the ground truth of every committed sample
@@ -88,6 +105,28 @@ func TestTruth(t *testing.T) {
 					continue
 				}
 				loc := te.Caller + " → " + te.Callee + " " + op
+				if c := te.RetryAfterCaptured; c != nil && !*c && e.RetryAfterHonored != te.RetryAfterWaits {
+					t.Errorf("%s: %d Retry-After waits honoured, want the %d the uncaptured header set", loc, e.RetryAfterHonored, te.RetryAfterWaits)
+				}
+				switch b := te.Breaker; {
+				case b != nil && (e.Breaker == nil || !e.Breaker.Detected):
+					t.Errorf("%s: breaker %+v, want one detected", loc, e.Breaker)
+				case b != nil && (e.Breaker.FastFailedCalls != b.FastFailedCalls || e.Breaker.TripAfter != b.ConsecutiveFailures):
+					t.Errorf("%s: breaker fast-failed %d calls after %d failures, want %d after %d", loc,
+						e.Breaker.FastFailedCalls, e.Breaker.TripAfter, b.FastFailedCalls, b.ConsecutiveFailures)
+				case b == nil && e.Breaker != nil && e.Breaker.Detected:
+					t.Errorf("%s: breaker detected where there is none: %+v", loc, *e.Breaker)
+				}
+				if h := te.Hedge; h != nil {
+					switch g := e.Hedging; {
+					case g == nil:
+						t.Errorf("%s: no hedging, want %d hedged calls", loc, h.HedgedCalls)
+					case g.Calls != h.HedgedCalls || g.MaxRequests != h.MostRequests || math.Abs(g.DelayMS-h.DelayMS) > 2+0.1*h.DelayMS:
+						t.Errorf("%s: hedging %+v, want %d calls, up to %d requests, after %gms", loc, *g, h.HedgedCalls, h.MostRequests, h.DelayMS)
+					case !IdempotentMethod(te.Method) && !hasFinding(top, FindingHedgeWrite, loc):
+						t.Errorf("%s: hedged %s without a %s finding", loc, te.Method, FindingHedgeWrite)
+					}
+				}
 				if e.Retries != te.Retries {
 					t.Errorf("%s: retries %v, want %v", loc, e.Retries, te.Retries)
 				}
@@ -109,11 +148,16 @@ func TestTruth(t *testing.T) {
 					}
 				} else {
 					decided++
-					if e.Backoff.Kind != te.Backoff.Kind {
-						t.Errorf("%s: backoff %s, want %s", loc, e.Backoff.Kind, te.Backoff.Kind)
+					// The generator's truth says "none" for graph's immediate.
+					want := BackoffKind(te.Backoff.Kind)
+					if want == "none" {
+						want = BackoffImmediate
+					}
+					if e.Backoff.Kind != want {
+						t.Errorf("%s: backoff %s, want %s", loc, e.Backoff.Kind, want)
 					}
 				}
-				if w := te.WaitLateMS; w != nil && *w > noiseMS && *w > noiseFrac*e.Backoff.BaseMS {
+				if w := te.WaitLateMS; w != nil && *w > minNoiseMS {
 					// The capture's own waits came later than the policy's by
 					// more than inference's noise allowance (a busy host): the
 					// traces cannot show that the waits were unjittered.
@@ -235,4 +279,13 @@ func diffJSON(path string, a, b any) []string {
 		}
 	}
 	return []string{fmt.Sprintf("%s: %v, want %v", path, a, b)}
+}
+
+func hasFinding(t *Topology, id, location string) bool {
+	for _, f := range t.Findings {
+		if f.ID == id && f.Location == location {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,12 +18,19 @@ type attrs struct {
 	msgSystem, msgDest                                               string
 	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
+	upstreamCluster, responseFlags                                   string
 
 	sampler sampler
 
 	httpStatus, grpcStatus                   int
 	resend, prevAttempts, retryCount         int
+	envoyAttempts                            int // x-envoy-attempt-count, 0 when absent
 	transparent, idemKey, errorTag, truncate bool
+	proxy                                    bool
+
+	// invalid describes the first status attribute whose value was out of
+	// range or not a number, and so ignored (checkSpan warns).
+	invalid string
 
 	buf []byte // scratch space kept across spans
 }
@@ -126,11 +134,19 @@ func (a *attrs) str(key, v string) {
 		a.otelStatusDesc = v
 	case "span.kind":
 		a.kindTag = v
+	case "component":
+		a.proxy = a.proxy || v == "proxy"
+	case "upstream_cluster", "upstream_cluster.name":
+		a.upstreamCluster, a.proxy = v, true
+	case "response_flags":
+		a.responseFlags, a.proxy = v, true
 	case "error":
 		a.errorTag = v == "true"
 	case "rpc.response.status_code":
 		if c, ok := grpcCode(v); ok {
 			a.grpcStatus = c
+		} else {
+			a.reject(key, strconv.Quote(v))
 		}
 	case "http.response.status_code", "http.status_code", "rpc.grpc.status_code",
 		"http.request.resend_count", "previous-rpc-attempts", "retry.count", "transparent-retry":
@@ -138,6 +154,8 @@ func (a *attrs) str(key, v string) {
 			a.integer(key, n)
 		} else if b, err := strconv.ParseBool(v); err == nil {
 			a.boolean(key, b)
+		} else if isStatusKey(key) {
+			a.reject(key, strconv.Quote(v))
 		}
 	default:
 		a.header(key, v)
@@ -148,12 +166,16 @@ func (a *attrs) str(key, v string) {
 func (a *attrs) integer(key string, n int64) {
 	switch key {
 	case "http.response.status_code", "http.status_code":
-		if n > 0 && n < 1000 {
+		if n >= 100 && n <= 599 {
 			a.httpStatus = int(n)
+		} else {
+			a.reject(key, strconv.FormatInt(n, 10))
 		}
 	case "rpc.grpc.status_code", "rpc.response.status_code":
 		if n >= 0 && n <= 16 {
 			a.grpcStatus = int(n)
+		} else {
+			a.reject(key, strconv.FormatInt(n, 10))
 		}
 	case "http.request.resend_count":
 		a.resend = clampCount(n)
@@ -165,6 +187,33 @@ func (a *attrs) integer(key string, n int64) {
 		a.transparent = n != 0
 	case "server.port", "net.peer.port", "sampler.param":
 		a.str(key, strconv.FormatInt(n, 10))
+	}
+}
+
+// double records a float-typed value: an integral one counts as the
+// integer (a status code sent as 503.0); a status key with a fraction, NaN
+// or infinity is rejected.
+func (a *attrs) double(key string, d float64) {
+	if d == math.Trunc(d) && d >= math.MinInt64 && d < math.MaxInt64 {
+		a.integer(key, int64(d))
+	} else if isStatusKey(key) {
+		a.reject(key, strconv.FormatFloat(d, 'g', -1, 64))
+	}
+}
+
+// isStatusKey reports whether key carries an HTTP or gRPC status code.
+func isStatusKey(key string) bool {
+	switch key {
+	case "http.response.status_code", "http.status_code", "rpc.grpc.status_code", "rpc.response.status_code":
+		return true
+	}
+	return false
+}
+
+// reject notes a status attribute whose value cannot be a status code.
+func (a *attrs) reject(key, v string) {
+	if a.invalid == "" {
+		a.invalid = key + " " + v
 	}
 }
 
@@ -182,6 +231,12 @@ func (a *attrs) boolean(key string, b bool) {
 // headers and metadata (http.request.header.*, rpc.grpc.*.metadata.*, or a
 // bare header name as some instrumentations tag them).
 func (a *attrs) header(key, v string) {
+	if strings.HasSuffix(key, "x-envoy-attempt-count") {
+		if n, err := strconv.Atoi(firstOfArray(v)); err == nil && n > 0 {
+			a.envoyAttempts = min(n, 32768)
+		}
+		return
+	}
 	if !strings.Contains(key, "dempotency") && !strings.Contains(key, "etry") {
 		return
 	}
@@ -247,6 +302,15 @@ func (a *attrs) finish(set *Set, sp *Span) {
 	sp.ResendCount = int16(a.resend)
 	sp.PrevAttempts = int16(a.prevAttempts)
 	sp.RetryCount = int16(a.retryCount)
+	if a.retryCount == Absent && a.envoyAttempts > 0 {
+		sp.RetryCount = int16(a.envoyAttempts - 1) // the attempts before this one
+	}
+	if a.proxy {
+		sp.Flags |= FlagProxy
+	}
+	if strings.Contains(a.responseFlags, "URX") {
+		sp.Flags |= FlagRetryLimit
+	}
 	if a.transparent {
 		sp.Flags |= FlagTransparentRetry
 	}
@@ -262,7 +326,7 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		rawURL = a.httpURL
 	}
 	urlHost, urlPath := splitURL(rawURL)
-	if sp.Kind == KindClient || sp.Kind == KindProducer || a.peerService != "" {
+	if sp.Kind == KindClient || sp.Kind == KindProducer || a.peerService != "" || a.upstreamCluster != "" {
 		a.buf = a.peer(a.buf[:0], urlHost)
 		if len(a.buf) > MaxValueBytes {
 			a.truncate = true
@@ -325,6 +389,13 @@ func (a *attrs) peer(dst []byte, urlHost string) []byte {
 		return append(dst, a.peerService...)
 	case a.serverAddress != "":
 		return withPort(a.serverAddress, a.serverPort)
+	case a.upstreamCluster != "":
+		// Envoy's cluster: outbound|9080|subset|reviews.default.svc.cluster.local.
+		c := a.upstreamCluster
+		if i := strings.LastIndexByte(c, '|'); i >= 0 {
+			c = c[i+1:]
+		}
+		return append(dst, c...)
 	case a.dbSystem != "":
 		ns := a.dbNamespace
 		if ns == "" {

@@ -122,3 +122,56 @@ func BenchmarkSetMemory(b *testing.B) {
 		runtime.KeepAlive(set)
 	}
 }
+
+// BenchmarkShapeChecks measures the checks that run before pdata sees a
+// document (checkOTLPProtoShape, splitJSON) against pdata unmarshalling
+// the same 100k spans, interleaved in each iteration: the "check/pdata"
+// ratio is what the limits add to decoding.
+func BenchmarkShapeChecks(b *testing.B) {
+	reqs := synth.Requests(100_000, 1)
+	var proto, jsonl bytes.Buffer
+	if err := synth.WriteProtoStream(&proto, reqs); err != nil {
+		b.Fatal(err)
+	}
+	if err := synth.WriteJSONLines(&jsonl, reqs); err != nil {
+		b.Fatal(err)
+	}
+	lim := Limits{}.withDefaults()
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		check func([]byte)
+		pdata func([]byte) int
+	}{
+		{"proto", proto.Bytes(), func(data []byte) {
+			for len(data) >= 4 {
+				size := binary.BigEndian.Uint32(data)
+				if e := checkOTLPProtoShape(data[4:4+size], &lim); e != nil {
+					b.Fatal(e.err)
+				}
+				data = data[4+size:]
+			}
+		}, pdataProtoStream},
+		{"jsonl", jsonl.Bytes(), func(data []byte) {
+			for _, line := range bytes.Split(data, []byte{'\n'}) {
+				if _, _, e := splitJSON(line, &lim); e != nil {
+					b.Fatal(e.err)
+				}
+			}
+		}, pdataJSONLines},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.data)))
+			var tCheck, tPdata time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				tc.check(tc.data)
+				t1 := time.Now()
+				tc.pdata(tc.data)
+				tCheck += t1.Sub(t0)
+				tPdata += time.Since(t1)
+			}
+			b.ReportMetric(float64(tCheck)/float64(tPdata), "check/pdata")
+		})
+	}
+}

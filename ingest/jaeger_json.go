@@ -87,10 +87,10 @@ type jPending struct {
 // jTraceInfo is what a trace object carries besides its spans.
 type jTraceInfo struct {
 	traceID    jTraceID
-	processes  map[string]jProcess // UI: processID → process
-	processMap []jProcessMapping   // protobuf JSON Trace
-	process    *jProcess           // protobuf JSON Batch
-	warnings   []string
+	processes  jProcesses             // UI: processID → process
+	processMap jList[jProcessMapping] // protobuf JSON Trace
+	process    *jProcess              // protobuf JSON Batch
+	warnings   jList[string]
 	pending    []jPending
 }
 
@@ -98,8 +98,12 @@ type jTraceInfo struct {
 // may be a query response ({"data":[...], "errors":[...]}); at any level it
 // may be a trace. Query errors fail the input when no span came with them.
 func (d *jaegerJSON) object(top bool) error {
-	var t jTraceInfo
-	var qerrs []jQueryError
+	t := jTraceInfo{
+		processes:  jProcesses{lim: d.s.lim},
+		processMap: jList[jProcessMapping]{lim: d.s.lim, what: "processes in one trace"},
+		warnings:   jList[string]{lim: d.s.lim, what: "warnings in one trace"},
+	}
+	qerrList := jList[jQueryError]{lim: d.s.lim, what: "errors in one query response"}
 	var errsAt int64
 	spansBefore := len(d.set.Spans)
 	for d.dec.More() {
@@ -123,7 +127,7 @@ func (d *jaegerJSON) object(top bool) error {
 		case top && k == "data":
 			err = d.data()
 		case top && k == "errors":
-			errsAt, err = d.decode(&qerrs, "errors")
+			errsAt, err = d.decode(&qerrList, "errors")
 		default:
 			var skip json.RawMessage
 			_, err = d.decode(&skip, key)
@@ -136,7 +140,7 @@ func (d *jaegerJSON) object(top bool) error {
 		return err
 	}
 	d.endTrace(&t)
-	if len(qerrs) > 0 {
+	if qerrs := qerrList.v; len(qerrs) > 0 {
 		if len(d.set.Spans) == spansBefore {
 			more := ""
 			if len(qerrs) > 1 {
@@ -155,10 +159,10 @@ func (d *jaegerJSON) object(top bool) error {
 // are known (the UI writes them after the spans) and keeps its warnings.
 func (d *jaegerJSON) endTrace(t *jTraceInfo) {
 	d.j.beginTrace()
-	for id, p := range t.processes {
+	for id, p := range t.processes.m {
 		d.j.addProcess(id, p.proc())
 	}
-	for _, m := range t.processMap {
+	for _, m := range t.processMap.v {
 		d.j.addProcess(m.ProcessID, m.Process.proc())
 	}
 	if t.process != nil {
@@ -168,7 +172,7 @@ func (d *jaegerJSON) endTrace(t *jTraceInfo) {
 		sp := &d.set.Spans[p.idx]
 		d.j.resolve(sp, p.pid)
 	}
-	for _, msg := range t.warnings {
+	for _, msg := range t.warnings.v {
 		d.j.warning("trace "+TraceID(t.traceID.id).String(), msg)
 	}
 }
@@ -234,7 +238,7 @@ func (d *jaegerJSON) spanArray(t *jTraceInfo) error {
 				return err
 			}
 		}
-		d.sp.reset()
+		d.sp.reset(d.s.lim)
 		start, err := d.decode(&d.sp, "span")
 		if err != nil {
 			return err
@@ -258,8 +262,8 @@ func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 	}
 	sp.End = end
 	j.begin()
-	for i := range js.References {
-		r := &js.References[i]
+	for i := range js.References.v {
+		r := &js.References.v[i]
 		trace := TraceID(r.TraceID.id)
 		if trace.IsZero() { // a reference naming no trace points into the span's own
 			trace = sp.TraceID
@@ -267,12 +271,12 @@ func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 		j.ref(&sp, !r.RefType.other, trace, r.SpanID.id)
 	}
 	var kv model.KeyValue
-	for i := range js.Tags {
-		if js.Tags[i].keyValue(&kv) {
+	for i := range js.Tags.v {
+		if js.Tags.v[i].keyValue(&kv) {
 			j.tag(&kv)
 		}
 	}
-	for _, msg := range js.Warnings {
+	for _, msg := range js.Warnings.v {
 		j.warning("span "+sp.SpanID.String(), msg)
 	}
 	if js.Process != nil {
@@ -282,7 +286,9 @@ func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 	} else {
 		t.pending = append(t.pending, jPending{idx: len(d.set.Spans), pid: js.ProcessID})
 	}
-	j.finish(&sp, js.OperationName, js.ParentSpanID.id)
+	if err := j.finish(&sp, js.OperationName, js.ParentSpanID.id); err != nil {
+		return d.s.errAt(d.base+start, fmt.Errorf("Jaeger JSON: span %s: %w", sp.SpanID, err))
+	}
 	return nil
 }
 
@@ -459,27 +465,92 @@ func (l *docLimit) Read(p []byte) (int, error) {
 // case-insensitively, so traceID and traceId, processID and processId land
 // in the same fields; the value types accept both dialects' encodings.
 type jSpan struct {
-	TraceID       jTraceID  `json:"traceID"`
-	SpanID        jSpanID   `json:"spanID"`
-	ParentSpanID  jSpanID   `json:"parentSpanID"` // older exports, before references
-	OperationName string    `json:"operationName"`
-	References    []jRef    `json:"references"`
-	StartTime     jStart    `json:"startTime"`
-	Duration      jDuration `json:"duration"`
-	Tags          []jTag    `json:"tags"`
-	ProcessID     string    `json:"processID"`
-	Process       *jProcess `json:"process"` // inline: UI-enriched exports and protobuf JSON
-	Warnings      []string  `json:"warnings"`
+	TraceID       jTraceID      `json:"traceID"`
+	SpanID        jSpanID       `json:"spanID"`
+	ParentSpanID  jSpanID       `json:"parentSpanID"` // older exports, before references
+	OperationName string        `json:"operationName"`
+	References    jList[jRef]   `json:"references"`
+	StartTime     jStart        `json:"startTime"`
+	Duration      jDuration     `json:"duration"`
+	Tags          jList[jTag]   `json:"tags"`
+	ProcessID     string        `json:"processID"`
+	Process       *jProcess     `json:"process"` // inline: UI-enriched exports and protobuf JSON
+	Warnings      jList[string] `json:"warnings"`
 }
 
 // reset zeroes the span for the next decode, keeping the capacity of its tag
 // and reference slices (encoding/json decodes into existing elements without
-// zeroing them, hence the clear).
-func (s *jSpan) reset() {
-	tags, refs := s.Tags[:cap(s.Tags)], s.References[:cap(s.References)]
+// zeroing them, hence the clear), and bounds its lists by lim.
+func (s *jSpan) reset(lim *Limits) {
+	tags, refs := s.Tags.v[:cap(s.Tags.v)], s.References.v[:cap(s.References.v)]
 	clear(tags)
 	clear(refs)
-	*s = jSpan{Tags: tags[:0], References: refs[:0]}
+	*s = jSpan{
+		Tags:       jList[jTag]{v: tags[:0], lim: lim, what: "tags in one span"},
+		References: jList[jRef]{v: refs[:0], lim: lim, what: "references in one span"},
+		Warnings:   jList[string]{lim: lim, what: "warnings in one span"},
+	}
+}
+
+// jList is a JSON array of a span's that is decoded only when it holds at
+// most max elements: encoding/json would otherwise allocate every element
+// of a span made of millions of empty tags.
+type jList[T any] struct {
+	v    []T
+	lim  *Limits
+	what string
+}
+
+// UnmarshalJSON counts the elements, then decodes them. A list decoded
+// inside a value the decoder creates itself (a process in a process
+// table) has no limits set and takes the defaults.
+func (l *jList[T]) UnmarshalJSON(data []byte) error {
+	lim, what := l.lim, l.what
+	if lim == nil {
+		lim, what = &defaultLimits, "tags in one process"
+	}
+	if err := lim.attributes(jsonElements(data), what); err != nil {
+		return err
+	}
+	return json.Unmarshal(data, &l.v)
+}
+
+// jsonElements counts the elements of the JSON array or members of the
+// object in data (valid JSON: encoding/json has scanned it) by its
+// top-level commas.
+func jsonElements(data []byte) int {
+	n, depth, empty := 0, 0, true
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			if depth == 1 {
+				empty = false
+			}
+			if end := stringEnd(data, i+1); end >= 0 {
+				i = end
+			}
+		case '{', '[':
+			if depth == 1 {
+				empty = false
+			}
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			if depth == 1 {
+				n++
+			}
+		case ' ', '\t', '\r', '\n':
+		default:
+			if depth == 1 {
+				empty = false
+			}
+		}
+	}
+	if empty {
+		return 0
+	}
+	return n + 1
 }
 
 // jRef is a span reference.
@@ -491,19 +562,34 @@ type jRef struct {
 
 // jProcess is a process; its service name and sampler tags matter.
 type jProcess struct {
-	ServiceName string `json:"serviceName"`
-	Tags        []jTag `json:"tags"`
+	ServiceName string      `json:"serviceName"`
+	Tags        jList[jTag] `json:"tags"` // bounded by the default MaxAttributes
 }
 
 func (p *jProcess) proc() jProc {
 	out := jProc{service: p.ServiceName}
 	var kv model.KeyValue
-	for i := range p.Tags {
-		if p.Tags[i].keyValue(&kv) {
+	for i := range p.Tags.v {
+		if p.Tags.v[i].keyValue(&kv) {
 			out.sampler.tag(kv.Key, kv.AsString())
 		}
 	}
 	return out
+}
+
+// jProcesses is a trace's process table, decoded only when it holds at
+// most MaxAttributes entries.
+type jProcesses struct {
+	m   map[string]jProcess
+	lim *Limits
+}
+
+// UnmarshalJSON counts the entries, then decodes them.
+func (p *jProcesses) UnmarshalJSON(data []byte) error {
+	if err := p.lim.attributes(jsonElements(data), "processes in one trace"); err != nil {
+		return err
+	}
+	return json.Unmarshal(data, &p.m)
 }
 
 // jProcessMapping is one entry of a protobuf-JSON Trace's processMap.

@@ -29,6 +29,11 @@ func decodeJaegerProto(s *source, set *Set, w *warnings) error {
 			procs = append(procs, f)
 		case 3:
 			traceWarnings = append(traceWarnings, string(f.b))
+		default:
+			return nil
+		}
+		if err := s.lim.attributes(len(procs)+len(traceWarnings), "processes and warnings in one message"); err != nil {
+			return s.errAt(base+int64(f.off), fmt.Errorf("Jaeger protobuf: %w", err))
 		}
 		return nil
 	})
@@ -70,6 +75,9 @@ func decodeJaegerProto(s *source, set *Set, w *warnings) error {
 			if err := s.ctx.Err(); err != nil {
 				return err
 			}
+		}
+		if err := checkJaegerSpanShape(f.b, s.lim); err != nil {
+			return s.errAt(base+int64(f.off), fmt.Errorf("Jaeger protobuf %s: span %d: %w", what, n, err))
 		}
 		tags, refs := ms.Tags[:0], ms.References[:0]
 		ms = model.Span{Tags: tags, References: refs}
@@ -193,6 +201,35 @@ func keyValueShaped(b []byte) bool {
 	return false
 }
 
+// checkJaegerSpanShape counts what the generated code would allocate for
+// one span before it unmarshals it: tags (field 8) against MaxAttributes;
+// references (4), logs (9) and their fields against MaxDocumentItems.
+// Framing errors are left to the unmarshaller.
+func checkJaegerSpanShape(b []byte, lim *Limits) error {
+	tags, items := 0, 0
+	_ = walkProto(b, func(num protowire.Number, f protoField) error {
+		switch num {
+		case 8:
+			tags++
+		case 4:
+			items++
+		case 9:
+			items++
+			_ = walkProto(f.b, func(num protowire.Number, _ protoField) error {
+				if num == 2 {
+					items++
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err := lim.attributes(tags, "tags in one span"); err != nil {
+		return err
+	}
+	return lim.items(items)
+}
+
 // addProtoSpan converts one protobuf span. Its process is its own, else the
 // one its process_id names, else the batch's.
 func addProtoSpan(j *jaegerSpans, ms *model.Span) error {
@@ -223,8 +260,7 @@ func addProtoSpan(j *jaegerSpans, ms *model.Span) error {
 	} else {
 		j.resolve(&sp, ms.ProcessID)
 	}
-	j.finish(&sp, ms.OperationName, SpanID{})
-	return nil
+	return j.finish(&sp, ms.OperationName, SpanID{})
 }
 
 // protoTraceID renders a jaeger-idl trace id as 16 big-endian bytes.

@@ -129,9 +129,7 @@ func (j *jaegerSpans) tag(kv *model.KeyValue) {
 			j.a.str(kv.Key, strconv.FormatFloat(kv.VFloat64, 'g', -1, 64))
 			return
 		}
-		if f := kv.VFloat64; f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
-			j.a.integer(kv.Key, int64(f))
-		}
+		j.a.double(kv.Key, kv.VFloat64)
 	}
 }
 
@@ -143,21 +141,25 @@ func (j *jaegerSpans) warning(about, text string) {
 
 // finish completes sp, whose ids, times and service the decoder has set:
 // parent (oldParent, an older export's parentSpanID, when no reference gave
-// one), name, attributes, links, then appends it to the Set.
-func (j *jaegerSpans) finish(sp *Span, name string, oldParent SpanID) {
+// one), name, attributes, links, then appends it to the Set, which fails
+// past the Set's limits.
+func (j *jaegerSpans) finish(sp *Span, name string, oldParent SpanID) error {
 	if !j.hasParent {
 		sp.ParentID = oldParent
 	}
 	sp.Name = j.a.intern(j.set, name)
 	j.a.finish(j.set, sp)
 	if len(j.links) > 0 {
-		n := min(len(j.links), 1<<16-1)
+		n := min(len(j.links), maxLinks)
+		if n < len(j.links) {
+			j.w.add("links dropped", "span %s has %d links: the first %d are kept", sp.SpanID, len(j.links), maxLinks)
+		}
 		sp.FirstLink = uint32(len(j.set.Links))
 		sp.NumLinks = uint16(n)
 		j.set.Links = append(j.set.Links, j.links[:n]...)
 	}
-	checkSpan(sp, j.w)
-	j.set.Spans = append(j.set.Spans, *sp)
+	checkSpan(j.set, sp, &j.a, j.w)
+	return j.set.add(sp)
 }
 
 // spanEnd returns start+dur in nanoseconds, or an error when the sum does

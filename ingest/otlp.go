@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -20,24 +22,39 @@ import (
 // decodeOTLPProto decodes one ExportTraceServiceRequest or TracesData
 // message (they share a wire layout).
 func decodeOTLPProto(s *source, set *Set, w *warnings) error {
+	base := s.offset()
 	b, err := s.readAll()
 	if err != nil {
 		return err
 	}
+	td, off, err := unmarshalOTLPProto(b, s.lim)
+	if err != nil {
+		return s.errAt(base+off, err)
+	}
+	if err := addTraces(set, td, w); err != nil {
+		return s.errAt(base, err)
+	}
+	return nil
+}
+
+// unmarshalOTLPProto checks one OTLP protobuf message against the shape
+// bounds, then unmarshals it with pdata; a failure comes with its offset in b.
+func unmarshalOTLPProto(b []byte, lim *Limits) (ptrace.Traces, int64, error) {
+	if e := checkOTLPProtoShape(b, lim); e != nil {
+		return ptrace.Traces{}, int64(e.off), fmt.Errorf("OTLP protobuf: %w", e.err)
+	}
 	var u ptrace.ProtoUnmarshaler
 	td, err := u.UnmarshalTraces(b)
 	if err != nil {
-		return s.errAt(0, fmt.Errorf("OTLP protobuf: %w", err))
+		return td, 0, fmt.Errorf("OTLP protobuf message of %d bytes: %w", len(b), err)
 	}
-	addTraces(set, td, w)
-	return nil
+	return td, 0, nil
 }
 
 // decodeOTLPProtoStream decodes the collector file exporter's protobuf
 // layout: each message preceded by its length as a 4-byte big-endian integer.
 func decodeOTLPProtoStream(s *source, set *Set, w *warnings) error {
-	return pipeline(s, set, w, func(emit func(ptrace.Traces) error, _ *warnings) error {
-		var u ptrace.ProtoUnmarshaler
+	return pipeline(s, set, w, func(emit emitFunc, _ *warnings) error {
 		var hdr [4]byte
 		for {
 			off := s.offset()
@@ -56,85 +73,169 @@ func decodeOTLPProtoStream(s *source, set *Set, w *warnings) error {
 			if err != nil {
 				return err
 			}
-			td, err := u.UnmarshalTraces(b)
+			td, at, err := unmarshalOTLPProto(b, s.lim)
 			if err != nil {
-				return s.errAt(off+4, fmt.Errorf("OTLP protobuf message of %d bytes: %w", size, err))
+				return s.errAt(off+4+at, err)
 			}
-			if err := emit(td); err != nil {
+			if err := emit(td, func(err error) error { return s.errAt(off, err) }); err != nil {
 				return err
 			}
 		}
 	})
 }
+
+// emitFunc hands one unmarshalled request to the normalising side of a
+// pipeline, with how to position an error found there.
+type emitFunc func(td ptrace.Traces, fail func(error) error) error
 
 // pipeline overlaps reading and unmarshalling (produce, in its own
 // goroutine) with normalising into the Set (here), one request at a time in
 // input order, so a stream decodes on two cores in bounded memory.
 // produce records its warnings in the *warnings it is given; they are merged
-// into w when it ends.
-func pipeline(s *source, set *Set, w *warnings, produce func(emit func(ptrace.Traces) error, pw *warnings) error) error {
-	batches := make(chan ptrace.Traces, 2)
+// into w when it ends. An error normalising (a limit reached) stops produce
+// and is returned, positioned by the fail function its request came with.
+func pipeline(s *source, set *Set, w *warnings, produce func(emit emitFunc, pw *warnings) error) error {
+	type batch struct {
+		td   ptrace.Traces
+		fail func(error) error
+	}
+	batches := make(chan batch, 2)
 	done := make(chan struct{})
 	var perr error
 	var pw warnings
 	go func() {
 		defer close(batches)
-		perr = produce(func(td ptrace.Traces) error {
+		perr = produce(func(td ptrace.Traces, fail func(error) error) error {
 			select {
-			case batches <- td:
+			case batches <- batch{td, fail}:
 				return s.ctx.Err()
 			case <-done:
-				return errors.New("stopped")
+				return errStopped
 			}
 		}, &pw)
 	}()
-	for td := range batches {
-		addTraces(set, td, w)
+	var cerr error
+	for b := range batches {
+		if cerr != nil {
+			continue // drain what produce sent before it saw done
+		}
+		if err := addTraces(set, b.td, w); err != nil {
+			cerr = b.fail(err)
+			close(done)
+		}
 	}
-	close(done)
+	if cerr == nil {
+		close(done)
+	}
 	for _, x := range pw.list {
 		w.list = MergeWarnings(w.list, []Warning{x})
+	}
+	if cerr != nil {
+		return cerr
 	}
 	return perr
 }
 
-// decodeOTLPJSONStream decodes OTLP JSON: one document, JSON Lines (one
-// request per line), or Jaeger api_v3 responses ({"result": <OTLP JSON>},
-// one or several).
+// errStopped ends a pipeline's producer once normalising has failed.
+var errStopped = errors.New("stopped")
+
+// decodeOTLPJSONStream decodes OTLP JSON: one document, several written one
+// after another, JSON Lines (one request per line, or several on a line),
+// or Jaeger api_v3 responses ({"result": <OTLP JSON>}, one or several).
 func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
-	whole := f == FormatOTLPJSON
+	wholeDoc := f == FormatOTLPJSON
 	if f == FormatJaegerAPIv3 || f == FormatTempoJSON {
 		// api_v3 and Tempo responses come one per line, or as one pretty-printed document.
 		head, _ := s.r.Peek(sniffBytes)
-		whole = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
+		wholeDoc = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
 	}
-	return pipeline(s, set, w, func(emit func(ptrace.Traces) error, pw *warnings) error {
-		doc := func(b []byte, fail func(int64, error) error) error {
-			switch f {
-			case FormatJaegerAPIv3:
-				return decodeAPIv3Doc(b, emit, pw, fail)
-			case FormatTempoJSON:
-				return decodeTempoDoc(b, emit, pw, fail)
+	return pipeline(s, set, w, func(emit emitFunc, pw *warnings) error {
+		// decode decodes the documents splitJSON found in b; fail
+		// positions an error at an offset in b.
+		decode := func(b []byte, list []jsonDoc, serr *shapeErr, fail func(int64, error) error) error {
+			for _, d := range list {
+				if err := s.ctx.Err(); err != nil {
+					return err
+				}
+				doc := b[d.start:d.end]
+				at := func(off int64, err error) error { return fail(int64(d.start)+off, err) }
+				var err error
+				switch f {
+				case FormatJaegerAPIv3:
+					err = decodeAPIv3Doc(doc, emit, pw, at)
+				case FormatTempoJSON:
+					err = decodeTempoDoc(doc, emit, pw, at)
+				default:
+					err = decodeOTLPJSONDoc(doc, emit, at)
+				}
+				if err != nil {
+					return err
+				}
 			}
-			return decodeOTLPJSONDoc(b, emit, fail)
+			if serr != nil {
+				return fail(int64(serr.off), serr.err)
+			}
+			return nil
 		}
-		if whole {
+		// whole decodes head (the start of a document, or nothing) and
+		// the rest of the input, head starting at input offset base.
+		whole := func(head []byte, base int64) error {
 			b, err := s.readAll()
 			if err != nil {
 				return err
 			}
-			return doc(b, func(off int64, err error) error { return s.errAt(off, err) })
+			if head != nil {
+				if int64(len(head)+len(b)) > s.maxDoc {
+					return s.errAt(base, fmt.Errorf("document exceeds %d bytes after decompression", s.maxDoc))
+				}
+				b = append(head, b...)
+			}
+			list, _, serr := splitJSON(b, s.lim)
+			return decode(b, list, serr, func(off int64, err error) error { return s.errAt(base+off, err) })
 		}
-		return s.lines(func(line []byte, n int, _ int64) error {
-			return doc(line, func(off int64, err error) error {
-				return fmt.Errorf("ingest %s: line %d: column %d: %w", s.name, n, off+1, err)
-			})
+		if wholeDoc {
+			return whole(nil, s.offset())
+		}
+		// Lines, each holding one request or several. A line whose last
+		// document goes on (a pretty-printed one after compact ones) hands
+		// it and the rest of the input to whole, so no document is lost.
+		var cont *continued
+		err := s.lines(func(raw []byte, n int, off int64) error {
+			line := bytes.TrimRight(raw, "\r\n") // positions count the content, not its end of line
+			list, open, serr := splitJSON(line, s.lim)
+			lineFail := func(off int64, err error) error {
+				return fmt.Errorf("ingest %s: line %d: column %d: %w", s.name, n, min(off, int64(len(line)))+1, err)
+			}
+			if !open || serr != nil || s.atEnd() || s.nextLineIsDocument() {
+				// Complete, or cut short: a document that went on would
+				// not be followed by one that starts afresh.
+				return decode(line, list, serr, lineFail)
+			}
+			last := list[len(list)-1]
+			if err := decode(line, list[:len(list)-1], nil, lineFail); err != nil {
+				return err
+			}
+			cont = &continued{head: append([]byte(nil), raw[last.start:]...), off: off + int64(last.start)}
+			return errContinued
 		})
+		if err == errContinued {
+			return whole(cont.head, cont.off)
+		}
+		return err
 	})
 }
 
+// continued is a document that starts on a line and goes on past it.
+type continued struct {
+	head []byte
+	off  int64
+}
+
+// errContinued ends the line loop when a document goes on past its line.
+var errContinued = errors.New("document continues")
+
 // decodeAPIv3Doc unwraps one Jaeger api_v3 response.
-func decodeAPIv3Doc(b []byte, emit func(ptrace.Traces) error, w *warnings, fail func(int64, error) error) error {
+func decodeAPIv3Doc(b []byte, emit emitFunc, w *warnings, fail func(int64, error) error) error {
 	var doc struct {
 		Result json.RawMessage `json:"result"`
 		Error  *struct {
@@ -143,7 +244,10 @@ func decodeAPIv3Doc(b []byte, emit func(ptrace.Traces) error, w *warnings, fail 
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return fail(jsonOffset(err), fmt.Errorf("Jaeger api_v3 JSON: %w", err))
+		if off, serr := syntaxOffset(b); serr != nil {
+			return fail(off, fmt.Errorf("Jaeger api_v3 JSON: %w", serr))
+		}
+		return fail(min(jsonOffset(err), int64(len(b))), fmt.Errorf("Jaeger api_v3 JSON: %w", err))
 	}
 	if doc.Error != nil {
 		return fail(0, fmt.Errorf("Jaeger api_v3 response is an error: %v %s", doc.Error.Code, doc.Error.Message))
@@ -160,25 +264,30 @@ func decodeAPIv3Doc(b []byte, emit func(ptrace.Traces) error, w *warnings, fail 
 // decodeOTLPJSONDoc decodes one OTLP JSON request with pdata. Dialects pdata
 // rejects or silently drops (base64 ids as protobuf-canonical JSON writes
 // them, lowercase enum names, the deprecated instrumentationLibrarySpans)
-// are normalised and decoded again.
-func decodeOTLPJSONDoc(b []byte, emit func(ptrace.Traces) error, fail func(int64, error) error) error {
+// are normalised and decoded again. Invalid JSON is positioned by
+// encoding/json, which pdata's decoder does not do reliably.
+func decodeOTLPJSONDoc(b []byte, emit emitFunc, fail func(int64, error) error) error {
 	var u ptrace.JSONUnmarshaler
 	td, err := u.UnmarshalTraces(b)
+	atDoc := func(err error) error { return fail(0, err) }
 	if err == nil && (td.SpanCount() > 0 || !bytes.Contains(b, []byte("nstrumentationLibrary"))) {
-		return emit(td)
+		return emit(td, atDoc)
 	}
-	fixed, nerr := normaliseOTLPJSON(b)
+	if off, serr := syntaxOffset(b); serr != nil {
+		return fail(off, fmt.Errorf("OTLP JSON: %w", serr))
+	}
+	fixed, at, nerr := normaliseOTLPJSON(b)
 	if nerr != nil {
-		return fail(jsonOffset(nerr), fmt.Errorf("OTLP JSON: %w", nerr))
+		return fail(at, fmt.Errorf("OTLP JSON: %w", nerr))
 	}
 	td, err2 := u.UnmarshalTraces(fixed)
 	if err2 != nil {
 		if err == nil {
 			err = err2
 		}
-		return fail(jsoniterOffset(err), fmt.Errorf("OTLP JSON: %s", jsoniterMessage(err)))
+		return fail(min(jsoniterOffset(err), int64(len(b))), fmt.Errorf("OTLP JSON: %s", jsoniterMessage(err)))
 	}
-	return emit(td)
+	return emit(td, atDoc)
 }
 
 var jsoniterPos = regexp.MustCompile(`error found in #(\d+) byte`)
@@ -215,18 +324,91 @@ func jsonOffset(err error) int64 {
 	return 0
 }
 
-// normaliseOTLPJSON rewrites a JSON document into the dialect pdata reads.
-func normaliseOTLPJSON(b []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+// normaliseOTLPJSON rewrites a valid JSON document into the dialect pdata
+// reads: deprecated keys renamed, base64 ids as hex, enum names as
+// numbers. It copies the bytes through in one pass, rewriting only those
+// strings, so it holds the input and its rewrite, never a tree of the
+// document (which takes over ten times its size).
+// A failure comes with the offset of the string at fault.
+func normaliseOTLPJSON(b []byte) ([]byte, int64, error) {
+	type frame struct {
+		obj bool
+		key string // the member being read (objects)
 	}
-	if err := normaliseValue(v, ""); err != nil {
-		return nil, err
+	var stack []frame
+	out := make([]byte, 0, len(b)+len(b)/16)
+	prev := byte(0) // the last structural byte, or 'v' after a value
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch c {
+		case '"':
+			end := stringEnd(b, i+1)
+			if end < 0 || len(stack) == 0 {
+				return nil, int64(i), errors.New("not a JSON object")
+			}
+			lit := b[i : end+1]
+			i = end
+			top := &stack[len(stack)-1]
+			text, _ := unquote(lit)
+			if top.obj && (prev == '{' || prev == ',') { // a key
+				top.key = string(text)
+				if nk, ok := renames[top.key]; ok {
+					top.key = nk
+					lit = appendJSONString(nil, nk)
+				}
+				out = append(out, lit...)
+				prev = 'k'
+				continue
+			}
+			prev = 'v'
+			var k, parent string
+			if top.obj {
+				k = top.key
+				if n := len(stack); n > 1 && stack[n-2].obj {
+					parent = stack[n-2].key
+				}
+			}
+			switch k {
+			case "traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id":
+				h, err := idToHex(string(text), k)
+				if err != nil {
+					return nil, int64(i - len(lit) + 1), err
+				}
+				out = appendJSONString(out, h)
+				continue
+			case "kind":
+				if kd, ok := ParseKind(string(text)); ok {
+					out = strconv.AppendInt(out, int64(kd), 10)
+					continue
+				}
+			case "code":
+				if code, ok := statusCodes[strings.TrimPrefix(strings.ToUpper(string(text)), "STATUS_CODE_")]; ok && parent == "status" {
+					out = strconv.AppendInt(out, int64(code), 10)
+					continue
+				}
+			}
+			out = append(out, lit...)
+		case '{', '[':
+			stack = append(stack, frame{obj: c == '{'})
+			out = append(out, c)
+			prev = c
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			out = append(out, c)
+			prev = 'v'
+		case ',', ':':
+			out = append(out, c)
+			prev = c
+		case ' ', '\t', '\r', '\n':
+			out = append(out, c)
+		default:
+			out = append(out, c)
+			prev = 'v'
+		}
 	}
-	return json.Marshal(v)
+	return out, 0, nil
 }
 
 var renames = map[string]string{
@@ -236,59 +418,24 @@ var renames = map[string]string{
 	"instrumentation_library":       "scope",
 }
 
-func normaliseValue(v any, key string) error {
-	switch t := v.(type) {
-	case []any:
-		for _, x := range t {
-			if err := normaliseValue(x, key); err != nil {
-				return err
-			}
-		}
-	case map[string]any:
-		for k, x := range t {
-			if nk, ok := renames[k]; ok {
-				if _, exists := t[nk]; !exists {
-					delete(t, k)
-					t[nk] = x
-					k = nk
-				}
-			}
-			switch k {
-			case "traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id":
-				if s, ok := x.(string); ok {
-					h, err := idToHex(s, k)
-					if err != nil {
-						return err
-					}
-					t[k] = h
-				}
-				continue
-			case "kind":
-				if s, ok := x.(string); ok {
-					if kd, ok := ParseKind(s); ok {
-						t[k] = int(kd)
-					}
-				}
-				continue
-			case "code":
-				if s, ok := x.(string); ok && key == "status" {
-					switch strings.ToUpper(strings.TrimPrefix(strings.ToUpper(s), "STATUS_CODE_")) {
-					case "OK":
-						t[k] = 1
-					case "ERROR":
-						t[k] = 2
-					case "UNSET":
-						t[k] = 0
-					}
-				}
-				continue
-			}
-			if err := normaliseValue(x, k); err != nil {
-				return err
-			}
+// statusCodes are the OTLP status code names.
+var statusCodes = map[string]int{"UNSET": 0, "OK": 1, "ERROR": 2}
+
+// appendJSONString appends s as a JSON string literal.
+func appendJSONString(dst []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		default:
+			dst = append(dst, c)
 		}
 	}
-	return nil
+	return append(dst, '"')
 }
 
 // idToHex accepts a hex or base64 identifier and returns hex.
@@ -313,8 +460,9 @@ func idToHex(s, key string) (string, error) {
 	return "", fmt.Errorf("%s %q is neither %d hex digits nor base64 of %d bytes", key, s, 2*want, want)
 }
 
-// addTraces appends every span of td to set.
-func addTraces(set *Set, td ptrace.Traces, w *warnings) {
+// addTraces appends every span of td to set; it fails when the set's
+// limits are reached.
+func addTraces(set *Set, td ptrace.Traces, w *warnings) error {
 	var a attrs
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -330,21 +478,26 @@ func addTraces(set *Set, td ptrace.Traces, w *warnings) {
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				addSpan(set, spans.At(k), svcSym, &a, w)
+				if err := addSpan(set, spans.At(k), svcSym, &a, w); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	return nil
 }
 
-func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
+func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
 	s := Span{
 		TraceID:  TraceID(sp.TraceID()),
 		SpanID:   SpanID(sp.SpanID()),
 		ParentID: SpanID(sp.ParentSpanID()),
-		Start:    int64(sp.StartTimestamp()),
-		End:      int64(sp.EndTimestamp()),
 		Service:  svc,
 		Kind:     Kind(sp.Kind()),
+	}
+	var ok bool
+	if s.Start, s.End, ok = otlpTimes(uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp()), s.SpanID, w); !ok {
+		return nil
 	}
 	if s.Kind > KindConsumer {
 		w.add("unknown span kind", "span %s has kind %d", s.SpanID, sp.Kind())
@@ -353,12 +506,7 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 	a.reset()
 	s.Name = a.intern(set, sp.Name())
 	st := sp.Status()
-	switch st.Code() {
-	case ptrace.StatusCodeOk:
-		s.Status = StatusOK
-	case ptrace.StatusCodeError:
-		s.Status = StatusError
-	}
+	s.Status = otlpStatus(int32(st.Code()), s.SpanID, w)
 	s.StatusMessage = a.intern(set, st.Message())
 	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
 		switch v.Type() {
@@ -369,9 +517,7 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 		case pcommon.ValueTypeBool:
 			a.boolean(k, v.Bool())
 		case pcommon.ValueTypeDouble:
-			if d := v.Double(); d == float64(int64(d)) {
-				a.integer(k, int64(d))
-			}
+			a.double(k, v.Double())
 		case pcommon.ValueTypeSlice:
 			if sl := v.Slice(); sl.Len() > 0 {
 				a.str(k, sl.At(0).AsString())
@@ -387,19 +533,52 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) {
 	}
 	if links := sp.Links(); links.Len() > 0 {
 		s.FirstLink = uint32(len(set.Links))
-		n := min(links.Len(), 1<<16-1)
+		n := min(links.Len(), maxLinks)
+		if n < links.Len() {
+			w.add("links dropped", "span %s has %d links: the first %d are kept", s.SpanID, links.Len(), maxLinks)
+		}
 		for i := 0; i < n; i++ {
 			l := links.At(i)
 			set.Links = append(set.Links, Link{TraceID: TraceID(l.TraceID()), SpanID: SpanID(l.SpanID())})
 		}
 		s.NumLinks = uint16(n)
 	}
-	checkSpan(&s, w)
-	set.add(&s)
+	checkSpan(set, &s, a, w)
+	return set.add(&s)
 }
 
-// checkSpan records per-span problems every decoder shares.
-func checkSpan(s *Span, w *warnings) {
+// otlpTimes converts OTLP's unsigned Unix nanoseconds; ok is false, with a
+// "timestamp out of range" warning, when either is at or past 2^63 ns (the
+// year 2262), which would wrap to 1677 and corrupt every duration and
+// window computed from it: the decoder drops the span.
+func otlpTimes(start, end uint64, id SpanID, w *warnings) (int64, int64, bool) {
+	if start > math.MaxInt64 || end > math.MaxInt64 {
+		w.add("timestamp out of range", "span %s starts at %d or ends at %d ns, past the year 2262: span dropped", id, start, end)
+		return 0, 0, false
+	}
+	return int64(start), int64(end), true
+}
+
+// otlpStatus maps an OTLP status code; codes other than 0 to 2 are taken
+// as unset, with an "unknown status code" warning.
+func otlpStatus(code int32, id SpanID, w *warnings) Status {
+	switch code {
+	case 0:
+		return StatusUnset
+	case 1:
+		return StatusOK
+	case 2:
+		return StatusError
+	}
+	w.add("unknown status code", "span %s has status code %d: taken as unset", id, code)
+	return StatusUnset
+}
+
+// checkSpan records per-span problems every decoder shares: bad ids, an end
+// before the start, a truncated value, a status attribute out of range
+// (which is ignored), and names that are not valid UTF-8. Decoders call it
+// with the attributes gathered for s, after attrs.finish.
+func checkSpan(set *Set, s *Span, a *attrs, w *warnings) {
 	if s.TraceID.IsZero() {
 		w.add("invalid trace id", "span %s has an all-zero trace id", s.SpanID)
 	}
@@ -411,5 +590,17 @@ func checkSpan(s *Span, w *warnings) {
 	}
 	if s.Has(FlagTruncated) {
 		w.add("attribute value truncated", "span %s had a value over %d bytes", s.SpanID, MaxValueBytes)
+	}
+	if a.invalid != "" {
+		w.add("invalid status code", "span %s: %s, ignored", s.SpanID, a.invalid)
+	}
+	for _, f := range [...]struct {
+		what string
+		sym  Sym
+	}{{"service", s.Service}, {"name", s.Name}, {"peer", s.Peer}, {"method", s.Method}, {"route", s.Route}, {"status message", s.StatusMessage}, {"error type", s.ErrorType}} {
+		if v := set.Str(f.sym); !utf8.ValidString(v) {
+			w.add("invalid UTF-8", "span %s: %s %q is not valid UTF-8 (shown escaped)", s.SpanID, f.what, v)
+			break
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,20 +25,25 @@ var ErrNoSpans = errors.New("holds no spans")
 type Options struct {
 	// MaxDocumentBytes bounds a document that must be held whole (a single
 	// JSON or protobuf message, one JSON line, one length-prefixed message)
-	// after decompression. Default 1 GiB.
+	// after decompression. Default 128 MiB: a library unmarshals such a
+	// document whole, at two to three times its size.
 	MaxDocumentBytes int64
+	// Limits bound what decoding holds; see Limits. Decode applies them to
+	// the Set it fills.
+	Limits Limits
 	// Progress, when set, is called with the number of compressed bytes read
 	// so far from the current input and its total size (0 for stdin).
 	Progress func(name string, read, total int64)
 }
 
-const defaultMaxDocument = 1 << 30
+// DefaultMaxDocumentBytes is the default of Options.MaxDocumentBytes.
+const DefaultMaxDocumentBytes = 128 << 20
 
 func (o Options) maxDoc() int64 {
 	if o.MaxDocumentBytes > 0 {
 		return o.MaxDocumentBytes
 	}
-	return defaultMaxDocument
+	return DefaultMaxDocumentBytes
 }
 
 // ReadFiles decodes every named input into one Set. A name may be a file, a
@@ -155,7 +161,9 @@ func (p *progressReader) Read(b []byte) (int, error) {
 func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Options) error {
 	in := Input{Name: name, First: len(set.Spans)}
 	firstLink := len(set.Links)
-	src := &source{name: name, maxDoc: opts.maxDoc(), ctx: ctx}
+	set.lim = opts.Limits.withDefaults()
+	src := &source{name: name, maxDoc: opts.maxDoc(), ctx: ctx, lim: &set.lim}
+	r = &ctxReader{ctx: ctx, r: r}
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(4)
 	switch {
@@ -176,6 +184,7 @@ func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Option
 		in.Compression = "zstd"
 		br = bufio.NewReaderSize(zr, 64<<10)
 	}
+	src.compression = in.Compression
 	src.cr = &countingReader{r: br}
 	src.r = bufio.NewReaderSize(src.cr, 64<<10)
 	if bom, _ := src.r.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
@@ -241,18 +250,43 @@ type source struct {
 	r      *bufio.Reader
 	cr     *countingReader
 	maxDoc int64
-	docs   int // documents (lines, messages) decoded so far
+	lim    *Limits
+	// compression is "gzip" or "zstd" when offsets count decompressed bytes.
+	compression string
+	docs        int // documents (lines, messages) decoded so far
 }
 
 // offset is the byte offset (after decompression) of the next unread byte.
 func (s *source) offset() int64 { return s.cr.n - int64(s.r.Buffered()) }
 
 func (s *source) errAt(off int64, err error) error {
+	if s.compression != "" {
+		// Past the end of a compressed file, and said so.
+		return fmt.Errorf("ingest %s: offset %d (after %s decompression): %w", s.name, off, s.compression, err)
+	}
 	return fmt.Errorf("ingest %s: offset %d: %w", s.name, off, err)
 }
 
 func (s *source) errLine(line int, err error) error {
 	return fmt.Errorf("ingest %s: line %d: %w", s.name, line, err)
+}
+
+// atEnd reports whether nothing but white space is left to read, looking
+// no further than the read buffer (past it, it says false).
+func (s *source) atEnd() bool {
+	b, err := s.r.Peek(s.r.Size())
+	return err != nil && len(bytes.TrimLeft(b, " \t\r\n")) == 0
+}
+
+// nextLineIsDocument reports whether the next non-blank line, as far as
+// the read buffer shows it, is a JSON document on its own.
+func (s *source) nextLineIsDocument() bool {
+	b, _ := s.r.Peek(s.r.Size())
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
 
 // readAll reads the rest of the input, bounded by maxDoc.
@@ -337,4 +371,19 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
 	return n, err
+}
+
+// ctxReader fails reads once its context is done, so that a cancelled
+// command stops reading however its decoder reads (a whole document, a
+// line, a message).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
 }

@@ -1,6 +1,9 @@
 package ingest
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // MaxValueBytes bounds every attribute value the Span record keeps (status
 // messages, operation names, error types): one enormous attribute must not
@@ -19,11 +22,15 @@ type Set struct {
 
 	strs  []string
 	index map[string]Sym
+
+	lim      Limits // set by Decode from its Options
+	strBytes int64  // bytes of strs, with stringOverhead each
+	strFull  bool   // a string was refused: the next add fails
 }
 
 // NewSet returns an empty Set whose string table holds only "".
 func NewSet() *Set {
-	return &Set{strs: []string{""}, index: map[string]Sym{"": 0}}
+	return &Set{strs: []string{""}, index: map[string]Sym{"": 0}, lim: Limits{}.withDefaults()}
 }
 
 // Str resolves an interned string.
@@ -35,17 +42,30 @@ func (s *Set) Str(x Sym) string {
 }
 
 // Intern returns the Sym for v, adding it to the table if new. Values longer
-// than MaxValueBytes are cut (on a UTF-8 boundary) before interning.
+// than MaxValueBytes are cut (on a UTF-8 boundary) before interning. Past
+// Limits.MaxHeldBytes a new string is refused (Intern returns 0) and the
+// next span added fails with a *LimitError.
 func (s *Set) Intern(v string) Sym {
 	v, _ = clip(v)
 	if x, ok := s.index[v]; ok {
 		return x
 	}
+	if s.held()+int64(len(v))+stringOverhead > s.lim.MaxHeldBytes {
+		s.strFull = true
+		return 0
+	}
 	x := Sym(len(s.strs))
 	s.strs = append(s.strs, v)
 	s.index[v] = x
+	s.strBytes += int64(len(v)) + stringOverhead
 	return x
 }
+
+// stringOverhead is what the string table and its index spend on each
+// string beside its bytes (a string header, a map entry and its share of
+// the map's buckets), counted against Limits.MaxHeldBytes so that millions
+// of short distinct strings are bounded too.
+const stringOverhead = 64
 
 // internBytes interns b without allocating when the string is already known.
 func (s *Set) internBytes(b []byte) Sym {
@@ -56,14 +76,31 @@ func (s *Set) internBytes(b []byte) Sym {
 }
 
 // add appends sp, doubling capacity when full: append's 1.25x growth for
-// large slices copies a million-span Set four times over.
-func (s *Set) add(sp *Span) {
+// large slices copies a million-span Set four times over. It is where every
+// decoder meets the Set's budgets: past Limits.MaxSpans, or once a string
+// was refused, it returns a *LimitError and appends nothing.
+func (s *Set) add(sp *Span) error {
+	if err := s.lim.spans(len(s.Spans) + 1); err != nil {
+		return err
+	}
+	if s.strFull {
+		return s.lim.held(s.held() + MaxValueBytes)
+	}
+	if err := s.lim.held(s.held()); err != nil {
+		return err
+	}
 	if len(s.Spans) == cap(s.Spans) {
-		grown := make([]Span, len(s.Spans), max(1024, 2*cap(s.Spans)))
+		grown := make([]Span, len(s.Spans), max(len(s.Spans)+1, min(max(1024, 2*cap(s.Spans)), s.lim.MaxSpans)))
 		copy(grown, s.Spans)
 		s.Spans = grown
 	}
 	s.Spans = append(s.Spans, *sp)
+	return nil
+}
+
+// held is the bytes of strings and links the Set holds.
+func (s *Set) held() int64 {
+	return s.strBytes + int64(len(s.Links))*int64(unsafe.Sizeof(Link{}))
 }
 
 // SpanLinks returns the links of sp.

@@ -35,6 +35,10 @@ func sniff(s *source) (Format, error) {
 	// 0x0a is both a newline and the tag of protobuf field 1: JSON wins only
 	// when an object with a key (or an array) really follows.
 	if t := trimmed[0]; (t == '{' || t == '[') && (head[0] != 0x0a || t == '[' || len(topLevelKeys(trimmed)) > 0) {
+		if errors.Is(err, io.EOF) && t == '{' && len(topLevelKeys(trimmed)) == 0 && !json.Valid(trimmed) {
+			// The whole input is the start of a JSON value cut short.
+			return "", s.errAt(int64(len(head)), fmt.Errorf("%w: JSON cut short before its first key", ErrUnrecognised))
+		}
 		return sniffJSON(s, trimmed)
 	}
 	switch {

@@ -107,6 +107,12 @@ const (
 	// FlagTruncated means at least one retained attribute value was cut to
 	// MaxValueBytes.
 	FlagTruncated
+	// FlagProxy marks a service-mesh sidecar's span (Envoy, Istio):
+	// component=proxy, or an upstream_cluster or response_flags tag.
+	FlagProxy
+	// FlagRetryLimit is Envoy's URX response flag: the proxy gave up after
+	// its retry limit.
+	FlagRetryLimit
 )
 
 // Span is the normalised record every decoder produces. Strings are interned
@@ -166,6 +172,10 @@ func (s *Span) Duration() int64 { return s.End - s.Start }
 
 // Has reports whether flag bit f is set.
 func (s *Span) Has(f uint8) bool { return s.Flags&f != 0 }
+
+// maxLinks is how many links a Span can index (NumLinks is 16 bits); more
+// are dropped with a "links dropped" warning.
+const maxLinks = 1<<16 - 1
 
 // Link is a span link: a reference from one span to another span, possibly in
 // another trace.

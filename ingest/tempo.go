@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // decodeTempoDoc decodes one Grafana Tempo trace document:
@@ -20,7 +18,7 @@ import (
 //
 // A "partial" status (some blocks could not be searched) is a warning, a
 // trace that is not there an error; the spans decode as OTLP JSON.
-func decodeTempoDoc(b []byte, emit func(ptrace.Traces) error, w *warnings, fail func(int64, error) error) error {
+func decodeTempoDoc(b []byte, emit emitFunc, w *warnings, fail func(int64, error) error) error {
 	var doc struct {
 		Batches       json.RawMessage `json:"batches"`
 		ResourceSpans json.RawMessage `json:"resourceSpans"`

@@ -144,7 +144,7 @@ func TestTempoErrors(t *testing.T) {
 		{`{"batches": 3}`, "line 1: column 13: Tempo JSON: batches: expected an array"},
 		{"{\n  \"batches\": 3\n}", "offset 15: Tempo JSON: batches: expected an array"},
 		{`{"trace": null, "message": "trace not found"}`, "Tempo response holds no trace: trace not found"},
-		{`{"batches": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}`, `line 1: column 1: OTLP JSON: traceId "zz" is neither`},
+		{`{"batches": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}`, `line 1: column 53: OTLP JSON: traceId "zz" is neither`},
 		{`{"trace": {"resourceSpans": [1]}}`, "OTLP JSON"},
 		{`{"batches": []}`, "tempo-json input holds no spans"},
 	} {

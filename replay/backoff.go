@@ -4,22 +4,31 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/retryaudit/retryaudit/graph"
+)
+
+// BackoffKind and JitterKind are graph's: inference and simulation use
+// the same words.
+type (
+	BackoffKind = graph.BackoffKind
+	JitterKind  = graph.JitterKind
 )
 
 // Backoff kinds.
 const (
-	BackoffImmediate   = "immediate"
-	BackoffConstant    = "constant"
-	BackoffExponential = "exponential"
+	BackoffImmediate   = graph.BackoffImmediate
+	BackoffConstant    = graph.BackoffConstant
+	BackoffExponential = graph.BackoffExponential
 )
 
 // Jitter kinds.
 const (
-	JitterNone         = "none"
-	JitterFull         = "full"
-	JitterEqual        = "equal"
-	JitterDecorrelated = "decorrelated"
-	JitterProportional = "proportional"
+	JitterNone         = graph.JitterNone
+	JitterFull         = graph.JitterFull
+	JitterEqual        = graph.JitterEqual
+	JitterDecorrelated = graph.JitterDecorrelated
+	JitterProportional = graph.JitterProportional
 )
 
 // Backoff is a client's wait before retry n (n = 1 for the first retry).
@@ -47,12 +56,13 @@ const (
 // immediate delays draw nothing, so a run's random stream does not depend on
 // how often an un-jittered client retries.
 type Backoff struct {
-	Kind       string  // "immediate", "constant", "exponential"
-	Base       float64 // seconds
-	Multiplier float64 // exponential only; 0 means 2
-	Cap        float64 // seconds; 0 means no cap
-	Jitter     string  // "none", "full", "equal", "decorrelated", "proportional"
-	Fraction   float64 // proportional: ±Fraction (grpc-go uses 0.2)
+	Kind BackoffKind // immediate, constant, exponential
+
+	Base       float64    // seconds
+	Multiplier float64    // exponential only; 0 means 2
+	Cap        float64    // seconds; 0 means no cap
+	Jitter     JitterKind // none, full, equal, decorrelated, proportional
+	Fraction   float64    // proportional: ±Fraction (grpc-go uses 0.2)
 }
 
 // Delay returns the wait in seconds before retry n. prev is the previous wait

@@ -47,7 +47,7 @@ func TestBackoffExact(t *testing.T) {
 func TestBackoffJitterDistribution(t *testing.T) {
 	const draws = 10000
 	exp := Backoff{Kind: "exponential", Base: 1, Cap: 10} // n=3: d = 4
-	with := func(b Backoff, jitter string, f float64) Backoff {
+	with := func(b Backoff, jitter JitterKind, f float64) Backoff {
 		b.Jitter, b.Fraction = jitter, f
 		return b
 	}
@@ -116,7 +116,7 @@ func TestBackoffDecorrelatedChain(t *testing.T) {
 
 // A jittered Delay draws exactly one number; an un-jittered one draws none.
 func TestBackoffDraws(t *testing.T) {
-	for _, j := range []string{"full", "equal", "decorrelated", "proportional"} {
+	for _, j := range []JitterKind{JitterFull, JitterEqual, JitterDecorrelated, JitterProportional} {
 		b := Backoff{Kind: "exponential", Base: 1, Jitter: j, Fraction: 0.2}
 		r1, r2 := rand.New(rand.NewPCG(5, 6)), rand.New(rand.NewPCG(5, 6))
 		b.Delay(2, 1, r1)

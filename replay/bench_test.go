@@ -194,7 +194,7 @@ func fourLayer(policy string) *Model {
 		return Policy{MaxAttempts: 3, PerTryTimeout: timeouts[i],
 			Backoff: Backoff{Kind: BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.5, Jitter: JitterFull}}
 	}
-	ratio := func() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
+	ratio := BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
 	for i := range m.Edges {
 		p := Policy{MaxAttempts: 1, PerTryTimeout: timeouts[i]}
 		switch policy {
@@ -221,7 +221,7 @@ func fourLayer(policy string) *Model {
 			p.HonorRetryAfter = true
 		case "breaker+deadline":
 			p = retry(i)
-			p.Breaker = &BreakerConfig{FailureRate: 0.5, Window: 5, MinRequests: 20, OpenFor: 2, Jitter: 0.2, HalfOpenProbes: 3}
+			p.Breaker = BreakerConfig{FailureRate: 0.5, Window: 5, MinRequests: 20, OpenFor: 2, Jitter: 0.2, HalfOpenProbes: 3}
 			p.Propagate = true
 			if i == 0 {
 				p.Deadline = 2

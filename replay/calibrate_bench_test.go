@@ -33,7 +33,11 @@ func BenchmarkBuildModel(b *testing.B) {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
-				m, err := FromTopology(graph.Infer(set), BuildOptions{})
+				top, err := graph.Infer(context.Background(), set)
+				if err != nil {
+					b.Fatal(err)
+				}
+				m, err := FromTopology(top, BuildOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -63,7 +67,10 @@ func BenchmarkCalibrateSamples(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			top := graph.Infer(set)
+			top, err := graph.Infer(context.Background(), set)
+			if err != nil {
+				b.Fatal(err)
+			}
 			t1 := time.Now()
 			if _, err := Calibrate(context.Background(), top, CalibrateOptions{Seed: 1}); err != nil {
 				b.Fatal(err)

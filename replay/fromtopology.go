@@ -329,14 +329,14 @@ func observedPolicy(e graph.Edge) Policy {
 		p.PerTryTimeout = *e.PerTryTimeoutMS / 1000
 	}
 	b := e.Backoff
-	p.Backoff = Backoff{Kind: "immediate", Jitter: "none"}
+	p.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	switch b.Kind {
-	case "constant", "unknown":
+	case BackoffConstant, graph.BackoffUnknown:
 		if b.BaseMS > 0 {
-			p.Backoff = Backoff{Kind: "constant", Base: b.BaseMS / 1000, Jitter: "none"}
+			p.Backoff = Backoff{Kind: BackoffConstant, Base: b.BaseMS / 1000, Jitter: JitterNone}
 		}
-	case "exponential":
-		p.Backoff = Backoff{Kind: "exponential", Base: b.BaseMS / 1000, Multiplier: 2, Jitter: "none"}
+	case BackoffExponential:
+		p.Backoff = Backoff{Kind: BackoffExponential, Base: b.BaseMS / 1000, Multiplier: 2, Jitter: JitterNone}
 		if b.Multiplier != nil {
 			p.Backoff.Multiplier = *b.Multiplier
 		}
@@ -345,13 +345,28 @@ func observedPolicy(e graph.Edge) Policy {
 		}
 	}
 	switch b.Jitter {
-	case "full", "equal", "decorrelated":
+	case JitterFull, JitterEqual, JitterDecorrelated:
 		p.Backoff.Jitter = b.Jitter
-	case "proportional":
-		p.Backoff.Jitter = "proportional"
+	case JitterProportional:
+		p.Backoff.Jitter = JitterProportional
 		if b.JitterFraction != nil {
 			p.Backoff.Fraction = *b.JitterFraction
 		}
+	case graph.JitterAdditive:
+		// d + U[0,a] is (d + a/2)·(1 ± a/(2d+a)) at the first wait: the
+		// engine's proportional jitter about the centre, exact for a
+		// constant schedule and close for a growing one.
+		if a := b.JitterAdditiveMS; a != nil && p.Backoff.Base > 0 {
+			half := *a / 2000
+			p.Backoff.Fraction = half / (p.Backoff.Base + half)
+			p.Backoff.Base += half
+			p.Backoff.Jitter = JitterProportional
+		}
+	}
+	if br := e.Breaker; br != nil && br.Detected {
+		// The breaker the traces show: its trip threshold, and how long it
+		// stayed open before a probe (at least a millisecond).
+		p.Breaker = BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1}
 	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
 		p.HedgeAfter = e.Hedging.DelayMS / 1000

@@ -17,7 +17,11 @@ func sampleTopology(t *testing.T, scenario string) *graph.Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return graph.Infer(set)
+	top, err := graph.Infer(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
 }
 
 // TestFromTopology builds a model from the retry-everywhere sample and
@@ -109,7 +113,7 @@ func TestApplyPolicy(t *testing.T) {
 		}},
 		{expr: "budget+retry-after+breaker+deadline+shed", check: func(m *Model) bool {
 			e := m.Edges[0].Policy
-			return e.Budget != nil && e.SharedBudget && e.HonorRetryAfter && e.Breaker != nil && e.Propagate && m.RootPropagate && m.Services[0].ShedRetriesAt > 0
+			return e.Budget.Kind != BudgetNone && e.SharedBudget && e.HonorRetryAfter && e.Breaker.Enabled() && e.Propagate && m.RootPropagate && m.Services[0].ShedRetriesAt > 0
 		}},
 		{expr: "budget+none", wantErr: "base policy and must come first"},
 		{expr: "sometimes", wantErr: `unknown "sometimes"`},
@@ -149,7 +153,10 @@ func TestTraceArrivals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, arr := graph.InferWithArrivals(set)
+	top, arr, err := graph.InferWithArrivals(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(arr) != top.Source.RootCalls {
 		t.Fatalf("%d arrivals, want the topology's %d root calls", len(arr), top.Source.RootCalls)
 	}

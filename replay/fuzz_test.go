@@ -47,15 +47,15 @@ func fuzzModel(data []byte) *Model {
 			}
 			p := Policy{MaxAttempts: 1 + next(4), PerTryTimeout: 0.01 * float64(next(30)), Deadline: 0.1 * float64(next(10)),
 				Propagate: next(2) == 1, HonorRetryAfter: next(2) == 1, HedgeAfter: 0.005 * float64(next(3))}
-			p.Backoff = Backoff{Kind: []string{BackoffImmediate, BackoffConstant, BackoffExponential}[next(3)], Base: 0.01, Multiplier: 2, Cap: 0.2,
-				Jitter: []string{JitterNone, JitterFull, JitterEqual, JitterDecorrelated}[next(4)]}
+			p.Backoff = Backoff{Kind: []BackoffKind{BackoffImmediate, BackoffConstant, BackoffExponential}[next(3)], Base: 0.01, Multiplier: 2, Cap: 0.2,
+				Jitter: []JitterKind{JitterNone, JitterFull, JitterEqual, JitterDecorrelated}[next(4)]}
 			switch next(4) {
 			case 1:
-				p.Budget = func() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
+				p.Budget = BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
 			case 2:
-				p.Budget = func() Budget { b, _ := NewRetryBreaker(0.1, 1, 10); return b }
+				p.Budget = BudgetSpec{Kind: BudgetBreaker, Ratio: 0.1, Window: 1, Min: 10}
 			case 3:
-				p.Breaker = &BreakerConfig{ConsecutiveFailures: 3, OpenFor: 0.5}
+				p.Breaker = BreakerConfig{ConsecutiveFailures: 3, OpenFor: 0.5}
 			}
 			m.Edges = append(m.Edges, Edge{Caller: i, CallerOp: 0, Callee: j, CalleeOp: 0, Prob: float64(1+next(4)) / 4, Repeat: 1 + next(2), Idempotent: true, Policy: p})
 			m.Services[i].Ops[0].Calls = append(m.Services[i].Ops[0].Calls, len(m.Edges)-1)

@@ -323,7 +323,7 @@ func TestRatioBudgetBistability(t *testing.T) {
 		{420, "5s", false},
 	} {
 		m := single("server", 50, Exponential{MeanS: 0.1}, tc.rate, 0, Policy{MaxAttempts: 6, PerTryTimeout: 0.5,
-			Budget: func() Budget { b, _ := NewRatioBudget(0.1, 10); return b }})
+			Budget: BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}})
 		held := 0
 		for seed := uint64(1); seed <= 20; seed++ {
 			r := mustRun(t, m, schedule("db-pool:svc=server,at=10s,for="+tc.trigger+",k=25"), RunConfig{Seed: seed, Duration: 40})

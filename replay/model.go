@@ -219,17 +219,21 @@ type Policy struct {
 	Propagate       bool
 	Backoff         Backoff
 	HonorRetryAfter bool
-	// Budget limits retries; nil: unlimited. SharedBudget shares one budget
-	// between every edge into the same callee (caller and callee share it),
-	// otherwise each edge has its own.
-	Budget       func() Budget
+	// Budget limits retries; the zero spec: unlimited. SharedBudget shares
+	// one budget between every edge into the same callee (caller and callee
+	// share it), otherwise each edge has its own.
+	Budget       BudgetSpec
 	SharedBudget bool
-	Breaker      *BreakerConfig
+	// Breaker is the client's circuit breaker; the zero config: none.
+	Breaker BreakerConfig
 	// HedgeAfter > 0 sends a second attempt if the first has not answered
 	// after that many seconds; the first answer wins and the loser is
 	// cancelled.
 	HedgeAfter float64
 }
+
+// Enabled says whether the config is a breaker: the zero config is none.
+func (c BreakerConfig) Enabled() bool { return c != BreakerConfig{} }
 
 // Validate reports the first inconsistency in the model.
 func (m *Model) Validate() error {
@@ -280,6 +284,14 @@ func (m *Model) Validate() error {
 		}
 		if e.Repeat < 1 {
 			return fmt.Errorf("edge %d: repeat %d: want 1 or more", i, e.Repeat)
+		}
+		if e.Policy.Breaker.Enabled() {
+			if err := e.Policy.Breaker.Validate(); err != nil {
+				return fmt.Errorf("edge %d (%s → %s): %w", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, err)
+			}
+		}
+		if err := e.Policy.Budget.Validate(); err != nil {
+			return fmt.Errorf("edge %d (%s → %s): %w", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, err)
 		}
 	}
 	return nil

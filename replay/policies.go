@@ -25,7 +25,7 @@ var (
 			forEdges(m, func(_ *Edge, p *Policy) { p.Budget, p.SharedBudget = sharedRatioBudget, true })
 		},
 		"retry-after": func(m *Model) { forEdges(m, func(_ *Edge, p *Policy) { p.HonorRetryAfter = true }) },
-		"breaker":     func(m *Model) { forEdges(m, func(_ *Edge, p *Policy) { b := DefaultBreaker; p.Breaker = &b }) },
+		"breaker":     func(m *Model) { forEdges(m, func(_ *Edge, p *Policy) { p.Breaker = DefaultBreaker }) },
 		"deadline": func(m *Model) {
 			m.RootPropagate = true
 			forEdges(m, func(_ *Edge, p *Policy) { p.Propagate = true })
@@ -43,7 +43,7 @@ const DefaultRetries = 3
 
 // DefaultBackoff is the backoff given to edges that had none when a policy
 // adds retries: exponential from 50 ms, doubling, capped at 1 s, full jitter.
-var DefaultBackoff = Backoff{Kind: "exponential", Base: 0.05, Multiplier: 2, Cap: 1, Jitter: "full"}
+var DefaultBackoff = Backoff{Kind: BackoffExponential, Base: 0.05, Multiplier: 2, Cap: 1, Jitter: JitterFull}
 
 // DefaultBreaker opens after 5 consecutive failures for 5 s (±20%), then
 // lets one probe through.
@@ -52,7 +52,7 @@ var DefaultBreaker = BreakerConfig{ConsecutiveFailures: 5, OpenFor: 5, Jitter: 0
 // sharedRatioBudget is policy budget's budget: retries under 10% of calls
 // over 10 s, shared by every caller of a callee (seed 004's ratio budget,
 // seed 002's "shared budget").
-func sharedRatioBudget() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
+var sharedRatioBudget = BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
 
 // PolicyNames lists the base policies and modifiers.
 func PolicyNames() (bases, mods []string) {
@@ -113,7 +113,7 @@ func retryLike(p *Policy) {
 		return
 	}
 	p.MaxAttempts = DefaultRetries
-	if p.Backoff.Kind == "" || p.Backoff.Kind == "immediate" {
+	if p.Backoff.Kind == "" || p.Backoff.Kind == BackoffImmediate {
 		p.Backoff = DefaultBackoff
 	}
 }

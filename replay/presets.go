@@ -63,10 +63,12 @@ func single(name string, workers int, t Dist, rate float64, deadline float64, p 
 	}
 }
 
-// The seeds' budgets with their parameters, as budget factories. The
-// parameters are valid constants, which TestPresetBudgets checks.
-func tokenBucket() Budget { b, _ := NewTokenBucket(10, 0.1); return b }
-func ratioBudget() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
+// The seeds' budgets with their parameters. The parameters are valid
+// constants, which TestPresetBudgets checks.
+var (
+	tokenBucket = BudgetSpec{Kind: BudgetTokenBucket, Max: 10, Ratio: 0.1}
+	ratioBudget = BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
+)
 
 func schedule(specs ...string) degrade.Schedule {
 	s, err := degrade.ParseAll(specs)
@@ -190,7 +192,7 @@ func jirfagPreset(workers int, load float64) (*Preset, error) {
 	bo := Backoff{Kind: BackoffExponential, Base: 0.1, Multiplier: 2, Cap: 1, Jitter: JitterNone}
 	jitter := bo
 	jitter.Jitter = JitterFull
-	variant := func(name string, retries int, b Backoff, budget func() Budget) Variant {
+	variant := func(name string, retries int, b Backoff, budget BudgetSpec) Variant {
 		p := Policy{MaxAttempts: 1 + retries, PerTryTimeout: jirfagTimeout, Backoff: b, Budget: budget}
 		m := single("server", workers, t, jirfagRate*load, 0, p)
 		m.Hop = Exponential{MeanS: jirfagHop}
@@ -200,8 +202,8 @@ func jirfagPreset(workers int, load float64) (*Preset, error) {
 	// The model's 10% retry budget (retries under 10% of requests over
 	// 10 s) and 10% retry circuit breaker (no retries while over 10% of
 	// the attempts of the last second failed).
-	ratio := func() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
-	breaker := func() Budget { b, _ := NewRetryBreaker(0.1, 1, 10); return b }
+	ratio := BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
+	breaker := BudgetSpec{Kind: BudgetBreaker, Ratio: 0.1, Window: 1, Min: 10}
 	capacity := float64(workers) / t.Mean()
 	return &Preset{
 		Name: fmt.Sprintf("jirfag-c%d", workers),
@@ -211,13 +213,13 @@ func jirfagPreset(workers int, load float64) (*Preset, error) {
 			jirfagRate*load, workers, capacity, 1000*jirfagHop, 100*jirfagFailures, 1000*jirfagTimeout),
 		Matrix: Matrix{
 			Variants: []Variant{
-				variant("none", 0, immediate, nil),
-				variant("retry-2x", 2, immediate, nil),
-				variant("retry-3x", 3, immediate, nil),
-				variant("retry-2x+backoff", 2, bo, nil),
-				variant("retry-3x+backoff", 3, bo, nil),
-				variant("retry-2x+backoff+jitter", 2, jitter, nil),
-				variant("retry-3x+backoff+jitter", 3, jitter, nil),
+				variant("none", 0, immediate, BudgetSpec{}),
+				variant("retry-2x", 2, immediate, BudgetSpec{}),
+				variant("retry-3x", 3, immediate, BudgetSpec{}),
+				variant("retry-2x+backoff", 2, bo, BudgetSpec{}),
+				variant("retry-3x+backoff", 3, bo, BudgetSpec{}),
+				variant("retry-2x+backoff+jitter", 2, jitter, BudgetSpec{}),
+				variant("retry-3x+backoff+jitter", 3, jitter, BudgetSpec{}),
 				variant("retry-3x+budget-10%", 3, immediate, ratio),
 				variant("retry-3x+breaker-10%", 3, immediate, breaker),
 			},

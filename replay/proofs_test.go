@@ -99,7 +99,7 @@ func prBistability(t *testing.T, m *Model, faults degrade.Schedule, n int) (meta
 // deliberate.
 func TestProofBistability(t *testing.T) {
 	const n = 20
-	ratio := func(p *Policy) { p.Budget = func() Budget { b, _ := NewRatioBudget(0.1, 10); return b } }
+	ratio := func(p *Policy) { p.Budget = BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10} }
 	propagate := func(d float64) func(*Policy) {
 		return func(p *Policy) { p.Deadline, p.Propagate = d, true }
 	}
@@ -139,7 +139,7 @@ func TestProofBistability(t *testing.T) {
 
 // prFlaky is one client calling a fast, roomy server at 100 requests a
 // second with up to 3 retries under a budget.
-func prFlaky(b func() Budget, perTry float64) *Model {
+func prFlaky(b BudgetSpec, perTry float64) *Model {
 	return single("server", 1000, Constant(0.001), 100, 0, Policy{MaxAttempts: 4, PerTryTimeout: perTry, Budget: b})
 }
 
@@ -170,13 +170,13 @@ func TestProofBudgets(t *testing.T) {
 		// (the least over 200 seeds was 97.7%: a run of failures can still
 		// touch the threshold), at p = 15% ≤ 10% (the most was 5.6%; at
 		// p = 5% it was 72–100%, at 12% 0–23%: the cliff is at 9.1%).
-		grpc := func() Budget { b, _ := NewGRPCThrottle(10, 0.1); return b }
+		grpc := BudgetSpec{Kind: BudgetGRPC, Max: 10, Ratio: 0.1}
 		for seed := uint64(1); seed <= 3; seed++ {
 			for _, tc := range []struct {
 				p        string
 				min, max float64
 			}{{"0.03", 0.95, 1}, {"0.15", 0, 0.1}} {
-				free, budgeted := prRun(t, prFlaky(nil, 0), errRate(tc.p), seed), prRun(t, prFlaky(grpc, 0), errRate(tc.p), seed)
+				free, budgeted := prRun(t, prFlaky(BudgetSpec{}, 0), errRate(tc.p), seed), prRun(t, prFlaky(grpc, 0), errRate(tc.p), seed)
 				got, was := prSum(budgeted.Series.Retries[12:40]), prSum(free.Series.Retries[12:40])
 				if share := float64(got) / float64(was); share < tc.min || share > tc.max {
 					t.Errorf("seed %d, p=%s: %d retries over 12–40 s against %d unbudgeted (%.1f%%), want %.0f–%.0f%%",
@@ -191,7 +191,7 @@ func TestProofBudgets(t *testing.T) {
 		// the fault, retries ≤ 10 + 0.1 · successes, and with half the
 		// attempts failing the bound is what limits them. In this model
 		// every successful attempt is a root success at the same instant.
-		tb := func() Budget { b, _ := NewTokenBucket(10, 0.1); return b }
+		tb := BudgetSpec{Kind: BudgetTokenBucket, Max: 10, Ratio: 0.1}
 		for seed := uint64(1); seed <= 3; seed++ {
 			r := prRun(t, prFlaky(tb, 0), errRate("0.5"), seed)
 			retries, succ := prSum(r.Series.Retries[10:40]), prSum(r.Series.Goodput[10:40])
@@ -207,7 +207,7 @@ func TestProofBudgets(t *testing.T) {
 		// is sent while the retries so far are < 0.1 · calls, so retries ≤
 		// ⌈0.1 · calls⌉, and a 30 s outage spends all of it.
 		for seed := uint64(1); seed <= 3; seed++ {
-			life := func() Budget { b, _ := NewRatioBudget(0.1, 0); return b }
+			life := BudgetSpec{Kind: BudgetRatio, Ratio: 0.1}
 			r := prRun(t, prFlaky(life, 0), outage, seed)
 			// Every retry comes during the outage, the last just before
 			// 40 s, when the calls so far are those of 0–40 s.
@@ -219,7 +219,7 @@ func TestProofBudgets(t *testing.T) {
 			// (t−10, t], so the retries of any 10 s stretch [a, a+10) are
 			// at most ⌈10%⌉ of the calls of [a−10, a+10); and the outage
 			// spends at least 9% of its own calls.
-			win := func() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
+			win := BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
 			r = prRun(t, prFlaky(win, 0), outage, seed)
 			for a := 10; a+10 <= 60; a++ {
 				if got, calls := prSum(r.Series.Retries[a:a+10]), prSum(r.Series.Originals[a-10:a+10]); float64(got) > math.Ceil(0.1*float64(calls)) {
@@ -237,7 +237,7 @@ func TestProofBudgets(t *testing.T) {
 		// 20%): in a long outage about 0.2·λ + 10 = 30 retries a second
 		// (a sawtooth: withdrawals expire together), against 300 a second
 		// unbudgeted.
-		fin := func() Budget { return DefaultFinagleBudget() }
+		fin := BudgetSpec{Kind: BudgetFinagle, Window: FinagleDefaultTTL, Min: FinagleDefaultMinRetriesPerSec, Ratio: FinagleDefaultPercentCanRetry}
 		for seed := uint64(1); seed <= 3; seed++ {
 			r := prRun(t, prFlaky(fin, 0), outage, seed)
 			want := 0.2*float64(prSum(r.Series.Originals[10:40]))/30 + 10
@@ -254,7 +254,7 @@ func TestProofBudgets(t *testing.T) {
 		// R < ⌊0.2·(50+R)⌋, R ≤ 12, so at most about 0.25·λ = 25 retries a
 		// second. Failing fast, nothing is ever in flight and nothing is
 		// bounded: every request makes its 3 retries.
-		env := func() Budget { b, _ := NewEnvoyBudget(20, 3); return b }
+		env := BudgetSpec{Kind: BudgetEnvoy, Percent: 20, Min: 3}
 		for seed := uint64(1); seed <= 3; seed++ {
 			r := prRun(t, prFlaky(env, 0.5), hang, seed)
 			lambda := float64(prSum(r.Series.Originals[10:40])) / 30
@@ -272,7 +272,7 @@ func TestProofBudgets(t *testing.T) {
 		// AWS standard retry quota: 500 capacity, 5 per retry (10 after a
 		// timeout), refunds only on success: a total outage gets exactly
 		// 100 retries (50 when attempts time out), then none.
-		aws := func() Budget { return NewAWSQuota() }
+		aws := BudgetSpec{Kind: BudgetAWS}
 		for seed := uint64(1); seed <= 3; seed++ {
 			if got := prSum(prRun(t, prFlaky(aws, 0.5), outage, seed).Series.Retries[10:40]); got != 100 {
 				t.Errorf("seed %d, failing fast: %d retries during the outage, want 500/5 = 100", seed, got)
@@ -343,14 +343,14 @@ func TestProofHedging(t *testing.T) {
 // attempts, and the system is back within 2 s of the outage's end (the
 // breaker's last open spell can run 1.2 s past it) in every seed.
 func TestProofBreaker(t *testing.T) {
-	br := &BreakerConfig{ConsecutiveFailures: 5, OpenFor: 1, Jitter: 0.2}
+	br := BreakerConfig{ConsecutiveFailures: 5, OpenFor: 1, Jitter: 0.2}
 	faults := schedule("outage:svc=server,at=10s,for=10s,mode=error")
 	for seed := uint64(1); seed <= 5; seed++ {
-		m := func(b *BreakerConfig) *Model {
+		m := func(b BreakerConfig) *Model {
 			return single("server", 100, Exponential{MeanS: 0.05}, 1000, 0, Policy{MaxAttempts: 3, PerTryTimeout: 0.5, Breaker: b})
 		}
 		cfg := RunConfig{Seed: seed, Duration: 60, Window: 20}
-		plain, err := Run(m(nil), faults, cfg)
+		plain, err := Run(m(BreakerConfig{}), faults, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +377,7 @@ func TestProofBreaker(t *testing.T) {
 // opened; every later one is refused or failed.
 func TestProofBreakerRefusesHedge(t *testing.T) {
 	m := single("db", 1000, Constant(0.05), 100, 0, Policy{MaxAttempts: 2, HedgeAfter: 0.5,
-		Breaker: &BreakerConfig{ConsecutiveFailures: 1, OpenFor: 1000}})
+		Breaker: BreakerConfig{ConsecutiveFailures: 1, OpenFor: 1000}})
 	faults := schedule("slow-shard:svc=db,at=0s,for=0s,x=20", "outage:svc=db,at=10s,for=50ms,mode=error")
 	for seed := uint64(1); seed <= 3; seed++ {
 		r := prRun(t, m, faults, seed)
@@ -447,16 +447,16 @@ func prEverything() (*Model, degrade.Schedule) {
 	if err != nil {
 		panic(err)
 	}
-	bo := func(j string) Backoff {
+	bo := func(j JitterKind) Backoff {
 		return Backoff{Kind: BackoffExponential, Base: 0.01, Multiplier: 2, Cap: 0.2, Jitter: j, Fraction: 0.2}
 	}
-	grpc := func() Budget { b, _ := NewGRPCThrottle(10, 0.1); return b }
-	tb := func() Budget { b, _ := NewTokenBucket(10, 0.1); return b }
-	ratio := func() Budget { b, _ := NewRatioBudget(0.1, 10); return b }
-	env := func() Budget { b, _ := NewEnvoyBudget(20, 3); return b }
-	fin := func() Budget { return DefaultFinagleBudget() }
-	aws := func() Budget { return NewAWSQuota() }
-	br := &BreakerConfig{FailureRate: 0.5, Window: 2, MinRequests: 10, OpenFor: 0.5, Jitter: 0.3, HalfOpenProbes: 2}
+	grpc := BudgetSpec{Kind: BudgetGRPC, Max: 10, Ratio: 0.1}
+	tb := BudgetSpec{Kind: BudgetTokenBucket, Max: 10, Ratio: 0.1}
+	ratio := BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
+	env := BudgetSpec{Kind: BudgetEnvoy, Percent: 20, Min: 3}
+	fin := BudgetSpec{Kind: BudgetFinagle, Window: FinagleDefaultTTL, Min: FinagleDefaultMinRetriesPerSec, Ratio: FinagleDefaultPercentCanRetry}
+	aws := BudgetSpec{Kind: BudgetAWS}
+	br := BreakerConfig{FailureRate: 0.5, Window: 2, MinRequests: 10, OpenFor: 0.5, Jitter: 0.3, HalfOpenProbes: 2}
 	m := &Model{
 		Services: []Service{
 			{Name: "edge", Workers: 400, Ops: []Op{

@@ -249,17 +249,17 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	s.breakers = make([]*Breaker, len(m.Edges))
 	for i, e := range m.Edges {
 		switch {
-		case e.Policy.Budget == nil:
+		case e.Policy.Budget.Kind == BudgetNone:
 		case e.Policy.SharedBudget:
 			if shared[e.Callee] == nil {
-				shared[e.Callee] = e.Policy.Budget()
+				shared[e.Callee] = e.Policy.Budget.New()
 			}
 			s.budgets[i] = shared[e.Callee]
 		default:
-			s.budgets[i] = e.Policy.Budget()
+			s.budgets[i] = e.Policy.Budget.New()
 		}
-		if e.Policy.Breaker != nil {
-			s.breakers[i] = NewBreaker(*e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
+		if e.Policy.Breaker.Enabled() {
+			s.breakers[i] = NewBreaker(e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
 		}
 	}
 	total := 0.0

@@ -52,7 +52,10 @@ func buildSampleAudit() (*AuditReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	top := graph.Infer(set)
+	top, err := graph.Infer(context.Background(), set)
+	if err != nil {
+		return nil, err
+	}
 	m, err := replay.FromTopology(top, replay.BuildOptions{Capacity: map[string]replay.Capacity{"db": {Workers: 4}}})
 	if err != nil {
 		return nil, err
@@ -87,7 +90,7 @@ func hostileAudit() *AuditReport {
 	top.Source = graph.Source{Traces: 3, Spans: 17, RootCalls: 3, WindowS: 1.5, RootRatePerS: 2}
 	top.Edges = append(top.Edges, graph.Edge{Caller: evilPipe, Callee: evilScript, Operation: evilImg, Calls: 5, Attempts: 15,
 		Retries: true, MaxAttempts: 4, MaxAttemptsExact: true,
-		Backoff: graph.Backoff{Kind: "none", Jitter: "none"}, RetriedStatus: []string{evilImg}, CalleeP99MS: 7})
+		Backoff: graph.Backoff{Kind: graph.BackoffImmediate, Jitter: graph.JitterNone}, RetriedStatus: []string{evilImg}, CalleeP99MS: 7})
 	top.Findings = append(top.Findings, graph.Finding{ID: evilImg, Severity: graph.Severity(evilScript), Location: evilImg, Message: evilImg})
 	spec := "outage:svc=" + evilScript + ",at=2s,for=2s"
 	series := func(k int) replay.Series {

@@ -13,7 +13,8 @@ import (
 )
 
 // IngestTable renders an ingest summary: one row per input and a total,
-// then the warnings of each input.
+// then the warnings of each input. Input names and warnings (which quote
+// span data) are escaped with printable.
 func IngestTable(w io.Writer, sum ingest.Summary) error {
 	g := grid{header: []string{"input", "format", "traces", "spans", "services", "errors", "window"},
 		align: []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignLeft}}
@@ -26,7 +27,7 @@ func IngestTable(w io.Writer, sum ingest.Summary) error {
 		if in.Compression != "" {
 			format += "+" + in.Compression
 		}
-		row(in.Name, format, in.Stats)
+		row(display(in.Name), format, in.Stats)
 	}
 	if len(sum.Inputs) > 1 {
 		row("total", "", sum.Total)
@@ -47,7 +48,7 @@ func ingestWarnings(w io.Writer, sum ingest.Summary) error {
 				}
 				header = true
 			}
-			if _, err := fmt.Fprintf(w, "  %s: %s\n", name, x); err != nil {
+			if _, err := fmt.Fprintf(w, "  %s: %s\n", name, printable(x.String())); err != nil {
 				return err
 			}
 		}
@@ -56,7 +57,7 @@ func ingestWarnings(w io.Writer, sum ingest.Summary) error {
 	if n := len(sum.Skipped); n > 0 {
 		names := make([]string, 0, min(n, 5))
 		for _, sk := range sum.Skipped[:min(n, 5)] {
-			names = append(names, sk.Name)
+			names = append(names, display(sk.Name))
 		}
 		more := ""
 		if n > 5 {
@@ -68,11 +69,11 @@ func ingestWarnings(w io.Writer, sum ingest.Summary) error {
 		}
 	}
 	if len(sum.Inputs) == 1 {
-		return show(sum.Inputs[0].Name, sum.Total.Warnings)
+		return show(display(sum.Inputs[0].Name), sum.Total.Warnings)
 	}
 	seen := map[string]bool{}
 	for _, in := range sum.Inputs {
-		if err := show(in.Name, in.Warnings); err != nil {
+		if err := show(display(in.Name), in.Warnings); err != nil {
 			return err
 		}
 		for _, x := range in.Warnings {

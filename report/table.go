@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,15 +56,44 @@ func renderGrid(w io.Writer, g grid, blank bool) error {
 		return err
 	}
 	if len(hidden) > 0 {
-		_, err := fmt.Fprintf(w, "(hidden to fit the terminal: %s)\n", strings.Join(hidden, ", "))
-		return err
+		hanging(w, "", "(hidden to fit the terminal: "+strings.Join(hidden, ", ")+")")
 	}
 	return nil
 }
 
-// JSON writes v as indented JSON with a trailing newline.
+// JSON writes v as indented JSON with a trailing newline. encoding/json
+// escapes C0 controls but writes DEL and C1 controls as they are; they are
+// escaped too (\u007f, \u009b), so JSON on a terminal is as inert as the
+// tables. They can only occur inside strings, where the escape means the
+// same character.
 func JSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeControls(b.Bytes()))
+	return err
+}
+
+// escapeControls rewrites DEL and UTF-8-encoded C1 controls in JSON text
+// as \u escapes.
+func escapeControls(b []byte) []byte {
+	if bytes.IndexByte(b, 0x7f) < 0 && bytes.IndexByte(b, 0xc2) < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == 0x7f:
+			out = append(out, `\u007f`...)
+		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			out = fmt.Appendf(out, `\u%04x`, b[i+1])
+			i++
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
 }

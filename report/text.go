@@ -11,10 +11,12 @@ import (
 )
 
 // Text that comes from span data (service names, operations, status
-// strings) and from user-edited topology files is untrusted: it may hold
-// quotes, markup, control characters and invalid UTF-8. Every renderer
-// first makes it one plain line with display or printable, then escapes
-// what its own format treats as special (mdEscape, dotQuote, mermaidEscape).
+// strings), from file names and from user-edited topology files is
+// untrusted: it may hold quotes, markup, control characters (an OSC 52
+// clipboard write, a screen clear) and invalid UTF-8. Every renderer first
+// makes it one plain line with printable (or display, which builds on it),
+// then escapes what its own format treats as special (mdEscape, dotQuote,
+// mermaidEscape, which apply printable themselves).
 
 // display returns a name as it is when it is plain printable text, and
 // Go-quoted otherwise: when it is empty, has leading or trailing space, or
@@ -28,9 +30,17 @@ func display(s string) string {
 	return s
 }
 
-// printable returns free text (a message that quotes names) with its
-// non-printable runes and invalid bytes escaped the way Go writes them
-// (\n, \x00, \u202e) and everything else left as it is.
+// Printable returns free text (a message that quotes names, an error, a
+// warning) with every rune that is not printable escaped the way Go writes
+// it — C0 controls, DEL and C1 controls (\n, \x1b, \x7f, \u009b), format
+// characters such as bidirectional overrides (\u202e) — and invalid bytes
+// as \xff, leaving everything else as it is. It is the one escaping
+// function every human-readable output goes through (the renderers of this
+// package call it as printable), the command's errors and warnings on
+// stderr included: no byte it returns can drive a terminal.
+func Printable(s string) string { return printable(s) }
+
+// printable is Printable.
 func printable(s string) string {
 	plain := func(r rune, n int) bool { return (r != utf8.RuneError || n > 1) && unicode.IsPrint(r) }
 	clean := true
@@ -67,8 +77,26 @@ var mdEscaper = strings.NewReplacer(
 	"[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "&", `\&`,
 )
 
-// mdEscape makes display text literal Markdown text.
-func mdEscape(s string) string { return mdEscaper.Replace(s) }
+// mdEscape makes text literal Markdown text on one line: printable first
+// (so no line break can start a forged heading or list), then the
+// punctuation Markdown reads as markup, then every % that follows another
+// (so that no Mermaid comment or %%{init}%% directive appears in a
+// Markdown file even outside its mermaid blocks; a lone %, as in "50%",
+// stays as it is).
+func mdEscape(s string) string {
+	s = mdEscaper.Replace(printable(s))
+	if !strings.Contains(s, "%%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i > 0 && s[i-1] == '%' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
 
 // dotEscaper escapes a DOT quoted string: backslashes (which Graphviz
 // reads in pairs, and whose escString sequences like \N it expands in
@@ -81,13 +109,18 @@ func dotQuote(s string) string { return `"` + dotEscaper.Replace(s) + `"` }
 // mermaidEscaper writes Mermaid's entity codes (#name; or #decimal;, which
 // Mermaid turns into HTML entities) for the characters that could end a
 // quoted label, open markup or a Markdown string, or close the fence
-// around a mermaid block; # itself, so a name cannot forge an entity.
+// around a mermaid block; # itself, so a name cannot forge an entity; and
+// what Mermaid reads before it parses labels at all: % (comments, and
+// %%{init: …}%% directives, which it finds anywhere in the text, quoted or
+// not), the single quotes and braces of a directive's body. Inside the
+// double quotes of a label nothing else is syntax.
 var mermaidEscaper = strings.NewReplacer(
 	"#", "#35;", `"`, "#quot;", "<", "#lt;", ">", "#gt;", "&", "#amp;", "`", "#96;",
+	"%", "#37;", "'", "#39;", "{", "#123;", "}", "#125;",
 )
 
-// mermaidEscape makes display text safe inside a Mermaid ["..."] label.
-func mermaidEscape(s string) string { return mermaidEscaper.Replace(s) }
+// mermaidEscape makes text safe inside a Mermaid ["..."] or |"..."| label.
+func mermaidEscape(s string) string { return mermaidEscaper.Replace(printable(s)) }
 
 // ms formats milliseconds compactly: to 0.1 ms from 10 ms up, to 0.01 ms
 // below, without trailing zeros ("1000.7ms", "20ms", "0.09ms").

@@ -40,9 +40,9 @@ func newTopologyView(t *graph.Topology) topologyView {
 		headline: headline(t.Paths),
 		edges: grid{
 			header: []string{"caller", "callee", "operation", "calls", "attempts", "retries", "max attempts",
-				"backoff", "jitter", "per-try timeout", "retried statuses", "callee p99"},
+				"backoff", "jitter", "per-try timeout", "hedging", "breaker", "retried statuses", "callee p99"},
 			align: []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignLeft,
-				tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft, tw.AlignRight},
+				tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignRight},
 		},
 		paths: grid{
 			header: []string{"path", "entry", "retrying layers", "worst case", "observed max"},
@@ -52,8 +52,8 @@ func newTopologyView(t *graph.Topology) topologyView {
 	for _, e := range t.Edges {
 		v.edges.rows = append(v.edges.rows, []string{
 			display(e.Caller), display(e.Callee), display(e.Operation),
-			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), yesNo(e.Retries), maxAttempts(e),
-			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), listText(e.RetriedStatus), ms(e.CalleeP99MS),
+			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), retriesText(e), maxAttempts(e),
+			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), hedgingText(e.Hedging), breakerText(e.Breaker), listText(e.RetriedStatus), ms(e.CalleeP99MS),
 		})
 	}
 	for _, p := range t.Paths {
@@ -118,6 +118,15 @@ func listText(list []string) string {
 	return strings.Join(names, ", ")
 }
 
+// retriesText is "yes", "no", or which layer retries when a service
+// mesh's sidecar does: "yes (proxy)", "yes (proxy and application)".
+func retriesText(e graph.Edge) string {
+	if e.Retries && strings.Contains(e.RetriesBy, "proxy") {
+		return "yes (" + display(e.RetriesBy) + ")"
+	}
+	return yesNo(e.Retries)
+}
+
 func yesNo(b bool) string {
 	if b {
 		return "yes"
@@ -151,7 +160,7 @@ func backoffText(e graph.Edge) string {
 	}
 	b := e.Backoff
 	switch b.Kind {
-	case "none":
+	case graph.BackoffImmediate:
 		return "none"
 	case "constant":
 		return "constant " + ms(b.BaseMS)
@@ -167,14 +176,14 @@ func backoffText(e graph.Edge) string {
 	case "unknown", "":
 		return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
 	}
-	return display(b.Kind)
+	return display(string(b.Kind))
 }
 
 // backoffShort is the backoff in a few characters for graph labels:
 // "exp 20ms", "const 25ms", "immediate", "backoff unknown".
 func backoffShort(b graph.Backoff) string {
 	switch b.Kind {
-	case "none":
+	case graph.BackoffImmediate:
 		return "immediate"
 	case "constant":
 		return "const " + ms(b.BaseMS)
@@ -183,7 +192,7 @@ func backoffShort(b graph.Backoff) string {
 	case "unknown", "":
 		return "backoff unknown"
 	}
-	return display(b.Kind)
+	return display(string(b.Kind))
 }
 
 // jitterText is "none", "proportional ±50%", "full", "present (3 waits)"
@@ -195,6 +204,11 @@ func jitterText(e graph.Edge) string {
 	}
 	b := e.Backoff
 	switch b.Jitter {
+	case "additive":
+		if b.JitterAdditiveMS != nil {
+			return "additive +0–" + ms(*b.JitterAdditiveMS)
+		}
+		return "additive"
 	case "proportional":
 		if b.JitterFraction != nil {
 			return "proportional ±" + decimal(100**b.JitterFraction, 0) + "%"
@@ -209,7 +223,29 @@ func jitterText(e graph.Edge) string {
 		}
 		return "unknown"
 	}
-	return display(b.Jitter)
+	return display(string(b.Jitter))
+}
+
+// hedgingText is "after 20ms, ≤3" (the median delay before a
+// hedge and the most requests one call sent), or "-".
+func hedgingText(h *graph.Hedging) string {
+	if h == nil {
+		return "-"
+	}
+	return fmt.Sprintf("after %s, ≤%d", ms(h.DelayMS), h.MaxRequests)
+}
+
+// breakerText is "opened 3×, 13 fast-failed", "none (12 failed in a row)"
+// when failures in a row were all sent on, or "-" when the traces cannot
+// tell.
+func breakerText(b *graph.Breaker) string {
+	switch {
+	case b == nil:
+		return "-"
+	case b.Detected:
+		return fmt.Sprintf("opened %d×, %d fast-failed", b.OpenPeriods, b.FastFailedCalls)
+	}
+	return fmt.Sprintf("none (%d failed in a row)", b.LongestFailureRun)
 }
 
 func timeoutText(v *float64) string {

@@ -53,7 +53,11 @@ func topologyInputs(t *testing.T) []topologyInput {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in = append(in, topologyInput{s, graph.Infer(set)})
+		top, err := graph.Infer(context.Background(), set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, topologyInput{s, top})
 	}
 	return append(in, topologyInput{"hostile", hostileTopology()}, topologyInput{"empty", &graph.Topology{Schema: graph.Schema}})
 }
@@ -88,15 +92,17 @@ func hostileTopology() *graph.Topology {
 				Backoff: graph.Backoff{Kind: "exponential", BaseMS: 20.04, Multiplier: ptr(2.0), CapMS: ptr(160.0),
 					Jitter: "proportional", JitterFraction: ptr(0.5), JitterPresent: ptr(true), Samples: 7},
 				PerTryTimeoutMS: ptr(100.0), RetriedStatus: []string{"503", "<b>429</b>"}, CalleeP99MS: 250.06},
-			{Caller: evilQuote, Callee: evilBackslash, Operation: "q|uery \xff", Calls: 4, Attempts: 6, Retries: true,
+			{Caller: evilQuote, Callee: evilBackslash, Operation: "q|uery \xff", Calls: 4, Attempts: 6, Retries: true, RetriesBy: "proxy",
 				MaxAttempts: 2, Backoff: graph.Backoff{Kind: "unknown", BaseMS: 5, Jitter: "unknown", Samples: 2},
 				RetriedStatus: []string{"timeout"}, CalleeP99MS: 0.0049},
 			{Caller: evilQuote, Callee: evilNewline, Operation: "GET\n/x", Calls: 4, Attempts: 4, MaxAttempts: 1,
-				MaxAttemptsExact: true, Backoff: none, CalleeP99MS: 3.14159},
+				MaxAttemptsExact: true, Backoff: none, CalleeP99MS: 3.14159,
+				Hedging: &graph.Hedging{Calls: 2, DelayMS: 12.5, MaxRequests: 3},
+				Breaker: &graph.Breaker{Detected: true, FastFailedCalls: 13, OpenPeriods: 3, TripAfter: 3, OpenMS: 45, LongestFailureRun: 4}},
 			{Caller: evilScript, Callee: evilPipe, Operation: "*bold* _em_ [link](x) ~~s~~ &amp;", Calls: 10, Attempts: 12,
 				Retries: true, MaxAttempts: 3, MaxAttemptsExact: true,
-				Backoff:       graph.Backoff{Kind: "constant", BaseMS: 25, Jitter: "unknown", JitterPresent: ptr(true), Samples: 3},
-				RetriedStatus: []string{"503"}, CalleeP99MS: 12},
+				Backoff:       graph.Backoff{Kind: "constant", BaseMS: 25, Jitter: "additive", JitterAdditiveMS: ptr(100.0), JitterPresent: ptr(true), Samples: 3},
+				RetriedStatus: []string{"503"}, CalleeP99MS: 12, Breaker: &graph.Breaker{LongestFailureRun: 12}},
 		},
 		Paths: []graph.Path{
 			{Services: []string{evilScript, evilQuote, evilBackslash}, Operations: []string{"GET /`x`|y", `POST /a"b`, "q|uery \xff"},

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
 	"github.com/retryaudit/retryaudit/replay/audit"
+	"github.com/retryaudit/retryaudit/replay/policyfile"
 	"github.com/retryaudit/retryaudit/report"
 )
 
@@ -29,6 +31,7 @@ type auditOptions struct {
 	output      string
 	html, md    string
 	emitPolicy  string
+	policyFmt   string
 	quiet       bool
 	failOn      []string
 	thresholds  []threshold
@@ -69,6 +72,14 @@ the seed spread counting as ties) and reports the capacity plan, then the
 recommendation as concrete changes edge by edge, then the topology, its
 findings and the detail of the first seed.
 
+--emit-policy FILE writes the recommended policy of every edge in the
+vocabulary of --policy-format: an Envoy RouteConfiguration and Clusters, Istio
+VirtualServices and DestinationRules, Gateway API routes with Linkerd's
+annotations, a gRPC service config per callee (FILE.CALLEE.json when there are
+several), or retryaudit's own YAML; what the vocabulary cannot express is a
+comment in the file and a note in the report. With --policy-file, findings
+also compare the configured policy with what the traces show.
+
 --fail-on makes the command exit 3 after its report when a threshold is
 crossed: 'amplification>N' (or >=), finding:ID, metastable:POLICY (or
 metastable:any), uncalibrated. Quote expressions with > in them: unquoted,
@@ -86,6 +97,8 @@ Finding ids:
   ` + strings.Join(graph.FindingIDs(), "\n  "),
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
   retryaudit audit traces/ --utilization db=0.4 --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
+  retryaudit audit traces/ --emit-policy routes.yaml --policy-format envoy
+  retryaudit audit traces/ --policy-file virtualservice.yaml
   retryaudit audit http://jaeger:16686 --service checkout --lookback 2h --fail-on finding:retry-4xx`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -105,6 +118,9 @@ Finding ids:
 			var err error
 			if opts.util, err = parseUtilizations(opts.utilization); err != nil {
 				return err
+			}
+			if _, err := policyfile.ParseFormat(opts.policyFmt); err != nil {
+				return usageError{fmt.Errorf("--policy-format: %w", err)}
 			}
 			for _, e := range opts.failOn {
 				t, err := parseThreshold(e)
@@ -130,7 +146,8 @@ Finding ids:
 	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
 	f.StringVar(&opts.html, "html", "", "also write a self-contained HTML report to `FILE`")
 	f.StringVar(&opts.md, "md", "", "also write a Markdown report to `FILE`")
-	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended change as a YAML policy `FILE` (replay --policy-file reads it)")
+	f.StringVar(&opts.emitPolicy, "emit-policy", "", "write the recommended policy of every edge to `FILE`, in --policy-format (--policy-file reads it back)")
+	f.StringVar(&opts.policyFmt, "policy-format", string(policyfile.FormatNative), "vocabulary of --emit-policy: envoy, istio, linkerd, grpc or native")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress bars")
 	f.StringArrayVar(&opts.failOn, "fail-on", nil, "exit 3 when `EXPR` holds: 'amplification>N' (quoted), finding:ID, metastable:POLICY, uncalibrated")
 	opts.tol.bind(cmd)
@@ -141,6 +158,13 @@ Finding ids:
 	f.StringArrayVar(&opts.decl.InflightDedup, "inflight-dedup", nil, "declare that the server of operation or method `NAME` deduplicates concurrent keyed duplicates, so it may be hedged (repeatable)")
 	opts.sim.bind(f)
 	opts.in.bind(f)
+	_ = cmd.RegisterFlagCompletionFunc("policy-format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var names []string
+		for _, f := range policyfile.Formats() {
+			names = append(names, string(f))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 
@@ -167,7 +191,10 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	top := graph.Infer(set)
+	top, err := graph.Infer(cmd.Context(), set)
+	if err != nil {
+		return err
+	}
 	cal, err := calibrate(cmd, top, o.sim.modelFlags, o.tol, replay.DefaultCalibrationSeeds)
 	if err != nil {
 		return err
@@ -220,19 +247,23 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
-	a := report.NewAuditReport(top, slices.Concat(m.Assumed, mechanicsNotes(res.Runs)), res)
-	a.Calibration = cal
-	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
-		return err
+	notes := slices.Concat(m.Assumed, mechanicsNotes(res.Runs), o.sim.policyNotes)
+	if o.sim.policy != nil {
+		top.Findings = append(top.Findings, policyfile.Compare(o.sim.policy, m, top)...)
 	}
+	// The policy file is written first: the report lists it and what its
+	// vocabulary could not express.
 	if o.emitPolicy != "" && res.Recommended != nil {
-		data, err := replay.EmitPolicyFile(res.Observed, res.Recommended).Marshal()
+		emitted, err := emitPolicy(o.emitPolicy, policyfile.Format(o.policyFmt), res.Recommended)
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(o.emitPolicy, data, 0o644); err != nil {
-			return err
-		}
+		notes = append(notes, emitted...)
+	}
+	a := report.NewAuditReport(top, notes, res)
+	a.Calibration = cal
+	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
+		return err
 	}
 	return crossed(o.thresholds, a)
 }
@@ -288,4 +319,30 @@ func writeFile(name string, render func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// emitPolicy writes the policy of every edge of m to name in a vocabulary
+// (the gRPC format writes one service config per callee, name.CALLEE.json
+// when there are several) and returns the report's lines: the files
+// written and what the vocabulary could not express.
+func emitPolicy(name string, format policyfile.Format, m *replay.Model) ([]string, error) {
+	out, err := policyfile.Emit(format, policyfile.EdgesOf(m))
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, f := range out.Files {
+		file := name
+		if f.Callee != "" && len(out.Files) > 1 {
+			file = strings.TrimSuffix(name, filepath.Ext(name)) + "." + f.Callee + ".json"
+		}
+		if err := os.WriteFile(file, f.Data, 0o644); err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("--emit-policy wrote %s (%s)", file, format))
+	}
+	for _, n := range out.Notes {
+		lines = append(lines, fmt.Sprintf("--policy-format %s: %s", format, n))
+	}
+	return lines, nil
 }

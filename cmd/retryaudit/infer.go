@@ -66,7 +66,10 @@ func runInfer(cmd *cobra.Command, opts *inferOptions) error {
 	if err != nil {
 		return err
 	}
-	top := graph.Infer(set)
+	top, err := graph.Infer(cmd.Context(), set)
+	if err != nil {
+		return err
+	}
 	w, closeOut, err := outputFile(opts.io, opts.output)
 	if err != nil {
 		return err

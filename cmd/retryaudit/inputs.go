@@ -13,9 +13,12 @@ import (
 )
 
 // inputFlags are the flags of every command that reads traces: from files,
-// or from a running backend when an input is a URL.
+// or from a running backend when an input is a URL; and the bounds on what
+// reading may hold in memory (README, "Limits").
 type inputFlags struct {
 	maxDocMiB          int64
+	maxSpans           int
+	maxAttrs           int
 	service, operation string
 	since, until       string
 	lookback           time.Duration
@@ -32,7 +35,9 @@ const (
 )
 
 func (f *inputFlags) bind(fs *pflag.FlagSet) {
-	fs.Int64Var(&f.maxDocMiB, "max-document", 1024, "largest single document (JSON file, line or protobuf message) to hold in memory, in `MiB`")
+	fs.Int64Var(&f.maxDocMiB, "max-document", ingest.DefaultMaxDocumentBytes>>20, "largest single document (JSON file, line or protobuf message) to hold in memory, in `MiB`")
+	fs.IntVar(&f.maxSpans, "max-spans", ingest.DefaultMaxSpans, "most spans to read over all inputs; more is an error")
+	fs.IntVar(&f.maxAttrs, "max-attributes", ingest.DefaultMaxAttributes, "most attributes (Jaeger: tags) of one span, resource, event or link; more is an error")
 	fs.StringVar(&f.service, "service", "", "keep traces with a span of `SERVICE` (a backend URL searches it)")
 	fs.StringVar(&f.operation, "operation", "", "keep traces with a span named `NAME` (of --service, when given)")
 	fs.StringVar(&f.since, "since", "", "keep traces starting at or after `TIME` (RFC 3339, or a duration ago: 2h)")
@@ -43,8 +48,14 @@ func (f *inputFlags) bind(fs *pflag.FlagSet) {
 }
 
 func (f *inputFlags) validate() error {
-	if f.maxDocMiB <= 0 {
-		return usageError{fmt.Errorf("--max-document %d: want a positive size in MiB", f.maxDocMiB)}
+	if f.maxDocMiB <= 0 || f.maxDocMiB > 1<<20 {
+		return usageError{fmt.Errorf("--max-document %d: want a size in MiB from 1 to 1048576", f.maxDocMiB)}
+	}
+	if f.maxSpans <= 0 {
+		return usageError{fmt.Errorf("--max-spans %d: want a positive number of spans, e.g. --max-spans 5000000", f.maxSpans)}
+	}
+	if f.maxAttrs <= 0 {
+		return usageError{fmt.Errorf("--max-attributes %d: want a positive number, e.g. --max-attributes 5000", f.maxAttrs)}
 	}
 	if f.limitTraces < 0 {
 		return usageError{fmt.Errorf("--limit-traces %d: want a positive number", f.limitTraces)}
@@ -111,7 +122,7 @@ func (f *inputFlags) window(search bool) (since, until int64, err error) {
 // the traces the filter flags select. progress, when not nil, is told how
 // many bytes have been read so far over all files.
 func (f *inputFlags) read(ctx context.Context, io *streams, names []string, progress func(read int64)) (*ingest.Set, error) {
-	opts := ingest.Options{MaxDocumentBytes: f.maxDocMiB << 20}
+	opts := ingest.Options{MaxDocumentBytes: f.maxDocMiB << 20, Limits: ingest.Limits{MaxSpans: f.maxSpans, MaxAttributes: f.maxAttrs}}
 	if progress != nil {
 		var before, current int64
 		var last string
@@ -176,7 +187,7 @@ func (f *inputFlags) fetch(ctx context.Context, io *streams, set *ingest.Set, ra
 		Start: time.Unix(0, since), End: time.Unix(0, until), Limit: limit}
 	bar := newProgress(io, false, -1, "fetch", false)
 	defer bar.done()
-	ropts := remote.Options{Timeout: f.timeout, Decode: ingest.Options{MaxDocumentBytes: opts.MaxDocumentBytes},
+	ropts := remote.Options{Timeout: f.timeout, Decode: ingest.Options{MaxDocumentBytes: opts.MaxDocumentBytes, Limits: opts.Limits},
 		Progress: func(done, total int) { bar.setTotal(int64(done), int64(total)) }}
 	return remote.Fetch(ctx, set, rawURL, q, ropts)
 }

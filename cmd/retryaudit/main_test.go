@@ -9,8 +9,12 @@ import (
 )
 
 // TestMain lets testscript run this binary's run() as the command
-// "retryaudit" inside scripts.
+// "retryaudit" inside scripts, and makes the binary a measuring launcher
+// when TestBombMemory asks for one.
 func TestMain(m *testing.M) {
+	if out := os.Getenv(rssLauncherEnv); out != "" {
+		os.Exit(launchMeasured(out, os.Args[1:]))
+	}
 	testscript.Main(m, map[string]func(){
 		"retryaudit": func() { os.Exit(cli()) },
 	})

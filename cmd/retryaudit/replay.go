@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,6 +162,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		if mx.Variants, _, err = o.sim.variants(m, exprs); err != nil {
 			return err
 		}
+		notes = append(slices.Clone(notes), o.sim.policyNotes...)
 		if len(o.degrade) > 0 {
 			if mx.Degradations, err = degradations(o.degrade, m); err != nil {
 				return err
@@ -211,10 +213,10 @@ func loadTopology(cmd *cobra.Command, st *streams, in *inputFlags, inputs []stri
 			return nil, nil, err
 		}
 		if arrivals {
-			top, arr := graph.InferWithArrivals(set)
-			return top, arr, nil
+			return graph.InferWithArrivals(cmd.Context(), set)
 		}
-		return graph.Infer(set), nil, nil
+		top, err := graph.Infer(cmd.Context(), set)
+		return top, nil, err
 	}
 	f, err := os.Open(file)
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -23,7 +25,15 @@ const (
 	exitFailure   = 1
 	exitUsage     = 2
 	exitThreshold = 3 // --fail-on thresholds crossed
+	// An interrupted run exits 128 plus the signal number, as shells
+	// report it: 130 for SIGINT, 143 for SIGTERM.
+	exitSignal = 128
 )
+
+// interruptGrace is how long a run may take to stop cleanly after the
+// first interrupt (every long call checks its context) before the process
+// exits anyway; a second interrupt exits at once.
+const interruptGrace = 800 * time.Millisecond
 
 // streams carries all process I/O so commands are testable in-process.
 type streams struct {
@@ -81,10 +91,21 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 
-// run executes the command line and returns the process exit code.
+// run executes the command line and returns the process exit code. The
+// first SIGINT or SIGTERM cancels the command's context and the run exits
+// 128+signal within interruptGrace; a second exits at once.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var caught atomic.Int32 // the signal number of the first interrupt
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	defer func() { signal.Stop(sigs); close(done) }()
+	go watchInterrupts(sigs, done, cancel, &caught, func(code int) {
+		fmt.Fprintln(stderr, "retryaudit: interrupted")
+		os.Exit(code)
+	})
 	io := &streams{In: stdin, Out: stdout, Err: stderr}
 	root := newRootCmd(io)
 	root.SetArgs(args)
@@ -92,10 +113,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := closedStdoutIsFine(root.ExecuteContext(ctx))
+	if sig := caught.Load(); sig != 0 {
+		fmt.Fprintln(stderr, "retryaudit: interrupted")
+		return exitSignal + int(sig)
+	}
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "retryaudit: %v\n", err)
+	// Errors quote file names and span data: escaped, never raw.
+	fmt.Fprintf(stderr, "retryaudit: %s\n", report.Printable(err.Error()))
 	var ue usageError
 	var ee exitError
 	switch {
@@ -106,6 +132,39 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// watchInterrupts handles the interrupts of one run until done: the first
+// records its number in caught and cancels the run, which then has
+// interruptGrace to return; a second interrupt, or the grace running out,
+// calls exit with 128+signal.
+func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel func(), caught *atomic.Int32, exit func(int)) {
+	var first os.Signal
+	select {
+	case first = <-sigs:
+	case <-done:
+		return
+	}
+	code := exitSignal + int(signalNumber(first))
+	caught.Store(int32(signalNumber(first)))
+	cancel()
+	grace := time.NewTimer(interruptGrace)
+	defer grace.Stop()
+	select {
+	case <-sigs:
+		exit(code)
+	case <-grace.C:
+		exit(code)
+	case <-done:
+	}
+}
+
+// signalNumber is the number of a signal (2 for SIGINT).
+func signalNumber(s os.Signal) syscall.Signal {
+	if n, ok := s.(syscall.Signal); ok {
+		return n
+	}
+	return syscall.SIGINT
 }
 
 // isCobraUsage recognises the usage errors cobra raises itself.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/policyfile"
 )
 
 // modelFlags shape the model built from a topology: the flags of every
@@ -63,9 +64,13 @@ func (s *modelFlags) build(o replay.BuildOptions) (replay.BuildOptions, error) {
 // under degradations (replay and audit).
 type simFlags struct {
 	modelFlags
-	load, rate    float64
-	duration      time.Duration
-	policyFile    string
+	load, rate float64
+	duration   time.Duration
+	policyFile string
+	// policyNotes say what the policy file holds that is not simulated and
+	// what in it matched no edge, for the report.
+	policyNotes   []string
+	policy        *policyfile.PolicyFile
 	thrash        float64
 	cancel        float64
 	cancelRunning bool
@@ -78,7 +83,7 @@ func (s *simFlags) bind(f *pflag.FlagSet) {
 	f.Float64Var(&s.load, "load", 1, "multiply the observed root arrivals (capacity stays what load 1 implies; a preset's offered load)")
 	f.Float64Var(&s.rate, "rate", 0, "root requests per second (replaces the observed rate)")
 	f.DurationVar(&s.duration, "duration", 60*time.Second, "simulated time during which requests arrive")
-	f.StringVar(&s.policyFile, "policy-file", "", "apply a YAML policy `FILE` (gRPC retryPolicy, Envoy retry_policy, Finagle budget) on top of each policy")
+	f.StringVar(&s.policyFile, "policy-file", "", "apply a policy `FILE` on top of each policy: retryaudit YAML, a gRPC service config, Envoy route/cluster YAML, Istio VirtualService/DestinationRule, Linkerd HTTPRoute/GRPCRoute/ServiceProfile")
 	f.Float64Var(&s.thrash, "thrash", 0, "throughput lost under overload: every service's service time grows by this × queued jobs per worker (at most 4×); a preset's own value unless set")
 	f.Float64Var(&s.cancel, "cancel", 0, "probability a service learns that a timed-out caller left and drops its queued work; a preset's own value unless set")
 	f.BoolVar(&s.cancelRunning, "cancel-running", false, "services also stop running work when a cancel arrives (they honour cancellation); a preset's own value unless set")
@@ -168,14 +173,19 @@ func (s *simFlags) model(top *graph.Topology, o replay.BuildOptions) (*replay.Mo
 // and then the policy file, if any, to every policy but none. It returns
 // the variants and their models by policy.
 func (s *simFlags) variants(m *replay.Model, exprs []string) ([]replay.Variant, map[string]*replay.Model, error) {
-	var pf *replay.PolicyFile
+	var pf *policyfile.PolicyFile
 	if s.policyFile != "" {
 		data, err := os.ReadFile(s.policyFile)
 		if err != nil {
 			return nil, nil, err
 		}
-		if pf, err = replay.ParsePolicyFile(s.policyFile, data); err != nil {
+		if pf, err = policyfile.Read(s.policyFile, data); err != nil {
 			return nil, nil, err
+		}
+		s.policy = pf
+		s.policyNotes = nil
+		for _, n := range append(pf.Notes(), pf.Unmatched(m)...) {
+			s.policyNotes = append(s.policyNotes, s.policyFile+": "+n)
 		}
 		// The file's idempotency declarations decide which edges the
 		// policies may repeat, so they come first.

@@ -56,7 +56,7 @@ func TestCriticalUtilizationBistability(t *testing.T) {
 		t.Errorf("5 immediate retries: critical utilization %.2f, want far below no retries' %.2f", retries, none)
 	}
 	for _, b := range []float64{0.1, 0.5, 1} {
-		budget := func() replay.Budget { r, _ := replay.NewRatioBudget(b, 10); return r }
+		budget := replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: b, Window: 10}
 		got := crit(replay.Policy{MaxAttempts: 6, Backoff: immediate, Budget: budget})
 		if want := 1 / (1 + b); math.Abs(got/none-want) > 0.1 {
 			t.Errorf("ratio budget %g: critical utilization %.2f = %.2f of no retries' %.2f, want about 1/(1+b) = %.2f", b, got, got/none, none, want)
@@ -95,7 +95,7 @@ func threeLayers(u float64, p replay.Policy) *replay.Model {
 // retries at all never below retrying everywhere.
 func TestThreeLayersVersusBudget(t *testing.T) {
 	backoff := replay.Backoff{Kind: "exponential", Base: 0.01, Multiplier: 2, Cap: 0.1, Jitter: "full"}
-	budget := func() replay.Budget { r, _ := replay.NewRatioBudget(0.1, 10); return r }
+	budget := replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: 0.1, Window: 10}
 	outage := replay.Degradation{Name: "outage", Faults: degrade.Schedule{{Kind: degrade.Outage, Service: "db", At: 10, For: 5, Mode: degrade.ModeTimeout}}}
 	crit := func(p replay.Policy) float64 {
 		t.Helper()

@@ -81,16 +81,16 @@ func changes(observed, rec *replay.Model, facts []edgeFacts, adj []Adjustment) [
 		case o.MaxAttempts == 1 && retries:
 			add(ActionAddRetries, "1 attempt", attempts(n), "transient failures of "+callee+" are retried once the budget allows")
 		case o.MaxAttempts > 1 && retries && o.Backoff.Jitter == "none" && n.Backoff.Jitter != "none" && n.Backoff.Jitter != "":
-			add(ActionAddJitter, "no jitter", n.Backoff.Jitter+" jitter", "clients that fail together would otherwise retry together")
+			add(ActionAddJitter, "no jitter", string(n.Backoff.Jitter)+" jitter", "clients that fail together would otherwise retry together")
 		}
-		if n.MaxAttempts > 1 && n.Budget != nil && o.Budget == nil {
+		if n.MaxAttempts > 1 && n.Budget.Kind != replay.BudgetNone && o.Budget.Kind == replay.BudgetNone {
 			add(ActionAddBudget, "no retry budget", "retries under 10% of calls over 10 s, shared by every caller of "+callee,
 				"a budget caps what retries add to a struggling callee: load stays near 1.1x during an outage")
 		}
 		if n.MaxAttempts > 1 && n.HonorRetryAfter && !o.HonorRetryAfter {
 			add(ActionHonourRetryAfter, "Retry-After ignored", "wait at least Retry-After", "the callee says when it can take work again")
 		}
-		if n.Breaker != nil && o.Breaker == nil {
+		if n.Breaker.Enabled() && !o.Breaker.Enabled() {
 			add(ActionAddBreaker, "no breaker", fmt.Sprintf("open after %d consecutive failures for %.0f s, jittered half-open", n.Breaker.ConsecutiveFailures, n.Breaker.OpenFor),
 				"a breaker stops sending to a callee that is down")
 		}
@@ -131,7 +131,7 @@ func attempts(p replay.Policy) string {
 		s += ", no backoff"
 	}
 	if p.Backoff.Jitter != "" && p.Backoff.Jitter != "none" {
-		s += ", " + p.Backoff.Jitter + " jitter"
+		s += ", " + string(p.Backoff.Jitter) + " jitter"
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
+	"github.com/retryaudit/retryaudit/replay/policyfile"
 )
 
 func sampleTopology(t testing.TB, scenario string) *graph.Topology {
@@ -17,7 +18,11 @@ func sampleTopology(t testing.TB, scenario string) *graph.Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return graph.Infer(set)
+	top, err := graph.Infer(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
 }
 
 func sampleConfig(t testing.TB, scenario string, o replay.BuildOptions) Config {
@@ -110,11 +115,12 @@ func TestEmitRecommended(t *testing.T) {
 	if a.Recommended == nil {
 		t.Fatalf("no recommendation: %+v", a.Recommendation)
 	}
-	data, err := replay.EmitPolicyFile(a.Observed, a.Recommended).Marshal()
+	out, err := policyfile.Emit(policyfile.FormatNative, policyfile.EdgesOf(a.Recommended))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := replay.ParsePolicyFile("emitted.yaml", data)
+	data := out.Files[0].Data
+	pf, err := policyfile.Read("emitted.yaml", data)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, data)
 	}
@@ -124,7 +130,7 @@ func TestEmitRecommended(t *testing.T) {
 	}
 	for i, e := range a.Recommended.Edges {
 		g, w := got.Edges[i].Policy, e.Policy
-		if g.MaxAttempts != w.MaxAttempts || g.HedgeAfter != w.HedgeAfter || (g.Budget != nil) != (w.Budget != nil) || g.HonorRetryAfter != w.HonorRetryAfter {
+		if g.MaxAttempts != w.MaxAttempts || g.HedgeAfter != w.HedgeAfter || g.Budget != w.Budget || g.SharedBudget != w.SharedBudget || g.HonorRetryAfter != w.HonorRetryAfter || g.Breaker != w.Breaker {
 			t.Errorf("edge %d: applied %+v, want %+v\n%s", i, g, w, data)
 		}
 		op := a.Recommended.Services[e.Callee].Ops[e.CalleeOp].Name

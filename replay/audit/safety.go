@@ -157,9 +157,8 @@ func applySafety(policy string, observed, c *replay.Model, facts []edgeFacts) (*
 				n.HedgeAfter, n.MaxAttempts = 0, 1
 			}
 		}
-		if o.Breaker != nil && n.Breaker == nil {
-			b := *o.Breaker
-			n.Breaker = &b
+		if o.Breaker.Enabled() && !n.Breaker.Enabled() {
+			n.Breaker = o.Breaker
 			note(RuleKeepBreaker, "the circuit breaker seen in the traces is kept")
 		}
 	}
@@ -204,12 +203,11 @@ func samePolicy(a, b replay.Policy) bool {
 	if a.MaxAttempts == 1 && b.MaxAttempts == 1 && a.HedgeAfter == 0 && b.HedgeAfter == 0 {
 		// One attempt: backoff, budget and Retry-After never act.
 		a.Backoff, b.Backoff = replay.Backoff{}, replay.Backoff{}
-		a.Budget, b.Budget, a.SharedBudget, b.SharedBudget = nil, nil, false, false
+		a.Budget, b.Budget, a.SharedBudget, b.SharedBudget = replay.BudgetSpec{}, replay.BudgetSpec{}, false, false
 		a.HonorRetryAfter, b.HonorRetryAfter = false, false
 	}
 	return a.MaxAttempts == b.MaxAttempts && a.PerTryTimeout == b.PerTryTimeout && a.Deadline == b.Deadline &&
 		a.Propagate == b.Propagate && a.Backoff == b.Backoff && a.HonorRetryAfter == b.HonorRetryAfter &&
-		(a.Budget == nil) == (b.Budget == nil) && a.SharedBudget == b.SharedBudget &&
-		(a.Breaker == nil) == (b.Breaker == nil) && (a.Breaker == nil || *a.Breaker == *b.Breaker) &&
+		a.Budget == b.Budget && a.SharedBudget == b.SharedBudget && a.Breaker == b.Breaker &&
 		a.HedgeAfter == b.HedgeAfter
 }

@@ -38,7 +38,7 @@ func TestSafetyRules(t *testing.T) {
 	}
 	keys := &graph.Idempotency{RetriedCalls: 10, WithKey: 10}
 	breaker := replay.DefaultBreaker
-	withBreaker := replay.Policy{MaxAttempts: 3, Breaker: &breaker}
+	withBreaker := replay.Policy{MaxAttempts: 3, Breaker: breaker}
 	decl := Declarations{Idempotent: []string{"GetStock"}, InflightDedup: []string{"POST /deduped"}}
 	for _, c := range []struct {
 		name               string
@@ -69,7 +69,7 @@ func TestSafetyRules(t *testing.T) {
 			proposed, _ := fanOut([]graph.Edge{c.edge}, []replay.Policy{c.proposed})
 			got, adj := applySafety("p", observed, proposed, factsOf(observed, top, decl))
 			p := got.Edges[0].Policy
-			if p.MaxAttempts != c.wantAttempts || p.HedgeAfter != c.wantHedge || (p.Breaker != nil) != c.wantBreaker {
+			if p.MaxAttempts != c.wantAttempts || p.HedgeAfter != c.wantHedge || p.Breaker.Enabled() != c.wantBreaker {
 				t.Errorf("policy %+v: want %d attempts, hedge after %g, breaker %v", p, c.wantAttempts, c.wantHedge, c.wantBreaker)
 			}
 			switch {

@@ -14,7 +14,11 @@ import (
 
 	"github.com/avast/retry-go/v4"
 	"github.com/cenkalti/backoff/v5"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/hedgepolicy"
+	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -73,15 +77,21 @@ type caller struct {
 	rc     *retryablehttp.Client // only for libRetryablehttp
 	send   func(context.Context, request) (result, error)
 	stats  *edgeStats
+	cb     *gobreaker.CircuitBreaker[result]       // only with Policy.Breaker
+	hedge  hedgepolicy.HedgePolicy[*http.Response] // only for libFailsafe
+	// replicas are the callee's base URLs, one per replica (base is the first).
+	replicas []string
+	resty    *resty.Client // only for libResty
 }
 
-func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
+func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 	p := e.Policy
 	c := &caller{
-		edge:   e,
-		base:   base,
-		client: &http.Client{Transport: transport, Timeout: p.PerTryTimeout},
-		stats:  newEdgeStats(p),
+		edge:     e,
+		base:     replicas[0],
+		replicas: replicas,
+		client:   &http.Client{Transport: transport, Timeout: p.PerTryTimeout},
+		stats:    newEdgeStats(p),
 	}
 	c.method, _, _ = strings.Cut(e.Route, " ")
 	switch p.Library {
@@ -89,6 +99,27 @@ func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
 		c.send = c.sendBackoff
 	case libRetryGo:
 		c.send = c.sendRetryGo
+	case libResty:
+		c.resty = resty.NewWithClient(c.client).
+			SetRetryCount(p.MaxAttempts - 1).
+			SetRetryWaitTime(p.Backoff.Base).
+			SetRetryMaxWaitTime(p.Backoff.Cap).
+			AddRetryCondition(func(r *resty.Response, err error) bool {
+				if r != nil && r.Request != nil && r.Request.Context().Err() != nil {
+					return false
+				}
+				return err != nil || r != nil && retryableStatus(r.StatusCode())
+			}).
+			OnBeforeRequest(func(_ *resty.Client, req *resty.Request) error {
+				// Attempt k (from 1) goes to replica k-1 mod replicas.
+				next := c.replicas[(req.Attempt-1)%len(c.replicas)]
+				req.URL = next + strings.TrimPrefix(req.URL, c.base)
+				return nil
+			})
+		c.send = c.sendResty
+	case libFailsafe:
+		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
+		c.send = c.sendHedged
 	case libRetryablehttp:
 		c.rc = &retryablehttp.Client{
 			HTTPClient:   c.client,
@@ -108,7 +139,36 @@ func newCaller(e Edge, base string, transport http.RoundTripper) *caller {
 	default:
 		c.send = c.attempt
 	}
+	if b := p.Breaker; b != nil {
+		c.cb = gobreaker.NewCircuitBreaker[result](gobreaker.Settings{
+			Name:        e.Caller + "→" + e.Callee,
+			MaxRequests: 1,
+			Timeout:     b.OpenFor,
+			ReadyToTrip: func(counts gobreaker.Counts) bool { return int(counts.ConsecutiveFailures) >= b.ConsecutiveFailures },
+		})
+	}
 	return c
+}
+
+// sendThroughBreaker makes the call through the breaker: a failed result
+// (an HTTP error status) counts as a failure, and an open breaker answers
+// gobreaker.ErrOpenState without sending anything.
+func (c *caller) sendThroughBreaker(ctx context.Context, r request) (result, error) {
+	res, err := c.cb.Execute(func() (result, error) {
+		res, err := c.send(ctx, r)
+		var se *statusError
+		if err == nil && res.status >= 500 {
+			err = &statusError{res: res}
+		}
+		if errors.As(err, &se) {
+			return se.res, err
+		}
+		return res, err
+	})
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		c.stats.fastFailed()
+	}
+	return res, err
 }
 
 // call makes one logical call to path. An HTTP error status after the last
@@ -121,8 +181,12 @@ func (c *caller) call(ctx context.Context, path string, body []byte) (result, er
 	if c.edge.Policy.IdempotencyKey {
 		r.header.Set("Idempotency-Key", rand.Text())
 	}
-	log := &attemptLog{}
-	res, err := c.send(context.WithValue(ctx, attemptLogKey{}, log), r)
+	log := &attemptLog{hideRetryAfter: c.edge.Policy.HideRetryAfter}
+	send := c.send
+	if c.cb != nil {
+		send = c.sendThroughBreaker
+	}
+	res, err := send(context.WithValue(ctx, attemptLogKey{}, log), r)
 	c.stats.record(ctx, c.edge.Policy, log)
 	var se *statusError
 	if errors.As(err, &se) {
@@ -131,17 +195,61 @@ func (c *caller) call(ctx context.Context, path string, body []byte) (result, er
 	return res, err
 }
 
-// attempt sends r once.
-func (c *caller) attempt(ctx context.Context, r request) (result, error) {
+// sendHedged sends r through failsafe-go's hedge policy: each hedge is a
+// request of its own through otelhttp, so a CLIENT span of its own,
+// overlapping the ones before.
+func (c *caller) sendHedged(ctx context.Context, r request) (result, error) {
+	req, err := r.build(ctx)
+	if err != nil {
+		return result{}, err
+	}
+	resp, err := failsafehttp.NewRequest(req, c.client, c.hedge).Do()
+	if err != nil {
+		return result{}, err
+	}
+	return readResult(resp)
+}
+
+// sendResty sends r through go-resty, each attempt to the next replica.
+func (c *caller) sendResty(ctx context.Context, r request) (result, error) {
+	req := c.resty.R().SetContext(ctx).SetHeaderMultiValues(r.header)
+	if r.body != nil {
+		req.SetBody(r.body)
+	}
+	resp, err := req.Execute(r.method, r.url)
+	if err != nil && resp == nil {
+		return result{}, err
+	}
+	res := result{status: resp.StatusCode(), body: resp.Body()}
+	if err != nil {
+		return res, err
+	}
+	if res.status >= 400 {
+		return res, &statusError{res}
+	}
+	return res, nil
+}
+
+// build makes r an *http.Request (a new body reader each time).
+func (r request) build(ctx context.Context) (*http.Request, error) {
 	var body io.Reader
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
 	req.Header = r.header.Clone()
+	return req, nil
+}
+
+// attempt sends r once.
+func (c *caller) attempt(ctx context.Context, r request) (result, error) {
+	req, err := r.build(ctx)
+	if err != nil {
+		return result{}, err
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return result{}, err
@@ -212,9 +320,13 @@ func (c *caller) sendRetryablehttp(ctx context.Context, r request) (result, erro
 // attemptLog collects the outcome of each attempt of one call, as seen by
 // captureTransport.
 type attemptLog struct {
-	mu         sync.Mutex
-	statuses   []int  // HTTP status per attempt, 0 for a transport error
-	retryAfter []bool // per attempt: the response carried Retry-After
+	mu             sync.Mutex
+	statuses       []int  // HTTP status per attempt, 0 for a transport error
+	retryAfter     []bool // per attempt: the response carried Retry-After
+	hideRetryAfter bool   // leave Retry-After out of the spans
+	// started counts requests sent: hedges the winner cancelled may log
+	// their outcome only after the call was recorded.
+	started int
 	// start and end of each attempt's round trip, for how late the waits
 	// between them came (scheduling noise on a busy host).
 	start, end []time.Time
@@ -242,6 +354,12 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if keys := req.Header.Values("Idempotency-Key"); len(keys) > 0 {
 		span.SetAttributes(attribute.StringSlice("http.request.header.idempotency-key", keys))
 	}
+	log, _ := req.Context().Value(attemptLogKey{}).(*attemptLog)
+	if log != nil {
+		log.mu.Lock()
+		log.started++
+		log.mu.Unlock()
+	}
 	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
 	end := time.Now()
@@ -249,11 +367,13 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		status = resp.StatusCode
 		if ra := resp.Header.Values("Retry-After"); len(ra) > 0 {
-			span.SetAttributes(attribute.StringSlice("http.response.header.retry-after", ra))
+			if log == nil || !log.hideRetryAfter {
+				span.SetAttributes(attribute.StringSlice("http.response.header.retry-after", ra))
+			}
 			retryAfter = true
 		}
 	}
-	if log, ok := req.Context().Value(attemptLogKey{}).(*attemptLog); ok {
+	if log != nil {
 		log.add(status, retryAfter, start, end)
 	}
 	return resp, err
@@ -276,6 +396,17 @@ type edgeStats struct {
 	// lateMS is the most a wait of an unjittered policy overran the
 	// wait the policy asked for: the timing noise of this capture.
 	lateMS float64
+	// breakerFastFails counts calls an open breaker failed without an attempt.
+	breakerFastFails int
+	// hedgedCalls counts calls that sent hedges; mostRequests is the most
+	// requests one of them sent.
+	hedgedCalls, mostRequests int
+}
+
+func (s *edgeStats) fastFailed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.breakerFastFails++
 }
 
 func newEdgeStats(p Policy) *edgeStats {
@@ -300,6 +431,13 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 		}
 	}
 	n := len(log.statuses)
+	if p.Hedge != nil {
+		if log.started > 1 {
+			s.hedgedCalls++
+			s.mostRequests = max(s.mostRequests, log.started)
+		}
+		return // hedges overlap: there are no waits between them
+	}
 	for i := 1; i < n; i++ {
 		if p.HonoursRetryAfter && log.retryAfter[i-1] {
 			s.retryAfterWaits++

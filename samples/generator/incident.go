@@ -182,7 +182,7 @@ func startIncidentMesh(ctx context.Context, otlpURL string) (*incidentMesh, erro
 		return nil, err
 	}
 	m.toLedger = newCaller(Edge{"stock", "ledger", routeLedger, retryableHTTP(3, 10*ms, 80*ms)},
-		"http://"+ledgerLn.Addr().String(), transport(stockTP))
+		[]string{"http://" + ledgerLn.Addr().String()}, transport(stockTP))
 	stockLn, err := listen()
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func startIncidentMesh(ctx context.Context, otlpURL string) (*incidentMesh, erro
 		return nil, err
 	}
 	m.toQuotes = newCaller(Edge{"gateway", "quotes", routeQuotes, retryGoFixed(3, 600*ms)},
-		"http://"+quotesLn.Addr().String(), transport(gatewayTP))
+		[]string{"http://" + quotesLn.Addr().String()}, transport(gatewayTP))
 	gatewayLn, err := listen()
 	if err != nil {
 		return nil, err

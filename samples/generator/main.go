@@ -30,10 +30,12 @@ import (
 
 func main() {
 	out := flag.String("out", "..", "directory that receives one sub-directory per scenario")
-	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one)")
+	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one; the others' files are left as they are)")
 	flag.Parse()
 	ctx := context.Background()
+	found := false
 	if *only == "" || *only == incidentName {
+		found = true
 		start := time.Now()
 		sum, err := runIncident(ctx, *out)
 		fmt.Printf("%s (%s)\n%s", incidentName, time.Since(start).Round(time.Millisecond), sum)
@@ -45,12 +47,16 @@ func main() {
 		if *only != "" && sc.Name != *only {
 			continue
 		}
+		found = true
 		start := time.Now()
 		_, sum, err := runScenario(ctx, sc, *out, true)
 		fmt.Printf("%s (%s)\n%s", sc.Name, time.Since(start).Round(time.Millisecond), sum)
 		if err != nil {
 			log.Fatalf("%s: %v", sc.Name, err)
 		}
+	}
+	if !found {
+		log.Fatalf("no scenario %q", *only)
 	}
 }
 
@@ -145,12 +151,15 @@ func drive(sc Scenario, m *mesh) (string, error) {
 			cases = append(cases, c)
 		}
 	}
-	rand.New(rand.NewPCG(sc.Seed, sc.Seed)).Shuffle(len(cases), func(i, j int) {
-		cases[i], cases[j] = cases[j], cases[i]
-	})
+	if !sc.Ordered {
+		rand.New(rand.NewPCG(sc.Seed, sc.Seed)).Shuffle(len(cases), func(i, j int) {
+			cases[i], cases[j] = cases[j], cases[i]
+		})
+	}
 	client := &http.Client{Timeout: 30 * time.Second} // not instrumented: edge's span is the root
 	answers := map[int]int{}
 	for i, c := range cases {
+		time.Sleep(sc.Pace)
 		order := fmt.Sprint(1001 + i)
 		if c.Script != nil {
 			m.faults.plan(c.Target, order, c.Script)

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Routes of the mesh as Go 1.22 ServeMux patterns. Each handler is wrapped in
@@ -55,7 +56,21 @@ type service struct {
 	srv       *http.Server
 	transport http.RoundTripper
 	callers   map[string]*caller // by callee route
+	// cache, when set, is a tracer of another service name that api's
+	// order handler makes a CLIENT span with before it calls inventory:
+	// a cache lookup instrumented by hand, with no peer attributes, as
+	// Jaeger's HotROD instruments redis ("redis-manual").
+	cache *sdktrace.TracerProvider
+	// extra are the listeners of the service's other replicas.
+	extra []net.Listener
 }
+
+// cacheService is the service name of the hand-made cache client spans,
+// cacheOperation their name.
+const (
+	cacheService   = "redis-manual"
+	cacheOperation = "GET order"
+)
 
 func startMesh(ctx context.Context, sc Scenario, otlpURL string) (*mesh, error) {
 	m := &mesh{services: map[string]*service{}, faults: newFaultTable()}
@@ -74,9 +89,27 @@ func startMesh(ctx context.Context, sc Scenario, otlpURL string) (*mesh, error) 
 			otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(prop))
 		m.services[name] = s
 	}
+	if sc.ManualCache {
+		tp, err := newProvider(ctx, cacheService, otlpURL)
+		if err != nil {
+			return nil, err
+		}
+		m.services["api"].cache = tp
+	}
 	for _, e := range sc.Edges {
 		from, to := m.services[e.Caller], m.services[e.Callee]
-		c := newCaller(e, to.url(), from.transport)
+		for len(to.extra) < e.Policy.Replicas-1 {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			to.extra = append(to.extra, ln)
+		}
+		bases := []string{to.url()}
+		for _, ln := range to.extra[:max(e.Policy.Replicas-1, 0)] {
+			bases = append(bases, "http://"+ln.Addr().String())
+		}
+		c := newCaller(e, bases, from.transport)
 		from.callers[e.Route] = c
 		m.callers = append(m.callers, c)
 	}
@@ -88,6 +121,9 @@ func startMesh(ctx context.Context, sc Scenario, otlpURL string) (*mesh, error) 
 		}
 		s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go s.srv.Serve(s.ln)
+		for _, ln := range s.extra {
+			go s.srv.Serve(ln) // a replica: the same service on another port
+		}
 	}
 	return m, nil
 }
@@ -116,6 +152,9 @@ func (m *mesh) stop(ctx context.Context) error {
 	}
 	for _, s := range m.services {
 		errs = append(errs, s.tp.ForceFlush(ctx), s.tp.Shutdown(ctx))
+		if s.cache != nil {
+			errs = append(errs, s.cache.ForceFlush(ctx), s.cache.Shutdown(ctx))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -171,6 +210,11 @@ func (s *service) pay(w http.ResponseWriter, r *http.Request) {
 // loop of distinct successful requests, not a retry.
 func (s *service) order(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if s.cache != nil {
+		_, span := s.cache.Tracer("cache").Start(r.Context(), cacheOperation, trace.WithSpanKind(trace.SpanKindClient))
+		time.Sleep(time.Millisecond) // the lookup; a miss: the order goes on to inventory
+		span.End()
+	}
 	if res, err := s.call(r, routeStock, "/inventory/"+skuOf(id), nil); failed(res, err) {
 		relay(w, res, err)
 		return

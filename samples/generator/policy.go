@@ -11,6 +11,9 @@ const (
 	libBackoff       = "github.com/cenkalti/backoff/v5"
 	libRetryGo       = "github.com/avast/retry-go/v4"
 	libRetryablehttp = "github.com/hashicorp/go-retryablehttp"
+	libGobreaker     = "github.com/sony/gobreaker/v2"
+	libFailsafe      = "github.com/failsafe-go/failsafe-go"
+	libResty         = "github.com/go-resty/resty/v2"
 )
 
 // Backoff describes the wait between attempts in the vocabulary of
@@ -41,6 +44,70 @@ type Policy struct {
 	// IdempotencyKey makes the caller send one Idempotency-Key per logical
 	// call, repeated on every attempt.
 	IdempotencyKey bool
+	// HideRetryAfter leaves the Retry-After response header out of the
+	// attempt spans, as instrumentations that capture no headers do.
+	HideRetryAfter bool
+	// Breaker, when set, wraps every logical call in a sony/gobreaker
+	// circuit breaker: once open, calls fail at once without an attempt.
+	Breaker *BreakerPolicy
+	// Hedge, when set, sends up to MaxHedges more requests for a call
+	// while none has answered, Delay apart (failsafe-go's hedge policy);
+	// the first answer wins and the others are cancelled.
+	Hedge *HedgePolicy
+	// Replicas > 1 runs that many instances of the callee, each on its own
+	// port; the caller sends attempt k to replica k mod Replicas.
+	Replicas int
+}
+
+// restyAcrossReplicas retries with go-resty's default backoff across the
+// callee's replicas: the wait before retry k (k = 0, 1, …) is drawn from
+// [c/2, c) with c = min(cap, base·2^k), and never below base (so the
+// first wait is always base), which is equal jitter after the first.
+func restyAcrossReplicas(attempts int, base, cap time.Duration, replicas int) Policy {
+	return Policy{Library: libResty, MaxAttempts: attempts, Replicas: replicas,
+		Backoff: Backoff{Kind: "exponential", Base: base, Multiplier: 2, Cap: cap, Jitter: "equal"}}
+}
+
+// HedgePolicy configures a failsafe-go hedge policy.
+type HedgePolicy struct {
+	Delay     time.Duration
+	MaxHedges int
+}
+
+// hedged is a caller that never retries a failure but hedges slow calls
+// with failsafe-go.
+func hedged(delay time.Duration, maxHedges int) Policy {
+	return Policy{Library: libFailsafe, MaxAttempts: 1, Backoff: Backoff{Kind: "none", Jitter: "none"},
+		Hedge: &HedgePolicy{Delay: delay, MaxHedges: maxHedges}}
+}
+
+// requests is the most requests one call can send: its attempts, or the
+// original and its hedges.
+func (p Policy) requests() int {
+	if p.Hedge != nil {
+		return max(p.MaxAttempts, p.Hedge.MaxHedges+1)
+	}
+	return p.MaxAttempts
+}
+
+// BreakerPolicy configures a gobreaker circuit breaker.
+type BreakerPolicy struct {
+	// ConsecutiveFailures failed calls in a row open it.
+	ConsecutiveFailures int
+	// OpenFor is how long it stays open before it lets one probe through.
+	OpenFor time.Duration
+}
+
+// withHiddenRetryAfter returns p with Retry-After left out of its spans.
+func (p Policy) withHiddenRetryAfter() Policy {
+	p.HideRetryAfter = true
+	return p
+}
+
+// withBreaker returns p with calls behind a gobreaker circuit breaker.
+func (p Policy) withBreaker(failures int, openFor time.Duration) Policy {
+	p.Breaker = &BreakerPolicy{ConsecutiveFailures: failures, OpenFor: openFor}
+	return p
 }
 
 // retries reports whether the policy may send more than one attempt.

@@ -25,9 +25,18 @@ type Scenario struct {
 	Name        string
 	Description string
 	// Seed shuffles the root requests (math/rand/v2 PCG).
-	Seed  uint64
-	Edges []Edge
-	Cases []Case
+	Seed uint64
+	// Ordered sends the cases in the order written instead: a breaker sees
+	// failures in a row only if they come in a row.
+	Ordered bool
+	// Pace is a pause between root requests (a breaker's open period is
+	// measured in time, not requests).
+	Pace time.Duration
+	// ManualCache makes api look each order up in a cache first, through
+	// hand-made CLIENT spans under another service name (mesh.go).
+	ManualCache bool
+	Edges       []Edge
+	Cases       []Case
 }
 
 // rootRequests is the number of root requests the scenario sends.
@@ -43,7 +52,146 @@ const ms = time.Millisecond
 
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
-	return []Scenario{retryEverywhere(), edgeOnly(), mixed()}
+	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName(),
+		replicas()}
+}
+
+// replicas has inventory retry db with go-resty across three db replicas
+// (another port each): a retry to another replica is the same call.
+func replicas() Scenario {
+	return Scenario{
+		Name: "replicas",
+		Description: "inventory retries db with go-resty (4 attempts, 10ms base, cap 80ms, equal jitter after the " +
+			"first wait), each attempt to the next of three db replicas on their own ports: one logical call, several hosts.",
+		Seed: 8,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, restyAcrossReplicas(4, 10*ms, 80*ms, 3)},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 10, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 8, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(4, unavailable)},
+		},
+	}
+}
+
+// otherServiceName has api look every order up in a cache through CLIENT
+// spans it makes by hand under the service name redis-manual, with no
+// peer attributes and no server span (HotROD's redis): the lookups are
+// calls from api to redis-manual. Below it, inventory retries db with
+// retry-go, 3 attempts 15ms apart.
+func otherServiceName() Scenario {
+	return Scenario{
+		Name: "other-service-name",
+		Description: "api's hand-made cache CLIENT spans carry the service name redis-manual and no peer: " +
+			"api → redis-manual, never unknown; inventory retries db with retry-go (3 attempts, 15ms apart).",
+		Seed:        7,
+		ManualCache: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, retryGoFixed(3, 15*ms)},
+		},
+		Cases: []Case{
+			{Count: 15},
+			{Count: 8, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(3, unavailable)},
+		},
+	}
+}
+
+// hedging has api hedge its POST /charges to payments with failsafe-go
+// (a hedge 20ms after the first request, at most 2 hedges) below edge's
+// three retry-go attempts: one payment can become 9 charge requests, and
+// hedging a write without a key may charge twice.
+func hedging() Scenario {
+	return Scenario{
+		Name: "hedging",
+		Description: "edge retries payments 3 times (retry-go, 15ms apart); api hedges each charge to payments " +
+			"with failsafe-go after 20ms, up to 2 hedges: 3 × 3 = 9 charge requests at worst, for a non-idempotent POST.",
+		Seed: 6,
+		Edges: []Edge{
+			{"edge", "api", routePayment, retryGoFixed(3, 15*ms)},
+			{"api", "inventory", routeReserve, single()},
+			{"api", "payments", routeCharge, hedged(20*ms, 2)},
+		},
+		Cases: []Case{
+			{Count: 15, Pay: true},
+			{Count: 8, Pay: true, Target: paymentsCharge, Script: times(1, slow)},
+			{Count: 5, Pay: true, Target: paymentsCharge, Script: times(2, slow)},
+			{Count: 6, Pay: true, Target: inventoryReserve, Script: times(1, unavailable)},
+			{Count: 4, Pay: true, Target: inventoryReserve, Script: times(2, unavailable)},
+			{Count: 3, Pay: true, Target: inventoryReserve, Script: times(3, unavailable)},
+		},
+	}
+}
+
+// retryAfterUncaptured throttles db with 429 Retry-After: 1 among 503s
+// that go-retryablehttp backs off from exponentially; no span records the
+// header, so only the timing shows which waits the server directed.
+func retryAfterUncaptured() Scenario {
+	return Scenario{
+		Name: "retry-after-uncaptured",
+		Description: "inventory retries db with go-retryablehttp (10ms ×2 up to 80ms, no jitter), honouring " +
+			"Retry-After: 1 on 429s that no span records: the 1s waits are the server's, not the backoff.",
+		Seed: 4,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, retryableHTTP(4, 10*ms, 80*ms).withHiddenRetryAfter()},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 8, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 5, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(4, unavailable)},
+			{Count: 3, Target: dbStock, Script: times(1, throttled)},
+			{Count: 2, Target: dbStock, Script: []Fault{unavailable, throttled}},
+		},
+	}
+}
+
+// breakerOverRetries puts a sony/gobreaker circuit breaker around api's
+// retrying calls to inventory: after 3 failed calls in a row it fails calls
+// at once for 15ms, then lets one probe through. Failing requests come in
+// runs, so the breaker opens, and stays open until a probe succeeds.
+func breakerOverRetries() Scenario {
+	failing := Case{Count: 12, Target: inventoryStock, Script: times(3, unavailable)}
+	return Scenario{
+		Name: "breaker",
+		Description: "api calls inventory through retry-go (3 attempts, 5ms apart) inside a gobreaker circuit " +
+			"breaker that opens after 3 failed calls in a row for 15ms: calls it fails fast make no attempt.",
+		Seed:    5,
+		Ordered: true,
+		Pace:    5 * ms,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, retryGoFixed(3, 5*ms).withBreaker(3, 15*ms)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{
+			{Count: 15},
+			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 4, Target: inventoryStock, Script: times(2, unavailable)},
+			failing,
+			{Count: 15},
+			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 4, Target: inventoryStock, Script: times(2, unavailable)},
+			failing,
+			{Count: 15},
+			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+		},
+	}
 }
 
 func retryEverywhere() Scenario {

@@ -22,7 +22,7 @@ func simulate(sc Scenario) []*caller {
 	s := &simMesh{callers: map[string]*caller{}, faults: newFaultTable()}
 	var callers []*caller
 	for _, e := range sc.Edges {
-		c := newCaller(e, "", nil)
+		c := newCaller(e, []string{""}, nil)
 		s.callers[e.Route] = c
 		callers = append(callers, c)
 	}

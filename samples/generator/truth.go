@@ -45,6 +45,32 @@ type truthEdge struct {
 	// beyond inference's noise allowance the traces cannot show the
 	// absence of jitter. Absent where nothing was measured.
 	WaitLateMS *float64 `json:"wait_late_ms,omitempty"`
+	// RetryAfterCaptured is false where no span records the Retry-After
+	// header; RetryAfterWaits counts the waits it set.
+	RetryAfterCaptured bool `json:"retry_after_captured"`
+	RetryAfterWaits    int  `json:"retry_after_waits"`
+	// Breaker is the circuit breaker around the edge's calls, if any.
+	Breaker *truthBreaker `json:"breaker,omitempty"`
+	// Hedge is the hedge policy of the edge's calls, if any.
+	Hedge *truthHedge `json:"hedge,omitempty"`
+}
+
+// truthBreaker is a gobreaker configuration and how many calls it failed
+// without an attempt.
+type truthBreaker struct {
+	Library             string `json:"library"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	OpenForMS           int64  `json:"open_for_ms"`
+	FastFailedCalls     int    `json:"fast_failed_calls"`
+}
+
+// truthHedge is a failsafe-go hedge policy and what it did.
+type truthHedge struct {
+	Library      string `json:"library"`
+	DelayMS      int64  `json:"delay_ms"`
+	MaxHedges    int    `json:"max_hedges"`
+	HedgedCalls  int    `json:"hedged_calls"`
+	MostRequests int    `json:"most_requests"`
 }
 
 type truthBackoff struct {
@@ -83,6 +109,13 @@ func buildTruth(sc Scenario, callers []*caller) (truth, error) {
 		}
 		t.Edges = append(t.Edges, te)
 	}
+	if sc.ManualCache {
+		// api → redis-manual: one lookup per order, never retried; known
+		// only from spans that name no peer.
+		t.Edges = append(t.Edges, truthEdge{Caller: "api", Callee: cacheService, Operation: "order", Method: "GET",
+			MaxAttempts: 1, Backoff: truthBackoff{Kind: "none", Jitter: "none"}, RetriedStatus: []int{}, NotRetriedStatus: []int{},
+			RetryAfterCaptured: true})
+	}
 	t.Paths = paths(callers)
 	return t, nil
 }
@@ -101,6 +134,15 @@ func truthOf(c *caller) (truthEdge, error) {
 		Backoff:       truthBackoff{Kind: p.Backoff.Kind, Jitter: p.Backoff.Jitter},
 		RetriedStatus: []int{}, NotRetriedStatus: []int{},
 		HonoursRetryAfter: p.HonoursRetryAfter, IdempotencyKey: p.IdempotencyKey,
+		RetryAfterCaptured: !p.HideRetryAfter, RetryAfterWaits: st.retryAfterWaits,
+	}
+	if h := p.Hedge; h != nil {
+		te.Hedge = &truthHedge{Library: libFailsafe, DelayMS: h.Delay.Milliseconds(), MaxHedges: h.MaxHedges,
+			HedgedCalls: st.hedgedCalls, MostRequests: st.mostRequests}
+	}
+	if b := p.Breaker; b != nil {
+		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
+			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails}
 	}
 	if p.Library != "" {
 		te.Library = &p.Library
@@ -177,7 +219,7 @@ func paths(callers []*caller) []truthPath {
 		for _, c := range prefix {
 			p.Services = append(p.Services, c.edge.Callee)
 			p.Operations = append(p.Operations, httpRoute(c.edge.Route))
-			p.WorstCaseAmplification *= c.edge.Policy.MaxAttempts
+			p.WorstCaseAmplification *= c.edge.Policy.requests()
 		}
 		out = append(out, p)
 	}

@@ -1,4 +1,4 @@
-package replay
+package policyfile
 
 import (
 	"bytes"
@@ -9,163 +9,41 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/retryaudit/retryaudit/replay"
 )
 
 // pfTestModel is three services, edge.request → api.get → inventory.get and
 // api.get → inventory.reserve, each edge with its own policy so that tests
 // can see which fields a policy file keeps.
-func pfTestModel() *Model {
-	return &Model{
-		Services: []Service{
-			{Name: "edge", Workers: 1 << 20, Ops: []Op{{Name: "request", Time: Constant(0), Calls: []int{0}}}},
-			{Name: "api", Workers: 8, Ops: []Op{{Name: "get", Time: Exponential{MeanS: 0.01}, Calls: []int{1, 2}}}},
-			{Name: "inventory", Workers: 4, Ops: []Op{
-				{Name: "get", Time: Exponential{MeanS: 0.02}},
-				{Name: "reserve", Time: Exponential{MeanS: 0.05}},
+func pfTestModel() *replay.Model {
+	return &replay.Model{
+		Services: []replay.Service{
+			{Name: "edge", Workers: 1 << 20, Ops: []replay.Op{{Name: "request", Time: replay.Constant(0), Calls: []int{0}}}},
+			{Name: "api", Workers: 8, Ops: []replay.Op{{Name: "get", Time: replay.Exponential{MeanS: 0.01}, Calls: []int{1, 2}}}},
+			{Name: "inventory", Workers: 4, Ops: []replay.Op{
+				{Name: "get", Time: replay.Exponential{MeanS: 0.02}},
+				{Name: "reserve", Time: replay.Exponential{MeanS: 0.05}},
 			}},
 		},
-		Edges: []Edge{
+		Edges: []replay.Edge{
 			{Caller: 0, CallerOp: 0, Callee: 1, CalleeOp: 0, Prob: 1, Repeat: 1,
-				Policy: Policy{MaxAttempts: 2, PerTryTimeout: 1}},
+				Policy: replay.Policy{MaxAttempts: 2, PerTryTimeout: 1}},
 			{Caller: 1, CallerOp: 0, Callee: 2, CalleeOp: 0, Prob: 1, Repeat: 1, Idempotent: true,
-				Policy: Policy{MaxAttempts: 1, PerTryTimeout: 0.3, Deadline: 0.9}},
+				Policy: replay.Policy{MaxAttempts: 1, PerTryTimeout: 0.3, Deadline: 0.9}},
 			{Caller: 1, CallerOp: 0, Callee: 2, CalleeOp: 1, Prob: 0.2, Repeat: 1,
-				Policy: Policy{MaxAttempts: 1, PerTryTimeout: 0.4, HedgeAfter: 0.2,
-					Breaker: &BreakerConfig{ConsecutiveFailures: 9, OpenFor: 1}}},
+				Policy: replay.Policy{MaxAttempts: 1, PerTryTimeout: 0.4, HedgeAfter: 0.2,
+					Breaker: replay.BreakerConfig{ConsecutiveFailures: 9, OpenFor: 1}}},
 		},
-		Entry: []Entry{{Service: 0, Op: 0, Weight: 1}},
+		Entry: []replay.Entry{{Service: 0, Op: 0, Weight: 1}},
 		Rate:  50,
 	}
 }
 
-// pfBudgetTrace drives a budget through a fixed script of requests,
-// failures, retries and timeouts over 40 simulated seconds and records
-// every answer and the budget's own gauges: budgets of the same type and
-// parameters give the same trace.
-func pfBudgetTrace(b Budget) string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "%T:", b)
-	t := 0.0
-	var inFlight []bool // attempts sent in the previous step (true: a retry)
-	for step := range 800 {
-		t += 0.05
-		// The previous step's attempts finish now.
-		for _, retry := range inFlight {
-			b.Done(t, retry)
-		}
-		inFlight = inFlight[:0]
-		n := 1 + step%3
-		if step > 300 && step < 500 {
-			n = 40 // a burst of load
-		}
-		for k := range n {
-			b.Request(t)
-			inFlight = append(inFlight, false)
-			ok := (step+k)%4 != 0
-			if step > 400 && step < 600 {
-				ok = (step+k)%5 == 0 // an outage
-			}
-			b.Result(t, ok, !ok && step%3 == 0)
-			if ok {
-				continue
-			}
-			r := b.Retry(t)
-			sb.WriteByte("ny"[pfBtoi(r)])
-			if r {
-				inFlight = append(inFlight, true)
-				b.Result(t+0.01, (step+k)%2 == 0, false)
-			}
-		}
-		if step%50 == 0 {
-			switch v := b.(type) {
-			case *GRPCThrottle:
-				fmt.Fprintf(&sb, " tokens=%v ", v.Tokens())
-			case *TokenBucket:
-				fmt.Fprintf(&sb, " tokens=%v ", v.Tokens())
-			case *EnvoyBudget:
-				fmt.Fprintf(&sb, " limit=%v ", v.Limit())
-			case *FinagleBudget:
-				fmt.Fprintf(&sb, " balance=%v ", v.Balance(t))
-			case *RatioBudget:
-				c, r := v.Counts(t)
-				fmt.Fprintf(&sb, " counts=%v,%v ", c, r)
-			case *AWSQuota:
-				fmt.Fprintf(&sb, " capacity=%v ", v.Capacity())
-			}
-		}
-	}
-	return sb.String()
-}
-
-func pfBtoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func pfMust[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// pfWantBudget checks that a budget factory builds fresh budgets that behave
-// exactly like want() (the same concrete type with the same parameters).
-func pfWantBudget(t *testing.T, what string, got func() Budget, want func() Budget) {
-	t.Helper()
-	switch {
-	case want == nil && got == nil:
-		return
-	case want == nil:
-		t.Errorf("%s: budget %T, want none", what, got())
-		return
-	case got == nil:
-		t.Errorf("%s: no budget, want %T", what, want())
-		return
-	}
-	b1, b2 := got(), got()
-	if b1 == b2 && reflect.TypeOf(b1).Kind() == reflect.Pointer {
-		t.Errorf("%s: the factory returned the same instance twice", what)
-	}
-	if g, w := pfBudgetTrace(b1), pfBudgetTrace(want()); g != w {
-		t.Errorf("%s: budget behaves unlike the expected one\n got: %.300s\nwant: %.300s", what, g, w)
-	}
-}
-
-// TestPolicyFileBudgetTrace checks that the trace tells parameters apart.
-func TestPolicyFileBudgetTrace(t *testing.T) {
-	pairs := [][2]Budget{
-		{pfMust(NewGRPCThrottle(10, 0.1)), pfMust(NewGRPCThrottle(10, 0.2))},
-		{pfMust(NewGRPCThrottle(10, 0.1)), pfMust(NewGRPCThrottle(20, 0.1))},
-		{pfMust(NewEnvoyBudget(20, 3)), pfMust(NewEnvoyBudget(25, 3))},
-		{pfMust(NewEnvoyBudget(20, 3)), pfMust(NewEnvoyBudget(20, 4))},
-		{pfMust(NewFinagleBudget(10, 10, 0.2)), pfMust(NewFinagleBudget(5, 10, 0.2))},
-		{pfMust(NewFinagleBudget(10, 10, 0.2)), pfMust(NewFinagleBudget(10, 5, 0.2))},
-		{pfMust(NewFinagleBudget(10, 10, 0.2)), pfMust(NewFinagleBudget(10, 10, 0.1))},
-		{pfMust(NewTokenBucket(10, 0.1)), pfMust(NewTokenBucket(10, 0.2))},
-		{pfMust(NewTokenBucket(10, 0.1)), pfMust(NewTokenBucket(5, 0.1))},
-		{pfMust(NewRatioBudget(0.1, 10)), pfMust(NewRatioBudget(0.2, 10))},
-		{pfMust(NewRatioBudget(0.1, 10)), pfMust(NewRatioBudget(0.1, 0))},
-	}
-	for i, p := range pairs {
-		if pfBudgetTrace(p[0]) == pfBudgetTrace(p[1]) {
-			t.Errorf("pair %d (%T): different parameters give the same trace", i, p[0])
-		}
-	}
-}
-
-// pfPolicyNoBudget is a policy without its budget factory, for DeepEqual.
-func pfPolicyNoBudget(p Policy) Policy {
-	p.Budget = nil
-	return p
-}
-
-// TestPolicyFileExample applies testdata/policies/example.yaml to
+// TestPolicyFileExample applies testdata/example.yaml to
 // pfTestModel and checks every field of every edge's policy.
 func TestPolicyFileExample(t *testing.T) {
-	data, err := os.ReadFile("testdata/policies/example.yaml")
+	data, err := os.ReadFile("testdata/example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,61 +63,58 @@ func TestPolicyFileExample(t *testing.T) {
 		t.Fatal("Apply changed the model it was given")
 	}
 
-	envoyBackoff := Backoff{Kind: BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.25, Jitter: JitterFull}
+	envoyBackoff := replay.Backoff{Kind: replay.BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.25, Jitter: replay.JitterFull}
 	tests := []struct {
 		name   string
-		policy Policy
-		budget func() Budget
+		policy replay.Policy
+		budget replay.BudgetSpec
 	}{
 		{
 			name: "edge → api: gRPC default, then Finagle budget and the native keys",
-			policy: Policy{
+			policy: replay.Policy{
 				MaxAttempts:   3,
 				PerTryTimeout: 0.5,
 				Deadline:      2,
 				Propagate:     true,
-				Backoff: Backoff{Kind: BackoffExponential, Base: 0.1, Multiplier: 2, Cap: 1,
-					Jitter: JitterProportional, Fraction: 0.2},
+				Backoff: replay.Backoff{Kind: replay.BackoffExponential, Base: 0.1, Multiplier: 2, Cap: 1,
+					Jitter: replay.JitterProportional, Fraction: 0.2},
 				HonorRetryAfter: true,
-				Breaker:         &BreakerConfig{ConsecutiveFailures: 5, OpenFor: 5, Jitter: 0.2, HalfOpenProbes: 1},
+				Breaker:         replay.BreakerConfig{ConsecutiveFailures: 5, OpenFor: 5, Jitter: 0.2, HalfOpenProbes: 1},
 				HedgeAfter:      0.05,
 			},
-			budget: func() Budget { return pfMust(NewFinagleBudget(10, 10, 0.2)) },
+			budget: replay.BudgetSpec{Kind: replay.BudgetFinagle, Window: 10, Min: 10, Ratio: 0.2},
 		},
 		{
 			name: "api → inventory.get: gRPC default, then Envoy",
-			policy: Policy{
+			policy: replay.Policy{
 				MaxAttempts:   3, // num_retries 2
 				PerTryTimeout: 0.1,
 				Deadline:      0.9, // the model's
 				Backoff:       envoyBackoff,
 			},
-			budget: func() Budget { return pfMust(NewEnvoyBudget(20, 3)) },
+			budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 20, Min: 3},
 		},
 		{
 			name: "api → inventory.reserve: gRPC default, Envoy, then the operation's entry",
-			policy: Policy{
+			policy: replay.Policy{
 				MaxAttempts:   2,
 				PerTryTimeout: 0.1,
 				HedgeAfter:    0.2, // the model's
-				Backoff:       Backoff{Kind: BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.25, Jitter: JitterEqual},
+				Backoff:       replay.Backoff{Kind: replay.BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.25, Jitter: replay.JitterEqual},
 				SharedBudget:  true,
 				// The model's breaker, overridden key by key.
-				Breaker: &BreakerConfig{ConsecutiveFailures: 9, FailureRate: 0.5, Window: 10, MinRequests: 20, OpenFor: 2},
+				Breaker: replay.BreakerConfig{ConsecutiveFailures: 9, FailureRate: 0.5, Window: 10, MinRequests: 20, OpenFor: 2},
 			},
-			budget: func() Budget { return pfMust(NewTokenBucket(10, 0.1)) },
+			budget: replay.BudgetSpec{Kind: replay.BudgetTokenBucket, Max: 10, Ratio: 0.1},
 		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := got.Edges[i].Policy
-			if g, w := pfPolicyNoBudget(p), pfPolicyNoBudget(tt.policy); !reflect.DeepEqual(g, w) {
+			tt.policy.Budget = tt.budget
+			if g, w := p, tt.policy; !reflect.DeepEqual(g, w) {
 				t.Errorf("policy\n got %+v\nwant %+v", g, w)
-				if g.Breaker != nil && w.Breaker != nil {
-					t.Errorf("breaker\n got %+v\nwant %+v", *g.Breaker, *w.Breaker)
-				}
 			}
-			pfWantBudget(t, "budget", p.Budget, tt.budget)
 		})
 	}
 }
@@ -253,13 +128,13 @@ func TestPolicyFileApply(t *testing.T) {
 		yaml string
 		edge int // the edge to check
 		// want changes the model's policy of the edge into the expected one.
-		want   func(p *Policy)
-		budget func() Budget // nil: the budget must be nil
+		want   func(p *replay.Policy)
+		budget replay.BudgetSpec // the zero spec: no budget
 	}{
 		{
 			name: "empty file changes nothing",
 			yaml: "# nothing\n",
-			want: func(p *Policy) {},
+			want: func(p *replay.Policy) {},
 		},
 		{
 			name: "gRPC retryPolicy: maxAttempts counts the first attempt, exponential backoff with full jitter",
@@ -267,9 +142,9 @@ func TestPolicyFileApply(t *testing.T) {
   retryPolicy: {maxAttempts: 4, initialBackoff: 0.2s, maxBackoff: 3s, backoffMultiplier: 1.5, retryableStatusCodes: [UNAVAILABLE, RESOURCE_EXHAUSTED]}
 `,
 			edge: 1,
-			want: func(p *Policy) {
+			want: func(p *replay.Policy) {
 				p.MaxAttempts = 4
-				p.Backoff = Backoff{Kind: BackoffExponential, Base: 0.2, Multiplier: 1.5, Cap: 3, Jitter: JitterFull}
+				p.Backoff = replay.Backoff{Kind: replay.BackoffExponential, Base: 0.2, Multiplier: 1.5, Cap: 3, Jitter: replay.JitterFull}
 			},
 		},
 		{
@@ -278,91 +153,77 @@ func TestPolicyFileApply(t *testing.T) {
   retryPolicy: {maxAttempts: 8, initialBackoff: 1s, maxBackoff: 1s, backoffMultiplier: 1, retryableStatusCodes: [UNAVAILABLE], perAttemptRecvTimeout: 250ms}
 `,
 			edge: 0,
-			want: func(p *Policy) {
+			want: func(p *replay.Policy) {
 				p.MaxAttempts = 5
 				p.PerTryTimeout = 0.25
-				p.Backoff = Backoff{Kind: BackoffExponential, Base: 1, Multiplier: 1, Cap: 1, Jitter: JitterFull}
+				p.Backoff = replay.Backoff{Kind: replay.BackoffExponential, Base: 1, Multiplier: 1, Cap: 1, Jitter: replay.JitterFull}
 			},
 		},
 		{
-			name: "gRPC retryThrottling",
-			yaml: "default: {retryThrottling: {maxTokens: 100, tokenRatio: 0.25}}\n",
-			want: func(p *Policy) {},
-			budget: func() Budget {
-				return pfMust(NewGRPCThrottle(100, 0.25))
-			},
+			name:   "gRPC retryThrottling",
+			yaml:   "default: {retryThrottling: {maxTokens: 100, tokenRatio: 0.25}}\n",
+			want:   func(p *replay.Policy) {},
+			budget: replay.BudgetSpec{Kind: replay.BudgetGRPC, Max: 100, Ratio: 0.25},
 		},
 		{
 			name: "Envoy defaults: num_retries 1, backoff 25ms to 250ms",
 			yaml: "default: {retry_policy: {retry_on: 5xx}}\n",
 			edge: 1,
-			want: func(p *Policy) {
+			want: func(p *replay.Policy) {
 				p.MaxAttempts = 2
-				p.Backoff = Backoff{Kind: BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.25, Jitter: JitterFull}
+				p.Backoff = replay.Backoff{Kind: replay.BackoffExponential, Base: 0.025, Multiplier: 2, Cap: 0.25, Jitter: replay.JitterFull}
 			},
 		},
 		{
 			name: "Envoy max_interval defaults to 10 × base_interval; num_retries 0 is one attempt",
 			yaml: "default: {retry_policy: {num_retries: 0, retry_back_off: {base_interval: 0.1s}}}\n",
 			edge: 1,
-			want: func(p *Policy) {
+			want: func(p *replay.Policy) {
 				p.MaxAttempts = 1
-				p.Backoff = Backoff{Kind: BackoffExponential, Base: 0.1, Multiplier: 2, Cap: 1, Jitter: JitterFull}
+				p.Backoff = replay.Backoff{Kind: replay.BackoffExponential, Base: 0.1, Multiplier: 2, Cap: 1, Jitter: replay.JitterFull}
 			},
 		},
 		{
-			name: "Envoy retry_budget defaults 20% and 3",
-			yaml: "default: {retry_budget: {}}\n",
-			want: func(p *Policy) {},
-			budget: func() Budget {
-				return pfMust(NewEnvoyBudget(20, 3))
-			},
+			name:   "Envoy retry_budget defaults 20% and 3",
+			yaml:   "default: {retry_budget: {}}\n",
+			want:   func(p *replay.Policy) {},
+			budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 20, Min: 3},
 		},
 		{
-			name: "Envoy budget_percent given",
-			yaml: "default: {retry_budget: {budget_percent: {value: 35}}}\n",
-			want: func(p *Policy) {},
-			budget: func() Budget {
-				return pfMust(NewEnvoyBudget(35, 3))
-			},
+			name:   "Envoy budget_percent given",
+			yaml:   "default: {retry_budget: {budget_percent: {value: 35}}}\n",
+			want:   func(p *replay.Policy) {},
+			budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 35, Min: 3},
 		},
 		{
-			name: "Finagle defaults 10s, 10, 0.2",
-			yaml: "default: {finagle: {}}\n",
-			want: func(p *Policy) {},
-			budget: func() Budget {
-				return pfMust(NewFinagleBudget(10, 10, 0.2))
-			},
+			name:   "Finagle defaults 10s, 10, 0.2",
+			yaml:   "default: {finagle: {}}\n",
+			want:   func(p *replay.Policy) {},
+			budget: replay.BudgetSpec{Kind: replay.BudgetFinagle, Window: 10, Min: 10, Ratio: 0.2},
 		},
 		{
-			name: "seed budgets: ratio with a window, shared",
-			yaml: "default: {budget: {kind: ratio, ratio: 0.25, window: 0s, shared: true}}\n",
-			want: func(p *Policy) { p.SharedBudget = true },
-			budget: func() Budget {
-				return pfMust(NewRatioBudget(0.25, 0))
-			},
+			name:   "seed budgets: ratio with a window, shared",
+			yaml:   "default: {budget: {kind: ratio, ratio: 0.25, window: 0s, shared: true}}\n",
+			want:   func(p *replay.Policy) { p.SharedBudget = true },
+			budget: replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: 0.25},
 		},
 		{
-			name: "seed budgets: ratio defaults",
-			yaml: "default: {budget: {kind: ratio}}\n",
-			want: func(p *Policy) {},
-			budget: func() Budget {
-				return pfMust(NewRatioBudget(0.1, 10))
-			},
+			name:   "seed budgets: ratio defaults",
+			yaml:   "default: {budget: {kind: ratio}}\n",
+			want:   func(p *replay.Policy) {},
+			budget: replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: 0.1, Window: 10},
 		},
 		{
-			name: "seed budgets: token-bucket defaults",
-			yaml: "default: {budget: {kind: token-bucket}}\n",
-			want: func(p *Policy) {},
-			budget: func() Budget {
-				return pfMust(NewTokenBucket(10, 0.1))
-			},
+			name:   "seed budgets: token-bucket defaults",
+			yaml:   "default: {budget: {kind: token-bucket}}\n",
+			want:   func(p *replay.Policy) {},
+			budget: replay.BudgetSpec{Kind: replay.BudgetTokenBucket, Max: 10, Ratio: 0.1},
 		},
 		{
 			name:   "seed budgets: aws",
 			yaml:   "default: {budget: {kind: aws}}\n",
-			want:   func(p *Policy) {},
-			budget: func() Budget { return NewAWSQuota() },
+			want:   func(p *replay.Policy) {},
+			budget: replay.BudgetSpec{Kind: replay.BudgetAWS},
 		},
 		{
 			name: "budget none removes an earlier layer's budget; shared alone keeps it",
@@ -372,7 +233,7 @@ edges:
   - {caller: api, callee: inventory, budget: {shared: true}}
 `,
 			edge: 0,
-			want: func(p *Policy) {},
+			want: func(p *replay.Policy) {},
 		},
 		{
 			name: "shared alone keeps the budget",
@@ -381,8 +242,8 @@ edges:
   - {caller: api, callee: inventory, budget: {shared: true}}
 `,
 			edge:   2,
-			want:   func(p *Policy) { p.SharedBudget = true },
-			budget: func() Budget { return pfMust(NewFinagleBudget(10, 10, 0.2)) },
+			want:   func(p *replay.Policy) { p.SharedBudget = true },
+			budget: replay.BudgetSpec{Kind: replay.BudgetFinagle, Window: 10, Min: 10, Ratio: 0.2},
 		},
 		{
 			name: "native keys override one field each and keep the rest",
@@ -397,9 +258,9 @@ edges:
     propagateDeadline: false
 `,
 			edge: 1,
-			want: func(p *Policy) {
+			want: func(p *replay.Policy) {
 				p.MaxAttempts = 7
-				p.Backoff = Backoff{Kind: BackoffConstant, Base: 0.03, Jitter: JitterDecorrelated}
+				p.Backoff = replay.Backoff{Kind: replay.BackoffConstant, Base: 0.03, Jitter: replay.JitterDecorrelated}
 			},
 		},
 		{
@@ -410,9 +271,9 @@ edges:
   - {caller: edge, callee: api, backoff: {cap: 5s, multiplier: 3}, jitter: none}
 `,
 			edge: 0,
-			want: func(p *Policy) {
+			want: func(p *replay.Policy) {
 				p.MaxAttempts = 3
-				p.Backoff = Backoff{Kind: BackoffExponential, Base: 0.1, Multiplier: 3, Cap: 5, Jitter: JitterNone}
+				p.Backoff = replay.Backoff{Kind: replay.BackoffExponential, Base: 0.1, Multiplier: 3, Cap: 5, Jitter: replay.JitterNone}
 			},
 		},
 		{
@@ -422,31 +283,31 @@ edges:
   - {caller: api, callee: inventory, maxAttempts: 2, perTryTimeout: 1s}
 `,
 			edge: 2,
-			want: func(p *Policy) { p.MaxAttempts = 4; p.PerTryTimeout = 1 },
+			want: func(p *replay.Policy) { p.MaxAttempts = 4; p.PerTryTimeout = 1 },
 		},
 		{
 			name: "an entry without operation matches every edge into the callee",
 			yaml: "edges:\n  - {caller: api, callee: inventory, deadline: 3s}\n",
 			edge: 1,
-			want: func(p *Policy) { p.Deadline = 3 },
+			want: func(p *replay.Policy) { p.Deadline = 3 },
 		},
 		{
 			name: "document markers, anchors and merge keys",
 			yaml: "---\ndefault: &common {perTryTimeout: 2s}\nedges:\n  - {caller: api, callee: inventory, <<: *common, maxAttempts: 3}\n...\n",
 			edge: 1,
-			want: func(p *Policy) { p.PerTryTimeout = 2; p.MaxAttempts = 3 },
+			want: func(p *replay.Policy) { p.PerTryTimeout = 2; p.MaxAttempts = 3 },
 		},
 		{
 			name: "breaker disabled",
 			yaml: "edges:\n  - {caller: api, callee: inventory, operation: reserve, breaker: {disabled: true}}\n",
 			edge: 2,
-			want: func(p *Policy) { p.Breaker = nil },
+			want: func(p *replay.Policy) { p.Breaker = replay.BreakerConfig{} },
 		},
 		{
 			name: "breaker created from nothing",
 			yaml: "edges:\n  - {caller: edge, callee: api, breaker: {consecutiveFailures: 3, openFor: 1s}}\n",
 			edge: 0,
-			want: func(p *Policy) { p.Breaker = &BreakerConfig{ConsecutiveFailures: 3, OpenFor: 1} },
+			want: func(p *replay.Policy) { p.Breaker = replay.BreakerConfig{ConsecutiveFailures: 3, OpenFor: 1} },
 		},
 	}
 	for _, tt := range tests {
@@ -460,16 +321,12 @@ edges:
 				t.Fatal(err)
 			}
 			want := base.Edges[tt.edge].Policy
-			if want.Breaker != nil {
-				c := *want.Breaker
-				want.Breaker = &c
-			}
 			tt.want(&want)
+			want.Budget = tt.budget
 			got := m.Edges[tt.edge].Policy
-			if !reflect.DeepEqual(pfPolicyNoBudget(got), pfPolicyNoBudget(want)) {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("policy\n got %+v\nwant %+v", got, want)
 			}
-			pfWantBudget(t, "budget", got.Budget, tt.budget)
 		})
 	}
 	if !reflect.DeepEqual(base, pfTestModel()) {
@@ -491,6 +348,10 @@ func TestPolicyFileErrors(t *testing.T) {
 	}{
 		{name: "syntax error", yaml: "default:\n  maxAttempts: [3\n",
 			want: []string{"t.yaml: [", "^"}},
+		{name: "cap 0s is not a zero cap", yaml: "default:\n  backoff: {kind: exponential, base: 10ms, cap: 0s}\n", line: 2, col: 49,
+			want: []string{"default.backoff.cap: 0s would read as a zero cap: for no cap write noCap: true"}},
+		{name: "cap and noCap", yaml: "default:\n  backoff: {kind: exponential, base: 10ms, cap: 1s, noCap: true}\n",
+			want: []string{"default.backoff.noCap: cap and noCap both set; keep one"}},
 		{name: "syntax error: bad indentation", yaml: "edges:\n  - caller: a\n   callee: b\n",
 			want: []string{"t.yaml: ["}},
 		{name: "unknown field", yaml: "default:\n  maxAttemps: 3\n", line: 2, col: 3,
@@ -500,7 +361,7 @@ func TestPolicyFileErrors(t *testing.T) {
 		{name: "unknown field that is not a string", yaml: "0: A\n", line: 1, col: 1,
 			want: []string{`unknown field "0": want default, edges`}},
 		{name: "unknown field in Envoy's block is not a gRPC one", yaml: "default:\n  retry_policy: {maxAttempts: 3}\n", line: 2,
-			want: []string{`default.retry_policy: unknown field "maxAttempts": want num_retries, per_try_timeout, retry_back_off, retry_on`}},
+			want: []string{`default.retry_policy: unknown field "maxAttempts": want host_selection_retry_max_attempts, num_retries, per_try_timeout, rate_limited_retry_back_off, retriable_status_codes, retry_back_off, retry_host_predicate, retry_on`}},
 		{name: "wrong type: string for an integer", yaml: "default:\n  maxAttempts: three\n", line: 2, col: 16,
 			want: []string{`[2:16] default.maxAttempts: want a whole number, got "three"`, "^"}},
 		{name: "wrong type: fraction for an integer", yaml: "default:\n  maxAttempts: 3.5\n", line: 2, col: 16,
@@ -666,8 +527,6 @@ func pfSameFile(a, b *PolicyFile) bool {
 	return reflect.DeepEqual(a.Default, b.Default) && reflect.DeepEqual(a.Edges, b.Edges)
 }
 
-func pfPtr[T any](v T) *T { return &v }
-
 // pfEveryKey is a policy file that sets every key, with names that YAML
 // must quote.
 func pfEveryKey() *PolicyFile {
@@ -685,17 +544,17 @@ func pfEveryKey() *PolicyFile {
 				EnvoyRetryBudget: &EnvoyRetryBudget{BudgetPercent: &EnvoyPercent{}},
 			}},
 			{Caller: "api", Callee: "inventory", Operation: "reserve", PolicySpec: PolicySpec{
-				MaxAttempts: pfPtr(1), Backoff: &BackoffSpec{Kind: BackoffConstant, Base: d("1ms"), Multiplier: pfPtr(1.0), Cap: d("1h")},
-				Jitter: JitterProportional, JitterFraction: pfPtr(0.0),
+				MaxAttempts: pfPtr(1), Backoff: &BackoffSpec{Kind: replay.BackoffConstant, Base: d("1ms"), Multiplier: pfPtr(1.0), Cap: d("1h")},
+				Jitter: replay.JitterProportional, JitterFraction: pfPtr(0.0),
 				PerTryTimeout: d("0s"), Deadline: d("1m30s"), PropagateDeadline: pfPtr(false), HonorRetryAfter: pfPtr(false), HedgeAfter: d("1ns"),
 				Breaker: &BreakerSpec{ConsecutiveFailures: pfPtr(0), FailureRate: pfPtr(0.5), Window: d("10s"), MinRequests: pfPtr(0),
 					OpenFor: d("1s"), Jitter: pfPtr(0.0), HalfOpenProbes: pfPtr(0)},
-				Budget: &BudgetSpec{Kind: BudgetKindTokenBucket, Max: pfPtr(1.0), Ratio: pfPtr(0.0), Shared: pfPtr(false)},
+				Budget: &NativeBudget{Kind: BudgetKindTokenBucket, Max: pfPtr(1.0), Ratio: pfPtr(0.0), Shared: pfPtr(false)},
 			}},
 			{Caller: "weird: name #1", Callee: "null", Operation: "- yes", PolicySpec: PolicySpec{
-				Finagle: &FinagleRetryBudget{}, Breaker: &BreakerSpec{Disabled: true}, Budget: &BudgetSpec{Shared: pfPtr(true)},
+				Finagle: &FinagleRetryBudget{}, Breaker: &BreakerSpec{Disabled: true}, Budget: &NativeBudget{Shared: pfPtr(true)},
 			}},
-			{Caller: "é \"q\" 'q'", Callee: "0x10", PolicySpec: PolicySpec{Budget: &BudgetSpec{Kind: BudgetKindNone}}},
+			{Caller: "é \"q\" 'q'", Callee: "0x10", PolicySpec: PolicySpec{Budget: &NativeBudget{Kind: BudgetKindNone}}},
 			{Caller: ".inf", Callee: "? a", Operation: "a\u2028b", PolicySpec: PolicySpec{HedgeAfter: d("0s")}},
 			{Caller: ".nan", Callee: " padded ", Operation: "{x}: [y]", PolicySpec: PolicySpec{HedgeAfter: d("0s")}},
 		},
@@ -705,7 +564,7 @@ func pfEveryKey() *PolicyFile {
 // TestPolicyFileRoundTrip checks that Marshal writes files that parse back
 // to the same PolicyFile, and apply the same way.
 func TestPolicyFileRoundTrip(t *testing.T) {
-	example, err := os.ReadFile("testdata/policies/example.yaml")
+	example, err := os.ReadFile("testdata/example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -752,10 +611,9 @@ func TestPolicyFileRoundTrip(t *testing.T) {
 	m1, m2 := pfMust(f.Apply(pfTestModel())), pfMust(g.Apply(pfTestModel()))
 	for i := range m1.Edges {
 		p1, p2 := m1.Edges[i].Policy, m2.Edges[i].Policy
-		if !reflect.DeepEqual(pfPolicyNoBudget(p1), pfPolicyNoBudget(p2)) {
+		if !reflect.DeepEqual(p1, p2) {
 			t.Errorf("edge %d: %+v after the round trip, %+v before", i, p2, p1)
 		}
-		pfWantBudget(t, fmt.Sprintf("edge %d", i), p2.Budget, p1.Budget)
 	}
 }
 
@@ -763,7 +621,7 @@ func TestPolicyFileRoundTrip(t *testing.T) {
 // file marshals and parses back to the same PolicyFile, and that applying it
 // never panics.
 func FuzzParsePolicyFile(f *testing.F) {
-	if data, err := os.ReadFile("testdata/policies/example.yaml"); err == nil {
+	if data, err := os.ReadFile("testdata/example.yaml"); err == nil {
 		f.Add(data)
 	}
 	for _, s := range []string{
@@ -812,10 +670,17 @@ func FuzzParsePolicyFile(f *testing.F) {
 	})
 }
 
+func pfMust[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 // TestPolicyFileIdempotency: a file declares a gRPC method idempotent, and
 // only then do the policies that add retries or hedges touch it.
 func TestPolicyFileIdempotency(t *testing.T) {
-	m := single("payments", 10, Constant(0.01), 10, 0, Policy{MaxAttempts: 1})
+	m := modelOf([]Edge{{Caller: "client", Callee: "payments", Operation: "POST /charges", Policy: replay.Policy{MaxAttempts: 1}}})
 	m.Edges[0].CalleeP95 = 0.02
 	pf, err := ParsePolicyFile("p.yaml", []byte("edges:\n  - caller: client\n    callee: payments\n    idempotent: true\n"))
 	if err != nil {
@@ -832,7 +697,7 @@ func TestPolicyFileIdempotency(t *testing.T) {
 			}
 		}
 		for _, expr := range []string{"idempotent-only", "hedge-p95"} {
-			pm, err := ApplyPolicy(base, expr)
+			pm, err := replay.ApplyPolicy(base, expr)
 			if err != nil {
 				t.Fatal(err)
 			}

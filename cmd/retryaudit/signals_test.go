@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// otlpLine is one OTLP JSON request of one span, on one line.
+const otlpLine = `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeSpans":[{"spans":[` +
+	`{"traceId":"83a9efd15c1c98a977e0711cc93ee28b","spanId":"e127af99e3b3e074","name":"GET","kind":2,` +
+	`"startTimeUnixNano":"1706678909209712000","endTimeUnixNano":"1706678909219712000","status":{}}]}]}]}` + "\n"
+
+// TestSignals interrupts the built binary while it reads: the first
+// SIGINT must end it with exit code 130 within a second, whether its
+// reader sees the cancellation (a stream that never ends) or is blocked
+// where no context reaches (stdin that never sends); a second SIGINT must
+// end it at once.
+func TestSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	exe := buildBinary(t, t.TempDir())
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		feed    bool          // write an endless stream of requests to stdin
+		signals int           // SIGINTs sent, 50 ms apart
+		within  time.Duration // from the first signal to the exit
+	}{
+		{"ingest of an endless stream", []string{"ingest", "-"}, true, 1, time.Second},
+		{"audit of an endless stream", []string{"audit", "-q", "-"}, true, 1, time.Second},
+		{"ingest blocked on stdin", []string{"ingest", "-"}, false, 1, time.Second},
+		{"second SIGINT", []string{"ingest", "-"}, false, 2, interruptGrace / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(exe, tc.args...)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var fed atomic.Int64
+			if tc.feed {
+				go func() {
+					line := []byte(strings.Repeat(otlpLine, 64))
+					for {
+						n, err := stdin.Write(line)
+						fed.Add(int64(n))
+						if err != nil {
+							return
+						}
+					}
+				}()
+			}
+			defer stdin.Close()
+			// Let it start and, when fed, read for a while.
+			time.Sleep(300 * time.Millisecond)
+			for deadline := time.Now().Add(10 * time.Second); tc.feed && fed.Load() < 4<<20 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			sent := time.Now()
+			for i := range tc.signals {
+				if i > 0 {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Fatalf("still running 10 s after SIGINT; stderr:\n%s", stderr.Bytes())
+			}
+			took := time.Since(sent)
+			t.Logf("exited %s after the first SIGINT, code %d, having been fed %d bytes", took.Round(time.Millisecond), cmd.ProcessState.ExitCode(), fed.Load())
+			if code := cmd.ProcessState.ExitCode(); code != 130 {
+				t.Errorf("exit code %d, want 130; stderr:\n%s", code, stderr.Bytes())
+			}
+			if took > tc.within {
+				t.Errorf("took %s to exit, want at most %s", took, tc.within)
+			}
+			if !strings.Contains(stderr.String(), "retryaudit: interrupted") {
+				t.Errorf("stderr does not say it was interrupted:\n%s", stderr.Bytes())
+			}
+		})
+	}
+}

@@ -1,0 +1,225 @@
+package graph
+
+import (
+	"slices"
+	"strings"
+)
+
+// Breaker is what the traces show of a circuit breaker on an edge: calls
+// that failed fast without any attempt (a SERVER span of the caller's
+// operation answering an error quickly with no call to the callee) in runs
+// that follow consecutive failed calls and end when a call goes through
+// again (the half-open probe).
+type Breaker struct {
+	Detected bool `json:"detected"`
+	// FastFailedCalls counts requests answered without calling the callee
+	// while the breaker was open.
+	FastFailedCalls int `json:"fast_failed_calls"`
+	// OpenPeriods counts runs of fast failures.
+	OpenPeriods int `json:"open_periods"`
+	// TripAfter is the fewest consecutive failed calls seen before an open
+	// period: the breaker's threshold, as far as the traces show.
+	TripAfter int `json:"trip_after_failures,omitempty"`
+	// OpenMS is the median time from the call that tripped the breaker to
+	// the probe that ended the open period (to the last fast failure when
+	// no probe was seen: a lower bound).
+	OpenMS float64 `json:"open_ms,omitempty"`
+	// LongestFailureRun is the most consecutive failed calls seen.
+	LongestFailureRun int `json:"longest_failure_run"`
+}
+
+// Breaker evidence thresholds: a breaker is claimed from at least
+// minFastFailed fast failures after at least minTrip consecutive failed
+// calls; the traces can tell only on an edge that saw minTrip failed calls
+// in a row. An answer is fast below fastShare of the median duration of
+// the requests that did make the call, and a caller operation "normally
+// calls" the callee when at least half its requests do.
+const (
+	minFastFailed = 3
+	minTrip       = 2
+	fastShare     = 0.5
+)
+
+// breakers reads each edge's breaker from the SERVER spans of its caller's
+// operation in time order; nil where the traces cannot tell (no failed
+// calls in a row). It is linear in the spans: each SERVER span is visited
+// once per edge out of its operation.
+func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
+	bySrc := map[node][]int32{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if ix.keep[i] && !ix.leaked[i] && isServer(sp) {
+			n := node{ix.str(sp.Service), ix.opName(int32(i))}
+			bySrc[n] = append(bySrc[n], int32(i))
+		}
+	}
+	for _, spans := range bySrc {
+		slices.SortFunc(spans, func(a, b int32) int {
+			if c := cmpInt64(ix.spans[a].Start, ix.spans[b].Start); c != 0 {
+				return c
+			}
+			return int(a - b)
+		})
+	}
+	// Per caller operation, the edges it may normally call (at least half
+	// as many calls as requests). Only those are walked, which keeps the
+	// work linear: together they have at least half as many calls as the
+	// requests they visit.
+	edgesOf := map[node][]int{}
+	for ei, ec := range ecs {
+		n := node{ec.key.caller, ec.key.callerOp}
+		if len(ec.calls)*2 >= len(bySrc[n]) {
+			edgesOf[n] = append(edgesOf[n], ei)
+		}
+	}
+	out := make([]*Breaker, len(ecs))
+	states := map[int][]uint8{}
+	for n, eis := range edgesOf {
+		spans := bySrc[n]
+		clear(states)
+		for _, ei := range eis {
+			states[ei] = make([]uint8, len(spans))
+		}
+		// Which requests called each edge, and whether the call failed:
+		// each request's calls visited once.
+		for k, s := range spans {
+			for _, c := range byServer.of(s) {
+				st := states[c.edge]
+				switch {
+				case st == nil:
+				case ix.refused(c.c):
+					// A breaker below the instrumentation refused the call:
+					// no request went out, as if no call was made.
+				case c.c.last().outcome.failed():
+					st[k] = callFailed
+				case st[k] == noCall:
+					st[k] = callOK
+				}
+			}
+		}
+		for _, ei := range eis {
+			out[ei] = breakerOf(ix, spans, states[ei])
+		}
+	}
+	return out
+}
+
+// refused reports whether a call was refused by a circuit breaker inside
+// the client (below or around its instrumentation): every attempt failed
+// at once, reached no server, and says its circuit or breaker is open.
+func (ix *index) refused(c *call) bool {
+	for _, a := range c.attempts {
+		if a.server >= 0 || !a.outcome.failed() || a.end-a.start > refusedNS {
+			return false
+		}
+		sp := &ix.spans[a.span]
+		msg := strings.ToLower(ix.str(sp.StatusMessage) + " " + ix.str(sp.ErrorType))
+		if !strings.Contains(msg, "circuit") && !strings.Contains(msg, "breaker") {
+			return false
+		}
+	}
+	return true
+}
+
+// refusedNS is the longest a refusal by an open breaker takes: no network,
+// no wait.
+const refusedNS = 1_000_000
+
+// What a request did with one edge's callee.
+const (
+	noCall uint8 = iota
+	callOK
+	callFailed
+)
+
+// breakerOf reads one edge's breaker from its caller operation's requests
+// in time order and what each did with the callee (state).
+func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
+	var called []float64
+	for k, s := range spans {
+		if state[k] != noCall {
+			called = append(called, float64(ix.spans[s].Duration()))
+		}
+	}
+	if len(called)*2 < len(spans) || len(called) == 0 {
+		return nil // the operation does not normally call this callee
+	}
+	slices.Sort(called)
+	fast := fastShare * quantile(called, 0.5)
+	b := &Breaker{}
+	run, open := 0, false
+	var trippedAt, lastFast int64
+	var opens, unclosed []float64
+	// Requests seen while the callee's calls were healthy and while they
+	// had failed minTrip times in a row (or a breaker was open), and the
+	// quick server errors without a call among the healthy ones: a handler
+	// that fails fast on its own does so in both states; a breaker only
+	// after failures.
+	var healthy, tripped, healthyFast int
+	for k, s := range spans {
+		sp := &ix.spans[s]
+		if open || run >= minTrip {
+			tripped++
+		} else {
+			healthy++
+		}
+		switch state[k] {
+		case callFailed:
+			run++
+			b.LongestFailureRun = max(b.LongestFailureRun, run)
+			if open {
+				// The probe failed: the breaker opens again from here.
+				open = false
+				opens = append(opens, float64(sp.Start-trippedAt)/1e6)
+			}
+			trippedAt = sp.Start
+		case callOK:
+			if open {
+				opens = append(opens, float64(sp.Start-trippedAt)/1e6)
+			}
+			run, open = 0, false
+		default:
+			// An open breaker answers as a server error (503, 500): a
+			// quick 4xx is the request's own fault, not a breaker's.
+			o, _ := classify(ix, s, s)
+			quick := o == outcomeRetryable && float64(sp.Duration()) < fast
+			if quick && !open && run < minTrip {
+				healthyFast++
+			}
+			if !quick || !open && run < minTrip {
+				continue
+			}
+			if !open {
+				b.OpenPeriods++
+				if b.TripAfter == 0 || run < b.TripAfter {
+					b.TripAfter = run
+				}
+				open = true
+			}
+			b.FastFailedCalls++
+			lastFast = sp.Start
+		}
+	}
+	if open {
+		unclosed = append(unclosed, float64(lastFast-trippedAt)/1e6)
+	}
+	// Fast failures must be far likelier after failures in a row than
+	// while the callee is healthy (at most a fifth as likely there).
+	ownFailures := float64(healthyFast)*float64(max(tripped, 1)) >= 0.2*float64(b.FastFailedCalls)*float64(max(healthy, 1))
+	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && !ownFailures
+	if !b.Detected {
+		if b.LongestFailureRun < minTrip {
+			return nil
+		}
+		*b = Breaker{LongestFailureRun: b.LongestFailureRun}
+		return b
+	}
+	if len(opens) == 0 {
+		opens = unclosed
+	}
+	if len(opens) > 0 {
+		slices.Sort(opens)
+		b.OpenMS = round3(quantile(opens, 0.5))
+	}
+	return b
+}

@@ -1,0 +1,123 @@
+package graph
+
+import (
+	"testing"
+)
+
+// breakerTraffic sends requests to gateway one after another, 10ms
+// apart, each in its own trace: script[i] is what request i does:
+// 'o' calls payments, which answers 200; 'x' calls it and it fails with a
+// 503; 'f' answers 503 in 0.5ms without calling it (a breaker open).
+func breakerTraffic(b *builder, script string) {
+	for i, r := range script {
+		if i > 0 {
+			b.newTrace()
+		}
+		at := float64(10 * i)
+		switch r {
+		case 'o', 'x':
+			status := 200
+			if r == 'x' {
+				status = 503
+			}
+			root := b.server(-1, "gateway", "GET /pay", at, 8, httpStatus(status))
+			b.call(root, "payments", "POST /charge", at+1, 6, httpStatus(status))
+		case 'f':
+			b.server(-1, "gateway", "GET /pay", at, 0.5, httpStatus(503))
+		}
+	}
+}
+
+func TestBreaker(t *testing.T) {
+	runCases(t, []inferCase{
+		{
+			name: "fast failures after consecutive failures, ended by a probe: a breaker",
+			build: func(b *builder) {
+				breakerTraffic(b, "ooooo"+"xxx"+"ffffff"+"o"+"oooo"+"xxx"+"ffff"+"x"+"fff"+"oo")
+			},
+			check: func(t *testing.T, tp *Topology) {
+				br := edge(t, tp, "gateway", "payments").Breaker
+				if br == nil {
+					t.Fatal("no breaker")
+				}
+				want := Breaker{Detected: true, FastFailedCalls: 13, OpenPeriods: 3, TripAfter: 3, OpenMS: 45, LongestFailureRun: 4}
+				if *br != want {
+					t.Errorf("breaker\n got %+v\nwant %+v", *br, want)
+				}
+				wantFindings(t, tp)
+			},
+		},
+		{
+			name: "twelve failed calls in a row, every one sent: no breaker, a finding",
+			build: func(b *builder) {
+				breakerTraffic(b, "ooo"+"xxxxxxxxxxxx"+"oo")
+			},
+			check: func(t *testing.T, tp *Topology) {
+				br := edge(t, tp, "gateway", "payments").Breaker
+				if br == nil || br.Detected || br.LongestFailureRun != 12 {
+					t.Fatalf("breaker %+v", br)
+				}
+				wantEq(t, "finding", finding(t, tp, FindingNoBreaker).Location, "gateway → payments POST /charge")
+			},
+		},
+		{
+			name: "no failures in a row: the traces cannot tell",
+			build: func(b *builder) {
+				breakerTraffic(b, "oooxoooxoo")
+			},
+			check: func(t *testing.T, tp *Topology) {
+				if br := edge(t, tp, "gateway", "payments").Breaker; br != nil {
+					t.Errorf("breaker %+v, want null (unknown)", *br)
+				}
+			},
+		},
+	})
+}
+
+// TestBreakerInsideTheClient: a breaker below the instrumentation (a
+// RoundTripper under otelhttp) leaves a CLIENT span that fails at once
+// saying the circuit is open: that call made no request.
+func TestBreakerInsideTheClient(t *testing.T) {
+	b := newBuilder()
+	for i, r := range "ooooxxx" + "rrrrr" + "o" + "oo" {
+		if i > 0 {
+			b.newTrace()
+		}
+		at := float64(10 * i)
+		switch r {
+		case 'o', 'x':
+			status := map[rune]int{'o': 200, 'x': 503}[r]
+			root := b.server(-1, "gateway", "GET /pay", at, 8, httpStatus(status))
+			b.call(root, "payments", "POST /charge", at+1, 6, httpStatus(status))
+		case 'r':
+			root := b.server(-1, "gateway", "GET /pay", at, 0.6, httpStatus(503))
+			b.client(root, "payments", at+0.1, 0.05, failed("circuit breaker is open"))
+		}
+	}
+	br := edge(t, b.infer(), "gateway", "payments").Breaker
+	if br == nil || !br.Detected || br.FastFailedCalls != 5 || br.OpenPeriods != 1 || br.TripAfter != 3 {
+		t.Errorf("breaker %+v, want 5 calls refused in one open period after 3 failures", br)
+	}
+}
+
+// TestQuick4xxIsNoBreaker: requests rejected quickly with a 400 after
+// failures are the requests' own fault, not an open breaker.
+func TestQuick4xxIsNoBreaker(t *testing.T) {
+	b := newBuilder()
+	for i, r := range "ooooxxx" + "bbbbb" + "oo" {
+		if i > 0 {
+			b.newTrace()
+		}
+		at := float64(10 * i)
+		if r == 'b' {
+			b.server(-1, "gateway", "GET /pay", at, 0.5, httpStatus(400))
+			continue
+		}
+		status := map[rune]int{'o': 200, 'x': 503}[r]
+		root := b.server(-1, "gateway", "GET /pay", at, 8, httpStatus(status))
+		b.call(root, "payments", "POST /charge", at+1, 6, httpStatus(status))
+	}
+	if br := edge(t, b.infer(), "gateway", "payments").Breaker; br == nil || br.Detected {
+		t.Errorf("breaker %+v, want none detected", br)
+	}
+}

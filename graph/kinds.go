@@ -1,0 +1,29 @@
+package graph
+
+// BackoffKind is how the wait before each retry grows. graph infers it
+// from traces and replay simulates it, with the same words.
+type BackoffKind string
+
+// Backoff kinds. BackoffUnknown is inference only: too few retries to tell.
+const (
+	BackoffUnknown     BackoffKind = "unknown"
+	BackoffImmediate   BackoffKind = "immediate"
+	BackoffConstant    BackoffKind = "constant"
+	BackoffExponential BackoffKind = "exponential"
+)
+
+// JitterKind is how the wait before a retry is randomised (Marc Brooker's
+// formulas, plus grpc-go's proportional jitter).
+type JitterKind string
+
+// Jitter kinds. JitterUnknown is inference only: too few waits to name it.
+const (
+	JitterUnknown      JitterKind = "unknown"
+	JitterNone         JitterKind = "none"
+	JitterFull         JitterKind = "full"
+	JitterEqual        JitterKind = "equal"
+	JitterDecorrelated JitterKind = "decorrelated"
+	JitterProportional JitterKind = "proportional"
+	// JitterAdditive adds U[0, a] to the wait (got's +0–100 ms).
+	JitterAdditive JitterKind = "additive"
+)

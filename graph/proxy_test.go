@@ -1,0 +1,108 @@
+package graph
+
+import (
+	"testing"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+func sidecar() opt { return func(_ *ingest.Set, sp *ingest.Span) { sp.Flags |= ingest.FlagProxy } }
+func retryLimit() opt {
+	return func(_ *ingest.Set, sp *ingest.Span) { sp.Flags |= ingest.FlagProxy | ingest.FlagRetryLimit }
+}
+
+// TestSidecarRetries: Envoy/Istio sidecar spans are a layer of their
+// application, not a service; their retries are the proxy's; the
+// application's own retries through the sidecar stay the application's.
+func TestSidecarRetries(t *testing.T) {
+	runCases(t, []inferCase{
+		{
+			name: "an app client span over three sidecar tries: proxy retries, exhausted at URX",
+			build: func(b *builder) {
+				sequential(b, 3, "productpage", func(root, i int) {
+					app := b.client(root, "reviews:9080", 1, 60, httpStatus(503))
+					for k := 0; k < 3; k++ {
+						opts := []opt{httpStatus(503), sidecar()}
+						if k == 2 && i == 0 {
+							opts = []opt{httpStatus(503), retryLimit()}
+						}
+						tr := b.add(app, ingest.KindClient, "productpage.default", "reviews.default.svc.cluster.local:9080/*",
+							float64(2+20*k), 10, append(opts, peer("reviews.default.svc.cluster.local")))
+						b.server(tr, "reviews", "GET /reviews", float64(2+20*k)+0.5, 9, httpStatus(503))
+					}
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "productpage", "reviews")
+				wantShape(t, e, shape{Calls: 3, Attempts: 9, Hist: []int{0, 0, 3}, Retries: true, Max: 3, Exact: true,
+					Evidence: "proxy", Retried: s503, NotRetry: none})
+				wantEq(t, "retries by", e.RetriesBy, "proxy")
+				for _, s := range tp.Services {
+					if s.Name == "productpage.default" {
+						t.Errorf("the sidecar drawn as a service: %+v", tp.Services)
+					}
+				}
+			},
+		},
+		{
+			name: "a sidecar span alone with x-envoy-attempt-count 3",
+			build: func(b *builder) {
+				root := b.server(-1, "productpage.default", "GET /", 0, 100, sidecar())
+				b.add(root, ingest.KindClient, "productpage.default", "reviews:9080/*", 1, 50,
+					[]opt{httpStatus(200), sidecar(), retryCount(2), peer("reviews.default.svc.cluster.local")})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "productpage", "reviews")
+				wantEq(t, "attempts", e.Attempts, 3)
+				wantEq(t, "retries by", e.RetriesBy, "proxy")
+			},
+		},
+		{
+			name: "application retries, one sidecar try each: the application's",
+			build: func(b *builder) {
+				root := b.server(-1, "productpage", "GET /", 0, 100)
+				for k := 0; k < 2; k++ {
+					status := []int{503, 200}[k]
+					app := b.client(root, "reviews:9080", float64(1+30*k), 12, httpStatus(status))
+					tr := b.add(app, ingest.KindClient, "productpage.default", "reviews:9080/*", float64(1.2+30*float64(k)), 11,
+						[]opt{httpStatus(status), sidecar()})
+					b.server(tr, "reviews", "GET /reviews", float64(1.5+30*float64(k)), 10, httpStatus(status))
+				}
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "productpage", "reviews")
+				wantShape(t, e, shape{Calls: 1, Attempts: 2, Hist: []int{0, 1}, Retries: true, Max: 2, Evidence: "timing",
+					Retried: s503, NotRetry: none})
+				wantEq(t, "retries by", e.RetriesBy, "application")
+				wantEq(t, "operation", e.Operation, "GET /reviews")
+			},
+		},
+	})
+}
+
+// TestOneClientSpanManyAttempts: grpc-js with a service-config retry
+// policy (a library below the instrumentation) shows one CLIENT span over
+// several callee SERVER spans: each is an attempt, and the gaps between
+// them are waits of the backoff.
+func TestOneClientSpanManyAttempts(t *testing.T) {
+	b := newBuilder()
+	sequential(b, 6, "web", func(root, i int) {
+		c := b.client(root, "stock", 1, 200, grpcCode(0), method("Get"))
+		at := 2.0
+		for k := 0; k < 3; k++ {
+			code := 14 // UNAVAILABLE
+			if k == 2 {
+				code = 0
+			}
+			b.server(c, "stock", "stock.Stock/Get", at, 5, grpcCode(code))
+			at += 5 + 10*float64(int(1)<<k) // 10ms, then 20ms
+		}
+	})
+	e := edge(t, b.infer(), "web", "stock")
+	wantShape(t, e, shape{Calls: 6, Attempts: 18, Hist: []int{0, 0, 6}, Retries: true, Max: 3, Evidence: "below-instrumentation",
+		Retried: []string{"grpc UNAVAILABLE"}, NotRetry: none})
+	wantEq(t, "backoff", e.Backoff.Kind, "exponential")
+	wantEq(t, "base", e.Backoff.BaseMS, 10.0)
+	wantPtr(t, "multiplier", e.Backoff.Multiplier, 2)
+	wantEq(t, "waits", e.Backoff.Samples, 12)
+}

@@ -1,0 +1,175 @@
+package graph
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// chainOf builds n calls whose waits (ms) come from wait(rng, k), each
+// attempt failing with fail (a 503 unless given) and the last succeeding.
+func chainOf(b *builder, n int, seed uint64, retries int, wait func(rng *rand.Rand, k int) float64, fail ...opt) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	sequential(b, n, "api", func(root, _ int) {
+		t := 10.0
+		for k := 0; k <= retries; k++ {
+			opts := fail
+			if len(opts) == 0 {
+				opts = []opt{httpStatus(503)}
+			}
+			if k == retries {
+				opts = []opt{httpStatus(200)}
+			}
+			b.client(root, "backend", t, 5, opts...)
+			t += 5
+			if k < retries {
+				t += wait(rng, k)
+			}
+		}
+	})
+}
+
+// TestServerDirectedWaits: waits a server asked for are not backoff,
+// whether or not a span captured the Retry-After header.
+func TestServerDirectedWaits(t *testing.T) {
+	runCases(t, []inferCase{
+		{
+			name: "uncaptured Retry-After: 1 among 10-50ms exponential waits",
+			build: func(b *builder) {
+				chainOf(b, 30, 1, 3, func(rng *rand.Rand, k int) float64 { return 10 * math.Pow(2, float64(k)) })
+				// Five calls throttled with a 429 whose Retry-After: 1 no span recorded.
+				chainOf(b, 5, 2, 2, func(rng *rand.Rand, k int) float64 {
+					if k == 0 {
+						return 1000.4 + rng.Float64()
+					}
+					return 10 * math.Pow(2, float64(k))
+				}, httpStatus(429))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "api", "backend")
+				wantEq(t, "retry-after honoured", e.RetryAfterHonored, 5)
+				wantEq(t, "of which uncaptured", e.RetryAfterUncaptured, 5)
+				wantEq(t, "kind", e.Backoff.Kind, "exponential")
+				wantEq(t, "base", e.Backoff.BaseMS, 10.0)
+				wantPtr(t, "multiplier", e.Backoff.Multiplier, 2)
+				wantEq(t, "jitter", e.Backoff.Jitter, "none")
+				wantNil(t, "jitter fraction", e.Backoff.JitterFraction)
+			},
+		},
+		{
+			name: "constant 1s backoff after 503s is the schedule, not the server",
+			build: func(b *builder) {
+				chainOf(b, 10, 3, 2, func(rng *rand.Rand, k int) float64 { return 1000 + rng.Float64() })
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "api", "backend")
+				wantEq(t, "retry-after honoured", e.RetryAfterHonored, 0)
+				wantEq(t, "kind", e.Backoff.Kind, "constant")
+				if math.Abs(e.Backoff.BaseMS-1000.5) > 1 {
+					t.Errorf("base %v, want about 1000", e.Backoff.BaseMS)
+				}
+			},
+		},
+		{
+			name: "a long wait after a 500 is not server-directed: 500 carries no Retry-After",
+			build: func(b *builder) {
+				chainOf(b, 10, 4, 1, func(rng *rand.Rand, k int) float64 { return 20 })
+				chainOf(b, 2, 5, 1, func(rng *rand.Rand, k int) float64 { return 2000 }, httpStatus(500))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+	})
+}
+
+// TestJitterAgainstNoise: timer noise is not jitter, and each jitter kind
+// is told apart with the estimator its formula calls for.
+func TestJitterAgainstNoise(t *testing.T) {
+	type want struct {
+		jitter     JitterKind
+		base, mult float64 // mult 0: constant
+		fraction   float64
+		additive   float64
+	}
+	cases := []struct {
+		name string
+		wait func(rng *rand.Rand, k int) float64
+		want want
+	}{
+		{"constant 20ms with timer noise 0-1.9ms", func(rng *rand.Rand, k int) float64 {
+			if rng.IntN(10) == 0 {
+				return 20 + 1.9*rng.Float64() // a late timer now and then
+			}
+			return 20 + 0.4*rng.Float64()
+		}, want{jitter: "none", base: 20.2}},
+		{"got: exponential 1000ms ×2 plus U[0,100ms]", func(rng *rand.Rand, k int) float64 {
+			return 1000*math.Pow(2, float64(k)) + 100*rng.Float64()
+		}, want{jitter: "additive", base: 1000, mult: 2, additive: 100}},
+		{"full jitter 50ms ×2", func(rng *rand.Rand, k int) float64 {
+			return rng.Float64() * 50 * math.Pow(2, float64(k))
+		}, want{jitter: "full", base: 50, mult: 2}},
+		{"full jitter 20ms ×2", func(rng *rand.Rand, k int) float64 {
+			return rng.Float64() * 20 * math.Pow(2, float64(k))
+		}, want{jitter: "full", base: 20, mult: 2}},
+		{"equal jitter 10ms ×2", func(rng *rand.Rand, k int) float64 {
+			d := 10 * math.Pow(2, float64(k))
+			return d/2 + rng.Float64()*d/2
+		}, want{jitter: "equal", base: 10, mult: 2}},
+		{"multiplicative ±20% on 50ms ×1.5", func(rng *rand.Rand, k int) float64 {
+			return 50 * math.Pow(1.5, float64(k)) * (0.8 + 0.4*rng.Float64())
+		}, want{jitter: "proportional", base: 50, mult: 1.5, fraction: 0.2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 5; seed++ {
+				b := newBuilder()
+				chainOf(b, 60, seed, 3, tc.wait)
+				bo := edge(t, b.infer(), "api", "backend").Backoff
+				if bo.Jitter != tc.want.jitter {
+					t.Fatalf("seed %d: jitter %s, want %s (%s)", seed, bo.Jitter, tc.want.jitter, fmtBackoff(bo))
+				}
+				if math.Abs(bo.BaseMS-tc.want.base) > 0.1*tc.want.base {
+					t.Errorf("seed %d: base %v, want %v ±10%%", seed, bo.BaseMS, tc.want.base)
+				}
+				if tc.want.mult == 0 {
+					wantEq(t, "kind", bo.Kind, "constant")
+				} else {
+					wantEq(t, "kind", bo.Kind, "exponential")
+					wantPtr(t, fmtBackoff(bo), bo.Multiplier, tc.want.mult)
+				}
+				if tc.want.fraction > 0 {
+					wantPtr(t, "fraction", bo.JitterFraction, tc.want.fraction)
+				}
+				if tc.want.additive > 0 && (bo.JitterAdditiveMS == nil || math.Abs(*bo.JitterAdditiveMS-tc.want.additive) > 0.15*tc.want.additive) {
+					t.Errorf("seed %d: additive %v, want %v ±15%%", seed, bo.JitterAdditiveMS, tc.want.additive)
+				}
+			}
+		})
+	}
+}
+
+// TestNoiseFromTheEdge: an edge whose network legs vary by several
+// milliseconds does not call the same spread in its waits jitter.
+func TestNoiseFromTheEdge(t *testing.T) {
+	b := newBuilder()
+	rng := rand.New(rand.NewPCG(9, 9))
+	sequential(b, 30, "api", func(root, _ int) {
+		at := 10.0
+		for k := 0; k < 3; k++ {
+			leg := 4 * rng.Float64() // a congested network: 0-4ms each way
+			status := 503
+			if k == 2 {
+				status = 200
+			}
+			c := b.client(root, "backend", at, 10+2*leg, httpStatus(status))
+			b.server(c, "backend", "GET /x", at+leg, 10, httpStatus(status))
+			at += 10 + 2*leg + 25 + 3*rng.Float64()
+		}
+	})
+	bo := edge(t, b.infer(), "api", "backend").Backoff
+	wantEq(t, "jitter", bo.Jitter, "none")
+	if bo.NoiseMS < 3 {
+		t.Errorf("noise %v: want the legs' spread, several ms", bo.NoiseMS)
+	}
+}

@@ -1,0 +1,31 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/retryaudit/retryaudit/graph"
+)
+
+// TestObservedPolicyFromInference: what inference found on an edge (its
+// breaker, additive jitter) becomes the observed policy replayed.
+func TestObservedPolicyFromInference(t *testing.T) {
+	add := 100.0
+	e := graph.Edge{MaxAttempts: 3, Retries: true,
+		Backoff: graph.Backoff{Kind: "constant", BaseMS: 200, Jitter: "additive", JitterAdditiveMS: &add},
+		Breaker: &graph.Breaker{Detected: true, FastFailedCalls: 13, OpenPeriods: 3, TripAfter: 3, OpenMS: 45}}
+	p := observedPolicy(e)
+	if p.Breaker == (BreakerConfig{}) || p.Breaker.ConsecutiveFailures != 3 || p.Breaker.OpenFor != 0.045 || p.Breaker.HalfOpenProbes != 1 {
+		t.Errorf("breaker %+v, want 3 failures, 45ms open, one probe", p.Breaker)
+	}
+	if err := p.Breaker.Validate(); err != nil {
+		t.Error(err)
+	}
+	// 200ms + U[0,100ms] is 250ms ±20%.
+	if p.Backoff.Jitter != "proportional" || p.Backoff.Base != 0.25 || p.Backoff.Fraction != 0.2 {
+		t.Errorf("backoff %+v, want proportional 250ms ±20%%", p.Backoff)
+	}
+	e.Breaker = &graph.Breaker{LongestFailureRun: 12} // none seen
+	if p := observedPolicy(e); p.Breaker != (BreakerConfig{}) {
+		t.Errorf("breaker %+v where the traces show none", p.Breaker)
+	}
+}
