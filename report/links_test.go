@@ -10,11 +10,11 @@ import (
 
 func TestCheckTraceURL(t *testing.T) {
 	for tmpl, ok := range map[string]bool{
-		"http://jaeger:16686/trace/{trace_id}":                                  true,
+		"http://jaeger:16686/trace/{trace_id}":                                    true,
 		"https://grafana/explore?left={\"queries\":[{\"query\":\"{trace_id}\"}]}": true,
-		"http://jaeger:16686/trace/":                                            false,
-		"ftp://x/{trace_id}":                                                    false,
-		"/trace/{trace_id}":                                                     false,
+		"http://jaeger:16686/trace/":                                              false,
+		"ftp://x/{trace_id}":                                                      false,
+		"/trace/{trace_id}":                                                       false,
 	} {
 		if err := CheckTraceURL(tmpl); (err == nil) != ok {
 			t.Errorf("%s: %v", tmpl, err)
