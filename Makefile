@@ -5,7 +5,7 @@ FUZZTIME ?= 4s
 FUZZLONG ?= 3m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench samples golden clean
+.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale samples golden clean
 
 ## help: list the targets
 help:
@@ -66,6 +66,10 @@ fuzz-long:
 ## bench: run the benchmarks (figures in README.md)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+## bench-scale: infer on 1M and 10M spans as whole processes (minutes, 4.3 GB of temporary disk)
+bench-scale:
+	RETRYAUDIT_BENCH_SCALE=1 $(GO) test -run '^$$' -bench InferScale -benchtime 1x -timeout 60m ./cmd/retryaudit
 
 ## samples: regenerate the sample traces (runs a real instrumented mesh on 127.0.0.1)
 samples:

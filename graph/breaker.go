@@ -30,13 +30,15 @@ type Breaker struct {
 
 // Breaker evidence thresholds: a breaker is claimed from at least
 // minFastFailed fast failures after at least minTrip consecutive failed
-// calls; the traces can tell only on an edge that saw minTrip failed calls
-// in a row. An answer is fast below fastShare of the median duration of
-// the requests that did make the call, and a caller operation "normally
-// calls" the callee when at least half its requests do.
+// calls; its absence only on an edge that saw minAbsentRun failed calls
+// in a row all sent (common breakers trip at 5; fewer say nothing). An
+// answer is fast below fastShare of the median duration of the requests
+// that did make the call, and a caller operation "normally calls" the
+// callee when at least half its requests do.
 const (
 	minFastFailed = 3
 	minTrip       = 2
+	minAbsentRun  = 5
 	fastShare     = 0.5
 )
 
@@ -206,10 +208,13 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 	// Fast failures must be far likelier after failures in a row than
 	// while the callee is healthy (at most a fifth as likely there).
 	ownFailures := float64(healthyFast)*float64(max(tripped, 1)) >= 0.2*float64(b.FastFailedCalls)*float64(max(healthy, 1))
-	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && !ownFailures
+	// And an open breaker fails every request until its probe: fast
+	// failures come in runs, not one at a time among failed calls.
+	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && !ownFailures &&
+		2*b.FastFailedCalls >= 3*b.OpenPeriods
 	if !b.Detected {
-		if b.LongestFailureRun < minTrip {
-			return nil
+		if b.LongestFailureRun < minAbsentRun {
+			return nil // too few failures in a row to tell
 		}
 		*b = Breaker{LongestFailureRun: b.LongestFailureRun}
 		return b

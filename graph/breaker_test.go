@@ -117,7 +117,8 @@ func TestQuick4xxIsNoBreaker(t *testing.T) {
 		root := b.server(-1, "gateway", "GET /pay", at, 8, httpStatus(status))
 		b.call(root, "payments", "POST /charge", at+1, 6, httpStatus(status))
 	}
-	if br := edge(t, b.infer(), "gateway", "payments").Breaker; br == nil || br.Detected {
-		t.Errorf("breaker %+v, want none detected", br)
+	// Three failed calls in a row neither show a breaker nor rule one out.
+	if br := edge(t, b.infer(), "gateway", "payments").Breaker; br != nil {
+		t.Errorf("breaker %+v, want null (unknown)", *br)
 	}
 }

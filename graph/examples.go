@@ -102,6 +102,34 @@ func (f findingExamples) of(i int, e Edge, id string) []Example {
 	return e.Examples
 }
 
+// rootExamples picks up to three root requests as the examples of a
+// user edge: failed ones first, then by trace and span id.
+func rootExamples(ix *index, roots []int32) []Example {
+	failed := func(s int32) bool { o, _ := classify(ix, s, s); return o.failed() }
+	better := func(a, b int32) bool {
+		if fa, fb := failed(a), failed(b); fa != fb {
+			return fa
+		}
+		return compareKeys(keyOf(&ix.spans[a], 0), keyOf(&ix.spans[b], 0)) < 0
+	}
+	var best []int32
+	for _, r := range roots {
+		i := len(best)
+		for i > 0 && better(r, best[i-1]) {
+			i--
+		}
+		if i < maxExamples {
+			best = slices.Insert(best, i, r)[:min(len(best)+1, maxExamples)]
+		}
+	}
+	out := make([]Example, len(best))
+	for i, r := range best {
+		sp := &ix.spans[r]
+		out[i] = Example{TraceID: sp.TraceID.String(), SpanIDs: []string{sp.SpanID.String()}}
+	}
+	return out
+}
+
 // mergeExamples joins example lists, one per trace, at most maxExamples,
 // in the order given.
 func mergeExamples(lists ...[]Example) []Example {

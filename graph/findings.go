@@ -22,6 +22,10 @@ const (
 	FindingNoBreaker       = "no-circuit-breaker"
 )
 
+// hammerRun is how many consecutive failed calls, all sent, make an edge
+// one that hammers a dead dependency for want of a circuit breaker.
+const hammerRun = 10
+
 // FindingIDs lists every finding id, for help texts and completion. A new
 // id goes here too.
 func FindingIDs() []string {
@@ -29,10 +33,6 @@ func FindingIDs() []string {
 		FindingTimeoutBelowP99, FindingOutlivedCaller, FindingRetryAfter, FindingDependencyDown,
 		FindingHedgeWrite, FindingNoBreaker}
 }
-
-// hammerRun is how many consecutive failed calls, all sent, make an edge
-// one that hammers a dead dependency for want of a circuit breaker.
-const hammerRun = 10
 
 // failingShare is the failure rate over all of a callee's attempts above
 // which retrying it only adds load: it is failing for everyone.

@@ -160,6 +160,7 @@ func userEdges(ix *index, roots map[node][]int32) []Edge {
 		slices.Sort(d)
 		e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(d)
 		e.FailureRate = round3(float64(failed) / float64(len(spans)))
+		e.Examples = rootExamples(ix, spans)
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b Edge) int {

@@ -1095,6 +1095,11 @@ func TestExamples(t *testing.T) {
 		wantEq(t, "trace", ex.TraceID, want[i])
 	}
 	wantEq(t, "spans of the first example", len(e.Examples[0].SpanIDs), 3)
+	// The user edge's examples are root requests, by trace id (none failed).
+	u := edge(t, tp, "user", "frontend")
+	if len(u.Examples) != 3 || u.Examples[0].TraceID != "00000000000000000000000000000002" || len(u.Examples[0].SpanIDs) != 1 {
+		t.Errorf("user edge examples %+v", u.Examples)
+	}
 	for _, f := range tp.Findings {
 		if len(f.Examples) == 0 || len(f.Examples) > 3 {
 			t.Errorf("finding %s: %d examples", f.ID, len(f.Examples))

@@ -118,7 +118,8 @@ type Edge struct {
 	Hedging *Hedging `json:"hedging"`
 
 	// Breaker is the circuit breaker the traces show on this edge; null
-	// when they cannot tell (no calls seen failing twice in a row).
+	// when they cannot tell (a breaker neither seen nor ruled out by 5
+	// failed calls in a row, all sent).
 	Breaker *Breaker `json:"breaker,omitempty"`
 
 	// Idempotency covers retried calls of non-idempotent methods.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // attrs gathers the attributes (OTLP) or tags (Jaeger) that matter while a
@@ -32,11 +33,13 @@ type attrs struct {
 	// range or not a number, and so ignored (checkSpan warns).
 	invalid string
 
-	buf []byte // scratch space kept across spans
+	buf   []byte // scratch space kept across spans
+	num   []byte // the text of integer ports, for the span
+	links []Link // the span's links, gathered by the OTLP decoders
 }
 
 func (a *attrs) reset() {
-	*a = attrs{grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent, buf: a.buf}
+	*a = attrs{grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent, buf: a.buf, num: a.num[:0], links: a.links[:0]}
 }
 
 // splitURL returns the host[:port] and path of an absolute or
@@ -76,85 +79,202 @@ func stripUserinfo(h string) string {
 	return h
 }
 
+// attrKey names an attribute (or tag) key the normalisation reads. Keys
+// outside attrKeys matter only when they look like captured headers (see
+// header); wants tells a decoder which values it may skip unread.
+type attrKey uint8
+
+const (
+	keyOther attrKey = iota
+	keyPeerService
+	keyServerAddress
+	keyServerPort
+	keyNetPeerName
+	keyNetPeerPort
+	keyDBSystem
+	keyDBNamespace
+	keyDBName
+	keyStatement
+	keyURLFull
+	keyHTTPURL
+	keyHTTPHost
+	keyHTTPTarget
+	keyURLPath
+	keyMsgSystem
+	keyMsgDest
+	keyMethod
+	keyRoute
+	keyURLTemplate
+	keyRPCService
+	keyRPCMethod
+	keyRPCSystem
+	keyErrorType
+	keyOtelStatus
+	keyOtelStatusDesc
+	keySpanKind
+	keyComponent
+	keyUpstreamCluster
+	keyResponseFlags
+	keyError
+	keyRPCStatus  // rpc.response.status_code: a name or a number
+	keyGRPCStatus // rpc.grpc.status_code: a number
+	keyHTTPStatus
+	keyResend
+	keyPrevAttempts
+	keyRetryCount
+	keyTransparent
+	keySamplerType
+	keySamplerParam
+)
+
+var attrKeys = map[string]attrKey{
+	"peer.service":               keyPeerService,
+	"server.address":             keyServerAddress,
+	"server.port":                keyServerPort,
+	"net.peer.name":              keyNetPeerName,
+	"net.peer.port":              keyNetPeerPort,
+	"db.system":                  keyDBSystem,
+	"db.system.name":             keyDBSystem,
+	"db.namespace":               keyDBNamespace,
+	"db.name":                    keyDBName,
+	"db.statement":               keyStatement,
+	"db.query.text":              keyStatement,
+	"url.full":                   keyURLFull,
+	"http.url":                   keyHTTPURL,
+	"http.host":                  keyHTTPHost,
+	"http.target":                keyHTTPTarget,
+	"url.path":                   keyURLPath,
+	"messaging.system":           keyMsgSystem,
+	"messaging.destination.name": keyMsgDest,
+	"messaging.destination":      keyMsgDest,
+	"http.request.method":        keyMethod,
+	"http.method":                keyMethod,
+	"http.route":                 keyRoute,
+	"url.template":               keyURLTemplate,
+	"rpc.service":                keyRPCService,
+	"rpc.method":                 keyRPCMethod,
+	"rpc.system":                 keyRPCSystem,
+	"rpc.system.name":            keyRPCSystem,
+	"error.type":                 keyErrorType,
+	"otel.status_code":           keyOtelStatus,
+	"otel.status_description":    keyOtelStatusDesc,
+	"span.kind":                  keySpanKind,
+	"component":                  keyComponent,
+	"upstream_cluster":           keyUpstreamCluster,
+	"upstream_cluster.name":      keyUpstreamCluster,
+	"response_flags":             keyResponseFlags,
+	"error":                      keyError,
+	"rpc.response.status_code":   keyRPCStatus,
+	"rpc.grpc.status_code":       keyGRPCStatus,
+	"http.response.status_code":  keyHTTPStatus,
+	"http.status_code":           keyHTTPStatus,
+	"http.request.resend_count":  keyResend,
+	"previous-rpc-attempts":      keyPrevAttempts,
+	"retry.count":                keyRetryCount,
+	"transparent-retry":          keyTransparent,
+	"sampler.type":               keySamplerType,
+	"sampler.param":              keySamplerParam,
+}
+
+// wants reports whether the value of key can change the Span, and the key's
+// name; a decoder may skip the values of the keys it does not want.
+func wants(key string) (attrKey, bool) {
+	k, ok := attrKeys[key]
+	return k, ok || isHeaderKey(key)
+}
+
 // str records a string-typed value. Numeric keys parse it, since Jaeger and
 // older SDKs send integers as strings.
-func (a *attrs) str(key, v string) {
-	switch key {
-	case "sampler.type", "sampler.param":
+func (a *attrs) str(key, v string) { a.strKey(attrKeys[key], key, v) }
+
+// integer records an integer-typed value; string keys get its decimal form.
+func (a *attrs) integer(key string, n int64) { a.intKey(attrKeys[key], key, n) }
+
+// double records a float-typed value: an integral one counts as the
+// integer (a status code sent as 503.0); a status key with a fraction, NaN
+// or infinity is rejected.
+func (a *attrs) double(key string, d float64) { a.doubleKey(attrKeys[key], key, d) }
+
+// boolean records a boolean-typed value.
+func (a *attrs) boolean(key string, b bool) { a.boolKey(attrKeys[key], b) }
+
+// strKey is str with the key already looked up.
+func (a *attrs) strKey(k attrKey, key, v string) {
+	switch k {
+	case keySamplerType, keySamplerParam:
 		a.sampler.tag(key, v)
-	case "peer.service":
+	case keyPeerService:
 		a.peerService = v
-	case "server.address":
+	case keyServerAddress:
 		a.serverAddress = v
-	case "server.port":
+	case keyServerPort:
 		a.serverPort = v
-	case "net.peer.name":
+	case keyNetPeerName:
 		a.netPeerName = v
-	case "net.peer.port":
+	case keyNetPeerPort:
 		a.netPeerPort = v
-	case "db.system", "db.system.name":
+	case keyDBSystem:
 		a.dbSystem = v
-	case "db.namespace":
+	case keyDBNamespace:
 		a.dbNamespace = v
-	case "db.name":
+	case keyDBName:
 		a.dbName = v
-	case "db.statement", "db.query.text":
+	case keyStatement:
 		a.statement = v
-	case "url.full":
+	case keyURLFull:
 		a.urlFull = v
-	case "http.url":
+	case keyHTTPURL:
 		a.httpURL = v
-	case "http.host":
+	case keyHTTPHost:
 		a.httpHost = v
-	case "http.target":
+	case keyHTTPTarget:
 		a.httpTarget = v
-	case "url.path":
+	case keyURLPath:
 		a.urlPath = v
-	case "messaging.system":
+	case keyMsgSystem:
 		a.msgSystem = v
-	case "messaging.destination.name", "messaging.destination":
+	case keyMsgDest:
 		a.msgDest = v
-	case "http.request.method", "http.method":
+	case keyMethod:
 		a.method = v
-	case "http.route":
+	case keyRoute:
 		a.route = v
-	case "url.template":
+	case keyURLTemplate:
 		a.urlTemplate = v
-	case "rpc.service":
+	case keyRPCService:
 		a.rpcService = v
-	case "rpc.method":
+	case keyRPCMethod:
 		a.rpcMethod = v
-	case "rpc.system", "rpc.system.name":
+	case keyRPCSystem:
 		a.rpcSystem = v
-	case "error.type":
+	case keyErrorType:
 		a.errorType = v
-	case "otel.status_code":
+	case keyOtelStatus:
 		a.otelStatus = v
-	case "otel.status_description":
+	case keyOtelStatusDesc:
 		a.otelStatusDesc = v
-	case "span.kind":
+	case keySpanKind:
 		a.kindTag = v
-	case "component":
+	case keyComponent:
 		a.proxy = a.proxy || v == "proxy"
-	case "upstream_cluster", "upstream_cluster.name":
+	case keyUpstreamCluster:
 		a.upstreamCluster, a.proxy = v, true
-	case "response_flags":
+	case keyResponseFlags:
 		a.responseFlags, a.proxy = v, true
-	case "error":
+	case keyError:
 		a.errorTag = v == "true"
-	case "rpc.response.status_code":
+	case keyRPCStatus:
 		if c, ok := grpcCode(v); ok {
 			a.grpcStatus = c
 		} else {
 			a.reject(key, strconv.Quote(v))
 		}
-	case "http.response.status_code", "http.status_code", "rpc.grpc.status_code",
-		"http.request.resend_count", "previous-rpc-attempts", "retry.count", "transparent-retry":
+	case keyHTTPStatus, keyGRPCStatus, keyResend, keyPrevAttempts, keyRetryCount, keyTransparent:
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-			a.integer(key, n)
+			a.intKey(k, key, n)
 		} else if b, err := strconv.ParseBool(v); err == nil {
-			a.boolean(key, b)
-		} else if isStatusKey(key) {
+			a.boolKey(k, b)
+		} else if isStatusKey(k) {
 			a.reject(key, strconv.Quote(v))
 		}
 	default:
@@ -162,52 +282,51 @@ func (a *attrs) str(key, v string) {
 	}
 }
 
-// integer records an integer-typed value; string keys get its decimal form.
-func (a *attrs) integer(key string, n int64) {
-	switch key {
-	case "http.response.status_code", "http.status_code":
+// intKey is integer with the key already looked up.
+func (a *attrs) intKey(k attrKey, key string, n int64) {
+	switch k {
+	case keyHTTPStatus:
 		if n >= 100 && n <= 599 {
 			a.httpStatus = int(n)
 		} else {
 			a.reject(key, strconv.FormatInt(n, 10))
 		}
-	case "rpc.grpc.status_code", "rpc.response.status_code":
+	case keyGRPCStatus, keyRPCStatus:
 		if n >= 0 && n <= 16 {
 			a.grpcStatus = int(n)
 		} else {
 			a.reject(key, strconv.FormatInt(n, 10))
 		}
-	case "http.request.resend_count":
+	case keyResend:
 		a.resend = clampCount(n)
-	case "previous-rpc-attempts":
+	case keyPrevAttempts:
 		a.prevAttempts = clampCount(n)
-	case "retry.count":
+	case keyRetryCount:
 		a.retryCount = clampCount(n)
-	case "transparent-retry":
+	case keyTransparent:
 		a.transparent = n != 0
-	case "server.port", "net.peer.port", "sampler.param":
-		a.str(key, strconv.FormatInt(n, 10))
+	case keyServerPort, keyNetPeerPort, keySamplerParam:
+		// The decimal form is appended to num, whose earlier bytes stay
+		// put (a grown num leaves them in the old array), so it needs no
+		// allocation of its own.
+		start := len(a.num)
+		a.num = strconv.AppendInt(a.num, n, 10)
+		a.strKey(k, key, unsafe.String(&a.num[start], len(a.num)-start))
 	}
 }
 
-// double records a float-typed value: an integral one counts as the
-// integer (a status code sent as 503.0); a status key with a fraction, NaN
-// or infinity is rejected.
-func (a *attrs) double(key string, d float64) {
+// doubleKey is double with the key already looked up.
+func (a *attrs) doubleKey(k attrKey, key string, d float64) {
 	if d == math.Trunc(d) && d >= math.MinInt64 && d < math.MaxInt64 {
-		a.integer(key, int64(d))
-	} else if isStatusKey(key) {
+		a.intKey(k, key, int64(d))
+	} else if isStatusKey(k) {
 		a.reject(key, strconv.FormatFloat(d, 'g', -1, 64))
 	}
 }
 
-// isStatusKey reports whether key carries an HTTP or gRPC status code.
-func isStatusKey(key string) bool {
-	switch key {
-	case "http.response.status_code", "http.status_code", "rpc.grpc.status_code", "rpc.response.status_code":
-		return true
-	}
-	return false
+// isStatusKey reports whether k carries an HTTP or gRPC status code.
+func isStatusKey(k attrKey) bool {
+	return k == keyHTTPStatus || k == keyGRPCStatus || k == keyRPCStatus
 }
 
 // reject notes a status attribute whose value cannot be a status code.
@@ -217,14 +336,20 @@ func (a *attrs) reject(key, v string) {
 	}
 }
 
-// boolean records a boolean-typed value.
-func (a *attrs) boolean(key string, b bool) {
-	switch key {
-	case "transparent-retry":
+// boolKey is boolean with the key already looked up.
+func (a *attrs) boolKey(k attrKey, b bool) {
+	switch k {
+	case keyTransparent:
 		a.transparent = b
-	case "error":
+	case keyError:
 		a.errorTag = b
 	}
+}
+
+// isHeaderKey reports whether header may use key.
+func isHeaderKey(key string) bool {
+	return strings.HasSuffix(key, "x-envoy-attempt-count") ||
+		strings.Contains(key, "dempotency") || strings.Contains(key, "etry")
 }
 
 // header picks the retry-relevant headers out of captured request/response
@@ -237,7 +362,7 @@ func (a *attrs) header(key, v string) {
 		}
 		return
 	}
-	if !strings.Contains(key, "dempotency") && !strings.Contains(key, "etry") {
+	if !isHeaderKey(key) {
 		return
 	}
 	name := key

@@ -20,20 +20,39 @@ import (
 )
 
 // decodeOTLPProto decodes one ExportTraceServiceRequest or TracesData
-// message (they share a wire layout).
+// message (they share a wire layout): by the protowire fast path when it
+// takes the message, else by pdata; the shape bounds hold for both.
 func decodeOTLPProto(s *source, set *Set, w *warnings) error {
 	base := s.offset()
 	b, err := s.readAll()
 	if err != nil {
 		return err
 	}
-	td, off, err := unmarshalOTLPProto(b, s.lim)
-	if err != nil {
-		return s.errAt(base+off, err)
+	var d fastOTLP
+	if err := d.protoOrPdata(b, s.lim); err != nil {
+		return s.errAt(base+int64(err.off), err.err)
 	}
-	if err := addTraces(set, td, w); err != nil {
+	if err := d.apply(set, w); err != nil {
 		return s.errAt(base, err)
 	}
+	return nil
+}
+
+// protoOrPdata checks protobuf message b against the shape bounds, then
+// parses it into the batch, or has pdata unmarshal it when the fast path
+// refuses it; an error comes with its offset in b.
+func (d *fastOTLP) protoOrPdata(b []byte, lim *Limits) *shapeErr {
+	if e := checkOTLPProtoShape(b, lim); e != nil {
+		return &shapeErr{off: e.off, err: fmt.Errorf("OTLP protobuf: %w", e.err)}
+	}
+	if d.proto(b) {
+		return nil
+	}
+	td, off, err := unmarshalOTLPProto(b, lim)
+	if err != nil {
+		return &shapeErr{off: int(off), err: err}
+	}
+	d.td = append(d.td, td)
 	return nil
 }
 
@@ -52,9 +71,10 @@ func unmarshalOTLPProto(b []byte, lim *Limits) (ptrace.Traces, int64, error) {
 }
 
 // decodeOTLPProtoStream decodes the collector file exporter's protobuf
-// layout: each message preceded by its length as a 4-byte big-endian integer.
+// layout: each message preceded by its length as a 4-byte big-endian
+// integer, each read into the buffer of a batch (runBatches).
 func decodeOTLPProtoStream(s *source, set *Set, w *warnings) error {
-	return pipeline(s, set, w, func(emit emitFunc, _ *warnings) error {
+	return runBatches(s, set, w, func(next func() (*fastOTLP, error), send func(*fastOTLP) error, _ *warnings) error {
 		var hdr [4]byte
 		for {
 			off := s.offset()
@@ -69,60 +89,70 @@ func decodeOTLPProtoStream(s *source, set *Set, w *warnings) error {
 			if size == 0 {
 				return s.errAt(off, errors.New("zero-length message in length-prefixed OTLP stream"))
 			}
-			b, err := s.readN(int64(size))
+			d, err := next()
 			if err != nil {
 				return err
 			}
-			td, at, err := unmarshalOTLPProto(b, s.lim)
-			if err != nil {
-				return s.errAt(off+4+at, err)
+			if d.buf, err = s.readN(d.buf, int64(size)); err != nil {
+				return err
 			}
-			if err := emit(td, func(err error) error { return s.errAt(off, err) }); err != nil {
+			if e := d.protoOrPdata(d.buf, s.lim); e != nil {
+				return s.errAt(off+4+int64(e.off), e.err)
+			}
+			d.fail = func(err error) error { return s.errAt(off, err) }
+			if err := send(d); err != nil {
 				return err
 			}
 		}
 	})
 }
 
-// emitFunc hands one unmarshalled request to the normalising side of a
-// pipeline, with how to position an error found there.
-type emitFunc func(td ptrace.Traces, fail func(error) error) error
-
-// pipeline overlaps reading and unmarshalling (produce, in its own
-// goroutine) with normalising into the Set (here), one request at a time in
-// input order, so a stream decodes on two cores in bounded memory.
-// produce records its warnings in the *warnings it is given; they are merged
-// into w when it ends. An error normalising (a limit reached) stops produce
-// and is returned, positioned by the fail function its request came with.
-func pipeline(s *source, set *Set, w *warnings, produce func(emit emitFunc, pw *warnings) error) error {
-	type batch struct {
-		td   ptrace.Traces
-		fail func(error) error
+// runBatches decodes a stream on two cores in bounded memory. produce, on
+// its own goroutine, takes a batch from next for each message or document,
+// reads it into the batch's buffer, parses it (or has pdata unmarshal it)
+// and hands it to send; here each batch is added to set, in input order,
+// and its storage handed back to next. An error adding a batch (a limit
+// reached) stops produce and is returned, positioned by the batch's fail.
+// produce records its own warnings in pw; they are merged into w when it
+// ends.
+func runBatches(s *source, set *Set, w *warnings, produce func(next func() (*fastOTLP, error), send func(*fastOTLP) error, pw *warnings) error) error {
+	const inFlight = 3 // one being parsed, one being added, one between
+	free := make(chan *fastOTLP, inFlight)
+	for range inFlight {
+		free <- &fastOTLP{}
 	}
-	batches := make(chan batch, 2)
+	full := make(chan *fastOTLP, inFlight) // never blocks: only inFlight batches exist
 	done := make(chan struct{})
 	var perr error
 	var pw warnings
 	go func() {
-		defer close(batches)
-		perr = produce(func(td ptrace.Traces, fail func(error) error) error {
+		defer close(full)
+		perr = produce(func() (*fastOTLP, error) {
 			select {
-			case batches <- batch{td, fail}:
-				return s.ctx.Err()
+			case d := <-free:
+				d.reset()
+				return d, s.ctx.Err()
 			case <-done:
-				return errStopped
+				return nil, errStopped
 			}
+		}, func(d *fastOTLP) error {
+			d.read = s.raw.n
+			full <- d
+			return s.ctx.Err()
 		}, &pw)
 	}()
 	var cerr error
-	for b := range batches {
+	for d := range full {
 		if cerr != nil {
 			continue // drain what produce sent before it saw done
 		}
-		if err := addTraces(set, b.td, w); err != nil {
-			cerr = b.fail(err)
+		if err := d.apply(set, w); err != nil {
+			cerr = d.fail(err)
 			close(done)
+			continue
 		}
+		s.presize(set, d.read)
+		free <- d
 	}
 	if cerr == nil {
 		close(done)
@@ -136,12 +166,19 @@ func pipeline(s *source, set *Set, w *warnings, produce func(emit emitFunc, pw *
 	return perr
 }
 
-// errStopped ends a pipeline's producer once normalising has failed.
+// emitFunc hands one request pdata unmarshalled to the batch being filled,
+// with how to position an error found adding it.
+type emitFunc func(td ptrace.Traces, fail func(error) error) error
+
+// errStopped ends a producer once adding its batches has failed.
 var errStopped = errors.New("stopped")
 
 // decodeOTLPJSONStream decodes OTLP JSON: one document, several written one
 // after another, JSON Lines (one request per line, or several on a line),
 // or Jaeger api_v3 responses ({"result": <OTLP JSON>}, one or several).
+// Each document goes through runBatches in a batch of its own: OTLP ones
+// are parsed by the fast path when it takes them, the rest unmarshalled by
+// pdata.
 func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 	wholeDoc := f == FormatOTLPJSON
 	if f == FormatJaegerAPIv3 || f == FormatTempoJSON {
@@ -149,26 +186,40 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 		head, _ := s.r.Peek(sniffBytes)
 		wholeDoc = !firstLineIsDocument(bytes.TrimLeft(head, " \t\r\n"))
 	}
-	return pipeline(s, set, w, func(emit emitFunc, pw *warnings) error {
+	return runBatches(s, set, w, func(next func() (*fastOTLP, error), send func(*fastOTLP) error, pw *warnings) error {
 		// decode decodes the documents splitJSON found in b; fail
-		// positions an error at an offset in b.
-		decode := func(b []byte, list []jsonDoc, serr *shapeErr, fail func(int64, error) error) error {
-			for _, d := range list {
-				if err := s.ctx.Err(); err != nil {
+		// positions an error at an offset in b. b is the reader's
+		// buffer unless whole: then each batch holds a copy of its
+		// document.
+		decode := func(b []byte, whole bool, list []jsonDoc, serr *shapeErr, fail func(int64, error) error) error {
+			for _, jd := range list {
+				d, err := next()
+				if err != nil {
 					return err
 				}
-				doc := b[d.start:d.end]
-				at := func(off int64, err error) error { return fail(int64(d.start)+off, err) }
-				var err error
-				switch f {
-				case FormatJaegerAPIv3:
+				doc := b[jd.start:jd.end]
+				if !whole {
+					doc = append(d.buf[:0], doc...)
+					d.buf = doc
+				}
+				at := func(off int64, err error) error { return fail(int64(jd.start)+off, err) }
+				emit := func(td ptrace.Traces, fail func(error) error) error {
+					d.td, d.fail = append(d.td, td), fail
+					return nil
+				}
+				d.fail = func(err error) error { return at(0, err) }
+				switch {
+				case f == FormatJaegerAPIv3:
 					err = decodeAPIv3Doc(doc, emit, pw, at)
-				case FormatTempoJSON:
+				case f == FormatTempoJSON:
 					err = decodeTempoDoc(doc, emit, pw, at)
-				default:
+				case !d.json(doc):
 					err = decodeOTLPJSONDoc(doc, emit, at)
 				}
 				if err != nil {
+					return err
+				}
+				if err := send(d); err != nil {
 					return err
 				}
 			}
@@ -191,7 +242,7 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 				b = append(head, b...)
 			}
 			list, _, serr := splitJSON(b, s.lim)
-			return decode(b, list, serr, func(off int64, err error) error { return s.errAt(base+off, err) })
+			return decode(b, true, list, serr, func(off int64, err error) error { return s.errAt(base+off, err) })
 		}
 		if wholeDoc {
 			return whole(nil, s.offset())
@@ -209,10 +260,10 @@ func decodeOTLPJSONStream(s *source, set *Set, w *warnings, f Format) error {
 			if !open || serr != nil || s.atEnd() || s.nextLineIsDocument() {
 				// Complete, or cut short: a document that went on would
 				// not be followed by one that starts afresh.
-				return decode(line, list, serr, lineFail)
+				return decode(line, false, list, serr, lineFail)
 			}
 			last := list[len(list)-1]
-			if err := decode(line, list[:len(list)-1], nil, lineFail); err != nil {
+			if err := decode(line, false, list[:len(list)-1], nil, lineFail); err != nil {
 				return err
 			}
 			cont = &continued{head: append([]byte(nil), raw[last.start:]...), off: off + int64(last.start)}
@@ -467,13 +518,11 @@ func addTraces(set *Set, td ptrace.Traces, w *warnings) error {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		svc := "unknown_service"
-		if v, ok := rs.Resource().Attributes().Get("service.name"); ok && v.AsString() != "" {
+		var svc string
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
 			svc = v.AsString()
-		} else {
-			w.add("missing service.name", "a resource without service.name: spans attributed to unknown_service")
 		}
-		svcSym := set.Intern(svc)
+		svcSym := serviceSym(set, w, svc)
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
@@ -493,21 +542,8 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
 		SpanID:   SpanID(sp.SpanID()),
 		ParentID: SpanID(sp.ParentSpanID()),
 		Service:  svc,
-		Kind:     Kind(sp.Kind()),
-	}
-	var ok bool
-	if s.Start, s.End, ok = otlpTimes(uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp()), s.SpanID, w); !ok {
-		return nil
-	}
-	if s.Kind > KindConsumer {
-		w.add("unknown span kind", "span %s has kind %d", s.SpanID, sp.Kind())
-		s.Kind = KindUnspecified
 	}
 	a.reset()
-	s.Name = a.intern(set, sp.Name())
-	st := sp.Status()
-	s.Status = otlpStatus(int32(st.Code()), s.SpanID, w)
-	s.StatusMessage = a.intern(set, st.Message())
 	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
 		switch v.Type() {
 		case pcommon.ValueTypeStr:
@@ -527,24 +563,49 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
 		}
 		return true
 	})
-	a.finish(set, &s)
-	if p, ok := traceStateProb(sp.TraceState().AsRaw()); ok && s.SampleProb == 0 {
+	links := sp.Links()
+	for i := 0; i < links.Len(); i++ {
+		l := links.At(i)
+		a.links = append(a.links, Link{TraceID: TraceID(l.TraceID()), SpanID: SpanID(l.SpanID())})
+	}
+	st := sp.Status()
+	return addRecord(set, &s, uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp()), int32(sp.Kind()),
+		sp.Name(), int32(st.Code()), st.Message(), sp.TraceState().AsRaw(), a, w)
+}
+
+// addRecord completes an OTLP span, whose ids and service are set and whose
+// attributes and links a holds, from its raw times, kind, name, status and
+// trace state, and appends it to set (or drops it, with a warning, when a
+// time is out of range). Both OTLP paths, pdata's and the fast one, end
+// here.
+func addRecord(set *Set, s *Span, start, end uint64, kind int32, name string, code int32, msg, traceState string, a *attrs, w *warnings) error {
+	var ok bool
+	if s.Start, s.End, ok = otlpTimes(start, end, s.SpanID, w); !ok {
+		return nil
+	}
+	s.Kind = Kind(kind)
+	if s.Kind > KindConsumer {
+		w.add("unknown span kind", "span %s has kind %d", s.SpanID, kind)
+		s.Kind = KindUnspecified
+	}
+	s.Name = a.intern(set, name)
+	s.Status = otlpStatus(code, s.SpanID, w)
+	s.StatusMessage = a.intern(set, msg)
+	a.finish(set, s)
+	if p, ok := traceStateProb(traceState); ok && s.SampleProb == 0 {
 		s.SampleProb, s.SampleSource = float32(p), set.Intern(SampledTraceState)
 	}
-	if links := sp.Links(); links.Len() > 0 {
+	if len(a.links) > 0 {
 		s.FirstLink = uint32(len(set.Links))
-		n := min(links.Len(), maxLinks)
-		if n < links.Len() {
-			w.add("links dropped", "span %s has %d links: the first %d are kept", s.SpanID, links.Len(), maxLinks)
+		n := min(len(a.links), maxLinks)
+		if n < len(a.links) {
+			w.add("links dropped", "span %s has %d links: the first %d are kept", s.SpanID, len(a.links), maxLinks)
 		}
-		for i := 0; i < n; i++ {
-			l := links.At(i)
-			set.Links = append(set.Links, Link{TraceID: TraceID(l.TraceID()), SpanID: SpanID(l.SpanID())})
-		}
+		set.Links = append(set.Links, a.links[:n]...)
 		s.NumLinks = uint16(n)
 	}
-	checkSpan(set, &s, a, w)
-	return set.add(&s)
+	checkSpan(set, s, a, w)
+	return set.add(s)
 }
 
 // otlpTimes converts OTLP's unsigned Unix nanoseconds; ok is false, with a

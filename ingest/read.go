@@ -73,7 +73,8 @@ func (s *Set) ReadFiles(ctx context.Context, names []string, stdin io.Reader, op
 		if err != nil {
 			return err
 		}
-		for _, f := range files {
+		for i, f := range files {
+			s.pendingBytes = totalSize(files[i+1:])
 			err := readFile(ctx, s, f, opts)
 			if errors.Is(err, ErrUnrecognised) && f != name {
 				// A directory may hold READMEs and scripts beside its
@@ -86,7 +87,19 @@ func (s *Set) ReadFiles(ctx context.Context, names []string, stdin io.Reader, op
 			}
 		}
 	}
+	s.pendingBytes = 0
 	return nil
+}
+
+// totalSize is the sum of the sizes of the named files.
+func totalSize(files []string) int64 {
+	var n int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }
 
 // expand lists the regular files under name (name itself if it is a file).
@@ -131,14 +144,14 @@ func readFile(ctx context.Context, set *Set, name string, opts Options) error {
 	}
 	defer f.Close()
 	var r io.Reader = f
+	var total int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		total = st.Size()
+	}
 	if opts.Progress != nil {
-		var total int64
-		if st, err := f.Stat(); err == nil {
-			total = st.Size()
-		}
 		r = &progressReader{r: f, name: name, total: total, fn: opts.Progress}
 	}
-	return Decode(ctx, set, name, r, opts)
+	return decode(ctx, set, name, r, total, opts)
 }
 
 type progressReader struct {
@@ -159,12 +172,22 @@ func (p *progressReader) Read(b []byte) (int, error) {
 // decompresses gzip or zstd transparently, and appends its spans to set with
 // an Input record. name is used in errors and in the Input.
 func Decode(ctx context.Context, set *Set, name string, r io.Reader, opts Options) error {
+	var size int64
+	if sr, ok := r.(interface{ Size() int64 }); ok { // bytes.Reader, strings.Reader
+		size = sr.Size()
+	}
+	return decode(ctx, set, name, r, size, opts)
+}
+
+// decode is Decode of an input of size bytes as stored (0 when unknown),
+// which lets the decoders size the span table once.
+func decode(ctx context.Context, set *Set, name string, r io.Reader, size int64, opts Options) error {
 	in := Input{Name: name, First: len(set.Spans)}
 	firstLink := len(set.Links)
 	set.lim = opts.Limits.withDefaults()
-	src := &source{name: name, maxDoc: opts.maxDoc(), ctx: ctx, lim: &set.lim}
-	r = &ctxReader{ctx: ctx, r: r}
-	br := bufio.NewReaderSize(r, 64<<10)
+	raw := &countingReader{r: &ctxReader{ctx: ctx, r: r}}
+	src := &source{name: name, maxDoc: opts.maxDoc(), ctx: ctx, lim: &set.lim, raw: raw, rawSize: size, first: in.First}
+	br := bufio.NewReaderSize(raw, 64<<10)
 	head, _ := br.Peek(4)
 	switch {
 	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
@@ -254,6 +277,35 @@ type source struct {
 	// compression is "gzip" or "zstd" when offsets count decompressed bytes.
 	compression string
 	docs        int // documents (lines, messages) decoded so far
+
+	raw      *countingReader // the input as stored (compressed or not)
+	rawSize  int64           // its size, 0 when unknown
+	first    int             // index in Set.Spans of its first span
+	presized bool
+}
+
+// presizeAfter is how much of an input presize reads before it estimates:
+// enough for the read-ahead of the buffers and decompressors not to skew
+// the spans-per-byte ratio. (A variable so that tests can reach it with
+// small compressed inputs.)
+var presizeAfter int64 = 4 << 20
+
+// presize is called after each message of a large input is added, with
+// how many stored bytes had been read then: once a few MiB are, it
+// reserves the span table for the whole input (and the files after it in
+// the same directory) at the density seen so far, plus 5%, so that ten
+// million spans are stored without doubling's copies and slack.
+func (s *source) presize(set *Set, read int64) {
+	if s.presized || s.rawSize <= 2*presizeAfter || read < presizeAfter {
+		return
+	}
+	s.presized = true
+	got := len(set.Spans) - s.first
+	rest := s.rawSize - read + set.pendingBytes
+	if got == 0 || rest <= 0 {
+		return
+	}
+	set.reserve(int(float64(got) * float64(rest) / float64(read) * 1.05))
 }
 
 // offset is the byte offset (after decompression) of the next unread byte.
@@ -302,13 +354,17 @@ func (s *source) readAll() ([]byte, error) {
 	return b, nil
 }
 
-// readN reads exactly n bytes, bounded by maxDoc.
-func (s *source) readN(n int64) ([]byte, error) {
+// readN reads exactly n bytes, bounded by maxDoc, into buf (reallocated
+// when too small) and returns them.
+func (s *source) readN(buf []byte, n int64) ([]byte, error) {
 	start := s.offset()
 	if n > s.maxDoc {
 		return nil, s.errAt(start, fmt.Errorf("message of %d bytes exceeds the %d byte limit", n, s.maxDoc))
 	}
-	b := make([]byte, n)
+	if int64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	b := buf[:n]
 	got, err := io.ReadFull(s.r, b)
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {

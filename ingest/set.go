@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -26,6 +27,13 @@ type Set struct {
 	lim      Limits // set by Decode from its Options
 	strBytes int64  // bytes of strs, with stringOverhead each
 	strFull  bool   // a string was refused: the next add fails
+
+	// pendingBytes is the stored size of the inputs ReadFiles will decode
+	// after the current one, for the span table's estimate (source.presize).
+	pendingBytes int64
+	// reserved is set once an estimate has sized the table; past it, the
+	// table grows by an eighth rather than doubling.
+	reserved bool
 }
 
 // NewSet returns an empty Set whose string table holds only "".
@@ -45,6 +53,8 @@ func (s *Set) Str(x Sym) string {
 // than MaxValueBytes are cut (on a UTF-8 boundary) before interning. Past
 // Limits.MaxHeldBytes a new string is refused (Intern returns 0) and the
 // next span added fails with a *LimitError.
+// The table keeps its own copy of a new value, so v may alias a buffer
+// the caller reuses.
 func (s *Set) Intern(v string) Sym {
 	v, _ = clip(v)
 	if x, ok := s.index[v]; ok {
@@ -54,6 +64,7 @@ func (s *Set) Intern(v string) Sym {
 		s.strFull = true
 		return 0
 	}
+	v = strings.Clone(v)
 	x := Sym(len(s.strs))
 	s.strs = append(s.strs, v)
 	s.index[v] = x
@@ -75,8 +86,10 @@ func (s *Set) internBytes(b []byte) Sym {
 	return s.Intern(string(b))
 }
 
-// add appends sp, doubling capacity when full: append's 1.25x growth for
-// large slices copies a million-span Set four times over. It is where every
+// add appends sp. When full, capacity doubles: append's 1.25x growth for
+// large slices copies a million-span Set four times over. Decoders that can
+// estimate how many spans are coming call reserve first, so a large input
+// is stored without the doubling's copies and slack. add is where every
 // decoder meets the Set's budgets: past Limits.MaxSpans, or once a string
 // was refused, it returns a *LimitError and appends nothing.
 func (s *Set) add(sp *Span) error {
@@ -90,9 +103,11 @@ func (s *Set) add(sp *Span) error {
 		return err
 	}
 	if len(s.Spans) == cap(s.Spans) {
-		grown := make([]Span, len(s.Spans), max(len(s.Spans)+1, min(max(1024, 2*cap(s.Spans)), s.lim.MaxSpans)))
-		copy(grown, s.Spans)
-		s.Spans = grown
+		if s.reserved {
+			s.grow(cap(s.Spans) + cap(s.Spans)/8)
+		} else {
+			s.grow(max(1024, 2*cap(s.Spans)))
+		}
 	}
 	s.Spans = append(s.Spans, *sp)
 	return nil
@@ -101,6 +116,23 @@ func (s *Set) add(sp *Span) error {
 // held is the bytes of strings and links the Set holds.
 func (s *Set) held() int64 {
 	return s.strBytes + int64(len(s.Links))*int64(unsafe.Sizeof(Link{}))
+}
+
+// reserve makes room for n more spans, growing at least 1.25x so that
+// repeated estimates stay amortised.
+func (s *Set) reserve(n int) {
+	s.reserved = true
+	if need := len(s.Spans) + n; need > cap(s.Spans) {
+		s.grow(max(need, cap(s.Spans)+cap(s.Spans)/4))
+	}
+}
+
+// grow reallocates the span table, to capacity but never past MaxSpans:
+// add refuses the span after that.
+func (s *Set) grow(capacity int) {
+	grown := make([]Span, len(s.Spans), max(len(s.Spans)+1, min(capacity, s.lim.MaxSpans)))
+	copy(grown, s.Spans)
+	s.Spans = grown
 }
 
 // SpanLinks returns the links of sp.

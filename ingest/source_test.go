@@ -11,5 +11,5 @@ import (
 func testSource(name string, b []byte, maxDoc int64) *source {
 	lim := Limits{}.withDefaults()
 	cr := &countingReader{r: bytes.NewReader(b)}
-	return &source{ctx: context.Background(), name: name, cr: cr, r: bufio.NewReaderSize(cr, 64<<10), maxDoc: maxDoc, lim: &lim}
+	return &source{ctx: context.Background(), name: name, cr: cr, raw: cr, r: bufio.NewReaderSize(cr, 64<<10), maxDoc: maxDoc, lim: &lim}
 }

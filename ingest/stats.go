@@ -1,7 +1,8 @@
 package ingest
 
 import (
-	"bytes"
+	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -33,23 +34,12 @@ func Summarize(spans []Span, skew time.Duration) Stats {
 		return st
 	}
 	var w warnings
-	order := make([]int32, len(spans))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		return compareIDs(&spans[a].TraceID, &spans[a].SpanID, &spans[b].TraceID, &spans[b].SpanID)
-	})
+	keys := sortedKeys(spans)
 
 	services := map[Sym]struct{}{}
 	lo, hi := spans[0].Start, spans[0].End
-	for i, idx := range order {
-		sp := &spans[idx]
-		if i == 0 || sp.TraceID != spans[order[i-1]].TraceID {
-			st.Traces++
-		} else if sp.SpanID == spans[order[i-1]].SpanID {
-			w.add("duplicate span id", "span %s appears more than once in trace %s", sp.SpanID, sp.TraceID)
-		}
+	for i := range spans {
+		sp := &spans[i]
 		services[sp.Service] = struct{}{}
 		if sp.Status == StatusError {
 			st.ErrorSpans++
@@ -59,30 +49,49 @@ func Summarize(spans []Span, skew time.Duration) Stats {
 	st.Services = len(services)
 	st.Start, st.End = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
 
-	find := func(t *TraceID, s *SpanID) int32 {
-		i, ok := slices.BinarySearchFunc(order, 0, func(a int32, _ int) int {
-			return compareIDs(&spans[a].TraceID, &spans[a].SpanID, t, s)
-		})
-		if !ok {
-			return -1
-		}
-		return order[i]
-	}
+	// One pass over the traces in key order: count them, find duplicate
+	// span ids, and resolve every parent inside its own trace's keys.
+	const missing = -2
 	parent := make([]int32, len(spans))
+	for g := 0; g < len(keys); {
+		end := g + 1
+		for end < len(keys) && keys[end].hi == keys[g].hi && keys[end].lo == keys[g].lo {
+			end++
+		}
+		st.Traces++
+		trace := keys[g:end]
+		for j := range trace {
+			k := &trace[j]
+			sp := &spans[k.idx]
+			if j > 0 && k.span == trace[j-1].span {
+				w.add("duplicate span id", "span %s appears more than once in trace %s", sp.SpanID, sp.TraceID)
+			}
+			parent[k.idx] = -1
+			if sp.ParentID.IsZero() {
+				continue
+			}
+			pid := binary.BigEndian.Uint64(sp.ParentID[:])
+			// The first of equal keys is the earliest span with that id.
+			at, found := slices.BinarySearchFunc(trace, pid, func(x spanKey, id uint64) int { return cmp.Compare(x.span, id) })
+			if found {
+				parent[k.idx] = trace[at].idx
+			} else {
+				parent[k.idx] = missing
+			}
+		}
+		g = end
+	}
+	// Warnings in input order, so each example is the first such span.
 	for i := range spans {
 		sp := &spans[i]
-		parent[i] = -1
-		if sp.ParentID.IsZero() {
-			continue
-		}
-		p := find(&sp.TraceID, &sp.ParentID)
-		if p < 0 {
+		switch p := parent[i]; {
+		case p == missing:
 			w.add("missing parent", "span %s names parent %s, which is not in the input (trace %s)", sp.SpanID, sp.ParentID, sp.TraceID)
-			continue
-		}
-		parent[i] = p
-		if d := spans[p].Start - sp.Start; d > int64(skew) {
-			w.add("child starts before parent", "span %s starts %s before its parent %s (clock skew tolerance %s)", sp.SpanID, time.Duration(d), sp.ParentID, skew)
+			parent[i] = -1
+		case p >= 0:
+			if d := spans[p].Start - sp.Start; d > int64(skew) {
+				w.add("child starts before parent", "span %s starts %s before its parent %s (clock skew tolerance %s)", sp.SpanID, time.Duration(d), sp.ParentID, skew)
+			}
 		}
 	}
 	if n, first := cycles(parent); n > 0 {
@@ -95,6 +104,98 @@ func Summarize(spans []Span, skew time.Duration) Stats {
 	}
 	st.Warnings = append(st.Warnings, w.list...)
 	return st
+}
+
+// spanKey is a span's trace and span id packed into integers that order as
+// the bytes do, with its index: sorting 32-byte keys in place is several
+// times cheaper than sorting indices through the 112-byte spans.
+type spanKey struct {
+	hi, lo, span uint64
+	idx          int32
+}
+
+// sortedKeys returns the keys of spans ordered by trace id, span id and
+// index. Trace ids are random, so a counting sort on their top bits leaves
+// buckets of a few keys each, which are then sorted whole: a third of the
+// time of a comparison sort over a million keys. When every span shares
+// the top half of its trace id (64-bit ids, right-aligned), the bottom half
+// is bucketed instead.
+func sortedKeys(spans []Span) []spanKey {
+	keys := make([]spanKey, len(spans))
+	if len(spans) == 0 {
+		return keys
+	}
+	bits := 8
+	for bits < 20 && 1<<(bits+3) < len(spans) {
+		bits++
+	}
+	shift := 64 - bits
+	first := binary.BigEndian.Uint64(spans[0].TraceID[:8])
+	useLo := true
+	for i := range spans {
+		if binary.BigEndian.Uint64(spans[i].TraceID[:8]) != first {
+			useLo = false
+			break
+		}
+	}
+	word := 0
+	if useLo {
+		word = 8
+	}
+	start := make([]int32, 1<<bits+1)
+	for i := range spans {
+		start[binary.BigEndian.Uint64(spans[i].TraceID[word:word+8])>>shift+1]++
+	}
+	for b := 1; b < len(start); b++ {
+		start[b] += start[b-1]
+	}
+	next := slices.Clone(start[:len(start)-1])
+	for i := range spans {
+		sp := &spans[i]
+		k := spanKey{
+			hi:   binary.BigEndian.Uint64(sp.TraceID[:8]),
+			lo:   binary.BigEndian.Uint64(sp.TraceID[8:]),
+			span: binary.BigEndian.Uint64(sp.SpanID[:]),
+			idx:  int32(i),
+		}
+		w := k.hi
+		if useLo {
+			w = k.lo
+		}
+		b := w >> shift
+		keys[next[b]] = k
+		next[b]++
+	}
+	for b := 0; b+1 < len(start); b++ {
+		bucket := keys[start[b]:start[b+1]]
+		if len(bucket) <= 12 {
+			insertionSort(bucket)
+		} else {
+			slices.SortFunc(bucket, compareKeys)
+		}
+	}
+	return keys
+}
+
+func compareKeys(a, b spanKey) int {
+	if c := cmp.Compare(a.hi, b.hi); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.lo, b.lo); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.span, b.span); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.idx, b.idx)
+}
+
+func insertionSort(keys []spanKey) {
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && compareKeys(keys[j], keys[j-1]) < 0; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
 }
 
 // cycles returns how many spans lie on a cycle of parent links and the
@@ -162,14 +263,6 @@ func (s Stats) String() string {
 	return fmt.Sprintf("%d traces, %d spans, %d services, %d error spans", s.Traces, s.Spans, s.Services, s.ErrorSpans)
 }
 
-// compareIDs orders spans by trace id, then span id.
-func compareIDs(t1 *TraceID, s1 *SpanID, t2 *TraceID, s2 *SpanID) int {
-	if c := bytes.Compare(t1[:], t2[:]); c != 0 {
-		return c
-	}
-	return bytes.Compare(s1[:], s2[:])
-}
-
 // InputStats is one input's Stats with where it came from.
 type InputStats struct {
 	Name        string `json:"name"`
@@ -196,6 +289,16 @@ const SummarySchema = "retryaudit.ingest/v1"
 // can disappear there.
 func (s *Set) Summary(skew time.Duration) Summary {
 	sum := Summary{Schema: SummarySchema, Inputs: []InputStats{}, Skipped: append([]Skip{}, s.Skipped...)}
+	if len(s.Inputs) == 1 && s.Inputs[0].First == 0 && s.Inputs[0].Count == len(s.Spans) {
+		// One input is the whole: summarise it once.
+		in := s.Inputs[0]
+		st := Summarize(s.Spans, skew)
+		st.Warnings = MergeWarnings(in.Warnings, st.Warnings)
+		sum.Inputs = append(sum.Inputs, InputStats{Name: in.Name, Format: in.Format, Compression: in.Compression, Bytes: in.Bytes, Stats: st})
+		sum.Total = st
+		sum.Total.Warnings = append([]Warning{}, st.Warnings...)
+		return sum
+	}
 	var decodeWarnings [][]Warning
 	for _, in := range s.Inputs {
 		st := Summarize(s.Spans[in.First:in.First+in.Count], skew)

@@ -20,10 +20,11 @@ type Mechanics struct {
 	RTOMS       float64 `json:"rto_ms"`
 	Retransmits int     `json:"retransmits_before_reset"`
 	// The verdict's parameters (see RunConfig).
-	Share     float64 `json:"verdict_share"`
-	WindowS   float64 `json:"verdict_window_s"`
-	SettleS   float64 `json:"verdict_settle_s"`
-	MaxJudgeS float64 `json:"verdict_max_judge_s"`
+	Share         float64 `json:"verdict_share"`
+	CollapseShare float64 `json:"verdict_collapse_share"`
+	WindowS       float64 `json:"verdict_window_s"`
+	SettleS       float64 `json:"verdict_settle_s"`
+	MaxJudgeS     float64 `json:"verdict_max_judge_s"`
 }
 
 // ServiceMechanics are one service's.
@@ -46,7 +47,7 @@ type ServiceMechanics struct {
 
 func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 	mc := Mechanics{CancelDelayMS: 1000 * cfg.CancelDelay, RTOMS: 1000 * cfg.RTO, Retransmits: cfg.Retransmits,
-		Share: cfg.Share, WindowS: cfg.Window, SettleS: cfg.Settle, MaxJudgeS: cfg.MaxJudge}
+		Share: cfg.Share, CollapseShare: cfg.CollapseShare, WindowS: cfg.Window, SettleS: cfg.Settle, MaxJudgeS: cfg.MaxJudge}
 	if m.Hop != nil {
 		mc.HopMS = 1000 * m.Hop.Mean()
 		mc.CancelDelayMS = mc.HopMS
@@ -95,7 +96,7 @@ func (mc Mechanics) String() string {
 		fmt.Fprintf(&b, "; network hop %g ms a message", mc.HopMS)
 	}
 	fmt.Fprintf(&b, "; cancels arrive after %g ms; lost packets resent after %g ms, doubling, reset after %d retransmissions", mc.CancelDelayMS, mc.RTOMS, mc.Retransmits)
-	fmt.Fprintf(&b, "; recovered = goodput ≥ %g of its pre-trigger share over %g s with queues drained, collapse judged from %g s after the trigger, judged up to %g s after it",
-		mc.Share, mc.WindowS, mc.SettleS, mc.MaxJudgeS)
+	fmt.Fprintf(&b, "; recovered = goodput ≥ %g of its pre-trigger share over %g s with queues drained, collapsed = under %g of it for %g s with a backlog not draining, judged up to %g s after the trigger",
+		mc.Share, mc.WindowS, mc.CollapseShare, mc.SettleS, mc.MaxJudgeS)
 	return b.String()
 }

@@ -674,9 +674,17 @@ func TestSelectRank(t *testing.T) {
 				t.Fatalf("trial %d, n %d, p %v: selected %v, sorted %v", trial, n, p, got, sorted[k])
 			}
 		}
+		p50, p90, p95, p99 := percentiles(slices.Clone(xs))
+		if p50 != pct(sorted, 0.5) || p90 != pct(sorted, 0.9) || p95 != pct(sorted, 0.95) || p99 != pct(sorted, 0.99) {
+			t.Fatalf("trial %d, n %d: percentiles %v %v %v %v, sorted %v %v %v %v", trial, n, p50, p90, p95, p99,
+				pct(sorted, 0.5), pct(sorted, 0.9), pct(sorted, 0.95), pct(sorted, 0.99))
+		}
 	}
 	if selectRank(nil, 0) != 0 {
 		t.Error("empty input: want 0")
+	}
+	if a, b, c, d := percentiles(nil); a != 0 || b != 0 || c != 0 || d != 0 {
+		t.Error("no latencies: want 0s")
 	}
 }
 

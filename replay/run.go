@@ -16,13 +16,15 @@ const (
 	DefaultDrain      = 10.0
 	DefaultRetryAfter = 1.0
 	// The verdict: goodput back to 90% of its pre-trigger success share
-	// over a 3 s window with the queues drained is recovered; collapse is
-	// declared no sooner than 10 s after the trigger; a run whose backlog
-	// is still draining goes on up to 120 s after the trigger.
-	DefaultShare    = 0.9
-	DefaultWindow   = 3.0
-	DefaultSettle   = 10.0
-	DefaultMaxJudge = 120.0
+	// over a 3 s window with the queues drained is recovered; under 50% of
+	// it for 10 s with a backlog that does not drain is collapsed, declared
+	// no sooner than 10 s after the trigger; a run in between goes on up
+	// to 120 s after the trigger.
+	DefaultShare         = 0.9
+	DefaultCollapseShare = 0.5
+	DefaultWindow        = 3.0
+	DefaultSettle        = 10.0
+	DefaultMaxJudge      = 120.0
 	// TCP: the first retransmission after 200 ms (Linux's TCP_RTO_MIN),
 	// doubling; the connection resets after 3 lost retransmissions, 3 s
 	// after the first transmission.
@@ -55,6 +57,7 @@ func (c RunConfig) withDefaults() RunConfig {
 	}
 	def(&c.RetryAfter, DefaultRetryAfter)
 	def(&c.Share, DefaultShare)
+	def(&c.CollapseShare, DefaultCollapseShare)
 	def(&c.Window, DefaultWindow)
 	def(&c.Settle, DefaultSettle)
 	def(&c.MaxJudge, DefaultMaxJudge)
@@ -78,14 +81,14 @@ func (c RunConfig) check() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"duration", c.Duration}, {"drain", c.Drain}, {"retry-after", c.RetryAfter}, {"share", c.Share},
+	}{{"duration", c.Duration}, {"drain", c.Drain}, {"retry-after", c.RetryAfter}, {"share", c.Share}, {"collapse share", c.CollapseShare},
 		{"window", c.Window}, {"settle", c.Settle}, {"max-judge", c.MaxJudge}, {"rto", c.RTO}, {"cancel delay", c.CancelDelay}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("run config: %s %v: want a finite number of seconds", f.name, f.v)
 		}
 	}
-	if c.Share > 1 {
-		return fmt.Errorf("run config: share %v: want a share in (0,1]", c.Share)
+	if c.Share > 1 || c.CollapseShare > 1 || c.CollapseShare > 0 && c.Share > 0 && c.CollapseShare > c.Share {
+		return fmt.Errorf("run config: share %v, collapse share %v: want shares in (0,1], the collapse share no more than the share", c.Share, c.CollapseShare)
 	}
 	if c.MaxJudge > maxJudgeLimit {
 		return fmt.Errorf("run config: max-judge %gs: want at most %gs", c.MaxJudge, float64(maxJudgeLimit))
@@ -265,11 +268,13 @@ type judgement struct {
 //     healthy peak (plus two): the recovery time is s minus the trigger's
 //     end;
 //   - collapsed, when not recovered, at least cfg.Settle seconds after the
-//     trigger, with goodput below the share over the last Settle seconds
-//     and the backlog not shrinking (its trend over the last 2·Settle
-//     would not drain it within what is left of the horizon, left
-//     seconds); or, at the horizon (final), goodput still below the
-//     share; or recovered, then collapsed so again later;
+//     trigger, with goodput below cfg.CollapseShare of the healthy share
+//     over the last Settle seconds and the backlog not shrinking (its
+//     trend over the last 2·Settle would not drain it within what is left
+//     of the horizon, left seconds); or, at the horizon (final), goodput
+//     still that low; or recovered, then collapsed so again later. The
+//     gap between the two shares keeps the noise of a few requests a
+//     second, or of a baseline error rate, from passing for either;
 //   - open otherwise: the run may go on while its backlog drains.
 //
 // Judging goodput as a share of the requests offered in the same seconds
@@ -307,7 +312,7 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 		v.state, v.note = VerdictNotJudged, "nothing succeeded before the fault"
 		return v
 	}
-	thr := cfg.Share * pre
+	thr, low := cfg.Share*pre, cfg.CollapseShare*pre
 	drained := 2*slices.Max(ser.QueueDepth[from:to]) + 2
 	w := max(1, int(math.Round(cfg.Window)))
 	e := int(math.Ceil(end))
@@ -316,7 +321,7 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 	// where the run has them (queues swing with the waves of retries).
 	k := max(w, int(math.Round(cfg.Settle)))
 	collapsedAt := func(u int) bool {
-		return u-k >= e && share(u-k, u) < thr && !shrinking(ser.QueueDepth[max(e, u-2*k):u], left+float64(T-u))
+		return u-k >= e && share(u-k, u) < low && !shrinking(ser.QueueDepth[max(e, u-2*k):u], left+float64(T-u))
 	}
 	for s := e; s+w <= T; s++ {
 		if share(s, s+w) >= thr && ser.QueueDepth[s+w-1] <= drained {
@@ -334,14 +339,13 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 			return v
 		}
 	}
-	low := T-k >= e && share(T-k, T) < thr
 	switch {
-	case final && low:
+	case final && T-k >= e && share(T-k, T) < low:
 		v.state = VerdictCollapsed
 	case final:
 		v.state, v.note = VerdictNotJudged, "the run ended before the fault's effects could be judged"
 		if T-k >= e {
-			v.note = "goodput is back but the queues had not drained by the horizon"
+			v.note = "by the horizon goodput was neither back within the share with the queues drained, nor collapsed"
 		}
 	case collapsedAt(T):
 		v.state = VerdictCollapsed

@@ -96,8 +96,11 @@ var replayMetrics = []struct {
 		func(r, b *replay.Result) string { return optionalDelta(r.RecoveryS, b.RecoveryS, 1) }},
 	{"metastable",
 		func(r *replay.Result) string {
-			if r.Metastable {
+			switch {
+			case r.Metastable:
 				return "METASTABLE"
+			case r.Verdict == replay.VerdictNotJudged:
+				return "not judged" // too close to the run's start or end to say "no"
 			}
 			return "no"
 		}, nil},

@@ -56,7 +56,8 @@ func renderGrid(w io.Writer, g grid, blank bool) error {
 		return err
 	}
 	if len(hidden) > 0 {
-		hanging(w, "", "(hidden to fit the terminal: "+strings.Join(hidden, ", ")+")")
+		_, err := fmt.Fprintf(w, "(--wide shows: %s)\n", strings.Join(hidden, ", "))
+		return err
 	}
 	return nil
 }

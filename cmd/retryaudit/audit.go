@@ -94,7 +94,7 @@ printed as uncalibrated with the misses listed. The traces' own timeline
 other one applies on top of the healthy part of the traces' failures.
 
 Finding ids:
-  ` + strings.Join(graph.FindingIDs(), "\n  "),
+  ` + strings.Join(slices.Concat(graph.FindingIDs(), policyfile.FindingIDs()), "\n  "),
 		Example: `  retryaudit audit samples/mixed/traces.otlp.jsonl.gz --html report.html --md report.md
   retryaudit audit traces/ --utilization db=0.4 --emit-policy policy.yaml --fail-on 'amplification>10' --fail-on metastable:observed
   retryaudit audit traces/ --emit-policy routes.yaml --policy-format envoy
@@ -158,13 +158,6 @@ Finding ids:
 	f.StringArrayVar(&opts.decl.InflightDedup, "inflight-dedup", nil, "declare that the server of operation or method `NAME` deduplicates concurrent keyed duplicates, so it may be hedged (repeatable)")
 	opts.sim.bind(f)
 	opts.in.bind(f)
-	_ = cmd.RegisterFlagCompletionFunc("policy-format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		var names []string
-		for _, f := range policyfile.Formats() {
-			names = append(names, string(f))
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
-	})
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,11 +11,18 @@ import (
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
 	"github.com/retryaudit/retryaudit/replay/audit"
+	"github.com/retryaudit/retryaudit/replay/policyfile"
 )
 
 // policyFormats are the vocabularies --policy-format writes, where a
 // command has that flag.
-var policyFormats = []string{"envoy", "istio", "linkerd", "grpc", "native"}
+func policyFormats() []string {
+	var names []string
+	for _, f := range policyfile.Formats() {
+		names = append(names, string(f))
+	}
+	return names
+}
 
 // registerCompletions adds value completion to the flags of every
 // subcommand that has them (cobra's completion command generates the shell
@@ -37,7 +45,7 @@ func registerCompletions(root *cobra.Command) {
 			_ = c.RegisterFlagCompletionFunc("fail-on", completeFailOn)
 		}
 		if c.Flags().Lookup("policy-format") != nil {
-			_ = c.RegisterFlagCompletionFunc("policy-format", cobra.FixedCompletions(policyFormats, cobra.ShellCompDirectiveNoFileComp))
+			_ = c.RegisterFlagCompletionFunc("policy-format", cobra.FixedCompletions(policyFormats(), cobra.ShellCompDirectiveNoFileComp))
 		}
 	}
 }
@@ -82,7 +90,7 @@ func completeDegrade(_ *cobra.Command, _ []string, _ string) ([]string, cobra.Sh
 // uncalibrated and the amplification threshold.
 func completeFailOn(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 	out := []string{"amplification>", "metastable:any", "uncalibrated"}
-	for _, id := range graph.FindingIDs() {
+	for _, id := range slices.Concat(graph.FindingIDs(), policyfile.FindingIDs()) {
 		out = append(out, "finding:"+id)
 	}
 	for _, p := range audit.StandardPolicies {

@@ -9,14 +9,16 @@ import (
 )
 
 // TestMain lets testscript run this binary's run() as the command
-// "retryaudit" inside scripts, and makes the binary a measuring launcher
-// when TestBombMemory asks for one.
+// "retryaudit" inside scripts and BenchmarkIngestVsPdata run its baseline
+// as the command "pdata-unmarshal", and makes the binary a measuring
+// launcher when TestBombMemory asks for one.
 func TestMain(m *testing.M) {
 	if out := os.Getenv(rssLauncherEnv); out != "" {
 		os.Exit(launchMeasured(out, os.Args[1:]))
 	}
 	testscript.Main(m, map[string]func(){
-		"retryaudit": func() { os.Exit(cli()) },
+		"retryaudit":      func() { os.Exit(cli()) },
+		"pdata-unmarshal": pdataUnmarshal,
 	})
 }
 

@@ -21,6 +21,9 @@ const (
 	// which bounds what a probe costs. Beyond it the dependency's service
 	// times are stretched instead (see atUtilization).
 	MaxLoadScale = 100.0
+	// ProbeEvents is about how many events a healthy probe of the search
+	// may take: traffic is scaled up to it, service times stretched past.
+	ProbeEvents = 200_000.0
 )
 
 // Utilization is the busy fraction of service svc in model m with no
@@ -220,12 +223,13 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 	if start >= probe.Duration || end+settle+window > probe.Duration {
 		return Critical{Why: "the run ends before the verdict window after the trigger"}, nil
 	}
-	// Traffic grows no further than the event budget allows a probe whose
-	// retries triple its healthy events; service times stretch beyond.
+	// Traffic grows no further than a probe of about ProbeEvents healthy
+	// events (and a third of the event budget) allows; service times
+	// stretch beyond. A search makes dozens of probes per policy.
 	maxScale := MaxLoadScale
 	if est := replay.EstimateEvents(m, probe); est > 0 {
-		budget := float64(cmp.Or(probe.MaxEvents, replay.DefaultMaxEvents))
-		maxScale = math.Max(1, math.Min(MaxLoadScale, budget/(3*est)))
+		budget := min(float64(cmp.Or(probe.MaxEvents, replay.DefaultMaxEvents))/3, ProbeEvents)
+		maxScale = math.Max(1, math.Min(MaxLoadScale, budget/est))
 	}
 	var probes []Probe
 	collapses := func(u float64) (bool, error) {

@@ -2,6 +2,7 @@ package policyfile
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -216,11 +217,13 @@ func readEnvoy(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 			}
 			// Route configurations inline in the listeners' HTTP connection
 			// managers.
-			for i, n := range ast.Filter(ast.MappingValueType, doc) {
+			i := 0
+			for _, n := range ast.Filter(ast.MappingValueType, doc) {
 				mv, ok := n.(*ast.MappingValueNode)
 				if !ok || pfKey(mv.Key) != "route_config" {
 					continue
 				}
+				i++
 				var rc envoyRouteConfig
 				if err := src.decode(mv.Value, &rc); err != nil {
 					return nil, err
@@ -336,7 +339,7 @@ func (f *PolicyFile) addCluster(c envoyCluster, where string) {
 		if t.RetryBudget != nil {
 			f.add(&target{hosts: []string{c.Name}, origin: where}, PolicySpec{EnvoyRetryBudget: t.RetryBudget})
 		}
-		if t.MaxRetries != nil {
+		if t.MaxRetries != nil && *t.MaxRetries != math.MaxUint32 { // MaxUint32: no limit, as Istio writes it
 			f.note("%s: max_retries %d bounds concurrent retries to the whole cluster; not simulated", where, *t.MaxRetries)
 		}
 	}
@@ -354,8 +357,9 @@ func (f *PolicyFile) note(format string, args ...any) {
 // finish lists the ignored keys that bear on retries and validates.
 func (f *PolicyFile) finish() error {
 	for _, k := range f.src.ignored {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "retr") || strings.Contains(lk, "timeout") || strings.Contains(lk, "hedg") || strings.Contains(lk, "budget") {
+		lk := strings.ToLower(k[strings.LastIndexByte(k, '.')+1:])
+		if strings.Contains(lk, "retr") || strings.Contains(lk, "hedg") || strings.Contains(lk, "budget") ||
+			strings.Contains(lk, "timeout") && !strings.Contains(lk, "connect") && !strings.Contains(lk, "idle") {
 			f.note("%s: read but not simulated", k)
 		}
 	}

@@ -148,6 +148,7 @@ func (f *PolicyFile) readLinkerdAnnotations(obj kubeObject, to *target) *EdgePol
 		s.MaxAttempts = &attempts
 		s.Backoff = &BackoffSpec{Kind: replay.BackoffImmediate}
 		f.note("%s: Linkerd retries without backoff; simulated as immediate retries on %s", to.origin, pfOrNone(conds))
+		to.retryOn = conds
 		set = true
 	}
 	for _, k := range []struct {

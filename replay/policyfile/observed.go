@@ -18,6 +18,12 @@ const (
 	FindingConfigNotRetried = "config-retries-unseen"
 )
 
+// FindingIDs lists the ids of configured-vs-observed findings, for help
+// texts and completion.
+func FindingIDs() []string {
+	return []string{FindingConfigAttempts, FindingConfigRetryOn, FindingConfigNoPerTry, FindingConfigNotRetried}
+}
+
 // Compare sets the policy the file configures (applied to m, the model
 // built from top) against what the traces show, edge by edge: more
 // attempts than configured (another layer retries too), statuses retried
@@ -30,14 +36,22 @@ func Compare(f *PolicyFile, m *replay.Model, top *graph.Topology) []graph.Findin
 	var out []graph.Finding
 	for _, te := range top.Edges {
 		var specs []*PolicySpec
+		var conds []string // retry conditions a project's file gives outside the specs (Linkerd)
 		if f.Default != nil {
 			specs = append(specs, f.Default)
+			conds = append(conds, "")
 		}
 		for _, a := range matches {
 			for _, i := range a.edges {
 				me := m.Edges[i]
 				if m.Services[me.Caller].Name == te.Caller && m.Services[me.Callee].Name == te.Callee && m.Services[me.Callee].Ops[me.CalleeOp].Name == te.Operation {
-					specs = append(specs, &f.Edges[a.entry].PolicySpec)
+					ep := &f.Edges[a.entry]
+					specs = append(specs, &ep.PolicySpec)
+					c := ""
+					if ep.to != nil {
+						c = ep.to.retryOn
+					}
+					conds = append(conds, c)
 				}
 			}
 		}
@@ -50,8 +64,11 @@ func Compare(f *PolicyFile, m *replay.Model, top *graph.Topology) []graph.Findin
 		setsAttempts := false
 		var retryOn string
 		var codes []int
-		for _, s := range specs {
+		for k, s := range specs {
 			s.applyTo(&p)
+			if conds[k] != "" {
+				retryOn, codes = conds[k], nil
+			}
 			setsAttempts = setsAttempts || s.EnvoyRetryPolicy != nil || s.RetryPolicy != nil || s.MaxAttempts != nil
 			if s.EnvoyRetryPolicy != nil {
 				retryOn, codes = s.EnvoyRetryPolicy.RetryOn, s.EnvoyRetryPolicy.RetriableStatusCodes
@@ -102,6 +119,14 @@ func retryCovers(retryOn string, codes []int, status string) bool {
 	}
 	has := func(c string) bool { return slices.Contains(conds, c) }
 	if n, err := strconv.Atoi(status); err == nil {
+		for _, c := range conds { // Linkerd's ranges: "500-504"
+			lo, hi, ok := strings.Cut(c, "-")
+			l, errL := strconv.Atoi(lo)
+			h, errH := strconv.Atoi(hi)
+			if ok && errL == nil && errH == nil && n >= l && n <= h {
+				return true
+			}
+		}
 		switch {
 		case slices.Contains(codes, n) && has("retriable-status-codes"):
 			return true
@@ -112,6 +137,8 @@ func retryCovers(retryOn string, codes []int, status string) bool {
 		case n == 409 && has("retriable-4xx"):
 			return true
 		case n == 503 && has("unavailable"):
+			return true
+		case has(status): // a code listed as such (Linkerd, Istio)
 			return true
 		}
 		return false

@@ -1,6 +1,7 @@
 package policyfile
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -90,10 +91,46 @@ func TestRetryCovers(t *testing.T) {
 		{"unavailable", nil, "grpc UNAVAILABLE", true},
 		{"UNAVAILABLE", nil, "grpc DEADLINE_EXCEEDED", false},
 		{"cancelled,deadline-exceeded", nil, "grpc DEADLINE_EXCEEDED", true},
+		{"5xx,429", nil, "429", true},
+		{"500-504", nil, "503", true},
+		{"500-504", nil, "429", false},
 	}
 	for _, tt := range tests {
 		if got := retryCovers(tt.retryOn, tt.codes, tt.status); got != tt.want {
 			t.Errorf("retryCovers(%q, %v, %q) = %v, want %v", tt.retryOn, tt.codes, tt.status, got, tt.want)
 		}
+	}
+}
+
+// TestCompareLinkerd: Linkerd's annotations are compared like Envoy's
+// retry_policy: their retry limit and their conditions.
+func TestCompareLinkerd(t *testing.T) {
+	const file = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: inventory
+  annotations: {retry.linkerd.io/http: "5xx", retry.linkerd.io/limit: "1"}
+spec:
+  parentRefs: [{name: inventory, kind: Service, group: core}]
+  rules:
+    - matches: [{path: {type: PathPrefix, value: /inventory/}}]
+`
+	f, err := Read("route.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := &graph.Topology{Edges: []graph.Edge{
+		{Caller: "frontend", Callee: "inventory", Operation: "GET /inventory/{sku}", Calls: 10, Retries: true, MaxAttempts: 4, RetriedStatus: []string{"429", "503"}},
+	}}
+	var got []string
+	for _, g := range Compare(f, readModel(), top) {
+		got = append(got, g.ID+": "+g.Message)
+	}
+	want := []string{
+		FindingConfigAttempts + ": config allows 2 attempts; traces show up to 4 → another layer retries too",
+		FindingConfigRetryOn + ": config retries on 5xx; traces show 429 retried",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("findings\n got %q\nwant %q", got, want)
 	}
 }

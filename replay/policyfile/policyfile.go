@@ -173,6 +173,9 @@ type target struct {
 	// group orders route entries that compete (first match wins); origin
 	// says where in the file the entry is, for notes.
 	group, origin string
+	// retryOn are retry conditions the file gives outside the entry's
+	// keys (Linkerd's annotations), for Compare.
+	retryOn string
 }
 
 func (t *target) routed() bool {

@@ -70,7 +70,7 @@ func TestReadProjectFiles(t *testing.T) {
 				eInvWrite: {MaxAttempts: 2, Deadline: 2, Backoff: envoyBackoff(0.025, 0.25), Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 25, Min: 5}},
 			},
 			unmatched: []string{"virtual_hosts[1] reviews"},
-			notes:     []string{"retry_host_predicate", "retriable_status_codes [503]", "max_retries"},
+			notes:     []string{"retry_host_predicate", "retriable_status_codes [503]"},
 		},
 		{
 			// The virtual host's retry_policy for routes without one; the
@@ -83,7 +83,7 @@ func TestReadProjectFiles(t *testing.T) {
 					Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 30, Min: 2}},
 				ePayments: {MaxAttempts: 3, Deadline: 15, Backoff: envoyBackoff(0.025, 0.25)},
 			},
-			notes: []string{"Envoy's default 15s deadline"},
+			notes: []string{"Envoy's default 15s deadline", "route_config 1", "max_retries 50 bounds concurrent retries"},
 		},
 		{
 			file: "istio.yaml",

@@ -7,6 +7,7 @@
 package synth
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -41,12 +42,66 @@ var shape = []hop{
 // SpansPerRequest spans, grouped by service as SDK exporters send them.
 // Every tenth inventory call is retried once or twice after a 503, with
 // http.request.resend_count on the retries, as .NET and Java HTTP clients
-// record them.
+// record them. Spans carry only the attributes the audit reads.
 func Requests(n int, seed uint64) []ptrace.Traces {
+	return generate(n, seed, false)
+}
+
+// HTTPRequests returns the same traces as Requests with every attribute
+// the OpenTelemetry Go SDK and otelhttp (semantic conventions 1.26) write:
+// server spans carry the peer's address and port, the client address, the
+// user agent, the URL scheme, protocol version and body size beside the
+// method, route, path and status; client spans the full URL, server address
+// and port, protocol version and status; resources the SDK's and host's
+// attributes. That is about 9.5 attributes and 380 bytes of OTLP protobuf
+// per span, half of whose keys the audit never reads: the shape of the
+// traces it must ingest fastest.
+func HTTPRequests(n int, seed uint64) []ptrace.Traces {
+	return generate(n, seed, true)
+}
+
+// userAgents are real client user agents, of the sizes otelhttp records.
+var userAgents = []string{
+	"Go-http-client/1.1",
+	"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+	"okhttp/4.12.0",
+	"python-requests/2.32.3",
+}
+
+func generate(n int, seed uint64, full bool) []ptrace.Traces {
+	var out []ptrace.Traces
+	_ = run(n, seed, full, 0, func(reqs []ptrace.Traces) error {
+		out = append(out, reqs...)
+		return nil
+	})
+	return out
+}
+
+// streamBatch is how many requests StreamHTTP holds before writing them.
+const streamBatch = 64
+
+// StreamHTTP writes the traces of HTTPRequests(n, seed) with write (such as
+// WriteProtoStream) in batches of a few dozen requests, so that inputs of
+// tens of millions of spans are generated in bounded memory. A batch ends
+// with a whole trace, so requests at batch ends hold fewer spans than
+// HTTPRequests' would.
+func StreamHTTP(w io.Writer, n int, seed uint64, write func(io.Writer, []ptrace.Traces) error) error {
+	return run(n, seed, true, streamBatch, func(reqs []ptrace.Traces) error { return write(w, reqs) })
+}
+
+// run generates n spans, handing the requests to flush as whole traces:
+// in batches of at least batch requests, or all at the end when batch is 0.
+func run(n int, seed uint64, full bool, batch int, flush func([]ptrace.Traces) error) error {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	g := &gen{n: n}
+	g := &gen{n: n, full: full}
 	start := int64(1_764_000_000_000_000_000)
 	for trace := 0; g.made < n; trace++ {
+		if batch > 0 && len(g.out) >= batch {
+			if err := flush(g.out); err != nil {
+				return err
+			}
+			g.out, g.inCur = nil, 0
+		}
 		var tid pcommon.TraceID
 		binary.BigEndian.PutUint64(tid[:8], rng.Uint64())
 		binary.BigEndian.PutUint64(tid[8:], rng.Uint64())
@@ -60,6 +115,7 @@ func Requests(n int, seed uint64) []ptrace.Traces {
 					at.PutStr("http.route", h.route)
 					at.PutStr("url.path", fmt.Sprintf("/checkout/%d", rng.IntN(1e6)))
 					at.PutInt("http.response.status_code", 200)
+					g.serverAttrs(rng, at, h.callee)
 				})
 				continue
 			}
@@ -96,6 +152,9 @@ func Requests(n int, seed uint64) []ptrace.Traces {
 					if a > 0 {
 						at.PutInt("http.request.resend_count", int64(a))
 					}
+					if g.full {
+						at.PutStr("network.protocol.version", "1.1")
+					}
 				})
 				if h.db || g.made >= n {
 					continue
@@ -104,6 +163,10 @@ func Requests(n int, seed uint64) []ptrace.Traces {
 					at.PutStr("http.request.method", "GET")
 					at.PutStr("http.route", h.route)
 					at.PutInt("http.response.status_code", status)
+					if g.full {
+						at.PutStr("url.path", fmt.Sprintf("/%s/%d", h.callee, rng.IntN(1e6)))
+					}
+					g.serverAttrs(rng, at, h.callee)
 				})
 				if !failed {
 					servers[i] = server
@@ -111,14 +174,33 @@ func Requests(n int, seed uint64) []ptrace.Traces {
 			}
 		}
 	}
-	return g.out
+	return flush(g.out)
 }
 
 // gen appends spans to export requests of SpansPerRequest spans.
 type gen struct {
 	n, made, inCur int
+	full           bool // every attribute otelhttp writes (HTTPRequests)
 	out            []ptrace.Traces
 	scopes         map[string]ptrace.SpanSlice
+}
+
+// serverAttrs adds what otelhttp records on a server span beyond what the
+// audit reads, when the generator writes every attribute.
+func (g *gen) serverAttrs(rng *rand.Rand, at pcommon.Map, svc string) {
+	if !g.full {
+		return
+	}
+	peer := fmt.Sprintf("10.0.%d.%d", rng.IntN(256), rng.IntN(256))
+	at.PutStr("url.scheme", "http")
+	at.PutStr("server.address", svc)
+	at.PutInt("server.port", 8080)
+	at.PutStr("network.peer.address", peer)
+	at.PutInt("network.peer.port", 30000+rng.Int64N(30000))
+	at.PutStr("client.address", peer)
+	at.PutStr("user_agent.original", userAgents[rng.IntN(len(userAgents))])
+	at.PutStr("network.protocol.version", "1.1")
+	at.PutInt("http.response.body.size", 200+rng.Int64N(4000))
 }
 
 func (g *gen) span(rng *rand.Rand, tid pcommon.TraceID, svc, name string, kind ptrace.SpanKind, parent pcommon.SpanID,
@@ -134,8 +216,16 @@ func (g *gen) span(rng *rand.Rand, tid pcommon.TraceID, svc, name string, kind p
 	spans, ok := g.scopes[svc]
 	if !ok {
 		rs := g.out[len(g.out)-1].ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr("service.name", svc)
-		rs.Resource().Attributes().PutStr("telemetry.sdk.language", "go")
+		res := rs.Resource().Attributes()
+		res.PutStr("service.name", svc)
+		res.PutStr("telemetry.sdk.language", "go")
+		if g.full {
+			res.PutStr("service.version", "1.4.2")
+			res.PutStr("telemetry.sdk.name", "opentelemetry")
+			res.PutStr("telemetry.sdk.version", "1.33.0")
+			res.PutStr("host.name", svc+"-7d9f8b6c5-x2k4q")
+			res.PutInt("process.pid", 1)
+		}
 		ss := rs.ScopeSpans().AppendEmpty()
 		ss.Scope().SetName("go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp")
 		spans = ss.Spans()
@@ -196,4 +286,54 @@ func WriteJSONLines(w io.Writer, reqs []ptrace.Traces) error {
 		}
 	}
 	return nil
+}
+
+// UnmarshalProtoStream is the floor ingest benchmarks compare against:
+// pdata unmarshalling each message of a length-prefixed OTLP protobuf
+// stream, read one by one into a reused buffer, and nothing else. It
+// returns the number of spans.
+func UnmarshalProtoStream(r io.Reader) (int, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var u ptrace.ProtoUnmarshaler
+	var hdr [4]byte
+	var buf []byte
+	n := 0
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err == io.EOF {
+			return n, nil
+		} else if err != nil {
+			return n, err
+		}
+		size := int(binary.BigEndian.Uint32(hdr[:]))
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		if _, err := io.ReadFull(br, buf[:size]); err != nil {
+			return n, err
+		}
+		td, err := u.UnmarshalTraces(buf[:size])
+		if err != nil {
+			return n, err
+		}
+		n += td.SpanCount()
+	}
+}
+
+// UnmarshalJSONLines is the same floor for OTLP JSON lines.
+func UnmarshalJSONLines(r io.Reader) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<30)
+	var u ptrace.JSONUnmarshaler
+	n := 0
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		td, err := u.UnmarshalTraces(sc.Bytes())
+		if err != nil {
+			return n, err
+		}
+		n += td.SpanCount()
+	}
+	return n, sc.Err()
 }
