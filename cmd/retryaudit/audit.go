@@ -285,7 +285,9 @@ func writeAudit(st *streams, output, format, html, md string, a *report.AuditRep
 		if f.name == "" {
 			continue
 		}
-		if err := writeFile(f.name, func(w io.Writer) error { return f.render(w, a) }); err != nil {
+		if err := writeFile(f.name, func(w io.Writer) error {
+			return f.render(report.With(w, report.Options{TraceURL: st.traceURL}), a)
+		}); err != nil {
 			return err
 		}
 	}
