@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
 )
@@ -106,6 +107,13 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		return nil, fmt.Errorf("an audit needs policies observed and none")
 	}
 	observed := cfg.Variants[obsAt].Model
+	// The ordinary day (the traces' own failure timeline) is always
+	// replayed: the ranking's first gate compares every candidate with
+	// today's policies on it.
+	if !slices.ContainsFunc(cfg.Degradations, isOrdinaryDay) {
+		cfg.Degradations = append(slices.Clip(cfg.Degradations), replay.Degradation{Name: string(degrade.Observed), Faults: degrade.Schedule{{Kind: degrade.Observed}}})
+	}
+	ordinary := cfg.Degradations[slices.IndexFunc(cfg.Degradations, isOrdinaryDay)].Name
 	services, err := degradedServices(observed, cfg.Degradations)
 	if err != nil {
 		return nil, err
@@ -221,8 +229,14 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	for s := range mx.runs[0] {
 		a.Runs = append(a.Runs, mx.runs[0][s]...)
 	}
-	a.Recommendation, a.Recommended = recommend(vs, noneAt, verdicts, observed, facts, ruled, adj, len(cfg.Utilization) > 0, assumption(assumed))
+	a.Recommendation, a.Recommended = recommend(vs, noneAt, verdicts, ordinary, observed, facts, ruled, adj, len(cfg.Utilization) > 0, assumption(assumed))
 	return a, nil
+}
+
+// isOrdinaryDay says a degradation is the traces' own failure timeline
+// alone: normal operation.
+func isOrdinaryDay(d replay.Degradation) bool {
+	return len(d.Faults) == 1 && d.Faults[0].Kind == degrade.Observed
 }
 
 func assumption(assumed []string) string {
@@ -288,7 +302,7 @@ func safeVariants(in []replay.Variant, observed *replay.Model, facts []edgeFacts
 }
 
 // recommend ranks the candidates and words the winner's changes.
-func recommend(vs []variant, noneAt int, verdicts []Verdict, observed *replay.Model, facts []edgeFacts, ruled []RuledOut, adj []Adjustment, given bool, assumption string) (Recommendation, *replay.Model) {
+func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, observed *replay.Model, facts []edgeFacts, ruled []RuledOut, adj []Adjustment, given bool, assumption string) (Recommendation, *replay.Model) {
 	rec := Recommendation{Changes: []Change{}, Ranking: []string{}, RuledOut: ruled, Safety: adj, Assumption: assumption}
 	if rec.RuledOut == nil {
 		rec.RuledOut = []RuledOut{}
@@ -302,7 +316,14 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, observed *replay.Mo
 			cands = append(cands, v.policy)
 		}
 	}
-	order, key := rank(standings(cands, verdicts), given)
+	cands, worse := ordinaryDayGate(cands, verdicts, ordinary)
+	rec.RuledOut = append(rec.RuledOut, worse...)
+	// The gate has judged the ordinary day; the ranking judges the faults.
+	faults := slices.DeleteFunc(slices.Clone(verdicts), func(v Verdict) bool { return v.Degradation == ordinary })
+	if len(faults) == 0 {
+		faults = verdicts
+	}
+	order, key := rank(standings(cands, faults), given)
 	for _, s := range order {
 		rec.Ranking = append(rec.Ranking, s.policy)
 	}

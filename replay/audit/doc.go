@@ -4,4 +4,16 @@
 // policy sends it during the trigger, applies the safety rules to every
 // candidate, ranks them and states the recommendation as structured data
 // (per-edge changes) that report words and policy files write.
+//
+// The decision rule, in order: the safety rules change or remove
+// candidates; then the ordinary-day gate rules out every candidate whose
+// availability on an ordinary day (degradation observed: the traces' own
+// failures, with no fault added, always part of the matrix) is below that
+// of today's policies (observed, or observed+safe when observed breaks a
+// safety rule) beyond the seed spread, because headroom on a bad day does
+// not pay for availability lost every day; then the survivors rank by never
+// collapsing at the given utilization, or else the largest critical
+// utilization, then availability during the faults, then the least extra
+// work, differences within the seed spread or the search's resolution
+// counting as ties.
 package audit

@@ -148,3 +148,45 @@ func reason(w standing, key string, given bool, assumption string) string {
 	}
 	return b.String()
 }
+
+// ordinaryDayGate rules out, before the ranking, every candidate whose
+// availability on an ordinary day (degradation ordinary: the traces' own
+// failures, with no fault added) is below that of today's policies beyond
+// the seed spread. Headroom on a bad day does not pay for availability lost
+// every day: a policy that refuses the retries today's failures need would
+// win on critical utilization alone. Today's policies are observed, or
+// observed+safe when observed breaks a safety rule (what the rules cost is
+// accepted; what a candidate refuses beyond them is not). Without an
+// ordinary day among the verdicts, or without the baseline, nothing is
+// ruled out.
+func ordinaryDayGate(cands []string, vs []Verdict, ordinary string) ([]string, []RuledOut) {
+	base := "observed"
+	if !slices.Contains(cands, base) {
+		base += SafeSuffix
+	}
+	day := func(p string) (Stat, bool) {
+		i := slices.IndexFunc(vs, func(v Verdict) bool { return v.Degradation == ordinary && v.Policy == p })
+		if i < 0 {
+			return Stat{}, false
+		}
+		return vs[i].Availability, true
+	}
+	b, ok := day(base)
+	if !ok || !slices.Contains(cands, base) {
+		return cands, nil
+	}
+	var kept []string
+	var ruled []RuledOut
+	for _, c := range cands {
+		a, ok := day(c)
+		if c == base || !ok || a.Overlaps(b) || a.Mean > b.Mean {
+			kept = append(kept, c)
+			continue
+		}
+		ruled = append(ruled, RuledOut{Policy: c, Why: fmt.Sprintf(
+			"availability on an ordinary day (%s: the traces' own failures) %.3f (%.3f–%.3f) vs %.3f (%.3f–%.3f) for %s, below it beyond the seed spread: "+
+				"following it loses availability every day to gain headroom on a bad day",
+			ordinary, a.Mean, a.Min, a.Max, b.Mean, b.Min, b.Max, base)})
+	}
+	return kept, ruled
+}

@@ -3,6 +3,7 @@ package audit
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/replay"
@@ -104,5 +105,67 @@ func TestYieldOnlyAboveNoise(t *testing.T) {
 	}
 	if y := got[1].Yield; y == nil || math.Abs(*y-0.08/0.55) > 1e-9 {
 		t.Errorf("yield of a = %v, want (0.99-0.91)/0.55", y)
+	}
+}
+
+// TestOrdinaryDayGate pins the gate before the ranking on hand-built
+// verdicts: a candidate with more headroom (a higher critical utilization)
+// but availability on an ordinary day below today's policies' beyond the
+// seed spread does not win; within the spread it can; the baseline is
+// observed+safe when observed was ruled out by a safety rule.
+func TestOrdinaryDayGate(t *testing.T) {
+	today := Stat{0.91, 0.89, 0.93}
+	far, near, above := Stat{0.56, 0.52, 0.59}, Stat{0.885, 0.86, 0.895}, Stat{0.97, 0.96, 0.98}
+	faults := Stat{0.90, 0.88, 0.92}
+	little := Stat{0.01, 0, 0.02}
+	day := func(policy string, avail Stat) Verdict {
+		return Verdict{Policy: policy, Degradation: "observed", Seeds: 3, Availability: avail, ExtraWork: little}
+	}
+	for _, c := range []struct {
+		name     string
+		cands    []string
+		verdicts []Verdict
+		want     string // the winner
+		ruled    []string
+	}{
+		{"more headroom, far below on an ordinary day: ruled out", []string{"observed", "budget"}, []Verdict{
+			verdict("observed", "outage", ptr(0.38), faults, little, false), day("observed", today),
+			verdict("budget", "outage", nil, faults, little, false), day("budget", far),
+		}, "observed", []string{"budget"}},
+		{"more headroom, within the spread on an ordinary day: wins", []string{"observed", "budget"}, []Verdict{
+			verdict("observed", "outage", ptr(0.38), faults, little, false), day("observed", today),
+			verdict("budget", "outage", nil, faults, little, false), day("budget", near),
+		}, "budget", nil},
+		{"above observed on an ordinary day: kept", []string{"observed", "budget"}, []Verdict{
+			verdict("observed", "outage", ptr(0.38), faults, little, false), day("observed", today),
+			verdict("budget", "outage", nil, faults, little, false), day("budget", above),
+		}, "budget", nil},
+		{"observed unsafe: observed+safe is the baseline", []string{"observed+safe", "hedge-p95", "budget"}, []Verdict{
+			verdict("observed+safe", "outage", ptr(0.38), faults, little, false), day("observed+safe", Stat{0.83, 0.82, 0.85}),
+			verdict("hedge-p95", "outage", ptr(0.71), faults, little, false), day("hedge-p95", Stat{0.82, 0.80, 0.84}),
+			verdict("budget", "outage", nil, faults, little, false), day("budget", far),
+		}, "hedge-p95", []string{"budget"}},
+		{"no ordinary day among the verdicts: nothing is ruled out", []string{"observed", "budget"}, []Verdict{
+			verdict("observed", "outage", ptr(0.38), faults, little, false),
+			verdict("budget", "outage", nil, faults, little, false),
+		}, "budget", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kept, ruled := ordinaryDayGate(c.cands, c.verdicts, "observed")
+			var got []string
+			for _, r := range ruled {
+				got = append(got, r.Policy)
+				if !strings.Contains(r.Why, "ordinary day") || !strings.Contains(r.Why, "beyond the seed spread") {
+					t.Errorf("ruled out %s with %q: want the reason stated", r.Policy, r.Why)
+				}
+			}
+			if !slices.Equal(got, c.ruled) {
+				t.Errorf("ruled out %v, want %v", got, c.ruled)
+			}
+			order, _ := rank(standings(kept, c.verdicts), false)
+			if len(order) == 0 || order[0].policy != c.want {
+				t.Errorf("winner %v, want %s", order, c.want)
+			}
+		})
 	}
 }

@@ -88,8 +88,20 @@ func TestRecommendationAcrossSeeds(t *testing.T) {
 				t.Errorf("seed %d: change %+v", seed, c)
 			}
 		}
-		if len(a.Verdicts) != len(cfg.Degradations)*(len(cfg.Variants)+1) {
-			t.Errorf("%d verdicts for %d degradations × %d policies (+ observed+safe)", len(a.Verdicts), len(cfg.Degradations), len(cfg.Variants))
+		// The ordinary day (degradation observed) is added to the matrix.
+		if len(a.Verdicts) != (len(cfg.Degradations)+1)*(len(cfg.Variants)+1) {
+			t.Errorf("%d verdicts for %d degradations + the ordinary day × %d policies (+ observed+safe)", len(a.Verdicts), len(cfg.Degradations), len(cfg.Variants))
+		}
+		// The recommendation is not below today's safe policies on an
+		// ordinary day beyond the seed spread.
+		day := map[string]Stat{}
+		for _, v := range a.Verdicts {
+			if v.Degradation == "observed" {
+				day[v.Policy] = v.Availability
+			}
+		}
+		if r, b := day[rec.Policy], day["observed"+SafeSuffix]; !r.Overlaps(b) && r.Mean < b.Mean {
+			t.Errorf("seed %d recommends %s, available %v on an ordinary day against observed+safe's %v", seed, rec.Policy, r, b)
 		}
 	}
 }
