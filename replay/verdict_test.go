@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -28,21 +29,32 @@ func TestVerdictLowRate(t *testing.T) {
 	}
 }
 
-// TestVerdictIncidentRecurs: the traces' own incident (every answer fails
-// for 12 s) recurs after the trigger when the observed timeline is
+// TestVerdictIncidentRecurs: the traces' own incident (every answer
+// fails) comes back after the trigger when the observed timeline is
 // replayed with it. Goodput falls, but nothing queues: that is the
-// traces' failure coming back, not a collapse.
+// traces' failure coming back, not a collapse. An incident that ends
+// leaves the run recovered; one that lasts past the horizon leaves it
+// not judged, with a note naming the missing backlog.
 func TestVerdictIncidentRecurs(t *testing.T) {
-	m := lowRate(1)
-	m.Bucket, m.TimelinePeriod = 1, 60
-	m.Edges[0].Fail.Incidents = map[int][2]Mix{}
-	for b := 25; b < 37; b++ {
-		m.Edges[0].Fail.Incidents[b] = [2]Mix{{Fail: 1}, {Fail: 1}}
-	}
-	for seed := uint64(1); seed <= 20; seed++ {
-		r := mustRun(t, m, schedule("observed", "outage:svc=server,at=10s,for=5s"), RunConfig{Seed: seed, Duration: 60})
-		if r.Collapsed() {
-			t.Errorf("seed %d: verdict %s (%s) with empty queues; want not collapsed", seed, r.Verdict, r.VerdictNote)
+	for _, tc := range []struct {
+		name     string
+		from, to int // the incident's buckets (1 s each), no repetition
+		want     string
+	}{
+		{"ends", 25, 37, VerdictRecovered},
+		{"lasts", 15, 400, VerdictNotJudged},
+	} {
+		m := lowRate(1)
+		m.Bucket = 1
+		m.Edges[0].Fail.Incidents = map[int][2]Mix{}
+		for b := tc.from; b < tc.to; b++ {
+			m.Edges[0].Fail.Incidents[b] = [2]Mix{{Fail: 1}, {Fail: 1}}
+		}
+		for seed := uint64(1); seed <= 20; seed++ {
+			r := mustRun(t, m, schedule("observed", "outage:svc=server,at=10s,for=5s"), RunConfig{Seed: seed, Duration: 60})
+			if r.Verdict != tc.want || r.Collapsed() || (tc.want == VerdictNotJudged && !strings.Contains(r.VerdictNote, "no backlog")) {
+				t.Errorf("incident %s, seed %d: verdict %s (%s) with empty queues; want %s", tc.name, seed, r.Verdict, r.VerdictNote, tc.want)
+			}
 		}
 	}
 }
