@@ -271,7 +271,7 @@ type judgement struct {
 //   - collapsed, when not recovered, at least cfg.Settle seconds after the
 //     trigger, with goodput below cfg.CollapseShare of the healthy share
 //     over the last Settle seconds and a backlog (queues above the
-//     drained bound) that is not shrinking (its trend over the last
+//     drained bound on average over them) that is not shrinking (its trend over the last
 //     2·Settle would not drain it within what is left of the horizon,
 //     left seconds); or, at the horizon (final), goodput still that low
 //     with a backlog; or recovered, then collapsed so again later. With
@@ -327,10 +327,11 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 	// where the run has them (queues swing with the waves of retries).
 	k := max(w, int(math.Round(cfg.Settle)))
 	// A backlog is queued work beyond the healthy level (the bound a
-	// recovery drains to): with none, low goodput is the callee's own
-	// failures (the traces' timeline recurring, a failure mix), not a
+	// recovery drains to), on average over the same Settle seconds: with
+	// none, low goodput is the callee's own failures (the traces' timeline
+	// recurring, a failure mix, a retry budget spent by it), not a
 	// collapse, however long it lasts.
-	backlog := func(u int) bool { return ser.QueueDepth[u-1] > drained }
+	backlog := func(u int) bool { return sumInts(ser.QueueDepth[u-k:u]) > drained*k }
 	collapsedAt := func(u int) bool {
 		return u-k >= e && share(u-k, u) < low && backlog(u) && !shrinking(ser.QueueDepth[max(e, u-2*k):u], left+float64(T-u))
 	}
@@ -357,7 +358,7 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 		v.state, v.note = VerdictNotJudged, "the run ended before the fault's effects could be judged"
 		switch {
 		case T-k >= e && share(T-k, T) < low:
-			v.note = fmt.Sprintf("by the horizon goodput was under the collapse share, but with no backlog (queues at %d, healthy bound %d): the callee's own failures, not a collapse", ser.QueueDepth[T-1], drained)
+			v.note = fmt.Sprintf("by the horizon goodput was under the collapse share, but with no backlog (queues %.1f on average over the last %d s, healthy bound %d): the callee's own failures, not a collapse", float64(sumInts(ser.QueueDepth[T-k:T]))/float64(k), k, drained)
 		case T-k >= e:
 			v.note = "by the horizon goodput was neither back within the share with the queues drained, nor collapsed"
 		}
