@@ -206,27 +206,29 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 			}
 		}
 	}
+	breakerFast := breakerFastFails(ix, calling, t)
 	for i, ec := range ecs {
-		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, perEdge[i], anyFail)
+		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, breakerFast, perEdge[i], anyFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
 	ownFailed := make(spanSet, len(ix.spans))
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if ix.keep[i] && !downFailed[i] && (isServer(sp) || ix.parent[i] < 0) {
+		if ix.keep[i] && !downFailed[i] && !breakerFast[i] && (isServer(sp) || ix.parent[i] < 0) {
 			o, _ := classify(ix, int32(i), int32(i))
 			ownFailed[i] = o.failed()
 		}
 	}
 	workSelfTimes(ix, ecs, ownFailed, t)
 	ownFailures(ix, ownFailed, calling, t)
+	countBreakerFast(ix, breakerFast, t)
 	callOrder(ix, ecs, t)
 	cal.InFlight = inFlight(ix, ecs, window)
 	t.Calibration = cal
 }
 
 // edgeOutcomes measures one edge's failure model and transit times.
-func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
+func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{}}
 	// rec is one attempt whose outcome is the callee's own.
 	type rec struct {
@@ -238,9 +240,13 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 		// afterDown: the previous attempt failed because of the callee's calls
 		afterDown bool
 	}
-	var recs []rec
+	n := 0
+	for _, c := range ec.calls {
+		n += len(c.attempts)
+	}
+	recs := make([]rec, 0, n)
 	raSum, raN := 0.0, 0
-	var transit []float64
+	transit := make([]float64, 0, n)
 	for _, c := range ec.calls {
 		for k := range c.attempts {
 			a := &c.attempts[k]
@@ -256,6 +262,11 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 			}
 			if a.server >= 0 {
 				transit = append(transit, float64(max(a.end-a.start-ix.spans[a.server].Duration(), 0))/1e6)
+			}
+			if a.server >= 0 && breakerFast[a.server] {
+				// The callee's breaker failed it fast; replay's breaker,
+				// built from the same traces, does so itself.
+				continue
 			}
 			if a.server >= 0 && downFailed[a.server] {
 				o.DownstreamFailed++
@@ -338,9 +349,72 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed spanSe
 		}
 	}
 	e.Outcomes = o
+	var waits [][]float64
+	for _, c := range ec.calls {
+		for k := 1; k < len(c.attempts); k++ {
+			prev, next := &c.attempts[k-1], &c.attempts[k]
+			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 {
+				continue
+			}
+			for len(waits) < k {
+				waits = append(waits, nil)
+			}
+			waits[k-1] = append(waits[k-1], float64(max(next.start-prev.end, 0))/1e6)
+		}
+	}
+	for _, w := range waits {
+		if len(w) == 0 {
+			break // a gap in the indices: the waits after it would be misplaced
+		}
+		slices.Sort(w)
+		e.WaitQuantilesMS = append(e.WaitQuantilesMS, workQuantiles(w))
+	}
 	if len(transit) > 0 {
 		slices.Sort(transit)
 		e.TransitQuantilesMS = workQuantiles(transit)
+	}
+}
+
+// breakerFastFails marks the executions a circuit breaker failed fast: of
+// an operation with a breaker on one of its calls, the failed executions
+// that made no call at all. Replay's breaker, built from the same traces,
+// fails those itself, so they are not the operation's own failures.
+func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
+	withBreaker := map[node]bool{}
+	for _, e := range t.Edges {
+		if e.Breaker != nil && e.Breaker.Detected {
+			withBreaker[node{e.Caller, e.CallerOperation}] = true
+		}
+	}
+	out := make(spanSet, len(ix.spans))
+	if len(withBreaker) == 0 {
+		return out
+	}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] || !isServer(sp) || calling[i] || !withBreaker[node{ix.str(sp.Service), ix.opName(int32(i))}] {
+			continue
+		}
+		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// countBreakerFast sets each operation's BreakerFastFails.
+func countBreakerFast(ix *index, breakerFast spanSet, t *Topology) {
+	n := map[node]int{}
+	for i, fast := range breakerFast {
+		if fast {
+			n[node{ix.str(ix.spans[i].Service), ix.opName(int32(i))}]++
+		}
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		for oi := range s.Operations {
+			s.Operations[oi].BreakerFastFails = n[node{s.Name, s.Operations[oi].Name}]
+		}
 	}
 }
 
@@ -410,8 +484,9 @@ func sampling(ix *index, roots []int32) Sampling {
 	sources := map[string]bool{} // where probabilities were read, or that they could not be
 	for _, r := range roots {
 		sp := &ix.spans[r]
-		src := ix.str(sp.SampleSource)
-		if p := float64(sp.SampleProb); p > 0 && p <= 1 {
+		smp := ix.set.Sampling(sp)
+		src := smp.Source
+		if p := smp.P; p > 0 && p <= 1 {
 			s.Roots++
 			inv += 1 / p
 			sources[src] = true
@@ -540,9 +615,14 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 		edge   int
 		failed bool
 	}
-	var all []made
+	total := 0
+	for _, ec := range ecs {
+		total += len(ec.calls)
+	}
+	all := make([]made, 0, total)
 	offsets := make([][]float64, len(ecs))
 	for i, ec := range ecs {
+		offsets[i] = make([]float64, 0, len(ec.calls))
 		for _, c := range ec.calls {
 			s := ix.serverOf(c.from)
 			start := c.attempts[0].start
@@ -718,24 +798,19 @@ func quantilesOf(xs []float64) []float64 {
 	return out
 }
 
-// flightEdge is a request starting (+1) or ending (-1) at a time.
-type flightEdge struct {
-	t int64
-	d int
-}
-
-// peak is the most requests in flight at once: ends sort before starts at
-// the same instant, so back-to-back requests do not count as overlapping.
-func peak(edges []flightEdge) int {
-	slices.SortFunc(edges, func(a, b flightEdge) int {
-		if c := cmpInt64(a.t, b.t); c != 0 {
-			return c
+// peak is the most requests in flight at once, from their start and end
+// times: an end at the same instant as a start comes first, so requests
+// back to back do not count as overlapping.
+func peak(starts, ends []int64) int {
+	slices.Sort(starts)
+	slices.Sort(ends)
+	n, most, e := 0, 0, 0
+	for _, t := range starts {
+		for e < len(ends) && ends[e] <= t {
+			e++
+			n--
 		}
-		return a.d - b.d
-	})
-	n, most := 0, 0
-	for _, e := range edges {
-		n += e.d
+		n++
 		most = max(most, n)
 	}
 	return most
@@ -781,12 +856,11 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 	if window <= 0 {
 		return out
 	}
-	busy := map[string]float64{}
-	edges := map[string][]flightEdge{}
-	add := func(svc string, start, end int64) {
-		busy[svc] += float64(end-start) / 1e9
-		edges[svc] = append(edges[svc], flightEdge{start, 1}, flightEdge{end, -1})
-	}
+	// One pass to name the requests each service held, as intervals; then
+	// per service its busy time and, sweeping starts and ends in order,
+	// its peak.
+	type held struct{ start, end int64 }
+	bySvc := map[string][]held{}
 	instrumented := map[string]bool{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
@@ -796,7 +870,7 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		svc := ix.str(sp.Service)
 		instrumented[svc] = true
 		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
-			add(svc, sp.Start, sp.End)
+			bySvc[svc] = append(bySvc[svc], held{sp.Start, sp.End})
 		}
 	}
 	for _, ec := range ecs {
@@ -805,12 +879,18 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		}
 		for _, c := range ec.calls {
 			for _, a := range c.attempts {
-				add(ec.key.callee, a.start, a.end)
+				bySvc[ec.key.callee] = append(bySvc[ec.key.callee], held{a.start, a.end})
 			}
 		}
 	}
-	for svc, b := range busy {
-		out = append(out, ServiceLoad{Service: svc, InFlight: round3(b / window), PeakInFlight: peak(edges[svc])})
+	for svc, hs := range bySvc {
+		busy := 0.0
+		starts, ends := make([]int64, len(hs)), make([]int64, len(hs))
+		for k, h := range hs {
+			busy += float64(h.end-h.start) / 1e9
+			starts[k], ends[k] = h.start, h.end
+		}
+		out = append(out, ServiceLoad{Service: svc, InFlight: round3(busy / window), PeakInFlight: peak(starts, ends)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out

@@ -19,7 +19,9 @@ func TestCalibrationStats(t *testing.T) {
 	for i := range 10 {
 		b.newTrace()
 		start := float64(100 * i)
-		root := b.server(-1, "api", "GET /x", start, 20, func(_ *ingest.Set, sp *ingest.Span) { sp.SampleProb = 0.25 })
+		root := b.server(-1, "api", "GET /x", start, 20, func(s *ingest.Set, sp *ingest.Span) {
+			s.SetSampling(sp, ingest.Sampling{P: 0.25, Source: ingest.SampledTraceState})
+		})
 		if i < 3 {
 			b.set.Spans[root].End = at(start + 80)
 			b.client(root, "db", start+2, 5, httpStatus(503))
@@ -104,15 +106,15 @@ func TestIncidentTimeline(t *testing.T) {
 func TestSamplingWeights(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		probs  []float32
+		probs  []float64
 		source string
 		want   Sampling
 	}{
-		{"mixed probabilities", []float32{0.5, 0.5, 0.25, 0.25}, ingest.SampledTraceState,
+		{"mixed probabilities", []float64{0.5, 0.5, 0.25, 0.25}, ingest.SampledTraceState,
 			Sampling{Probability: round6(4.0 / 12), Source: ingest.SampledTraceState, Roots: 4}},
-		{"some roots silent", []float32{0.5, 0}, ingest.SampledJaeger,
+		{"some roots silent", []float64{0.5, 0}, ingest.SampledJaeger,
 			Sampling{Probability: round6(2.0 / 3), Source: ingest.SampledJaeger, LowerBound: true, Roots: 1}},
-		{"rate limited", []float32{0, 0}, ingest.SampledRateLimited,
+		{"rate limited", []float64{0, 0}, ingest.SampledRateLimited,
 			Sampling{Probability: 1, Source: ingest.SampledRateLimited + " (probability unknown)", LowerBound: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,7 +123,7 @@ func TestSamplingWeights(t *testing.T) {
 				b.newTrace()
 				b.server(-1, "api", "GET /", float64(10*i), 1, func(s *ingest.Set, sp *ingest.Span) {
 					if p > 0 || c.source == ingest.SampledRateLimited {
-						sp.SampleProb, sp.SampleSource = p, s.Intern(c.source)
+						s.SetSampling(sp, ingest.Sampling{P: p, Source: c.source})
 					}
 				})
 			}

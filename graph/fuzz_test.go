@@ -83,7 +83,7 @@ func FuzzInfer(f *testing.F) {
 			}
 		}
 		for _, e := range tp.Edges {
-			if !services[e.Caller] || !services[e.Callee] && !isKubeShort(e.Callee, services) {
+			if !services[e.Caller] && !isKubeShort(e.Caller, services) || !services[e.Callee] && !isKubeShort(e.Callee, services) {
 				t.Errorf("edge %s → %s names a service not in the input", e.Caller, e.Callee)
 			}
 			if e.Attempts < e.Calls || e.MaxAttempts < 1 {

@@ -70,6 +70,11 @@ type Operation struct {
 	ContinuedAfterFailure int       `json:"continued_after_failure,omitempty"`
 	FailedWorkQuantilesMS []float64 `json:"failed_work_quantiles_ms,omitempty"`
 	FailedWithoutCalls    int       `json:"failed_without_calls,omitempty"`
+	// BreakerFastFails counts executions a circuit breaker on one of the
+	// operation's calls failed fast (no call made); replay's breaker makes
+	// those itself, so they count neither as own failures nor as
+	// executions that chose not to call.
+	BreakerFastFails int `json:"breaker_fast_fails,omitempty"`
 }
 
 // Edge is one caller → callee operation with the retry policy inferred for it.
@@ -154,6 +159,11 @@ type Edge struct {
 	// an operation's calls.
 	NotReached   int     `json:"not_reached,omitempty"`
 	CallOffsetMS float64 `json:"call_offset_ms,omitempty"`
+	// WaitQuantilesMS[i] are the waits before retry i+1 (attempt i+2)
+	// as the traces show them, at WorkLevels: the policy's backoff as it
+	// really came out (a busy host wakes a sleeping client late); waits
+	// for a Retry-After are left out.
+	WaitQuantilesMS [][]float64 `json:"wait_quantiles_ms,omitempty"`
 
 	// Examples are up to three traces showing the edge's calls, those
 	// with the most attempts first.

@@ -592,8 +592,8 @@ func addRecord(set *Set, s *Span, start, end uint64, kind int32, name string, co
 	s.Status = otlpStatus(code, s.SpanID, w)
 	s.StatusMessage = a.intern(set, msg)
 	a.finish(set, s)
-	if p, ok := traceStateProb(traceState); ok && s.SampleProb == 0 {
-		s.SampleProb, s.SampleSource = float32(p), set.Intern(SampledTraceState)
+	if p, ok := traceStateProb(traceState); ok && s.Sampled == 0 {
+		set.SetSampling(s, Sampling{P: p, Source: SampledTraceState})
 	}
 	if len(a.links) > 0 {
 		s.FirstLink = uint32(len(set.Links))

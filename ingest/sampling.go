@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Where a span's head-sampling probability was read (Span.SampleSource).
+// Where a span's head-sampling probability was read (Sampling.Source).
 const (
 	SampledJaeger     = "jaeger probabilistic"
 	SampledTraceState = "tracestate th"
@@ -75,12 +75,12 @@ func (s *sampler) tag(key, v string) {
 // apply sets sp's sampling probability from the tags, if they give one
 // and sp has none yet.
 func (s sampler) apply(set *Set, sp *Span) {
-	if sp.SampleProb > 0 || s.typ == "" {
+	if sp.Sampled != 0 || s.typ == "" {
 		return
 	}
 	if p, ok := samplerProb(s.typ, s.param); ok {
-		sp.SampleProb, sp.SampleSource = float32(p), set.Intern(SampledJaeger)
+		set.SetSampling(sp, Sampling{P: p, Source: SampledJaeger})
 	} else if t := strings.ToLower(s.typ); t == "ratelimiting" || t == "lowerbound" {
-		sp.SampleSource = set.Intern(SampledRateLimited)
+		set.SetSampling(sp, Sampling{Source: SampledRateLimited})
 	}
 }

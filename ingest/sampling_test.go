@@ -58,25 +58,25 @@ func TestSamplerProb(t *testing.T) {
 func TestSamplingDecoded(t *testing.T) {
 	for _, c := range []struct {
 		name, doc string
-		want      []float32
+		want      []float64
 		source    string
 	}{
 		{"jaeger process tags", `{"data":[{"traceID":"0000000000000001","spans":[
 			{"traceID":"0000000000000001","spanID":"0000000000000001","operationName":"GET /","startTime":1700000000000000,"duration":1000,"processID":"p1","references":[],"tags":[]}],
 			"processes":{"p1":{"serviceName":"api","tags":[{"key":"sampler.type","type":"string","value":"probabilistic"},{"key":"sampler.param","type":"float64","value":0.1}]}}}]}`,
-			[]float32{0.1}, SampledJaeger},
+			[]float64{0.1}, SampledJaeger},
 		{"jaeger span tags", `{"data":[{"traceID":"0000000000000002","spans":[
 			{"traceID":"0000000000000002","spanID":"0000000000000001","operationName":"GET /","startTime":1700000000000000,"duration":1000,"processID":"p1","references":[],
 			 "tags":[{"key":"sampler.type","type":"string","value":"probabilistic"},{"key":"sampler.param","type":"string","value":"0.5"}]}],
 			"processes":{"p1":{"serviceName":"api"}}}]}`,
-			[]float32{0.5}, SampledJaeger},
+			[]float64{0.5}, SampledJaeger},
 		{"rate limiting says nothing", `{"data":[{"traceID":"0000000000000003","spans":[
 			{"traceID":"0000000000000003","spanID":"0000000000000001","operationName":"GET /","startTime":1700000000000000,"duration":1000,"processID":"p1","references":[],"tags":[]}],
 			"processes":{"p1":{"serviceName":"api","tags":[{"key":"sampler.type","type":"string","value":"ratelimiting"},{"key":"sampler.param","type":"float64","value":2}]}}}]}`,
-			[]float32{0}, SampledRateLimited},
+			[]float64{0}, SampledRateLimited},
 		{"otlp tracestate", `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeSpans":[{"spans":[
 			{"traceId":"00000000000000000000000000000004","spanId":"0000000000000001","name":"GET /","kind":2,"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000001000000","traceState":"ot=th:c"}]}]}]}`,
-			[]float32{0.25}, SampledTraceState},
+			[]float64{0.25}, SampledTraceState},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			set := NewSet()
@@ -87,8 +87,8 @@ func TestSamplingDecoded(t *testing.T) {
 				t.Fatalf("%d spans", len(set.Spans))
 			}
 			for i, sp := range set.Spans {
-				if sp.SampleProb != c.want[i] || set.Str(sp.SampleSource) != c.source {
-					t.Errorf("span %d: probability %g from %q, want %g from %q", i, sp.SampleProb, set.Str(sp.SampleSource), c.want[i], c.source)
+				if got := set.Sampling(&sp); got.P != c.want[i] || got.Source != c.source {
+					t.Errorf("span %d: probability %g from %q, want %g from %q", i, got.P, got.Source, c.want[i], c.source)
 				}
 			}
 		})

@@ -34,6 +34,45 @@ type Set struct {
 	// reserved is set once an estimate has sized the table; past it, the
 	// table grows by an eighth rather than doubling.
 	reserved bool
+	// samplings are the distinct head-sampling probabilities and sources
+	// spans carry (Span.Sampled indexes them; 0 is "unknown").
+	samplings []Sampling
+}
+
+// Sampling is how a trace was kept: with probability P (0 when the source
+// does not say) by Source (SampledJaeger, SampledTraceState,
+// SampledRateLimited), "" when unknown.
+type Sampling struct {
+	P      float64
+	Source string
+}
+
+// Sampling returns how sp's trace was kept.
+func (s *Set) Sampling(sp *Span) Sampling {
+	if i := int(sp.Sampled); i > 0 && i < len(s.samplings) {
+		return s.samplings[i]
+	}
+	return Sampling{}
+}
+
+// SetSampling records on sp how its trace was kept. Distinct samplings
+// are few (one per sampler configuration); past 65535 of them, hostile
+// input, further ones are recorded as unknown.
+func (s *Set) SetSampling(sp *Span, x Sampling) {
+	if len(s.samplings) == 0 {
+		s.samplings = []Sampling{{}}
+	}
+	for i, have := range s.samplings {
+		if have == x {
+			sp.Sampled = uint16(i)
+			return
+		}
+	}
+	if len(s.samplings) > 0xffff {
+		return
+	}
+	s.samplings = append(s.samplings, x)
+	sp.Sampled = uint16(len(s.samplings) - 1)
 }
 
 // NewSet returns an empty Set whose string table holds only "".

@@ -156,15 +156,12 @@ type Span struct {
 	// RetryAfterMS is a captured Retry-After (or gRPC pushback) in
 	// milliseconds, or Absent.
 	RetryAfterMS int32
-	// SampleProb is the head-sampling probability the span's trace was
-	// kept with (Jaeger sampler.param of a probabilistic sampler, a W3C
-	// tracestate ot=th: threshold), 0 when unknown; SampleSource names
-	// where it was read.
-	SampleProb   float32
-	SampleSource Sym
 	// FirstLink and NumLinks index Set.Links.
 	FirstLink uint32
 	NumLinks  uint16
+	// Sampled indexes the Set's table of head-sampling probabilities
+	// (Set.Sampling): how the span's trace was kept; 0 when unknown.
+	Sampled uint16
 }
 
 // Duration returns End-Start in nanoseconds.

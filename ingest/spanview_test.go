@@ -25,8 +25,7 @@ type spanView struct {
 	ResendCount, PrevAttempts int16
 	RetryCount                int16
 	RetryAfterMS              int32
-	SampleProb                float32
-	SampleSource              string
+	Sampled                   Sampling
 	Links                     string // "trace/span" pairs, comma-separated, for FirstLink/NumLinks
 }
 
@@ -45,7 +44,7 @@ func viewSpan(set *Set, sp *Span) spanView {
 		Target: sp.Target, Kind: sp.Kind.String(), Status: sp.Status.String(), Flags: sp.Flags,
 		GRPCStatus: sp.GRPCStatus, HTTPStatus: sp.HTTPStatus,
 		ResendCount: sp.ResendCount, PrevAttempts: sp.PrevAttempts, RetryCount: sp.RetryCount,
-		RetryAfterMS: sp.RetryAfterMS, SampleProb: sp.SampleProb, SampleSource: set.Str(sp.SampleSource), Links: strings.Join(links, ","),
+		RetryAfterMS: sp.RetryAfterMS, Sampled: set.Sampling(sp), Links: strings.Join(links, ","),
 	}
 }
 

@@ -163,6 +163,9 @@ func (d *zipkinJSON) add(start int64) error {
 	}
 	sp.Service = d.set.Intern(service)
 
+	if err := d.s.lim.attributes(len(z.Tags), "tags in one span"); err != nil {
+		return d.s.errAt(d.base+start, fmt.Errorf("Zipkin JSON: span %s: %w", sp.SpanID, err))
+	}
 	a := &d.a
 	a.reset()
 	if r := z.RemoteEndpoint; r != nil && (sp.Kind == KindClient || sp.Kind == KindProducer) {
@@ -201,7 +204,9 @@ func (d *zipkinJSON) add(start int64) error {
 	if z.Shared && sp.Kind == KindServer {
 		d.shared = append(d.shared, len(d.set.Spans))
 	}
-	d.set.add(&sp)
+	if err := d.set.add(&sp); err != nil {
+		return d.s.errAt(d.base+start, fmt.Errorf("Zipkin JSON: span %s: %w", sp.SpanID, err))
+	}
 	return nil
 }
 

@@ -63,12 +63,23 @@ type Backoff struct {
 	Cap        float64    // seconds; 0 means no cap
 	Jitter     JitterKind // none, full, equal, decorrelated, proportional
 	Fraction   float64    // proportional: ±Fraction (grpc-go uses 0.2)
+	// Observed, when set, replaces the formula with the waits the traces
+	// show before each retry (the observed policy as it really waited);
+	// any policy that sets its own backoff drops it.
+	Observed *ObservedWaits
 }
+
+// ObservedWaits are the traces' waits before retry 1, 2, …; retries past
+// the last use the last.
+type ObservedWaits struct{ ByRetry []Dist }
 
 // Delay returns the wait in seconds before retry n. prev is the previous wait
 // (for decorrelated jitter; 0 before the first retry). rng may be nil when
 // the backoff is not jittered. n < 1 is treated as 1.
 func (b Backoff) Delay(n int, prev float64, rng *rand.Rand) float64 {
+	if ob := b.Observed; ob != nil && len(ob.ByRetry) > 0 && rng != nil {
+		return ob.ByRetry[min(max(n, 1), len(ob.ByRetry))-1].Sample(rng)
+	}
 	if b.Kind == "" || b.Kind == BackoffImmediate {
 		return 0
 	}

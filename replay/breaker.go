@@ -23,6 +23,11 @@ type BreakerConfig struct {
 	OpenFor             float64 // seconds in open before half-open
 	Jitter              float64 // half-open time jittered by ±Jitter fraction (seed 003's jittered half-open)
 	HalfOpenProbes      int     // trial requests allowed in half-open; all must succeed to close (0 means 1)
+	// PerCall: the breaker wraps the whole call, retries inside it (a
+	// gobreaker around a retry loop): it is asked once, before the first
+	// attempt, and told how the call ended; otherwise every attempt asks
+	// and reports.
+	PerCall bool
 }
 
 // Validate reports the first inconsistency in the configuration.

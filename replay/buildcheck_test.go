@@ -109,3 +109,74 @@ func TestUnbuildable(t *testing.T) {
 		t.Errorf("the acyclic topology: %v", err)
 	}
 }
+
+// TestObservedWaits: the observed policy waits as the traces waited (here
+// a retry-go 15 ms delay that a busy host stretched up to 64 ms); policy
+// everywhere keeps an edge's observed retries, waits included, and gives
+// the edges that did not retry its own backoff, without them.
+func TestObservedWaits(t *testing.T) {
+	m, err := FromTopology(sampleTopology(t, "other-service-name"), BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var db *Edge
+	for i := range m.Edges {
+		if m.Services[m.Edges[i].Callee].Name == "db" {
+			db = &m.Edges[i]
+		}
+	}
+	if db == nil || db.Policy.Backoff.Observed == nil {
+		t.Fatal("inventory → db has no observed waits")
+	}
+	rng := newRNG(1, 1)
+	lo, hi := 1.0, 0.0
+	for range 1000 {
+		d := db.Policy.Backoff.Delay(1, 0, rng)
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if lo < 0.014 || hi < 0.03 || hi > 0.1 {
+		t.Errorf("waits before retry 1 from %gs to %gs; want 15 ms up to the tens of ms the traces show", lo, hi)
+	}
+	ev, err := ApplyPolicy(m, "everywhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range ev.Edges {
+		retried := m.Edges[i].Policy.MaxAttempts > 1
+		if (e.Policy.Backoff.Observed != nil) != retried {
+			t.Errorf("%s → %s: observed waits %v under everywhere; the edge retried in the traces: %v",
+				ev.Services[e.Caller].Name, ev.Services[e.Callee].Name, e.Policy.Backoff.Observed != nil, retried)
+		}
+	}
+}
+
+// TestBreakerPerCall: a breaker around the call (retries inside it) is
+// asked once per call and counts calls; one inside the retry loop counts
+// attempts. Five calls 100 ms apart to a callee that always fails, three
+// attempts each, a breaker that opens after three failures for 10 s.
+func TestBreakerPerCall(t *testing.T) {
+	for _, c := range []struct {
+		perCall  bool
+		attempts int
+	}{
+		{true, 9},  // three whole calls fail, then the breaker refuses the rest
+		{false, 3}, // the first call's three attempts open it
+	} {
+		p := Policy{MaxAttempts: 3, Backoff: Backoff{Kind: "constant", Base: 0.001, Jitter: "none"},
+			Breaker: BreakerConfig{ConsecutiveFailures: 3, OpenFor: 10, HalfOpenProbes: 1, PerCall: c.perCall}}
+		m := single("db", 10, Constant(0.001), 0, 5, p)
+		m.Edges[0].Fail = &Failures{First: Mix{Fail: 1}, Retry: Mix{Fail: 1}, FirstAfterFailure: Mix{Fail: 1},
+			FirstAfterOtherFailure: Mix{Fail: 1}, RetryAfterDownstream: Mix{Fail: 1}, Propagate: 1}
+		for i := range 5 {
+			m.Arrivals = append(m.Arrivals, Arrival{At: 0.1 * float64(i)})
+		}
+		m.Period = 100
+		r, err := Run(m, nil, RunConfig{Seed: 1, Duration: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Attempts[0].Attempts; got != c.attempts {
+			t.Errorf("per call %v: %d attempts, want %d", c.perCall, got, c.attempts)
+		}
+	}
+}

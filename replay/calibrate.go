@@ -40,6 +40,8 @@ const DefaultCalibrationSeeds = 5
 const (
 	minCalibrationS     = 60.0
 	minCalibrationRoots = 4000
+	// maxCalibrationRoots bounds the root requests of one calibration run.
+	maxCalibrationRoots = 1e6
 )
 
 // CalibrateOptions shape a calibration.
@@ -147,6 +149,12 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 	duration := max(minCalibrationS, minCalibrationRoots/m.Rate)
 	if p := m.TimelinePeriod; p > 0 {
 		duration = p * math.Ceil(duration/p)
+	}
+	if m.Rate*duration > maxCalibrationRoots {
+		// A topology claiming an enormous rate (an edited or hostile file)
+		// is replayed for as long as a bounded number of requests takes.
+		duration = maxCalibrationRoots / m.Rate
+		m.Assumed = append(m.Assumed, fmt.Sprintf("replayed for %.3gs only: %.3g root requests/s would make more than %d requests in a minute", duration, m.Rate, int(maxCalibrationRoots)))
 	}
 	results := make([]Result, o.Seeds)
 	err = parallel(o.Seeds, func(i int) error {

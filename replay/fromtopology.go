@@ -135,7 +135,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				}
 				m.Services[si].Ops[oi].FailTime = ft
 			}
-			calling[[2]string{s.Name, op.Name}] = op.Count - op.FailedWithoutCalls
+			calling[[2]string{s.Name, op.Name}] = op.Count - op.FailedWithoutCalls - op.BreakerFastFails
 			if op.OwnFailures > 0 {
 				m.Services[si].Ops[oi].FailFast = float64(op.FailedWithoutCalls) / float64(op.OwnFailures)
 			}
@@ -171,6 +171,17 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		// mean with the probability of making them.
 		ed.Repeat = max(1, int(math.Ceil(per-1e-9)))
 		ed.Prob = math.Min(1, per/float64(ed.Repeat))
+		if len(e.WaitQuantilesMS) > 0 && ed.Policy.MaxAttempts > 1 {
+			ow := &ObservedWaits{}
+			for i, q := range e.WaitQuantilesMS {
+				d, err := quantileDist(graph.WorkLevels, q)
+				if err != nil {
+					return nil, fmt.Errorf("edge %s → %s %s: waits before retry %d: %w", e.Caller, e.Callee, e.Operation, i+1, err)
+				}
+				ow.ByRetry = append(ow.ByRetry, d)
+			}
+			ed.Policy.Backoff.Observed = ow
+		}
 		if len(e.TransitQuantilesMS) > 0 {
 			tr, err := quantileDist(graph.WorkLevels, e.TransitQuantilesMS)
 			if err != nil {
@@ -366,7 +377,9 @@ func observedPolicy(e graph.Edge) Policy {
 	if br := e.Breaker; br != nil && br.Detected {
 		// The breaker the traces show: its trip threshold, and how long it
 		// stayed open before a probe (at least a millisecond).
-		p.Breaker = BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1}
+		// The traces show it failing whole calls fast, no attempt made: it
+		// wraps the call, retries inside it.
+		p.Breaker = BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1, PerCall: true}
 	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
 		p.HedgeAfter = e.Hedging.DelayMS / 1000

@@ -11,7 +11,7 @@ import (
 	"github.com/retryaudit/retryaudit/ingest"
 )
 
-func sampleTopology(t *testing.T, scenario string) *graph.Topology {
+func sampleTopology(t testing.TB, scenario string) *graph.Topology {
 	t.Helper()
 	set, err := ingest.ReadFiles(context.Background(), []string{filepath.Join("..", "samples", scenario, "traces.otlp.jsonl.gz")}, nil, ingest.Options{})
 	if err != nil {

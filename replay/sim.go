@@ -432,7 +432,7 @@ func (s *sim) send(ci int32) {
 	c := &s.calls[ci]
 	p := s.policy(c)
 	if c.edge >= 0 {
-		if br := s.breakers[c.edge]; br != nil && !br.Allow(s.now) {
+		if br := s.breakers[c.edge]; br != nil && (c.attempts == 0 || !p.Breaker.PerCall) && !br.Allow(s.now) {
 			s.met.refusedBreaker(c.edge, s.now)
 			if c.attempts > 0 && s.budgets[c.edge] != nil {
 				// A retry or hedge the budget granted is not sent after all.
@@ -830,7 +830,7 @@ func (s *sim) settle(c *call, ok, timeout, retry bool) {
 		b.Result(s.now, ok, timeout)
 		b.Done(s.now, retry)
 	}
-	if br := s.breakers[c.edge]; br != nil {
+	if br := s.breakers[c.edge]; br != nil && !s.m.Edges[c.edge].Policy.Breaker.PerCall {
 		br.Result(s.now, ok)
 	}
 }
@@ -951,6 +951,11 @@ func (s *sim) hedge(ci int32) {
 func (s *sim) finish(ci int32, ok bool, useful float64) {
 	c := &s.calls[ci]
 	c.done = true
+	if c.edge >= 0 && c.attempts > 0 {
+		if br := s.breakers[c.edge]; br != nil && s.m.Edges[c.edge].Policy.Breaker.PerCall {
+			br.Result(s.now, ok) // a breaker around the call hears its outcome once
+		}
+	}
 	if c.inflight > 0 {
 		for k, ai := range c.open {
 			if ai < 0 {

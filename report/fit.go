@@ -8,37 +8,54 @@ import (
 	"unicode/utf8"
 )
 
-// Width returns a writer to a terminal cols columns wide: the tables
-// written through it abbreviate their longest cells, then hide their last
-// columns, to fit, and say what they hid. cols <= 0 returns w: output to
-// files and pipes keeps every column whole.
-func Width(w io.Writer, cols int) io.Writer {
-	if cols <= 0 {
+// Options are how a rendering should look beyond what it renders. A
+// renderer takes them from the writer it is given (With), so that every
+// renderer keeps its (writer, report) form.
+type Options struct {
+	// Width is the terminal's: tables written through the writer
+	// abbreviate their longest cells, then hide their last columns, to fit,
+	// and say what they hid. 0: no limit (files and pipes keep every
+	// column whole).
+	Width int
+	// TraceURL turns example trace ids into links in Markdown and HTML: a
+	// template holding {trace_id} (CheckTraceURL).
+	TraceURL string
+}
+
+// With returns a writer to w that carries o to the renderers.
+func With(w io.Writer, o Options) io.Writer {
+	if o == (Options{}) {
 		return w
 	}
-	return &widthWriter{w: w, cols: cols}
+	return &optWriter{w: w, o: o}
 }
 
-type widthWriter struct {
-	w    io.Writer
-	cols int
+// Width is With(w, Options{Width: cols}).
+func Width(w io.Writer, cols int) io.Writer { return With(w, Options{Width: max(cols, 0)}) }
+
+type optWriter struct {
+	w io.Writer
+	o Options
 }
 
-func (t *widthWriter) Write(p []byte) (int, error) { return t.w.Write(p) }
+func (t *optWriter) Write(p []byte) (int, error) { return t.w.Write(p) }
 
-// widthOf finds the terminal width a renderer's writer carries (0: none).
-func widthOf(w io.Writer) int {
+// optionsOf finds the options a renderer's writer carries.
+func optionsOf(w io.Writer) Options {
 	for {
 		switch x := w.(type) {
-		case *widthWriter:
-			return x.cols
+		case *optWriter:
+			return x.o
 		case *stickyWriter:
 			w = x.w
 		default:
-			return 0
+			return Options{}
 		}
 	}
 }
+
+// widthOf is the terminal width a renderer's writer carries (0: none).
+func widthOf(w io.Writer) int { return optionsOf(w).Width }
 
 // A column keeps its header's width and at least this many characters
 // (or all of its widest cell, if shorter).

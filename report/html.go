@@ -47,7 +47,7 @@ const maxChartPoints = 600
 // 600 points.
 func AuditHTML(w io.Writer, a *AuditReport) error {
 	var buf bytes.Buffer
-	if err := auditTemplate.Execute(&buf, newAuditPage(a)); err != nil {
+	if err := auditTemplate.Execute(&buf, newAuditPage(a, optionsOf(w).TraceURL)); err != nil {
 		return err
 	}
 	_, err := w.Write(buf.Bytes())
@@ -83,6 +83,21 @@ type htmlCalibration struct {
 
 type htmlFinding struct {
 	Severity, Class, ID, Text string
+	Links                     []htmlLink // example traces, with --trace-url
+}
+
+// htmlLink is a link to an example trace.
+type htmlLink struct{ Text, URL string }
+
+// htmlExampleLinks links example traces through a trace-URL template.
+func htmlExampleLinks(tmpl string, examples []graph.Example) []htmlLink {
+	var out []htmlLink
+	for _, ex := range examples {
+		if u := traceLink(tmpl, ex.TraceID, ex.SpanIDs); u != "" {
+			out = append(out, htmlLink{Text: shortID(ex.TraceID), URL: u})
+		}
+	}
+	return out
 }
 
 // htmlTable is a grid ready for the template: a header and rows of cells.
@@ -147,7 +162,7 @@ type policyChart struct {
 	Panels     []chartPanel
 }
 
-func newAuditPage(a *AuditReport) auditPage {
+func newAuditPage(a *AuditReport, traceURL string) auditPage {
 	if a == nil {
 		a = &AuditReport{}
 	}
@@ -168,7 +183,8 @@ func newAuditPage(a *AuditReport) auditPage {
 		case graph.SeverityHigh, graph.SeverityMedium, graph.SeverityLow:
 			class = string(t.Findings[i].Severity)
 		}
-		p.Findings = append(p.Findings, htmlFinding{Severity: f.severity, Class: class, ID: f.id, Text: f.text})
+		p.Findings = append(p.Findings, htmlFinding{Severity: f.severity, Class: class, ID: f.id, Text: f.text,
+			Links: htmlExampleLinks(traceURL, f.examples)})
 	}
 	if len(t.Edges) > 0 || len(t.Services) > 0 {
 		p.Graph = layoutCallGraph(newCallGraph(t))

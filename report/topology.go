@@ -33,6 +33,7 @@ type grid struct {
 
 type findingView struct {
 	severity, id, text string
+	examples           []graph.Example
 }
 
 func newTopologyView(t *graph.Topology) topologyView {
@@ -76,6 +77,7 @@ func newTopologyView(t *graph.Topology) topologyView {
 		}
 		v.findings = append(v.findings, findingView{
 			severity: strings.ToUpper(display(string(f.Severity))), id: display(f.ID), text: text,
+			examples: f.Examples,
 		})
 	}
 	for _, w := range t.Warnings {
@@ -321,6 +323,9 @@ func TopologyMarkdown(w io.Writer, t *graph.Topology) error {
 		}
 		fmt.Fprintf(sw, "\n### %s\n\n", sec.title)
 		markdownTable(sw, sec.g)
+		if sec.title == "Edges" {
+			edgeExampleLinks(sw, t.Edges)
+		}
 	}
 	if len(t.Edges) > 0 {
 		fmt.Fprint(sw, "\n### Call graph\n\n```mermaid\n")
@@ -334,7 +339,7 @@ func TopologyMarkdown(w io.Writer, t *graph.Topology) error {
 		fmt.Fprintln(sw, "No findings.")
 	}
 	for _, f := range v.findings {
-		fmt.Fprintf(sw, "- **%s** %s — %s\n", mdEscape(f.severity), mdEscape(f.id), mdEscape(f.text))
+		fmt.Fprintf(sw, "- **%s** %s — %s%s\n", mdEscape(f.severity), mdEscape(f.id), mdEscape(f.text), mdExampleLinks(sw, f.examples))
 	}
 	if len(v.warnings) > 0 {
 		fmt.Fprint(sw, "\n### Warnings\n\n")

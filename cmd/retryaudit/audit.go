@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/ingest"
 	"github.com/retryaudit/retryaudit/replay"
@@ -89,9 +88,10 @@ Before anything is recommended, the replay of the observed policies under
 the traces' own failure timeline must reproduce the traces (as
 'retryaudit calibrate' checks): the calibration is the first section after
 the worst-case line, and when the model misses, the recommendation is
-printed as uncalibrated with the misses listed. The traces' own timeline
-(degradation "observed") is the first degradation of the matrix; every
-other one applies on top of the healthy part of the traces' failures.
+printed as uncalibrated with the misses listed. The calibration replays
+the traces' own failure timeline (degradation "observed"); every
+degradation of the matrix applies on top of the healthy part of the
+traces' failures.
 
 Finding ids:
   ` + strings.Join(slices.Concat(graph.FindingIDs(), policyfile.FindingIDs()), "\n  "),
@@ -223,8 +223,6 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if len(degr) == 0 {
 		return usageError{fmt.Errorf("the topology has no dependency to degrade: give --degrade")}
 	}
-	// The traces' own failure timeline is the first degradation.
-	degr = append([]replay.Degradation{{Name: string(degrade.Observed), Faults: degrade.Schedule{{Kind: degrade.Observed}}}}, degr...)
 	var bar *progress
 	res, err := audit.Run(cmd.Context(), audit.Config{Variants: variants, Degradations: degr, Topology: top,
 		Run: o.sim.config(), Seeds: o.seeds, Utilization: o.util, Declarations: o.decl, NoSearch: o.noSearch,
@@ -287,7 +285,9 @@ func writeAudit(st *streams, output, format, html, md string, a *report.AuditRep
 		if f.name == "" {
 			continue
 		}
-		if err := writeFile(f.name, func(w io.Writer) error { return f.render(w, a) }); err != nil {
+		if err := writeFile(f.name, func(w io.Writer) error {
+			return f.render(report.With(w, report.Options{TraceURL: st.traceURL}), a)
+		}); err != nil {
 			return err
 		}
 	}

@@ -187,7 +187,7 @@ func (f *inputFlags) fetch(ctx context.Context, io *streams, set *ingest.Set, ra
 		Start: time.Unix(0, since), End: time.Unix(0, until), Limit: limit}
 	bar := newProgress(io, false, -1, "fetch", false)
 	defer bar.done()
-	ropts := remote.Options{Timeout: f.timeout, Decode: ingest.Options{MaxDocumentBytes: opts.MaxDocumentBytes},
+	ropts := remote.Options{Timeout: f.timeout, Decode: ingest.Options{MaxDocumentBytes: opts.MaxDocumentBytes, Limits: opts.Limits},
 		Progress: func(done, total int) { bar.setTotal(int64(done), int64(total)) }}
 	return remote.Fetch(ctx, set, rawURL, q, ropts)
 }

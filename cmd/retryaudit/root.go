@@ -41,7 +41,8 @@ type streams struct {
 	Out io.Writer
 	Err io.Writer
 
-	wide bool // --wide: tables keep every column on a terminal too
+	wide     bool   // --wide: tables keep every column on a terminal too
+	traceURL string // --trace-url: example trace ids become links
 }
 
 // outWidth is the width tables written to stdout must fit: the terminal's
@@ -191,6 +192,15 @@ retry and how, and replays degradations under alternative retry policies.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().BoolVar(&io.wide, "wide", false, "tables show every column, however wide the terminal (piped output always does)")
+	root.PersistentFlags().StringVar(&io.traceURL, "trace-url", "", "link example trace ids in Markdown and HTML through `TEMPLATE`, e.g. http://jaeger:16686/trace/{trace_id}")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if io.traceURL != "" {
+			if err := report.CheckTraceURL(io.traceURL); err != nil {
+				return usageError{fmt.Errorf("--trace-url: %w", err)}
+			}
+		}
+		return nil
+	}
 	root.AddCommand(
 		newVersionCmd(io),
 		newIngestCmd(io),
@@ -207,13 +217,13 @@ retry and how, and replays degradations under alternative retry policies.`,
 // outputFile opens -o FILE, or returns stdout when name is empty or "-".
 func outputFile(io *streams, name string) (w io.Writer, closeFn func() error, err error) {
 	if name == "" || name == "-" {
-		return report.Width(io.Out, io.outWidth()), func() error { return nil }, nil
+		return report.With(io.Out, report.Options{Width: io.outWidth(), TraceURL: io.traceURL}), func() error { return nil }, nil
 	}
 	f, err := os.Create(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return f, f.Close, nil
+	return report.With(f, report.Options{TraceURL: io.traceURL}), f.Close, nil
 }
 
 // checkFormat validates a --format value against the allowed ones.

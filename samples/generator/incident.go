@@ -37,12 +37,7 @@ import (
 //	quotes   --gRPC, service-config retryPolicy x4-->  stock
 //	stock    --HTTP, go-retryablehttp x3, honours Retry-After-->  ledger
 const (
-	incidentName  = "incident"
-	incidentRate  = 20 // root requests per second
-	incidentRoots = 200
-	// The ledger answers 503 to everything in [incidentAt, incidentAt+incidentFor).
-	incidentAt  = 3 * time.Second
-	incidentFor = 2 * time.Second
+	incidentName = "incident"
 
 	routeQuote  = "GET /quote/{id}"
 	routeQuotes = "GET /quotes/{id}"
@@ -59,6 +54,17 @@ var stockRetryPolicy = `{"methodConfig": [{"name": [{"service": "` + stockServic
   "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.02s", "maxBackoff": "0.1s",
     "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
 
+// incidentShape is the traffic and the incident window: Rate root
+// requests per second, Roots of them; the ledger answers 503 to
+// everything in [At, At+For).
+type incidentShape struct {
+	Rate, Roots int
+	At, For     time.Duration
+}
+
+// incidentCommitted is the committed scenario's shape.
+var incidentCommitted = incidentShape{Rate: 20, Roots: 200, At: 3 * time.Second, For: 2 * time.Second}
+
 // incidentPlan is which root requests meet which fault besides the incident:
 // per root request index, how many of stock's first answers are UNAVAILABLE
 // and whether the ledger first throttles it with 429 Retry-After: 1.
@@ -67,10 +73,10 @@ type incidentPlan struct {
 	throttled  map[string]bool
 }
 
-func newIncidentPlan() incidentPlan {
+func newIncidentPlan(roots int) incidentPlan {
 	rng := rand.New(rand.NewPCG(8, 8))
 	p := incidentPlan{stockFails: map[string]int{}, throttled: map[string]bool{}}
-	for i := range incidentRoots {
+	for i := range roots {
 		id := incidentID(i)
 		switch u := rng.Float64(); {
 		case u < 0.06:
@@ -90,6 +96,7 @@ func incidentID(i int) string { return fmt.Sprint(5001 + i) }
 
 // incidentMesh is the running scenario.
 type incidentMesh struct {
+	shape    incidentShape
 	start    time.Time
 	plan     incidentPlan
 	mu       sync.Mutex
@@ -125,11 +132,11 @@ func (m *incidentMesh) consume(key string, limit int) bool {
 
 func (m *incidentMesh) inIncident() bool {
 	t := time.Since(m.start)
-	return t >= incidentAt && t < incidentAt+incidentFor
+	return t >= m.shape.At && t < m.shape.At+m.shape.For
 }
 
-func startIncidentMesh(ctx context.Context, otlpURL string) (*incidentMesh, error) {
-	m := &incidentMesh{plan: newIncidentPlan(), used: map[string]int{}, stock: &grpcStats{}}
+func startIncidentMesh(ctx context.Context, otlpURL string, shape incidentShape) (*incidentMesh, error) {
+	m := &incidentMesh{shape: shape, plan: newIncidentPlan(shape.Roots), used: map[string]int{}, stock: &grpcStats{}}
 	prop := propagation.TraceContext{}
 	provider := func(name string) (*sdktrace.TracerProvider, error) {
 		tp, err := newProvider(ctx, name, otlpURL)
@@ -302,16 +309,17 @@ func (m *incidentMesh) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// drive sends the root requests open-loop at incidentRate, each in its own
+// drive sends the root requests open-loop at the shape's rate, each in its own
 // goroutine, so that a request stuck in retries does not hold the others.
 func (m *incidentMesh) drive() (string, error) {
 	client := &http.Client{Timeout: 30 * time.Second}
-	answers := make([]int, incidentRoots)
-	errs := make([]error, incidentRoots)
+	n := m.shape.Roots
+	answers := make([]int, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	m.start = time.Now()
-	for i := range incidentRoots {
-		time.Sleep(time.Until(m.start.Add(time.Duration(i) * time.Second / incidentRate)))
+	for i := range n {
+		time.Sleep(time.Until(m.start.Add(time.Duration(i) * time.Second / time.Duration(m.shape.Rate))))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -349,12 +357,12 @@ type incidentTruth struct {
 	RatePerS int `json:"rate_per_s"`
 }
 
-func runIncident(ctx context.Context, out string) (string, error) {
+func runIncident(ctx context.Context, out string, shape incidentShape) (string, error) {
 	rc, err := startReceiver()
 	if err != nil {
 		return "", err
 	}
-	m, err := startIncidentMesh(ctx, rc.url)
+	m, err := startIncidentMesh(ctx, rc.url, shape)
 	if err != nil {
 		return "", err
 	}
@@ -372,11 +380,12 @@ func runIncident(ctx context.Context, out string) (string, error) {
 	for _, td := range requests {
 		spans += td.SpanCount()
 	}
-	t := incidentTruth{RatePerS: incidentRate}
-	t.Scenario, t.RootRequests = incidentName, incidentRoots
-	t.Description = "open-loop at 20/s: the ledger is down for 2 s; gateway retries quotes after 600 ms sleeps (retry-go), " +
-		"quotes retries stock over gRPC by its service-config retryPolicy, stock retries the ledger with go-retryablehttp honouring 429 Retry-After: 1."
-	t.Incident.Service, t.Incident.AtMS, t.Incident.ForMS, t.Incident.Status = "ledger", incidentAt.Milliseconds(), incidentFor.Milliseconds(), http.StatusServiceUnavailable
+	t := incidentTruth{RatePerS: shape.Rate}
+	t.Scenario, t.RootRequests = incidentName, shape.Roots
+	t.Description = fmt.Sprintf("open-loop at %d/s: the ledger is down for %g s; gateway retries quotes after 600 ms sleeps (retry-go), "+
+		"quotes retries stock over gRPC by its service-config retryPolicy, stock retries the ledger with go-retryablehttp honouring 429 Retry-After: 1.",
+		shape.Rate, shape.For.Seconds())
+	t.Incident.Service, t.Incident.AtMS, t.Incident.ForMS, t.Incident.Status = "ledger", shape.At.Milliseconds(), shape.For.Milliseconds(), http.StatusServiceUnavailable
 	for _, c := range []*caller{m.toQuotes, m.toLedger} {
 		te, err := truthOf(c)
 		if err != nil {
@@ -410,7 +419,7 @@ func runIncident(ctx context.Context, out string) (string, error) {
 		enc.SetIndent("", "  ")
 		return enc.Encode(t)
 	}})
-	return fmt.Sprintf("  %d root requests, answers %s\n  %d spans in %d OTLP export requests\n", incidentRoots, answers, spans, len(requests)), err
+	return fmt.Sprintf("  %d root requests, answers %s\n  %d spans in %d OTLP export requests\n", shape.Roots, answers, spans, len(requests)), err
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -37,7 +37,7 @@ func main() {
 	if *only == "" || *only == incidentName {
 		found = true
 		start := time.Now()
-		sum, err := runIncident(ctx, *out)
+		sum, err := runIncident(ctx, *out, incidentCommitted)
 		fmt.Printf("%s (%s)\n%s", incidentName, time.Since(start).Round(time.Millisecond), sum)
 		if err != nil {
 			log.Fatalf("%s: %v", incidentName, err)
