@@ -96,7 +96,7 @@ func (mc Mechanics) String() string {
 		fmt.Fprintf(&b, "; network hop %g ms a message", mc.HopMS)
 	}
 	fmt.Fprintf(&b, "; cancels arrive after %g ms; lost packets resent after %g ms, doubling, reset after %d retransmissions", mc.CancelDelayMS, mc.RTOMS, mc.Retransmits)
-	fmt.Fprintf(&b, "; recovered = goodput ≥ %g of its pre-trigger share over %g s with queues drained, collapsed = under %g of it for %g s with a backlog not draining, judged up to %g s after the trigger",
+	fmt.Fprintf(&b, "; recovered = goodput ≥ %g of its pre-trigger share over %g s with queues drained (queued work at most twice its pre-trigger peak plus 2), collapsed = under %g of it for %g s with a backlog above that bound not draining (with none, low goodput is the callee's own failures, never a collapse), judged up to %g s after the trigger",
 		mc.Share, mc.WindowS, mc.CollapseShare, mc.SettleS, mc.MaxJudgeS)
 	return b.String()
 }

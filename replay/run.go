@@ -17,7 +17,8 @@ const (
 	DefaultRetryAfter = 1.0
 	// The verdict: goodput back to 90% of its pre-trigger success share
 	// over a 3 s window with the queues drained is recovered; under 50% of
-	// it for 10 s with a backlog that does not drain is collapsed, declared
+	// it for 10 s with a backlog (queues above twice their pre-trigger peak
+	// plus two) that does not drain is collapsed, declared
 	// no sooner than 10 s after the trigger; a run in between goes on up
 	// to 120 s after the trigger.
 	DefaultShare         = 0.9
@@ -269,12 +270,17 @@ type judgement struct {
 //     end;
 //   - collapsed, when not recovered, at least cfg.Settle seconds after the
 //     trigger, with goodput below cfg.CollapseShare of the healthy share
-//     over the last Settle seconds and the backlog not shrinking (its
-//     trend over the last 2·Settle would not drain it within what is left
-//     of the horizon, left seconds); or, at the horizon (final), goodput
-//     still that low; or recovered, then collapsed so again later. The
-//     gap between the two shares keeps the noise of a few requests a
-//     second, or of a baseline error rate, from passing for either;
+//     over the last Settle seconds and a backlog (queues above the
+//     drained bound on average over them) that is not shrinking (its trend over the last
+//     2·Settle would not drain it within what is left of the horizon,
+//     left seconds); or, at the horizon (final), goodput still that low
+//     with a backlog; or recovered, then collapsed so again later. With
+//     the queues at their healthy level a run is never collapsed: low
+//     goodput without a backlog is the callee's own failures (a failure
+//     mix, the traces' incident timeline recurring), which end when they
+//     do. The gap between the two shares keeps the noise of a few
+//     requests a second, or of a baseline error rate, from passing for
+//     either;
 //   - open otherwise: the run may go on while its backlog drains.
 //
 // Judging goodput as a share of the requests offered in the same seconds
@@ -320,8 +326,14 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 	// share over all of them, and the backlog's trend over twice as many
 	// where the run has them (queues swing with the waves of retries).
 	k := max(w, int(math.Round(cfg.Settle)))
+	// A backlog is queued work beyond the healthy level (the bound a
+	// recovery drains to), on average over the same Settle seconds: with
+	// none, low goodput is the callee's own failures (the traces' timeline
+	// recurring, a failure mix, a retry budget spent by it), not a
+	// collapse, however long it lasts.
+	backlog := func(u int) bool { return sumInts(ser.QueueDepth[u-k:u]) > drained*k }
 	collapsedAt := func(u int) bool {
-		return u-k >= e && share(u-k, u) < low && !shrinking(ser.QueueDepth[max(e, u-2*k):u], left+float64(T-u))
+		return u-k >= e && share(u-k, u) < low && backlog(u) && !shrinking(ser.QueueDepth[max(e, u-2*k):u], left+float64(T-u))
 	}
 	for s := e; s+w <= T; s++ {
 		if share(s, s+w) >= thr && ser.QueueDepth[s+w-1] <= drained {
@@ -340,11 +352,14 @@ func judge(ser Series, faults degrade.Schedule, upTo float64, cfg RunConfig, fin
 		}
 	}
 	switch {
-	case final && T-k >= e && share(T-k, T) < low:
+	case final && T-k >= e && share(T-k, T) < low && backlog(T):
 		v.state = VerdictCollapsed
 	case final:
 		v.state, v.note = VerdictNotJudged, "the run ended before the fault's effects could be judged"
-		if T-k >= e {
+		switch {
+		case T-k >= e && share(T-k, T) < low:
+			v.note = fmt.Sprintf("by the horizon goodput was under the collapse share, but with no backlog (queues %.1f on average over the last %d s, healthy bound %d): the callee's own failures, not a collapse", float64(sumInts(ser.QueueDepth[T-k:T]))/float64(k), k, drained)
+		case T-k >= e:
 			v.note = "by the horizon goodput was neither back within the share with the queues drained, nor collapsed"
 		}
 	case collapsedAt(T):
