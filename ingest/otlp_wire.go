@@ -434,9 +434,7 @@ func (d *fastOTLP) attribute(b []byte) bool {
 	case valueBool:
 		d.a.boolKey(k, v.num != 0)
 	case valueDouble:
-		if f := math.Float64frombits(v.num); f == float64(int64(f)) {
-			d.a.intKey(k, ks, int64(f))
-		}
+		d.a.doubleKey(k, ks, math.Float64frombits(v.num))
 	case valueArray:
 		first, ok := firstElement(v.bytes)
 		if !ok {
