@@ -52,12 +52,7 @@ vet:
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 4s)
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$t"; \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg > /tmp/retryaudit-fuzz.log 2>&1 || { cat /tmp/retryaudit-fuzz.log; exit 1; }; \
-		done; \
-	done
+	@GO=$(GO) scripts/fuzz.sh $(FUZZTIME)
 
 ## fuzz-long: run every fuzz target for FUZZLONG each (default 3m per target)
 fuzz-long:
