@@ -752,13 +752,11 @@ func (s *sim) complete(ji int32) {
 		c.clientErr = c.clientErr || o == outClientError
 	}
 	work := s.release(ji)
-	switch o {
-	case outOK:
+	if o == outOK {
 		s.reply(ai, true, 0, work)
-	case outClientError:
-		s.met.waste(work, s.now)
-		s.reply(ai, false, 0, 0)
-	default:
+	} else {
+		// A failed answer's work is wasted; only a server error that asks
+		// for it carries a Retry-After (the outcome gives 0 otherwise).
 		s.met.waste(work, s.now)
 		s.reply(ai, false, retryAfter, 0)
 	}
