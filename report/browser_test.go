@@ -197,7 +197,20 @@ func TestAuditHTMLHostileInBrowser(t *testing.T) {
 	if !strings.Contains(dom, htmlText(evilScript)) {
 		t.Errorf("no %q as text in the DOM", evilScript)
 	}
-	if n := strings.Count(dom, "<polyline"); n != 5*len(a.Runs) {
-		t.Errorf("%d polylines in the DOM, want %d", n, 5*len(a.Runs))
+	// Every polyline written is an element of the DOM, no more and no
+	// fewer: five per-second series per run, the rest the availability
+	// against utilization charts.
+	written := len(polylineRE.FindAllString(renderAudit(t, a), -1))
+	perSecond := 0
+	for _, tag := range polylineRE.FindAllString(dom, -1) {
+		if s := attrs(tag)["data-series"]; s != "recommended" && s != "baseline" {
+			perSecond++
+		}
+	}
+	if n := strings.Count(dom, "<polyline"); n != written {
+		t.Errorf("%d polylines in the DOM, %d written", n, written)
+	}
+	if perSecond != 5*len(a.Runs) {
+		t.Errorf("%d per-second series in the DOM, want %d", perSecond, 5*len(a.Runs))
 	}
 }
