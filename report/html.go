@@ -110,6 +110,7 @@ type htmlCell struct {
 	Text  string
 	Right bool   // right-aligned (figures)
 	Class string // "bad" for a cell to draw attention to, or ""
+	Links []htmlLink
 }
 
 func newHTMLTable(g grid) htmlTable {
@@ -172,6 +173,13 @@ func newAuditPage(a *AuditReport, traceURL string) auditPage {
 	}
 	tv := newTopologyView(t)
 	p := auditPage{Headline: tv.headline, Warnings: tv.warnings, Edges: newHTMLTable(tv.edges), Paths: newHTMLTable(tv.paths)}
+	if traceURL != "" && len(t.Edges) > 0 {
+		// A column of each edge's example traces, as links.
+		p.Edges.Header = append(p.Edges.Header, htmlCell{Text: "example traces"})
+		for i := range p.Edges.Rows {
+			p.Edges.Rows[i] = append(p.Edges.Rows[i], htmlCell{Links: htmlExampleLinks(traceURL, t.Edges[i].Examples)})
+		}
+	}
 	if s := t.Source; s.Traces > 0 {
 		p.Source = "Inferred from " + plural(s.Traces, "trace") + " (" + plural(s.Spans, "span") + ", " +
 			plural(s.RootCalls, "root request") + " over " + decimal(s.WindowS, 1) + " s, " +
