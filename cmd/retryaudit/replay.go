@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
 	"github.com/retryaudit/retryaudit/replay/audit"
@@ -196,6 +197,25 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		err = cerr
 	}
 	return err
+}
+
+// capacities are the capacities of the services the degradations degrade
+// (the first fault's service) in model m, for the HTML charts' capacity
+// lines; a service whose capacity is unbounded or undefined (a call graph
+// with a cycle) gets none.
+func capacities(ds []replay.Degradation, m *replay.Model) []report.Capacity {
+	var out []report.Capacity
+	for _, d := range ds {
+		i := slices.IndexFunc(d.Faults, func(f degrade.Fault) bool { return f.Service != "" })
+		if i < 0 {
+			continue
+		}
+		svc := d.Faults[i].Service
+		if c, err := audit.Capacity(m, svc); err == nil {
+			out = append(out, report.Capacity{Degradation: d.Name, Service: svc, AttemptsPerS: c})
+		}
+	}
+	return out
 }
 
 // readTopology infers the topology from the trace files (and lists their
