@@ -24,10 +24,21 @@ import (
 // escapes every string from span data in text, attributes and SVG alike;
 // the only markup built in Go is SVG geometry made of numbers.
 
-//go:embed html/audit.html.tmpl
+//go:embed html/*.html.tmpl
 var htmlFiles embed.FS
 
-var auditTemplate = template.Must(template.ParseFS(htmlFiles, "html/audit.html.tmpl"))
+// The pages share the partials: the head, tables and the replay section
+// with its charts.
+var (
+	partials       = template.Must(template.ParseFS(htmlFiles, "html/partials.html.tmpl"))
+	auditTemplate  = page("audit.html.tmpl")
+	replayTemplate = page("replay.html.tmpl")
+)
+
+// page is a page template over its own copy of the partials.
+func page(name string) *template.Template {
+	return template.Must(template.Must(partials.Clone()).ParseFS(htmlFiles, "html/"+name)).Lookup(name)
+}
 
 // maxChartPoints bounds the points of one plotted series: longer series are
 // averaged over consecutive buckets of seconds.
@@ -52,6 +63,42 @@ func AuditHTML(w io.Writer, a *AuditReport) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// ReplayHTML renders a replay, a preset's or a topology's, as one
+// self-contained HTML file that makes no network request: per degradation
+// the comparison tables of ReplayTable and, per policy, the charts of
+// AuditHTML's replay section (the same template), then the notes.
+func ReplayHTML(w io.Writer, rep *ReplayReport) error {
+	if rep == nil {
+		rep = &ReplayReport{}
+	}
+	var policies, degradations []string
+	for _, r := range rep.Runs {
+		if !slices.Contains(policies, r.Policy) {
+			policies = append(policies, r.Policy)
+		}
+		if !slices.Contains(degradations, r.Degradation) {
+			degradations = append(degradations, r.Degradation)
+		}
+	}
+	counted := strconv.Itoa(len(policies)) + " policies"
+	if len(policies) == 1 {
+		counted = "1 policy"
+	}
+	page := replayPage{Headline: counted + " under " + plural(len(degradations), "degradation"), Replay: newHTMLReplay(rep)}
+	var buf bytes.Buffer
+	if err := replayTemplate.Execute(&buf, page); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// replayPage is what the replay page shows.
+type replayPage struct {
+	Headline string
+	Replay   *htmlReplay
 }
 
 // auditPage is what the template shows, all of it display text and
@@ -327,6 +374,19 @@ func dependencySeries(svc string) seriesSpec {
 	}, 0.5}
 }
 
+// sameSeries reports whether two series are equal over the first seconds
+// in every run.
+func sameSeries(runs []*replay.Result, a, b seriesSpec, seconds int) bool {
+	for _, r := range runs {
+		va, vb := a.values(r), b.values(r)
+		va, vb = va[:min(len(va), seconds)], vb[:min(len(vb), seconds)]
+		if !slices.Equal(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
 // offChart is how far above the most offered a capacity may be and still
 // be drawn: a line higher up would squash the series it is compared with.
 const offChart = 4
@@ -383,10 +443,16 @@ func blockCharts(b replayBlock, capacity *Capacity) (trigger, dependency, capLeg
 	if capacity != nil {
 		dep := dependencySeries(capacity.Service)
 		if offered := most([]seriesSpec{dep}); offered > 0 {
-			rates = append(slices.Clone(rateSeries), dep)
-			dependency = dep.label
 			c := capacity.AttemptsPerS
 			capLegend = display(capacity.Service) + " capacity: " + compactNumber(c) + " attempts/s (every worker busy, no fault)"
+			// Where every attempt offered goes to the dependency (one
+			// layer), the stacked line is its series already.
+			if sameSeries(b.runs, rateSeries[1], dep, seconds) {
+				capLegend += "; the offered originals + retries are the attempts to " + display(capacity.Service)
+			} else {
+				rates = append(slices.Clone(rateSeries), dep)
+				dependency = dep.label
+			}
 			if c <= offChart*most(rates) {
 				limit = &limitLine{value: c, label: display(capacity.Service) + " capacity " + compactNumber(c) + "/s"}
 			} else {
