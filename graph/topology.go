@@ -28,9 +28,10 @@ type Source struct {
 	RootCalls    int     `json:"root_calls"`
 	WindowS      float64 `json:"window_s"`
 	RootRatePerS float64 `json:"root_rate_per_s"`
-	// ContextLeaks counts client spans that started after their parent had
-	// ended (another request's context reused), left out of inference
-	// with everything below them.
+	// ContextLeaks counts client spans that ran in another request's
+	// context (started after their parent had ended, or repeated a request
+	// their parent had already had answered), left out of inference with
+	// everything below them.
 	ContextLeaks int `json:"context_leaks,omitempty"`
 }
 
