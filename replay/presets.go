@@ -7,11 +7,13 @@ import (
 	"github.com/retryaudit/retryaudit/degrade"
 )
 
-// Preset is a ready-made matrix that reproduces a figure of the articles
-// retryaudit grew from.
+// Preset is a ready-made experiment that reproduces a figure of the
+// articles retryaudit grew from: a matrix of runs, or (Contention set, the
+// Matrix empty) Brooker's closed-loop contention study.
 type Preset struct {
 	Name, About string
 	Matrix      Matrix
+	Contention  *ContentionStudy
 }
 
 // Presets lists the preset names.
@@ -39,11 +41,15 @@ func NewPreset(name string, load float64, seed uint64) (*Preset, error) {
 		return nil, err
 	}
 	p.Matrix.Config.Seed = seed
+	if p.Contention != nil {
+		p.Contention.Seed = seed
+	}
 	return p, nil
 }
 
 var presets = map[string]func(load float64) (*Preset, error){
 	"storm":      stormPreset,
+	"contention": contentionPreset,
 	"lab":        labPreset,
 	"jirfag":     func(load float64) (*Preset, error) { return jirfagPreset(22, load) },
 	"jirfag-c41": func(load float64) (*Preset, error) { return jirfagPreset(41, load) },
