@@ -24,10 +24,21 @@ import (
 // escapes every string from span data in text, attributes and SVG alike;
 // the only markup built in Go is SVG geometry made of numbers.
 
-//go:embed html/audit.html.tmpl
+//go:embed html/*.html.tmpl
 var htmlFiles embed.FS
 
-var auditTemplate = template.Must(template.ParseFS(htmlFiles, "html/audit.html.tmpl"))
+// The pages share the partials: the head, tables and the replay section
+// with its charts.
+var (
+	partials       = template.Must(template.ParseFS(htmlFiles, "html/partials.html.tmpl"))
+	auditTemplate  = page("audit.html.tmpl")
+	replayTemplate = page("replay.html.tmpl")
+)
+
+// page is a page template over its own copy of the partials.
+func page(name string) *template.Template {
+	return template.Must(template.Must(partials.Clone()).ParseFS(htmlFiles, "html/"+name)).Lookup(name)
+}
 
 // maxChartPoints bounds the points of one plotted series: longer series are
 // averaged over consecutive buckets of seconds.
@@ -52,6 +63,42 @@ func AuditHTML(w io.Writer, a *AuditReport) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// ReplayHTML renders a replay, a preset's or a topology's, as one
+// self-contained HTML file that makes no network request: per degradation
+// the comparison tables of ReplayTable and, per policy, the charts of
+// AuditHTML's replay section (the same template), then the notes.
+func ReplayHTML(w io.Writer, rep *ReplayReport) error {
+	if rep == nil {
+		rep = &ReplayReport{}
+	}
+	var policies, degradations []string
+	for _, r := range rep.Runs {
+		if !slices.Contains(policies, r.Policy) {
+			policies = append(policies, r.Policy)
+		}
+		if !slices.Contains(degradations, r.Degradation) {
+			degradations = append(degradations, r.Degradation)
+		}
+	}
+	counted := strconv.Itoa(len(policies)) + " policies"
+	if len(policies) == 1 {
+		counted = "1 policy"
+	}
+	page := replayPage{Headline: counted + " under " + plural(len(degradations), "degradation"), Replay: newHTMLReplay(rep)}
+	var buf bytes.Buffer
+	if err := replayTemplate.Execute(&buf, page); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// replayPage is what the replay page shows.
+type replayPage struct {
+	Headline string
+	Replay   *htmlReplay
 }
 
 // auditPage is what the template shows, all of it display text and
@@ -110,6 +157,7 @@ type htmlCell struct {
 	Text  string
 	Right bool   // right-aligned (figures)
 	Class string // "bad" for a cell to draw attention to, or ""
+	Links []htmlLink
 }
 
 func newHTMLTable(g grid) htmlTable {
@@ -151,7 +199,11 @@ type htmlBlock struct {
 	Title   string
 	Tables  []htmlTable
 	Trigger string // what the shaded band is, or why there is none
-	Charts  []policyChart
+	// Dependency is the legend of the attempts offered to the degraded
+	// dependency and its capacity line, or "" when neither is drawn.
+	Dependency string
+	Capacity   string
+	Charts     []policyChart
 }
 
 // policyChart is one policy's small multiple under one degradation.
@@ -172,6 +224,13 @@ func newAuditPage(a *AuditReport, traceURL string) auditPage {
 	}
 	tv := newTopologyView(t)
 	p := auditPage{Headline: tv.headline, Warnings: tv.warnings, Edges: newHTMLTable(tv.edges), Paths: newHTMLTable(tv.paths)}
+	if traceURL != "" && len(t.Edges) > 0 {
+		// A column of each edge's example traces, as links.
+		p.Edges.Header = append(p.Edges.Header, htmlCell{Text: "example traces"})
+		for i := range p.Edges.Rows {
+			p.Edges.Rows[i] = append(p.Edges.Rows[i], htmlCell{Links: htmlExampleLinks(traceURL, t.Edges[i].Examples)})
+		}
+	}
 	if s := t.Source; s.Traces > 0 {
 		p.Source = "Inferred from " + plural(s.Traces, "trace") + " (" + plural(s.Spans, "span") + ", " +
 			plural(s.RootCalls, "root request") + " over " + decimal(s.WindowS, 1) + " s, " +
@@ -242,7 +301,7 @@ func newHTMLReplay(rep *ReplayReport) *htmlReplay {
 		for _, g := range b.tables {
 			hb.Tables = append(hb.Tables, newHTMLTable(g))
 		}
-		hb.Trigger, hb.Charts = blockCharts(b)
+		hb.Trigger, hb.Dependency, hb.Capacity, hb.Charts = blockCharts(b, capacityOf(rep.Capacities, b.degradation))
 		h.Blocks = append(h.Blocks, hb)
 	}
 	return h
@@ -259,7 +318,7 @@ const (
 // The series a chart plots, in the order their polylines are drawn.
 type seriesSpec struct {
 	key, label string
-	values     func(*replay.Series) []float64
+	values     func(*replay.Result) []float64
 	// at is where a value of second i is plotted: the middle of the second
 	// for counts over it, its end for a level sampled then.
 	at float64
@@ -275,30 +334,71 @@ func ints(xs []int) []float64 {
 
 var (
 	rateSeries = []seriesSpec{
-		{"originals", "offered originals/s", func(s *replay.Series) []float64 { return ints(s.Originals) }, 0.5},
+		{"originals", "offered originals/s", func(r *replay.Result) []float64 { return ints(r.Series.Originals) }, 0.5},
 		// Retries stacked on the originals: the line is all that was offered.
-		{"retries", "offered originals + retries/s", func(s *replay.Series) []float64 {
-			v := ints(s.Originals)
-			for i := range min(len(v), len(s.Retries)) {
-				v[i] += float64(s.Retries[i])
+		{"retries", "offered originals + retries/s", func(r *replay.Result) []float64 {
+			v := ints(r.Series.Originals)
+			for i := range min(len(v), len(r.Series.Retries)) {
+				v[i] += float64(r.Series.Retries[i])
 			}
 			return v
 		}, 0.5},
-		{"goodput", "goodput/s", func(s *replay.Series) []float64 { return ints(s.Goodput) }, 0.5},
+		{"goodput", "goodput/s", func(r *replay.Result) []float64 { return ints(r.Series.Goodput) }, 0.5},
 	}
 	queueSeries = []seriesSpec{
-		{"queue_depth", "queue depth", func(s *replay.Series) []float64 { return ints(s.QueueDepth) }, 1},
+		{"queue_depth", "queue depth", func(r *replay.Result) []float64 { return ints(r.Series.QueueDepth) }, 1},
 	}
 	wasteSeries = []seriesSpec{
-		{"wasted_s", "wasted work (service-s/s)", func(s *replay.Series) []float64 { return s.Wasted }, 0.5},
+		{"wasted_s", "wasted work (service-s/s)", func(r *replay.Result) []float64 { return r.Series.Wasted }, 0.5},
 	}
 )
+
+// dependencySeries is the attempts offered per second to service svc, by
+// every caller, originals, retries and hedges: the series in the unit of
+// its capacity line.
+func dependencySeries(svc string) seriesSpec {
+	return seriesSpec{"dependency", "attempts offered to " + display(svc) + "/s", func(r *replay.Result) []float64 {
+		var v []float64
+		for _, a := range r.Attempts {
+			if a.Callee != svc {
+				continue
+			}
+			for i, n := range a.PerSecond {
+				if i >= len(v) {
+					v = append(v, make([]float64, i+1-len(v))...)
+				}
+				v[i] += float64(n)
+			}
+		}
+		return v
+	}, 0.5}
+}
+
+// sameSeries reports whether two series are equal over the first seconds
+// in every run.
+func sameSeries(runs []*replay.Result, a, b seriesSpec, seconds int) bool {
+	for _, r := range runs {
+		va, vb := a.values(r), b.values(r)
+		va, vb = va[:min(len(va), seconds)], vb[:min(len(vb), seconds)]
+		if !slices.Equal(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+// offChart is how far above the most offered a capacity may be and still
+// be drawn: a line higher up would squash the series it is compared with.
+const offChart = 4
 
 // blockCharts draws one degradation's small multiples: per policy, in the
 // order of the comparison table, a rates panel, a queue-depth panel and a
 // wasted-work panel, with y scales shared by every policy so that the
-// panels compare at a glance.
-func blockCharts(b replayBlock) (string, []policyChart) {
+// panels compare at a glance. With the capacity of the degraded
+// dependency, and the runs' attempts to it, the rates panel also plots
+// those attempts and draws the capacity as a labelled line, unless it is
+// more than offChart times the most offered (then the legend says so).
+func blockCharts(b replayBlock, capacity *Capacity) (trigger, dependency, capLegend string, charts []policyChart) {
 	seconds := 0
 	for _, r := range b.runs {
 		seconds = max(seconds, len(r.Series.Goodput), len(r.Series.Originals), len(r.Series.QueueDepth))
@@ -316,7 +416,6 @@ func blockCharts(b replayBlock) (string, []policyChart) {
 			}
 		}
 	}
-	var trigger string
 	switch {
 	case ok && math.IsInf(end, 1):
 		trigger = "shaded: the trigger, from " + decimal(start, 3) + " s to the end of the run"
@@ -327,19 +426,45 @@ func blockCharts(b replayBlock) (string, []policyChart) {
 	if ok && start < float64(seconds) {
 		shade = &[2]float64{start, min(end, float64(seconds))}
 	}
-	top := func(specs []seriesSpec) float64 {
+	most := func(specs []seriesSpec) float64 {
 		m := 0.0
 		for _, r := range b.runs {
 			for _, s := range specs {
-				for _, v := range s.values(&r.Series) {
-					m = max(m, v)
+				v := s.values(r)
+				for _, x := range v[:min(len(v), seconds)] {
+					m = max(m, x)
 				}
 			}
 		}
-		return niceCeil(m)
+		return m
 	}
-	rateTop, queueTop, wasteTop := top(rateSeries), top(queueSeries), top(wasteSeries)
-	var charts []policyChart
+	rates := rateSeries
+	var limit *limitLine
+	if capacity != nil {
+		dep := dependencySeries(capacity.Service)
+		if offered := most([]seriesSpec{dep}); offered > 0 {
+			c := capacity.AttemptsPerS
+			capLegend = display(capacity.Service) + " capacity: " + compactNumber(c) + " attempts/s (every worker busy, no fault)"
+			// Where every attempt offered goes to the dependency (one
+			// layer), the stacked line is its series already.
+			if sameSeries(b.runs, rateSeries[1], dep, seconds) {
+				capLegend += "; the offered originals + retries are the attempts to " + display(capacity.Service)
+			} else {
+				rates = append(slices.Clone(rateSeries), dep)
+				dependency = dep.label
+			}
+			if c <= offChart*most(rates) {
+				limit = &limitLine{value: c, label: display(capacity.Service) + " capacity " + compactNumber(c) + "/s"}
+			} else {
+				capLegend += ", off the chart: more than " + strconv.Itoa(offChart) + "× the most offered"
+			}
+		}
+	}
+	rateMax := most(rates)
+	if limit != nil {
+		rateMax = max(rateMax, limit.value)
+	}
+	rateTop, queueTop, wasteTop := niceCeil(rateMax), niceCeil(most(queueSeries)), niceCeil(most(wasteSeries))
 	for _, r := range b.runs {
 		recovery := "recovery " + recoveryText(r)
 		if r.RecoveryS != nil {
@@ -355,17 +480,28 @@ func blockCharts(b replayBlock) (string, []policyChart) {
 			h      int
 			top    float64
 			series []seriesSpec
+			limit  *limitLine
 		}{
-			{"requests per second", rateH, rateTop, rateSeries},
-			{"queue depth (jobs, all services)", smallH, queueTop, queueSeries},
-			{"wasted work (service-seconds per second)", smallH, wasteTop, wasteSeries},
+			{"requests per second", rateH, rateTop, rates, limit},
+			{"queue depth (jobs, all services)", smallH, queueTop, queueSeries, nil},
+			{"wasted work (service-seconds per second)", smallH, wasteTop, wasteSeries, nil},
 		} {
-			c.Panels = append(c.Panels, drawPanel(pn.title, pn.h, seconds, pn.top, shade, pn.series, r, b.degradation))
+			c.Panels = append(c.Panels, drawPanel(pn.title, pn.h, seconds, pn.top, shade, pn.series, pn.limit, r, b.degradation))
 		}
 		charts = append(charts, c)
 	}
-	return trigger, charts
+	return trigger, dependency, capLegend, charts
 }
+
+// limitLine is a level to draw across a panel, and its label.
+type limitLine struct {
+	value float64
+	label string
+}
+
+// svgLimit is a horizontal line across the plot at Y, its label at
+// (TX, TY).
+type svgLimit struct{ X1, X2, Y, TX, TY, Text string }
 
 // chartPanel is one small chart: an axis frame, ticks, the shaded trigger
 // and one polyline per series.
@@ -374,6 +510,7 @@ type chartPanel struct {
 	// The plot area.
 	X0, Y0, X1, Y1 string
 	Shade          *svgRect
+	Limit          *svgLimit // the capacity line, or nil
 	XTicks, YTicks []svgTick
 	Lines          []chartLine
 }
@@ -396,7 +533,7 @@ type chartLine struct {
 // px formats a coordinate to a tenth of a pixel.
 func px(v float64) string { return decimal(v, 1) }
 
-func drawPanel(title string, h, seconds int, top float64, shade *[2]float64, specs []seriesSpec, r *replay.Result, degradation string) chartPanel {
+func drawPanel(title string, h, seconds int, top float64, shade *[2]float64, specs []seriesSpec, limit *limitLine, r *replay.Result, degradation string) chartPanel {
 	x0, x1 := float64(padLeft), float64(chartW-padRight)
 	y0, y1 := float64(padTop), float64(h-padB)
 	span := float64(max(seconds, 1))
@@ -411,6 +548,10 @@ func drawPanel(title string, h, seconds int, top float64, shade *[2]float64, spe
 		a, b := sx(shade[0]), sx(shade[1])
 		p.Shade = &svgRect{X: px(a), Y: px(y0), W: px(max(b-a, 1)), H: px(y1 - y0)}
 	}
+	if limit != nil {
+		y := sy(limit.value)
+		p.Limit = &svgLimit{X1: px(x0), X2: px(x1), Y: px(y), TX: px(x1 - 2), TY: px(y - 3), Text: limit.label}
+	}
 	step := niceCeil(span / 6)
 	for t := 0.0; t <= span+1e-9; t += step {
 		x := sx(t)
@@ -423,7 +564,7 @@ func drawPanel(title string, h, seconds int, top float64, shade *[2]float64, spe
 			LX1: px(x0), LY1: px(y), LX2: px(x1), LY2: px(y)})
 	}
 	for _, s := range specs {
-		v := s.values(&r.Series)
+		v := s.values(r)
 		xs, vs := downsample(v[:min(len(v), seconds)], s.at)
 		var b strings.Builder
 		for i := range xs {
@@ -518,19 +659,56 @@ type svgLink struct {
 	From    string // the services' display names, for data attributes
 	To      string
 	Attempt string // the retry label, "×3", or ""
+	// Hedge and Breaker describe the hedging and the circuit breaker the
+	// traces show on the link ("after 40 ms, ≤2"; "opened 3×, 13
+	// fast-failed"), or are "": a hedged link is overdrawn dashed, a
+	// breaker is a bar at the caller's end.
+	Hedge, Breaker string
 }
 
 // svgText is a line of text; Class "a-start" or "a-end" anchors it at
-// its start or end instead of its middle.
+// its start or end instead of its middle, and "hedge" or "breaker" marks
+// a line about either.
 type svgText struct{ X, Y, Text, Class string }
 
-// operationLabel is one operation's line on a link that carries several:
-// "POST /reservations ×3 (const 30ms)", or "GET /prices/{item}: no retry".
-func operationLabel(e *graph.Edge) string {
+// mechanismLine is a line about the hedging or the breaker of one link
+// operation: its class and text.
+type mechanismLine struct{ class, text string }
+
+// mechanismLines are a link's lines about hedging and circuit breakers,
+// one per operation that shows either, named when the link carries
+// several operations: "hedge after 40 ms, ≤2 requests", "breaker: opened
+// 3×, 13 fast-failed".
+func mechanismLines(l callLink) []mechanismLine {
+	var out []mechanismLine
+	for _, e := range l.edges {
+		prefix := ""
+		if len(l.edges) > 1 {
+			prefix = shortOperation(e) + ": "
+		}
+		if h := e.Hedging; h != nil && h.Calls > 0 {
+			out = append(out, mechanismLine{"hedge", prefix + "hedge after " + ms(h.DelayMS) + ", ≤" + plural(h.MaxRequests, "request")})
+		}
+		if b := e.Breaker; b != nil && b.Detected {
+			out = append(out, mechanismLine{"breaker", prefix + "breaker: " + breakerText(b)})
+		}
+	}
+	return out
+}
+
+// shortOperation is an operation's name cut to nodeMaxRunes.
+func shortOperation(e *graph.Edge) string {
 	op := display(e.Operation)
 	if utf8.RuneCountInString(op) > nodeMaxRunes {
 		op = string([]rune(op)[:nodeMaxRunes-1]) + "…"
 	}
+	return op
+}
+
+// operationLabel is one operation's line on a link that carries several:
+// "POST /reservations ×3 (const 30ms)", or "GET /prices/{item}: no retry".
+func operationLabel(e *graph.Edge) string {
+	op := shortOperation(e)
 	if !e.Retries {
 		return op + ": no retry"
 	}
@@ -713,6 +891,10 @@ func layoutCallGraph(g callGraph) *svgGraph {
 				plural(l.attempts, "attempt") + " / " + plural(l.calls, "call") + " = " + amp,
 			}
 		}
+		mech := mechanismLines(l)
+		for _, m := range mech {
+			lines = append(lines, m.text)
+		}
 		above := float64(6 + 13*(len(lines)-1)) // from the first line's baseline to the line
 		switch {
 		case l.from == l.to:
@@ -748,8 +930,23 @@ func layoutCallGraph(g callGraph) *svgGraph {
 			sl.Retry, sl.Attempt = true, l.retryLabel()
 			sl.Title += "; retries up to " + l.retryLabel() + ", " + backoffText(*l.worst)
 		}
+		for _, e := range l.edges {
+			if h := e.Hedging; h != nil && h.Calls > 0 && sl.Hedge == "" {
+				sl.Hedge = hedgingText(h)
+				sl.Title += "; hedges " + sl.Hedge
+			}
+			if b := e.Breaker; b != nil && b.Detected && sl.Breaker == "" {
+				sl.Breaker = breakerText(b)
+				sl.Title += "; circuit breaker " + sl.Breaker
+			}
+		}
+		first := len(lines) - len(mech)
 		for i, text := range lines {
-			sl.Labels = append(sl.Labels, svgText{X: px(lx), Y: px(ly + float64(13*i)), Text: text, Class: anchor})
+			class := anchor
+			if i >= first {
+				class = strings.TrimSpace(anchor + " " + mech[i-first].class)
+			}
+			sl.Labels = append(sl.Labels, svgText{X: px(lx), Y: px(ly + float64(13*i)), Text: text, Class: class})
 		}
 		sg.Links = append(sg.Links, sl)
 	}
