@@ -141,7 +141,9 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 		}
 		if n > 1 && c.proxy {
 			proxyRetried++
-		} else if n > 1 {
+			e.ProxyMostTries = max(e.ProxyMostTries, c.proxyMost)
+		}
+		if n > 1 && (!c.proxy || c.appAttempts > 1) {
 			appRetried++
 		}
 		if n > 1 && WriteMethod(c.method) {
@@ -158,7 +160,9 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 			}
 			if a.server >= 0 {
 				serverDur = append(serverDur, float64(ix.spans[a.server].Duration())/1e6)
-				if a.server != a.span && !a.synthetic {
+				if a.server != a.span && !a.synthetic && ix.spans[a.server].End <= a.end+overlapTolerance {
+					// The network's share of an answered attempt; a callee
+					// that outlived its client (abandoned) says nothing of it.
 					legs = append(legs, float64(a.end-a.start-ix.spans[a.server].Duration())/1e6)
 				}
 			}
