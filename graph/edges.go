@@ -83,191 +83,15 @@ func IdempotentMethod(m string) bool {
 	return true
 }
 
-// inferEdge turns the calls of one edge into its inferred policy.
+// inferEdge turns the calls of one edge into its inferred policy: each
+// call is read into the edge's statistics (the map step), which are then
+// fitted (see edgeStats, whose statistics also merge across shards).
 func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
-	e := Edge{Caller: ec.key.caller, CallerOperation: ec.key.callerOp, Callee: ec.key.callee, Operation: ec.key.op,
-		AttemptsHistogram: []int{}, RetriedStatus: []string{}, NotRetriedStatus: []string{}}
-	mostAttempts := maxAttemptsSoFar(ec)
-	evidence := ""
-	var waits []pendingWait
-	shows := findingCalls{}
-	retried, notRetried := map[string]bool{}, map[string]bool{}
-	var abandoned []abandonedAttempt
-	var okDur, serverDur []float64
-	var hedgeDelays, legs []float64
-	failed, proxyRetried, appRetried := 0, 0, 0
-	methods := map[string]int{}
-	idem := Idempotency{}
+	st := newEdgeStats(ec.key)
 	for _, c := range ec.calls {
-		n := len(c.attempts) + c.missing
-		e.Calls++
-		e.Attempts += len(c.attempts)
-		e.MissingAttempts += c.missing
-		methods[c.method]++
-		if c.hedged {
-			if e.Hedging == nil {
-				e.Hedging = &Hedging{}
-			}
-			e.Hedging.Calls++
-			e.Hedging.MaxRequests = max(e.Hedging.MaxRequests, len(c.attempts)+c.missing)
-			hedgeDelays = append(hedgeDelays, float64(c.hedgeGap)/1e6)
-			if !IdempotentMethod(c.method) {
-				e.Hedging.NonIdempotent++
-				shows.add(FindingHedgeWrite, c)
-			}
-			continue
-		}
-		for len(e.AttemptsHistogram) < n {
-			e.AttemptsHistogram = append(e.AttemptsHistogram, 0)
-		}
-		e.AttemptsHistogram[n-1]++
-		if n > 1 && (evidence == "" || c.evidence != "timing") {
-			evidence = c.evidence
-		}
-		if n > 1 && c.proxy {
-			proxyRetried++
-		} else if n > 1 {
-			appRetried++
-		}
-		if n > 1 && !IdempotentMethod(c.method) {
-			idem.RetriedCalls++
-			if slices.ContainsFunc(c.attempts, func(a attempt) bool { return a.idemKey }) {
-				idem.WithKey++
-			} else {
-				shows.add(FindingNoIdempotency, c)
-			}
-		}
-		for k, a := range c.attempts {
-			if a.outcome.failed() {
-				failed++
-			}
-			if a.server >= 0 {
-				serverDur = append(serverDur, float64(ix.spans[a.server].Duration())/1e6)
-				if a.server != a.span && !a.synthetic {
-					legs = append(legs, float64(a.end-a.start-ix.spans[a.server].Duration())/1e6)
-				}
-			}
-			switch {
-			case a.synthetic:
-			case a.outcome == outcomeOK:
-				okDur = append(okDur, float64(a.end-a.start)/1e6)
-			case a.outcome.failed() && ix.abandoned(a):
-				abandoned = append(abandoned, abandonedAttempt{ms: float64(a.end-a.start) / 1e6, named: a.status != "no response" && a.status != "transport error",
-					byCaller: ix.endsWithCaller(c.from, a.end)})
-			}
-			if ca := ix.callerAttempt(c.from); ca >= 0 && a.start > ix.spans[ca].End {
-				e.OutlivedCaller++
-				shows.add(FindingOutlivedCaller, c)
-			}
-			if k == len(c.attempts)-1 {
-				continue
-			}
-			retried[a.status] = true
-			next := c.attempts[k+1]
-			if a.nth < 0 || next.nth != a.nth+1 {
-				continue // not consecutive attempts: no wait between them is known
-			}
-			wait := float64(next.start-a.end) / 1e6
-			if a.retryAfter >= 0 {
-				if wait >= 0.9*float64(a.retryAfter)-5 {
-					e.RetryAfterHonored++
-					continue // this wait is the server's, not the backoff
-				}
-				e.RetryAfterIgnored++
-				shows.add(FindingRetryAfter, c)
-			}
-			waits = append(waits, pendingWait{nth: a.nth, ms: max(wait, 0), pushback: pushback(a.status)})
-		}
-		// A call that gave up early did not retry its last status; one
-		// that gave up at the most attempts seen may have run out of them.
-		if l := c.last(); l.outcome.failed() && (n < mostAttempts || mostAttempts == 1) {
-			notRetried[l.status] = true
-		}
+		st.add(ix, c)
 	}
-	e.MaxAttempts = max(mostAttempts, 1)
-	e.Retries = mostAttempts > 1
-	e.Evidence = evidence
-	e.MaxAttemptsExact = exhausted(ec, e.MaxAttempts, retried)
-	switch {
-	case proxyRetried > 0 && appRetried > 0:
-		e.RetriesBy = "proxy and application"
-	case proxyRetried > 0:
-		e.RetriesBy = "proxy"
-	case appRetried > 0:
-		e.RetriesBy = "application"
-	}
-	for s := range retried {
-		e.RetriedStatus = append(e.RetriedStatus, s)
-		delete(notRetried, s)
-	}
-	for s := range notRetried {
-		e.NotRetriedStatus = append(e.NotRetriedStatus, s)
-	}
-	sortStatuses(e.RetriedStatus)
-	sortStatuses(e.NotRetriedStatus)
-	if e.Retries {
-		gaps, directed := splitServerDirected(waits)
-		if directed > 0 {
-			e.RetryAfterHonored += directed
-			e.RetryAfterUncaptured = directed
-		}
-		e.Backoff = inferBackoff(gaps, spread(legs))
-	} else {
-		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
-	}
-	e.PerTryTimeoutMS, e.DeadlineFromCaller = perTryTimeout(abandoned, okDur)
-	if e.Hedging != nil {
-		slices.Sort(hedgeDelays)
-		e.Hedging.DelayMS = round3(quantile(hedgeDelays, 0.5))
-	}
-	if idem.RetriedCalls > 0 {
-		e.Idempotency = &idem
-	}
-	e.Method = mostCommon(methods)
-	e.Examples = edgeExamples(ix, ec.calls)
-	byFinding := map[string][]Example{}
-	for id, calls := range shows {
-		byFinding[id] = edgeExamples(ix, calls)
-	}
-	slices.Sort(serverDur)
-	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(serverDur)
-	if e.Attempts > 0 {
-		e.FailureRate = round3(float64(failed) / float64(e.Attempts))
-	}
-	return e, byFinding
-}
-
-func maxAttemptsSoFar(ec *edgeCalls) int {
-	m := 0
-	for _, c := range ec.calls {
-		if !c.hedged {
-			m = max(m, len(c.attempts)+c.missing)
-		}
-	}
-	return m
-}
-
-// exhausted reports whether some call is seen giving up after maxAtt
-// attempts that all failed in a way this edge retries (or, for an edge
-// that never retries, failed retryably and was not tried again): then the
-// maximum is the policy's, not a lower bound.
-func exhausted(ec *edgeCalls, maxAtt int, retried map[string]bool) bool {
-	for _, c := range ec.calls {
-		if c.hedged || len(c.attempts)+c.missing != maxAtt {
-			continue
-		}
-		l := c.last()
-		if c.limit {
-			return true // the sidecar says it ran out of retries
-		}
-		if maxAtt == 1 && l.outcome == outcomeRetryable {
-			return true
-		}
-		if maxAtt > 1 && l.outcome.failed() && retried[l.status] {
-			return true
-		}
-	}
-	return false
+	return st.fit()
 }
 
 // abandonedAttempt is a failed attempt that something shows was given up
@@ -311,7 +135,8 @@ func (ix *index) endsWithCaller(from int32, end int64) bool {
 // resets do not count. A cluster whose attempts mostly ended with their
 // caller's own attempt is the caller's deadline propagated, not a timeout
 // of this edge: it returns no timeout and how many attempts it cut.
-func perTryTimeout(abandoned []abandonedAttempt, ok []float64) (*float64, int) {
+// longestOK is the longest successful attempt (negative when none).
+func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (*float64, int) {
 	if named := slices.DeleteFunc(slices.Clone(abandoned), func(a abandonedAttempt) bool { return !a.named }); len(named) >= 2 {
 		abandoned = named
 	}
@@ -340,10 +165,8 @@ func perTryTimeout(abandoned []abandonedAttempt, ok []float64) (*float64, int) {
 	if after := len(abandoned) - (lo + size); after*10 > len(abandoned) {
 		return nil, 0 // attempts abandoned later than the cluster: no one timeout
 	}
-	for _, d := range ok {
-		if d > hi {
-			return nil, 0 // a success outlasted the supposed timeout
-		}
+	if longestOK > hi {
+		return nil, 0 // a success outlasted the supposed timeout
 	}
 	byCaller := 0
 	for _, a := range cluster {
