@@ -20,22 +20,36 @@ type edgeCalls struct {
 }
 
 // groupEdges groups calls by caller, the caller's operation, callee and
-// operation, in a stable order.
+// operation, in a stable order. Every edge's calls, in the order given,
+// are a window of one slice of the calls' exact size: no edge's list grows
+// by appending, which at millions of calls costs a tenth of the memory
+// inference holds.
 func groupEdges(ix *index, calls []*call) []*edgeCalls {
-	m := map[edgeKey]*edgeCalls{}
-	for _, c := range calls {
-		from := &ix.spans[c.from]
-		k := edgeKey{caller: ix.str(from.Service), callerOp: ix.opName(ix.serverOf(c.from)), callee: c.callee, op: c.op}
-		e := m[k]
-		if e == nil {
-			e = &edgeCalls{key: k}
+	m := map[edgeKey]int32{}
+	var out []*edgeCalls
+	var counts []int
+	edgeOf := make([]int32, len(calls))
+	for i, c := range calls {
+		k := edgeKey{caller: ix.str(ix.spans[c.from].Service), callerOp: ix.opName(ix.serverOf(c.from)), callee: c.callee, op: c.op}
+		e, ok := m[k]
+		if !ok {
+			e = int32(len(out))
 			m[k] = e
+			out = append(out, &edgeCalls{key: k})
+			counts = append(counts, 0)
 		}
-		e.calls = append(e.calls, c)
+		edgeOf[i] = e
+		counts[e]++
 	}
-	out := make([]*edgeCalls, 0, len(m))
-	for _, e := range m {
-		out = append(out, e)
+	all := make([]*call, len(calls))
+	off := 0
+	for e, ec := range out {
+		ec.calls = all[off:off:(off + counts[e])]
+		off += counts[e]
+	}
+	for i, c := range calls {
+		ec := out[edgeOf[i]]
+		ec.calls = append(ec.calls, c)
 	}
 	slices.SortFunc(out, func(x, y *edgeCalls) int {
 		a, b := x.key, y.key
