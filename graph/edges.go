@@ -86,15 +86,30 @@ func (ix *index) callerAttempt(i int32) int32 {
 	return ix.parent[s]
 }
 
-// IdempotentMethod reports whether an HTTP method may be repeated safely
-// (RFC 9110: every method but POST, PATCH and CONNECT; RPC methods, which
-// carry no HTTP method, count as idempotent).
+// IdempotentMethod reports whether a call with HTTP method m may be
+// repeated safely by HTTP semantics (RFC 9110 §9.2.2: GET, HEAD, OPTIONS,
+// TRACE, PUT, DELETE). Anything else is not known to be safe: the writes
+// (see WriteMethod) and a call with no HTTP method at all (an RPC, a
+// database statement), which is idempotent only when declared so (gRPC's
+// idempotency_level in a policy file, --idempotent).
 func IdempotentMethod(m string) bool {
 	switch strings.ToUpper(m) {
-	case "POST", "PATCH", "CONNECT":
-		return false
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
 	}
-	return true
+	return false
+}
+
+// WriteMethod reports whether HTTP method m is known not to be idempotent
+// (POST, PATCH, CONNECT). A method that is neither this nor idempotent is
+// unknown: the findings about unkeyed writes do not judge it, and replay
+// does not repeat it unless it is declared idempotent.
+func WriteMethod(m string) bool {
+	switch strings.ToUpper(m) {
+	case "POST", "PATCH", "CONNECT":
+		return true
+	}
+	return false
 }
 
 // inferEdge turns the calls of one edge into its inferred policy: each

@@ -31,6 +31,7 @@ type edgeStats struct {
 	// evidence counts the retried calls by the evidence of their retries.
 	evidence                 map[string]int
 	proxyRetried, appRetried int
+	proxyMostTries           int
 	methods                  map[string]int
 	idem                     Idempotency
 	hedged                   *Hedging
@@ -74,7 +75,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 		st.hedged.Calls++
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, n)
 		st.hedgeDelays = append(st.hedgeDelays, float64(c.hedgeGap)/1e6)
-		if !IdempotentMethod(c.method) {
+		if WriteMethod(c.method) {
 			st.hedged.NonIdempotent++
 			st.show(ix, FindingHedgeWrite, c)
 		}
@@ -88,10 +89,12 @@ func (st *edgeStats) add(ix *index, c *call) {
 		st.evidence[c.evidence]++
 		if c.proxy {
 			st.proxyRetried++
-		} else {
+			st.proxyMostTries = max(st.proxyMostTries, c.proxyMost)
+		}
+		if !c.proxy || c.appAttempts > 1 {
 			st.appRetried++
 		}
-		if !IdempotentMethod(c.method) {
+		if WriteMethod(c.method) {
 			st.idem.RetriedCalls++
 			if slices.ContainsFunc(c.attempts, func(a attempt) bool { return a.idemKey }) {
 				st.idem.WithKey++
@@ -107,7 +110,9 @@ func (st *edgeStats) add(ix *index, c *call) {
 		}
 		if a.server >= 0 {
 			st.serverDur = append(st.serverDur, float64(ix.spans[a.server].Duration())/1e6)
-			if a.server != a.span && !a.synthetic {
+			if a.server != a.span && !a.synthetic && ix.spans[a.server].End <= a.end+overlapTolerance {
+				// The network's share of an answered attempt; a callee
+				// that outlived its client (abandoned) says nothing of it.
 				st.legs = append(st.legs, float64(a.end-a.start-ix.spans[a.server].Duration())/1e6)
 			}
 		}
@@ -205,6 +210,7 @@ func (st *edgeStats) merge(o *edgeStats) {
 	}
 	st.proxyRetried += o.proxyRetried
 	st.appRetried += o.appRetried
+	st.proxyMostTries = max(st.proxyMostTries, o.proxyMostTries)
 	for m, n := range o.methods {
 		st.methods[m] += n
 	}
@@ -285,7 +291,7 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	e := Edge{Caller: st.key.caller, CallerOperation: st.key.callerOp, Callee: st.key.callee, Operation: st.key.op,
 		AttemptsHistogram: slices.Clone(st.hist), RetriedStatus: []string{}, NotRetriedStatus: []string{},
 		Calls: st.calls, Attempts: st.attempts, MissingAttempts: st.missing,
-		OutlivedCaller: st.outlived, RetryAfterHonored: st.raHonored, RetryAfterIgnored: st.raIgnored}
+		ProxyMostTries: st.proxyMostTries, OutlivedCaller: st.outlived, RetryAfterHonored: st.raHonored, RetryAfterIgnored: st.raIgnored}
 	if e.AttemptsHistogram == nil {
 		e.AttemptsHistogram = []int{}
 	}
