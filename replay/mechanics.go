@@ -13,6 +13,9 @@ type Mechanics struct {
 	Services []ServiceMechanics `json:"services"`
 	// HopMS is the mean network delay of a message (0: none).
 	HopMS float64 `json:"network_hop_ms"`
+	// HopRoundTrip: the hop is an attempt's whole round trip, paid by the
+	// request (see Model.HopRoundTrip).
+	HopRoundTrip bool `json:"network_hop_round_trip"`
 	// CancelDelayMS is how long a cancel takes to reach the server.
 	CancelDelayMS float64 `json:"cancel_delay_ms"`
 	// RTOMS is TCP's first retransmission timeout (doubling), and
@@ -49,7 +52,7 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 	mc := Mechanics{CancelDelayMS: 1000 * cfg.CancelDelay, RTOMS: 1000 * cfg.RTO, Retransmits: cfg.Retransmits,
 		Share: cfg.Share, CollapseShare: cfg.CollapseShare, WindowS: cfg.Window, SettleS: cfg.Settle, MaxJudgeS: cfg.MaxJudge}
 	if m.Hop != nil {
-		mc.HopMS = 1000 * m.Hop.Mean()
+		mc.HopMS, mc.HopRoundTrip = 1000*m.Hop.Mean(), m.HopRoundTrip
 		mc.CancelDelayMS = mc.HopMS
 	}
 	for _, s := range m.Services {
@@ -92,7 +95,10 @@ func (mc Mechanics) String() string {
 			fmt.Fprintf(&b, ", %d replicas on %d pools", s.Parts, s.Pools)
 		}
 	}
-	if mc.HopMS > 0 {
+	switch {
+	case mc.HopMS > 0 && mc.HopRoundTrip:
+		fmt.Fprintf(&b, "; network round trip %g ms an attempt, paid before the callee sees it", mc.HopMS)
+	case mc.HopMS > 0:
 		fmt.Fprintf(&b, "; network hop %g ms a message", mc.HopMS)
 	}
 	fmt.Fprintf(&b, "; cancels arrive after %g ms; lost packets resent after %g ms, doubling, reset after %d retransmissions", mc.CancelDelayMS, mc.RTOMS, mc.Retransmits)

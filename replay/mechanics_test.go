@@ -250,6 +250,28 @@ func TestMechanicsReported(t *testing.T) {
 	}
 }
 
+// TestHopRoundTrip: a network hop is paid by every message, or, as a
+// round trip (the jirfag/simulations model's net_rtt), once by the request
+// with the answer back at once; the notes and JSON say which. (A root
+// request crosses two hops: user to client, client to server.)
+func TestHopRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		roundTrip bool
+		wantMS    float64
+		note      string
+	}{{false, 30, "network hop 5 ms a message"}, {true, 20, "network round trip 5 ms an attempt"}} {
+		m := single("server", 100, Constant(0.01), 50, 0, Policy{MaxAttempts: 1})
+		m.Hop, m.HopRoundTrip = Constant(0.005), tc.roundTrip
+		r := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 10})
+		if math.Abs(r.P50MS-tc.wantMS) > 1e-6 || math.Abs(r.P99MS-tc.wantMS) > 1e-6 {
+			t.Errorf("round trip %v: p50 %v, p99 %v ms, want %v", tc.roundTrip, r.P50MS, r.P99MS, tc.wantMS)
+		}
+		if r.Mechanics.HopRoundTrip != tc.roundTrip || !strings.Contains(r.Mechanics.String(), tc.note) {
+			t.Errorf("round trip %v: mechanics %+v, note %q", tc.roundTrip, r.Mechanics, r.Mechanics.String())
+		}
+	}
+}
+
 // TestRefusals: hostile parameters are refused with what was expected.
 func TestRefusals(t *testing.T) {
 	m := single("server", 6, Exponential{MeanS: 0.1}, 40, 0, Policy{MaxAttempts: 1})

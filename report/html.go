@@ -641,6 +641,7 @@ const (
 // svgGraph is the call graph laid out for SVG.
 type svgGraph struct {
 	Width, Height, ViewBox string
+	Quiet                  bool // plain links are not labelled (see quietLinks)
 	Nodes                  []svgNode
 	Links                  []svgLink
 }
@@ -666,9 +667,8 @@ type svgLink struct {
 	Hedge, Breaker string
 }
 
-// svgText is a line of text; Class "a-start" or "a-end" anchors it at
-// its start or end instead of its middle, and "hedge" or "breaker" marks
-// a line about either.
+// svgText is a line of text, anchored at its middle; Class "hedge" or
+// "breaker" marks a line about either.
 type svgText struct{ X, Y, Text, Class string }
 
 // mechanismLine is a line about the hedging or the breaker of one link
@@ -817,6 +817,91 @@ func layoutCallGraph(g callGraph) *svgGraph {
 		}
 		width[i] = max(nodeMinW, float64(utf8.RuneCountInString(label[i]))*nodeRuneWidth+24)
 	}
+	// Each gap between layers is wide enough for the widest label of the
+	// links that leave the layer to the next; wider gaps until every
+	// link's label finds a place clear of the boxes and of the other
+	// labels, the last try taking the least crowded places.
+	gaps := make([]float64, len(layers))
+	for i, l := range g.links {
+		if !back[i] && l.from != l.to && depth[l.to] == depth[l.from]+1 {
+			w, _ := labelSize(l, len(g.links) > quietLinks)
+			gaps[depth[l.from]] = max(gaps[depth[l.from]], w+40)
+		}
+	}
+	for try := 0; ; try++ {
+		gap := make([]float64, len(gaps))
+		for d := range gaps {
+			gap[d] = max(layerGap, gaps[d]) + layerGapStep*float64(try)
+		}
+		sg, clear := placeCallGraph(g, back, layers, label, width, gap, nodeGapY+nodeGapStep*float64(try))
+		if clear || try == maxLayoutTries-1 {
+			return sg
+		}
+	}
+}
+
+// labelSize is the size of a link's label, as drawn: its width at
+// linkRuneWidth a rune, its height at linkLineH a line.
+func labelSize(l callLink, quiet bool) (w, h float64) {
+	lines := linkLabel(l, quiet)
+	runes := 0
+	for _, s := range lines {
+		runes = max(runes, utf8.RuneCountInString(s.Text))
+	}
+	return float64(runes) * linkRuneWidth, float64(linkLineH * len(lines))
+}
+
+// linkLabel is a link's label, a line at a time, its lines about hedging
+// and breakers classed so. Quiet: a link that neither retries, hedges nor
+// breaks has none.
+func linkLabel(l callLink, quiet bool) []svgText {
+	var out []svgText
+	for _, s := range linkLines(l) {
+		if quiet && l.worst == nil {
+			break
+		}
+		out = append(out, svgText{Text: s})
+	}
+	for _, m := range mechanismLines(l) {
+		out = append(out, svgText{Text: m.text, Class: m.class})
+	}
+	return out
+}
+
+// How the call graph grows when its labels do not fit: each try widens the
+// gaps between layers and between boxes.
+const (
+	layerGapStep, nodeGapStep = 40, 22
+	maxLayoutTries            = 5
+	linkRuneWidth             = 6.9 // a generous mean advance at 11px, bold
+	linkLineH                 = 13
+	// quietLinks is how many links a graph draws before the links that
+	// neither retry, hedge nor break lose their "N calls" label (their
+	// tooltip and the edges table still give it).
+	quietLinks = 24
+)
+
+// box is a rectangle of the drawing.
+type box struct{ x0, y0, x1, y1 float64 }
+
+func (a box) overlaps(b box) bool { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1 }
+
+// overlap is the area a shares with any of bs.
+func overlap(a box, bs []box) float64 {
+	area := 0.0
+	for _, b := range bs {
+		if a.overlaps(b) {
+			area += (min(a.x1, b.x1) - max(a.x0, b.x0)) * (min(a.y1, b.y1) - max(a.y0, b.y0))
+		}
+	}
+	return area
+}
+
+// placeCallGraph places the boxes with the given gaps, routes the links and
+// places their labels; clear says every label is clear of the boxes and of
+// the other labels.
+func placeCallGraph(g callGraph, back []bool, layers [][]int, label []string, width, gap []float64, nodeGapY float64) (*svgGraph, bool) {
+	n := len(g.nodes)
 	// Each layer's nodes go at the mean height of their callers in earlier
 	// layers (roots stack from the top), in layer order, pushed down as far
 	// as it takes to keep them apart: a chain of calls is a straight line.
@@ -825,7 +910,7 @@ func layoutCallGraph(g callGraph) *svgGraph {
 	y := make([]float64, n)
 	left := float64(graphMargin)
 	bottom := 0.0
-	for _, layer := range layers {
+	for d, layer := range layers {
 		colW := 0.0
 		for _, v := range layer {
 			colW = max(colW, width[v])
@@ -847,74 +932,74 @@ func layoutCallGraph(g callGraph) *svgGraph {
 			next = want + nodeH + nodeGapY
 			bottom = max(bottom, want+nodeH)
 		}
-		left += colW + layerGap
+		left += colW + gap[d]
 	}
-	W := left - layerGap + graphMargin
+	W := left - gap[len(gap)-1] + graphMargin
 	H := bottom + graphMargin
 	if slices.Contains(back, true) {
 		H = bottom + 78 // room below the boxes for links back
 	}
-	if slices.ContainsFunc(g.links, func(l callLink) bool { return l.from == l.to }) {
-		W += 220 // room right of the boxes for loops' labels
-	}
-	sg := &svgGraph{Width: px(W), Height: px(H), ViewBox: "0 0 " + px(W) + " " + px(H)}
+	sg := &svgGraph{Quiet: len(g.links) > quietLinks}
+	taken := make([]box, 0, n+len(g.links))
 	for i, nd := range g.nodes {
 		sg.Nodes = append(sg.Nodes, svgNode{
 			X: px(x[i]), Y: px(y[i]), W: px(width[i]), H: px(nodeH),
 			TX: px(x[i] + width[i]/2), TY: px(y[i] + nodeH/2 + 4.5),
 			Label: label[i], Name: nd.label, Virtual: nd.virtual,
 		})
+		taken = append(taken, box{x[i] - 3, y[i] - 3, x[i] + width[i] + 3, y[i] + nodeH + 3})
 	}
-	for i, l := range g.links {
-		// The label goes where its own curve is not: above a level link;
-		// under the end of a link down, where the curve is all above;
-		// under the start of a link up; under a link back.
-		var d string
-		var lx, ly float64 // the first line's anchor
-		anchor := ""
-		lines := []string{plural(l.calls, "call")}
+	// Retrying links are labelled first: theirs are the labels that matter.
+	order := make([]int, len(g.links))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ra, rb := g.links[a].worst != nil, g.links[b].worst != nil
 		switch {
-		case len(l.edges) > 1 && l.worst != nil:
-			// GET and POST (or two routes) on one link may retry apart:
-			// a line each.
-			lines = lines[:0]
-			for _, e := range l.edges {
-				lines = append(lines, operationLabel(e))
-			}
-		case l.worst != nil:
-			amp := "-"
-			if l.calls > 0 {
-				amp = decimal(float64(l.attempts)/float64(l.calls), 2) + "×"
-			}
-			lines = []string{
-				l.retryLabel() + " (" + backoffShort(l.worst.Backoff) + ")",
-				plural(l.attempts, "attempt") + " / " + plural(l.calls, "call") + " = " + amp,
-			}
+		case ra && !rb:
+			return -1
+		case rb && !ra:
+			return 1
 		}
-		mech := mechanismLines(l)
-		for _, m := range mech {
-			lines = append(lines, m.text)
-		}
-		above := float64(6 + 13*(len(lines)-1)) // from the first line's baseline to the line
+		return 0
+	})
+	clear := true
+	sg.Links = make([]svgLink, len(g.links))
+	for _, i := range order {
+		l := g.links[i]
+		bw, bh := labelSize(l, sg.Quiet)
+		// block is the label's box with its first baseline at (cx, cy),
+		// centred on cx.
+		block := func(cx, cy float64) box { return box{cx - bw/2 - 2, cy - 10, cx + bw/2 + 2, cy - 10 + bh + 2} }
+		var d string
+		var cands [][2]float64 // first-baseline anchors to try, best first
 		switch {
 		case l.from == l.to:
 			// A loop on the right side of the box, labelled beside it.
 			rx, cy := x[l.from]+width[l.from], y[l.from]+nodeH/2
 			d = "M" + px(rx) + "," + px(cy-8) + " C" + px(rx+50) + "," + px(cy-40) + " " + px(rx+50) + "," + px(cy+40) +
 				" " + px(rx) + "," + px(cy+8)
-			lx, ly, anchor = rx+44, cy-2, "a-start"
+			for k := range 8 {
+				cands = append(cands, [2]float64{rx + 44 + bw/2, cy - 2 + float64(k)*(bh+4)}, [2]float64{rx + 44 + bw/2, cy - 2 - float64(k+1)*(bh+4)})
+			}
 		case !back[i]:
 			sx, sy := x[l.from]+width[l.from], y[l.from]+nodeH/2
 			tx, ty := x[l.to], y[l.to]+nodeH/2
 			c := (tx - sx) / 2
 			d = "M" + px(sx) + "," + px(sy) + " C" + px(sx+c) + "," + px(sy) + " " + px(tx-c) + "," + px(ty) + " " + px(tx) + "," + px(ty)
-			switch {
-			case math.Abs(ty-sy) < 1:
-				lx, ly = (sx+tx)/2, sy-above
-			case ty > sy:
-				lx, ly, anchor = tx-12, ty+16, "a-end"
-			default:
-				lx, ly, anchor = sx+10, sy+16, "a-start"
+			// Just before the arrow, above or below its end; else along
+			// the curve, above or below it.
+			ex := tx - 14 - bw/2
+			cands = append(cands, [2]float64{ex, ty - 6 - bh + 10}, [2]float64{ex, ty + 18})
+			if ty < sy {
+				cands[len(cands)-2], cands[len(cands)-1] = cands[len(cands)-1], cands[len(cands)-2]
+			}
+			for _, t := range []float64{0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.12, 0.88} {
+				u := 1 - t
+				px0 := u*u*u*sx + 3*u*u*t*(sx+c) + 3*u*t*t*(tx-c) + t*t*t*tx
+				py0 := u*u*u*sy + 3*u*u*t*sy + 3*u*t*t*ty + t*t*t*ty
+				cands = append(cands, [2]float64{px0, py0 + 4 - bh}, [2]float64{px0, py0 + 16})
 			}
 		default:
 			// Back to the same or an earlier layer: under the boxes.
@@ -922,8 +1007,37 @@ func layoutCallGraph(g callGraph) *svgGraph {
 			tx, ty := x[l.to]+width[l.to]/2, y[l.to]+nodeH
 			low := max(sy, ty) + 50
 			d = "M" + px(sx) + "," + px(sy) + " C" + px(sx) + "," + px(low) + " " + px(tx) + "," + px(low) + " " + px(tx) + "," + px(ty)
-			lx, ly = (sx+tx)/2, (sy+ty)/8+3*low/4+15
+			for k := range 8 {
+				cands = append(cands, [2]float64{(sx + tx) / 2, (sy+ty)/8 + 3*low/4 + 15 + float64(k)*(bh+4)})
+			}
 		}
+		best, bestArea := cands[0], math.Inf(1)
+		for _, cd := range cands {
+			if bh == 0 { // no label
+				bestArea = 0
+				break
+			}
+			b := block(cd[0], cd[1])
+			a := overlap(b, taken)
+			if b.x0 < 0 || b.y0 < 0 {
+				a += 1e6
+			}
+			if a < bestArea {
+				best, bestArea = cd, a
+			}
+			if a == 0 {
+				break
+			}
+		}
+		if bestArea > 0 {
+			clear = false
+		}
+		if bh > 0 {
+			b := block(best[0], best[1])
+			taken = append(taken, b)
+			W, H = max(W, b.x1+graphMargin), max(H, b.y1+graphMargin)
+		}
+
 		from, to := g.nodes[l.from].label, g.nodes[l.to].label
 		sl := svgLink{Path: d, From: from, To: to, Title: from + " → " + to + ": " + plural(l.calls, "call") + ", " + plural(l.attempts, "attempt")}
 		if l.worst != nil {
@@ -940,15 +1054,37 @@ func layoutCallGraph(g callGraph) *svgGraph {
 				sl.Title += "; circuit breaker " + sl.Breaker
 			}
 		}
-		first := len(lines) - len(mech)
-		for i, text := range lines {
-			class := anchor
-			if i >= first {
-				class = strings.TrimSpace(anchor + " " + mech[i-first].class)
-			}
-			sl.Labels = append(sl.Labels, svgText{X: px(lx), Y: px(ly + float64(13*i)), Text: text, Class: class})
+		for k, t := range linkLabel(l, sg.Quiet) {
+			t.X, t.Y = px(best[0]), px(best[1]+float64(linkLineH*k))
+			sl.Labels = append(sl.Labels, t)
 		}
-		sg.Links = append(sg.Links, sl)
+		sg.Links[i] = sl
 	}
-	return sg
+	sg.Width, sg.Height, sg.ViewBox = px(W), px(H), "0 0 "+px(W)+" "+px(H)
+	return sg, clear
+}
+
+// linkLines are the lines of a link's label before those about hedging and
+// breakers: its calls; for a retrying link the attempts it allows and the
+// amplification seen; a line per operation for a link that carries
+// several (GET and POST on one link may retry apart).
+func linkLines(l callLink) []string {
+	switch {
+	case len(l.edges) > 1 && l.worst != nil:
+		var lines []string
+		for _, e := range l.edges {
+			lines = append(lines, operationLabel(e))
+		}
+		return lines
+	case l.worst != nil:
+		amp := "-"
+		if l.calls > 0 {
+			amp = decimal(float64(l.attempts)/float64(l.calls), 2) + "×"
+		}
+		return []string{
+			l.retryLabel() + " (" + backoffShort(l.worst.Backoff) + ")",
+			plural(l.attempts, "attempt") + " / " + plural(l.calls, "call") + " = " + amp,
+		}
+	}
+	return []string{plural(l.calls, "call")}
 }

@@ -598,8 +598,7 @@ func TestCallGraphMechanisms(t *testing.T) {
 	texts := func(l svgLink) []string {
 		var out []string
 		for _, t := range l.Labels {
-			kind := strings.TrimSpace(strings.NewReplacer("a-start", "", "a-end", "").Replace(t.Class))
-			out = append(out, kind+"|"+t.Text)
+			out = append(out, t.Class+"|"+t.Text)
 		}
 		return out
 	}

@@ -54,7 +54,9 @@ and whether the system stays collapsed after the trigger is gone.
 
 The topology comes from trace files (inferred on the fly) or from
 --topology (the JSON of 'retryaudit infer --format json', perhaps edited).
---scenario runs a preset from the articles instead (storm, lab).
+--scenario runs a preset from the articles instead (storm, lab, jirfag,
+jirfag-c41; contention is Brooker's closed-loop jitter study, a table of
+completion time and calls per strategy and client count).
 
 Policies (--policy, repeatable): a base (observed, none, everywhere,
 edge-only, idempotent-only, hedge-p95) followed by modifiers joined with +
@@ -71,7 +73,8 @@ Degradations (--degrade, repeatable), e.g.:
 		Example: `  retryaudit replay samples/retry-everywhere/traces.otlp.jsonl.gz --degrade outage:svc=db,at=10s,for=5s
   retryaudit replay --topology top.json --policy observed --policy edge-only+budget --capacity db=8
   retryaudit replay --scenario storm
-  retryaudit replay --scenario storm --html storm.html`,
+  retryaudit replay --scenario storm --html storm.html
+  retryaudit replay --scenario contention`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.inputs = args
 			if err := opts.validate(); err != nil {
@@ -141,6 +144,9 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		p, err := replay.NewPreset(o.scenario, o.sim.load, o.sim.seed)
 		if err != nil {
 			return usageError{err}
+		}
+		if p.Contention != nil {
+			return runContention(cmd, o, p)
 		}
 		mx, notes = p.Matrix, []string{p.About}
 		mx.Config.MaxEvents = o.sim.maxEvents
@@ -233,6 +239,41 @@ func capacities(ds []replay.Degradation, m *replay.Model) []report.Capacity {
 		}
 	}
 	return out
+}
+
+var contentionRenderers = map[string]func(io.Writer, *report.ContentionReport) error{
+	"table":    report.ContentionTable,
+	"markdown": report.ContentionMarkdown,
+	"json":     report.ContentionJSON,
+}
+
+// contentionFlags are the flags that mean nothing to the contention study
+// (it has no services, faults or run length): setting one is an error
+// rather than a knob silently ignored.
+var contentionFlags = []string{"html", "duration", "rate", "thrash", "cancel", "cancel-running", "max-events", "headroom", "client-deadline", "sample-rate", "clients", "think", "arrivals"}
+
+// runContention runs Brooker's contention study of preset p and prints it.
+func runContention(cmd *cobra.Command, o *replayOptions, p *replay.Preset) error {
+	for _, name := range contentionFlags {
+		if cmd.Flags().Changed(name) {
+			return usageError{fmt.Errorf("--%s: the %s scenario is a closed-loop contention study; it takes --seed, --load (which scales its client counts), --format and -o only", name, p.Name)}
+		}
+	}
+	rows, err := p.Contention.Run(cmd.Context())
+	if err != nil {
+		return err
+	}
+	rep := &report.ContentionReport{Schema: report.ContentionSchema, Reference: p.Contention.Reference, Seed: p.Contention.Seed,
+		Seeds: p.Contention.Seeds, Notes: []string{p.About}, Rows: rows}
+	w, closeOut, err := outputFile(o.io, o.output)
+	if err != nil {
+		return err
+	}
+	err = contentionRenderers[o.format](w, rep)
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	return closedStdoutIsFine(err)
 }
 
 // readTopology infers the topology from the trace files (and lists their
