@@ -105,39 +105,68 @@ func (h *eventHeap) pop() event {
 
 func (h *eventHeap) len() int { return len(h.ev) }
 
-// agenda is the engine's event queue: the heap, and beside it a slot for
-// the next root arrival. An open-loop stream (Poisson or the traces' own
-// times) has exactly one arrival pending, which is always among the
-// earliest events: kept out of the heap it costs a comparison instead of a
-// push and a pop, for what is half the events of a lightly loaded run.
-// pop returns the earliest of the slot and the heap by (t, seq), with seq
-// from the one counter, so the order is the same as one heap's.
+// agenda is the engine's event queue: the heap, and beside it two
+// sources that need no heap. The next root arrival has a slot of its own:
+// an open-loop stream (Poisson or the traces' own times) has exactly one
+// pending, always among the earliest events. Timeouts go to a FIFO lane
+// while they come in time order, as they do when every attempt waits the
+// same per-try timeout; one that would come before the lane's last goes
+// to the heap. Each costs a comparison instead of a push and a pop on a
+// heap that would otherwise hold them all. pop returns the earliest of the
+// three by (t, seq), with seq from the one counter, so the order is the
+// same as one heap's.
 type agenda struct {
 	eventHeap
-	next    event // the pending arrival, while waiting
-	waiting bool
+	next     event // the pending arrival, while waiting
+	waiting  bool
+	lane     []event // timeouts in (t, seq) order, from laneHead on
+	laneHead int
 }
 
 func (a *agenda) push(t float64, kind evKind, id, gen int32) {
-	if kind != evArrival || a.waiting {
+	switch {
+	case kind == evArrival && !a.waiting:
+		a.next = event{t: t, key: a.stamp(kind), id: id, gen: gen}
+		a.waiting = true
+	case kind == evTimeout && (a.laneHead == len(a.lane) || t >= a.lane[len(a.lane)-1].t):
+		a.lane = append(a.lane, event{t: t, key: a.stamp(kind), id: id, gen: gen})
+	default:
 		a.eventHeap.push(t, kind, id, gen)
-		return
 	}
-	a.next = event{t: t, key: a.stamp(kind), id: id, gen: gen}
-	a.waiting = true
 }
 
 func (a *agenda) pop() event {
-	if a.waiting && (len(a.ev) == 0 || a.next.before(&a.ev[0])) {
+	var top *event
+	if len(a.ev) > 0 {
+		top = &a.ev[0]
+	}
+	if a.laneHead < len(a.lane) {
+		if l := &a.lane[a.laneHead]; top == nil || l.before(top) {
+			top = l
+		}
+	}
+	switch {
+	case a.waiting && (top == nil || a.next.before(top)):
 		a.waiting = false
 		return a.next
+	case len(a.ev) == 0 || top != &a.ev[0]:
+		e := a.lane[a.laneHead]
+		a.laneHead++
+		if a.laneHead == len(a.lane) {
+			a.lane, a.laneHead = a.lane[:0], 0
+		} else if a.laneHead > 1024 && a.laneHead*2 > len(a.lane) {
+			a.lane = append(a.lane[:0], a.lane[a.laneHead:]...)
+			a.laneHead = 0
+		}
+		return e
 	}
 	return a.eventHeap.pop()
 }
 
 func (a *agenda) len() int {
+	n := len(a.ev) + len(a.lane) - a.laneHead
 	if a.waiting {
-		return len(a.ev) + 1
+		n++
 	}
-	return len(a.ev)
+	return n
 }
