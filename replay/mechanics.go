@@ -39,6 +39,9 @@ type ServiceMechanics struct {
 	Thrash        float64 `json:"thrash"`
 	Cancel        float64 `json:"cancel"`
 	CancelRunning bool    `json:"cancel_running"`
+	// ShedRetriesAt is the queue depth from which the service turns
+	// retries away (policy modifier shed; 0: never).
+	ShedRetriesAt int `json:"shed_retries_at"`
 	// Parts is how many shards (by key) or replicas (at random, Split
 	// "replica") the faults split the service into, and Pools how many
 	// worker pools serve them (fewer than the parts when the service has
@@ -57,7 +60,7 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 	}
 	for _, s := range m.Services {
 		sm := ServiceMechanics{Service: s.Name, Workers: s.Workers, QueueCap: s.QueueCap, Thrash: s.Thrash,
-			Cancel: s.CancelProb, CancelRunning: s.CancelRunning, Parts: 1}
+			Cancel: s.CancelProb, CancelRunning: s.CancelRunning, ShedRetriesAt: s.ShedRetriesAt, Parts: 1}
 		if n := faults.Shards(s.Name); n > 1 {
 			sm.Parts, sm.Split = n, "key"
 		} else if n := faults.Replicas(s.Name); n > 1 {
@@ -88,6 +91,9 @@ func (mc Mechanics) String() string {
 			running = "running work stops"
 		}
 		fmt.Fprintf(&b, " %s %d workers, %s, thrash %g, cancel %g (%s)", s.Service, s.Workers, queue, s.Thrash, s.Cancel, running)
+		if s.ShedRetriesAt > 0 {
+			fmt.Fprintf(&b, ", retries shed from %d queued", s.ShedRetriesAt)
+		}
 		switch s.Split {
 		case "key":
 			fmt.Fprintf(&b, ", %d shards by key on %d pools", s.Parts, s.Pools)

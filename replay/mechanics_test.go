@@ -236,14 +236,14 @@ func TestPercentilesCountFailures(t *testing.T) {
 // result and its note.
 func TestMechanicsReported(t *testing.T) {
 	m := single("server", 6, Exponential{MeanS: 0.1}, 40, 0, Policy{MaxAttempts: 1})
-	m.Services[1].Thrash, m.Services[1].CancelProb, m.Services[1].QueueCap = 0.25, 0.5, 30
+	m.Services[1].Thrash, m.Services[1].CancelProb, m.Services[1].QueueCap, m.Services[1].ShedRetriesAt = 0.25, 0.5, 30, 12
 	r := mustRun(t, m, schedule("slow-shard:svc=server,at=10s,for=1s,shards=4"), RunConfig{Seed: 1, Duration: 20})
 	sm := r.Mechanics.Services[1]
-	if sm.Thrash != 0.25 || sm.Cancel != 0.5 || sm.QueueCap != 30 || sm.Parts != 4 || r.Mechanics.RTOMS != 200 || r.Mechanics.Retransmits != 3 || r.Mechanics.CancelDelayMS != 1 {
+	if sm.Thrash != 0.25 || sm.Cancel != 0.5 || sm.QueueCap != 30 || sm.ShedRetriesAt != 12 || sm.Parts != 4 || r.Mechanics.RTOMS != 200 || r.Mechanics.Retransmits != 3 || r.Mechanics.CancelDelayMS != 1 {
 		t.Errorf("mechanics %+v", r.Mechanics)
 	}
 	note := r.Mechanics.String()
-	for _, want := range []string{"thrash 0.25", "cancel 0.5", "queue bound 30", "4 shards by key", "200 ms", "reset after 3", "cancels arrive after 1 ms"} {
+	for _, want := range []string{"thrash 0.25", "cancel 0.5", "queue bound 30", "retries shed from 12 queued", "4 shards by key", "200 ms", "reset after 3", "cancels arrive after 1 ms"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
