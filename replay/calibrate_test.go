@@ -25,7 +25,6 @@ func sampleScenarios(t testing.TB) []string {
 // "uncalibrated"; this list must shrink, never grow.
 var notYetCalibrated = map[string]string{
 	"breaker": "root server-error rate 15% vs 27% and p50: the replay's breaker (around the call, as the traces show) opens less, since the replay's failures do not come in runs of three as the traces' do",
-	"hedging": "root p90 and api → payments attempts per call (hedged requests: the replay sends one hedge, failsafe-go up to two)",
 }
 
 // TestCalibrateSamples holds every committed scenario to the default

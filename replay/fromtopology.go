@@ -191,6 +191,10 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				ed.Transit = tr
 			}
 		}
+		if h := ed.Policy.HedgeAfter; h > 0 {
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: hedged after %.3gms, up to %d hedges (the most requests one call was seen sending at once: a lower bound of its limit)",
+				e.Caller, e.Callee, e.Operation, 1000*h, ed.Policy.MaxAttempts-1))
+		}
 		m.Edges = append(m.Edges, ed)
 		offset = append(offset, e.CallOffsetMS)
 		m.Services[ci].Ops[coi].Calls = append(m.Services[ci].Ops[coi].Calls, len(m.Edges)-1)
@@ -382,8 +386,10 @@ func observedPolicy(e graph.Edge) Policy {
 		p.Breaker = BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1, PerCall: true}
 	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
+		// As many requests as one call was seen sending at once: hedges
+		// up to that many, each the delay after the one before.
 		p.HedgeAfter = e.Hedging.DelayMS / 1000
-		p.MaxAttempts = max(p.MaxAttempts, 2)
+		p.MaxAttempts = max(p.MaxAttempts, e.Hedging.MaxRequests, 2)
 	}
 	return p
 }

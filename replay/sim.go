@@ -77,12 +77,15 @@ type job struct {
 // call is one logical call: a root request, or one caller job's call over
 // an edge, with its attempts.
 type call struct {
-	job     int32    // caller job, -1 for a root request
-	jobGen  int32    // the caller job's generation: its slot may be reused
-	open    [2]int32 // the latest attempts (a hedge has two out at once), -1 for none
-	openGen [2]int32 // their generations: attempt slots are reused
-	edge    int32    // -1 for a root request
-	svc, op int32    // the callee
+	job    int32 // caller job, -1 for a root request
+	jobGen int32 // the caller job's generation: its slot may be reused
+	// open is the latest attempt the client still waits for, -1 for
+	// none; each open attempt's next is the one sent before it that is
+	// still open (hedges keep several out at once). An open attempt's
+	// slot is never reused, so the chain needs no generations.
+	open    int32
+	edge    int32 // -1 for a root request
+	svc, op int32 // the callee
 	start   float64
 	// deadline bounds the call (+Inf: none); key in [0,1) is the
 	// request's key, which decides its shard on a sharded callee.
@@ -117,12 +120,15 @@ type attempt struct {
 	// useful is the work an answer on its way carries (see job.useful);
 	// whoever stops waiting for the attempt wastes it.
 	useful float64
-	n      int16
-	lost   int8 // transmissions of the message in flight lost so far
-	open   bool
-	ok     bool    // the answer on its way
-	ra     float64 // the Retry-After it carries (seconds), 0 for none
-	gen    int32
+	// next is the call's next older open attempt (see call.open), -1
+	// for none.
+	next int32
+	n    int16
+	lost int8 // transmissions of the message in flight lost so far
+	open bool
+	ok   bool    // the answer on its way
+	ra   float64 // the Retry-After it carries (seconds), 0 for none
+	gen  int32
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
@@ -460,14 +466,13 @@ func (s *sim) send(ci int32) {
 	if p.PerTryTimeout > 0 {
 		deadline = min(deadline, s.now+p.PerTryTimeout)
 	}
-	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true, deadline: deadline})
-	c = &s.calls[ci]
-	c.open[1], c.open[0] = c.open[0], a
-	c.openGen[1], c.openGen[0] = c.openGen[0], s.atts[a].gen
+	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true, deadline: deadline, next: c.open})
+	s.calls[ci].open = a
 	if !math.IsInf(deadline, 1) {
 		s.h.push(deadline, evTimeout, a, s.atts[a].gen)
 	}
-	if p.HedgeAfter > 0 && n == 1 && p.MaxAttempts > 1 {
+	if p.HedgeAfter > 0 && int(n) < p.MaxAttempts {
+		// The next hedge, if this attempt has not answered by then.
 		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
 	}
 	s.cross(a, false)
@@ -800,8 +805,8 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 
 // answer: the client of attempt ai reads its answer.
 func (s *sim) answer(ai int32) {
+	s.close(ai)
 	a := &s.atts[ai]
-	a.open = false
 	ci, retry, ok, useful, retryAfter := a.call, a.n > 1, a.ok, a.useful, a.ra
 	a.useful = 0
 	s.freeAttempt(ai) // unless a server job still holds it
@@ -835,8 +840,8 @@ func (s *sim) settle(c *call, ok, timeout, retry bool) {
 
 // timeout: the client stops waiting for attempt ai.
 func (s *sim) timeout(ai int32) {
+	s.close(ai)
 	a := &s.atts[ai]
-	a.open = false
 	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
 	c.inflight--
@@ -944,6 +949,21 @@ func (s *sim) hedge(ci int32) {
 	}
 }
 
+// close records that the client of attempt ai no longer waits for it and
+// takes it off its call's chain of open attempts.
+func (s *sim) close(ai int32) {
+	a := &s.atts[ai]
+	a.open = false
+	c := &s.calls[a.call]
+	for p := &c.open; *p >= 0; p = &s.atts[*p].next {
+		if *p == ai {
+			*p = a.next
+			break
+		}
+	}
+	a.next = -1
+}
+
 // finish ends call ci: its open attempts are abandoned (hedge losers), and
 // its caller learns the outcome, with the useful work of a success.
 func (s *sim) finish(ci int32, ok bool, useful float64) {
@@ -954,23 +974,18 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 			br.Result(s.now, ok) // a breaker around the call hears its outcome once
 		}
 	}
-	if c.inflight > 0 {
-		for k, ai := range c.open {
-			if ai < 0 {
-				continue
-			}
-			if a := &s.atts[ai]; a.gen == c.openGen[k] && a.open && a.call == ci {
-				a.open = false
-				retry := a.n > 1
-				s.abandon(ai, true)
-				s.freeAttempt(ai)
-				if c.edge >= 0 && s.budgets[c.edge] != nil {
-					s.budgets[c.edge].Done(s.now, retry)
-				}
-			}
+	for ai := c.open; ai >= 0; {
+		a := &s.atts[ai]
+		next, retry := a.next, a.n > 1
+		a.open, a.next = false, -1
+		s.abandon(ai, true)
+		s.freeAttempt(ai)
+		if c.edge >= 0 && s.budgets[c.edge] != nil {
+			s.budgets[c.edge].Done(s.now, retry)
 		}
-		c.inflight = 0
+		ai = next
 	}
+	c.open, c.inflight = -1, 0
 	if c.job < 0 {
 		ok = ok && s.now <= c.deadline
 		if !ok {
@@ -1092,7 +1107,7 @@ func (s *sim) freeAttempt(i int32) {
 }
 
 func (s *sim) newCall(c call) int32 {
-	c.open = [2]int32{-1, -1}
+	c.open = -1
 	return alloc(&s.calls, &s.freeCalls, c)
 }
 
