@@ -66,6 +66,9 @@ type job struct {
 	ownRA float64
 	// afterFailure: the request had failed on this edge when this arrived.
 	afterFailure bool
+	// afterRun: else, the latest call of another request to end on the
+	// edge had failed when the call began (failures in runs).
+	afterRun bool
 	// afterOther: else, it had failed on another edge.
 	afterOther bool
 	// root and rootGen name the root request's call the job serves.
@@ -98,6 +101,9 @@ type call struct {
 	clientErr bool
 	// tainted: the call began on a request that had failed on its edge.
 	tainted bool
+	// run: the latest call of another request to end on the edge had
+	// failed when this one began.
+	run bool
 	// downFailed: the latest attempt failed because the callee's own
 	// calls failed (its failure model draws the next one accordingly).
 	downFailed bool
@@ -204,8 +210,11 @@ type sim struct {
 
 	budgets  []Budget // per edge (shared budgets appear under each of their edges)
 	breakers []*Breaker
-	entryCDF []float64
-	ends     int // events processed
+	// lastEnded: per edge, how its latest calls to end had ended (see
+	// edgeRun).
+	lastEnded []edgeRun
+	entryCDF  []float64
+	ends      int // events processed
 
 	// arrivalEnd is when root arrivals stop: the run's duration, or later
 	// while the verdict needs more time (see tick), by at most maxExt.
@@ -253,6 +262,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	shared := map[int]Budget{}
 	s.budgets = make([]Budget, len(m.Edges))
 	s.breakers = make([]*Breaker, len(m.Edges))
+	s.lastEnded = make([]edgeRun, len(m.Edges))
 	for i, e := range m.Edges {
 		switch {
 		case e.Policy.Budget.Kind == BudgetNone:
@@ -600,7 +610,7 @@ func (s *sim) arrive(ai int32) {
 		same, other = c.tainted, false
 	}
 	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: pi, part: part, deadline: deadline, attemptNo: a.n,
-		fail: fail, afterFailure: same, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
+		fail: fail, afterFailure: same, afterRun: c.run, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
 	s.atts[ai].job = j
 	p.push(j)
 	s.startQueued(c.svc, pi)
@@ -734,7 +744,8 @@ func (s *sim) startCall(ji, e int32) {
 	if d := ed.Policy.Deadline; d > 0 {
 		deadline = min(deadline, s.now+d)
 	}
-	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline, key: s.key(int32(ed.Callee))})
+	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline, key: s.key(int32(ed.Callee)),
+		run: s.lastEnded[e].failedFor(j.root, j.rootGen)})
 	s.send(c)
 }
 
@@ -970,6 +981,10 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	c := &s.calls[ci]
 	c.done = true
 	if c.edge >= 0 && c.attempts > 0 {
+		// A call refused whole by an open breaker made no attempt: the
+		// traces hold no such call on the edge either.
+		r, gen := s.rootOf(ci)
+		s.lastEnded[c.edge].ended(r, gen, !ok)
 		if br := s.breakers[c.edge]; br != nil && s.m.Edges[c.edge].Policy.Breaker.PerCall {
 			br.Result(s.now, ok) // a breaker around the call hears its outcome once
 		}
