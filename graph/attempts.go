@@ -36,6 +36,16 @@ var grpcNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "D
 // the callee's server span when the client span carries no status.
 func classify(ix *index, client, server int32) (outcome, string) {
 	sp := &ix.spans[client]
+	// A sidecar's response flags say what its status code (the proxy's
+	// own 503 or 504) hides: whether upstream answered at all.
+	switch {
+	case sp.Has(ingest.FlagOverflow):
+		return outcomeRetryable, "overflow"
+	case sp.Has(ingest.FlagProxyTimeout):
+		return outcomeRetryable, "timeout"
+	case sp.Has(ingest.FlagConnectFailed):
+		return outcomeRetryable, "transport error"
+	}
 	httpStatus, grpcStatus := sp.HTTPStatus, sp.GRPCStatus
 	if httpStatus == 0 && grpcStatus == ingest.Absent && sp.Status != ingest.StatusError && server >= 0 {
 		// The client span says nothing of the answer: take the server's word.
@@ -141,8 +151,15 @@ type call struct {
 	// proxy: the retries were a service-mesh sidecar's (its spans, or its
 	// attempt count); limit: the sidecar said it ran out of retries (URX).
 	proxy, limit bool
-	missing      int
-	inline       [1]attempt // backing for the first attempt
+	// appAttempts counts the application's attempts of a call whose tries
+	// went through its sidecar (0 for calls not seen through one); each
+	// attempt's tries are numbered from 0 (nth), as the proxy restarts its
+	// schedule for every request. proxyMost is the most tries the sidecar
+	// made for one of them.
+	appAttempts, proxyMost int
+	app                    int32 // the application's client span of the latest attempt (appAttempts > 0)
+	missing                int
+	inline                 [1]attempt // backing for the first attempt
 }
 
 func (c *call) last() *attempt { return &c.attempts[len(c.attempts)-1] }
@@ -228,7 +245,7 @@ func (ix *index) newAttempt(client, server int32) attempt {
 	o, status := classify(ix, client, server)
 	a := attempt{span: client, server: server, start: sp.Start, end: sp.End, outcome: o, status: status,
 		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), target: sp.Target, peer: sp.Peer, route: sp.Route}
-	a.transport = o == outcomeRetryable && sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent
+	a.transport = o == outcomeRetryable && (sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent || status == "transport error")
 	if a.retryAfter == ingest.Absent && server >= 0 {
 		a.retryAfter = ix.spans[server].RetryAfterMS
 	}
@@ -273,6 +290,30 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 	}
 	var groups []*group
 	var byKey map[groupKey]*group // once there are too many groups to search
+	groupOf := func(k groupKey) *group {
+		if byKey != nil {
+			if g := byKey[k]; g != nil {
+				return g
+			}
+		} else {
+			for _, x := range groups {
+				if x.groupKey == k {
+					return x
+				}
+			}
+		}
+		g := &group{groupKey: k}
+		groups = append(groups, g)
+		if byKey != nil {
+			byKey[k] = g
+		} else if len(groups) > 8 {
+			byKey = make(map[groupKey]*group, 2*len(groups))
+			for _, x := range groups {
+				byKey[x.groupKey] = x
+			}
+		}
+		return g
+	}
 	for _, c := range kids {
 		sp := &ix.spans[c]
 		if !isAttempt(sp) || ix.leaked[c] {
@@ -285,8 +326,17 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 			continue // the sidecar's try of p's call, counted by proxyCall under p's parent
 		}
 		tries := ix.sidecarTries(c)
+		if len(tries) == 1 {
+			if sub := ix.sidecarTries(tries[0]); len(sub) > 0 {
+				// Envoy's router spans (start_child_span) under the
+				// sidecar's span: one per try.
+				tries = sub
+			}
+		}
 		if len(tries) > 1 || len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
-			out = append(out, ix.proxyCall(names, p, c, tries))
+			pc := ix.proxyCall(names, p, c, tries)
+			g := groupOf(groupKey{pc.callee, pc.clientOp})
+			g.calls = joinProxy(ix, g.calls, pc)
 			continue
 		}
 		// grpc-go: one CLIENT span per call, one child per attempt.
@@ -307,31 +357,11 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 			server = servers[0]
 		}
 		a := ix.newAttempt(c, server)
+		if len(tries) == 1 {
+			ix.proxyOutcome(&a, tries[0])
+		}
 		callee, op := names.resolve(ix, c, server)
-		clientOp := ix.clientOpName(c)
-		k := groupKey{callee, clientOp}
-		var g *group
-		if byKey != nil {
-			g = byKey[k]
-		} else {
-			for _, x := range groups {
-				if x.groupKey == k {
-					g = x
-				}
-			}
-		}
-		if g == nil {
-			g = &group{groupKey: k}
-			groups = append(groups, g)
-			if byKey != nil {
-				byKey[k] = g
-			} else if len(groups) > 8 {
-				byKey = make(map[groupKey]*group, 2*len(groups))
-				for _, x := range groups {
-					byKey[x.groupKey] = x
-				}
-			}
-		}
+		g := groupOf(groupKey{callee, ix.clientOpName(c)})
 		g.calls = joinAttempt(g.calls, a, sp, func() *call {
 			return ix.newCall(call{from: p, callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})
 		})
@@ -384,9 +414,7 @@ func joinAttempt(calls []*call, a attempt, sp *ingest.Span, newCall func() *call
 		// A different request identity after a failure is a loop moving
 		// on to its next argument, not a retry; the same request sent to
 		// another replica (another host or port, so another URL) is.
-		sameRequest := prev.target == 0 || a.target == 0 || prev.target == a.target ||
-			prev.peer != a.peer && prev.route != 0 && prev.route == a.route
-		if !prev.outcome.failed() || !sameRequest {
+		if !prev.outcome.failed() || !sameRequest(prev.target, a.target, prev.peer, a.peer, prev.route, a.route) {
 			return start()
 		}
 	case prev.target != 0 && prev.target == a.target && (prev.outcome != outcomeOK || a.outcome != outcomeOK):
@@ -401,8 +429,53 @@ func joinAttempt(calls []*call, a attempt, sp *ingest.Span, newCall func() *call
 		return start() // parallel fan-out
 	}
 	a.nth = len(cur.attempts) + cur.missing
+	if cur.appAttempts > 0 {
+		// The application retried a call its sidecar had tried: this
+		// attempt is one try of the proxy's, the first of its own.
+		a.nth = 0
+		cur.appAttempts++
+		cur.app = a.span
+	}
 	cur.attempts = append(cur.attempts, a)
 	return calls
+}
+
+// sameRequest reports whether two attempts, by their request identity
+// (target), peer and route, may be one request sent again: a different
+// identity after a failure is a loop moving on to its next argument, not a
+// retry; the same request sent to another replica (another host or port,
+// so another URL) is one.
+func sameRequest(t1, t2 uint64, peer1, peer2, route1, route2 ingest.Sym) bool {
+	return t1 == 0 || t2 == 0 || t1 == t2 || peer1 != peer2 && route1 != 0 && route1 == route2
+}
+
+// joinProxy adds pc, the tries the sidecar made for one application
+// attempt, to the calls of its group: when the latest call's last attempt
+// failed before pc began, for the same request as the application sent
+// it, pc is the application retrying that call (its tries join the
+// call's, numbered from 0 again); otherwise pc is a call of its own.
+func joinProxy(ix *index, calls []*call, pc *call) []*call {
+	if len(calls) > 0 {
+		cur := calls[len(calls)-1]
+		prev, first := cur.last(), &pc.attempts[0]
+		app, prevApp := &ix.spans[pc.app], &ix.spans[prev.span]
+		if cur.appAttempts > 0 {
+			prevApp = &ix.spans[cur.app]
+		}
+		if !cur.hedged && prev.outcome.failed() && prev.end <= first.start+overlapTolerance &&
+			sameRequest(prevApp.Target, app.Target, prevApp.Peer, app.Peer, prevApp.Route, app.Route) {
+			cur.attempts = append(cur.attempts, pc.attempts...)
+			cur.missing += pc.missing
+			cur.appAttempts = max(cur.appAttempts, 1) + 1
+			cur.proxy = cur.proxy || pc.proxy
+			cur.limit = pc.limit // the proxy ran out on the application's last attempt
+			cur.proxyMost = max(cur.proxyMost, pc.proxyMost)
+			cur.app = pc.app
+			cur.evidence = "proxy"
+			return calls
+		}
+	}
+	return append(calls, pc)
 }
 
 // overlapTolerance absorbs the clock granularity of exporters that round
@@ -486,27 +559,51 @@ func (ix *index) sidecarTries(c int32) []int32 {
 }
 
 // proxyCall builds the call of application client span c whose request
-// went through its sidecar: each sidecar span under c is one try (Envoy
-// retrying), and a single sidecar span carrying an attempt count stands
-// for that many tries. The retries are the proxy's, not the application's.
+// went through its sidecar: each sidecar span under c (or under c's one
+// sidecar span: Envoy's router spans) is one try, numbered by its
+// retry.count when it carries one (Envoy tags each retry with its number),
+// and a single sidecar span carrying an attempt count stands for that many
+// tries. The retries are the proxy's, not the application's.
 func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
 	if len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
 		cl := ix.belowCall(names, p, tries[0], ix.serverChildren(tries[0]))
 		cl.clientOp = ix.clientOpName(c)
+		cl.app, cl.appAttempts, cl.proxyMost = c, 1, len(cl.attempts)+cl.missing
+		cl.proxy = cl.proxyMost > 1
 		return cl
 	}
 	cl := ix.newCall(call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "proxy",
-		proxy: len(tries) > 1})
+		app: c, appAttempts: 1})
 	named := false
 	for i, k := range tries {
 		server := ix.firstServer(k)
 		a := ix.newAttempt(k, server)
 		a.nth = i
+		if rc := ix.spans[k].RetryCount; rc != ingest.Absent && len(tries) > 1 {
+			a.nth = int(rc)
+		}
 		named = cl.nameBy(ix, names, i == 0, k, server, named)
-		cl.limit = cl.limit || ix.spans[k].Has(ingest.FlagRetryLimit)
+		cl.limit = cl.limit || ix.spans[k].Has(ingest.FlagRetryLimit) || ix.spans[ix.parent[k]].Has(ingest.FlagRetryLimit)
 		cl.attempts = append(cl.attempts, a)
 	}
+	slices.SortStableFunc(cl.attempts, func(x, y attempt) int { return x.nth - y.nth })
+	if last := cl.last().nth; last+1 > len(cl.attempts) {
+		cl.missing = last + 1 - len(cl.attempts) // tries Envoy numbered but did not export
+	}
+	cl.proxyMost = len(cl.attempts) + cl.missing
+	cl.proxy = cl.proxyMost > 1
 	return cl
+}
+
+// proxyOutcome takes the outcome of an application's attempt from its one
+// sidecar try when the sidecar's response flags say more than the
+// application's span does (no answer upstream, a timeout, an overflow).
+func (ix *index) proxyOutcome(a *attempt, try int32) {
+	if !ix.spans[try].Has(ingest.FlagConnectFailed | ingest.FlagProxyTimeout | ingest.FlagOverflow) {
+		return
+	}
+	a.outcome, a.status = classify(ix, try, -1)
+	a.transport = a.status == "transport error"
 }
 
 // belowCall builds a call whose retries happen below the instrumentation:

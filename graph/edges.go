@@ -72,15 +72,30 @@ func (ix *index) callerAttempt(i int32) int32 {
 	return ix.parent[s]
 }
 
-// IdempotentMethod reports whether an HTTP method may be repeated safely
-// (RFC 9110: every method but POST, PATCH and CONNECT; RPC methods, which
-// carry no HTTP method, count as idempotent).
+// IdempotentMethod reports whether a call with HTTP method m may be
+// repeated safely by HTTP semantics (RFC 9110 §9.2.2: GET, HEAD, OPTIONS,
+// TRACE, PUT, DELETE). Anything else is not known to be safe: the writes
+// (see WriteMethod) and a call with no HTTP method at all (an RPC, a
+// database statement), which is idempotent only when declared so (gRPC's
+// idempotency_level in a policy file, --idempotent).
 func IdempotentMethod(m string) bool {
 	switch strings.ToUpper(m) {
-	case "POST", "PATCH", "CONNECT":
-		return false
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
 	}
-	return true
+	return false
+}
+
+// WriteMethod reports whether HTTP method m is known not to be idempotent
+// (POST, PATCH, CONNECT). A method that is neither this nor idempotent is
+// unknown: the findings about unkeyed writes do not judge it, and replay
+// does not repeat it unless it is declared idempotent.
+func WriteMethod(m string) bool {
+	switch strings.ToUpper(m) {
+	case "POST", "PATCH", "CONNECT":
+		return true
+	}
+	return false
 }
 
 // inferEdge turns the calls of one edge into its inferred policy.
@@ -111,7 +126,7 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 			e.Hedging.Calls++
 			e.Hedging.MaxRequests = max(e.Hedging.MaxRequests, len(c.attempts)+c.missing)
 			hedgeDelays = append(hedgeDelays, float64(c.hedgeGap)/1e6)
-			if !IdempotentMethod(c.method) {
+			if WriteMethod(c.method) {
 				e.Hedging.NonIdempotent++
 				shows.add(FindingHedgeWrite, c)
 			}
@@ -126,10 +141,12 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 		}
 		if n > 1 && c.proxy {
 			proxyRetried++
-		} else if n > 1 {
+			e.ProxyMostTries = max(e.ProxyMostTries, c.proxyMost)
+		}
+		if n > 1 && (!c.proxy || c.appAttempts > 1) {
 			appRetried++
 		}
-		if n > 1 && !IdempotentMethod(c.method) {
+		if n > 1 && WriteMethod(c.method) {
 			idem.RetriedCalls++
 			if slices.ContainsFunc(c.attempts, func(a attempt) bool { return a.idemKey }) {
 				idem.WithKey++
@@ -143,7 +160,9 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 			}
 			if a.server >= 0 {
 				serverDur = append(serverDur, float64(ix.spans[a.server].Duration())/1e6)
-				if a.server != a.span && !a.synthetic {
+				if a.server != a.span && !a.synthetic && ix.spans[a.server].End <= a.end+overlapTolerance {
+					// The network's share of an answered attempt; a callee
+					// that outlived its client (abandoned) says nothing of it.
 					legs = append(legs, float64(a.end-a.start-ix.spans[a.server].Duration())/1e6)
 				}
 			}

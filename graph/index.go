@@ -24,12 +24,14 @@ type index struct {
 	// selfParents counts spans that named themselves as parent, cycles the
 	// parent cycles broken (breakCycles): both are made roots.
 	selfParents, cycles int
-	// leaked marks spans in the subtree of a client span that started
-	// after its parent ended (markLeaks); leaks and leakedSpans count them.
-	leaked             []bool
-	leaks, leakedSpans int
-	ops                []string // each span's operation name (opName)
-	arena              []call   // the current chunk of calls (newCall)
+	// leaked marks the subtrees of client spans that ran in another
+	// request's context (markLeaks): leaks count those that started after
+	// their parent ended, repeats those that repeated a request already
+	// answered, leakedSpans the spans of both.
+	leaked                      []bool
+	leaks, repeats, leakedSpans int
+	ops                         []string // each span's operation name (opName)
+	arena                       []call   // the current chunk of calls (newCall)
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
@@ -179,7 +181,7 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 			return int(a - b)
 		})
 	}
-	ix.leaks, ix.leakedSpans = ix.markLeaks()
+	ix.leaks, ix.repeats, ix.leakedSpans = ix.markLeaks()
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err
 	}

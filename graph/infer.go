@@ -122,7 +122,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	for _, r := range roots {
 		rootCalls += len(r)
 	}
-	t.Source = Source{Traces: len(traces), Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks}
+	t.Source = Source{Traces: len(traces), Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks + ix.repeats}
 	if window := float64(hi-lo) / 1e9; window >= 1e-3 {
 		// Below a millisecond a rate says nothing: leave it 0 (unknown).
 		t.Source.WindowS = round3(window)
@@ -289,10 +289,17 @@ func warningsOf(ix *index, t *Topology) []string {
 		w = append(w, fmt.Sprintf("%d spans name themselves as parent and %d parent cycles were found (corrupt ids?): each cycle was cut at its earliest span, which counts as a root",
 			ix.selfParents, ix.cycles))
 	}
-	if ix.leaks > 0 {
-		w = append(w, fmt.Sprintf("%d client spans (%d spans with what they called) started after their parent span had ended: "+
-			"they ran in the context of another request (a retrying agent on a reused connection?); left out of attempts, amplification and deadline findings",
-			ix.leaks, ix.leakedSpans))
+	if ix.leaks+ix.repeats > 0 {
+		var shapes []string
+		if ix.leaks > 0 {
+			shapes = append(shapes, fmt.Sprintf("%d client spans started after their parent span had ended", ix.leaks))
+		}
+		if ix.repeats > 0 {
+			shapes = append(shapes, fmt.Sprintf("%d client spans repeated a request their parent had already had answered", ix.repeats))
+		}
+		w = append(w, fmt.Sprintf("%s (%d spans with what they called): "+
+			"they ran in the context of another request (a retrying agent on a reused connection, a worker's stale context?); left out of attempts, amplification and deadline findings",
+			strings.Join(shapes, " and "), ix.leakedSpans))
 	}
 	if ix.orphans > 0 {
 		w = append(w, fmt.Sprintf("%d spans name a parent that is not in the input: their calls cannot be attributed to a caller", ix.orphans))

@@ -43,7 +43,7 @@ func TestContextLeaks(t *testing.T) {
 	wantFindings(t, tp)
 	found := false
 	for _, w := range tp.Warnings {
-		found = found || strings.Contains(w, "6 client spans (36 spans with what they called) started after their parent span had ended")
+		found = found || strings.Contains(w, "6 client spans started after their parent span had ended (36 spans with what they called)")
 	}
 	if !found {
 		t.Errorf("no leak warning in %q", tp.Warnings)
@@ -59,4 +59,51 @@ func TestAsyncPublishIsNoLeak(t *testing.T) {
 	tp := b.infer()
 	wantEq(t, "leaks", tp.Source.ContextLeaks, 0)
 	wantEq(t, "publish calls", edge(t, tp, "orders", "kafka/orders").Calls, 1)
+}
+
+// TestRepeatedSubtreeLeak: retries of another request that ran in this
+// request's context while it was still running show as the same request
+// sent again under one parent after it was answered, each copy with its
+// own subtree. They are left out like late leaks; a retry after a failure
+// and a second request for another URL stay the parent's own.
+func TestRepeatedSubtreeLeak(t *testing.T) {
+	b := newBuilder()
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			b.newTrace()
+		}
+		root := b.server(-1, "web", "GET /", 0, 300)
+		// The parent's own calls: one answered at once, one retried
+		// after a 503, one to another URL.
+		_, s := b.call(root, "api", "GET /a", 1, 20, httpStatus(200), method("GET"), target("http://api/a/1"))
+		b.call(s, "db", "SELECT", 2, 5, httpStatus(200))
+		b.call(root, "api", "GET /a", 30, 10, httpStatus(503), method("GET"), target("http://api/a/2"))
+		b.call(root, "api", "GET /a", 50, 10, httpStatus(200), method("GET"), target("http://api/a/2"))
+		b.call(root, "api", "GET /a", 70, 10, httpStatus(200), method("GET"), target("http://api/a/3"))
+		// Another request's retries of /a/1, in this context: the request
+		// this parent had answered at 21ms, sent again with a subtree.
+		for k := 0; k < 2; k++ {
+			_, ls := b.call(root, "api", "GET /a", 100+float64(40*k), 30, httpStatus(503), method("GET"), target("http://api/a/1"))
+			b.call(ls, "db", "SELECT", 101+float64(40*k), 5, httpStatus(503))
+			b.call(ls, "db", "SELECT", 110+float64(40*k), 5, httpStatus(503))
+		}
+	}
+	tp := b.infer()
+	api := edge(t, tp, "web", "api")
+	wantShape(t, api, shape{Calls: 9, Attempts: 12, Hist: []int{6, 3}, Retries: true, Max: 2, Retried: s503, NotRetry: none,
+		Evidence: "timing"})
+	wantEq(t, "db attempts", edge(t, tp, "api", "db").Attempts, 3)
+	wantEq(t, "leaks", tp.Source.ContextLeaks, 6)
+	for _, p := range tp.Paths {
+		if p.ObservedMaxAmplification > 2 {
+			t.Errorf("path %v: observed %v, want at most 2", p.Services, p.ObservedMaxAmplification)
+		}
+	}
+	found := false
+	for _, w := range tp.Warnings {
+		found = found || strings.Contains(w, "6 client spans repeated a request their parent had already had answered (36 spans with what they called)")
+	}
+	if !found {
+		t.Errorf("no repeat warning in %q", tp.Warnings)
+	}
 }

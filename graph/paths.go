@@ -111,6 +111,11 @@ func makePath(edges []Edge, chain []int, observed float64) Path {
 		if e.Retries || factor > 1 {
 			examples = append([][]Example{e.Examples}, examples...)
 			p.RetryingLayers = append(p.RetryingLayers, e.Caller)
+			if e.RetriesBy == "proxy and application" {
+				// Two layers of one service: its code, and its sidecar
+				// retrying each of its attempts.
+				p.RetryingLayers = append(p.RetryingLayers, e.Caller+" (sidecar)")
+			}
 			p.WorstCaseExact = p.WorstCaseExact && exact
 		}
 	}

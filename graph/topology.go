@@ -28,9 +28,10 @@ type Source struct {
 	RootCalls    int     `json:"root_calls"`
 	WindowS      float64 `json:"window_s"`
 	RootRatePerS float64 `json:"root_rate_per_s"`
-	// ContextLeaks counts client spans that started after their parent had
-	// ended (another request's context reused), left out of inference
-	// with everything below them.
+	// ContextLeaks counts client spans that ran in another request's
+	// context (started after their parent had ended, or repeated a request
+	// their parent had already had answered), left out of inference with
+	// everything below them.
 	ContextLeaks int `json:"context_leaks,omitempty"`
 }
 
@@ -103,6 +104,11 @@ type Edge struct {
 	// caller's own code or library), "proxy" (its service-mesh sidecar,
 	// Envoy or Istio), or "proxy and application".
 	RetriesBy string `json:"retries_by,omitempty"`
+	// ProxyMostTries is the most tries the sidecar made for one request of
+	// the application's where the proxy retried (0 where it did not): with
+	// RetriesBy "proxy and application", MaxAttempts counts the tries of
+	// every application attempt, so the two layers multiply.
+	ProxyMostTries int `json:"proxy_most_tries,omitempty"`
 
 	Backoff         Backoff  `json:"backoff"`
 	PerTryTimeoutMS *float64 `json:"per_try_timeout_ms"`

@@ -123,7 +123,7 @@ func TestTruth(t *testing.T) {
 						t.Errorf("%s: no hedging, want %d hedged calls", loc, h.HedgedCalls)
 					case g.Calls != h.HedgedCalls || g.MaxRequests != h.MostRequests || math.Abs(g.DelayMS-h.DelayMS) > 2+0.1*h.DelayMS:
 						t.Errorf("%s: hedging %+v, want %d calls, up to %d requests, after %gms", loc, *g, h.HedgedCalls, h.MostRequests, h.DelayMS)
-					case !IdempotentMethod(te.Method) && !hasFinding(top, FindingHedgeWrite, loc):
+					case WriteMethod(te.Method) && !hasFinding(top, FindingHedgeWrite, loc):
 						t.Errorf("%s: hedged %s without a %s finding", loc, te.Method, FindingHedgeWrite)
 					}
 				}

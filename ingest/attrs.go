@@ -19,7 +19,7 @@ type attrs struct {
 	msgSystem, msgDest                                               string
 	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
-	upstreamCluster, responseFlags                                   string
+	upstreamCluster, responseFlags, requestID                        string
 
 	sampler sampler
 
@@ -115,6 +115,7 @@ const (
 	keyComponent
 	keyUpstreamCluster
 	keyResponseFlags
+	keyRequestID
 	keyError
 	keyRPCStatus  // rpc.response.status_code: a name or a number
 	keyGRPCStatus // rpc.grpc.status_code: a number
@@ -163,6 +164,7 @@ var attrKeys = map[string]attrKey{
 	"upstream_cluster":           keyUpstreamCluster,
 	"upstream_cluster.name":      keyUpstreamCluster,
 	"response_flags":             keyResponseFlags,
+	"guid:x-request-id":          keyRequestID,
 	"error":                      keyError,
 	"rpc.response.status_code":   keyRPCStatus,
 	"rpc.grpc.status_code":       keyGRPCStatus,
@@ -261,6 +263,8 @@ func (a *attrs) strKey(k attrKey, key, v string) {
 		a.upstreamCluster, a.proxy = v, true
 	case keyResponseFlags:
 		a.responseFlags, a.proxy = v, true
+	case keyRequestID:
+		a.requestID = v
 	case keyError:
 		a.errorTag = v == "true"
 	case keyRPCStatus:
@@ -286,9 +290,13 @@ func (a *attrs) strKey(k attrKey, key, v string) {
 func (a *attrs) intKey(k attrKey, key string, n int64) {
 	switch k {
 	case keyHTTPStatus:
-		if n >= 100 && n <= 599 {
+		switch {
+		case n >= 100 && n <= 599:
 			a.httpStatus = int(n)
-		} else {
+		case n == 0:
+			// No response: Envoy writes 0 when upstream never answered
+			// (its response_flags say why), as browsers' fetch does.
+		default:
 			a.reject(key, strconv.FormatInt(n, 10))
 		}
 	case keyGRPCStatus, keyRPCStatus:
@@ -433,9 +441,7 @@ func (a *attrs) finish(set *Set, sp *Span) {
 	if a.proxy {
 		sp.Flags |= FlagProxy
 	}
-	if strings.Contains(a.responseFlags, "URX") {
-		sp.Flags |= FlagRetryLimit
-	}
+	sp.Flags |= responseFlagBits(a.responseFlags)
 	if a.transparent {
 		sp.Flags |= FlagTransparentRetry
 	}
@@ -485,6 +491,11 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		}
 	}
 	switch {
+	case rawURL != "" && a.proxy && a.requestID != "":
+		// A sidecar's request is its URL for the request Envoy's
+		// x-request-id names: Envoy's own tries of one request share
+		// both.
+		sp.Target = fnv64(rawURL + " " + a.requestID)
 	case rawURL != "":
 		sp.Target = fnv64(rawURL)
 	case a.httpTarget != "":
@@ -493,10 +504,36 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		sp.Target = fnv64(a.statement)
 	case a.msgDest != "":
 		sp.Target = fnv64(a.msgSystem + "/" + a.msgDest)
+	case a.proxy && a.requestID != "":
+		sp.Target = fnv64(a.requestID)
 	}
 	if a.truncate {
 		sp.Flags |= FlagTruncated
 	}
+}
+
+// responseFlagBits reads Envoy's response_flags, a comma-separated list
+// of short codes ("-" for none), into span flags: URX (retry limit
+// exceeded), UF/UH/UC/UR (no answer from upstream), UT (upstream request
+// timeout), UO (overflow: the circuit breaker shed the request). Other
+// codes (DC, DI, NR, RL, ...) change nothing a retry policy reads.
+func responseFlagBits(flags string) uint8 {
+	var f uint8
+	for flags != "" {
+		var code string
+		code, flags, _ = strings.Cut(flags, ",")
+		switch strings.TrimSpace(code) {
+		case "URX":
+			f |= FlagRetryLimit
+		case "UF", "UH", "UC", "UR":
+			f |= FlagConnectFailed
+		case "UT":
+			f |= FlagProxyTimeout
+		case "UO":
+			f |= FlagOverflow
+		}
+	}
+	return f
 }
 
 // peer appends the remote identity of a client span, resolved in the

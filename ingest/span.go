@@ -113,6 +113,17 @@ const (
 	// FlagRetryLimit is Envoy's URX response flag: the proxy gave up after
 	// its retry limit.
 	FlagRetryLimit
+	// FlagConnectFailed is Envoy's UF, UH, UC or UR response flag: the
+	// proxy got no answer from upstream (connection failure, no healthy
+	// host, connection terminated, remote reset); its status code is the
+	// proxy's own.
+	FlagConnectFailed
+	// FlagProxyTimeout is Envoy's UT response flag: the proxy timed the
+	// upstream request out.
+	FlagProxyTimeout
+	// FlagOverflow is Envoy's UO response flag: the proxy's circuit
+	// breaker (connection pool limits) shed the request without sending it.
+	FlagOverflow
 )
 
 // Span is the normalised record every decoder produces. Strings are interned

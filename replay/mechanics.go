@@ -13,6 +13,9 @@ type Mechanics struct {
 	Services []ServiceMechanics `json:"services"`
 	// HopMS is the mean network delay of a message (0: none).
 	HopMS float64 `json:"network_hop_ms"`
+	// HopRoundTrip: the hop is an attempt's whole round trip, paid by the
+	// request (see Model.HopRoundTrip).
+	HopRoundTrip bool `json:"network_hop_round_trip"`
 	// CancelDelayMS is how long a cancel takes to reach the server.
 	CancelDelayMS float64 `json:"cancel_delay_ms"`
 	// RTOMS is TCP's first retransmission timeout (doubling), and
@@ -36,6 +39,9 @@ type ServiceMechanics struct {
 	Thrash        float64 `json:"thrash"`
 	Cancel        float64 `json:"cancel"`
 	CancelRunning bool    `json:"cancel_running"`
+	// ShedRetriesAt is the queue depth from which the service turns
+	// retries away (policy modifier shed; 0: never).
+	ShedRetriesAt int `json:"shed_retries_at"`
 	// Parts is how many shards (by key) or replicas (at random, Split
 	// "replica") the faults split the service into, and Pools how many
 	// worker pools serve them (fewer than the parts when the service has
@@ -49,12 +55,12 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 	mc := Mechanics{CancelDelayMS: 1000 * cfg.CancelDelay, RTOMS: 1000 * cfg.RTO, Retransmits: cfg.Retransmits,
 		Share: cfg.Share, CollapseShare: cfg.CollapseShare, WindowS: cfg.Window, SettleS: cfg.Settle, MaxJudgeS: cfg.MaxJudge}
 	if m.Hop != nil {
-		mc.HopMS = 1000 * m.Hop.Mean()
+		mc.HopMS, mc.HopRoundTrip = 1000*m.Hop.Mean(), m.HopRoundTrip
 		mc.CancelDelayMS = mc.HopMS
 	}
 	for _, s := range m.Services {
 		sm := ServiceMechanics{Service: s.Name, Workers: s.Workers, QueueCap: s.QueueCap, Thrash: s.Thrash,
-			Cancel: s.CancelProb, CancelRunning: s.CancelRunning, Parts: 1}
+			Cancel: s.CancelProb, CancelRunning: s.CancelRunning, ShedRetriesAt: s.ShedRetriesAt, Parts: 1}
 		if n := faults.Shards(s.Name); n > 1 {
 			sm.Parts, sm.Split = n, "key"
 		} else if n := faults.Replicas(s.Name); n > 1 {
@@ -85,6 +91,9 @@ func (mc Mechanics) String() string {
 			running = "running work stops"
 		}
 		fmt.Fprintf(&b, " %s %d workers, %s, thrash %g, cancel %g (%s)", s.Service, s.Workers, queue, s.Thrash, s.Cancel, running)
+		if s.ShedRetriesAt > 0 {
+			fmt.Fprintf(&b, ", retries shed from %d queued", s.ShedRetriesAt)
+		}
 		switch s.Split {
 		case "key":
 			fmt.Fprintf(&b, ", %d shards by key on %d pools", s.Parts, s.Pools)
@@ -92,7 +101,10 @@ func (mc Mechanics) String() string {
 			fmt.Fprintf(&b, ", %d replicas on %d pools", s.Parts, s.Pools)
 		}
 	}
-	if mc.HopMS > 0 {
+	switch {
+	case mc.HopMS > 0 && mc.HopRoundTrip:
+		fmt.Fprintf(&b, "; network round trip %g ms an attempt, paid before the callee sees it", mc.HopMS)
+	case mc.HopMS > 0:
 		fmt.Fprintf(&b, "; network hop %g ms a message", mc.HopMS)
 	}
 	fmt.Fprintf(&b, "; cancels arrive after %g ms; lost packets resent after %g ms, doubling, reset after %d retransmissions", mc.CancelDelayMS, mc.RTOMS, mc.Retransmits)

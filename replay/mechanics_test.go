@@ -266,16 +266,38 @@ func TestPercentilesCountFailures(t *testing.T) {
 // result and its note.
 func TestMechanicsReported(t *testing.T) {
 	m := single("server", 6, Exponential{MeanS: 0.1}, 40, 0, Policy{MaxAttempts: 1})
-	m.Services[1].Thrash, m.Services[1].CancelProb, m.Services[1].QueueCap = 0.25, 0.5, 30
+	m.Services[1].Thrash, m.Services[1].CancelProb, m.Services[1].QueueCap, m.Services[1].ShedRetriesAt = 0.25, 0.5, 30, 12
 	r := mustRun(t, m, schedule("slow-shard:svc=server,at=10s,for=1s,shards=4"), RunConfig{Seed: 1, Duration: 20})
 	sm := r.Mechanics.Services[1]
-	if sm.Thrash != 0.25 || sm.Cancel != 0.5 || sm.QueueCap != 30 || sm.Parts != 4 || r.Mechanics.RTOMS != 200 || r.Mechanics.Retransmits != 3 || r.Mechanics.CancelDelayMS != 1 {
+	if sm.Thrash != 0.25 || sm.Cancel != 0.5 || sm.QueueCap != 30 || sm.ShedRetriesAt != 12 || sm.Parts != 4 || r.Mechanics.RTOMS != 200 || r.Mechanics.Retransmits != 3 || r.Mechanics.CancelDelayMS != 1 {
 		t.Errorf("mechanics %+v", r.Mechanics)
 	}
 	note := r.Mechanics.String()
-	for _, want := range []string{"thrash 0.25", "cancel 0.5", "queue bound 30", "4 shards by key", "200 ms", "reset after 3", "cancels arrive after 1 ms"} {
+	for _, want := range []string{"thrash 0.25", "cancel 0.5", "queue bound 30", "retries shed from 12 queued", "4 shards by key", "200 ms", "reset after 3", "cancels arrive after 1 ms"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+}
+
+// TestHopRoundTrip: a network hop is paid by every message, or, as a
+// round trip (the jirfag/simulations model's net_rtt), once by the request
+// with the answer back at once; the notes and JSON say which. (A root
+// request crosses two hops: user to client, client to server.)
+func TestHopRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		roundTrip bool
+		wantMS    float64
+		note      string
+	}{{false, 30, "network hop 5 ms a message"}, {true, 20, "network round trip 5 ms an attempt"}} {
+		m := single("server", 100, Constant(0.01), 50, 0, Policy{MaxAttempts: 1})
+		m.Hop, m.HopRoundTrip = Constant(0.005), tc.roundTrip
+		r := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 10})
+		if math.Abs(r.P50MS-tc.wantMS) > 1e-6 || math.Abs(r.P99MS-tc.wantMS) > 1e-6 {
+			t.Errorf("round trip %v: p50 %v, p99 %v ms, want %v", tc.roundTrip, r.P50MS, r.P99MS, tc.wantMS)
+		}
+		if r.Mechanics.HopRoundTrip != tc.roundTrip || !strings.Contains(r.Mechanics.String(), tc.note) {
+			t.Errorf("round trip %v: mechanics %+v, note %q", tc.roundTrip, r.Mechanics, r.Mechanics.String())
 		}
 	}
 }

@@ -42,6 +42,11 @@ type Model struct {
 	// answer and cancel. nil: messages arrive at once (cancels after the
 	// run's CancelDelay).
 	Hop Dist
+	// HopRoundTrip makes Hop the whole round trip of an attempt, drawn
+	// once as the request travels, the answer arriving at once: the
+	// jirfag/simulations model's net_rtt, which waits one exponential RTT
+	// before handling. Cancels still take one Hop.
+	HopRoundTrip bool
 }
 
 // Service is a pool of identical workers in front of one FIFO queue.

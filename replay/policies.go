@@ -160,15 +160,13 @@ func hedgeP95(m *Model) {
 }
 
 // idempotentEdge reports whether policies may repeat an edge's calls (add
-// retries, hedge): its HTTP method is idempotent by HTTP semantics (RFC
-// 9110 §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or its retried
-// calls were seen, and every one carried an idempotency key. Anything else
-// is not known to be safe and is not repeated: POST, PATCH, an RPC or a
-// database statement, which carry no HTTP method (graph.IdempotentMethod
-// counts those as idempotent when it judges observed retries).
+// retries, hedge): its HTTP method is idempotent by HTTP semantics
+// (graph.IdempotentMethod), or its retried calls were seen, and every one
+// carried an idempotency key. Anything else is not known to be safe and is
+// not repeated: POST, PATCH, an RPC or a database statement, which carry
+// no HTTP method, unless a policy file declares them idempotent.
 func idempotentEdge(e graph.Edge) bool {
-	switch strings.ToUpper(e.Method) {
-	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+	if graph.IdempotentMethod(e.Method) {
 		return true
 	}
 	return e.Idempotency != nil && e.Idempotency.RetriedCalls > 0 && e.Idempotency.WithKey == e.Idempotency.RetriedCalls

@@ -7,11 +7,13 @@ import (
 	"github.com/retryaudit/retryaudit/degrade"
 )
 
-// Preset is a ready-made matrix that reproduces a figure of the articles
-// retryaudit grew from.
+// Preset is a ready-made experiment that reproduces a figure of the
+// articles retryaudit grew from: a matrix of runs, or (Contention set, the
+// Matrix empty) Brooker's closed-loop contention study.
 type Preset struct {
 	Name, About string
 	Matrix      Matrix
+	Contention  *ContentionStudy
 }
 
 // Presets lists the preset names.
@@ -39,11 +41,15 @@ func NewPreset(name string, load float64, seed uint64) (*Preset, error) {
 		return nil, err
 	}
 	p.Matrix.Config.Seed = seed
+	if p.Contention != nil {
+		p.Contention.Seed = seed
+	}
 	return p, nil
 }
 
 var presets = map[string]func(load float64) (*Preset, error){
 	"storm":      stormPreset,
+	"contention": contentionPreset,
 	"lab":        labPreset,
 	"jirfag":     func(load float64) (*Preset, error) { return jirfagPreset(22, load) },
 	"jirfag-c41": func(load float64) (*Preset, error) { return jirfagPreset(41, load) },
@@ -170,21 +176,35 @@ func labPreset(load float64) (*Preset, error) {
 	}, nil
 }
 
-// The jirfag/simulations model ("Good Retry, Bad Retry", SimPy), as
-// stated: open-loop Poisson 1,000 requests a second; an exponential 5 ms
-// network hop for every message (request, answer and cancel); c workers
-// behind one unbounded FIFO queue; service time 10 ms × LogNormal(0,
-// 0.25), mean 10.32 ms; 0.5% of responses fail in the background and all
-// of them for 0.5 s, decided after full handling; a 100 ms per-attempt
-// client timeout; no server-side cancellation and no thrash; exponential
-// backoff 100 ms·2^(k−1) capped at 1 s. The model's trigger runs from 0.5
-// to 1.0 s; here it runs from 5.0 to 5.5 s, so the verdict has a healthy
-// level to compare with, in a 30 s run.
+// The jirfag/simulations model ("Good Retry, Bad Retry", SimPy), as its
+// source computes it: open-loop Poisson 1,000 requests a second; one
+// exponential network round trip of mean 5 ms an attempt, waited before
+// the server sees it (client.py's net_rtt; the answer arrives at once);
+// c workers behind one unbounded FIFO queue (a simpy.Resource); service
+// time 10 ms × LogNormal(0, 0.25), mean 10.32 ms; 0.5% of responses fail
+// in the background and all of them for 0.5 s, decided after full handling
+// (server.py); a 100 ms per-attempt client timeout counted from the send;
+// no server-side cancellation and no thrash; exponential backoff
+// 100 ms·2^(k−1) capped at 1 s, full jitter U(0, that)
+// (FixedRetryCountWithExpBackoffStrategy). The model's trigger runs from
+// 0.5 to 1.0 s; here it runs from 5.0 to 5.5 s, so the verdict has a
+// healthy level to compare with, in a 30 s run.
 const (
 	jirfagRate     = 1000.0
-	jirfagHop      = 0.005
+	jirfagRTT      = 0.005
 	jirfagTimeout  = 0.1
 	jirfagFailures = 0.005
+	// RetryBudgetStrategy: a retry costs 100 tokens, a successful first
+	// attempt earns 10, at most 3,000 (30 retries in a row): a token bucket
+	// of 30 retries earning 0.1 a success. (The model credits first
+	// attempts only, the bucket every success: they differ only when
+	// retries succeed.)
+	jirfagBudgetMax   = 30
+	jirfagBudgetRatio = 0.1
+	// RetryCircuitBreakerStrategy: no retry while 10% or more of the calls
+	// that ended in the last 200 ms failed, nor while none did.
+	jirfagBreakerShare  = 0.1
+	jirfagBreakerWindow = 0.2
 )
 
 func jirfagPreset(workers int, load float64) (*Preset, error) {
@@ -195,22 +215,21 @@ func jirfagPreset(workers int, load float64) (*Preset, error) {
 	variant := func(name string, retries int, b Backoff, budget BudgetSpec) Variant {
 		p := Policy{MaxAttempts: 1 + retries, PerTryTimeout: jirfagTimeout, Backoff: b, Budget: budget}
 		m := single("server", workers, t, jirfagRate*load, 0, p)
-		m.Hop = Exponential{MeanS: jirfagHop}
+		m.Hop, m.HopRoundTrip = Exponential{MeanS: jirfagRTT}, true
 		return Variant{Policy: name, Model: m}
 	}
 	immediate := Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
-	// The model's 10% retry budget (retries under 10% of requests over
-	// 10 s) and 10% retry circuit breaker (no retries while over 10% of
-	// the attempts of the last second failed).
-	ratio := BudgetSpec{Kind: BudgetRatio, Ratio: 0.1, Window: 10}
-	breaker := BudgetSpec{Kind: BudgetBreaker, Ratio: 0.1, Window: 1, Min: 10}
+	budget := BudgetSpec{Kind: BudgetTokenBucket, Max: jirfagBudgetMax, Ratio: jirfagBudgetRatio}
+	breaker := BudgetSpec{Kind: BudgetBreaker, Ratio: jirfagBreakerShare, Window: jirfagBreakerWindow}
 	capacity := float64(workers) / t.Mean()
 	return &Preset{
 		Name: fmt.Sprintf("jirfag-c%d", workers),
 		About: fmt.Sprintf("jirfag/simulations \"Good Retry, Bad Retry\": %g rps open-loop Poisson on %d workers (capacity %.0f/s), "+
-			"service 10 ms × LogNormal(0, 0.25), exponential %g ms network hop, %g%% background failures and all responses failing 5.0–5.5 s, "+
-			"decided after the work; %g ms per-attempt timeout; thrash 0, cancel 0 (no server-side cancellation); backoff 100 ms·2^(k−1) capped at 1 s",
-			jirfagRate*load, workers, capacity, 1000*jirfagHop, 100*jirfagFailures, 1000*jirfagTimeout),
+			"service 10 ms × LogNormal(0, 0.25), an exponential %g ms network round trip an attempt before the server sees it, %g%% background failures and all responses failing 5.0–5.5 s, "+
+			"decided after the work; %g ms per-attempt timeout; thrash 0, cancel 0 (no server-side cancellation); backoff 100 ms·2^(k−1) capped at 1 s, full jitter U(0, that); "+
+			"the 10%% budget a token bucket of %d retries earning %g a success, the 10%% breaker no retries while %g%% of the calls of the last %g ms failed (or none ended); both over two retries, as in the model",
+			jirfagRate*load, workers, capacity, 1000*jirfagRTT, 100*jirfagFailures, 1000*jirfagTimeout,
+			jirfagBudgetMax, jirfagBudgetRatio, 100*jirfagBreakerShare, 1000*jirfagBreakerWindow),
 		Matrix: Matrix{
 			Variants: []Variant{
 				variant("none", 0, immediate, BudgetSpec{}),
@@ -220,8 +239,8 @@ func jirfagPreset(workers int, load float64) (*Preset, error) {
 				variant("retry-3x+backoff", 3, bo, BudgetSpec{}),
 				variant("retry-2x+backoff+jitter", 2, jitter, BudgetSpec{}),
 				variant("retry-3x+backoff+jitter", 3, jitter, BudgetSpec{}),
-				variant("retry-3x+budget-10%", 3, immediate, ratio),
-				variant("retry-3x+breaker-10%", 3, immediate, breaker),
+				variant("retry-2x+budget-10%", 2, immediate, budget),
+				variant("retry-2x+breaker-10%", 2, immediate, breaker),
 			},
 			Degradations: []Degradation{{Name: "failures 5.0–5.5s", Faults: schedule(
 				fmt.Sprintf("error-rate:svc=server,at=0s,for=0s,p=%g,mode=error-after-work", jirfagFailures),

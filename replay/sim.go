@@ -551,7 +551,7 @@ func (s *sim) cross(ai int32, answer bool) {
 		// the attempt reaches the callee that much later and holds no
 		// callee worker meanwhile.
 		s.h.push(s.now+s.m.Edges[c.edge].Transit.Sample(s.rngOutcome), arrival, ai, a.gen)
-	case s.m.Hop != nil:
+	case s.m.Hop != nil && !(answer && s.m.HopRoundTrip):
 		s.h.push(s.now+s.m.Hop.Sample(s.rngFault), arrival, ai, a.gen)
 	case answer:
 		s.answer(ai)

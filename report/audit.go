@@ -43,6 +43,9 @@ type AuditReport struct {
 	Topology       *graph.Topology            `json:"topology"`
 	// Runs are the first seed's runs, degradation-major.
 	Runs []replay.Result `json:"runs"`
+	// Capacities are the degraded dependencies' capacities (see
+	// ReplayReport).
+	Capacities []Capacity `json:"capacities,omitempty"`
 }
 
 // NewAuditReport assembles the report of an audit of topology t; notes
@@ -56,7 +59,7 @@ func NewAuditReport(t *graph.Topology, notes []string, a *audit.Audit) *AuditRep
 
 // replayReport is the detail of the first seed as a replay report.
 func (a *AuditReport) replayReport() *ReplayReport {
-	return &ReplayReport{Schema: ReplaySchema, Baseline: a.Baseline, Notes: a.Notes, Runs: a.Runs}
+	return &ReplayReport{Schema: ReplaySchema, Baseline: a.Baseline, Notes: a.Notes, Runs: a.Runs, Capacities: a.Capacities}
 }
 
 // AuditJSON writes the report as indented JSON, absent lists as empty.

@@ -198,19 +198,15 @@ func TestAuditHTMLHostileInBrowser(t *testing.T) {
 		t.Errorf("no %q as text in the DOM", evilScript)
 	}
 	// Every polyline written is an element of the DOM, no more and no
-	// fewer: five per-second series per run, the rest the availability
-	// against utilization charts.
-	written := len(polylineRE.FindAllString(renderAudit(t, a), -1))
-	perSecond := 0
-	for _, tag := range polylineRE.FindAllString(dom, -1) {
-		if s := attrs(tag)["data-series"]; s != "recommended" && s != "baseline" {
-			perSecond++
-		}
-	}
-	if n := strings.Count(dom, "<polyline"); n != written {
+	// fewer: the per-second series of every run (checkSeries counts them),
+	// the rest the availability against utilization charts; and every
+	// capacity line.
+	out := renderAudit(t, a)
+	if n, written := strings.Count(dom, "<polyline"), len(polylineRE.FindAllString(out, -1)); n != written {
 		t.Errorf("%d polylines in the DOM, %d written", n, written)
 	}
-	if perSecond != 5*len(a.Runs) {
-		t.Errorf("%d per-second series in the DOM, want %d", perSecond, 5*len(a.Runs))
+	checkSeries(t, dom, a.replayReport())
+	if n, written := strings.Count(dom, `<line class="capacity"`), strings.Count(out, `<line class="capacity"`); n != written || n == 0 {
+		t.Errorf("%d capacity lines in the DOM, %d written", n, written)
 	}
 }

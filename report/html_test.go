@@ -77,7 +77,13 @@ func buildSampleAudit() (*AuditReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewAuditReport(top, m.Assumed, res), nil
+	a := NewAuditReport(top, m.Assumed, res)
+	c, err := audit.Capacity(m, "db")
+	if err != nil {
+		return nil, err
+	}
+	a.Capacities = []Capacity{{Degradation: f.String(), Service: "db", AttemptsPerS: c}}
+	return a, nil
 }
 
 // hostileAudit is an audit whose every string is hostile: the hostile
@@ -107,6 +113,7 @@ func hostileAudit() *AuditReport {
 		for k, p := range []string{"none", evilScript, evilImg} {
 			r := handRun(p, deg, float64(k))
 			r.Series = series(k + 1)
+			r.Attempts = []replay.EdgeAttempts{{Edge: evilPipe + " → " + evilScript, Callee: evilScript, PerSecond: []int{10, 10, 10 + 3*(k+1), 10 + 4*(k+1), 10, 10, 4}}}
 			if deg == spec {
 				r.Trigger = &replay.Window{AtS: 2, ForS: 2}
 			}
@@ -131,6 +138,7 @@ func hostileAudit() *AuditReport {
 		Baseline:    "none",
 		Notes:       []string{"capacity of " + evilScript + " assumed", evilImg},
 		Runs:        runs,
+		Capacities:  []Capacity{{Degradation: spec, Service: evilScript, AttemptsPerS: 16}},
 		Verdicts:    verdicts,
 		Utilization: []audit.ServiceUtilization{{Service: evilScript, Model: 0.2}},
 		Recommendation: &audit.Recommendation{
@@ -174,7 +182,7 @@ var templateAttrs = map[string]bool{
 	"lang": true, "charset": true, "http-equiv": true, "content": true, "name": true, "href": true, "id": true,
 	"class": true, "role": true, "aria-label": true, "width": true, "height": true, "viewBox": true,
 	"refX": true, "refY": true, "markerUnits": true, "markerWidth": true, "markerHeight": true, "orient": true,
-	"d": true, "fill": true, "marker-end": true, "x": true, "y": true, "rx": true,
+	"d": true, "fill": true, "marker-end": true, "marker-start": true, "x": true, "y": true, "rx": true,
 	"x1": true, "y1": true, "x2": true, "y2": true, "points": true,
 }
 
@@ -237,7 +245,10 @@ func checkOffline(t *testing.T, out string) {
 var seriesKeys = []string{"originals", "retries", "goodput", "queue_depth", "wasted_s"}
 
 // checkSeries fails unless every run of the report has one polyline per
-// series, found by its data attributes, with the points it says it has.
+// series, found by its data attributes, with the points it says it has,
+// and, under a degradation whose dependency's capacity the report holds
+// and whose runs sent it attempts, one of the attempts to it, unless the
+// legend says the stacked line is that series (then none).
 func checkSeries(t *testing.T, out string, rep *ReplayReport) {
 	t.Helper()
 	type key struct{ series, policy, degradation string }
@@ -268,8 +279,21 @@ func checkSeries(t *testing.T, out string, rep *ReplayReport) {
 		}
 	}
 	want := 0
+	attempted := map[string]bool{} // degradations whose runs sent their dependency attempts
 	for _, r := range rep.Runs {
-		for _, s := range seriesKeys {
+		if c := capacityOf(rep.Capacities, r.Degradation); c != nil {
+			for _, a := range r.Attempts {
+				attempted[r.Degradation] = attempted[r.Degradation] || a.Callee == c.Service && slices.ContainsFunc(a.PerSecond, func(n int) bool { return n > 0 })
+			}
+		}
+	}
+	for _, r := range rep.Runs {
+		keys := seriesKeys
+		if attempted[r.Degradation] && !strings.Contains(html.UnescapeString(out),
+			"the offered originals + retries are the attempts to "+display(capacityOf(rep.Capacities, r.Degradation).Service)) {
+			keys = append(slices.Clone(seriesKeys), "dependency")
+		}
+		for _, s := range keys {
 			want++
 			k := key{s, display(r.Policy), display(r.Degradation)}
 			if found[k] != 1 {
@@ -308,6 +332,9 @@ func TestAuditHTMLSamples(t *testing.T) {
 		"<h3 id=\"degradation-1\">degradation: outage:svc=db,at=10s,for=5s,mode=error</h3>",
 		"shaded: the trigger, 10 s to 15 s",
 		`<rect class="trigger"`,
+		// db's capacity, far above what it is offered, is not drawn.
+		"db capacity: ",
+		"off the chart: more than 4× the most offered",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in the report", want)
@@ -361,6 +388,15 @@ func TestAuditHTMLHostile(t *testing.T) {
 	}
 	if !strings.Contains(out, `<span class="badge">METASTABLE</span>`) {
 		t.Error("no METASTABLE badge")
+	}
+	// The hostile spec's dependency has a capacity: a line in each of its
+	// 3 policies' rate panels, named escaped; the other degradation's has
+	// none.
+	if n := strings.Count(out, `<line class="capacity" data-capacity="`+htmlText(evilScript)+` capacity 16/s"`); n != 3 {
+		t.Errorf("%d capacity lines, want 3", n)
+	}
+	if !strings.Contains(out, htmlText(evilScript)+" capacity: 16 attempts/s (every worker busy, no fault)") {
+		t.Error("no capacity in the legend")
 	}
 }
 
@@ -537,5 +573,61 @@ func TestCallGraphLayout(t *testing.T) {
 	}
 	if retrying != 4 {
 		t.Errorf("%d retrying links, want 4", retrying)
+	}
+}
+
+// TestCallGraphMechanisms: GET and POST on one link get a line each, and
+// the hedging and the breaker the traces show are drawn on their link:
+// lines of their own, a dashed overdraw for the hedge, a bar at the
+// caller's end for the breaker; a link with neither has none.
+func TestCallGraphMechanisms(t *testing.T) {
+	top := &graph.Topology{Edges: []graph.Edge{
+		{Caller: "api", Callee: "search", Operation: "GET /q", Calls: 10, Attempts: 13,
+			Hedging: &graph.Hedging{Calls: 3, DelayMS: 40, MaxRequests: 2}},
+		{Caller: "api", Callee: "search", Operation: "POST /index", Calls: 5, Attempts: 15, Retries: true, MaxAttempts: 3, MaxAttemptsExact: true,
+			Backoff: graph.Backoff{Kind: graph.BackoffConstant, BaseMS: 30}},
+		{Caller: "api", Callee: "db", Operation: "query", Calls: 8, Attempts: 8,
+			Breaker: &graph.Breaker{Detected: true, OpenPeriods: 2, FastFailedCalls: 9}},
+		{Caller: "api", Callee: "cache", Operation: "get", Calls: 8, Attempts: 8, Breaker: &graph.Breaker{LongestFailureRun: 7}},
+	}}
+	g := layoutCallGraph(newCallGraph(top))
+	links := map[string]svgLink{}
+	for _, l := range g.Links {
+		links[l.To] = l
+	}
+	texts := func(l svgLink) []string {
+		var out []string
+		for _, t := range l.Labels {
+			out = append(out, t.Class+"|"+t.Text)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		to             string
+		hedge, breaker string
+		labels         []string
+	}{
+		{"search", "after 40ms, ≤2", "", []string{"|GET /q: no retry", "|POST /index ×3 (const 30ms)", "hedge|GET /q: hedge after 40ms, ≤2 requests"}},
+		{"db", "", "opened 2×, 9 fast-failed", []string{"|8 calls", "breaker|breaker: opened 2×, 9 fast-failed"}},
+		{"cache", "", "", []string{"|8 calls"}},
+	} {
+		l := links[c.to]
+		if l.Hedge != c.hedge || l.Breaker != c.breaker || !slices.Equal(texts(l), c.labels) {
+			t.Errorf("api → %s: hedge %q, breaker %q, labels %q; want %q, %q, %q", c.to, l.Hedge, l.Breaker, texts(l), c.hedge, c.breaker, c.labels)
+		}
+	}
+	out := renderAudit(t, &AuditReport{Topology: top})
+	checkOffline(t, out)
+	for want, n := range map[string]int{
+		`data-hedge="after 40ms, ≤2"`:             1,
+		`data-breaker="opened 2×, 9 fast-failed"`: 1,
+		`marker-start="url(#breaker)"`:            1,
+		`<path class="hedge" d=`:                  1,
+		`hedge">GET /q: hedge after 40ms`:         1,
+		`breaker">breaker: opened 2×`:             1,
+	} {
+		if got := strings.Count(out, want); got != n {
+			t.Errorf("%d of %s, want %d", got, want, n)
+		}
 	}
 }

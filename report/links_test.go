@@ -57,4 +57,20 @@ func TestTraceLinks(t *testing.T) {
 	if want := `<a href="http://jaeger:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736?uiFind=00f067aa0ba902b7&amp;x=%28y%29">4bf92f35</a>`; !strings.Contains(html.String(), want) {
 		t.Errorf("no %s in the HTML findings", want)
 	}
+	// The HTML edges table links each edge's example traces in a column of
+	// its own, only with a template.
+	if want := `<th>example traces</th>`; !strings.Contains(html.String(), want) {
+		t.Errorf("no %s in the HTML edges table", want)
+	}
+	edges := html.String()[strings.Index(html.String(), `<section id="topology">`):]
+	if want := `<td><a href="http://jaeger:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736?uiFind=00f067aa0ba902b7&amp;x=%28y%29">4bf92f35</a></td></tr>`; !strings.Contains(edges, want) {
+		t.Errorf("no %s in the HTML edges table", want)
+	}
+	html.Reset()
+	if err := AuditHTML(&html, &AuditReport{Topology: top}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(html.String(), "example traces") || strings.Contains(html.String(), "<a href=\"http") {
+		t.Error("HTML links without a template")
+	}
 }

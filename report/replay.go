@@ -33,6 +33,28 @@ type ReplayReport struct {
 	// Runs are the results, grouped by degradation in the order in which
 	// each degradation first appears, and within one by policy in order.
 	Runs []replay.Result `json:"runs"`
+	// Capacities are the capacities of the degraded dependencies, which
+	// the HTML charts draw as a line over the attempts offered to them.
+	Capacities []Capacity `json:"capacities,omitempty"`
+}
+
+// Capacity is the healthy capacity of the dependency a degradation
+// degrades: the attempts per second Service completes with every worker
+// busy and no fault (see audit.Capacity).
+type Capacity struct {
+	Degradation  string  `json:"degradation"`
+	Service      string  `json:"service"`
+	AttemptsPerS float64 `json:"attempts_per_s"`
+}
+
+// capacityOf is the capacity of the dependency of degradation d, or nil.
+func capacityOf(cs []Capacity, d string) *Capacity {
+	for i := range cs {
+		if cs[i].Degradation == d && cs[i].AttemptsPerS > 0 {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 // maxComparedPolicies is how many policies one table compares with the

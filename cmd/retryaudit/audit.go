@@ -255,6 +255,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	}
 	a := report.NewAuditReport(top, notes, res)
 	a.Calibration = cal
+	a.Capacities = capacities(degr, m)
 	if err := writeAudit(o.io, o.output, o.format, o.html, o.md, a); err != nil {
 		return err
 	}

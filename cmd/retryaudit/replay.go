@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
 	"github.com/retryaudit/retryaudit/replay/audit"
@@ -29,6 +30,7 @@ type replayOptions struct {
 	think    time.Duration
 	format   string
 	output   string
+	html     string
 	sim      simFlags
 	in       inputFlags
 }
@@ -52,7 +54,9 @@ and whether the system stays collapsed after the trigger is gone.
 
 The topology comes from trace files (inferred on the fly) or from
 --topology (the JSON of 'retryaudit infer --format json', perhaps edited).
---scenario runs a preset from the articles instead (storm, lab).
+--scenario runs a preset from the articles instead (storm, lab, jirfag,
+jirfag-c41; contention is Brooker's closed-loop jitter study, a table of
+completion time and calls per strategy and client count).
 
 Policies (--policy, repeatable): a base (observed, none, everywhere,
 edge-only, idempotent-only, hedge-p95) followed by modifiers joined with +
@@ -68,7 +72,9 @@ Degradations (--degrade, repeatable), e.g.:
   latency:svc=db,at=10s,for=10s,add=200ms`,
 		Example: `  retryaudit replay samples/retry-everywhere/traces.otlp.jsonl.gz --degrade outage:svc=db,at=10s,for=5s
   retryaudit replay --topology top.json --policy observed --policy edge-only+budget --capacity db=8
-  retryaudit replay --scenario storm`,
+  retryaudit replay --scenario storm
+  retryaudit replay --scenario storm --html storm.html
+  retryaudit replay --scenario contention`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.inputs = args
 			if err := opts.validate(); err != nil {
@@ -87,6 +93,7 @@ Degradations (--degrade, repeatable), e.g.:
 	f.DurationVar(&opts.think, "think", 100*time.Millisecond, "closed-loop clients' think time")
 	f.StringVar(&opts.format, "format", "table", "output format: table, markdown or json")
 	f.StringVarP(&opts.output, "output", "o", "", "write the output to `FILE` instead of stdout")
+	f.StringVar(&opts.html, "html", "", "also write a self-contained HTML report (tables and per-second charts) to `FILE`")
 	opts.sim.bind(f)
 	opts.in.bind(f)
 	return cmd
@@ -132,15 +139,22 @@ func (o *replayOptions) validate() error {
 func runReplay(cmd *cobra.Command, o *replayOptions) error {
 	var mx replay.Matrix
 	var notes []string
+	var model *replay.Model // the model whose capacities the charts draw
 	if o.scenario != "" {
 		p, err := replay.NewPreset(o.scenario, o.sim.load, o.sim.seed)
 		if err != nil {
 			return usageError{err}
 		}
+		if p.Contention != nil {
+			return runContention(cmd, o, p)
+		}
 		mx, notes = p.Matrix, []string{p.About}
 		mx.Config.MaxEvents = o.sim.maxEvents
 		for i := range mx.Variants {
 			mx.Variants[i].Model = o.sim.mechanics(mx.Variants[i].Model)
+		}
+		if len(mx.Variants) > 0 {
+			model = mx.Variants[0].Model
 		}
 	} else {
 		top, arrivals, err := o.readTopology(cmd)
@@ -151,7 +165,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		if err != nil {
 			return err
 		}
-		notes = m.Assumed
+		notes, model = m.Assumed, m
 		exprs := o.policies
 		if len(exprs) == 0 {
 			exprs = audit.StandardPolicies
@@ -187,6 +201,16 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 	}
 	notes = append(notes, mechanicsNotes(results)...)
 	rep := &report.ReplayReport{Schema: report.ReplaySchema, Baseline: "none", Notes: notes, Runs: results}
+	if model != nil {
+		rep.Capacities = capacities(mx.Degradations, model)
+	}
+	// The HTML file first: it is complete even when stdout is a pipe
+	// closed early.
+	if o.html != "" {
+		if err := writeFile(o.html, func(w io.Writer) error { return report.ReplayHTML(w, rep) }); err != nil {
+			return err
+		}
+	}
 	w, closeOut, err := outputFile(o.io, o.output)
 	if err != nil {
 		return err
@@ -195,7 +219,61 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
-	return err
+	return closedStdoutIsFine(err)
+}
+
+// capacities are the capacities of the services the degradations degrade
+// (the first fault's service) in model m, for the HTML charts' capacity
+// lines; a service whose capacity is unbounded or undefined (a call graph
+// with a cycle) gets none.
+func capacities(ds []replay.Degradation, m *replay.Model) []report.Capacity {
+	var out []report.Capacity
+	for _, d := range ds {
+		i := slices.IndexFunc(d.Faults, func(f degrade.Fault) bool { return f.Service != "" })
+		if i < 0 {
+			continue
+		}
+		svc := d.Faults[i].Service
+		if c, err := audit.Capacity(m, svc); err == nil {
+			out = append(out, report.Capacity{Degradation: d.Name, Service: svc, AttemptsPerS: c})
+		}
+	}
+	return out
+}
+
+var contentionRenderers = map[string]func(io.Writer, *report.ContentionReport) error{
+	"table":    report.ContentionTable,
+	"markdown": report.ContentionMarkdown,
+	"json":     report.ContentionJSON,
+}
+
+// contentionFlags are the flags that mean nothing to the contention study
+// (it has no services, faults or run length): setting one is an error
+// rather than a knob silently ignored.
+var contentionFlags = []string{"html", "duration", "rate", "thrash", "cancel", "cancel-running", "max-events", "headroom", "client-deadline", "sample-rate", "clients", "think", "arrivals"}
+
+// runContention runs Brooker's contention study of preset p and prints it.
+func runContention(cmd *cobra.Command, o *replayOptions, p *replay.Preset) error {
+	for _, name := range contentionFlags {
+		if cmd.Flags().Changed(name) {
+			return usageError{fmt.Errorf("--%s: the %s scenario is a closed-loop contention study; it takes --seed, --load (which scales its client counts), --format and -o only", name, p.Name)}
+		}
+	}
+	rows, err := p.Contention.Run(cmd.Context())
+	if err != nil {
+		return err
+	}
+	rep := &report.ContentionReport{Schema: report.ContentionSchema, Reference: p.Contention.Reference, Seed: p.Contention.Seed,
+		Seeds: p.Contention.Seeds, Notes: []string{p.About}, Rows: rows}
+	w, closeOut, err := outputFile(o.io, o.output)
+	if err != nil {
+		return err
+	}
+	err = contentionRenderers[o.format](w, rep)
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	return closedStdoutIsFine(err)
 }
 
 // readTopology infers the topology from the trace files (and lists their

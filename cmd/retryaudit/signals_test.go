@@ -32,9 +32,12 @@ func TestSignals(t *testing.T) {
 		signals int           // SIGINTs sent, 50 ms apart
 		within  time.Duration // from the first signal to the exit
 	}{
-		{"ingest of an endless stream", []string{"ingest", "-"}, true, 1, time.Second},
-		{"audit of an endless stream", []string{"audit", "-q", "-"}, true, 1, time.Second},
-		{"ingest blocked on stdin", []string{"ingest", "-"}, false, 1, time.Second},
+		// A process that ignored the signal would run to the 10 s
+		// timeout; 3 s leaves a loaded machine room to schedule it (a
+		// 1 s bound failed at 1.14 s under a load average of 15).
+		{"ingest of an endless stream", []string{"ingest", "-"}, true, 1, 3 * time.Second},
+		{"audit of an endless stream", []string{"audit", "-q", "-"}, true, 1, 3 * time.Second},
+		{"ingest blocked on stdin", []string{"ingest", "-"}, false, 1, 3 * time.Second},
 		{"second SIGINT", []string{"ingest", "-"}, false, 2, interruptGrace / 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
