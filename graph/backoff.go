@@ -159,26 +159,37 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	// bounds are best read from the extreme waits, corrected for the
 	// distance n waits leave on average from the true bound (the second
 	// from the end when the extreme stands apart: a late timer).
-	sched := make([]float64, len(idx))
+	// Each estimate comes with the range the true schedule may lie in
+	// (99%: [slo, shi]), from which the multiplier's range follows. An
+	// extreme wait errs on one side only: n uniform waits fall short of
+	// their bound by more than 4.6/n of the width one time in a hundred.
+	sched, slo, shi := make([]float64, len(idx)), make([]float64, len(idx)), make([]float64, len(idx))
+	const z99, tail99 = 2.58, 4.6
 	for k, w := range idx {
 		g := gaps[k]
 		n := float64(len(g))
+		sym := func(v, se float64) { sched[k], slo[k], shi[k] = v, v-z99*se, v+z99*se }
 		switch {
 		case kind == JitterNone || steadyAt[k]:
 			// Without jitter the schedule is the floor: a timer never
 			// fires early, and a loaded machine fires many late.
-			sched[k] = w.q10
+			sym(w.q10, tol/math.Sqrt(n))
 		case kind == JitterUnknown || len(g) < 3:
-			sched[k] = w.med
+			sym(w.med, 1.25*max(w.hi-w.lo, tol)/math.Sqrt(n))
 		case kind == JitterFull || kind == JitterEqual:
 			// The ceiling: the median of a full-jitter wait is half of it.
-			sched[k] = top(g) * (n + 1) / n
+			t := top(g)
+			sched[k], slo[k], shi[k] = t*(n+1)/n, t, t*(1+tail99/n)
 		case kind == JitterAdditive:
-			sched[k] = max(g[0]-additive/(n+1), 0)
+			sched[k], slo[k], shi[k] = max(g[0]-additive/(n+1), 0), max(g[0]-tail99*additive/n, 0), g[0]
 		case kind == JitterDecorrelated:
-			sched[k] = w.lo
+			sched[k], slo[k], shi[k] = w.lo, w.lo-tail99*(w.med-w.lo)/n, w.lo
 		default: // proportional: the centre between the bounds
-			sched[k] = (g[0] + top(g)) / 2
+			// The midrange of n uniform waits over a width W errs by
+			// W/√(2(n+1)(n+2)); the observed range understates W by
+			// (n-1)/(n+1).
+			width := (top(g) - g[0]) * (n + 1) / max(n-1, 1)
+			sym((g[0]+top(g))/2, width/math.Sqrt(2*(n+1)*(n+2)))
 		}
 	}
 	b.BaseMS = round3(sched[0])
@@ -202,18 +213,27 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	case first >= 1.3:
 		b.Kind = BackoffExponential
 		// The multiplier is read where waits still grow (their geometric
-		// mean); a later ratio near 1 means the cap was reached.
+		// mean); a later ratio near 1, or one that falls far short of the
+		// growth before it (80 → 100 after ×2 steps), means the cap was
+		// reached.
 		logSum, n := 0.0, 0
 		capAt := -1
 		for k, r := range ratios {
-			if r < 1.15 {
+			if r < 1.15 || n > 0 && r < capShortfall*math.Exp(logSum/float64(n)) {
 				capAt = k + 1
 				break
 			}
 			logSum += math.Log(r)
 			n++
 		}
-		b.Multiplier = ptr(roundMultiplier(math.Exp(logSum / float64(n))))
+		m := math.Exp(logSum / float64(n))
+		// The geometric mean of the ratios is (sched[n]/sched[0])^(1/n):
+		// its range is that of the first and last estimates.
+		root := 1 / float64(n)
+		lo := math.Pow(max(slo[n], 0)/max(shi[0], immediateMS), root)
+		hi := math.Pow(shi[n]/max(slo[0], immediateMS), root)
+		b.Multiplier = ptr(roundMultiplier(m, lo, hi))
+		b.MultiplierRange = &[2]float64{math.Round(100*lo) / 100, math.Round(100*hi) / 100}
 		if capAt > 0 {
 			b.CapMS = ptr(round3(sched[capAt]))
 		}
@@ -222,20 +242,30 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 }
 
 // top is the largest of sorted waits, or the second largest when the
-// largest stands more than 10% above it.
+// largest stands apart: more than 10% above it, and further from it than
+// six times the mean spacing of the others (n jittered waits leave gaps
+// of about their range over n-1, wider than six times that one time in
+// 400; a late timer leaves one far wider). With fewer than four waits no
+// spacing is known and the largest stands.
 func top(g []float64) float64 {
-	if n := len(g); n >= 2 && g[n-1] > 1.1*g[n-2] {
+	n := len(g)
+	if n >= 4 && g[n-1] > 1.1*g[n-2] && g[n-1]-g[n-2] > 6*(g[n-2]-g[0])/float64(n-2) {
 		return g[n-2]
 	}
-	return g[len(g)-1]
+	return g[n-1]
 }
 
-// roundMultiplier rounds a fitted multiplier to a tenth, or to a quarter
-// when within 0.08 of one: with tens of jittered waits per attempt the
-// estimate is good to about 4%, and a spurious ×2.1 for a ×2 misleads more
-// than it informs.
-func roundMultiplier(m float64) float64 {
-	if q := math.Round(m*4) / 4; math.Abs(m-q) <= 0.08 {
+// capShortfall: a ratio between consecutive waits below this share of
+// the growth before it is the cap cutting the schedule short.
+const capShortfall = 0.7
+
+// roundMultiplier rounds a fitted multiplier m, whose 99% range is
+// [lo, hi], to the nearest quarter when the waits allow it (a spurious
+// ×2.1 for a ×2 misleads more than it informs; libraries use ×1.5 or ×2,
+// rarely ×2.1), else to a tenth: rounding never claims a value the waits
+// rule out, and the range says how far the figure can be trusted.
+func roundMultiplier(m, lo, hi float64) float64 {
+	if q := math.Round(m*4) / 4; q >= lo && q <= hi {
 		return q
 	}
 	return math.Round(m*10) / 10

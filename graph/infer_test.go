@@ -439,8 +439,10 @@ func TestBackoff(t *testing.T) {
 				e := edge(t, tp, "api", "backend")
 				wantShape(t, e, shape{Calls: 5, Attempts: 30, Hist: []int{0, 0, 0, 0, 0, 5}, Retries: true, Max: 6, Exact: true,
 					Evidence: "timing", Retried: s503, NotRetry: none})
-				want := Backoff{Kind: "exponential", BaseMS: 10, Multiplier: ptr(2), CapMS: ptr(80), Jitter: "none",
-					JitterPresent: &boolF, Samples: 25, NoiseMS: 1.5}
+				// Five waits a step, each within the 1.5ms noise: the
+				// multiplier is known to within 8%.
+				want := Backoff{Kind: "exponential", BaseMS: 10, Multiplier: ptr(2), MultiplierRange: &[2]float64{1.88, 2.15},
+					CapMS: ptr(80), Jitter: "none", JitterPresent: &boolF, Samples: 25, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
 				}
@@ -561,8 +563,12 @@ func fmtBackoff(b Backoff) string {
 	if b.JitterPresent != nil {
 		jp = *b.JitterPresent
 	}
-	return fmt.Sprintf("kind=%s base=%v mult=%v cap=%v jitter=%s frac=%v present=%v samples=%d",
-		b.Kind, b.BaseMS, f(b.Multiplier), f(b.CapMS), b.Jitter, f(b.JitterFraction), jp, b.Samples)
+	var mr any = "nil"
+	if b.MultiplierRange != nil {
+		mr = *b.MultiplierRange
+	}
+	return fmt.Sprintf("kind=%s base=%v mult=%v (%v) cap=%v jitter=%s frac=%v present=%v samples=%d",
+		b.Kind, b.BaseMS, f(b.Multiplier), mr, f(b.CapMS), b.Jitter, f(b.JitterFraction), jp, b.Samples)
 }
 
 // jitterWaits generates the waits of n calls of three retries each.

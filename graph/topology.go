@@ -183,7 +183,12 @@ type Backoff struct {
 	Kind       BackoffKind `json:"kind"`
 	BaseMS     float64     `json:"base_ms"`
 	Multiplier *float64    `json:"multiplier"`
-	CapMS      *float64    `json:"cap_ms"`
+	// MultiplierRange is the range of multipliers the waits allow (low,
+	// high; 99% at each of the first and last attempt index it is read
+	// from): a few jittered waits per attempt leave it wide, and a
+	// multiplier read from them is no better than this range.
+	MultiplierRange *[2]float64 `json:"multiplier_range,omitempty"`
+	CapMS           *float64    `json:"cap_ms"`
 	// Jitter is none, full, equal, decorrelated, proportional (±x of the
 	// wait, in JitterFraction), additive (+U[0, JitterAdditiveMS] on the
 	// wait), or unknown.

@@ -138,6 +138,9 @@ func TestJitterAgainstNoise(t *testing.T) {
 					wantEq(t, "kind", bo.Kind, "exponential")
 					wantPtr(t, fmtBackoff(bo), bo.Multiplier, tc.want.mult)
 				}
+				if r := bo.MultiplierRange; tc.want.mult != 0 && (r == nil || r[0] > tc.want.mult || r[1] < tc.want.mult) {
+					t.Errorf("seed %d: multiplier range %v excludes the true ×%v", seed, r, tc.want.mult)
+				}
 				if tc.want.fraction > 0 {
 					wantPtr(t, "fraction", bo.JitterFraction, tc.want.fraction)
 				}
@@ -171,5 +174,43 @@ func TestNoiseFromTheEdge(t *testing.T) {
 	wantEq(t, "jitter", bo.Jitter, "none")
 	if bo.NoiseMS < 3 {
 		t.Errorf("noise %v: want the legs' spread, several ms", bo.NoiseMS)
+	}
+}
+
+// TestMultiplierRange: the multiplier read from few jittered waits is no
+// better than the range the waits allow, which holds the true multiplier
+// and narrows as waits accumulate; the figure is rounded to a quarter only
+// inside it.
+func TestMultiplierRange(t *testing.T) {
+	// cenkalti/backoff's default shape: 20ms ×2 with ±50% jitter.
+	wait := func(rng *rand.Rand, k int) float64 { return 20 * math.Pow(2, float64(k)) * (0.5 + rng.Float64()) }
+	width := map[int]float64{}
+	for _, n := range []int{6, 60} {
+		for seed := uint64(1); seed <= 5; seed++ {
+			b := newBuilder()
+			chainOf(b, n, seed, 2, wait)
+			bo := edge(t, b.infer(), "api", "backend").Backoff
+			r := bo.MultiplierRange
+			if r == nil || r[0] > 2 || r[1] < 2 {
+				t.Fatalf("%d calls, seed %d: range %v excludes ×2 (%s)", n, seed, r, fmtBackoff(bo))
+			}
+			if m := *bo.Multiplier; m < r[0] || m > r[1] {
+				t.Errorf("%d calls, seed %d: multiplier %v outside its own range %v", n, seed, m, *r)
+			}
+			width[n] += r[1] - r[0]
+		}
+	}
+	if width[6] <= 2*width[60] {
+		t.Errorf("mean range width %.2f from 6 calls, %.2f from 60: few waits must leave it far wider", width[6]/5, width[60]/5)
+	}
+	for _, tc := range []struct{ m, lo, hi, want float64 }{
+		{1.71, 1.14, 2.43, 1.75}, // quarter allowed
+		{1.83, 1.80, 1.85, 1.8},  // quarter ruled out: a tenth
+		{2.09, 1.90, 2.56, 2},
+		{1.62, 1.55, 1.68, 1.6},
+	} {
+		if got := roundMultiplier(tc.m, tc.lo, tc.hi); got != tc.want {
+			t.Errorf("roundMultiplier(%v, [%v, %v]) = %v, want %v", tc.m, tc.lo, tc.hi, got, tc.want)
+		}
 	}
 }

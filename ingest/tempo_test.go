@@ -73,14 +73,25 @@ func TestTempoJSON(t *testing.T) {
 		file     string
 		spans    int
 		warnings []string
+		format   Format
 	}{
-		{"tempo/api-traces-v1.json", 5, nil},
-		{"tempo/api-traces-tempo1.json", 5, nil},
-		{"tempo/api-v2-traces.json", 5, nil},
-		{"tempo/api-v2-traces-partial.json", 3, []string{"tempo partial trace"}},
+		{"tempo/api-traces-v1.json", 5, nil, FormatTempoJSON},
+		{"tempo/api-traces-tempo1.json", 5, nil, FormatTempoJSON},
+		{"tempo/api-v2-traces.json", 5, nil, FormatTempoJSON},
+		{"tempo/api-v2-traces-partial.json", 3, []string{"tempo partial trace"}, FormatTempoJSON},
+		// Of the shapes Tempo's code writes (see testdata/README.md): one
+		// line of gogo jsonpb, ids in base64, enums by name, 64-bit
+		// integers as strings; v2 with its metrics and PARTIAL status; a
+		// tempopb.Trace without the batches rename; the OTLP form of
+		// Tempo's own fixture, upper-case hex ids and enums as integers.
+		{"tempo/api-traces-v1-jsonpb.json", 5, nil, FormatTempoJSON},
+		{"tempo/api-v2-traces-jsonpb.json", 5, nil, FormatTempoJSON},
+		{"tempo/api-v2-traces-partial-jsonpb.json", 3, []string{"tempo partial trace"}, FormatTempoJSON},
+		{"tempo/tempopb-trace.json", 5, nil, FormatOTLPJSON},
+		{"tempo/batches-enum-ints.json", 5, nil, FormatTempoJSON},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			set := jaegerMustDecode(t, tc.file, testdataFile(t, tc.file), FormatTempoJSON)
+			set := jaegerMustDecode(t, tc.file, testdataFile(t, tc.file), tc.format)
 			if len(set.Spans) != tc.spans {
 				t.Fatalf("%d spans, want %d", len(set.Spans), tc.spans)
 			}
@@ -94,12 +105,17 @@ func TestTempoJSON(t *testing.T) {
 	}
 }
 
-// TestTempoSameAsOTLP: Tempo's three renderings of one trace decode to the
-// same spans.
+// TestTempoSameAsOTLP: Tempo's renderings of one trace decode to the same
+// spans.
 func TestTempoSameAsOTLP(t *testing.T) {
 	ref := viewSpans(jaegerMustDecode(t, "v2", testdataFile(t, "tempo/api-v2-traces.json"), FormatTempoJSON))
-	for _, f := range []string{"tempo/api-traces-v1.json", "tempo/api-traces-tempo1.json"} {
-		got := viewSpans(jaegerMustDecode(t, f, testdataFile(t, f), FormatTempoJSON))
+	for _, f := range []string{"tempo/api-traces-v1.json", "tempo/api-traces-tempo1.json", "tempo/api-traces-v1-jsonpb.json",
+		"tempo/api-v2-traces-jsonpb.json", "tempo/tempopb-trace.json", "tempo/batches-enum-ints.json"} {
+		format := FormatTempoJSON
+		if f == "tempo/tempopb-trace.json" {
+			format = FormatOTLPJSON
+		}
+		got := viewSpans(jaegerMustDecode(t, f, testdataFile(t, f), format))
 		if d := diffSpanViews(got, ref); d != "" {
 			t.Errorf("%s differs from the v2 rendering:\n%s", f, d)
 		}

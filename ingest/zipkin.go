@@ -210,9 +210,12 @@ func (d *zipkinJSON) add(start int64) error {
 	return nil
 }
 
-// unshare gives each shared server span an id of its own, derived from the
-// shared one, makes it a child of the client span, and moves the server's
-// children (spans of its service whose parent is the shared id) under it.
+// unshare gives each shared server span whose client span is in the same
+// input an id of its own, derived from the shared one, makes it a child of
+// the client span, and moves the server's children (spans of its service
+// whose parent is the shared id) under it. A shared server span alone with
+// its id (its caller not traced, as Envoy marks every ingress span shared)
+// keeps it: no span to be the child of.
 func (d *zipkinJSON) unshare() {
 	if len(d.shared) == 0 {
 		return
@@ -225,15 +228,22 @@ func (d *zipkinJSON) unshare() {
 		id      SpanID
 		service Sym
 	}
+	spans := d.set.Spans[d.first:]
+	holders := make(map[key]int, len(spans))
+	for i := range spans {
+		holders[key{spans[i].TraceID, spans[i].SpanID}]++
+	}
 	moved := make(map[key]server, len(d.shared))
 	for _, i := range d.shared {
 		sp := &d.set.Spans[i]
+		if holders[key{sp.TraceID, sp.SpanID}] < 2 {
+			continue
+		}
 		id := sharedServerID(sp.SpanID)
 		moved[key{sp.TraceID, sp.SpanID}] = server{id, sp.Service}
 		d.w.add("zipkin shared span", "server span %s shares its id with its client span: given id %s", sp.SpanID, id)
 		sp.ParentID, sp.SpanID = sp.SpanID, id
 	}
-	spans := d.set.Spans[d.first:]
 	for i := range spans {
 		sp := &spans[i]
 		if srv, ok := moved[key{sp.TraceID, sp.ParentID}]; ok && sp.Service == srv.service && sp.SpanID != srv.id {

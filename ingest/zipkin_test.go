@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -34,6 +35,77 @@ func TestZipkinJSON(t *testing.T) {
 	}
 	if got := set.Spans[5].TraceID.String(); got != "000000000000000063b2a1f0e4d5c6b7" {
 		t.Errorf("64-bit trace id: %s", got)
+	}
+}
+
+// TestZipkinRecordedShapes decodes files of the shapes Zipkin's own test
+// traces have (see testdata/README.md): /api/v2/traces as an array of
+// traces, a 64-bit trace id, B3 shared spans with the server's clock
+// behind, a local span under the shared id, annotations, IPv6 and ports,
+// messaging spans; and Envoy's Zipkin tracer, whose spans name no service
+// and mark every ingress span shared, its caller untraced.
+func TestZipkinRecordedShapes(t *testing.T) {
+	type span struct{ parent, service, kind, peer string }
+	for _, tc := range []struct {
+		file     string
+		warnings []string
+		want     map[string]span // by span id; "server of X" for an unshared server
+	}{
+		{"zipkin/api-v2-traces-b3.json", []string{"zipkin shared span"}, map[string]span{
+			"5af7183fb1d4cf5f":           {"0000000000000000", "frontend", "server", ""},
+			"352bff9a74ca9ad2":           {"5af7183fb1d4cf5f", "frontend", "client", "inventory"},
+			"server of 352bff9a74ca9ad2": {"352bff9a74ca9ad2", "inventory", "server", ""},
+			"e457b5a2e4d86bd1":           {"server of 352bff9a74ca9ad2", "inventory", "internal", ""},
+			"8d7c6b5a49382716":           {"5af7183fb1d4cf5f", "frontend", "client", "inventory"},
+			"server of 8d7c6b5a49382716": {"8d7c6b5a49382716", "inventory", "server", ""},
+			"48485a3953bb6124":           {"0000000000000000", "frontend", "producer", "kafka"},
+			"1f2e3d4c5b6a7980":           {"48485a3953bb6124", "inventory", "consumer", ""},
+		}},
+		{"zipkin/envoy-sidecar.json", []string{"missing service.name"}, map[string]span{
+			"9a4e1c7b2d3f5061": {"0000000000000000", "unknown_service", "server", ""},
+			"b0c1d2e3f4a5b6c7": {"9a4e1c7b2d3f5061", "unknown_service", "client", "inventory.shop.svc.cluster.local"},
+		}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			set := jaegerMustDecode(t, tc.file, testdataFile(t, tc.file), FormatZipkinJSON)
+			if got := warningKinds(set); !slices.Equal(got, tc.warnings) {
+				t.Errorf("warnings %v, want %v", got, tc.warnings)
+			}
+			name := map[string]string{}
+			for id := range tc.want {
+				if shared, ok := strings.CutPrefix(id, "server of "); ok {
+					var sid SpanID
+					copy(sid[:], mustHex(t, shared))
+					name[sharedServerID(sid).String()] = id
+				}
+			}
+			named := func(id string) string {
+				if n, ok := name[id]; ok {
+					return n
+				}
+				return id
+			}
+			views := viewSpans(set)
+			if len(views) != len(tc.want) {
+				t.Errorf("%d spans, want %d", len(views), len(tc.want))
+			}
+			for _, v := range views {
+				w, ok := tc.want[named(v.SpanID)]
+				got := span{named(v.ParentID), v.Service, v.Kind, v.Peer}
+				if !ok || got != w {
+					t.Errorf("span %s: %+v, want %+v", named(v.SpanID), got, w)
+				}
+				if len(v.TraceID) != 32 {
+					t.Errorf("trace id %q", v.TraceID)
+				}
+			}
+		})
+	}
+	// Envoy's egress span: its status and the route of its URL.
+	for _, v := range viewSpans(jaegerMustDecode(t, "envoy", testdataFile(t, "zipkin/envoy-sidecar.json"), FormatZipkinJSON)) {
+		if v.Kind == "client" && (v.HTTPStatus != 503 || v.Status != "error" || v.Method != "GET") {
+			t.Errorf("egress span: %+v", v)
+		}
 	}
 }
 
@@ -125,4 +197,14 @@ func FuzzZipkinJSON(f *testing.F) {
 		jaegerFuzzCheck(t, data, set, w, err)
 		checkDecoded(t, set, err)
 	})
+}
+
+// mustHex decodes a hex string of the test's own.
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

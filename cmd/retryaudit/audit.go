@@ -247,7 +247,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	// The policy file is written first: the report lists it and what its
 	// vocabulary could not express.
 	if o.emitPolicy != "" && res.Recommended != nil {
-		emitted, err := emitPolicy(o.emitPolicy, policyfile.Format(o.policyFmt), res.Recommended)
+		emitted, err := emitPolicy(o.emitPolicy, policyfile.Format(o.policyFmt), res.Recommended, o.sim.capacity)
 		if err != nil {
 			return err
 		}
@@ -320,9 +320,23 @@ func writeFile(name string, render func(io.Writer) error) error {
 // emitPolicy writes the policy of every edge of m to name in a vocabulary
 // (the gRPC format writes one service config per callee, name.CALLEE.json
 // when there are several) and returns the report's lines: the files
-// written and what the vocabulary could not express.
-func emitPolicy(name string, format policyfile.Format, m *replay.Model) ([]string, error) {
-	out, err := policyfile.Emit(format, policyfile.EdgesOf(m))
+// written and what the vocabulary could not express. The pools of the
+// services whose workers --capacity gives (capacity) are stated, the
+// others estimated.
+func emitPolicy(name string, format policyfile.Format, m *replay.Model, capacity []string) ([]string, error) {
+	edges := policyfile.EdgesOf(m)
+	for _, spec := range capacity {
+		svc, c, err := replay.ParseCapacity(spec)
+		if err != nil || c.Workers == 0 {
+			continue // validated with the model; a rate states no pool
+		}
+		for i := range edges {
+			if edges[i].Callee == svc {
+				edges[i].Pool.Given = true
+			}
+		}
+	}
+	out, err := policyfile.Emit(format, edges)
 	if err != nil {
 		return nil, err
 	}

@@ -229,6 +229,59 @@ func TestTempo(t *testing.T) {
 	}
 }
 
+// TestTempoRecordedShapes serves bodies of the shapes Tempo's code writes
+// (gogo jsonpb, one line; see ../testdata/README.md): a search whose
+// results carry span sets and service stats, one trace id with its leading
+// zeros trimmed as Tempo prints a 64-bit id, and each trace with ids in
+// base64.
+func TestTempoRecordedShapes(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "tempo", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	search, checkout, cart := read("api-search-jsonpb.json"), read("api-traces-v1-jsonpb.json"), read("api-traces-v1-64bit.json")
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.Path)
+		switch r.URL.Path {
+		case "/api/v3/services", "/api/services":
+			http.NotFound(w, r)
+		case "/api/echo":
+			w.Write([]byte("echo"))
+		case "/api/search":
+			w.Write(search)
+		case "/api/traces/4bf92f3577b34da6a3ce929d0e0e4736":
+			w.Write(checkout)
+		case "/api/traces/b7ad6b7169203331":
+			w.Write(cart)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	set := ingest.NewSet()
+	if err := Fetch(context.Background(), set, srv.URL, Query{Service: "frontend", Start: since, End: until, Limit: 20}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) > 4 {
+		slices.Sort(got[4:]) // the traces, in whatever order they are fetched
+	}
+	if want := []string{"/api/v3/services", "/api/services", "/api/echo", "/api/search",
+		"/api/traces/4bf92f3577b34da6a3ce929d0e0e4736", "/api/traces/b7ad6b7169203331"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	traces := map[string]int{}
+	for _, sp := range set.Spans {
+		traces[sp.TraceID.String()]++
+	}
+	if want := map[string]int{"4bf92f3577b34da6a3ce929d0e0e4736": 5, "0000000000000000b7ad6b7169203331": 1}; !reflect.DeepEqual(traces, want) {
+		t.Errorf("spans by trace %v, want %v", traces, want)
+	}
+}
+
 func TestHTTPErrors(t *testing.T) {
 	slow := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

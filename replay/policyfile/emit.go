@@ -19,6 +19,18 @@ import (
 type Edge struct {
 	Caller, Callee, Operation string
 	Policy                    replay.Policy
+	// Pool is the callee's pool of request slots.
+	Pool Pool
+}
+
+// Pool is a callee's pool of request slots as the model has it: Workers
+// slots (a thread or connection a request holds while it is served), and
+// Given when the user stated them (--capacity SVC=N) rather than the model
+// estimating them from the requests the traces show in flight, which
+// show how many were busy, never the pool's limit.
+type Pool struct {
+	Workers int
+	Given   bool
 }
 
 // EdgesOf lists the policy of every edge of m, one per caller, callee and
@@ -35,7 +47,7 @@ func EdgesOf(m *replay.Model) []Edge {
 			continue
 		}
 		seen[k] = true
-		out = append(out, Edge{Caller: k[0], Callee: k[1], Operation: k[2], Policy: e.Policy})
+		out = append(out, Edge{Caller: k[0], Callee: k[1], Operation: k[2], Policy: e.Policy, Pool: Pool{Workers: m.Services[e.Callee].Workers}})
 	}
 	return out
 }
@@ -83,6 +95,13 @@ func Emit(format Format, edges []Edge) (*Emitted, error) {
 type notes struct {
 	format string
 	list   []string
+}
+
+// line adds a note that is about no one edge.
+func (n *notes) line(s string) {
+	if !slices.Contains(n.list, s) {
+		n.list = append(n.list, s)
+	}
 }
 
 func (n *notes) add(e Edge, format string, args ...any) {

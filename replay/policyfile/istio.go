@@ -66,8 +66,21 @@ type istioDestinationRuleSpec struct {
 }
 
 type istioTrafficPolicy struct {
+	ConnectionPool   *istioConnectionPool   `yaml:"connectionPool,omitempty"`
 	OutlierDetection *istioOutlierDetection `yaml:"outlierDetection,omitempty"`
 	RetryBudget      *istioRetryBudget      `yaml:"retryBudget,omitempty"`
+}
+
+// istioConnectionPool is Envoy's circuit-breaking thresholds in Istio's
+// words, as far as request concurrency goes: http2MaxRequests caps the
+// requests a client proxy has active at the destination (HTTP/1.1 and
+// HTTP/2 alike).
+type istioConnectionPool struct {
+	HTTP *istioHTTPPool `yaml:"http,omitempty"`
+}
+
+type istioHTTPPool struct {
+	HTTP2MaxRequests *int `yaml:"http2MaxRequests,omitempty"`
 }
 
 // istioOutlierDetection is Envoy's outlier detection in Istio's words.
@@ -234,6 +247,9 @@ func (f *PolicyFile) readDestinationRule(src *pfSource, doc ast.Node, where stri
 	if err := src.decode(doc, &dr); err != nil {
 		return err
 	}
+	if tp := dr.Spec.TrafficPolicy; tp != nil && tp.ConnectionPool != nil {
+		f.note("%s: trafficPolicy.connectionPool caps requests at the client proxy; not simulated (--capacity SVC=N sets the callee's own pool)", where)
+	}
 	if tp := dr.Spec.TrafficPolicy; tp != nil && tp.OutlierDetection != nil {
 		f.note("%s: trafficPolicy.outlierDetection ejects hosts; not simulated (the simulator has one pool per service)", where)
 	}
@@ -249,11 +265,12 @@ func (f *PolicyFile) readDestinationRule(src *pfSource, doc ast.Node, where stri
 
 // emitIstio writes a VirtualService per callee (an http route per
 // operation, with its retries and timeout; every callee, since a route
-// without retries gets Istio's default two) and, for a budget, a
-// DestinationRule.
+// without retries gets Istio's default two) and, for a budget, a breaker
+// or a pool whose size the user gave, a DestinationRule.
 func emitIstio(edges []Edge) (*Emitted, error) {
 	n := &notes{format: "Istio"}
 	var docs []any
+	var estimated []string // callees whose pool the model estimated
 	for _, group := range byCallee(edges, true) {
 		callee := group[0].Callee
 		var routes []istioHTTPRoute
@@ -272,6 +289,13 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 			}
 		}
 		docs = append(docs, kubeDoc("networking.istio.io/v1", "VirtualService", callee, nil, istioVirtualServiceSpec{Hosts: []string{callee}, HTTP: routes}))
+		switch pool := group[0].Pool; {
+		case pool.Given && pool.Workers > 0:
+			tp.ConnectionPool = &istioConnectionPool{HTTP: &istioHTTPPool{HTTP2MaxRequests: pfPtr(pool.Workers)}}
+			n.add(Edge{Callee: callee}, "connectionPool.http.http2MaxRequests %d is the %d request slots given with --capacity: each client proxy applies it on its own (callers with several replicas may together send more), and a request past it fails fast with 503 at the caller instead of queueing at %s, which the replay does not simulate", pool.Workers, pool.Workers, callee)
+		case pool.Workers > 0:
+			estimated = append(estimated, fmt.Sprintf("%s (%d estimated)", callee, pool.Workers))
+		}
 		if budget != nil {
 			switch budget.Kind {
 			case replay.BudgetEnvoy:
@@ -286,6 +310,9 @@ func emitIstio(edges []Edge) (*Emitted, error) {
 		if tp != (istioTrafficPolicy{}) {
 			docs = append(docs, kubeDoc("networking.istio.io/v1", "DestinationRule", callee, nil, istioDestinationRuleSpec{Host: callee, TrafficPolicy: &tp}))
 		}
+	}
+	if len(estimated) > 0 {
+		n.line("connectionPool not written for " + strings.Join(estimated, ", ") + ": traces show how many requests were in flight, not a pool's limit, so the worker counts are estimates (Little's law × headroom); --capacity SVC=N states a pool and writes its connectionPool.http.http2MaxRequests")
 	}
 	return emitYAML("Istio networking.istio.io/v1 written by retryaudit", docs, make([][]byte, len(docs)), n)
 }

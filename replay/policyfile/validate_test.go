@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	istionet "istio.io/api/networking/v1alpha3"
+
+	"github.com/retryaudit/retryaudit/replay"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -143,8 +146,8 @@ func TestEmitIstioValidates(t *testing.T) {
 			var s istionet.DestinationRule
 			strict(t, "DestinationRule", obj.Spec, &s)
 			tp := s.GetTrafficPolicy()
-			if tp.GetRetryBudget() == nil && tp.GetOutlierDetection() == nil {
-				t.Errorf("DestinationRule %s with neither retryBudget nor outlierDetection", s.GetHost())
+			if tp.GetRetryBudget() == nil && tp.GetOutlierDetection() == nil && tp.GetConnectionPool() == nil {
+				t.Errorf("DestinationRule %s with neither retryBudget, outlierDetection nor connectionPool", s.GetHost())
 			}
 			if s.GetHost() == "payments" && tp.GetOutlierDetection().GetConsecutive_5XxErrors().GetValue() != 5 {
 				t.Errorf("payments: outlierDetection %v, want 5 consecutive errors (the breaker's)", tp.GetOutlierDetection())
@@ -159,6 +162,66 @@ func TestEmitIstioValidates(t *testing.T) {
 	mustNote(t, out, "hedging after", "cannot be expressed in Istio")
 	if !bytes.Contains(out.Files[0].Data, []byte("# ")) {
 		t.Error("the notes are not in the file as comments")
+	}
+}
+
+// TestEmitIstioConnectionPool: a callee whose pool the user gave gets a
+// DestinationRule with connectionPool.http.http2MaxRequests at its size,
+// valid by Istio's types; a callee whose pool the model estimated gets
+// none, and a note says why traces cannot tell it; a callee with neither
+// (no workers known) is not named.
+func TestEmitIstioConnectionPool(t *testing.T) {
+	edges := testEdges()
+	for i := range edges {
+		switch edges[i].Callee {
+		case "inventory":
+			edges[i].Pool = Pool{Workers: 8, Given: true}
+		case "pricing":
+			edges[i].Pool = Pool{Workers: 3, Given: true}
+		default:
+			edges[i].Pool = Pool{Workers: 5}
+		}
+	}
+	edges = append(edges, Edge{Caller: "api", Callee: "unknown", Operation: "GET /u", Policy: replay.Policy{MaxAttempts: 1}})
+	out, err := Emit(FormatIstio, edges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools := map[string]int32{}
+	for _, d := range docs(t, out.Files[0].Data) {
+		var obj struct {
+			Kind string          `json:"kind"`
+			Spec json.RawMessage `json:"spec"`
+		}
+		if err := json.Unmarshal(d, &obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.Kind != "DestinationRule" {
+			continue
+		}
+		var s istionet.DestinationRule
+		strict(t, "DestinationRule", obj.Spec, &s)
+		if cp := s.GetTrafficPolicy().GetConnectionPool(); cp != nil {
+			pools[s.GetHost()] = cp.GetHttp().GetHttp2MaxRequests()
+		}
+	}
+	if want := map[string]int32{"inventory": 8, "pricing": 3}; fmt.Sprint(pools) != fmt.Sprint(want) {
+		t.Errorf("connection pools %v, want %v", pools, want)
+	}
+	mustNote(t, out, "inventory: connectionPool.http.http2MaxRequests 8 is the 8 request slots given with --capacity",
+		"connectionPool not written for cache (5 estimated), db (5 estimated)", "not a pool's limit")
+	for _, n := range out.Notes {
+		if strings.Contains(n, "unknown (") {
+			t.Errorf("a callee with no workers known is named: %s", n)
+		}
+	}
+	// Read back: the pool is noted, not simulated.
+	pf, err := Read("routes.yaml", out.Files[0].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(pf.Notes(), func(n string) bool { return strings.Contains(n, "trafficPolicy.connectionPool caps requests") }) {
+		t.Errorf("reading the pool back is not noted: %q", pf.Notes())
 	}
 }
 
