@@ -116,48 +116,52 @@ func isTimeout(ix *index, sp *ingest.Span) bool {
 	return false
 }
 
-// attempt is one try of a logical call.
+// attempt is one try of a logical call. Its fields are ordered so that
+// it packs without padding: there are millions of them.
 type attempt struct {
 	span       int32 // the span standing for the attempt
 	server     int32 // the callee's SERVER/CONSUMER span, -1 if not instrumented
-	start, end int64
-	outcome    outcome
-	status     string
-	transport  bool // failed without an answer: a timeout, a reset, a refused connection
 	retryAfter int32
-	idemKey    bool
-	target     uint64
 	peer       ingest.Sym // where the client sent it: host and port
 	route      ingest.Sym // the request's path template or RPC method
+	outcome    outcome
+	transport  bool // failed without an answer: a timeout, a reset, a refused connection
+	idemKey    bool
+	// synthetic attempts stand for tries hidden inside one span (Envoy's
+	// retry.count): their times are the span's, not their own.
+	synthetic  bool
+	start, end int64
+	status     string
+	target     uint64
 	// nth is the attempt's position in its call, counting attempts that
 	// markers say were made but not exported; -1 when unknown.
 	nth int
-	// synthetic attempts stand for tries hidden inside one span (Envoy's
-	// retry.count): their times are the span's, not their own.
-	synthetic bool
 }
 
-// call is a logical call: the attempts one caller span made for one request.
+// call is a logical call: the attempts one caller span made for one
+// request. Its fields are ordered so that it packs without padding.
 type call struct {
-	from     int32 // the caller's span the call is made from
+	from   int32 // the caller's span the call is made from
+	hedged bool
+	// proxy: the retries were a service-mesh sidecar's (its spans, or its
+	// attempt count); limit: the sidecar said it ran out of retries (URX).
+	proxy, limit bool
+	// app is the application's client span of the latest attempt
+	// (appAttempts > 0).
+	app      int32
 	callee   string
 	op       string // operation as the callee names it
 	method   string
 	clientOp string // how the caller names it, for attempts that never reached the callee
 	attempts []attempt
 	evidence string // "markers", "below-instrumentation" or "timing"
-	hedged   bool
-	hedgeGap int64 // delay from the first attempt to the hedge
-	// proxy: the retries were a service-mesh sidecar's (its spans, or its
-	// attempt count); limit: the sidecar said it ran out of retries (URX).
-	proxy, limit bool
+	hedgeGap int64  // delay from the first attempt to the hedge
 	// appAttempts counts the application's attempts of a call whose tries
 	// went through its sidecar (0 for calls not seen through one); each
 	// attempt's tries are numbered from 0 (nth), as the proxy restarts its
 	// schedule for every request. proxyMost is the most tries the sidecar
 	// made for one of them.
 	appAttempts, proxyMost int
-	app                    int32 // the application's client span of the latest attempt (appAttempts > 0)
 	missing                int
 	inline                 [1]attempt // backing for the first attempt
 }
@@ -211,21 +215,26 @@ func (ix *index) serverChildren(i int32) []int32 {
 
 // opName names what a span serves (a server span) or calls (a client
 // span): its route with the method, else its name. Names are built once
-// per span when the index is made.
-func (ix *index) opName(i int32) string { return ix.ops[i] }
+// per distinct name when the index is made.
+func (ix *index) opName(i int32) string { return ix.opNames.list[ix.ops[i]] }
 
 // clientOpName names what a client span calls, as the caller sees it.
-func (ix *index) clientOpName(i int32) string { return ix.ops[i] }
+func (ix *index) clientOpName(i int32) string { return ix.opName(i) }
 
 // nameKey identifies an operation name by the interned strings it is made
 // of, so each distinct name is built once, not once per span.
 type nameKey struct{ method, route, name ingest.Sym }
 
-type opNames map[nameKey]string
+// opNames numbers the distinct operation names: a span holds a 4-byte
+// number rather than a 16-byte string header.
+type opNames struct {
+	ids  map[nameKey]uint32
+	list []string
+}
 
-func (m opNames) name(set *ingest.Set, k nameKey) string {
-	if s, ok := m[k]; ok {
-		return s
+func (m *opNames) id(set *ingest.Set, k nameKey) uint32 {
+	if id, ok := m.ids[k]; ok {
+		return id
 	}
 	route, name, method := set.Str(k.route), set.Str(k.name), set.Str(k.method)
 	s := name
@@ -236,8 +245,10 @@ func (m opNames) name(set *ingest.Set, k nameKey) string {
 	default:
 		s = method + " " + route
 	}
-	m[k] = s
-	return s
+	id := uint32(len(m.list))
+	m.ids[k] = id
+	m.list = append(m.list, s)
+	return id
 }
 
 func (ix *index) newAttempt(client, server int32) attempt {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,4 +50,46 @@ func BenchmarkInfer(b *testing.B) {
 			b.ReportMetric(float64(tInfer)/float64(tIngest), "infer/ingest")
 		})
 	}
+}
+
+// BenchmarkEdgeFit measures the per-edge policy inference alone (every
+// call read into its edge's statistics, then the fit) on the calls of
+// 300k synthetic spans, in wall and CPU time per call: on a shared machine
+// the CPU time (getrusage) is the steadier figure.
+func BenchmarkEdgeFit(b *testing.B) {
+	var data bytes.Buffer
+	if err := synth.WriteProtoStream(&data, synth.Requests(300_000, 7)); err != nil {
+		b.Fatal(err)
+	}
+	set := ingest.NewSet()
+	if err := ingest.Decode(context.Background(), set, "bench", bytes.NewReader(data.Bytes()), ingest.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	ix, err := newIndex(context.Background(), set)
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls, err := extractCalls(context.Background(), ix, newNaming(ix))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ecs := groupEdges(ix, calls)
+	cpu := func() int64 {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return ru.Utime.Nano() + ru.Stime.Nano()
+	}
+	b.ResetTimer()
+	c0 := cpu()
+	for range b.N {
+		for _, ec := range ecs {
+			if e, _ := inferEdge(ix, ec); e.Calls != len(ec.calls) {
+				b.Fatalf("%s: %d calls, want %d", edgeLocation(e), e.Calls, len(ec.calls))
+			}
+		}
+	}
+	b.ReportMetric(float64(cpu()-c0)/float64(b.N*len(calls)), "cpu-ns/call")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(calls)), "ns/call")
 }

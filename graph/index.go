@@ -30,8 +30,9 @@ type index struct {
 	// answered, leakedSpans the spans of both.
 	leaked                      []bool
 	leaks, repeats, leakedSpans int
-	ops                         []string // each span's operation name (opName)
-	arena                       []call   // the current chunk of calls (newCall)
+	ops                         []uint32 // each span's operation name, as an index into opNames.list (opName)
+	opNames                     opNames
+	arena                       []call // the current chunk of calls (newCall)
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
@@ -90,15 +91,15 @@ func sortKeys(keys []spanKey) []spanKey {
 func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 	spans := sidecarsAsTheirApps(set)
 	n := len(spans)
-	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), ops: make([]string, n)}
-	names := opNames{}
+	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), ops: make([]uint32, n),
+		opNames: opNames{ids: map[nameKey]uint32{}}}
 	var last nameKey
-	lastName := ""
+	lastName := uint32(0)
 	for i := range spans {
 		sp := &spans[i]
 		k := nameKey{sp.Method, sp.Route, sp.Name}
 		if i == 0 || k != last {
-			last, lastName = k, names.name(set, k)
+			last, lastName = k, ix.opNames.id(set, k)
 		}
 		ix.ops[i] = lastName
 	}

@@ -465,6 +465,9 @@ func recommendationText(w io.Writer, r *audit.Recommendation, md bool) error {
 		}
 		section("Ranking", []string{strings.Join(names, " > ")})
 	}
+	if r.SizedBudget != nil {
+		section("Budget sized to today", []string{esc(r.SizedBudget.Sentence())})
+	}
 	lines = nil
 	for _, x := range r.RuledOut {
 		lines = append(lines, esc(x.Policy)+": "+esc(x.Why))

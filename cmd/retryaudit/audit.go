@@ -56,8 +56,10 @@ func newAuditCmd(io *streams) *cobra.Command {
 degradation (outage, slow-shard, hot-partition, packet-loss, db-pool) of the
 dependencies that matter (the deepest retried dependency, the most amplified
 one, every database or cache) under the policies observed, none, everywhere,
-edge-only, idempotent-only, hedge-p95, budget and retry-after, each over
---seeds seeds. For every policy and degradation the audit searches the
+edge-only, idempotent-only, hedge-p95, budget and retry-after (and, where
+today's traces retry more than budget's 10% of calls allows, budget-sized:
+the same budget sized to today's largest retry share at one callee, x1.5,
+rounded up to 5%), each over --seeds seeds. For every policy and degradation the audit searches the
 critical utilization: the highest busy fraction of the degraded dependency
 at which the policy still recovers after the trigger in every seed, to
 ±0.02 between 0.05 and 0.95 (null: it recovers at 0.95). It forecasts the
@@ -69,7 +71,9 @@ ordinary day (degradation "observed", always replayed) is below today's
 policies' beyond the seed spread, ranks the rest (never collapsing at the
 utilization you give with --utilization, or else the largest critical
 utilization; then availability; then least extra work, differences within
-the seed spread counting as ties) and reports the capacity plan, then the
+the seed spread counting as ties; candidates tied on every key go to the
+least change from today's policies, then the fewest attempts allowed, and
+the sentence says what tied) and reports the capacity plan, then the
 recommendation as concrete changes edge by edge, then the topology, its
 findings and the detail of the first seed.
 
@@ -232,7 +236,7 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 			if bar == nil {
 				bar = newProgress(o.io, o.quiet, int64(total), "replay", false)
 			}
-			bar.set(int64(done))
+			bar.setTotal(int64(done), int64(total))
 		}})
 	if bar != nil {
 		bar.done()

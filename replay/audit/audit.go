@@ -39,7 +39,7 @@ type Config struct {
 	NoSearch     bool
 	Declarations Declarations
 	// Progress, when set, is called after each run with runs done and an
-	// upper bound of the runs to do.
+	// estimate of the runs in all, which grows when a search needs more.
 	Progress func(done, total int)
 }
 
@@ -82,6 +82,9 @@ type Recommendation struct {
 	// Assumption says which utilization the verdicts rest on when the
 	// user gave none.
 	Assumption string `json:"assumption,omitempty"`
+	// SizedBudget says how candidate budget-sized was sized, when the
+	// audit added it (today's retry share exceeds the standard budget's).
+	SizedBudget *SizedBudget `json:"sized_budget,omitempty"`
 }
 
 // RuledOut is a candidate policy removed from the ranking, with why.
@@ -107,6 +110,16 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		return nil, fmt.Errorf("an audit needs policies observed and none")
 	}
 	observed := cfg.Variants[obsAt].Model
+	// Where today's traces retry more than the standard budget allows, a
+	// budget sized to today's retry share stands beside it.
+	var sized *SizedBudget
+	if bi := slices.IndexFunc(cfg.Variants, func(v replay.Variant) bool { return v.Policy == "budget" }); bi >= 0 &&
+		!slices.ContainsFunc(cfg.Variants, func(v replay.Variant) bool { return v.Policy == SizedBudgetPolicy }) {
+		if v, s, ok := sizedBudget(cfg.Topology, cfg.Variants[bi].Model); ok {
+			cfg.Variants = slices.Insert(slices.Clip(cfg.Variants), bi+1, v)
+			sized = &s
+		}
+	}
 	// The ordinary day (the traces' own failure timeline) is always
 	// replayed: the ranking's first gate compares every candidate with
 	// today's policies on it.
@@ -134,10 +147,12 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	if cfg.NoSearch {
 		searches = 0
 	}
-	total := len(seeds)*(len(vs)*len(cfg.Degradations)+1) + searches*len(seeds)*(3+bisections())
+	// A search runs every seed at the top and at the answer's lower end,
+	// and one seed at most probes between.
+	total := len(seeds)*(len(vs)*len(cfg.Degradations)+1) + searches*(2*len(seeds)+bisections()+1)
 	p := newPool(func(done int) {
 		if cfg.Progress != nil {
-			cfg.Progress(done, total)
+			cfg.Progress(done, max(total, done))
 		}
 	})
 	mx, err := runMatrix(ctx, p, vs, noneAt, cfg.Degradations, seeds, cfg.Run)
@@ -230,6 +245,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		a.Runs = append(a.Runs, mx.runs[0][s]...)
 	}
 	a.Recommendation, a.Recommended = recommend(vs, noneAt, verdicts, ordinary, observed, facts, ruled, adj, len(cfg.Utilization) > 0, assumption(assumed))
+	a.Recommendation.SizedBudget = sized
 	return a, nil
 }
 
@@ -323,7 +339,15 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, ob
 	if len(faults) == 0 {
 		faults = verdicts
 	}
-	order, key := rank(standings(cands, faults), given)
+	st := standings(cands, faults)
+	for i := range st {
+		for _, v := range vs {
+			if v.policy == st[i].policy {
+				st[i].changed, st[i].attempts = changedFrom(observed, v.model)
+			}
+		}
+	}
+	order, key := rank(st, given)
 	for _, s := range order {
 		rec.Ranking = append(rec.Ranking, s.policy)
 	}
@@ -386,4 +410,24 @@ func uniq(xs []string) []string {
 		}
 	}
 	return out
+}
+
+// changedFrom counts the edges and services whose policy in m differs
+// from observed, and the attempts m's edges allow, summed.
+func changedFrom(observed, m *replay.Model) (changed, attempts int) {
+	for i, e := range m.Edges {
+		attempts += max(e.Policy.MaxAttempts, 1)
+		if i >= len(observed.Edges) || !samePolicy(observed.Edges[i].Policy, e.Policy) {
+			changed++
+		}
+	}
+	for i, s := range m.Services {
+		if i >= len(observed.Services) || s.ShedRetriesAt != observed.Services[i].ShedRetriesAt {
+			changed++
+		}
+	}
+	if m.RootPropagate != observed.RootPropagate {
+		changed++
+	}
+	return changed, attempts
 }

@@ -84,8 +84,14 @@ func changes(observed, rec *replay.Model, facts []edgeFacts, adj []Adjustment) [
 			add(ActionAddJitter, "no jitter", string(n.Backoff.Jitter)+" jitter", "clients that fail together would otherwise retry together")
 		}
 		if n.MaxAttempts > 1 && n.Budget.Kind != replay.BudgetNone && o.Budget.Kind == replay.BudgetNone {
-			add(ActionAddBudget, "no retry budget", "retries under 10% of calls over 10 s, shared by every caller of "+callee,
-				"a budget caps what retries add to a struggling callee: at most a tenth of its calls")
+			to, why := budgetText(n.Budget), "a budget caps what retries add to a struggling callee"
+			if n.Budget.Kind == replay.BudgetRatio {
+				why += fmt.Sprintf(": at most %s of its calls", percent(n.Budget.Ratio))
+			}
+			if n.SharedBudget {
+				to += ", shared by every caller of " + callee
+			}
+			add(ActionAddBudget, "no retry budget", to, why)
 		}
 		if n.MaxAttempts > 1 && n.HonorRetryAfter && !o.HonorRetryAfter {
 			add(ActionHonourRetryAfter, "Retry-After ignored", "wait at least Retry-After", "the callee says when it can take work again")
@@ -142,3 +148,18 @@ func timeoutText(s float64) string {
 	}
 	return ms(s) + " per try"
 }
+
+// budgetText is a budget in words: "retries under 10% of calls over 10 s".
+func budgetText(b replay.BudgetSpec) string {
+	if b.Kind == replay.BudgetRatio {
+		s := "retries under " + percent(b.Ratio) + " of calls"
+		if b.Window > 0 {
+			s += fmt.Sprintf(" over %g s", b.Window)
+		}
+		return s
+	}
+	return string(b.Kind) + " retry budget"
+}
+
+// percent is a ratio as a percentage: 0.1 is "10%", 0.125 "12.5%".
+func percent(r float64) string { return fmt.Sprintf("%.3g%%", 100*r) }

@@ -15,5 +15,8 @@
 // collapsing at the given utilization, or else the largest critical
 // utilization, then availability during the faults, then the least extra
 // work, differences within the seed spread or the search's resolution
-// counting as ties.
+// counting as ties; candidates tied on every key go to the least change
+// from today's policies, then to the fewest attempts allowed. Where the
+// traces retry more than the standard budget allows, a budget sized to
+// today's retry share is a candidate beside it.
 package audit

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,6 +21,11 @@ type standing struct {
 	worst     string
 	avail     Stat // mean over degradations of each seed statistic
 	extra     Stat
+	// changed counts the edges and services whose policy differs from
+	// today's; attempts is the most attempts its edges allow, summed over
+	// them: the tie-breaks, least change first, then least extra work at
+	// worst.
+	changed, attempts int
 }
 
 func standings(policies []string, vs []Verdict) []standing {
@@ -62,9 +68,11 @@ const criticalTie = 2 * SearchTolerance
 // user's utilization (given: whether any was) or else by the largest
 // critical utilization, within the search's resolution; then by
 // availability during the faults, differences within the seed spread
-// counting as ties; then by the least extra work, likewise; and last by
-// the order the candidates were given in. It returns the order and, for
-// the winner, the key that decided against the runner-up.
+// counting as ties; then by the least extra work, likewise. Candidates
+// still tied are told apart by the least change from today's policies
+// (edges changed), then by the fewest attempts their edges allow, and
+// only then by the order they were given in. It returns the order and,
+// for the winner, the key that decided against the runner-up.
 func rank(cands []standing, given bool) ([]standing, string) {
 	left := slices.Clone(cands)
 	var out []standing
@@ -81,10 +89,13 @@ func rank(cands []standing, given bool) ([]standing, string) {
 }
 
 // best narrows the candidates key by key and returns those left, in
-// order, and the key that narrowed them last.
+// order, and the key that narrowed them last; when the ranking keys leave
+// several, the tie-break says what tied and the rule that chose.
 func best(cands []standing, given bool) ([]standing, string) {
-	key := "the order of the candidates (every key tied within the seed noise)"
+	key := ""
+	var keys []string
 	narrow := func(name string, keep func(s standing) bool) {
+		keys = append(keys, name)
 		var kept []standing
 		for _, s := range cands {
 			if keep(s) {
@@ -120,7 +131,45 @@ func best(cands []standing, given bool) ([]standing, string) {
 		}
 	}
 	narrow("extra work", func(s standing) bool { return s.extra.Overlaps(top.extra) })
-	return cands, key
+	if len(cands) == 1 {
+		return cands, cmp.Or(key, "being the only candidate left")
+	}
+	var names []string
+	for _, s := range cands {
+		names = append(names, s.policy)
+	}
+	tied := fmt.Sprintf("%s tied on %s (within the seed spread and the search's resolution)", strings.Join(names, ", "), strings.Join(keys, ", "))
+	least := func(f func(s standing) int) []standing {
+		m := f(cands[0])
+		for _, s := range cands {
+			m = min(m, f(s))
+		}
+		var kept []standing
+		for _, s := range cands {
+			if f(s) == m {
+				kept = append(kept, s)
+			}
+		}
+		return kept
+	}
+	figures := func(f func(s standing) int, unit string) string {
+		var parts []string
+		for _, s := range cands {
+			parts = append(parts, fmt.Sprintf("%s %d", s.policy, f(s)))
+		}
+		return strings.Join(parts, ", ") + " " + unit
+	}
+	changed := func(s standing) int { return s.changed }
+	if kept := least(changed); len(kept) < len(cands) {
+		why := "the least change from today's policies: " + tied + "; " + figures(changed, "edges changed")
+		return kept, why
+	}
+	attempts := func(s standing) int { return s.attempts }
+	if kept := least(attempts); len(kept) < len(cands) {
+		why := "the fewest attempts allowed, the least extra work at worst: " + tied + ", and change as many edges; " + figures(attempts, "attempts over every edge at most")
+		return kept, why
+	}
+	return cands, "the order of the candidates: " + tied + ", and change as many edges and allow as many attempts"
 }
 
 // reason says in one sentence why the winner was chosen.

@@ -30,40 +30,58 @@ func TestRank(t *testing.T) {
 		verdicts []Verdict
 		want     []string
 		key      string
+		// The tie-breaks' figures: edges changed, attempts allowed.
+		changed, attempts map[string]int
 	}{
 		{"largest critical utilization wins over availability", false, []Verdict{
 			verdict("a", "d1", ptr(0.3), good, little, false),
 			verdict("b", "d1", ptr(0.6), poor, lot, false),
-		}, []string{"b", "a"}, "critical utilization"},
+		}, []string{"b", "a"}, "critical utilization", nil, nil},
 		{"null (recovers at 0.95) beats any value", false, []Verdict{
 			verdict("a", "d1", ptr(0.9), good, little, false),
 			verdict("b", "d1", nil, poor, little, false),
-		}, []string{"b", "a"}, "critical utilization"},
+		}, []string{"b", "a"}, "critical utilization", nil, nil},
 		{"the worst degradation counts", false, []Verdict{
 			verdict("a", "d1", nil, good, little, false), verdict("a", "d2", ptr(0.2), good, little, false),
 			verdict("b", "d1", ptr(0.5), good, little, false), verdict("b", "d2", ptr(0.5), good, little, false),
-		}, []string{"b", "a"}, "critical utilization"},
+		}, []string{"b", "a"}, "critical utilization", nil, nil},
 		{"critical utilizations within 0.04 tie; availability decides", false, []Verdict{
 			verdict("a", "d1", ptr(0.62), poor, little, false),
 			verdict("b", "d1", ptr(0.60), good, little, false),
-		}, []string{"b", "a"}, "availability during the faults"},
+		}, []string{"b", "a"}, "availability during the faults", nil, nil},
 		{"availability within the seed spread ties; extra work decides", false, []Verdict{
 			verdict("a", "d1", nil, good, lot, false),
 			verdict("b", "d1", nil, fine, little, false),
-		}, []string{"b", "a"}, "extra work"},
-		{"everything within the noise: the order of the candidates", false, []Verdict{
+		}, []string{"b", "a"}, "extra work", nil, nil},
+		{"everything within the noise, alike in change and attempts: the order of the candidates, said", false, []Verdict{
 			verdict("a", "d1", nil, fine, little, false),
 			verdict("b", "d1", nil, good, little, false),
-		}, []string{"a", "b"}, "the order of the candidates (every key tied within the seed noise)"},
+		}, []string{"a", "b"}, "the order of the candidates: a, b tied on critical utilization, availability during the faults, extra work (within the seed spread and the search's resolution), and change as many edges and allow as many attempts", nil, nil},
+		{"tied on every key: the least change from today's policies, said", false, []Verdict{
+			verdict("a", "d1", ptr(0.5), fine, little, false),
+			verdict("b", "d1", ptr(0.52), good, little, false),
+			verdict("c", "d1", ptr(0.2), good, little, false),
+		}, []string{"b", "a", "c"}, "the least change from today's policies: a, b tied on critical utilization, availability during the faults, extra work (within the seed spread and the search's resolution); a 4, b 1 edges changed",
+			map[string]int{"a": 4, "b": 1, "c": 0}, nil},
+		{"tied on every key and change: the fewest attempts allowed, said", false, []Verdict{
+			verdict("a", "d1", nil, fine, little, false),
+			verdict("b", "d1", nil, good, little, false),
+		}, []string{"b", "a"}, "the fewest attempts allowed, the least extra work at worst: a, b tied on critical utilization, availability during the faults, extra work (within the seed spread and the search's resolution), and change as many edges; a 9, b 6 attempts over every edge at most",
+			map[string]int{"a": 2, "b": 2}, map[string]int{"a": 9, "b": 6}},
+		{"a clear key is not a tie", false, []Verdict{
+			verdict("a", "d1", nil, poor, little, false),
+			verdict("b", "d1", nil, good, little, false),
+		}, []string{"b", "a"}, "availability during the faults", map[string]int{"a": 0, "b": 5}, nil},
+		{"one candidate", false, []Verdict{verdict("a", "d1", nil, poor, little, false)}, []string{"a"}, "being the only candidate left", nil, nil},
 		{"given a utilization, never collapsing comes first", true, []Verdict{
 			verdict("a", "d1", ptr(0.3), good, little, true),
 			verdict("b", "d1", ptr(0.5), poor, lot, false),
-		}, []string{"b", "a"}, "never collapsing at the given utilization"},
+		}, []string{"b", "a"}, "never collapsing at the given utilization", nil, nil},
 		{"given a utilization, critical utilization no longer ranks", true, []Verdict{
 			verdict("a", "d1", ptr(0.5), poor, little, false),
 			verdict("b", "d1", ptr(0.9), good, little, false),
 			verdict("c", "d1", nil, poor, little, false),
-		}, []string{"b", "a", "c"}, "availability during the faults"},
+		}, []string{"b", "a", "c"}, "availability during the faults", nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var policies []string
@@ -72,7 +90,11 @@ func TestRank(t *testing.T) {
 					policies = append(policies, v.Policy)
 				}
 			}
-			order, key := rank(standings(policies, c.verdicts), c.given)
+			st := standings(policies, c.verdicts)
+			for i := range st {
+				st[i].changed, st[i].attempts = c.changed[st[i].policy], c.attempts[st[i].policy]
+			}
+			order, key := rank(st, c.given)
 			var got []string
 			for _, s := range order {
 				got = append(got, s.policy)

@@ -88,9 +88,15 @@ func TestRecommendationAcrossSeeds(t *testing.T) {
 				t.Errorf("seed %d: change %+v", seed, c)
 			}
 		}
-		// The ordinary day (degradation observed) is added to the matrix.
-		if len(a.Verdicts) != (len(cfg.Degradations)+1)*(len(cfg.Variants)+1) {
-			t.Errorf("%d verdicts for %d degradations + the ordinary day × %d policies (+ observed+safe)", len(a.Verdicts), len(cfg.Degradations), len(cfg.Variants))
+		// The ordinary day (degradation observed) is added to the matrix,
+		// and so is budget-sized: the mixed sample retries over 10% of the
+		// calls to inventory.
+		sz := rec.SizedBudget
+		if sz == nil || sz.Ratio <= 0.1 || sz.Calls == 0 {
+			t.Errorf("seed %d: sized budget %+v", seed, sz)
+		}
+		if len(a.Verdicts) != (len(cfg.Degradations)+1)*(len(cfg.Variants)+2) {
+			t.Errorf("%d verdicts for %d degradations + the ordinary day × %d policies (+ observed+safe, budget-sized)", len(a.Verdicts), len(cfg.Degradations), len(cfg.Variants))
 		}
 		// The recommendation is not below today's safe policies on an
 		// ordinary day beyond the seed spread.

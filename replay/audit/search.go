@@ -188,9 +188,10 @@ type Critical struct {
 }
 
 // Probe is one utilization a search tried: the mean availability of the
-// seeds run there (they stop at the first that did not recover) and
-// whether one did not: it collapsed, or was still not back when the
-// verdict's horizon came.
+// seeds run there (a probe stops at the first seed that did not recover,
+// and a probe between the search's ends runs only the seeds that did not
+// recover somewhere) and whether one did not: it collapsed, or was still
+// not back when the verdict's horizon came.
 type Probe struct {
 	Utilization  float64 `json:"utilization"`
 	Availability float64 `json:"availability"`
@@ -237,68 +238,158 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 		budget := min(float64(cmp.Or(probe.MaxEvents, replay.DefaultMaxEvents))/3, ProbeEvents)
 		maxScale = math.Max(1, math.Min(MaxLoadScale, budget/est))
 	}
-	var probes []Probe
-	collapses := func(u float64) (bool, error) {
-		sm, _ := atUtilization(m, svc, u0, u, maxScale)
-		// Seeds one after another: the first collapse decides, and the
-		// searches of the other policies keep every core busy.
-		pr := Probe{Utilization: u}
-		n := 0
-		for _, seed := range seeds {
-			c := probe
-			c.Seed = seed
-			r, err := p.run(ctx, sm, d.Faults, c)
-			if err != nil {
-				return false, err
-			}
-			n++
-			pr.Availability += r.Availability
-			if pr.Collapsed = r.Verdict != replay.VerdictRecovered; pr.Collapsed {
-				break
-			}
-		}
-		pr.Availability /= float64(n)
-		probes = append(probes, pr)
-		return pr.Collapsed, nil
-	}
-	var why string
+	why := ""
 	if _, stretch := atUtilization(m, svc, u0, SearchHigh, maxScale); stretch > 1 {
 		why = fmt.Sprintf("%s is %.2g busy today: above %.2g the search holds traffic at %.3gx today's (the event budget's limit, or %gx) and stretches %s's service times (×%.3g at %.2f)",
 			svc, u0, u0*maxScale, maxScale, MaxLoadScale, svc, stretch, SearchHigh)
 	}
+	pr := newProber(len(seeds), func(u float64, si int) (replay.Result, error) {
+		sm, _ := atUtilization(m, svc, u0, u, maxScale)
+		c := probe
+		c.Seed = seeds[si]
+		return p.run(ctx, sm, d.Faults, c)
+	})
 	found := func(u *float64) Critical {
-		slices.SortFunc(probes, func(a, b Probe) int { return cmp.Compare(a.Utilization, b.Utilization) })
-		return Critical{Utilization: u, Searched: true, Why: why, Probes: probes}
+		return Critical{Utilization: u, Searched: true, Why: why, Probes: pr.list()}
 	}
-	top, err := collapses(SearchHigh)
-	if err != nil || !top {
-		return found(nil), err
-	}
-	lo, hi := SearchLow, SearchHigh
+	low := SearchLow
 	if upToday && u0 >= SearchLow && u0 < SearchHigh {
-		lo = u0
-	} else {
-		bottom, err := collapses(SearchLow)
-		if err != nil {
-			return Critical{}, err
-		}
-		if bottom {
-			zero := 0.0
-			return found(&zero), nil
-		}
+		// The matrix ran today's load in every seed: it recovered.
+		low = u0
+		pr.known(u0)
 	}
-	for hi-lo > 2*SearchTolerance {
-		mid := (lo + hi) / 2
-		bad, err := collapses(mid)
+	u, err := bisect(pr, low)
+	if err != nil {
+		return Critical{}, err
+	}
+	return found(u), nil
+}
+
+// bisect searches the highest utilization in [low, SearchHigh] at which
+// every seed recovers, to ±SearchTolerance: nil when they all recover at
+// SearchHigh, 0 when one collapses at low (which only a SearchLow not
+// known to recover can).
+//
+// The top first. Then a bisection whose seeds are taken lazily: the
+// probes between the ends run only the seeds that have collapsed
+// somewhere (the first to collapse at the top, at first), and the lower
+// end found is then run in every seed. A seed that collapses there joins
+// them and the bisection starts again, through the same midpoints, whose
+// outcomes are kept: only the seeds not yet run at a midpoint run there.
+// The answer is the one a bisection running every seed at every probe
+// gives (the same midpoints decide the same way, as long as each seed's
+// outcome is monotonic in the load, which any bisection assumes). Where
+// the seeds agree, as they mostly do, most probes cost one run instead of
+// one per seed; seeds far apart can cost a few runs more.
+func bisect(pr *prober, low float64) (*float64, error) {
+	top, err := pr.recovers(SearchHigh, nil)
+	if err != nil || top {
+		return nil, err
+	}
+	lo, hi := low, SearchHigh
+	for {
+		for hi-lo > 2*SearchTolerance {
+			mid := (lo + hi) / 2
+			ok, err := pr.recovers(mid, pr.active)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		ok, err := pr.recovers(lo, nil)
 		if err != nil {
-			return Critical{}, err
+			return nil, err
 		}
-		if bad {
-			hi = mid
-		} else {
-			lo = mid
+		if ok {
+			break
 		}
+		if lo == low {
+			zero := 0.0
+			return &zero, nil
+		}
+		lo, hi = low, SearchHigh
 	}
 	u := math.Round(100*(lo+hi)/2) / 100
-	return found(&u), nil
+	return &u, nil
+}
+
+// prober runs a search's probes: seed si of the audit at utilization u,
+// each at most once, in an order that tries first the seeds that have
+// collapsed, since one collapse decides a probe.
+type prober struct {
+	run func(u float64, si int) (replay.Result, error)
+	// at is, per utilization tried, each seed's outcome: 0 not run,
+	// 1 recovered, 2 did not recover; avail sums the availability of the
+	// seeds run there.
+	at    map[float64][]int8
+	avail map[float64]float64
+	runs  map[float64]int
+	// active are the seeds that have collapsed somewhere, most recent
+	// first; order is every seed, the active ones first.
+	active []int
+	seeds  int
+}
+
+func newProber(seeds int, run func(u float64, si int) (replay.Result, error)) *prober {
+	return &prober{run: run, at: map[float64][]int8{}, avail: map[float64]float64{}, runs: map[float64]int{}, seeds: seeds}
+}
+
+// known records that every seed recovered at u without running it.
+func (p *prober) known(u float64) {
+	p.at[u] = slices.Repeat([]int8{1}, p.seeds)
+}
+
+// recovers reports whether every seed of set (nil: every seed) recovers
+// at u, running those not run there yet, the active seeds first, and
+// stopping at the first that does not.
+func (p *prober) recovers(u float64, set []int) (bool, error) {
+	out := p.at[u]
+	if out == nil {
+		out = make([]int8, p.seeds)
+		p.at[u] = out
+	}
+	order := slices.Clone(p.active)
+	for si := range p.seeds {
+		if !slices.Contains(order, si) && (set == nil || slices.Contains(set, si)) {
+			order = append(order, si)
+		}
+	}
+	for _, si := range order {
+		if out[si] == 0 {
+			r, err := p.run(u, si)
+			if err != nil {
+				return false, err
+			}
+			out[si] = 1
+			if r.Verdict != replay.VerdictRecovered {
+				out[si] = 2
+			}
+			p.avail[u] += r.Availability
+			p.runs[u]++
+		}
+		if out[si] == 2 {
+			p.active = slices.Insert(slices.DeleteFunc(p.active, func(a int) bool { return a == si }), 0, si)
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// list is the probes run, by utilization: the mean availability of the
+// seeds run at each and whether one did not recover (the load the matrix
+// ran, known without a run, is not listed).
+func (p *prober) list() []Probe {
+	var out []Probe
+	for u, res := range p.at {
+		if p.runs[u] == 0 {
+			continue
+		}
+		out = append(out, Probe{Utilization: u, Availability: p.avail[u] / float64(p.runs[u]), Collapsed: slices.Contains(res, 2)})
+	}
+	slices.SortFunc(out, func(a, b Probe) int { return cmp.Compare(a.Utilization, b.Utilization) })
+	return out
 }

@@ -1,0 +1,469 @@
+package graph
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+// edgeStats is what the calls of one edge say about its retry policy, in a
+// form that merges: the map step adds calls (those of any subset of the
+// traces) to an edgeStats, merge sums two of them, and fit reads the edge's
+// policy from the sum. Counts and histograms add; the value lists the fits
+// read (waits, durations) join, and every fit sorts them first; example
+// calls are kept as a bounded best few. Nothing the fit returns depends on
+// the order calls were added in or statistics merged.
+type edgeStats struct {
+	key                      edgeKey
+	calls, attempts, missing int
+	failed                   int
+	// hist counts the calls that were not hedged by their attempts
+	// (counting missing ones): hist[n-1] made n.
+	hist []int
+	// byLength is, per attempt count, how the calls that made that many
+	// ended (for exhausted).
+	byLength map[int]*callEnds
+	// gaveUp is, per status, the fewest attempts of a call that ended
+	// failing with it (for the statuses not retried).
+	gaveUp  map[string]int
+	retried map[string]bool
+	// evidence counts the retried calls by the evidence of their retries.
+	evidence                 map[string]int
+	proxyRetried, appRetried int
+	proxyMostTries           int
+	methods                  map[string]int
+	idem                     Idempotency
+	hedged                   *Hedging
+	hedgeDelays              []float64
+	outlived                 int
+	raHonored, raIgnored     int
+	waits                    []pendingWait
+	legs, serverDur          []float64
+	abandoned                []abandonedAttempt
+	// longestOK is the longest successful attempt, -1 when none.
+	longestOK float64
+	examples  exampleSet
+	byFinding map[string]*exampleSet
+}
+
+// callEnds is how the calls of one attempt count ended.
+type callEnds struct {
+	limit     bool            // a sidecar said it ran out of retries
+	retryable bool            // one ended on a retryable failure
+	failed    map[string]bool // the statuses calls ended failing with
+}
+
+func newEdgeStats(k edgeKey) *edgeStats {
+	return &edgeStats{key: k, byLength: map[int]*callEnds{}, gaveUp: map[string]int{}, retried: map[string]bool{},
+		evidence: map[string]int{}, methods: map[string]int{}, longestOK: -1, byFinding: map[string]*exampleSet{}}
+}
+
+// add is the map step: it reads one call of the edge into the statistics.
+// After it the call is not needed any more.
+func (st *edgeStats) add(ix *index, c *call) {
+	n := len(c.attempts) + c.missing
+	st.calls++
+	st.attempts += len(c.attempts)
+	st.missing += c.missing
+	st.methods[c.method]++
+	st.examples.add(ix, c)
+	if c.hedged {
+		if st.hedged == nil {
+			st.hedged = &Hedging{}
+		}
+		st.hedged.Calls++
+		st.hedged.MaxRequests = max(st.hedged.MaxRequests, n)
+		st.hedgeDelays = append(st.hedgeDelays, float64(c.hedgeGap)/1e6)
+		if WriteMethod(c.method) {
+			st.hedged.NonIdempotent++
+			st.show(ix, FindingHedgeWrite, c)
+		}
+		return
+	}
+	for len(st.hist) < n {
+		st.hist = append(st.hist, 0)
+	}
+	st.hist[n-1]++
+	if n > 1 {
+		st.evidence[c.evidence]++
+		if c.proxy {
+			st.proxyRetried++
+			st.proxyMostTries = max(st.proxyMostTries, c.proxyMost)
+		}
+		if !c.proxy || c.appAttempts > 1 {
+			st.appRetried++
+		}
+		if WriteMethod(c.method) {
+			st.idem.RetriedCalls++
+			if slices.ContainsFunc(c.attempts, func(a attempt) bool { return a.idemKey }) {
+				st.idem.WithKey++
+			} else {
+				st.show(ix, FindingNoIdempotency, c)
+			}
+		}
+	}
+	callerAttempt := ix.callerAttempt(c.from)
+	for k, a := range c.attempts {
+		if a.outcome.failed() {
+			st.failed++
+		}
+		if a.server >= 0 {
+			st.serverDur = append(st.serverDur, float64(ix.spans[a.server].Duration())/1e6)
+			if a.server != a.span && !a.synthetic && ix.spans[a.server].End <= a.end+overlapTolerance {
+				// The network's share of an answered attempt; a callee
+				// that outlived its client (abandoned) says nothing of it.
+				st.legs = append(st.legs, float64(a.end-a.start-ix.spans[a.server].Duration())/1e6)
+			}
+		}
+		switch {
+		case a.synthetic:
+		case a.outcome == outcomeOK:
+			st.longestOK = max(st.longestOK, float64(a.end-a.start)/1e6)
+		case a.outcome.failed() && ix.abandoned(a):
+			st.abandoned = append(st.abandoned, abandonedAttempt{ms: float64(a.end-a.start) / 1e6, named: a.status != "no response" && a.status != "transport error",
+				byCaller: ix.endsWithCaller(c.from, a.end)})
+		}
+		if callerAttempt >= 0 && a.start > ix.spans[callerAttempt].End {
+			st.outlived++
+			st.show(ix, FindingOutlivedCaller, c)
+		}
+		if k == len(c.attempts)-1 {
+			continue
+		}
+		st.retried[a.status] = true
+		next := c.attempts[k+1]
+		if a.nth < 0 || next.nth != a.nth+1 {
+			continue // not consecutive attempts: no wait between them is known
+		}
+		wait := float64(next.start-a.end) / 1e6
+		if a.retryAfter >= 0 {
+			if wait >= 0.9*float64(a.retryAfter)-5 {
+				st.raHonored++
+				continue // this wait is the server's, not the backoff
+			}
+			st.raIgnored++
+			st.show(ix, FindingRetryAfter, c)
+		}
+		st.waits = append(st.waits, pendingWait{nth: a.nth, ms: max(wait, 0), pushback: pushback(a.status)})
+	}
+	ends := st.byLength[n]
+	if ends == nil {
+		ends = &callEnds{failed: map[string]bool{}}
+		st.byLength[n] = ends
+	}
+	l := c.last()
+	ends.limit = ends.limit || c.limit
+	ends.retryable = ends.retryable || l.outcome == outcomeRetryable
+	if l.outcome.failed() {
+		ends.failed[l.status] = true
+		if m, ok := st.gaveUp[l.status]; !ok || n < m {
+			st.gaveUp[l.status] = n
+		}
+	}
+}
+
+// show records c as an example of finding id on this edge.
+func (st *edgeStats) show(ix *index, id string, c *call) {
+	s := st.byFinding[id]
+	if s == nil {
+		s = &exampleSet{}
+		st.byFinding[id] = s
+	}
+	s.add(ix, c)
+}
+
+// merge adds o's statistics (of the same edge, other traces) to st.
+func (st *edgeStats) merge(o *edgeStats) {
+	st.calls += o.calls
+	st.attempts += o.attempts
+	st.missing += o.missing
+	st.failed += o.failed
+	for len(st.hist) < len(o.hist) {
+		st.hist = append(st.hist, 0)
+	}
+	for i, n := range o.hist {
+		st.hist[i] += n
+	}
+	for n, oe := range o.byLength {
+		e := st.byLength[n]
+		if e == nil {
+			e = &callEnds{failed: map[string]bool{}}
+			st.byLength[n] = e
+		}
+		e.limit = e.limit || oe.limit
+		e.retryable = e.retryable || oe.retryable
+		for s := range oe.failed {
+			e.failed[s] = true
+		}
+	}
+	for s, n := range o.gaveUp {
+		if m, ok := st.gaveUp[s]; !ok || n < m {
+			st.gaveUp[s] = n
+		}
+	}
+	for s := range o.retried {
+		st.retried[s] = true
+	}
+	for ev, n := range o.evidence {
+		st.evidence[ev] += n
+	}
+	st.proxyRetried += o.proxyRetried
+	st.appRetried += o.appRetried
+	st.proxyMostTries = max(st.proxyMostTries, o.proxyMostTries)
+	for m, n := range o.methods {
+		st.methods[m] += n
+	}
+	st.idem.RetriedCalls += o.idem.RetriedCalls
+	st.idem.WithKey += o.idem.WithKey
+	if h := o.hedged; h != nil {
+		if st.hedged == nil {
+			st.hedged = &Hedging{}
+		}
+		st.hedged.Calls += h.Calls
+		st.hedged.MaxRequests = max(st.hedged.MaxRequests, h.MaxRequests)
+		st.hedged.NonIdempotent += h.NonIdempotent
+	}
+	st.hedgeDelays = append(st.hedgeDelays, o.hedgeDelays...)
+	st.outlived += o.outlived
+	st.raHonored += o.raHonored
+	st.raIgnored += o.raIgnored
+	st.waits = append(st.waits, o.waits...)
+	st.legs = append(st.legs, o.legs...)
+	st.serverDur = append(st.serverDur, o.serverDur...)
+	st.abandoned = append(st.abandoned, o.abandoned...)
+	st.longestOK = max(st.longestOK, o.longestOK)
+	st.examples.merge(&o.examples)
+	for id, os := range o.byFinding {
+		s := st.byFinding[id]
+		if s == nil {
+			s = &exampleSet{}
+			st.byFinding[id] = s
+		}
+		s.merge(os)
+	}
+}
+
+// mostAttempts is the most attempts a call that was not hedged made.
+func (st *edgeStats) mostAttempts() int { return len(st.hist) }
+
+// exhausted reports whether some call is seen giving up after maxAtt
+// attempts that all failed in a way this edge retries (or, for an edge
+// that never retries, failed retryably and was not tried again): then the
+// maximum is the policy's, not a lower bound.
+func (st *edgeStats) exhausted(maxAtt int) bool {
+	e := st.byLength[maxAtt]
+	switch {
+	case e == nil:
+		return false
+	case e.limit:
+		return true // the sidecar says it ran out of retries
+	case maxAtt == 1:
+		return e.retryable
+	}
+	for s := range e.failed {
+		if st.retried[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// retriesEvidence is how the retries were recognised: markers, a sidecar
+// or the spans below the instrumentation when any retried call says so
+// (the most frequent of those, ties by name), else timing.
+func (st *edgeStats) retriesEvidence() string {
+	best, n := "", 0
+	for ev, k := range st.evidence {
+		if ev != "timing" && (k > n || k == n && ev < best) {
+			best, n = ev, k
+		}
+	}
+	if best == "" && st.evidence["timing"] > 0 {
+		return "timing"
+	}
+	return best
+}
+
+// fit is the reduce's last step: it reads the edge's policy from the
+// statistics of all its calls.
+func (st *edgeStats) fit() (Edge, map[string][]Example) {
+	e := Edge{Caller: st.key.caller, CallerOperation: st.key.callerOp, Callee: st.key.callee, Operation: st.key.op,
+		AttemptsHistogram: slices.Clone(st.hist), RetriedStatus: []string{}, NotRetriedStatus: []string{},
+		Calls: st.calls, Attempts: st.attempts, MissingAttempts: st.missing,
+		ProxyMostTries: st.proxyMostTries, OutlivedCaller: st.outlived, RetryAfterHonored: st.raHonored, RetryAfterIgnored: st.raIgnored}
+	if e.AttemptsHistogram == nil {
+		e.AttemptsHistogram = []int{}
+	}
+	mostAttempts := st.mostAttempts()
+	e.MaxAttempts = max(mostAttempts, 1)
+	e.Retries = mostAttempts > 1
+	e.Evidence = st.retriesEvidence()
+	e.MaxAttemptsExact = st.exhausted(e.MaxAttempts)
+	switch {
+	case st.proxyRetried > 0 && st.appRetried > 0:
+		e.RetriesBy = "proxy and application"
+	case st.proxyRetried > 0:
+		e.RetriesBy = "proxy"
+	case st.appRetried > 0:
+		e.RetriesBy = "application"
+	}
+	for s := range st.retried {
+		e.RetriedStatus = append(e.RetriedStatus, s)
+	}
+	// A call that gave up early did not retry its last status; one that
+	// gave up at the most attempts seen may have run out of them.
+	for s, n := range st.gaveUp {
+		if !st.retried[s] && (n < mostAttempts || mostAttempts == 1) {
+			e.NotRetriedStatus = append(e.NotRetriedStatus, s)
+		}
+	}
+	sortStatuses(e.RetriedStatus)
+	sortStatuses(e.NotRetriedStatus)
+	if e.Retries {
+		gaps, directed := splitServerDirected(st.waits)
+		if directed > 0 {
+			e.RetryAfterHonored += directed
+			e.RetryAfterUncaptured = directed
+		}
+		e.Backoff = inferBackoff(gaps, spread(slices.Clone(st.legs)))
+	} else {
+		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
+	}
+	// The attempts in one order whatever the order they were gathered in.
+	abandoned := slices.Clone(st.abandoned)
+	slices.SortFunc(abandoned, func(a, b abandonedAttempt) int {
+		return cmp.Or(cmp.Compare(a.ms, b.ms), cmpBool(a.named, b.named), cmpBool(a.byCaller, b.byCaller))
+	})
+	e.PerTryTimeoutMS, e.DeadlineFromCaller = perTryTimeout(abandoned, st.longestOK)
+	if st.hedged != nil {
+		h := *st.hedged
+		delays := slices.Sorted(slices.Values(st.hedgeDelays))
+		h.DelayMS = round3(quantile(delays, 0.5))
+		e.Hedging = &h
+	}
+	if st.idem.RetriedCalls > 0 {
+		idem := st.idem
+		e.Idempotency = &idem
+	}
+	e.Method = mostCommon(st.methods)
+	e.Examples = st.examples.list()
+	byFinding := map[string][]Example{}
+	for id, s := range st.byFinding {
+		byFinding[id] = s.list()
+	}
+	serverDur := slices.Sorted(slices.Values(st.serverDur))
+	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(serverDur)
+	if e.Attempts > 0 {
+		e.FailureRate = round3(float64(st.failed) / float64(e.Attempts))
+	}
+	return e, byFinding
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// exampleSet keeps the calls that best show an edge or a finding: those
+// with the most attempts (retries, hedges) first, then hedged ones, then
+// by trace and caller span id, then by when and in which span the call
+// began; at most one per trace and maxExamples in all. Sets merge, and the
+// choice depends on neither the order calls were added in nor the order
+// sets were merged.
+type exampleSet struct {
+	best []exampleCall
+}
+
+// exampleCall is what an example needs of a call.
+type exampleCall struct {
+	from       spanKey // the caller span's trace and span id (idx 0)
+	trace      ingest.TraceID
+	attempts   int // counting missing ones
+	hedged     bool
+	start      int64
+	firstSpan  ingest.SpanID
+	attemptIDs []ingest.SpanID // nil until the call is kept
+}
+
+func (a *exampleCall) better(b *exampleCall) bool {
+	if a.attempts != b.attempts {
+		return a.attempts > b.attempts
+	}
+	if a.hedged != b.hedged {
+		return a.hedged
+	}
+	return cmp.Or(a.from.cmpID(b.from), cmpInt64(a.start, b.start),
+		slices.Compare(a.firstSpan[:], b.firstSpan[:])) < 0
+}
+
+func (s *exampleSet) add(ix *index, c *call) {
+	from := &ix.spans[c.from]
+	first := &ix.spans[c.attempts[0].span]
+	x := exampleCall{from: keyOf(from, 0), trace: from.TraceID, attempts: len(c.attempts) + c.missing, hedged: c.hedged,
+		start: c.attempts[0].start, firstSpan: first.SpanID}
+	if !s.wants(&x) {
+		return
+	}
+	for _, a := range c.attempts {
+		id := ix.spans[a.span].SpanID
+		if n := len(x.attemptIDs); n == 0 || x.attemptIDs[n-1] != id { // synthetic attempts share a span
+			x.attemptIDs = append(x.attemptIDs, id)
+		}
+	}
+	s.insert(x)
+}
+
+// wants reports whether x would be kept: cheap, so that the many calls
+// that would not are never copied.
+func (s *exampleSet) wants(x *exampleCall) bool {
+	for i := range s.best {
+		if s.best[i].trace == x.trace {
+			return x.better(&s.best[i])
+		}
+	}
+	return len(s.best) < maxExamples || x.better(&s.best[len(s.best)-1])
+}
+
+// insert keeps x in order, replacing a worse call of its trace.
+func (s *exampleSet) insert(x exampleCall) {
+	if i := slices.IndexFunc(s.best, func(b exampleCall) bool { return b.trace == x.trace }); i >= 0 {
+		if !x.better(&s.best[i]) {
+			return
+		}
+		s.best = slices.Delete(s.best, i, i+1)
+	}
+	i := len(s.best)
+	for i > 0 && x.better(&s.best[i-1]) {
+		i--
+	}
+	if i >= maxExamples {
+		return
+	}
+	s.best = slices.Insert(s.best, i, x)
+	if len(s.best) > maxExamples {
+		s.best = s.best[:maxExamples]
+	}
+}
+
+func (s *exampleSet) merge(o *exampleSet) {
+	for _, x := range o.best {
+		s.insert(x)
+	}
+}
+
+func (s *exampleSet) list() []Example {
+	out := make([]Example, len(s.best))
+	for i, x := range s.best {
+		out[i] = Example{TraceID: x.trace.String()}
+		for _, id := range x.attemptIDs {
+			out[i].SpanIDs = append(out[i].SpanIDs, id.String())
+		}
+	}
+	return out
+}
