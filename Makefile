@@ -5,7 +5,7 @@ FUZZTIME ?= 4s
 FUZZLONG ?= 3m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale samples golden clean
+.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples golden clean
 
 ## help: list the targets
 help:
@@ -65,6 +65,10 @@ bench:
 ## bench-scale: infer on 1M and 10M spans as whole processes (minutes, 4.3 GB of temporary disk)
 bench-scale:
 	RETRYAUDIT_BENCH_SCALE=1 $(GO) test -run '^$$' -bench InferScale -benchtime 1x -timeout 60m ./cmd/retryaudit
+
+## seed-stability: audit every committed sample with first seeds 1, 2 and 3 and require one recommendation (about half an hour of CPU)
+seed-stability:
+	RETRYAUDIT_SEED_STABILITY=1 $(GO) test -run '^TestRecommendationSameForSeeds$$' -count 1 -timeout 180m -v ./replay/audit
 
 ## samples: regenerate the sample traces (runs a real instrumented mesh on 127.0.0.1)
 samples:
