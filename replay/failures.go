@@ -115,10 +115,12 @@ func (f *Failures) draw(n int16, after, other, run, afterDown bool, b int, rng *
 	default:
 		mix = f.First
 	}
-	if inc, ok := f.Incidents[b]; ok && b >= 0 {
-		mix = inc[0]
-		if n > 1 {
-			mix = inc[1]
+	if b >= 0 { // no map lookup for a run that does not replay the timeline
+		if inc, ok := f.Incidents[b]; ok {
+			mix = inc[0]
+			if n > 1 {
+				mix = inc[1]
+			}
 		}
 	}
 	return mix.draw(rng.Float64())

@@ -170,19 +170,38 @@ type svcState struct {
 	// the service into; part p is served by pool p % len(pools).
 	parts int
 	byKey bool
+	// eff is what the faults do to every attempt from now until
+	// effUntil, when they start or end, unless it varies by caller or
+	// part: the effect is computed once per such span, not per attempt.
+	eff      degrade.Effect
+	effUntil float64
+	varies   bool
 }
 
 // noEffect is degrade's "no fault".
 var noEffect = degrade.Effect{Slow: 1}
 
 // effect is what the faults on service svc do at the current time to an
-// attempt from caller landing on part (shard or replica).
-func (s *sim) effect(caller string, svc int32, part int32) degrade.Effect {
+// attempt from the service caller (-1: the end user, or a question about
+// the service alone) landing on part (shard or replica).
+func (s *sim) effect(caller, svc, part int32) degrade.Effect {
 	st := &s.svcs[svc]
 	if len(st.faults) == 0 {
 		return noEffect
 	}
-	return st.faults.Effect(caller, st.name, int(part), s.now)
+	if s.now >= st.effUntil {
+		st.eff = st.faults.Effect("", st.name, 0, s.now)
+		st.varies = st.faults.Varies(st.name, s.now)
+		st.effUntil = st.faults.NextChange(st.name, s.now)
+	}
+	if !st.varies {
+		return st.eff
+	}
+	name := ""
+	if caller >= 0 {
+		name = s.m.Services[caller].Name
+	}
+	return st.faults.Effect(name, st.name, int(part), s.now)
 }
 
 // sim is one run: the model, the faults, the clock and every entity.
@@ -190,7 +209,7 @@ type sim struct {
 	m      *Model
 	faults degrade.Schedule
 	cfg    RunConfig
-	h      eventHeap
+	h      agenda
 	now    float64
 
 	// One random stream per component, so changing one component's draws
@@ -338,7 +357,7 @@ func (s *sim) run(ctx context.Context) error {
 				return fmt.Errorf("%w: the run passed %d events at %.1f s simulated (the system is overloaded: each attempt costs a few events); raise the budget (--max-events) or shorten the run", ErrEventBudget, s.cfg.MaxEvents, s.now)
 			}
 		}
-		switch ev.kind {
+		switch ev.kind() {
 		case evArrival:
 			if s.ended(ev) {
 				break
@@ -364,7 +383,7 @@ func (s *sim) run(ctx context.Context) error {
 		case evTimeout, evHedge, evRequest, evResend, evResponse, evResendAnswer:
 			// Events about an attempt the client still waits for.
 			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				attemptEvents[ev.kind](s, ev.id)
+				attemptEvents[ev.kind()](s, ev.id)
 			}
 		case evRetry:
 			if c := &s.calls[ev.id]; c.gen == ev.gen && !c.done {
@@ -488,23 +507,22 @@ func (s *sim) send(ci int32) {
 	s.cross(a, false)
 }
 
-// callerName is the name of the service that makes call c ("" for the end
-// user). The edge names it: c.job's slot may have been reused.
-func (s *sim) callerName(c *call) string {
+// caller is the service that makes call c (-1 for the end user). The
+// edge names it: c.job's slot may have been reused.
+func (s *sim) caller(c *call) int32 {
 	if c.edge < 0 {
-		return ""
+		return -1
 	}
-	return s.m.Services[s.m.Edges[c.edge].Caller].Name
+	return int32(s.m.Edges[c.edge].Caller)
 }
 
 // lossOf reports whether one transmission between call c's client and its
 // callee is lost now: a packet-loss draw, or an outage that hangs.
 func (s *sim) lossOf(c *call) bool {
-	st := &s.svcs[c.svc]
-	if len(st.faults) == 0 {
+	if len(s.svcs[c.svc].faults) == 0 {
 		return false
 	}
-	eff := st.faults.Effect(s.callerName(c), st.name, 0, s.now)
+	eff := s.effect(s.caller(c), c.svc, 0)
 	return eff.NoAnswer || eff.Loss > 0 && s.rngFault.Float64() < eff.Loss
 }
 
@@ -576,7 +594,7 @@ func (s *sim) arrive(ai int32) {
 		}
 	}
 	if len(st.faults) > 0 {
-		if eff := s.effect(s.callerName(c), c.svc, part); eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
+		if eff := s.effect(s.caller(c), c.svc, part); eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
 			s.reply(ai, false, s.cfg.RetryAfter, 0)
 			return
 		}
@@ -622,7 +640,7 @@ func (s *sim) limit(svc, pi int32) int {
 	if !s.svcs[svc].limits {
 		return p.workers
 	}
-	if eff := s.effect("", svc, pi); eff.Limit > 0 {
+	if eff := s.effect(-1, svc, pi); eff.Limit > 0 {
 		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
 	}
 	return p.workers
@@ -666,7 +684,7 @@ func (s *sim) startQueued(svc, pi int32) {
 		t := dist.Sample(s.rngService)
 		add := 0.0
 		if len(s.svcs[svc].faults) > 0 {
-			eff := s.effect("", svc, j.part)
+			eff := s.effect(-1, svc, j.part)
 			t, add = t*eff.Slow, eff.Add
 		}
 		if sv.Thrash > 0 {
@@ -756,7 +774,7 @@ func (s *sim) complete(ji int32) {
 	o, retryAfter := s.ownOutcome(ji)
 	j := &s.jobs[ji]
 	if o == outOK && len(s.svcs[j.svc].faults) > 0 {
-		eff := s.effect("", j.svc, j.part)
+		eff := s.effect(-1, j.svc, j.part)
 		if eff.FailAfterWork || eff.ErrorAfterWork > 0 && s.rngFault.Float64() < eff.ErrorAfterWork {
 			o = outFail
 		}
@@ -1063,7 +1081,7 @@ func (s *sim) tick() {
 		} else {
 			s.arrivalEnd = s.now + 1
 			for _, ev := range s.parked {
-				s.h.push(s.now, ev.kind, ev.id, ev.gen)
+				s.h.push(s.now, ev.kind(), ev.id, ev.gen)
 			}
 			s.parked = s.parked[:0]
 		}
@@ -1101,7 +1119,14 @@ func (s *sim) freeze() {
 // Entity slabs with free lists; a generation counter per slot makes events
 // for a freed entity stale.
 
-func (s *sim) newJob(j job) int32 { return alloc(&s.jobs, &s.freeJobs, j) }
+func (s *sim) newJob(j job) int32 {
+	i, p, reused := slot(&s.jobs, &s.freeJobs)
+	if reused {
+		j.gen = p.gen + 1
+	}
+	*p = j
+	return i
+}
 
 func (s *sim) freeJob(i int32) {
 	j := &s.jobs[i]
@@ -1123,39 +1148,38 @@ func (s *sim) freeAttempt(i int32) {
 
 func (s *sim) newCall(c call) int32 {
 	c.open = -1
-	return alloc(&s.calls, &s.freeCalls, c)
+	i, p, reused := slot(&s.calls, &s.freeCalls)
+	if reused {
+		c.gen = p.gen + 1
+	}
+	*p = c
+	return i
 }
 
 func (s *sim) freeCall(i int32) { s.freeCalls = append(s.freeCalls, i) }
 
-func (s *sim) newAttempt(a attempt) int32 { return alloc(&s.atts, &s.freeAtt, a) }
-
-// entity is a slab slot type with a generation counter.
-type entity[T any] interface {
-	*T
-	generation() int32
-	setGeneration(int32)
+func (s *sim) newAttempt(a attempt) int32 {
+	i, p, reused := slot(&s.atts, &s.freeAtt)
+	if reused {
+		a.gen = p.gen + 1
+	}
+	*p = a
+	return i
 }
 
-func (j *job) generation() int32         { return j.gen }
-func (j *job) setGeneration(g int32)     { j.gen = g }
-func (c *call) generation() int32        { return c.gen }
-func (c *call) setGeneration(g int32)    { c.gen = g }
-func (a *attempt) generation() int32     { return a.gen }
-func (a *attempt) setGeneration(g int32) { a.gen = g }
-
-// alloc places v in a free slot of items if there is one, one generation
-// past the slot's last occupant, so events scheduled for that occupant
-// are recognised as stale; otherwise it appends.
-func alloc[T any, P entity[T]](items *[]T, free *[]int32, v T) int32 {
+// slot returns a slot of items for a new entity: a free one if there is
+// one (reused: the caller gives the new occupant the next generation, so
+// events scheduled for the last one are recognised as stale), otherwise a
+// new one at the end. The caller writes the entity through the pointer,
+// which is valid until items grows again.
+func slot[T any](items *[]T, free *[]int32) (i int32, p *T, reused bool) {
 	if n := len(*free); n > 0 {
-		i := (*free)[n-1]
+		i = (*free)[n-1]
 		*free = (*free)[:n-1]
-		g := P(&(*items)[i]).generation() + 1
-		(*items)[i] = v
-		P(&(*items)[i]).setGeneration(g)
-		return i
+		return i, &(*items)[i], true
 	}
-	*items = append(*items, v)
-	return int32(len(*items) - 1)
+	var zero T
+	*items = append(*items, zero)
+	i = int32(len(*items) - 1)
+	return i, &(*items)[i], false
 }
