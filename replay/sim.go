@@ -66,6 +66,9 @@ type job struct {
 	ownRA float64
 	// afterFailure: the request had failed on this edge when this arrived.
 	afterFailure bool
+	// afterRun: else, the latest call of another request to end on the
+	// edge had failed when the call began (failures in runs).
+	afterRun bool
 	// afterOther: else, it had failed on another edge.
 	afterOther bool
 	// root and rootGen name the root request's call the job serves.
@@ -77,12 +80,15 @@ type job struct {
 // call is one logical call: a root request, or one caller job's call over
 // an edge, with its attempts.
 type call struct {
-	job     int32    // caller job, -1 for a root request
-	jobGen  int32    // the caller job's generation: its slot may be reused
-	open    [2]int32 // the latest attempts (a hedge has two out at once), -1 for none
-	openGen [2]int32 // their generations: attempt slots are reused
-	edge    int32    // -1 for a root request
-	svc, op int32    // the callee
+	job    int32 // caller job, -1 for a root request
+	jobGen int32 // the caller job's generation: its slot may be reused
+	// open is the latest attempt the client still waits for, -1 for
+	// none; each open attempt's next is the one sent before it that is
+	// still open (hedges keep several out at once). An open attempt's
+	// slot is never reused, so the chain needs no generations.
+	open    int32
+	edge    int32 // -1 for a root request
+	svc, op int32 // the callee
 	start   float64
 	// deadline bounds the call (+Inf: none); key in [0,1) is the
 	// request's key, which decides its shard on a sharded callee.
@@ -95,6 +101,9 @@ type call struct {
 	clientErr bool
 	// tainted: the call began on a request that had failed on its edge.
 	tainted bool
+	// run: the latest call of another request to end on the edge had
+	// failed when this one began.
+	run bool
 	// downFailed: the latest attempt failed because the callee's own
 	// calls failed (its failure model draws the next one accordingly).
 	downFailed bool
@@ -117,12 +126,15 @@ type attempt struct {
 	// useful is the work an answer on its way carries (see job.useful);
 	// whoever stops waiting for the attempt wastes it.
 	useful float64
-	n      int16
-	lost   int8 // transmissions of the message in flight lost so far
-	open   bool
-	ok     bool    // the answer on its way
-	ra     float64 // the Retry-After it carries (seconds), 0 for none
-	gen    int32
+	// next is the call's next older open attempt (see call.open), -1
+	// for none.
+	next int32
+	n    int16
+	lost int8 // transmissions of the message in flight lost so far
+	open bool
+	ok   bool    // the answer on its way
+	ra   float64 // the Retry-After it carries (seconds), 0 for none
+	gen  int32
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
@@ -217,8 +229,11 @@ type sim struct {
 
 	budgets  []Budget // per edge (shared budgets appear under each of their edges)
 	breakers []*Breaker
-	entryCDF []float64
-	ends     int // events processed
+	// lastEnded: per edge, how its latest calls to end had ended (see
+	// edgeRun).
+	lastEnded []edgeRun
+	entryCDF  []float64
+	ends      int // events processed
 
 	// arrivalEnd is when root arrivals stop: the run's duration, or later
 	// while the verdict needs more time (see tick), by at most maxExt.
@@ -266,6 +281,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	shared := map[int]Budget{}
 	s.budgets = make([]Budget, len(m.Edges))
 	s.breakers = make([]*Breaker, len(m.Edges))
+	s.lastEnded = make([]edgeRun, len(m.Edges))
 	for i, e := range m.Edges {
 		switch {
 		case e.Policy.Budget.Kind == BudgetNone:
@@ -479,14 +495,13 @@ func (s *sim) send(ci int32) {
 	if p.PerTryTimeout > 0 {
 		deadline = min(deadline, s.now+p.PerTryTimeout)
 	}
-	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true, deadline: deadline})
-	c = &s.calls[ci]
-	c.open[1], c.open[0] = c.open[0], a
-	c.openGen[1], c.openGen[0] = c.openGen[0], s.atts[a].gen
+	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true, deadline: deadline, next: c.open})
+	s.calls[ci].open = a
 	if !math.IsInf(deadline, 1) {
 		s.h.push(deadline, evTimeout, a, s.atts[a].gen)
 	}
-	if p.HedgeAfter > 0 && n == 1 && p.MaxAttempts > 1 {
+	if p.HedgeAfter > 0 && int(n) < p.MaxAttempts {
+		// The next hedge, if this attempt has not answered by then.
 		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
 	}
 	s.cross(a, false)
@@ -613,7 +628,7 @@ func (s *sim) arrive(ai int32) {
 		same, other = c.tainted, false
 	}
 	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: pi, part: part, deadline: deadline, attemptNo: a.n,
-		fail: fail, afterFailure: same, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
+		fail: fail, afterFailure: same, afterRun: c.run, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
 	s.atts[ai].job = j
 	p.push(j)
 	s.startQueued(c.svc, pi)
@@ -747,7 +762,8 @@ func (s *sim) startCall(ji, e int32) {
 	if d := ed.Policy.Deadline; d > 0 {
 		deadline = min(deadline, s.now+d)
 	}
-	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline, key: s.key(int32(ed.Callee))})
+	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline, key: s.key(int32(ed.Callee)),
+		run: s.lastEnded[e].failedFor(j.root, j.rootGen)})
 	s.send(c)
 }
 
@@ -818,8 +834,8 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 
 // answer: the client of attempt ai reads its answer.
 func (s *sim) answer(ai int32) {
+	s.close(ai)
 	a := &s.atts[ai]
-	a.open = false
 	ci, retry, ok, useful, retryAfter := a.call, a.n > 1, a.ok, a.useful, a.ra
 	a.useful = 0
 	s.freeAttempt(ai) // unless a server job still holds it
@@ -853,8 +869,8 @@ func (s *sim) settle(c *call, ok, timeout, retry bool) {
 
 // timeout: the client stops waiting for attempt ai.
 func (s *sim) timeout(ai int32) {
+	s.close(ai)
 	a := &s.atts[ai]
-	a.open = false
 	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
 	c.inflight--
@@ -962,33 +978,47 @@ func (s *sim) hedge(ci int32) {
 	}
 }
 
+// close records that the client of attempt ai no longer waits for it and
+// takes it off its call's chain of open attempts.
+func (s *sim) close(ai int32) {
+	a := &s.atts[ai]
+	a.open = false
+	c := &s.calls[a.call]
+	for p := &c.open; *p >= 0; p = &s.atts[*p].next {
+		if *p == ai {
+			*p = a.next
+			break
+		}
+	}
+	a.next = -1
+}
+
 // finish ends call ci: its open attempts are abandoned (hedge losers), and
 // its caller learns the outcome, with the useful work of a success.
 func (s *sim) finish(ci int32, ok bool, useful float64) {
 	c := &s.calls[ci]
 	c.done = true
 	if c.edge >= 0 && c.attempts > 0 {
+		// A call refused whole by an open breaker made no attempt: the
+		// traces hold no such call on the edge either.
+		r, gen := s.rootOf(ci)
+		s.lastEnded[c.edge].ended(r, gen, !ok)
 		if br := s.breakers[c.edge]; br != nil && s.m.Edges[c.edge].Policy.Breaker.PerCall {
 			br.Result(s.now, ok) // a breaker around the call hears its outcome once
 		}
 	}
-	if c.inflight > 0 {
-		for k, ai := range c.open {
-			if ai < 0 {
-				continue
-			}
-			if a := &s.atts[ai]; a.gen == c.openGen[k] && a.open && a.call == ci {
-				a.open = false
-				retry := a.n > 1
-				s.abandon(ai, true)
-				s.freeAttempt(ai)
-				if c.edge >= 0 && s.budgets[c.edge] != nil {
-					s.budgets[c.edge].Done(s.now, retry)
-				}
-			}
+	for ai := c.open; ai >= 0; {
+		a := &s.atts[ai]
+		next, retry := a.next, a.n > 1
+		a.open, a.next = false, -1
+		s.abandon(ai, true)
+		s.freeAttempt(ai)
+		if c.edge >= 0 && s.budgets[c.edge] != nil {
+			s.budgets[c.edge].Done(s.now, retry)
 		}
-		c.inflight = 0
+		ai = next
 	}
+	c.open, c.inflight = -1, 0
 	if c.job < 0 {
 		ok = ok && s.now <= c.deadline
 		if !ok {
@@ -1117,7 +1147,7 @@ func (s *sim) freeAttempt(i int32) {
 }
 
 func (s *sim) newCall(c call) int32 {
-	c.open = [2]int32{-1, -1}
+	c.open = -1
 	i, p, reused := slot(&s.calls, &s.freeCalls)
 	if reused {
 		c.gen = p.gen + 1
