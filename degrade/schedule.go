@@ -121,6 +121,40 @@ func (s Schedule) Effect(caller, svc string, shard int, t float64) Effect {
 	return e
 }
 
+// Varies reports whether what the faults on svc active at t do depends on
+// the caller or the shard: packet loss on one edge, a slow shard or
+// replica. Otherwise Effect(caller, svc, shard, t) is the same for every
+// caller and shard.
+func (s Schedule) Varies(svc string, t float64) bool {
+	for _, f := range s {
+		if f.Service != svc || !f.Active(t) {
+			continue
+		}
+		if f.Kind == SlowShard || f.Kind == SlowReplica || f.Kind == PacketLoss && f.Caller != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// NextChange is the earliest time after t at which a fault on svc starts
+// or ends (+Inf for none): the faults active on svc, and so Effect and
+// Varies for svc, are the same from t up to then.
+func (s Schedule) NextChange(svc string, t float64) float64 {
+	next := math.Inf(1)
+	for _, f := range s {
+		if f.Service != svc {
+			continue
+		}
+		for _, b := range [2]float64{f.At, f.End()} {
+			if b > t {
+				next = min(next, b)
+			}
+		}
+	}
+	return next
+}
+
 // orProb is the probability that at least one of two independent events
 // with probabilities a and b happens: 1-(1-a)(1-b), written so that it is
 // exactly b when a is 0.

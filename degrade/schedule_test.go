@@ -377,3 +377,45 @@ func TestEffectModes(t *testing.T) {
 		t.Errorf("web: %+v, %d replicas", e, s.Replicas("web"))
 	}
 }
+
+// TestVariesNextChange checks the promise the simulator's effect cache
+// relies on, for every kind's example alone and all of them together:
+// where Varies is false, Effect is the same for every caller and shard,
+// and it stays the same from t until NextChange.
+func TestVariesNextChange(t *testing.T) {
+	var all []string
+	cases := map[string][]string{}
+	for _, k := range Kinds() {
+		spec := strings.Replace(k.Example(), "at=10s", "at=2s", 1)
+		cases[string(k)] = []string{spec}
+		all = append(all, spec)
+	}
+	cases["all"] = all
+	for name, specs := range cases {
+		s := mustParseAll(t, specs...)
+		for _, svc := range s.Services() {
+			for _, at := range []float64{0, 1.5, 2, 2.5, 7, 11.999, 12, 30, 45, 1e4} {
+				base := s.Effect("", svc, 0, at)
+				varies := s.Varies(svc, at)
+				same := true
+				for _, caller := range []string{"", "api", "worker", "edge"} {
+					for shard := range 8 {
+						same = same && s.Effect(caller, svc, shard, at) == base
+					}
+				}
+				if !varies && !same {
+					t.Errorf("%s: %s at %gs: Varies is false, yet Effect depends on the caller or shard", name, svc, at)
+				}
+				next := s.NextChange(svc, at)
+				if !(next > at) {
+					t.Errorf("%s: %s at %gs: NextChange %g is not later", name, svc, at, next)
+				}
+				for _, later := range []float64{at + (min(next, at+100)-at)/2, math.Nextafter(min(next, at+100), 0)} {
+					if s.Effect("", svc, 0, later) != base || s.Varies(svc, later) != varies {
+						t.Errorf("%s: %s: the effect at %gs differs from that at %gs, before NextChange %g", name, svc, later, at, next)
+					}
+				}
+			}
+		}
+	}
+}

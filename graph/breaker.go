@@ -20,9 +20,12 @@ type Breaker struct {
 	// TripAfter is the fewest consecutive failed calls seen before an open
 	// period: the breaker's threshold, as far as the traces show.
 	TripAfter int `json:"trip_after_failures,omitempty"`
-	// OpenMS is the median time from the call that tripped the breaker to
-	// the probe that ended the open period (to the last fast failure when
-	// no probe was seen: a lower bound).
+	// OpenMS is the median time the breaker stayed open: from the end of
+	// the request whose failed call tripped it (when the breaker heard the
+	// failure) to the middle between the last request it failed fast and
+	// the probe it let through, the two requests that bound the moment it
+	// closed (to the last fast failure when no probe was seen: a lower
+	// bound).
 	OpenMS float64 `json:"open_ms,omitempty"`
 	// LongestFailureRun is the most consecutive failed calls seen.
 	LongestFailureRun int `json:"longest_failure_run"`
@@ -172,12 +175,12 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 			if open {
 				// The probe failed: the breaker opens again from here.
 				open = false
-				opens = append(opens, float64(sp.Start-trippedAt)/1e6)
+				opens = append(opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
 			}
-			trippedAt = sp.Start
+			trippedAt = sp.End
 		case callOK:
 			if open {
-				opens = append(opens, float64(sp.Start-trippedAt)/1e6)
+				opens = append(opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
 			}
 			run, open = 0, false
 		default:

@@ -40,7 +40,7 @@ func TestBreaker(t *testing.T) {
 				if br == nil {
 					t.Fatal("no breaker")
 				}
-				want := Breaker{Detected: true, FastFailedCalls: 13, OpenPeriods: 3, TripAfter: 3, OpenMS: 45, LongestFailureRun: 4}
+				want := Breaker{Detected: true, FastFailedCalls: 13, OpenPeriods: 3, TripAfter: 3, OpenMS: 32, LongestFailureRun: 4}
 				if *br != want {
 					t.Errorf("breaker\n got %+v\nwant %+v", *br, want)
 				}

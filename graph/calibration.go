@@ -58,10 +58,11 @@ type RootStats struct {
 	P90MS           float64 `json:"p90_ms"`
 	P99MS           float64 `json:"p99_ms"`
 	// P50BandMS and P90BandMS are how precisely the traces know the p50
-	// and p90: the latencies at one binomial standard deviation of rank
-	// either side, sqrt(p(1-p)/n). Narrow for many roots or a smooth
-	// distribution; wide when the percentile falls in a gap between
-	// clusters (fast successes, slow retried requests).
+	// and p90: their distribution-free one-sigma (68.27%) confidence
+	// intervals, from the
+	// order statistics at the binomial ranks (quantileBand). Narrow for
+	// many roots or a smooth distribution; wide when the percentile falls
+	// in a gap between clusters (fast successes, slow retried requests).
 	P50BandMS [2]float64 `json:"p50_band_ms"`
 	P90BandMS [2]float64 `json:"p90_band_ms"`
 }
@@ -99,6 +100,19 @@ type Outcomes struct {
 	// whose request had already failed on this edge in an earlier call: a
 	// request that keeps failing is likelier to fail again.
 	RetryAfterFailureByAttempt []OutcomeMix `json:"retry_after_failure_by_attempt"`
+	// FirstAfterEdgeFailure are the other first attempts (counted in
+	// First too, not in FirstAfterFailure or FirstAfterOtherFailure) of calls
+	// made while the latest call of another request to end on the edge
+	// had failed: failures that come in runs (a dependency bad for a while)
+	// rather than one attempt at a time.
+	FirstAfterEdgeFailure OutcomeMix `json:"first_after_edge_failure"`
+	// RetryAfterEdgeFailureByAttempt is the part of RetryByAttempt in
+	// such calls (and not in RetryAfterFailureByAttempt).
+	RetryAfterEdgeFailureByAttempt []OutcomeMix `json:"retry_after_edge_failure_by_attempt"`
+	// Runs count the edge's calls by how the edge's latest call to end
+	// before each began had ended, and how many of them failed in turn:
+	// the conditional failure rates that show failures in runs.
+	Runs Runs `json:"runs"`
 	// RetryAfterDownstream are the retries (counted in Retry, not in
 	// RetryByAttempt) whose previous attempt failed because a call the
 	// callee made failed: the callee's own failure is no likelier then.
@@ -114,6 +128,22 @@ type Outcomes struct {
 	// request) whose first attempts failed well beyond the rest: the
 	// traces' own failure timeline. First and Retry above exclude them.
 	Incidents []Incident `json:"incidents"`
+}
+
+// Runs count an edge's calls after a failed call and after a successful
+// one (by the latest call of another request to end on the edge before
+// each began), with how
+// many of each failed: P(fail | previous failed) far above P(fail |
+// previous succeeded) means failures come in runs.
+type Runs struct {
+	AfterFailure CallCount `json:"after_failure"`
+	AfterSuccess CallCount `json:"after_success"`
+}
+
+// CallCount is a number of calls and how many of them failed.
+type CallCount struct {
+	Calls  int `json:"calls"`
+	Failed int `json:"failed"`
 }
 
 // Incident is one time bucket of an edge's failure timeline.
@@ -229,7 +259,8 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 
 // edgeOutcomes measures one edge's failure model and transit times.
 func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
-	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{}}
+	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{},
+		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}}
 	// rec is one attempt whose outcome is the callee's own.
 	type rec struct {
 		a      *attempt
@@ -237,6 +268,9 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		bucket int
 		after  bool // the request had failed on this edge before
 		other  bool // else, it had failed on another edge before
+		// run: else, the latest call of another request to end on the edge
+		// before this call began had failed
+		run bool
 		// afterDown: the previous attempt failed because of the callee's calls
 		afterDown bool
 	}
@@ -247,7 +281,18 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 	recs := make([]rec, 0, n)
 	raSum, raN := 0.0, 0
 	transit := make([]float64, 0, n)
-	for _, c := range ec.calls {
+	prevFailed := previousCallFailed(ix, ec)
+	for ci, c := range ec.calls {
+		if p := prevFailed[ci]; p != 0 {
+			cc := &o.Runs.AfterSuccess
+			if p > 0 {
+				cc = &o.Runs.AfterFailure
+			}
+			cc.Calls++
+			if c.last().outcome.failed() {
+				cc.Failed++
+			}
+		}
 		for k := range c.attempts {
 			a := &c.attempts[k]
 			if a.retryAfter >= 0 && a.outcome.failed() {
@@ -286,7 +331,9 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			// For a retry, a failure before its call began: an earlier call.
 			after := failed && ff <= c.attempts[0].start
 			other := !after && anyFailed && af <= a.start
-			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: after, other: other, afterDown: afterDown})
+			// (A retry's other is its own call's failure: no bar to run.)
+			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
+			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: after, run: run, other: other, afterDown: afterDown})
 		}
 	}
 	if raN > 0 {
@@ -333,6 +380,9 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			if r.after {
 				o.FirstAfterFailure.add(r.a)
 			}
+			if r.run {
+				o.FirstAfterEdgeFailure.add(r.a)
+			}
 		case r.afterDown:
 			o.Retry.add(r.a)
 			o.RetryAfterDownstream.add(r.a)
@@ -341,10 +391,14 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			for len(o.RetryByAttempt) < r.k {
 				o.RetryByAttempt = append(o.RetryByAttempt, OutcomeMix{})
 				o.RetryAfterFailureByAttempt = append(o.RetryAfterFailureByAttempt, OutcomeMix{})
+				o.RetryAfterEdgeFailureByAttempt = append(o.RetryAfterEdgeFailureByAttempt, OutcomeMix{})
 			}
 			o.RetryByAttempt[r.k-1].add(r.a)
 			if r.after {
 				o.RetryAfterFailureByAttempt[r.k-1].add(r.a)
+			}
+			if r.run {
+				o.RetryAfterEdgeFailureByAttempt[r.k-1].add(r.a)
 			}
 		}
 	}
@@ -373,6 +427,47 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		slices.Sort(transit)
 		e.TransitQuantilesMS = workQuantiles(transit)
 	}
+}
+
+// previousCallFailed says, per call of the edge, how the latest call of
+// another request (trace) to end on the edge before it began had ended:
+// 1 failed, -1 succeeded, 0 none had ended yet. A call ends with its
+// last attempt to end (a hedge may outlast the attempt after it). The
+// request's own earlier calls are its own stickiness (FirstAfterFailure),
+// not the edge's.
+func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
+	type ended struct {
+		at     int64
+		trace  ingest.TraceID
+		failed bool
+	}
+	ends := make([]ended, len(ec.calls))
+	for i, c := range ec.calls {
+		e := ended{at: c.attempts[0].end, trace: ix.spans[c.attempts[0].span].TraceID, failed: c.last().outcome.failed()}
+		for _, a := range c.attempts[1:] {
+			e.at = max(e.at, a.end)
+		}
+		ends[i] = e
+	}
+	sorted := slices.Clone(ends)
+	slices.SortStableFunc(sorted, func(a, b ended) int { return cmpInt64(a.at, b.at) })
+	out := make([]int8, len(ec.calls))
+	for i, c := range ec.calls {
+		// The last call to end strictly before this one began, of another
+		// request.
+		k, _ := slices.BinarySearchFunc(sorted, c.attempts[0].start, func(e ended, t int64) int { return cmpInt64(e.at, t) })
+		for k > 0 && sorted[k-1].trace == ends[i].trace {
+			k--
+		}
+		switch {
+		case k == 0:
+		case sorted[k-1].failed:
+			out[i] = 1
+		default:
+			out[i] = -1
+		}
+	}
+	return out
 }
 
 // breakerFastFails marks the executions a circuit breaker failed fast: of
@@ -537,11 +632,43 @@ func rootStats(ix *index, roots []int32) RootStats {
 	st.SuccessRate, st.ServerErrorRate = round6(float64(ok)/n), round6(float64(server)/n)
 	st.P50MS, st.P90MS, st.P99MS = round3(nearestRank(d, 0.5)), round3(nearestRank(d, 0.9)), round3(nearestRank(d, 0.99))
 	band := func(p float64) [2]float64 {
-		sd := math.Sqrt(p * (1 - p) / n)
-		return [2]float64{round3(nearestRank(d, max(p-sd, 0))), round3(nearestRank(d, min(p+sd, 1)))}
+		lo, hi := quantileBand(len(d), p, PercentileBandAlpha)
+		return [2]float64{round3(d[lo-1]), round3(d[hi-1])}
 	}
 	st.P50BandMS, st.P90BandMS = band(0.5), band(0.9)
 	return st
+}
+
+// PercentileBandAlpha is the chance a percentile band misses the true
+// percentile: the bands are one-sigma (68.27%) confidence intervals, as
+// precise as the traces know the percentile to one standard deviation,
+// but exact for any distribution and any number of roots.
+const PercentileBandAlpha = 0.3173
+
+// quantileBand returns the ranks (1-based, in 1..n) of the order
+// statistics that bound the distribution-free confidence interval of the
+// p-quantile from n observations: with B ~ Binomial(n, p) the count of
+// observations below the true quantile, the lower rank l is the largest
+// with P(B < l) ≤ alpha/2 and the upper u the smallest with P(B ≥ u) ≤
+// alpha/2, so [X(l), X(u)] covers it with probability ≥ 1-alpha whatever
+// the distribution (clipped to the extremes for few observations).
+func quantileBand(n int, p, alpha float64) (int, int) {
+	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	lp, lq := math.Log(p), math.Log1p(-p)
+	lo, hi := 1, n
+	cdf := 0.0 // P(B ≤ i-1) before step i, P(B ≤ i) after
+	found := false
+	for i := 0; i <= n; i++ {
+		below := cdf // P(B < i)
+		cdf += math.Exp(lg(n) - lg(i) - lg(n-i) + float64(i)*lp + float64(n-i)*lq)
+		if below <= alpha/2 {
+			lo = max(i, 1)
+		}
+		if !found && 1-below <= alpha/2 {
+			hi, found = min(max(i, 1), n), true
+		}
+	}
+	return lo, max(hi, lo)
 }
 
 // userOutcomes gives every user edge the outcome mix of its root spans.

@@ -101,6 +101,59 @@ func TestIncidentTimeline(t *testing.T) {
 	}
 }
 
+// TestFailureRuns: calls are counted by how the latest call of another
+// request to end on the edge had ended. Requests 10 ms apart, one call
+// each: "ooxxxoooxxoo" has failed calls after failed calls (3 of 3 after
+// the first x of each run but the last) and after successes; a request's
+// own retry is not another request's call.
+func TestFailureRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		script         string
+		after, afterOK CallCount
+		firstRun       OutcomeMix // first attempts after another request's failure
+	}{
+		{"runs", "ooxxxoooxxoo", CallCount{Calls: 5, Failed: 3}, CallCount{Calls: 6, Failed: 2},
+			OutcomeMix{OK: 2, ServerError: 3}},
+		{"alternating", "oxoxoxox", CallCount{Calls: 3, Failed: 0}, CallCount{Calls: 4, Failed: 4},
+			OutcomeMix{OK: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			for i, r := range tc.script {
+				b.newTrace()
+				start := float64(10 * i)
+				root := b.server(-1, "api", "GET /x", start, 5)
+				status := 200
+				if r == 'x' {
+					status = 503
+				}
+				b.client(root, "db", start+1, 2, httpStatus(status))
+			}
+			o := edge(t, b.infer(), "api", "db").Outcomes
+			if o.Runs.AfterFailure != tc.after || o.Runs.AfterSuccess != tc.afterOK {
+				t.Errorf("runs %+v, want after failure %+v, after success %+v", o.Runs, tc.after, tc.afterOK)
+			}
+			if o.FirstAfterEdgeFailure != tc.firstRun {
+				t.Errorf("first attempts after a failure %+v, want %+v", o.FirstAfterEdgeFailure, tc.firstRun)
+			}
+		})
+	}
+	// A request's own retry follows its own failure: not a run.
+	b := newBuilder()
+	for i := range 4 {
+		b.newTrace()
+		start := float64(100 * i)
+		root := b.server(-1, "api", "GET /x", start, 50)
+		b.client(root, "db", start+1, 2, httpStatus(503))
+		b.client(root, "db", start+10, 2, httpStatus(200))
+	}
+	o := edge(t, b.infer(), "api", "db").Outcomes
+	if o.Runs.AfterFailure.Calls != 0 || o.Runs.AfterSuccess.Calls != 3 || o.FirstAfterEdgeFailure.Total() != 0 {
+		t.Errorf("runs %+v, first after failure %+v: want 3 calls after another request's success, none after a failure", o.Runs, o.FirstAfterEdgeFailure)
+	}
+}
+
 // TestSamplingWeights: roots kept at different probabilities weigh by
 // their own; roots that say nothing make the rate a lower bound.
 func TestSamplingWeights(t *testing.T) {
@@ -131,5 +184,36 @@ func TestSamplingWeights(t *testing.T) {
 				t.Errorf("sampling %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestQuantileBand: the order-statistic ranks of a percentile's
+// distribution-free confidence interval. Bin(10, 1/2): P(B < 3) = 0.055
+// and P(B < 4) = 0.17 put the lower rank at 3, P(B ≥ 8) = 0.055 and
+// P(B ≥ 7) = 0.17 the upper at 8, for the one-sigma band; and every band
+// covers at least 1-alpha of the binomial's mass between its ranks.
+func TestQuantileBand(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		p      float64
+		lo, hi int
+	}{{1, 0.5, 1, 1}, {1, 0.9, 1, 1}, {10, 0.5, 3, 8}, {2, 0.9, 1, 2}} {
+		if lo, hi := quantileBand(tc.n, tc.p, PercentileBandAlpha); lo != tc.lo || hi != tc.hi {
+			t.Errorf("n %d p %g: ranks %d–%d, want %d–%d", tc.n, tc.p, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	for _, n := range []int{20, 41, 101, 1000} {
+		for _, p := range []float64{0.5, 0.9} {
+			lo, hi := quantileBand(n, p, PercentileBandAlpha)
+			// P(lo ≤ B < hi): the quantile lies between X(lo) and X(hi).
+			cover := 0.0
+			for i := lo; i < hi; i++ {
+				lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+				cover += math.Exp(lg(n) - lg(i) - lg(n-i) + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
+			}
+			if cover < 1-PercentileBandAlpha-1e-9 || lo < 1 || hi > n || lo > hi {
+				t.Errorf("n %d p %g: ranks %d–%d cover %.4f, want ≥ %.4f", n, p, lo, hi, cover, 1-PercentileBandAlpha)
+			}
+		}
 	}
 }

@@ -89,8 +89,8 @@ type RootFigures struct {
 	P50MS           float64 `json:"p50_ms"`
 	P90MS           float64 `json:"p90_ms"`
 	P99MS           float64 `json:"p99_ms"`
-	// P50BandMS and P90BandMS (traced only) are the latencies one
-	// binomial standard deviation of rank either side of the percentile.
+	// P50BandMS and P90BandMS (traced only) are the percentiles'
+	// distribution-free one-sigma confidence intervals (graph.RootStats).
 	P50BandMS *[2]float64 `json:"p50_band_ms,omitempty"`
 	P90BandMS *[2]float64 `json:"p90_band_ms,omitempty"`
 }
@@ -202,8 +202,9 @@ func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions)
 	}
 	c.Root.ServerError = within(tr.ServerErrorRate, rep.ServerErrorRate, 0, tol.ServerErrorPoints)
 	// A percentile is within when it is within LatencyRel of the traced one,
-	// or of the band the traces know it within: where a percentile falls in
-	// a gap between clusters, the traces cannot place it more precisely.
+	// or of a value in the traced percentile's confidence interval: the
+	// traces cannot place the percentile more precisely than that (where
+	// it falls in a gap between clusters, the interval spans the gap).
 	inBand := func(traced, replayed float64, band [2]float64) bool {
 		return within(traced, replayed, tol.LatencyRel, 0) ||
 			band[1] > 0 && replayed >= band[0]*(1-tol.LatencyRel)-1e-9 && replayed <= band[1]*(1+tol.LatencyRel)+1e-9

@@ -2,8 +2,11 @@ package replay
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"testing"
+
+	"github.com/retryaudit/retryaudit/graph"
 )
 
 // sampleScenarios lists every committed sample scenario: the directories
@@ -19,24 +22,12 @@ func sampleScenarios(t testing.TB) []string {
 	return dirs
 }
 
-// notYetCalibrated are scenarios the model does not reproduce yet, with
-// what it misses: the breaker and hedging scenarios came with issue 11's
-// inference after the calibration was built. The report says so as
-// "uncalibrated"; this list must shrink, never grow.
-var notYetCalibrated = map[string]string{
-	"breaker": "root server-error rate 15% vs 27% and p50: the replay's breaker (around the call, as the traces show) opens less, since the replay's failures do not come in runs of three as the traces' do",
-	"hedging": "root p90 and api → payments attempts per call (hedged requests: the replay sends one hedge, failsafe-go up to two)",
-}
-
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must
 // reproduce them.
 func TestCalibrateSamples(t *testing.T) {
 	for _, dir := range sampleScenarios(t) {
 		t.Run(dir, func(t *testing.T) {
-			if why, ok := notYetCalibrated[dir]; ok {
-				t.Skipf("not yet calibrated: %s", why)
-			}
 			c, err := Calibrate(context.Background(), sampleTopology(t, dir), CalibrateOptions{Seed: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -50,5 +41,52 @@ func TestCalibrateSamples(t *testing.T) {
 				t.Errorf("miss: %s", m)
 			}
 		})
+	}
+}
+
+// TestRunsP: the chance of as many failures after failures if calls
+// failed independently at the edge's overall rate (a binomial tail).
+func TestRunsP(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		runs graph.Runs
+		want float64
+	}{
+		{"no call after a failure", graph.Runs{AfterSuccess: graph.CallCount{Calls: 10, Failed: 1}}, 1},
+		{"none failed after a failure", graph.Runs{AfterFailure: graph.CallCount{Calls: 3}, AfterSuccess: graph.CallCount{Calls: 10, Failed: 3}}, 1},
+		// p = 2/4: P(X ≥ 1 | 2, 1/2) = 3/4.
+		{"one of two", graph.Runs{AfterFailure: graph.CallCount{Calls: 2, Failed: 1}, AfterSuccess: graph.CallCount{Calls: 2, Failed: 1}}, 0.75},
+		// p = 4/8: P(X = 4 | 4, 1/2) = 1/16.
+		{"all four", graph.Runs{AfterFailure: graph.CallCount{Calls: 4, Failed: 4}, AfterSuccess: graph.CallCount{Calls: 4}}, 1.0 / 16},
+		{"every call failed", graph.Runs{AfterFailure: graph.CallCount{Calls: 4, Failed: 4}, AfterSuccess: graph.CallCount{Calls: 1, Failed: 1}}, 1},
+	} {
+		if got := runsP(tc.runs); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: runsP %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestFailureRunsReplay: an edge whose calls fail 2% of the time after a
+// success and 90% after another request's failure fails, as a two-state
+// chain does, 0.02 / (0.02 + 0.1) = 1/6 of the time in the long run, in
+// runs; drawn independently (Drawn false) it fails 2% of the time.
+func TestFailureRunsReplay(t *testing.T) {
+	for _, tc := range []struct {
+		drawn bool
+		want  float64
+	}{{true, 1.0 / 6}, {false, 0.02}} {
+		m := single("db", 64, Constant(0.001), 20, 0, Policy{MaxAttempts: 1})
+		f := &Failures{First: Mix{Fail: 0.02}, Retry: Mix{Fail: 0.02}, FirstAfterFailure: Mix{Fail: 0.02},
+			FirstAfterOtherFailure: Mix{Fail: 0.02}, FirstAfterEdgeFailure: Mix{Fail: 0.9}, RetryAfterDownstream: Mix{Fail: 0.02}, Propagate: 1}
+		f.Runs.Drawn = tc.drawn
+		m.Edges[0].Fail = f
+		r, err := Run(m, nil, RunConfig{Seed: 1, Duration: 2000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := float64(r.ServerErrors) / float64(r.RootRequests)
+		if math.Abs(got-tc.want) > 0.15*tc.want {
+			t.Errorf("runs drawn %v: %.4f of root requests failed, want %.4f", tc.drawn, got, tc.want)
+		}
 	}
 }

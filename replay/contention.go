@@ -77,7 +77,7 @@ func (c Contention) Run(ctx context.Context, seed uint64, maxCalls int) (Content
 			return ContentionResult{}, fmt.Errorf("contention: over %d calls with %d of %d clients done: the backoff never lets them through", maxCalls, done, c.Clients)
 		}
 		i := ev.id
-		switch ev.kind {
+		switch ev.kind() {
 		case ctRead:
 			read[i] = version
 			h.push(ev.t+delay(), ctReadReply, i, 0)

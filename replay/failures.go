@@ -33,6 +33,24 @@ type Failures struct {
 	// RetryAfterFailureBy is RetryBy for calls whose request had failed
 	// on the edge in an earlier call.
 	RetryAfterFailureBy []Mix
+	// FirstAfterEdgeFailure is for first attempts of calls made while
+	// the latest call of another request to end on the edge had failed
+	// (failures in runs), and RetryAfterEdgeFailureBy[i] for their
+	// attempt i+2; a request that failed itself, on the edge or on
+	// another, draws from the mixes above first.
+	FirstAfterEdgeFailure   Mix
+	RetryAfterEdgeFailureBy []Mix
+	// Runs are the traces' calls after a failed and after a successful
+	// call; RunsP the chance of as many failures after failures if calls
+	// failed independently (see runsP); Drawn: the calls after a failure
+	// draw from their own mixes (false: those mixes are not used). RunsUnknown: the runs are beyond chance
+	// but never seen to end, so they are drawn as the other calls.
+	Runs struct {
+		graph.Runs
+		Drawn bool
+	}
+	RunsP       float64
+	RunsUnknown bool
 	// RetryAfterDownstream is for retries of an attempt that failed
 	// because one of the callee's own calls failed.
 	RetryAfterDownstream Mix
@@ -70,14 +88,20 @@ func (m Mix) draw(u float64) outcome {
 
 // draw picks the callee's own outcome of attempt number n in time bucket
 // b (-1: no timeline); after: the request has failed on the edge before;
-// afterDown: the previous attempt failed because of the callee's calls.
-func (f *Failures) draw(n int16, after, other, afterDown bool, b int, rng *rand.Rand) outcome {
+// other: else, on another edge; run: else (and for a retry, not after),
+// the latest call of another request to end on the edge had failed when
+// the call began; afterDown: the previous attempt failed because of the callee's
+// calls.
+func (f *Failures) draw(n int16, after, other, run, afterDown bool, b int, rng *rand.Rand) outcome {
 	var mix Mix
+	run = run && f.Runs.Drawn
 	switch {
 	case n > 1 && afterDown:
 		mix = f.RetryAfterDownstream
 	case n > 1 && after && int(n)-2 < len(f.RetryAfterFailureBy):
 		mix = f.RetryAfterFailureBy[n-2]
+	case n > 1 && !after && run && int(n)-2 < len(f.RetryAfterEdgeFailureBy):
+		mix = f.RetryAfterEdgeFailureBy[n-2]
 	case n > 1 && int(n)-2 < len(f.RetryBy):
 		mix = f.RetryBy[n-2]
 	case n > 1:
@@ -86,13 +110,17 @@ func (f *Failures) draw(n int16, after, other, afterDown bool, b int, rng *rand.
 		mix = f.FirstAfterFailure
 	case other:
 		mix = f.FirstAfterOtherFailure
+	case run:
+		mix = f.FirstAfterEdgeFailure
 	default:
 		mix = f.First
 	}
-	if inc, ok := f.Incidents[b]; ok && b >= 0 {
-		mix = inc[0]
-		if n > 1 {
-			mix = inc[1]
+	if b >= 0 { // no map lookup for a run that does not replay the timeline
+		if inc, ok := f.Incidents[b]; ok {
+			mix = inc[0]
+			if n > 1 {
+				mix = inc[1]
+			}
 		}
 	}
 	return mix.draw(rng.Float64())
@@ -107,6 +135,33 @@ func mixOf(m graph.OutcomeMix, fallback Mix) Mix {
 	}
 	ra := float64(m.RetryAfter)
 	return Mix{Fail: float64(m.Failed()-m.RetryAfter-m.ClientError) / n, RetryAfter: ra / n, ClientError: float64(m.ClientError) / n}
+}
+
+// RunsAlpha is the significance below which an edge's failures count as
+// coming in runs: the one-sided tail of three standard deviations of a
+// normal, the bar incidents clear too.
+const RunsAlpha = 0.00135
+
+// runsP is the probability that, if every call failed independently at
+// the edge's overall rate, the calls after a failed call would fail at
+// least as often as the traces show: the binomial upper tail
+// P(X ≥ failed | calls, rate). 1 when no call followed a failure.
+func runsP(r graph.Runs) float64 {
+	n, k := r.AfterFailure.Calls, r.AfterFailure.Failed
+	total := n + r.AfterSuccess.Calls
+	if n == 0 || k == 0 || total == 0 {
+		return 1
+	}
+	p := float64(k+r.AfterSuccess.Failed) / float64(total)
+	if p >= 1 {
+		return 1
+	}
+	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	tail := 0.0
+	for i := k; i <= n; i++ {
+		tail += math.Exp(lg(n) - lg(i) - lg(n-i) + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
+	}
+	return min(tail, 1)
 }
 
 // minus is a's counts less b's, each at least 0.
@@ -124,20 +179,50 @@ func failuresOf(o *graph.Outcomes) *Failures {
 		return nil
 	}
 	f := &Failures{Propagate: 1, RetryAfter: o.RetryAfterMS / 1000}
+	f.Runs.Runs = o.Runs
 	all := mixOf(o.First, Mix{})
-	f.First = mixOf(minus(minus(o.First, o.FirstAfterFailure), o.FirstAfterOtherFailure), all)
+	// Runs of failures the traces never see end (no attempt after a
+	// failed call succeeded) give no rate at which they end, and a replay
+	// drawing them would never leave one: such calls draw as the others,
+	// and the notes say the runs are unknown.
+	runsEnd := o.FirstAfterEdgeFailure.OK > 0
+	for _, m := range o.RetryAfterEdgeFailureByAttempt {
+		runsEnd = runsEnd || m.OK > 0
+	}
+	// Calls are drawn by the latest other request's outcome only where
+	// the traces show runs beyond chance: elsewhere the few calls after
+	// a failure would only add their noise, and how often a call follows
+	// another request's failure depends on how requests interleave, which
+	// the replay's arrivals do not copy.
+	f.RunsP = runsP(o.Runs)
+	runs := runsEnd && f.RunsP < RunsAlpha
+	first := minus(minus(o.First, o.FirstAfterFailure), o.FirstAfterOtherFailure)
+	if runs {
+		first = minus(first, o.FirstAfterEdgeFailure)
+	}
+	f.First = mixOf(first, all)
 	f.FirstAfterFailure = mixOf(o.FirstAfterFailure, all)
 	f.FirstAfterOtherFailure = mixOf(o.FirstAfterOtherFailure, all)
+	f.RunsUnknown = !runsEnd && f.RunsP < RunsAlpha
+	f.Runs.Drawn = runs
+	f.FirstAfterEdgeFailure = f.First
+	if runs {
+		f.FirstAfterEdgeFailure = mixOf(o.FirstAfterEdgeFailure, all)
+	}
 	// Retries never seen outside incidents fail as first attempts do.
 	f.Retry = mixOf(o.Retry, all)
 	for i, m := range o.RetryByAttempt {
-		var tainted graph.OutcomeMix
+		var tainted, run graph.OutcomeMix
 		if i < len(o.RetryAfterFailureByAttempt) {
 			tainted = o.RetryAfterFailureByAttempt[i]
 		}
+		if i < len(o.RetryAfterEdgeFailureByAttempt) && runs {
+			run = o.RetryAfterEdgeFailureByAttempt[i]
+		}
 		pooled := mixOf(m, f.Retry)
-		f.RetryBy = append(f.RetryBy, mixOf(minus(m, tainted), pooled))
+		f.RetryBy = append(f.RetryBy, mixOf(minus(minus(m, tainted), run), pooled))
 		f.RetryAfterFailureBy = append(f.RetryAfterFailureBy, mixOf(tainted, pooled))
+		f.RetryAfterEdgeFailureBy = append(f.RetryAfterEdgeFailureBy, mixOf(run, f.RetryBy[i]))
 	}
 	f.RetryAfterDownstream = mixOf(o.RetryAfterDownstream, all)
 	if o.DownstreamFailed > 0 {
@@ -192,7 +277,7 @@ func (s *sim) drawOwn(j *job) (outcome, float64) {
 	if j.fail == nil {
 		return outOK, 0
 	}
-	o := j.fail.draw(j.attemptNo, j.afterFailure, j.afterOther, j.afterDown, s.bucket(j.start), s.rngOutcome)
+	o := j.fail.draw(j.attemptNo, j.afterFailure, j.afterOther, j.afterRun, j.afterDown, s.bucket(j.start), s.rngOutcome)
 	if o == outRetryAfter {
 		return o, j.fail.RetryAfter
 	}
@@ -229,4 +314,34 @@ func (s *sim) tainted(ci int32) (same, other bool) {
 	failed := s.calls[r].failedEdges
 	same = slices.Contains(failed, s.calls[ci].edge)
 	return same, !same && len(failed) > 0
+}
+
+// edgeRun is how an edge's latest calls to end had ended: the latest
+// one's request and outcome, and the outcome of the latest one of any
+// other request, so that a call can be told how the latest call of
+// another request than its own had ended.
+type edgeRun struct {
+	root, rootGen int32
+	seen, failed  bool
+	// otherSeen, otherFailed: the latest call of another request than
+	// root's.
+	otherSeen, otherFailed bool
+}
+
+// ended records that a call of root request r (generation gen) ended on
+// the edge, failed or not.
+func (e *edgeRun) ended(r, gen int32, failed bool) {
+	if !e.seen || r != e.root || gen != e.rootGen {
+		e.otherSeen, e.otherFailed = e.seen, e.failed
+	}
+	e.root, e.rootGen, e.seen, e.failed = r, gen, true, failed
+}
+
+// failedFor reports whether the latest call of another request than r's
+// to end on the edge had failed.
+func (e *edgeRun) failedFor(r, gen int32) bool {
+	if e.seen && (r != e.root || gen != e.rootGen) {
+		return e.failed
+	}
+	return e.otherSeen && e.otherFailed
 }

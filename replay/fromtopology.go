@@ -191,6 +191,13 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				ed.Transit = tr
 			}
 		}
+		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
+			m.Assumed = append(m.Assumed, runsNote(e, f))
+		}
+		if h := ed.Policy.HedgeAfter; h > 0 {
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: hedged after %.3gms, up to %d hedges (the most requests one call was seen sending at once: a lower bound of its limit)",
+				e.Caller, e.Callee, e.Operation, 1000*h, ed.Policy.MaxAttempts-1))
+		}
 		m.Edges = append(m.Edges, ed)
 		offset = append(offset, e.CallOffsetMS)
 		m.Services[ci].Ops[coi].Calls = append(m.Services[ci].Ops[coi].Calls, len(m.Edges)-1)
@@ -382,8 +389,35 @@ func observedPolicy(e graph.Edge) Policy {
 		p.Breaker = BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1, PerCall: true}
 	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
+		// As many requests as one call was seen sending at once: hedges
+		// up to that many, each the delay after the one before.
 		p.HedgeAfter = e.Hedging.DelayMS / 1000
-		p.MaxAttempts = max(p.MaxAttempts, 2)
+		p.MaxAttempts = max(p.MaxAttempts, e.Hedging.MaxRequests, 2)
 	}
 	return p
+}
+
+// runsNote says how the failures of edge e come: after a failed call of
+// another request on the edge and after a successful one, how often the
+// next call failed, the chance of that without runs, and whether the
+// replay draws calls by the latest other request's outcome.
+func runsNote(e graph.Edge, f *Failures) string {
+	r := f.Runs
+	rate := func(c graph.CallCount) string {
+		if c.Calls == 0 {
+			return "no calls"
+		}
+		return fmt.Sprintf("%d of %d calls failed (%.0f%%)", c.Failed, c.Calls, 100*float64(c.Failed)/float64(c.Calls))
+	}
+	var how string
+	switch {
+	case r.Drawn:
+		how = fmt.Sprintf("failures come in runs (P = %.2g if independent, below %g): the replay draws each call's attempts by how the latest call of another request on the edge had ended", f.RunsP, RunsAlpha)
+	case f.RunsUnknown:
+		how = fmt.Sprintf("failures come in runs (P = %.2g if independent) that no call outside the timeline's incidents is seen to end, so how long they last is unknown: the replay draws those calls as the others", f.RunsP)
+	default:
+		how = fmt.Sprintf("no runs beyond chance (P = %.2g if independent, not below %g): the replay draws calls independently of the edge's latest", f.RunsP, RunsAlpha)
+	}
+	return fmt.Sprintf("%s → %s %s: after another request's failed call on the edge %s, after a successful one %s; %s",
+		e.Caller, e.Callee, e.Operation, rate(r.AfterFailure), rate(r.AfterSuccess), how)
 }

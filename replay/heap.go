@@ -1,16 +1,30 @@
 package replay
 
 // event is one scheduled happening. Events with equal times run in the
-// order they were scheduled (seq), which keeps runs deterministic.
+// order they were scheduled, which keeps runs deterministic: key is the
+// scheduling sequence number shifted past the kind, so ordering by key is
+// ordering by sequence, and the record is 24 bytes, three words a move.
 type event struct {
-	t    float64
-	seq  uint64
-	kind evKind
-	id   int32 // the entity the event is about (job, attempt, call…)
-	gen  int32 // the entity's generation when scheduled: stale events are skipped
+	t   float64
+	key uint64 // seq<<kindBits | kind
+	id  int32  // the entity the event is about (job, attempt, call…)
+	gen int32  // the entity's generation when scheduled: stale events are skipped
 }
 
 type evKind uint8
+
+// kindBits is the width of the kind in an event's key: evKind's, so every
+// kind fits, leaving 56 bits of sequence (7e16 events).
+const kindBits = 8
+
+func (e *event) kind() evKind { return evKind(e.key) }
+
+func (e *event) seq() uint64 { return e.key >> kindBits }
+
+// before is the events' order: by time, then by scheduling.
+func (e *event) before(o *event) bool {
+	return e.t < o.t || e.t == o.t && e.key < o.key
+}
 
 // eventHeap is a min-heap of events by (t, seq), written out for the
 // concrete type: container/heap's interface calls cost a third of the loop.
@@ -24,15 +38,20 @@ type eventHeap struct {
 	seq uint64
 }
 
-func (h *eventHeap) push(t float64, kind evKind, id, gen int32) {
+// stamp is the key of the next event of kind: one more in the sequence.
+func (h *eventHeap) stamp(kind evKind) uint64 {
 	h.seq++
-	e := event{t: t, seq: h.seq, kind: kind, id: id, gen: gen}
+	return h.seq<<kindBits | uint64(kind)
+}
+
+func (h *eventHeap) push(t float64, kind evKind, id, gen int32) {
+	e := event{t: t, key: h.stamp(kind), id: id, gen: gen}
 	h.ev = append(h.ev, e)
 	ev := h.ev
 	i := len(ev) - 1
 	for i > 0 {
 		p := (i - 1) / 4
-		if !(e.t < ev[p].t || e.t == ev[p].t && e.seq < ev[p].seq) {
+		if !e.before(&ev[p]) {
 			break
 		}
 		ev[i] = ev[p]
@@ -41,6 +60,11 @@ func (h *eventHeap) push(t float64, kind evKind, id, gen int32) {
 	ev[i] = e
 }
 
+// pop removes and returns the earliest event. The last event fills the
+// root's place bottom-up: the hole left by the root moves down to a leaf
+// along the smallest children, then the last event rises from there to
+// its place. It came from the bottom, so it rarely rises far, and the way
+// down needs no comparison with it.
 func (h *eventHeap) pop() event {
 	ev := h.ev
 	top := ev[0]
@@ -51,7 +75,6 @@ func (h *eventHeap) pop() event {
 	if n == 0 {
 		return top
 	}
-	// Sift the last event down from the root, moving the smallest child up.
 	i := 0
 	for {
 		c := 4*i + 1
@@ -61,18 +84,89 @@ func (h *eventHeap) pop() event {
 		m := c
 		end := min(c+4, n)
 		for k := c + 1; k < end; k++ {
-			if ev[k].t < ev[m].t || ev[k].t == ev[m].t && ev[k].seq < ev[m].seq {
+			if ev[k].before(&ev[m]) {
 				m = k
 			}
 		}
-		if !(ev[m].t < last.t || ev[m].t == last.t && ev[m].seq < last.seq) {
-			break
-		}
 		ev[i] = ev[m]
 		i = m
+	}
+	for i > 0 {
+		p := (i - 1) / 4
+		if !last.before(&ev[p]) {
+			break
+		}
+		ev[i] = ev[p]
+		i = p
 	}
 	ev[i] = last
 	return top
 }
 
 func (h *eventHeap) len() int { return len(h.ev) }
+
+// agenda is the engine's event queue: the heap, and beside it two
+// sources that need no heap. The next root arrival has a slot of its own:
+// an open-loop stream (Poisson or the traces' own times) has exactly one
+// pending, always among the earliest events. Timeouts go to a FIFO lane
+// while they come in time order, as they do when every attempt waits the
+// same per-try timeout; one that would come before the lane's last goes
+// to the heap. Each costs a comparison instead of a push and a pop on a
+// heap that would otherwise hold them all. pop returns the earliest of the
+// three by (t, seq), with seq from the one counter, so the order is the
+// same as one heap's.
+type agenda struct {
+	eventHeap
+	next     event // the pending arrival, while waiting
+	waiting  bool
+	lane     []event // timeouts in (t, seq) order, from laneHead on
+	laneHead int
+}
+
+func (a *agenda) push(t float64, kind evKind, id, gen int32) {
+	switch {
+	case kind == evArrival && !a.waiting:
+		a.next = event{t: t, key: a.stamp(kind), id: id, gen: gen}
+		a.waiting = true
+	case kind == evTimeout && (a.laneHead == len(a.lane) || t >= a.lane[len(a.lane)-1].t):
+		a.lane = append(a.lane, event{t: t, key: a.stamp(kind), id: id, gen: gen})
+	default:
+		a.eventHeap.push(t, kind, id, gen)
+	}
+}
+
+func (a *agenda) pop() event {
+	var top *event
+	if len(a.ev) > 0 {
+		top = &a.ev[0]
+	}
+	if a.laneHead < len(a.lane) {
+		if l := &a.lane[a.laneHead]; top == nil || l.before(top) {
+			top = l
+		}
+	}
+	switch {
+	case a.waiting && (top == nil || a.next.before(top)):
+		a.waiting = false
+		return a.next
+	case len(a.ev) == 0 || top != &a.ev[0]:
+		e := a.lane[a.laneHead]
+		a.laneHead++
+		if a.laneHead == len(a.lane) {
+			a.lane, a.laneHead = a.lane[:0], 0
+		} else if a.laneHead > 1024 && a.laneHead*2 > len(a.lane) {
+			a.lane = append(a.lane[:0], a.lane[a.laneHead:]...)
+			a.laneHead = 0
+		}
+		return e
+	}
+	return a.eventHeap.pop()
+}
+
+func (a *agenda) len() int {
+	n := len(a.ev) + len(a.lane) - a.laneHead
+	if a.waiting {
+		n++
+	}
+	return n
+}

@@ -6,6 +6,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -123,6 +124,35 @@ func TestCancellation(t *testing.T) {
 	// 1 ms: 151 ms of 200 wasted... the winner is the first attempt.
 	if amp := r.WorkS / base.WorkS; amp < 1.70 || amp > 1.80 {
 		t.Errorf("cancelled losers: work ×%.3f, want ×(1 + 0.151/0.2) = ×1.755", amp)
+	}
+}
+
+// TestHedgesUpToMaxAttempts: a hedged call sends another request every
+// hedge delay while the latest has not answered, up to MaxAttempts in all
+// (failsafe-go's max hedges n is n+1 attempts). Against a constant 200 ms
+// callee, hedges after 60 ms go out at 60, 120 and 180 ms, so a call
+// sends min(MaxAttempts, 4) requests; the first still answers first, and
+// every loser is cancelled.
+func TestHedgesUpToMaxAttempts(t *testing.T) {
+	for _, tc := range []struct {
+		max  int
+		want float64 // attempts per call
+	}{{1, 1}, {2, 2}, {3, 3}, {4, 4}, {6, 4}} {
+		t.Run(fmt.Sprint(tc.max), func(t *testing.T) {
+			m := single("db", 1000, Constant(0.2), 50, 0, Policy{MaxAttempts: tc.max, HedgeAfter: 0.06})
+			r := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 10})
+			a := r.Attempts[0]
+			calls := float64(a.Attempts - a.Retries)
+			if got := float64(a.Attempts) / calls; math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("%.3f attempts per call, want %g", got, tc.want)
+			}
+			if want := a.Retries; r.Hedges != want {
+				t.Errorf("%d hedges counted, want every extra attempt (%d)", r.Hedges, want)
+			}
+			if r.Availability != 1 || math.Abs(r.P50MS-200) > 1 {
+				t.Errorf("availability %v, p50 %.1f ms: want 1 and the first attempt's 200 ms", r.Availability, r.P50MS)
+			}
+		})
 	}
 }
 

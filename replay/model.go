@@ -231,8 +231,10 @@ type Policy struct {
 	SharedBudget bool
 	// Breaker is the client's circuit breaker; the zero config: none.
 	Breaker BreakerConfig
-	// HedgeAfter > 0 sends a second attempt if the first has not answered
-	// after that many seconds; the first answer wins and the loser is
+	// HedgeAfter > 0 hedges: while the latest attempt has not answered
+	// after that many seconds, another is sent, up to MaxAttempts in all
+	// (gRPC's hedgingPolicy counts the same way; failsafe-go's max hedges
+	// n is MaxAttempts n+1). The first success wins and the losers are
 	// cancelled.
 	HedgeAfter float64
 }

@@ -702,8 +702,8 @@ func TestEventHeapOrder(t *testing.T) {
 			continue
 		}
 		ev := h.pop()
-		if popped > 0 && (ev.t < last.t || ev.t == last.t && ev.seq < last.seq) {
-			t.Fatalf("popped (%v, %d) after (%v, %d)", ev.t, ev.seq, last.t, last.seq)
+		if popped > 0 && (ev.t < last.t || ev.t == last.t && ev.seq() < last.seq()) {
+			t.Fatalf("popped (%v, %d) after (%v, %d)", ev.t, ev.seq(), last.t, last.seq())
 		}
 		last, now = ev, ev.t
 		popped++

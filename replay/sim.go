@@ -66,6 +66,9 @@ type job struct {
 	ownRA float64
 	// afterFailure: the request had failed on this edge when this arrived.
 	afterFailure bool
+	// afterRun: else, the latest call of another request to end on the
+	// edge had failed when the call began (failures in runs).
+	afterRun bool
 	// afterOther: else, it had failed on another edge.
 	afterOther bool
 	// root and rootGen name the root request's call the job serves.
@@ -77,12 +80,15 @@ type job struct {
 // call is one logical call: a root request, or one caller job's call over
 // an edge, with its attempts.
 type call struct {
-	job     int32    // caller job, -1 for a root request
-	jobGen  int32    // the caller job's generation: its slot may be reused
-	open    [2]int32 // the latest attempts (a hedge has two out at once), -1 for none
-	openGen [2]int32 // their generations: attempt slots are reused
-	edge    int32    // -1 for a root request
-	svc, op int32    // the callee
+	job    int32 // caller job, -1 for a root request
+	jobGen int32 // the caller job's generation: its slot may be reused
+	// open is the latest attempt the client still waits for, -1 for
+	// none; each open attempt's next is the one sent before it that is
+	// still open (hedges keep several out at once). An open attempt's
+	// slot is never reused, so the chain needs no generations.
+	open    int32
+	edge    int32 // -1 for a root request
+	svc, op int32 // the callee
 	start   float64
 	// deadline bounds the call (+Inf: none); key in [0,1) is the
 	// request's key, which decides its shard on a sharded callee.
@@ -95,6 +101,9 @@ type call struct {
 	clientErr bool
 	// tainted: the call began on a request that had failed on its edge.
 	tainted bool
+	// run: the latest call of another request to end on the edge had
+	// failed when this one began.
+	run bool
 	// downFailed: the latest attempt failed because the callee's own
 	// calls failed (its failure model draws the next one accordingly).
 	downFailed bool
@@ -117,12 +126,15 @@ type attempt struct {
 	// useful is the work an answer on its way carries (see job.useful);
 	// whoever stops waiting for the attempt wastes it.
 	useful float64
-	n      int16
-	lost   int8 // transmissions of the message in flight lost so far
-	open   bool
-	ok     bool    // the answer on its way
-	ra     float64 // the Retry-After it carries (seconds), 0 for none
-	gen    int32
+	// next is the call's next older open attempt (see call.open), -1
+	// for none.
+	next int32
+	n    int16
+	lost int8 // transmissions of the message in flight lost so far
+	open bool
+	ok   bool    // the answer on its way
+	ra   float64 // the Retry-After it carries (seconds), 0 for none
+	gen  int32
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
@@ -158,19 +170,38 @@ type svcState struct {
 	// the service into; part p is served by pool p % len(pools).
 	parts int
 	byKey bool
+	// eff is what the faults do to every attempt from now until
+	// effUntil, when they start or end, unless it varies by caller or
+	// part: the effect is computed once per such span, not per attempt.
+	eff      degrade.Effect
+	effUntil float64
+	varies   bool
 }
 
 // noEffect is degrade's "no fault".
 var noEffect = degrade.Effect{Slow: 1}
 
 // effect is what the faults on service svc do at the current time to an
-// attempt from caller landing on part (shard or replica).
-func (s *sim) effect(caller string, svc int32, part int32) degrade.Effect {
+// attempt from the service caller (-1: the end user, or a question about
+// the service alone) landing on part (shard or replica).
+func (s *sim) effect(caller, svc, part int32) degrade.Effect {
 	st := &s.svcs[svc]
 	if len(st.faults) == 0 {
 		return noEffect
 	}
-	return st.faults.Effect(caller, st.name, int(part), s.now)
+	if s.now >= st.effUntil {
+		st.eff = st.faults.Effect("", st.name, 0, s.now)
+		st.varies = st.faults.Varies(st.name, s.now)
+		st.effUntil = st.faults.NextChange(st.name, s.now)
+	}
+	if !st.varies {
+		return st.eff
+	}
+	name := ""
+	if caller >= 0 {
+		name = s.m.Services[caller].Name
+	}
+	return st.faults.Effect(name, st.name, int(part), s.now)
 }
 
 // sim is one run: the model, the faults, the clock and every entity.
@@ -178,7 +209,7 @@ type sim struct {
 	m      *Model
 	faults degrade.Schedule
 	cfg    RunConfig
-	h      eventHeap
+	h      agenda
 	now    float64
 
 	// One random stream per component, so changing one component's draws
@@ -198,8 +229,11 @@ type sim struct {
 
 	budgets  []Budget // per edge (shared budgets appear under each of their edges)
 	breakers []*Breaker
-	entryCDF []float64
-	ends     int // events processed
+	// lastEnded: per edge, how its latest calls to end had ended (see
+	// edgeRun).
+	lastEnded []edgeRun
+	entryCDF  []float64
+	ends      int // events processed
 
 	// arrivalEnd is when root arrivals stop: the run's duration, or later
 	// while the verdict needs more time (see tick), by at most maxExt.
@@ -247,6 +281,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	shared := map[int]Budget{}
 	s.budgets = make([]Budget, len(m.Edges))
 	s.breakers = make([]*Breaker, len(m.Edges))
+	s.lastEnded = make([]edgeRun, len(m.Edges))
 	for i, e := range m.Edges {
 		switch {
 		case e.Policy.Budget.Kind == BudgetNone:
@@ -322,7 +357,7 @@ func (s *sim) run(ctx context.Context) error {
 				return fmt.Errorf("%w: the run passed %d events at %.1f s simulated (the system is overloaded: each attempt costs a few events); raise the budget (--max-events) or shorten the run", ErrEventBudget, s.cfg.MaxEvents, s.now)
 			}
 		}
-		switch ev.kind {
+		switch ev.kind() {
 		case evArrival:
 			if s.ended(ev) {
 				break
@@ -348,7 +383,7 @@ func (s *sim) run(ctx context.Context) error {
 		case evTimeout, evHedge, evRequest, evResend, evResponse, evResendAnswer:
 			// Events about an attempt the client still waits for.
 			if a := &s.atts[ev.id]; a.gen == ev.gen && a.open {
-				attemptEvents[ev.kind](s, ev.id)
+				attemptEvents[ev.kind()](s, ev.id)
 			}
 		case evRetry:
 			if c := &s.calls[ev.id]; c.gen == ev.gen && !c.done {
@@ -460,36 +495,34 @@ func (s *sim) send(ci int32) {
 	if p.PerTryTimeout > 0 {
 		deadline = min(deadline, s.now+p.PerTryTimeout)
 	}
-	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true, deadline: deadline})
-	c = &s.calls[ci]
-	c.open[1], c.open[0] = c.open[0], a
-	c.openGen[1], c.openGen[0] = c.openGen[0], s.atts[a].gen
+	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true, deadline: deadline, next: c.open})
+	s.calls[ci].open = a
 	if !math.IsInf(deadline, 1) {
 		s.h.push(deadline, evTimeout, a, s.atts[a].gen)
 	}
-	if p.HedgeAfter > 0 && n == 1 && p.MaxAttempts > 1 {
+	if p.HedgeAfter > 0 && int(n) < p.MaxAttempts {
+		// The next hedge, if this attempt has not answered by then.
 		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
 	}
 	s.cross(a, false)
 }
 
-// callerName is the name of the service that makes call c ("" for the end
-// user). The edge names it: c.job's slot may have been reused.
-func (s *sim) callerName(c *call) string {
+// caller is the service that makes call c (-1 for the end user). The
+// edge names it: c.job's slot may have been reused.
+func (s *sim) caller(c *call) int32 {
 	if c.edge < 0 {
-		return ""
+		return -1
 	}
-	return s.m.Services[s.m.Edges[c.edge].Caller].Name
+	return int32(s.m.Edges[c.edge].Caller)
 }
 
 // lossOf reports whether one transmission between call c's client and its
 // callee is lost now: a packet-loss draw, or an outage that hangs.
 func (s *sim) lossOf(c *call) bool {
-	st := &s.svcs[c.svc]
-	if len(st.faults) == 0 {
+	if len(s.svcs[c.svc].faults) == 0 {
 		return false
 	}
-	eff := st.faults.Effect(s.callerName(c), st.name, 0, s.now)
+	eff := s.effect(s.caller(c), c.svc, 0)
 	return eff.NoAnswer || eff.Loss > 0 && s.rngFault.Float64() < eff.Loss
 }
 
@@ -561,7 +594,7 @@ func (s *sim) arrive(ai int32) {
 		}
 	}
 	if len(st.faults) > 0 {
-		if eff := s.effect(s.callerName(c), c.svc, part); eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
+		if eff := s.effect(s.caller(c), c.svc, part); eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
 			s.reply(ai, false, s.cfg.RetryAfter, 0)
 			return
 		}
@@ -595,7 +628,7 @@ func (s *sim) arrive(ai int32) {
 		same, other = c.tainted, false
 	}
 	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: pi, part: part, deadline: deadline, attemptNo: a.n,
-		fail: fail, afterFailure: same, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
+		fail: fail, afterFailure: same, afterRun: c.run, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
 	s.atts[ai].job = j
 	p.push(j)
 	s.startQueued(c.svc, pi)
@@ -607,7 +640,7 @@ func (s *sim) limit(svc, pi int32) int {
 	if !s.svcs[svc].limits {
 		return p.workers
 	}
-	if eff := s.effect("", svc, pi); eff.Limit > 0 {
+	if eff := s.effect(-1, svc, pi); eff.Limit > 0 {
 		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
 	}
 	return p.workers
@@ -651,7 +684,7 @@ func (s *sim) startQueued(svc, pi int32) {
 		t := dist.Sample(s.rngService)
 		add := 0.0
 		if len(s.svcs[svc].faults) > 0 {
-			eff := s.effect("", svc, j.part)
+			eff := s.effect(-1, svc, j.part)
 			t, add = t*eff.Slow, eff.Add
 		}
 		if sv.Thrash > 0 {
@@ -729,7 +762,8 @@ func (s *sim) startCall(ji, e int32) {
 	if d := ed.Policy.Deadline; d > 0 {
 		deadline = min(deadline, s.now+d)
 	}
-	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline, key: s.key(int32(ed.Callee))})
+	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline, key: s.key(int32(ed.Callee)),
+		run: s.lastEnded[e].failedFor(j.root, j.rootGen)})
 	s.send(c)
 }
 
@@ -740,7 +774,7 @@ func (s *sim) complete(ji int32) {
 	o, retryAfter := s.ownOutcome(ji)
 	j := &s.jobs[ji]
 	if o == outOK && len(s.svcs[j.svc].faults) > 0 {
-		eff := s.effect("", j.svc, j.part)
+		eff := s.effect(-1, j.svc, j.part)
 		if eff.FailAfterWork || eff.ErrorAfterWork > 0 && s.rngFault.Float64() < eff.ErrorAfterWork {
 			o = outFail
 		}
@@ -800,8 +834,8 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 
 // answer: the client of attempt ai reads its answer.
 func (s *sim) answer(ai int32) {
+	s.close(ai)
 	a := &s.atts[ai]
-	a.open = false
 	ci, retry, ok, useful, retryAfter := a.call, a.n > 1, a.ok, a.useful, a.ra
 	a.useful = 0
 	s.freeAttempt(ai) // unless a server job still holds it
@@ -835,8 +869,8 @@ func (s *sim) settle(c *call, ok, timeout, retry bool) {
 
 // timeout: the client stops waiting for attempt ai.
 func (s *sim) timeout(ai int32) {
+	s.close(ai)
 	a := &s.atts[ai]
-	a.open = false
 	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
 	c.inflight--
@@ -944,33 +978,47 @@ func (s *sim) hedge(ci int32) {
 	}
 }
 
+// close records that the client of attempt ai no longer waits for it and
+// takes it off its call's chain of open attempts.
+func (s *sim) close(ai int32) {
+	a := &s.atts[ai]
+	a.open = false
+	c := &s.calls[a.call]
+	for p := &c.open; *p >= 0; p = &s.atts[*p].next {
+		if *p == ai {
+			*p = a.next
+			break
+		}
+	}
+	a.next = -1
+}
+
 // finish ends call ci: its open attempts are abandoned (hedge losers), and
 // its caller learns the outcome, with the useful work of a success.
 func (s *sim) finish(ci int32, ok bool, useful float64) {
 	c := &s.calls[ci]
 	c.done = true
 	if c.edge >= 0 && c.attempts > 0 {
+		// A call refused whole by an open breaker made no attempt: the
+		// traces hold no such call on the edge either.
+		r, gen := s.rootOf(ci)
+		s.lastEnded[c.edge].ended(r, gen, !ok)
 		if br := s.breakers[c.edge]; br != nil && s.m.Edges[c.edge].Policy.Breaker.PerCall {
 			br.Result(s.now, ok) // a breaker around the call hears its outcome once
 		}
 	}
-	if c.inflight > 0 {
-		for k, ai := range c.open {
-			if ai < 0 {
-				continue
-			}
-			if a := &s.atts[ai]; a.gen == c.openGen[k] && a.open && a.call == ci {
-				a.open = false
-				retry := a.n > 1
-				s.abandon(ai, true)
-				s.freeAttempt(ai)
-				if c.edge >= 0 && s.budgets[c.edge] != nil {
-					s.budgets[c.edge].Done(s.now, retry)
-				}
-			}
+	for ai := c.open; ai >= 0; {
+		a := &s.atts[ai]
+		next, retry := a.next, a.n > 1
+		a.open, a.next = false, -1
+		s.abandon(ai, true)
+		s.freeAttempt(ai)
+		if c.edge >= 0 && s.budgets[c.edge] != nil {
+			s.budgets[c.edge].Done(s.now, retry)
 		}
-		c.inflight = 0
+		ai = next
 	}
+	c.open, c.inflight = -1, 0
 	if c.job < 0 {
 		ok = ok && s.now <= c.deadline
 		if !ok {
@@ -1033,7 +1081,7 @@ func (s *sim) tick() {
 		} else {
 			s.arrivalEnd = s.now + 1
 			for _, ev := range s.parked {
-				s.h.push(s.now, ev.kind, ev.id, ev.gen)
+				s.h.push(s.now, ev.kind(), ev.id, ev.gen)
 			}
 			s.parked = s.parked[:0]
 		}
@@ -1071,7 +1119,14 @@ func (s *sim) freeze() {
 // Entity slabs with free lists; a generation counter per slot makes events
 // for a freed entity stale.
 
-func (s *sim) newJob(j job) int32 { return alloc(&s.jobs, &s.freeJobs, j) }
+func (s *sim) newJob(j job) int32 {
+	i, p, reused := slot(&s.jobs, &s.freeJobs)
+	if reused {
+		j.gen = p.gen + 1
+	}
+	*p = j
+	return i
+}
 
 func (s *sim) freeJob(i int32) {
 	j := &s.jobs[i]
@@ -1092,40 +1147,39 @@ func (s *sim) freeAttempt(i int32) {
 }
 
 func (s *sim) newCall(c call) int32 {
-	c.open = [2]int32{-1, -1}
-	return alloc(&s.calls, &s.freeCalls, c)
+	c.open = -1
+	i, p, reused := slot(&s.calls, &s.freeCalls)
+	if reused {
+		c.gen = p.gen + 1
+	}
+	*p = c
+	return i
 }
 
 func (s *sim) freeCall(i int32) { s.freeCalls = append(s.freeCalls, i) }
 
-func (s *sim) newAttempt(a attempt) int32 { return alloc(&s.atts, &s.freeAtt, a) }
-
-// entity is a slab slot type with a generation counter.
-type entity[T any] interface {
-	*T
-	generation() int32
-	setGeneration(int32)
+func (s *sim) newAttempt(a attempt) int32 {
+	i, p, reused := slot(&s.atts, &s.freeAtt)
+	if reused {
+		a.gen = p.gen + 1
+	}
+	*p = a
+	return i
 }
 
-func (j *job) generation() int32         { return j.gen }
-func (j *job) setGeneration(g int32)     { j.gen = g }
-func (c *call) generation() int32        { return c.gen }
-func (c *call) setGeneration(g int32)    { c.gen = g }
-func (a *attempt) generation() int32     { return a.gen }
-func (a *attempt) setGeneration(g int32) { a.gen = g }
-
-// alloc places v in a free slot of items if there is one, one generation
-// past the slot's last occupant, so events scheduled for that occupant
-// are recognised as stale; otherwise it appends.
-func alloc[T any, P entity[T]](items *[]T, free *[]int32, v T) int32 {
+// slot returns a slot of items for a new entity: a free one if there is
+// one (reused: the caller gives the new occupant the next generation, so
+// events scheduled for the last one are recognised as stale), otherwise a
+// new one at the end. The caller writes the entity through the pointer,
+// which is valid until items grows again.
+func slot[T any](items *[]T, free *[]int32) (i int32, p *T, reused bool) {
 	if n := len(*free); n > 0 {
-		i := (*free)[n-1]
+		i = (*free)[n-1]
 		*free = (*free)[:n-1]
-		g := P(&(*items)[i]).generation() + 1
-		(*items)[i] = v
-		P(&(*items)[i]).setGeneration(g)
-		return i
+		return i, &(*items)[i], true
 	}
-	*items = append(*items, v)
-	return int32(len(*items) - 1)
+	var zero T
+	*items = append(*items, zero)
+	i = int32(len(*items) - 1)
+	return i, &(*items)[i], false
 }

@@ -90,7 +90,7 @@ func readGRPC(src *pfSource, docs []ast.Node) (*PolicyFile, error) {
 			if spec.HedgeAfter == nil {
 				spec.HedgeAfter = new(Duration)
 			}
-			f.note("methodConfig[%d]: hedgingPolicy is simulated as one hedge after hedgingDelay; grpc-go does not implement hedging", i)
+			f.note("methodConfig[%d]: hedgingPolicy is simulated as gRFC A6 has it, a hedge every hedgingDelay up to maxAttempts requests; grpc-go does not implement hedging", i)
 		}
 		for j, n := range mc.Name {
 			to := &target{grpcService: n.Service, grpcMethod: n.Method, origin: fmt.Sprintf("methodConfig[%d].name[%d]", i, j)}
