@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,11 +237,12 @@ func writeInput(b *testing.B, path string, write func(io.Writer) error) {
 }
 
 // BenchmarkAudit runs the real binary's default audit — every policy and
-// degradation over 5 seeds, and every critical-utilization search — on the
-// committed samples (README target: under 30 s on 2 cores) and on a
-// million synthetic spans (target: under 120 s). On the samples it also
-// runs the same audit on one core (GOMAXPROCS=1), and reports how many
-// times faster every core is: the independent runs go to every core.
+// degradation over 5 seeds, and every critical-utilization search — on
+// each committed sample (samples/NAME; README target: under 30 s each on
+// 2 cores) and on a million synthetic spans (target: under 120 s). On the
+// samples it also runs the same audit on one core (GOMAXPROCS=1), and
+// reports how many times faster every core is: the independent runs go to
+// every core. -bench 'Audit/samples/mixed' picks one sample.
 func BenchmarkAudit(b *testing.B) {
 	dir := b.TempDir()
 	exe := filepath.Join(dir, "retryaudit")
@@ -253,10 +255,15 @@ func BenchmarkAudit(b *testing.B) {
 	}
 	big := filepath.Join(dir, "1m.binpb")
 	writeInput(b, big, func(w io.Writer) error { return synth.WriteProtoStream(w, synth.Requests(1_000_000, 5)) })
-	for _, tc := range []struct {
+	type input struct {
 		name  string
 		input []string
-	}{{"samples", samples}, {"1M-spans", []string{big}}} {
+	}
+	var inputs []input
+	for _, s := range samples {
+		inputs = append(inputs, input{"samples/" + filepath.Base(filepath.Dir(s)), []string{s}})
+	}
+	for _, tc := range append(inputs, input{"1M-spans", []string{big}}) {
 		// run returns the wall time and the CPU time of one audit: on a
 		// machine shared with other work, CPU time ÷ cores bounds the wall
 		// time the audit alone would take.
@@ -274,7 +281,7 @@ func BenchmarkAudit(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				w, c := run(b)
 				all, cpu = all+w, cpu+c
-				if tc.name == "samples" {
+				if strings.HasPrefix(tc.name, "samples/") {
 					w, _ := run(b, "GOMAXPROCS=1")
 					one += w
 				}
