@@ -49,8 +49,9 @@ var (
 
 // classify says why an operation is not idempotent, or "": HTTP POST,
 // PATCH and CONNECT; every RPC method not declared idempotent; SQL
-// statements that write. An operation none of these recognise is taken
-// as its method says (idempotent).
+// statements that write; and an operation nothing identifies (no HTTP
+// method, RPC method or verb its name starts with), since unknown is not
+// idempotent. Reads by HTTP semantics and SQL reads are idempotent.
 func classify(method, op string, declared bool) string {
 	if declared {
 		return ""
@@ -68,8 +69,10 @@ func classify(method, op string, declared bool) string {
 		return "HTTP " + first
 	case slices.Contains(sqlWrites, first):
 		return "SQL " + first
+	case slices.Contains(httpReads, first), slices.Contains(sqlReads, first):
+		return ""
 	}
-	return ""
+	return fmt.Sprintf("an operation of unknown idempotency, with no HTTP method, RPC method or SQL verb (--idempotent %q)", op)
 }
 
 // factsOf finds each model edge's topology edge and classifies it.

@@ -165,3 +165,34 @@ func TestSafeVariants(t *testing.T) {
 		}
 	}
 }
+
+// TestClassify pins which operations count as writes: HTTP and SQL by
+// their verbs, RPC methods unless declared, and an operation nothing
+// identifies, since unknown is not idempotent.
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		method, op string
+		declared   bool
+		write      bool
+	}{
+		{"GET", "GET /inventory/{sku}", false, false},
+		{"PUT", "PUT /items/{id}", false, false},
+		{"POST", "POST /charges", false, true},
+		{"POST", "POST /charges", true, false},
+		{"", "PATCH /orders/{id}", false, true},
+		{"payments.Payments/Charge", "payments.Payments/Charge", false, true},
+		{"payments.Payments/Charge", "payments.Payments/Charge", true, false},
+		{"", "INSERT orders", false, true},
+		{"", "DELETE FROM orders", false, true},
+		{"", "SELECT stock", false, false},
+		{"", "GET order", false, false},
+		{"", "HGETALL cart", false, true},
+		{"", "process", false, true},
+		{"", "", false, true},
+	} {
+		got := classify(tc.method, tc.op, tc.declared)
+		if (got != "") != tc.write {
+			t.Errorf("classify(%q, %q, %v) = %q, want a write: %v", tc.method, tc.op, tc.declared, got, tc.write)
+		}
+	}
+}
