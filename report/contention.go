@@ -73,12 +73,7 @@ func ContentionMarkdown(w io.Writer, rep *ContentionReport) error {
 	} else {
 		markdownTable(sw, contentionGrid(rep))
 	}
-	if len(rep.Notes) > 0 {
-		fmt.Fprint(sw, "\n### Notes\n\n")
-		for i, n := range rep.Notes {
-			fmt.Fprintf(sw, "%d. %s\n", i+1, mdEscape(n))
-		}
-	}
+	markdownNotes(sw, rep.Notes)
 	return sw.err
 }
 

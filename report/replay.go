@@ -421,12 +421,7 @@ func ReplayMarkdown(w io.Writer, rep *ReplayReport) error {
 			markdownTable(sw, g)
 		}
 	}
-	if len(v.notes) > 0 {
-		fmt.Fprint(sw, "\n### Notes\n\n")
-		for i, n := range v.notes {
-			fmt.Fprintf(sw, "%d. %s\n", i+1, mdEscape(n))
-		}
-	}
+	markdownNotes(sw, v.notes)
 	return sw.err
 }
 
@@ -441,4 +436,16 @@ func ReplayJSON(w io.Writer, rep *ReplayReport) error {
 	}
 	out.Notes, out.Runs = nonNil(out.Notes), nonNil(out.Runs)
 	return JSON(w, out)
+}
+
+// markdownNotes writes notes as the numbered list of a Notes section,
+// nothing when there are none.
+func markdownNotes(w io.Writer, notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	fmt.Fprint(w, "\n### Notes\n\n")
+	for i, n := range notes {
+		fmt.Fprintf(w, "%d. %s\n", i+1, mdEscape(n))
+	}
 }
