@@ -31,23 +31,42 @@ const (
 // operations are visited for per root request ÷ its workers. It is the
 // share of the service's trigger-free capacity today's traffic mix uses.
 func Utilization(m *replay.Model, svc string) (float64, error) {
+	w, err := workOf(m, svc)
+	if err != nil {
+		return 0, err
+	}
+	return w.rate * w.busy / float64(m.Services[w.si].Workers), nil
+}
+
+// serviceWork is what one root request asks of one service: visits to
+// its operations and the service time they take, both per root request,
+// at the model's root arrival rate.
+type serviceWork struct {
+	si                 int
+	rate, visits, busy float64
+}
+
+// workOf finds service svc and what each root request asks of it with no
+// fault and no retries.
+func workOf(m *replay.Model, svc string) (serviceWork, error) {
 	si := slices.IndexFunc(m.Services, func(s replay.Service) bool { return s.Name == svc })
 	if si < 0 {
-		return 0, fmt.Errorf("no service %q in the model", svc)
+		return serviceWork{}, fmt.Errorf("no service %q in the model", svc)
 	}
 	rate, weights, err := rootMix(m)
 	if err != nil {
-		return 0, err
+		return serviceWork{}, err
 	}
 	visits, err := opVisits(m, weights)
 	if err != nil {
-		return 0, err
+		return serviceWork{}, err
 	}
-	busy := 0.0
+	w := serviceWork{si: si, rate: rate}
 	for oi, op := range m.Services[si].Ops {
-		busy += visits[si][oi] * op.Time.Mean()
+		w.visits += visits[si][oi]
+		w.busy += visits[si][oi] * op.Time.Mean()
 	}
-	return rate * busy / float64(m.Services[si].Workers), nil
+	return w, nil
 }
 
 // rootMix is the root arrival rate and each entry's share of it.
