@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,9 +125,29 @@ func TestExhaustion(t *testing.T) {
 		{"Jaeger protobuf span with 5,000 tags", jaegerBomb, Limits{}, "5000 tags in one span"},
 		{"Jaeger protobuf trace with 5,000 warnings", warned, Limits{}, "processes and warnings in one message"},
 		{"Jaeger query response with 5,000 errors", []byte(`{"data":[],"errors":[` + many(5000, `{}`) + `]}`), Limits{}, "5000 errors in one query response"},
+		{"Zipkin span with 400,000 distinct tags", []byte(`[{"traceId":"` + jTestTrace + `","id":"e127af99e3b3e074","name":"x","timestamp":1706678909209712,"duration":10,` +
+			`"localEndpoint":{"serviceName":"a"},"tags":{` + func() string {
+			var b strings.Builder
+			for i := range 400_000 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(`"` + strconv.Itoa(i) + `":""`)
+			}
+			return b.String()
+		}() + `}}]`), Limits{}, "400000 tags in one span"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
 			_, err := decodeBytes(t, "bomb", tc.in, Options{Limits: tc.limits})
+			runtime.ReadMemStats(&after)
+			// What was refused must not have been built first: a library
+			// that allocates every element of a bomb holds many times its
+			// size (a Zipkin tag map of 10^7 entries took 1 GB).
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(8*len(tc.in))+4<<20 {
+				t.Errorf("allocated %d bytes to refuse a %d-byte input", alloc, len(tc.in))
+			}
 			if !errors.Is(err, ErrLimit) {
 				t.Fatalf("got %v, want a limit error", err)
 			}

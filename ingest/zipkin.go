@@ -59,17 +59,34 @@ type zipkinJSON struct {
 // zSpan is one Zipkin v2 span. Ids and times reuse the Jaeger JSON value
 // types: hex ids (right-aligned when shorter), microsecond numbers.
 type zSpan struct {
-	TraceID        jTraceID          `json:"traceId"`
-	ID             jSpanID           `json:"id"`
-	ParentID       jSpanID           `json:"parentId"`
-	Kind           string            `json:"kind"`
-	Name           string            `json:"name"`
-	Timestamp      jStart            `json:"timestamp"`
-	Duration       jDuration         `json:"duration"`
-	LocalEndpoint  *zEndpoint        `json:"localEndpoint"`
-	RemoteEndpoint *zEndpoint        `json:"remoteEndpoint"`
-	Tags           map[string]string `json:"tags"`
-	Shared         bool              `json:"shared"`
+	TraceID        jTraceID   `json:"traceId"`
+	ID             jSpanID    `json:"id"`
+	ParentID       jSpanID    `json:"parentId"`
+	Kind           string     `json:"kind"`
+	Name           string     `json:"name"`
+	Timestamp      jStart     `json:"timestamp"`
+	Duration       jDuration  `json:"duration"`
+	LocalEndpoint  *zEndpoint `json:"localEndpoint"`
+	RemoteEndpoint *zEndpoint `json:"remoteEndpoint"`
+	Tags           zTags      `json:"tags"`
+	Shared         bool       `json:"shared"`
+}
+
+// zTags is a span's tag map, decoded only when it holds at most
+// MaxAttributes entries: encoding/json would otherwise build a map of every
+// tag of a span made of millions of them (10^7 took 1 GB) before a check
+// on its length could refuse it.
+type zTags struct {
+	m   map[string]string
+	lim *Limits
+}
+
+// UnmarshalJSON counts the members, then decodes them.
+func (t *zTags) UnmarshalJSON(data []byte) error {
+	if err := t.lim.attributes(jsonElements(data), "tags in one span"); err != nil {
+		return err
+	}
+	return json.Unmarshal(data, &t.m)
 }
 
 // zEndpoint is a Zipkin endpoint: a service and its network address.
@@ -98,8 +115,8 @@ func (d *zipkinJSON) array(top bool) error {
 			}
 			continue
 		}
-		d.sp = zSpan{Tags: d.sp.Tags}
-		clear(d.sp.Tags)
+		d.sp = zSpan{Tags: zTags{m: d.sp.Tags.m, lim: d.s.lim}}
+		clear(d.sp.Tags.m)
 		start, err := d.decode(&d.sp, "span")
 		if err != nil {
 			return err
@@ -163,9 +180,6 @@ func (d *zipkinJSON) add(start int64) error {
 	}
 	sp.Service = d.set.Intern(service)
 
-	if err := d.s.lim.attributes(len(z.Tags), "tags in one span"); err != nil {
-		return d.s.errAt(d.base+start, fmt.Errorf("Zipkin JSON: span %s: %w", sp.SpanID, err))
-	}
 	a := &d.a
 	a.reset()
 	if r := z.RemoteEndpoint; r != nil && (sp.Kind == KindClient || sp.Kind == KindProducer) {
@@ -179,12 +193,12 @@ func (d *zipkinJSON) add(start int64) error {
 		}
 	}
 	d.keys = d.keys[:0]
-	for k := range z.Tags {
+	for k := range z.Tags.m {
 		d.keys = append(d.keys, k)
 	}
 	slices.Sort(d.keys) // a stable order when two keys feed one field
 	for _, k := range d.keys {
-		v := z.Tags[k]
+		v := z.Tags.m[k]
 		if k == "error" {
 			// Zipkin marks a failure with an "error" tag holding the message.
 			a.boolean(k, true)
