@@ -2,6 +2,8 @@ package replay
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/retryaudit/retryaudit/degrade"
@@ -17,6 +19,46 @@ type Variant struct {
 type Degradation struct {
 	Name   string
 	Faults degrade.Schedule
+}
+
+// Check reports a fault of d on a service m does not have, or a
+// packet-loss on an edge m does not have (edge=CALLER->CALLEE where the
+// caller never calls the callee), naming what m has: such a fault would
+// simulate nothing, and a run would compare policies on no degradation.
+func (d Degradation) Check(m *Model) error {
+	var services []string
+	for _, s := range m.Services {
+		services = append(services, s.Name)
+	}
+	slices.Sort(services)
+	for _, svc := range d.Faults.Services() {
+		if !slices.Contains(services, svc) {
+			return fmt.Errorf("no service %q in the model (have %s)", svc, strings.Join(services, ", "))
+		}
+	}
+	for _, f := range d.Faults {
+		if f.Caller == "" {
+			continue
+		}
+		var calls []string
+		found := false
+		for _, e := range m.Edges {
+			caller, callee := m.Services[e.Caller].Name, m.Services[e.Callee].Name
+			if callee == f.Service {
+				found = found || caller == f.Caller
+				calls = append(calls, caller)
+			}
+		}
+		if !found {
+			slices.Sort(calls)
+			have := "nothing calls " + f.Service
+			if calls = slices.Compact(calls); len(calls) > 0 {
+				have = f.Service + " is called by " + strings.Join(calls, ", ")
+			}
+			return fmt.Errorf("no edge %s->%s in the model: %s never calls %s (%s)", f.Caller, f.Service, f.Caller, f.Service, have)
+		}
+	}
+	return nil
 }
 
 // Matrix is a set of runs: every policy variant under every degradation,
@@ -46,6 +88,11 @@ func (mx *Matrix) Run() ([]Result, error) {
 	}
 	if noneAt < 0 {
 		return nil, fmt.Errorf("the matrix needs policy none to measure yield against")
+	}
+	for _, d := range mx.Degradations {
+		if err := d.Check(mx.Variants[noneAt].Model); err != nil {
+			return nil, fmt.Errorf("degradation %s: %w", d.Name, err)
+		}
 	}
 	type job struct {
 		v, d int

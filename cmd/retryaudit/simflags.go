@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -214,26 +213,17 @@ func (s *simFlags) variants(m *replay.Model, exprs []string) ([]replay.Variant, 
 	return out, models, nil
 }
 
-// degradations parses --degrade specs, refusing a fault on a service the
-// model does not have.
+// degradations parses --degrade specs, refusing a fault on a service or
+// an edge the model does not have.
 func degradations(specs []string, m *replay.Model) ([]replay.Degradation, error) {
-	have := map[string]bool{}
-	var names []string
-	for _, s := range m.Services {
-		have[s.Name] = true
-		names = append(names, s.Name)
-	}
-	slices.Sort(names)
 	var out []replay.Degradation
 	for _, s := range specs {
 		d, err := replay.ParseDegradation(s)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--degrade: %w", err)}
 		}
-		for _, svc := range d.Faults.Services() {
-			if !have[svc] {
-				return nil, usageError{fmt.Errorf("--degrade %q: no service %q in the model (have %s)", s, svc, strings.Join(names, ", "))}
-			}
+		if err := d.Check(m); err != nil {
+			return nil, usageError{fmt.Errorf("--degrade %q: %w", s, err)}
 		}
 		out = append(out, d)
 	}

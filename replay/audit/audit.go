@@ -373,20 +373,15 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, ob
 }
 
 // degradedServices is each degradation's degraded dependency, checking
-// that every service its faults name is in the model.
+// that every service and edge its faults name is in the model.
 func degradedServices(m *replay.Model, ds []replay.Degradation) ([]string, error) {
-	have := serviceNames(m)
 	var out []string
 	for _, d := range ds {
 		if len(d.Faults) == 0 {
 			return nil, fmt.Errorf("degradation %q has no fault", d.Name)
 		}
-		for _, f := range d.Faults {
-			for _, s := range []string{f.Service, f.Caller} {
-				if s != "" && !slices.Contains(have, s) {
-					return nil, fmt.Errorf("degradation %s: no service %q in the model (have %s)", d.Name, s, strings.Join(have, ", "))
-				}
-			}
+		if err := d.Check(m); err != nil {
+			return nil, fmt.Errorf("degradation %s: %w", d.Name, err)
 		}
 		out = append(out, d.Faults[0].Service)
 	}
