@@ -32,10 +32,12 @@ type index struct {
 	leaks, repeats, leakedSpans int
 	// polls counts the requests repeated under one parent after it was
 	// answered that were kept as the parent's own (markLeaks).
-	polls   int
-	ops     []uint32 // each span's operation name, as an index into opNames.list (opName)
-	opNames opNames
-	arena   []call // the current chunk of calls (newCall)
+	polls    int
+	ops      []uint32 // each span's operation name, as an index into opNames.list (opName)
+	opNames  opNames
+	arena    []call // the current chunk of calls (newCall)
+	names    map[callName]*callName
+	lastName *callName
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
