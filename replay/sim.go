@@ -453,10 +453,15 @@ func (s *sim) rootRequest(i int) {
 // by key needs one.
 func (s *sim) key(svc int32) float64 {
 	if st := &s.svcs[svc]; st.parts > 1 && st.byKey {
-		return s.rngFault.Float64()
+		return s.drawKey()
 	}
 	return 0
 }
+
+// drawKey is kept out of line so that key, on every call, inlines.
+//
+//go:noinline
+func (s *sim) drawKey() float64 { return s.rngFault.Float64() }
 
 // policy returns the policy of call c (the end user's for a root request).
 func (s *sim) policy(c *call) *Policy {
@@ -582,7 +587,7 @@ func (s *sim) cross(ai int32, answer bool) {
 		// callee worker meanwhile.
 		s.h.push(s.now+s.m.Edges[c.edge].Transit.Sample(s.rngOutcome), arrival, ai, a.gen)
 	case s.m.Hop != nil && !(answer && s.m.HopRoundTrip):
-		s.h.push(s.now+s.m.Hop.Sample(s.rngFault), arrival, ai, a.gen)
+		s.h.push(s.now+sample(s.m.Hop, s.rngFault), arrival, ai, a.gen)
 	case answer:
 		s.answer(ai)
 	default:
@@ -649,10 +654,14 @@ func (s *sim) arrive(ai int32) {
 
 // limit is the pool's worker count under active faults.
 func (s *sim) limit(svc, pi int32) int {
-	p := &s.svcs[svc].pools[pi]
 	if !s.svcs[svc].limits {
-		return p.workers
+		return s.svcs[svc].pools[pi].workers // the common case, inlined
 	}
+	return s.limitFaults(svc, pi)
+}
+
+func (s *sim) limitFaults(svc, pi int32) int {
+	p := &s.svcs[svc].pools[pi]
 	if eff := s.effect(-1, svc, pi); eff.Limit > 0 {
 		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
 	}
@@ -694,7 +703,7 @@ func (s *sim) startQueued(svc, pi int32) {
 				dist = op.FailTime
 			}
 		}
-		t := dist.Sample(s.rngService)
+		t := sample(dist, s.rngService)
 		add := 0.0
 		if len(s.svcs[svc].faults) > 0 {
 			eff := s.effect(-1, svc, j.part)
@@ -786,8 +795,12 @@ func (s *sim) startCall(ji, e int32) {
 // the outcome the failure model gives. An error-after-work fault decides
 // here, with the work done, that the answer is a 5xx.
 func (s *sim) complete(ji int32) {
-	o, retryAfter := s.ownOutcome(ji)
 	j := &s.jobs[ji]
+	o, retryAfter := outOK, 0.0
+	if j.failed || j.fail != nil { // else it succeeds: no failure model
+		o, retryAfter = s.ownOutcome(ji)
+		j = &s.jobs[ji]
+	}
 	if o == outOK && len(s.svcs[j.svc].faults) > 0 {
 		eff := s.effect(-1, j.svc, j.part)
 		if eff.FailAfterWork || eff.ErrorAfterWork > 0 && s.rngFault.Float64() < eff.ErrorAfterWork {
@@ -870,9 +883,12 @@ func (s *sim) answer(ai int32) {
 
 // settle tells the edge's budget and breaker how an attempt ended.
 func (s *sim) settle(c *call, ok, timeout, retry bool) {
-	if c.edge < 0 {
-		return
+	if c.edge >= 0 { // a root request has neither: the check inlined
+		s.settleEdge(c, ok, timeout, retry)
 	}
+}
+
+func (s *sim) settleEdge(c *call, ok, timeout, retry bool) {
 	if b := s.budgets[c.edge]; b != nil {
 		b.Result(s.now, ok, timeout)
 		b.Done(s.now, retry)
@@ -921,7 +937,7 @@ func (s *sim) abandon(ai int32, always bool) {
 	}
 	delay := s.cfg.CancelDelay
 	if s.m.Hop != nil {
-		delay = s.m.Hop.Sample(s.rngFault)
+		delay = sample(s.m.Hop, s.rngFault)
 	}
 	s.h.push(s.now+delay, evCancel, ji, j.gen)
 }
