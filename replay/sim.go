@@ -515,7 +515,7 @@ func (s *sim) send(ci int32) {
 	}
 	if p.HedgeAfter > 0 && int(n) < p.MaxAttempts {
 		// The next hedge, if this attempt has not answered by then.
-		s.h.push(s.now+p.HedgeAfter, evHedge, a, ap.gen)
+		s.h.later(s.now+p.HedgeAfter, evHedge, a, ap.gen)
 	}
 	s.cross(a, false)
 }
@@ -548,7 +548,7 @@ func (s *sim) lossOfFaults(c *call) bool {
 // retransmission timeout, which starts at RTO and doubles with every loss.
 func (s *sim) lose(ai int32, kind evKind) {
 	a := &s.atts[ai]
-	s.h.push(s.now+s.cfg.RTO*math.Ldexp(1, int(a.lost)), kind, ai, a.gen)
+	s.h.later(s.now+s.cfg.RTO*math.Ldexp(1, int(a.lost)), kind, ai, a.gen)
 	a.lost++
 }
 
@@ -585,9 +585,9 @@ func (s *sim) cross(ai int32, answer bool) {
 		// The traces' own network time and client overhead on this edge:
 		// the attempt reaches the callee that much later and holds no
 		// callee worker meanwhile.
-		s.h.push(s.now+s.m.Edges[c.edge].Transit.Sample(s.rngOutcome), arrival, ai, a.gen)
+		s.h.later(s.now+s.m.Edges[c.edge].Transit.Sample(s.rngOutcome), arrival, ai, a.gen)
 	case s.m.Hop != nil && !(answer && s.m.HopRoundTrip):
-		s.h.push(s.now+sample(s.m.Hop, s.rngFault), arrival, ai, a.gen)
+		s.h.later(s.now+sample(s.m.Hop, s.rngFault), arrival, ai, a.gen)
 	case answer:
 		s.answer(ai)
 	default:
@@ -635,8 +635,17 @@ func (s *sim) arrive(ai int32) {
 	if c.edge >= 0 {
 		fail = s.m.Edges[c.edge].Fail
 	}
-	root, rootGen := s.rootOf(a.call)
-	same, other := s.tainted(a.call)
+	var root, rootGen int32
+	var same, other bool
+	if c.job < 0 {
+		// A root request is its own root, and has failed on no edge of
+		// its own: other is whether it failed on any (rootOf and tainted,
+		// without the lookups).
+		root, rootGen, other = a.call, c.gen, len(c.failedEdges) > 0
+	} else {
+		root, rootGen = s.rootOf(a.call)
+		same, other = s.tainted(a.call)
+	}
 	if a.n == 1 {
 		c.tainted = same
 	} else {
@@ -670,8 +679,13 @@ func (s *sim) limitFaults(svc, pi int32) int {
 
 // startQueued gives free workers to queued jobs.
 func (s *sim) startQueued(svc, pi int32) {
-	p := &s.svcs[svc].pools[pi]
+	st := &s.svcs[svc]
+	p := &st.pools[pi]
 	limit := s.limit(svc, pi)
+	if p.busy >= limit || p.queued() == 0 {
+		return
+	}
+	sv := &s.m.Services[svc]
 	for p.busy < limit && p.queued() > 0 {
 		ji := p.pop()
 		j := &s.jobs[ji]
@@ -691,7 +705,6 @@ func (s *sim) startQueued(svc, pi int32) {
 		p.busy++
 		j.state = jobRunning
 		j.start = s.now
-		sv := &s.m.Services[svc]
 		op := &sv.Ops[j.op]
 		dist := op.Time
 		if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
@@ -705,14 +718,14 @@ func (s *sim) startQueued(svc, pi int32) {
 		}
 		t := sample(dist, s.rngService)
 		add := 0.0
-		if len(s.svcs[svc].faults) > 0 {
+		if len(st.faults) > 0 {
 			eff := s.effect(-1, svc, j.part)
 			t, add = t*eff.Slow, eff.Add
 		}
 		if sv.Thrash > 0 {
 			t *= 1 + sv.Thrash*min(float64(p.queued())/float64(p.workers), 4)
 		}
-		s.h.push(s.now+(t+add), evServed, ji, j.gen)
+		s.h.later(s.now+(t+add), evServed, ji, j.gen)
 	}
 }
 
@@ -939,7 +952,7 @@ func (s *sim) abandon(ai int32, always bool) {
 	if s.m.Hop != nil {
 		delay = sample(s.m.Hop, s.rngFault)
 	}
-	s.h.push(s.now+delay, evCancel, ji, j.gen)
+	s.h.later(s.now+delay, evCancel, ji, j.gen)
 }
 
 // cancel: a cancel reaches job ji. Queued work is dropped; running work
@@ -988,7 +1001,7 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64) {
 		s.finish(ci, false, 0)
 		return
 	}
-	s.h.push(s.now+delay, evRetry, ci, c.gen)
+	s.h.later(s.now+delay, evRetry, ci, c.gen)
 }
 
 // hedge sends a second attempt of call ci while the first is out.
