@@ -1070,7 +1070,7 @@ func TestClassify(t *testing.T) {
 				t.Fatal(err)
 			}
 			o, label := classify(ix, int32(c), int32(s))
-			if o != tc.want || label != tc.label {
+			if o != tc.want || label.String() != tc.label {
 				t.Errorf("got %d %q, want %d %q", o, label, tc.want, tc.label)
 			}
 		})
