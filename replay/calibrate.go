@@ -162,7 +162,7 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 			return err
 		}
 		var err error
-		results[i], err = Run(m, degrade.Schedule{{Kind: degrade.Observed}}, RunConfig{Seed: o.Seed + uint64(i), Duration: duration})
+		results[i], err = RunContext(ctx, m, degrade.Schedule{{Kind: degrade.Observed}}, RunConfig{Seed: o.Seed + uint64(i), Duration: duration})
 		return err
 	})
 	if err != nil {

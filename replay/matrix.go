@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,6 +78,13 @@ type Matrix struct {
 // degradation, then under the second…), each with its work amplification and
 // yield filled in. The output does not depend on scheduling.
 func (mx *Matrix) Run() ([]Result, error) {
+	return mx.RunContext(context.Background())
+}
+
+// RunContext is Run under a context: every run's event loop checks it (see
+// RunContext), so a cancelled matrix stops within a few thousand events of
+// each run in flight and returns the context's error.
+func (mx *Matrix) RunContext(ctx context.Context) ([]Result, error) {
 	noneAt := -1
 	for i, v := range mx.Variants {
 		if err := v.Model.Validate(); err != nil {
@@ -115,7 +123,7 @@ func (mx *Matrix) Run() ([]Result, error) {
 		if !j.base {
 			faults, name = mx.Degradations[j.d].Faults, mx.Degradations[j.d].Name
 		}
-		r, err := Run(mx.Variants[j.v].Model, faults, mx.Config)
+		r, err := RunContext(ctx, mx.Variants[j.v].Model, faults, mx.Config)
 		r.Policy, r.Degradation = mx.Variants[j.v].Policy, name
 		results[i] = r
 		if mx.Progress != nil {

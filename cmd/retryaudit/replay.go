@@ -196,7 +196,7 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		}
 		mx.Config = o.sim.config()
 	}
-	results, err := mx.Run()
+	results, err := mx.RunContext(cmd.Context())
 	if err != nil {
 		if errors.Is(err, replay.ErrEventBudget) && o.topology != "" && o.sim.rate == 0 {
 			return fmt.Errorf("topology %s: its root_rate_per_s (× --load %g): %w", o.topology, o.sim.load, err)

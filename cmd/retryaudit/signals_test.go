@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -31,14 +34,20 @@ func TestSignals(t *testing.T) {
 		feed    bool          // write an endless stream of requests to stdin
 		signals int           // SIGINTs sent, 50 ms apart
 		within  time.Duration // from the first signal to the exit
+		busy    time.Duration // CPU time it must have used before the first signal
 	}{
 		// A process that ignored the signal would run to the 10 s
 		// timeout; 3 s leaves a loaded machine room to schedule it (a
 		// 1 s bound failed at 1.14 s under a load average of 15).
-		{"ingest of an endless stream", []string{"ingest", "-"}, true, 1, 3 * time.Second},
-		{"audit of an endless stream", []string{"audit", "-q", "-"}, true, 1, 3 * time.Second},
-		{"ingest blocked on stdin", []string{"ingest", "-"}, false, 1, 3 * time.Second},
-		{"second SIGINT", []string{"ingest", "-"}, false, 2, interruptGrace / 2},
+		{"ingest of an endless stream", []string{"ingest", "-"}, true, 1, 3 * time.Second, 0},
+		{"audit of an endless stream", []string{"audit", "-q", "-"}, true, 1, 3 * time.Second, 0},
+		{"ingest blocked on stdin", []string{"ingest", "-"}, false, 1, 3 * time.Second, 0},
+		{"second SIGINT", []string{"ingest", "-"}, false, 2, interruptGrace / 2, 0},
+		// Interrupted inside the event loop (reading and building the
+		// model take under 0.3 s of CPU): an hour of simulated time at
+		// 200 requests a second would run for minutes.
+		{"replay in its event loop", []string{"replay", "--policy", "observed", "--rate", "200", "--duration", "3600s", "--max-events", "100000000",
+			"../../samples/mixed/traces.otlp.jsonl.gz"}, false, 1, 3 * time.Second, 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(exe, tc.args...)
@@ -68,6 +77,9 @@ func TestSignals(t *testing.T) {
 			// Let it start and, when fed, read for a while.
 			time.Sleep(300 * time.Millisecond)
 			for deadline := time.Now().Add(10 * time.Second); tc.feed && fed.Load() < 4<<20 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			for deadline := time.Now().Add(20 * time.Second); cpuTime(cmd.Process.Pid) < tc.busy && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
 			exited := make(chan error, 1)
@@ -101,4 +113,22 @@ func TestSignals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cpuTime is the user and system CPU time a running process has used, from
+// /proc (0 when it cannot be read): how far it has got, whatever the load.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (in parentheses, which may hold
+	// spaces): utime and stime are the 12th and 13th, in clock ticks.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * time.Second / 100 // USER_HZ is 100 on Linux
 }
