@@ -22,6 +22,7 @@ type modelFlags struct {
 	deadline   time.Duration
 	sampleRate float64
 	seed       uint64
+	set        *pflag.FlagSet // the flags bound, to tell a value given from the default
 }
 
 func (s *modelFlags) bind(f *pflag.FlagSet) {
@@ -30,7 +31,13 @@ func (s *modelFlags) bind(f *pflag.FlagSet) {
 	f.DurationVar(&s.deadline, "client-deadline", 5*time.Second, "how long end users wait for a root request")
 	f.Float64Var(&s.sampleRate, "sample-rate", 0, "head-sampling probability `P` the traces were kept with (default: read from the traces, else 1 and rates are lower bounds)")
 	f.Uint64Var(&s.seed, "seed", 1, "random seed: the same inputs and seed give byte-identical output")
+	s.set = f
 }
+
+// given reports whether flag name was set on the command line: 0 is the
+// default of --rate and --sample-rate (the traces' own), and given, a
+// number that would otherwise be dropped without a word.
+func (s *modelFlags) given(name string) bool { return s.set != nil && s.set.Changed(name) }
 
 func (s *modelFlags) validate() error {
 	if !(s.headroom > 0) || math.IsInf(s.headroom, 0) {
@@ -39,7 +46,7 @@ func (s *modelFlags) validate() error {
 	if s.deadline <= 0 {
 		return usageError{fmt.Errorf("--client-deadline %v: want a duration > 0, e.g. 5s", s.deadline)}
 	}
-	if !(s.sampleRate >= 0 && s.sampleRate <= 1) {
+	if !(s.sampleRate >= 0 && s.sampleRate <= 1) || s.sampleRate == 0 && s.given("sample-rate") {
 		return usageError{fmt.Errorf("--sample-rate %v: want a probability in (0,1], e.g. 0.1", s.sampleRate)}
 	}
 	return nil
@@ -97,7 +104,7 @@ func (s *simFlags) validate() error {
 		ok         bool
 	}{
 		{"load", "a finite number > 0, e.g. 2", s.load, s.load > 0},
-		{"rate", "a finite rate ≥ 0 in requests a second, e.g. 200", s.rate, s.rate >= 0},
+		{"rate", "a finite rate > 0 in requests a second, e.g. 200", s.rate, s.rate > 0 || s.rate == 0 && !s.given("rate")},
 		{"thrash", "a finite number ≥ 0, e.g. 0.1", s.thrash, s.thrash >= 0},
 		{"cancel", "a probability from 0 to 1, e.g. 0.5", s.cancel, s.cancel >= 0 && s.cancel <= 1},
 	} {
