@@ -59,6 +59,8 @@ func attackAudit(s string) *AuditReport {
 		Runs:        runs,
 		Verdicts:    verdicts,
 		Utilization: []audit.ServiceUtilization{{Service: s, Model: 0.2}},
+		Calibration: &replay.Calibration{Seeds: 1, Edges: []replay.EdgeCalibration{{Caller: "edge", Callee: s, Operation: s}},
+			Misses: []string{s}, Notes: []string{s}},
 		Recommendation: &audit.Recommendation{
 			// An empty policy or callee changes the layout: never empty here.
 			Policy: "p" + s, Reason: s,
@@ -90,15 +92,17 @@ func renderings(t testing.TB, s string) map[string]string {
 	a := attackAudit(s)
 	out := map[string]string{}
 	for name, f := range map[string]func(io.Writer) error{
-		"audit table":    func(w io.Writer) error { return AuditTable(w, a) },
-		"audit markdown": func(w io.Writer) error { return AuditMarkdown(w, a) },
-		"topology table": func(w io.Writer) error { return TopologyTable(w, a.Topology) },
-		"topology md":    func(w io.Writer) error { return TopologyMarkdown(w, a.Topology) },
-		"mermaid":        func(w io.Writer) error { return TopologyMermaid(w, a.Topology) },
-		"dot":            func(w io.Writer) error { return TopologyDOT(w, a.Topology) },
-		"replay table":   func(w io.Writer) error { return ReplayTable(w, a.replayReport()) },
-		"replay md":      func(w io.Writer) error { return ReplayMarkdown(w, a.replayReport()) },
-		"ingest table":   func(w io.Writer) error { return IngestTable(w, attackSummary(s)) },
+		"audit table":          func(w io.Writer) error { return AuditTable(w, a) },
+		"audit markdown":       func(w io.Writer) error { return AuditMarkdown(w, a) },
+		"topology table":       func(w io.Writer) error { return TopologyTable(w, a.Topology) },
+		"topology md":          func(w io.Writer) error { return TopologyMarkdown(w, a.Topology) },
+		"mermaid":              func(w io.Writer) error { return TopologyMermaid(w, a.Topology) },
+		"dot":                  func(w io.Writer) error { return TopologyDOT(w, a.Topology) },
+		"replay table":         func(w io.Writer) error { return ReplayTable(w, a.replayReport()) },
+		"replay md":            func(w io.Writer) error { return ReplayMarkdown(w, a.replayReport()) },
+		"ingest table":         func(w io.Writer) error { return IngestTable(w, attackSummary(s)) },
+		"calibration table":    func(w io.Writer) error { return CalibrationTable(w, a.Calibration) },
+		"calibration markdown": func(w io.Writer) error { return CalibrationMarkdown(w, a.Calibration) },
 	} {
 		var b bytes.Buffer
 		if err := f(&b); err != nil {
