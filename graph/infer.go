@@ -114,7 +114,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	var truncated bool
 	t.Paths, truncated = buildPaths(t.Edges, byServer, roots)
 	<-statsDone
-	t.Services = services(ops, instrumented, ecs)
+	t.Services = services(ix, ops, instrumented, ecs)
 	calibrate(ix, ecs, roots, t)
 	t.Findings = findings(t.Edges, t.Paths, byFinding)
 
@@ -169,8 +169,11 @@ func userEdges(ix *index, roots map[node][]int32) []Edge {
 	return out
 }
 
-// opStats gathers one operation's durations and failures.
+// opStats gathers one operation's executions (the SERVER spans of an
+// instrumented service: 4 bytes each until services reads their times),
+// durations and failures.
 type opStats struct {
+	spans     []int32
 	dur, self []float64
 	failed    int
 }
@@ -204,16 +207,9 @@ func serverStats(ix *index) (opTable, map[string]bool) {
 			continue
 		}
 		st := ops.get(ix.str(sp.Service), ix.opName(int32(i)))
-		st.dur = append(st.dur, float64(sp.Duration())/1e6)
-		st.self = append(st.self, float64(selfTime(ix, int32(i)))/1e6)
+		st.spans = append(st.spans, int32(i))
 		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
 			st.failed++
-		}
-	}
-	for _, m := range ops {
-		for _, st := range m {
-			slices.Sort(st.dur) // here, on the second core, rather than in services
-			slices.Sort(st.self)
 		}
 	}
 	return ops, instrumented
@@ -222,7 +218,7 @@ func serverStats(ix *index) (opTable, map[string]bool) {
 // services lists every service with the operations it serves: measured
 // from SERVER spans for instrumented services (ops), from their callers'
 // attempts for virtual ones.
-func services(ops opTable, instrumented map[string]bool, ecs []*edgeCalls) []Service {
+func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeCalls) []Service {
 	for _, ec := range ecs {
 		if instrumented[ec.key.callee] {
 			continue
@@ -244,6 +240,12 @@ func services(ops opTable, instrumented map[string]bool, ecs []*edgeCalls) []Ser
 	for svc, m := range ops {
 		s := Service{Name: svc, Virtual: !instrumented[svc], Operations: []Operation{}}
 		for op, st := range m {
+			// One operation's times at a time: at 10M spans all of them
+			// at once would be 80 MB more at inference's peak.
+			for _, i := range st.spans {
+				st.dur = append(st.dur, float64(ix.spans[i].Duration())/1e6)
+				st.self = append(st.self, float64(selfTime(ix, i))/1e6)
+			}
 			slices.Sort(st.dur)
 			slices.Sort(st.self)
 			o := Operation{Name: op, Count: len(st.dur), SelfQuantilesMS: []float64{}}
@@ -256,6 +258,7 @@ func services(ops opTable, instrumented map[string]bool, ecs []*edgeCalls) []Ser
 			if len(st.dur) > 0 {
 				o.ErrorRate = round3(float64(st.failed) / float64(len(st.dur)))
 			}
+			st.spans, st.dur, st.self = nil, nil, nil
 			s.Operations = append(s.Operations, o)
 		}
 		sort.Slice(s.Operations, func(i, j int) bool { return s.Operations[i].Name < s.Operations[j].Name })
