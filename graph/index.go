@@ -20,6 +20,7 @@ type index struct {
 	childOff []int32 // children of i are children[childOff[i]:childOff[i+1]], by start time
 	children []int32
 	dups     int
+	traces   int // distinct trace ids
 	orphans  int
 	// selfParents counts spans that named themselves as parent, cycles the
 	// parent cycles broken (breakCycles): both are made roots.
@@ -126,6 +127,9 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 		if i > 0 && k.cmpID(keys[i-1]) == 0 {
 			ix.dups++
 			continue
+		}
+		if i == 0 || k.hi != keys[i-1].hi || k.lo != keys[i-1].lo {
+			ix.traces++
 		}
 		ix.keep[k.idx] = true
 	}

@@ -86,14 +86,12 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		byFinding = append(byFinding, shows)
 	}
 	roots := map[node][]int32{}
-	traces := map[ingest.TraceID]bool{}
 	var lo, hi int64
 	for i := range ix.spans {
 		if !ix.keep[i] {
 			continue
 		}
 		sp := &ix.spans[i]
-		traces[sp.TraceID] = true
 		if lo == 0 || sp.Start < lo {
 			lo = sp.Start
 		}
@@ -122,7 +120,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	for _, r := range roots {
 		rootCalls += len(r)
 	}
-	t.Source = Source{Traces: len(traces), Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks + ix.repeats}
+	t.Source = Source{Traces: ix.traces, Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks + ix.repeats}
 	if window := float64(hi-lo) / 1e9; window >= 1e-3 {
 		// Below a millisecond a rate says nothing: leave it 0 (unknown).
 		t.Source.WindowS = round3(window)
