@@ -193,8 +193,8 @@ type attempt struct {
 	idemKey   bool
 	// synthetic attempts stand for tries hidden inside one span (Envoy's
 	// retry.count): their times are the span's, not their own.
-	synthetic  bool
-	start, end int64
+	synthetic bool
+	// Its start and end are its span's (span): never held twice.
 }
 
 // request returns the identity of a's request (a hash of the full URL or
@@ -357,7 +357,7 @@ func (m *opNames) id(set *ingest.Set, k nameKey) uint32 {
 func (ix *index) newAttempt(client, server int32) attempt {
 	sp := &ix.spans[client]
 	o, status := classify(ix, client, server)
-	a := attempt{span: client, server: server, start: sp.Start, end: sp.End, outcome: o, status: status,
+	a := attempt{span: client, server: server, outcome: o, status: status,
 		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), req: client}
 	a.transport = o == outcomeRetryable && (sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent || status == labelTransport)
 	if a.retryAfter == ingest.Absent && server >= 0 {
@@ -526,7 +526,7 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 		if gap := int32(sp.ResendCount) - int32(len(cur.attempts)) - cur.missing; gap > 0 {
 			cur.missing += gap
 		}
-	case prev.end <= a.start+overlapTolerance:
+	case ix.spans[prev.span].End <= ix.spans[a.span].Start+overlapTolerance:
 		// A different request identity after a failure is a loop moving
 		// on to its next argument, not a retry; the same request sent to
 		// another replica (another host or port, so another URL) is.
@@ -539,7 +539,7 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 		// statement), not a hedge.
 		cur.hedged = true
 		if cur.hedgeGap == 0 {
-			cur.hedgeGap = a.start - cur.attempts[0].start
+			cur.hedgeGap = ix.spans[a.span].Start - ix.spans[cur.attempts[0].span].Start
 		}
 	default:
 		return start() // parallel fan-out
@@ -578,7 +578,7 @@ func joinProxy(ix *index, calls []*call, pc *call) []*call {
 		if cur.appAttempts > 0 {
 			prevApp = &ix.spans[cur.app]
 		}
-		if !cur.hedged && prev.outcome.failed() && prev.end <= first.start+overlapTolerance &&
+		if !cur.hedged && prev.outcome.failed() && ix.spans[prev.span].End <= ix.spans[first.span].Start+overlapTolerance &&
 			sameRequest(prevApp.Target, app.Target, prevApp.Peer, app.Peer, prevApp.Route, app.Route) {
 			cur.attempts = append(cur.attempts, pc.attempts...)
 			cur.missing += pc.missing
@@ -782,7 +782,7 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		if cl.missing > 0 {
 			nth = -1 // which attempts are missing is unknown
 		}
-		cl.attempts = append(cl.attempts, attempt{span: s, server: s, start: srv.Start, end: srv.End, outcome: o, status: status,
+		cl.attempts = append(cl.attempts, attempt{span: s, server: s, outcome: o, status: status,
 			retryAfter: srv.RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
 	return cl

@@ -114,7 +114,7 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
 // at once, reached no server, and says its circuit or breaker is open.
 func (ix *index) refused(c *call) bool {
 	for _, a := range c.attempts {
-		if a.server >= 0 || !a.outcome.failed() || a.end-a.start > refusedNS {
+		if a.server >= 0 || !a.outcome.failed() || ix.spans[a.span].Duration() > refusedNS {
 			return false
 		}
 		sp := &ix.spans[a.span]

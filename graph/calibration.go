@@ -299,14 +299,14 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 				raSum += float64(a.retryAfter)
 				raN++
 			}
-			if a.server >= 0 && a.transport && a.end-a.start < ix.spans[a.server].Duration() {
+			if a.server >= 0 && a.transport && ix.spans[a.span].Duration() < ix.spans[a.server].Duration() {
 				// The callee answered too late: its own time, which replay
 				// draws, times the attempt out again. Counting the timeout
 				// here as well would fail it twice.
 				continue
 			}
 			if a.server >= 0 {
-				transit = append(transit, float64(max(a.end-a.start-ix.spans[a.server].Duration(), 0))/1e6)
+				transit = append(transit, float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0))/1e6)
 			}
 			if a.server >= 0 && breakerFast[a.server] {
 				// The callee's breaker failed it fast; replay's breaker,
@@ -329,11 +329,11 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			ff, failed := firstFail[id]
 			af, anyFailed := anyFail[id]
 			// For a retry, a failure before its call began: an earlier call.
-			after := failed && ff <= c.attempts[0].start
-			other := !after && anyFailed && af <= a.start
+			after := failed && ff <= ix.spans[c.attempts[0].span].Start
+			other := !after && anyFailed && af <= ix.spans[a.span].Start
 			// (A retry's other is its own call's failure: no bar to run.)
 			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
-			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: after, run: run, other: other, afterDown: afterDown})
+			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(ix.spans[a.span].Start, t0), after: after, run: run, other: other, afterDown: afterDown})
 		}
 	}
 	if raN > 0 {
@@ -413,7 +413,7 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			for len(waits) < k {
 				waits = append(waits, nil)
 			}
-			waits[k-1] = append(waits[k-1], float64(max(next.start-prev.end, 0))/1e6)
+			waits[k-1] = append(waits[k-1], float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0))/1e6)
 		}
 	}
 	for _, w := range waits {
@@ -443,9 +443,9 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	}
 	ends := make([]ended, len(ec.calls))
 	for i, c := range ec.calls {
-		e := ended{at: c.attempts[0].end, trace: ix.spans[c.attempts[0].span].TraceID, failed: c.last().outcome.failed()}
+		e := ended{at: ix.spans[c.attempts[0].span].End, trace: ix.spans[c.attempts[0].span].TraceID, failed: c.last().outcome.failed()}
 		for _, a := range c.attempts[1:] {
-			e.at = max(e.at, a.end)
+			e.at = max(e.at, ix.spans[a.span].End)
 		}
 		ends[i] = e
 	}
@@ -455,7 +455,7 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	for i, c := range ec.calls {
 		// The last call to end strictly before this one began, of another
 		// request.
-		k, _ := slices.BinarySearchFunc(sorted, c.attempts[0].start, func(e ended, t int64) int { return cmpInt64(e.at, t) })
+		k, _ := slices.BinarySearchFunc(sorted, ix.spans[c.attempts[0].span].Start, func(e ended, t int64) int { return cmpInt64(e.at, t) })
 		for k > 0 && sorted[k-1].trace == ends[i].trace {
 			k--
 		}
@@ -523,8 +523,8 @@ func firstFailures(ix *index, ec *edgeCalls) map[ingest.TraceID]int64 {
 				continue
 			}
 			id := ix.spans[a.span].TraceID
-			if t, ok := out[id]; !ok || a.end < t {
-				out[id] = a.end
+			if t, ok := out[id]; !ok || ix.spans[a.span].End < t {
+				out[id] = ix.spans[a.span].End
 			}
 		}
 	}
@@ -752,7 +752,7 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 		offsets[i] = make([]float64, 0, len(ec.calls))
 		for _, c := range ec.calls {
 			s := ix.serverOf(c.from)
-			start := c.attempts[0].start
+			start := ix.spans[c.attempts[0].span].Start
 			all = append(all, made{s, start, i, c.last().outcome.failed()})
 			offsets[i] = append(offsets[i], float64(start-ix.spans[s].Start)/1e6)
 		}
@@ -824,8 +824,8 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 		for _, c := range ec.calls {
 			for k := 1; k < len(c.attempts); k++ {
 				prev, next := &c.attempts[k-1], &c.attempts[k]
-				if next.start > prev.end && !prev.synthetic && !next.synthetic {
-					waits[c.from] = append(waits[c.from], [2]int64{prev.end, next.start})
+				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
+					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
 				}
 			}
 		}
@@ -867,7 +867,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 					k = 1
 				}
 				x := at(node{ec.key.callee, ec.key.op})
-				x[k] = append(x[k], float64(a.end-a.start)/1e6)
+				x[k] = append(x[k], float64(ix.spans[a.span].Duration())/1e6)
 			}
 		}
 	}
@@ -1006,7 +1006,7 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		}
 		for _, c := range ec.calls {
 			for _, a := range c.attempts {
-				bySvc[ec.key.callee] = append(bySvc[ec.key.callee], held{a.start, a.end})
+				bySvc[ec.key.callee] = append(bySvc[ec.key.callee], held{ix.spans[a.span].Start, ix.spans[a.span].End})
 			}
 		}
 	}

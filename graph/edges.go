@@ -153,7 +153,7 @@ func (ix *index) abandoned(a attempt) bool {
 	case labelTimeout, labelNoResponse, grpcLabel(4), grpcLabel(1): // DEADLINE_EXCEEDED, CANCELLED
 		return true
 	}
-	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > a.end+overlapTolerance
+	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > ix.spans[a.span].End+overlapTolerance
 }
 
 // endsWithCaller reports whether an attempt made from span from ended when

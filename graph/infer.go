@@ -73,12 +73,15 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		return nil, err
 	}
 	ecs := groupEdges(ix, calls)
+	<-statsDone
+	// Before anything else is built from the calls: what the operations'
+	// statistics hold is freed as they are read.
+	svcs := services(ix, ops, instrumented, ecs)
 
 	var byFinding findingExamples
 	t := &Topology{Schema: Schema, Services: []Service{}, Edges: []Edge{}, Paths: []Path{}, Warnings: []string{}}
 	for i, ec := range ecs {
 		if err := canceled(ctx, i); err != nil {
-			<-statsDone
 			return nil, err
 		}
 		e, shows := inferEdge(ix, ec)
@@ -111,8 +114,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	}
 	var truncated bool
 	t.Paths, truncated = buildPaths(t.Edges, byServer, roots)
-	<-statsDone
-	t.Services = services(ix, ops, instrumented, ecs)
+	t.Services = svcs
 	calibrate(ix, ecs, roots, t)
 	t.Findings = findings(t.Edges, t.Paths, byFinding)
 
@@ -225,7 +227,7 @@ func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeC
 		st := ops.get(ec.key.callee, ec.key.op)
 		for _, c := range ec.calls {
 			for _, a := range c.attempts {
-				d := float64(a.end-a.start) / 1e6
+				d := float64(ix.spans[a.span].Duration()) / 1e6
 				st.dur = append(st.dur, d)
 				st.self = append(st.self, d)
 				if a.outcome.failed() {
