@@ -135,6 +135,19 @@ type Dist interface {
 	Mean() float64
 }
 
+// sample draws from d: the same draw as d.Sample, with the engine's
+// usual distributions called directly (inlined) rather than through the
+// interface.
+func sample(d Dist, rng *rand.Rand) float64 {
+	switch d := d.(type) {
+	case Exponential:
+		return rng.ExpFloat64() * d.MeanS
+	case LogNormal:
+		return d.Sample(rng)
+	}
+	return d.Sample(rng)
+}
+
 // Exponential service times, the M in M/M/c.
 type Exponential struct{ MeanS float64 }
 
