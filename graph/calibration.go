@@ -215,14 +215,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	cal.Root = rootStats(ix, all)
 
 	// Per span: a call made while serving it failed; it made calls.
-	downFailed := make(spanSet, len(ix.spans))
-	calling := make(spanSet, len(ix.spans))
+	downFailed := newSpanSet(len(ix.spans))
+	calling := newSpanSet(len(ix.spans))
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
 			s := ix.serverOf(c.from)
-			calling[s] = true
+			calling.set(s)
 			if c.last().outcome.failed() {
-				downFailed[s] = true
+				downFailed.set(s)
 			}
 		}
 	}
@@ -241,12 +241,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, breakerFast, perEdge[i], anyFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
-	ownFailed := make(spanSet, len(ix.spans))
+	ownFailed := newSpanSet(len(ix.spans))
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if ix.keep[i] && !downFailed[i] && !breakerFast[i] && (isServer(sp) || ix.parent[i] < 0) {
+		if ix.keep[i] && !downFailed.has(int32(i)) && !breakerFast.has(int32(i)) && (isServer(sp) || ix.parent[i] < 0) {
 			o, _ := classify(ix, int32(i), int32(i))
-			ownFailed[i] = o.failed()
+			if o.failed() {
+				ownFailed.set(int32(i))
+			}
 		}
 	}
 	workSelfTimes(ix, ecs, ownFailed, t)
@@ -308,12 +310,12 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			if a.server >= 0 {
 				transit = append(transit, float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0))/1e6)
 			}
-			if a.server >= 0 && breakerFast[a.server] {
+			if a.server >= 0 && breakerFast.has(a.server) {
 				// The callee's breaker failed it fast; replay's breaker,
 				// built from the same traces, does so itself.
 				continue
 			}
-			if a.server >= 0 && downFailed[a.server] {
+			if a.server >= 0 && downFailed.has(a.server) {
 				o.DownstreamFailed++
 				if a.outcome.failed() {
 					o.Propagated++
@@ -323,7 +325,7 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			afterDown := false
 			if k > 0 {
 				p := &c.attempts[k-1]
-				afterDown = p.server >= 0 && downFailed[p.server] && p.outcome.failed()
+				afterDown = p.server >= 0 && downFailed.has(p.server) && p.outcome.failed()
 			}
 			id := ix.spans[a.span].TraceID
 			ff, failed := firstFail[id]
@@ -483,17 +485,17 @@ func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
 			withBreaker[node{e.Caller, e.CallerOperation}] = true
 		}
 	}
-	out := make(spanSet, len(ix.spans))
+	out := newSpanSet(len(ix.spans))
 	if len(withBreaker) == 0 {
 		return out
 	}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if !ix.keep[i] || !isServer(sp) || calling[i] || !withBreaker[node{ix.str(sp.Service), ix.opName(int32(i))}] {
+		if !ix.keep[i] || !isServer(sp) || calling.has(int32(i)) || !withBreaker[node{ix.str(sp.Service), ix.opName(int32(i))}] {
 			continue
 		}
 		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
-			out[i] = true
+			out.set(int32(i))
 		}
 	}
 	return out
@@ -502,8 +504,8 @@ func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
 // countBreakerFast sets each operation's BreakerFastFails.
 func countBreakerFast(ix *index, breakerFast spanSet, t *Topology) {
 	n := map[node]int{}
-	for i, fast := range breakerFast {
-		if fast {
+	for i := range ix.spans {
+		if breakerFast.has(int32(i)) {
 			n[node{ix.str(ix.spans[i].Service), ix.opName(int32(i))}]++
 		}
 	}
@@ -533,8 +535,15 @@ func firstFailures(ix *index, ec *edgeCalls) map[ingest.TraceID]int64 {
 	return out
 }
 
-// spanSet marks spans by index.
-type spanSet []bool
+// spanSet marks spans by index, a bit each (a byte each would be 10 MB
+// a set at 10M spans).
+type spanSet []uint64
+
+func newSpanSet(n int) spanSet { return make(spanSet, (n+63)/64) }
+
+func (s spanSet) has(i int32) bool { return s[i>>6]&(1<<(i&63)) != 0 }
+
+func (s spanSet) set(i int32) { s[i>>6] |= 1 << (i & 63) }
 
 // incidentTest returns whether a bucket's first attempts failed beyond the
 // edge's overall rate by more than three binomial deviations and one
@@ -683,7 +692,7 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topo
 		o := &Outcomes{Incidents: []Incident{}}
 		for _, r := range roots[node{e.Callee, e.Operation}] {
 			a := ix.newAttempt(r, r)
-			if downFailed[r] {
+			if downFailed.has(r) {
 				o.DownstreamFailed++
 				if a.outcome.failed() {
 					o.Propagated++
@@ -706,7 +715,7 @@ func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 	byOp := map[node]*counts{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if !ownFailed[i] || !isServer(sp) {
+		if !ownFailed.has(int32(i)) || !isServer(sp) {
 			continue
 		}
 		n := node{ix.str(sp.Service), ix.opName(int32(i))}
@@ -716,7 +725,7 @@ func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 			byOp[n] = c
 		}
 		c.own++
-		if !calling[int32(i)] {
+		if !calling.has(int32(i)) {
 			c.noCalls++
 		}
 	}
@@ -853,7 +862,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 			continue
 		}
 		k := 0
-		if ownFailed[i] {
+		if ownFailed.has(int32(i)) {
 			k = 1
 		}
 		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})

@@ -242,6 +242,7 @@ func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeC
 		for op, st := range m {
 			// One operation's times at a time: at 10M spans all of them
 			// at once would be 80 MB more at inference's peak.
+			st.dur, st.self = slices.Grow(st.dur, len(st.spans)), slices.Grow(st.self, len(st.spans))
 			for _, i := range st.spans {
 				st.dur = append(st.dur, float64(ix.spans[i].Duration())/1e6)
 				st.self = append(st.self, float64(selfTime(ix, i))/1e6)
