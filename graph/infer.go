@@ -110,6 +110,12 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		t.Edges[i].ConcurrentShare = share
 	}
 	for i, b := range breakers(ix, ecs, byServer) {
+		if n := t.Edges[i].proxyShed; n > 0 {
+			if b == nil {
+				b = &Breaker{}
+			}
+			b.ProxyShed = n
+		}
 		t.Edges[i].Breaker = b
 	}
 	var truncated bool
@@ -304,6 +310,12 @@ func warningsOf(ix *index, t *Topology) []string {
 		w = append(w, fmt.Sprintf("%s (%d spans with what they called): "+
 			"they ran in the context of another request (a retrying agent on a reused connection, a worker's stale context?); left out of attempts, amplification and deadline findings",
 			strings.Join(shapes, " and "), ix.leakedSpans))
+	}
+	if ix.unnamedNamed > 0 {
+		w = append(w, fmt.Sprintf("%d spans named no service (unknown_service): each was given the service its caller addressed (a server span) or its parent's (any other span)", ix.unnamedNamed))
+	}
+	if ix.unnamedLeft > 0 {
+		w = append(w, fmt.Sprintf("%d spans name no service and nothing in their trace names one: they stay unknown_service", ix.unnamedLeft))
 	}
 	if ix.polls > 0 {
 		w = append(w, fmt.Sprintf("%d client spans repeated a request their parent had already had answered, with nothing to show another request sent them "+
