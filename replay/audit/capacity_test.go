@@ -73,6 +73,38 @@ func TestCriticalUtilizationBistability(t *testing.T) {
 	}
 }
 
+// TestCriticalUtilizationFullOutage: N immediate retries under a full
+// outage of the one service tolerate far less utilization than no
+// retries, where the outage holds attempts until their per-try timeout
+// (mode timeout) or lets them queue and cost work before failing (mode
+// error-after-work): the retries of every request caught in it arrive at
+// once when it ends. A fail-fast outage (mode error, the audit's default)
+// costs the service nothing per attempt and leaves no backlog; its figure
+// is logged.
+func TestCriticalUtilizationFullOutage(t *testing.T) {
+	immediate := replay.Backoff{Kind: "immediate", Jitter: "none"}
+	crit := func(mode string, p replay.Policy) float64 {
+		t.Helper()
+		out := replay.Degradation{Name: "outage", Faults: degrade.Schedule{{Kind: degrade.Outage, Service: "server", At: 10, For: 5, Mode: mode}}}
+		c, err := searchCritical(context.Background(), newPool(nil), oneService(0.5, p), "server", 0.5, false, out, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
+		if err != nil || !c.Searched {
+			t.Fatalf("search: %+v, %v", c, err)
+		}
+		if c.Utilization == nil {
+			return 1
+		}
+		return *c.Utilization
+	}
+	for _, mode := range []string{degrade.ModeTimeout, degrade.ModeAfterWork, degrade.ModeError} {
+		none := crit(mode, replay.Policy{MaxAttempts: 1})
+		retries := crit(mode, replay.Policy{MaxAttempts: 6, Backoff: immediate})
+		t.Logf("outage, mode %s: critical utilization none %.2f, 5 immediate retries %.2f", mode, none, retries)
+		if mode != degrade.ModeError && retries > none/2 {
+			t.Errorf("outage, mode %s: 5 immediate retries tolerate %.2f, want far below no retries' %.2f", mode, retries, none)
+		}
+	}
+}
+
 // threeLayers is a hand-built chain: client → edge → api → db, db with 8
 // workers of 50 ms (exponential) at utilization u, each of the three
 // calling layers under policy p with a per-try timeout that shrinks with
