@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -31,20 +32,77 @@ var grpcNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "D
 	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
 	"OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"}
 
+// label is an attempt's status label ("503", "grpc UNAVAILABLE",
+// "timeout", …) packed in 32 bits, so that the millions of attempts
+// inference holds carry no string and classify allocates none: its kind
+// in the top byte, an HTTP or gRPC code below it. The zero label is "".
+type label uint32
+
+const (
+	labelNone label = iota
+	labelOK
+	labelTimeout
+	labelError
+	labelTransport
+	labelNoResponse
+	labelOverflow
+)
+
+const (
+	labelHTTP = 1 << 24 // | the HTTP status code
+	labelGRPC = 2 << 24 // | the gRPC code, as a byte
+)
+
+var fixedLabels = [...]string{"", "ok", "timeout", "error", "transport error", "no response", "overflow"}
+
+func httpLabel(code int) label { return labelHTTP | label(uint16(code)) }
+func grpcLabel(code int) label { return labelGRPC | label(uint8(int8(code))) }
+
+// httpTexts holds the labels of the HTTP status codes below 1000, built
+// once.
+var httpTexts = func() []string {
+	t := make([]string, 1000)
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()
+
+func (l label) String() string {
+	switch l &^ (1<<24 - 1) {
+	case labelHTTP:
+		if c := int(l & 0xffff); c < len(httpTexts) {
+			return httpTexts[c]
+		} else {
+			return strconv.Itoa(c)
+		}
+	case labelGRPC:
+		c := int(int8(uint8(l)))
+		if c >= 0 && c < len(grpcNames) {
+			return "grpc " + grpcNames[c]
+		}
+		return fmt.Sprintf("grpc %d", c)
+	}
+	if int(l) < len(fixedLabels) {
+		return fixedLabels[l]
+	}
+	return fmt.Sprintf("label %#x", uint32(l))
+}
+
 // classify reads an attempt's outcome and a status label ("503",
 // "grpc UNAVAILABLE", "timeout", "error") from its span, falling back to
 // the callee's server span when the client span carries no status.
-func classify(ix *index, client, server int32) (outcome, string) {
+func classify(ix *index, client, server int32) (outcome, label) {
 	sp := &ix.spans[client]
 	// A sidecar's response flags say what its status code (the proxy's
 	// own 503 or 504) hides: whether upstream answered at all.
 	switch {
 	case sp.Has(ingest.FlagOverflow):
-		return outcomeRetryable, "overflow"
+		return outcomeRetryable, labelOverflow
 	case sp.Has(ingest.FlagProxyTimeout):
-		return outcomeRetryable, "timeout"
+		return outcomeRetryable, labelTimeout
 	case sp.Has(ingest.FlagConnectFailed):
-		return outcomeRetryable, "transport error"
+		return outcomeRetryable, labelTransport
 	}
 	httpStatus, grpcStatus := sp.HTTPStatus, sp.GRPCStatus
 	if httpStatus == 0 && grpcStatus == ingest.Absent && sp.Status != ingest.StatusError && server >= 0 {
@@ -54,7 +112,7 @@ func classify(ix *index, client, server int32) (outcome, string) {
 	switch {
 	case httpStatus != 0:
 		s := int(httpStatus)
-		label := fmt.Sprint(s)
+		label := httpLabel(s)
 		switch {
 		case s >= 500, s == 429, s == 408:
 			return outcomeRetryable, label
@@ -66,11 +124,11 @@ func classify(ix *index, client, server int32) (outcome, string) {
 		return outcomeOK, label
 	case grpcStatus != ingest.Absent:
 		c := int(grpcStatus)
+		label := grpcLabel(c)
 		if c < 0 || c >= len(grpcNames) {
 			// Not a gRPC status (ingest keeps 0..16; a hand-built set may not).
-			return outcomeClientError, fmt.Sprintf("grpc %d", c)
+			return outcomeClientError, label
 		}
-		label := "grpc " + grpcNames[c]
 		switch c {
 		case 0:
 			return outcomeOK, label
@@ -80,16 +138,16 @@ func classify(ix *index, client, server int32) (outcome, string) {
 		return outcomeClientError, label
 	case sp.Status == ingest.StatusError:
 		if isTimeout(ix, sp) {
-			return outcomeRetryable, "timeout"
+			return outcomeRetryable, labelTimeout
 		}
-		return outcomeRetryable, "transport error"
+		return outcomeRetryable, labelTransport
 	case sp.Kind == ingest.KindClient && httpMethod(ix.str(sp.Method)):
 		// An HTTP client records the status of every answer it gets: none
 		// means none came (fetch, ky and undici end a timed-out request's
 		// span so, with status Unset).
-		return outcomeRetryable, "no response"
+		return outcomeRetryable, labelNoResponse
 	}
-	return outcomeOK, "ok"
+	return outcomeOK, labelOK
 }
 
 // httpMethod reports whether m is an HTTP request method (not an RPC
@@ -122,48 +180,80 @@ type attempt struct {
 	span       int32 // the span standing for the attempt
 	server     int32 // the callee's SERVER/CONSUMER span, -1 if not instrumented
 	retryAfter int32
-	peer       ingest.Sym // where the client sent it: host and port
-	route      ingest.Sym // the request's path template or RPC method
-	outcome    outcome
-	transport  bool // failed without an answer: a timeout, a reset, a refused connection
-	idemKey    bool
+	// nth is the attempt's position in its call, counting attempts that
+	// markers say were made but not exported; -1 when unknown.
+	nth       int32
+	peer      ingest.Sym // where the client sent it: host and port
+	route     ingest.Sym // the request's path template or RPC method
+	status    label
+	outcome   outcome
+	transport bool // failed without an answer: a timeout, a reset, a refused connection
+	idemKey   bool
 	// synthetic attempts stand for tries hidden inside one span (Envoy's
 	// retry.count): their times are the span's, not their own.
 	synthetic  bool
 	start, end int64
-	status     string
 	target     uint64
-	// nth is the attempt's position in its call, counting attempts that
-	// markers say were made but not exported; -1 when unknown.
-	nth int
 }
 
 // call is a logical call: the attempts one caller span made for one
-// request. Its fields are ordered so that it packs without padding.
+// request. Its fields are ordered so that it packs without padding, and
+// its names are shared (callName): at 10M spans there are millions.
 type call struct {
-	from   int32 // the caller's span the call is made from
-	hedged bool
-	// proxy: the retries were a service-mesh sidecar's (its spans, or its
-	// attempt count); limit: the sidecar said it ran out of retries (URX).
-	proxy, limit bool
+	from int32 // the caller's span the call is made from
 	// app is the application's client span of the latest attempt
 	// (appAttempts > 0).
-	app      int32
-	callee   string
-	op       string // operation as the callee names it
-	method   string
-	clientOp string // how the caller names it, for attempts that never reached the callee
-	attempts []attempt
-	evidence string // "markers", "below-instrumentation" or "timing"
-	hedgeGap int64  // delay from the first attempt to the hedge
+	app int32
 	// appAttempts counts the application's attempts of a call whose tries
 	// went through its sidecar (0 for calls not seen through one); each
 	// attempt's tries are numbered from 0 (nth), as the proxy restarts its
 	// schedule for every request. proxyMost is the most tries the sidecar
 	// made for one of them.
-	appAttempts, proxyMost int
-	missing                int
-	inline                 [1]attempt // backing for the first attempt
+	appAttempts, proxyMost int32
+	missing                int32
+	hedged                 bool
+	// proxy: the retries were a service-mesh sidecar's (its spans, or its
+	// attempt count); limit: the sidecar said it ran out of retries (URX).
+	proxy, limit bool
+	*callName          // read only: change it with index.rename
+	hedgeGap     int64 // delay from the first attempt to the hedge
+	attempts     []attempt
+	inline       [1]attempt // backing for the first attempt
+}
+
+// callName is what names a call and how its retries were seen. Calls
+// share one per distinct value (index.name), so a call holds a pointer,
+// not five strings.
+type callName struct {
+	callee   string
+	op       string // operation as the callee names it
+	method   string
+	clientOp string // how the caller names it, for attempts that never reached the callee
+	evidence string // "markers", "below-instrumentation" or "timing"
+}
+
+// name returns the index's one copy of n.
+func (ix *index) name(n callName) *callName {
+	if ix.lastName != nil && *ix.lastName == n {
+		return ix.lastName
+	}
+	p := ix.names[n]
+	if p == nil {
+		if ix.names == nil {
+			ix.names = map[callName]*callName{}
+		}
+		p = &n
+		ix.names[n] = p
+	}
+	ix.lastName = p
+	return p
+}
+
+// rename changes c's names by f.
+func (ix *index) rename(c *call, f func(*callName)) {
+	n := *c.callName
+	f(&n)
+	c.callName = ix.name(n)
 }
 
 func (c *call) last() *attempt { return &c.attempts[len(c.attempts)-1] }
@@ -256,7 +346,7 @@ func (ix *index) newAttempt(client, server int32) attempt {
 	o, status := classify(ix, client, server)
 	a := attempt{span: client, server: server, start: sp.Start, end: sp.End, outcome: o, status: status,
 		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), target: sp.Target, peer: sp.Peer, route: sp.Route}
-	a.transport = o == outcomeRetryable && (sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent || status == "transport error")
+	a.transport = o == outcomeRetryable && (sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent || status == labelTransport)
 	if a.retryAfter == ingest.Absent && server >= 0 {
 		a.retryAfter = ix.spans[server].RetryAfterMS
 	}
@@ -373,12 +463,12 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		}
 		callee, op := names.resolve(ix, c, server)
 		g := groupOf(groupKey{callee, ix.clientOpName(c)})
-		g.calls = joinAttempt(g.calls, a, sp, func() *call {
-			return ix.newCall(call{from: p, callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})
+		g.calls = joinAttempt(ix, g.calls, a, sp, func() *call {
+			return ix.newCall(call{from: p, callName: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})})
 		})
 		if last := g.calls[len(g.calls)-1]; last.op == "" || (server >= 0 && last.op != op) {
 			if server >= 0 {
-				last.op = op
+				ix.rename(last, func(n *callName) { n.op = op })
 			}
 		}
 	}
@@ -392,14 +482,14 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 // continues the latest call when markers say so, or when it starts after
 // that call's last attempt failed; it hedges that call when it overlaps an
 // attempt for the same request; otherwise it starts a new call.
-func joinAttempt(calls []*call, a attempt, sp *ingest.Span, newCall func() *call) []*call {
+func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall func() *call) []*call {
 	// start begins a new call with a; a resend count says how many
 	// attempts before it were not exported.
 	start := func() []*call {
 		c := newCall()
 		if sp.ResendCount > 0 {
-			c.evidence = "markers"
-			c.missing = int(sp.ResendCount)
+			ix.rename(c, func(n *callName) { n.evidence = "markers" })
+			c.missing = int32(sp.ResendCount)
 		}
 		a.nth = c.missing
 		c.attempts = append(c.attempts, a)
@@ -417,8 +507,8 @@ func joinAttempt(calls []*call, a attempt, sp *ingest.Span, newCall func() *call
 			// not exported.
 			return start()
 		}
-		cur.evidence = "markers"
-		if gap := int(sp.ResendCount) - len(cur.attempts) - cur.missing; gap > 0 {
+		ix.rename(cur, func(n *callName) { n.evidence = "markers" })
+		if gap := int32(sp.ResendCount) - int32(len(cur.attempts)) - cur.missing; gap > 0 {
 			cur.missing += gap
 		}
 	case prev.end <= a.start+overlapTolerance:
@@ -439,7 +529,7 @@ func joinAttempt(calls []*call, a attempt, sp *ingest.Span, newCall func() *call
 	default:
 		return start() // parallel fan-out
 	}
-	a.nth = len(cur.attempts) + cur.missing
+	a.nth = int32(len(cur.attempts)) + cur.missing
 	if cur.appAttempts > 0 {
 		// The application retried a call its sidecar had tried: this
 		// attempt is one try of the proxy's, the first of its own.
@@ -482,7 +572,7 @@ func joinProxy(ix *index, calls []*call, pc *call) []*call {
 			cur.limit = pc.limit // the proxy ran out on the application's last attempt
 			cur.proxyMost = max(cur.proxyMost, pc.proxyMost)
 			cur.app = pc.app
-			cur.evidence = "proxy"
+			ix.rename(cur, func(n *callName) { n.evidence = "proxy" })
 			return calls
 		}
 	}
@@ -522,28 +612,30 @@ func (ix *index) firstServer(k int32) int32 {
 func (cl *call) nameBy(ix *index, names *naming, first bool, c, server int32, named bool) bool {
 	switch {
 	case first || server >= 0 && !named:
-		cl.callee, cl.op = names.resolve(ix, c, server)
+		callee, op := names.resolve(ix, c, server)
+		ix.rename(cl, func(n *callName) { n.callee, n.op = callee, op })
 		return server >= 0
 	case server >= 0:
-		_, cl.op = names.resolve(ix, c, server)
+		_, op := names.resolve(ix, c, server)
+		ix.rename(cl, func(n *callName) { n.op = op })
 	}
 	return named
 }
 
 // grpcCall builds a call from grpc-go's per-attempt spans under CLIENT span c.
 func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
-	cl := ix.newCall(call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"})
+	cl := ix.newCall(call{from: p, callName: ix.name(callName{method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"})})
 	slices.SortFunc(atts, func(a, b int32) int { return int(ix.spans[a].PrevAttempts) - int(ix.spans[b].PrevAttempts) })
 	named := false
 	for i, k := range atts {
 		server := ix.firstServer(k)
 		a := ix.newAttempt(k, server)
-		a.nth = int(ix.spans[k].PrevAttempts)
+		a.nth = int32(ix.spans[k].PrevAttempts)
 		if a.outcome == outcomeOK && ix.spans[k].Status == ingest.StatusUnset && ix.spans[k].GRPCStatus == ingest.Absent {
 			// Attempt spans often carry no status of their own: the call's
 			// status holds for the last attempt, and earlier ones failed.
 			if i < len(atts)-1 {
-				a.outcome, a.status = outcomeRetryable, "error"
+				a.outcome, a.status = outcomeRetryable, labelError
 			} else {
 				a.outcome, a.status = classify(ix, c, server)
 			}
@@ -552,7 +644,7 @@ func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 		cl.attempts = append(cl.attempts, a)
 	}
 	if want := int(ix.spans[atts[len(atts)-1]].PrevAttempts) + 1; want > len(atts) {
-		cl.missing = want - len(atts)
+		cl.missing = int32(want - len(atts))
 	}
 	return cl
 }
@@ -578,30 +670,30 @@ func (ix *index) sidecarTries(c int32) []int32 {
 func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
 	if len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
 		cl := ix.belowCall(names, p, tries[0], ix.serverChildren(tries[0]))
-		cl.clientOp = ix.clientOpName(c)
-		cl.app, cl.appAttempts, cl.proxyMost = c, 1, len(cl.attempts)+cl.missing
+		ix.rename(cl, func(n *callName) { n.clientOp = ix.clientOpName(c) })
+		cl.app, cl.appAttempts, cl.proxyMost = c, 1, int32(len(cl.attempts))+cl.missing
 		cl.proxy = cl.proxyMost > 1
 		return cl
 	}
-	cl := ix.newCall(call{from: p, method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "proxy",
+	cl := ix.newCall(call{from: p, callName: ix.name(callName{method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "proxy"}),
 		app: c, appAttempts: 1})
 	named := false
 	for i, k := range tries {
 		server := ix.firstServer(k)
 		a := ix.newAttempt(k, server)
-		a.nth = i
+		a.nth = int32(i)
 		if rc := ix.spans[k].RetryCount; rc != ingest.Absent && len(tries) > 1 {
-			a.nth = int(rc)
+			a.nth = int32(rc)
 		}
 		named = cl.nameBy(ix, names, i == 0, k, server, named)
 		cl.limit = cl.limit || ix.spans[k].Has(ingest.FlagRetryLimit) || ix.spans[ix.parent[k]].Has(ingest.FlagRetryLimit)
 		cl.attempts = append(cl.attempts, a)
 	}
-	slices.SortStableFunc(cl.attempts, func(x, y attempt) int { return x.nth - y.nth })
-	if last := cl.last().nth; last+1 > len(cl.attempts) {
-		cl.missing = last + 1 - len(cl.attempts) // tries Envoy numbered but did not export
+	slices.SortStableFunc(cl.attempts, func(x, y attempt) int { return int(x.nth) - int(y.nth) })
+	if last := int(cl.last().nth); last+1 > len(cl.attempts) {
+		cl.missing = int32(last + 1 - len(cl.attempts)) // tries Envoy numbered but did not export
 	}
-	cl.proxyMost = len(cl.attempts) + cl.missing
+	cl.proxyMost = int32(len(cl.attempts)) + cl.missing
 	cl.proxy = cl.proxyMost > 1
 	return cl
 }
@@ -614,7 +706,7 @@ func (ix *index) proxyOutcome(a *attempt, try int32) {
 		return
 	}
 	a.outcome, a.status = classify(ix, try, -1)
-	a.transport = a.status == "transport error"
+	a.transport = a.status == labelTransport
 }
 
 // belowCall builds a call whose retries happen below the instrumentation:
@@ -640,36 +732,38 @@ const maxSynthetic = 64
 
 func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	sp := &ix.spans[c]
-	cl := ix.newCall(call{from: p, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation",
-		proxy: sp.Has(ingest.FlagProxy), limit: sp.Has(ingest.FlagRetryLimit)})
+	n := callName{method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation"}
+	cl := ix.newCall(call{from: p, proxy: sp.Has(ingest.FlagProxy), limit: sp.Has(ingest.FlagRetryLimit)})
 	if len(servers) == 0 {
-		cl.callee, cl.op = names.resolve(ix, c, -1)
+		n.callee, n.op = names.resolve(ix, c, -1)
+		n.evidence = "markers"
+		cl.callName = ix.name(n)
 		// retry.count is untrusted input: stand in at most maxSynthetic
 		// attempts for it and count the rest as missing, so a hostile span
 		// cannot make inference allocate without bound.
-		n := min(int(sp.RetryCount)+1, maxSynthetic)
-		cl.missing = int(sp.RetryCount) + 1 - n
-		for i := 0; i < n; i++ {
+		tries := min(int(sp.RetryCount)+1, maxSynthetic)
+		cl.missing = int32(int(sp.RetryCount) + 1 - tries)
+		for i := 0; i < tries; i++ {
 			a := ix.newAttempt(c, -1)
-			if i < n-1 {
-				a.outcome, a.status = outcomeRetryable, "error"
+			if i < tries-1 {
+				a.outcome, a.status = outcomeRetryable, labelError
 			}
 			// Only the whole span's times are known: no wait or duration
 			// of a single attempt can be read from them.
 			a.nth, a.synthetic = -1, true
 			cl.attempts = append(cl.attempts, a)
 		}
-		cl.evidence = "markers"
 		return cl
 	}
-	cl.callee, cl.op = names.resolve(ix, c, servers[0])
-	if n := int(sp.RetryCount) + 1; n > len(servers) {
-		cl.missing = n - len(servers)
+	n.callee, n.op = names.resolve(ix, c, servers[0])
+	cl.callName = ix.name(n)
+	if tries := int(sp.RetryCount) + 1; tries > len(servers) {
+		cl.missing = int32(tries - len(servers))
 	}
 	for i, s := range servers {
 		o, status := classify(ix, s, s)
 		srv := &ix.spans[s]
-		nth := i
+		nth := int32(i)
 		if cl.missing > 0 {
 			nth = -1 // which attempts are missing is unknown
 		}

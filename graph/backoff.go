@@ -126,6 +126,11 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		b.JitterPresent = &jittered
 	}
 	kind, fraction, additive := JitterUnknown, 0.0, 0.0
+	// rawTop[k] > 0: the waits at index k had a tail of late ones left
+	// out of the fit; rawTop is the longest of them (less the overhead),
+	// which the schedule's range must still allow.
+	rawTop := make([]float64, len(idx))
+	overhead := 0.0
 	switch {
 	case b.JitterPresent == nil:
 	case !jittered:
@@ -135,12 +140,43 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	default:
 		// Name the jitter from the indices whose waits spread: a library
 		// may wait its base unjittered first (go-resty) and jitter after.
+		var jk []int
 		var jg [][]float64
-		var ji []waitIndex
 		for k := range idx {
 			if !steadyAt[k] {
-				jg, ji = append(jg, gaps[k]), append(ji, idx[k])
+				jk, jg = append(jk, k), append(jg, gaps[k])
 			}
+		}
+		if decorrelated(jg) {
+			kind = JitterDecorrelated
+			break
+		}
+		// The fit reads copies: late tails left out, then the overhead
+		// every wait shares taken off.
+		gaps = slices.Clone(gaps)
+		for _, k := range jk {
+			if t := trimLate(gaps[k], tol); len(t) < len(gaps[k]) {
+				rawTop[k] = top(gaps[k])
+				gaps[k], idx[k] = t, summarise(t)
+			}
+		}
+		if o := commonFloor(gaps, idx, steadyAt, tol); o > 0 {
+			overhead = o
+			for k := range gaps {
+				g := make([]float64, len(gaps[k]))
+				for i, x := range gaps[k] {
+					g[i] = max(x-o, 0)
+				}
+				gaps[k], idx[k] = g, summarise(g)
+				if rawTop[k] > 0 {
+					rawTop[k] = max(rawTop[k]-o, 0)
+				}
+			}
+			b.OverheadMS = ptr(round3(o))
+		}
+		jg, ji := jg[:0], []waitIndex(nil)
+		for _, k := range jk {
+			jg, ji = append(jg, gaps[k]), append(ji, idx[k])
 		}
 		kind, fraction, additive = jitterKind(jg, ji)
 	}
@@ -164,7 +200,7 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	// extreme wait errs on one side only: n uniform waits fall short of
 	// their bound by more than 4.6/n of the width one time in a hundred.
 	sched, slo, shi := make([]float64, len(idx)), make([]float64, len(idx)), make([]float64, len(idx))
-	const z99, tail99 = 2.58, 4.6
+	const z99 = 2.58
 	for k, w := range idx {
 		g := gaps[k]
 		n := float64(len(g))
@@ -179,7 +215,7 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		case kind == JitterFull || kind == JitterEqual:
 			// The ceiling: the median of a full-jitter wait is half of it.
 			t := top(g)
-			sched[k], slo[k], shi[k] = t*(n+1)/n, t, t*(1+tail99/n)
+			sched[k], slo[k], shi[k] = t*(n+1)/n, t, max(t*(1+tail99/n), rawTop[k])
 		case kind == JitterAdditive:
 			sched[k], slo[k], shi[k] = max(g[0]-additive/(n+1), 0), max(g[0]-tail99*additive/n, 0), g[0]
 		case kind == JitterDecorrelated:
@@ -190,6 +226,12 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 			// (n-1)/(n+1).
 			width := (top(g) - g[0]) * (n + 1) / max(n-1, 1)
 			sym((g[0]+top(g))/2, width/math.Sqrt(2*(n+1)*(n+2)))
+			// Were the waits left out not late after all, the centre
+			// would lie between the shortest and the longest of them.
+			if rawTop[k] > 0 {
+				rawWidth := (rawTop[k] - g[0]) * (n + 1) / max(n-1, 1)
+				shi[k] = max(shi[k], (g[0]+rawTop[k])/2+z99*rawWidth/math.Sqrt(2*(n+1)*(n+2)))
+			}
 		}
 	}
 	b.BaseMS = round3(sched[0])
@@ -228,11 +270,24 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		}
 		m := math.Exp(logSum / float64(n))
 		// The geometric mean of the ratios is (sched[n]/sched[0])^(1/n):
-		// its range is that of the first and last estimates.
+		// its range is that of the first and last estimates. A fixed
+		// overhead in every wait (time between attempts the policy does
+		// not sleep: the client's, the network's) adds the same to both
+		// and pulls the ratio towards 1; unless one was measured, an
+		// overhead as large as the variation of the edge's own network
+		// legs cannot be ruled out, so the range allows it.
+		oMax := noiseFactor * noise
+		if overhead > 0 {
+			oMax = 0 // measured, and taken off
+		}
 		root := 1 / float64(n)
 		lo := math.Pow(max(slo[n], 0)/max(shi[0], immediateMS), root)
-		hi := math.Pow(shi[n]/max(slo[0], immediateMS), root)
-		b.Multiplier = ptr(roundMultiplier(m, lo, hi))
+		hi := math.Pow(max(shi[n]-oMax, 0)/max(slo[0]-oMax, immediateMS), root)
+		fit := roundMultiplier(m, lo, hi)
+		b.MultiplierFit = ptr(fit)
+		if hi <= maxMultiplierSpread*lo {
+			b.Multiplier = ptr(fit)
+		}
 		b.MultiplierRange = &[2]float64{math.Round(100*lo) / 100, math.Round(100*hi) / 100}
 		if capAt > 0 {
 			b.CapMS = ptr(round3(sched[capAt]))
@@ -240,6 +295,107 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	}
 	return b
 }
+
+// maxMultiplierSpread is how wide (high over low) a multiplier's range
+// may be for the multiplier to be stated: a third, the step from ×1.5 to
+// ×2. Past it the fit is kept (multiplier_fit) but the multiplier is
+// unknown.
+const maxMultiplierSpread = 4.0 / 3
+
+// trimLate leaves out a tail of late waits from sorted jittered waits g:
+// jitter spreads waits evenly up to its bound, and a loaded host wakes a
+// few sleepers late, far past it, where they sit sparse. The tail is the
+// top t waits (two or more, at most a quarter) where a stretch of even
+// density gives way to a sparser one, if that tail spans more than the
+// noise tol and is at least lateSparse times sparser: the top two of n
+// uniform waits are spaced that widely three times in a thousand. A
+// single late wait is top's to set aside. With fewer than minFloor waits no spacing
+// is known and g stands.
+func trimLate(g []float64, tol float64) []float64 {
+	n := len(g)
+	if n < minFloor {
+		return g
+	}
+	// Where the tail begins: the split of the waits into two stretches of
+	// even density that fits them best (the log-likelihood of two uniform
+	// stretches, the kept one with j spacings and the tail with t).
+	best, bestLL := 0, math.Inf(-1)
+	for t := 2; t <= n/4; t++ {
+		j := n - 1 - t // the longest wait kept
+		wb, wt := g[j]-g[0], g[n-1]-g[j]
+		if wb <= 0 || wt <= 0 {
+			continue
+		}
+		if ll := float64(j)*math.Log(float64(j)/wb) + float64(t)*math.Log(float64(t)/wt); ll > bestLL {
+			best, bestLL = t, ll
+		}
+	}
+	if best == 0 {
+		return g
+	}
+	j := n - 1 - best
+	if g[n-1]-g[j] <= tol || (g[n-1]-g[j])/float64(best) < lateSparse*(g[j]-g[0])/float64(j) {
+		return g
+	}
+	return g[:j+1]
+}
+
+// lateSparse: a tail of waits this many times sparser than those below
+// it is late, not jitter.
+const lateSparse = 4.0
+
+// commonFloor returns the overhead every wait of an edge shares, or 0: the
+// shortest waits at two or more attempt indices agree (within the noise
+// tol and the distance n uniform waits leave above their bound, 99%)
+// while the waits themselves grow at least 1.3-fold, the floors stay
+// nearer each other than to a floor growing with the waits, and that
+// floor is above the noise. A schedule the waits follow grows its floor with it
+// (no, proportional, equal and additive jitter); full jitter's floor is
+// zero; so a floor that stays put is time the client spends between
+// attempts that the policy did not sleep (a fixed cost of the library,
+// the network legs between server spans). Decorrelated jitter, whose
+// floor is its base, is told apart before. Indices whose waits agree
+// (steady) are left out.
+func commonFloor(gaps [][]float64, idx []waitIndex, steady []bool, tol float64) float64 {
+	var use []int
+	for k, w := range idx {
+		if !steady[k] && w.n >= minNoJitter && w.med >= immediateMS {
+			use = append(use, k)
+		}
+	}
+	if len(use) < 2 {
+		return 0
+	}
+	first, last := idx[use[0]], idx[use[len(use)-1]]
+	if last.med < 1.3*first.med {
+		return 0 // a schedule that does not grow keeps its floor anyway
+	}
+	floor := math.Inf(1)
+	for _, k := range use {
+		floor = min(floor, idx[k].lo)
+	}
+	if floor <= tol {
+		return 0
+	}
+	for _, k := range use {
+		if w := idx[k]; w.lo-floor > tol+tail99*(w.hi-w.lo)/float64(w.n) {
+			return 0
+		}
+	}
+	// Agreeing with a fixed floor is not enough when few waits leave
+	// their shortest far above it: the last index's floor must also sit
+	// clearly below where a floor growing with the waits would put it.
+	// Else the waits cannot tell, and none is claimed.
+	grown := first.lo * last.med / first.med
+	if last.lo > grown-max(tol, (grown-floor)/4) {
+		return 0
+	}
+	return floor
+}
+
+// tail99: the shortest of n waits uniform over a width W lies more than
+// tail99/n·W above the bound one time in a hundred.
+const tail99 = 4.6
 
 // top is the largest of sorted waits, or the second largest when the
 // largest stands apart: more than 10% above it, and further from it than
@@ -294,9 +450,6 @@ func summarise(g []float64) waitIndex {
 // tell; with one index or a constant schedule the two are the same
 // distribution, reported as proportional.
 func jitterKind(gaps [][]float64, idx []waitIndex) (kind JitterKind, fraction, additive float64) {
-	if decorrelated(gaps) {
-		return JitterDecorrelated, 0, 0
-	}
 	var z []float64
 	for k, g := range gaps {
 		if idx[k].med < immediateMS {
@@ -355,5 +508,7 @@ func decorrelated(gaps [][]float64) bool {
 		mean, sd := stat.MeanStdDev(g, nil)
 		return sd / mean
 	}
-	return g0[0] >= 0.25*quantile(g0, 0.5) && gn[0] < 0.5*quantile(gn, 0.5) && cv(gn) > 1.4*cv(g0)
+	// The first wait is uniform over [base, 3·base]: its median twice its
+	// floor (a fixed overhead under full jitter leaves any ratio).
+	return quantile(g0, 0.5) <= 2.6*g0[0] && gn[0] < 0.5*quantile(gn, 0.5) && cv(gn) > 1.4*cv(g0)
 }

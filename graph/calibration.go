@@ -182,9 +182,9 @@ func (m *OutcomeMix) add(a *attempt) {
 		m.OK++
 	case a.retryAfter >= 0:
 		m.RetryAfter++
-	case a.status == "429" || a.status == "grpc RESOURCE_EXHAUSTED":
+	case a.status == httpLabel(429) || a.status == grpcLabel(8): // RESOURCE_EXHAUSTED
 		m.Throttled++
-	case a.status == "timeout" || a.status == "408" || a.status == "grpc DEADLINE_EXCEEDED":
+	case a.status == labelTimeout || a.status == httpLabel(408) || a.status == grpcLabel(4): // DEADLINE_EXCEEDED
 		m.Timeout++
 	case a.transport:
 		m.Transport++

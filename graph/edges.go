@@ -138,7 +138,7 @@ type abandonedAttempt struct {
 // none of these: a callee that fails slowly has no timeout.
 func (ix *index) abandoned(a attempt) bool {
 	switch a.status {
-	case "timeout", "no response", "grpc DEADLINE_EXCEEDED", "grpc CANCELLED":
+	case labelTimeout, labelNoResponse, grpcLabel(4), grpcLabel(1): // DEADLINE_EXCEEDED, CANCELLED
 		return true
 	}
 	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > a.end+overlapTolerance
@@ -235,9 +235,9 @@ type pendingWait struct {
 
 // pushback reports whether a status is one that servers send with
 // Retry-After (HTTP 429 and 503) or gRPC pushback.
-func pushback(status string) bool {
+func pushback(status label) bool {
 	switch status {
-	case "429", "503", "grpc RESOURCE_EXHAUSTED", "grpc UNAVAILABLE":
+	case httpLabel(429), httpLabel(503), grpcLabel(8), grpcLabel(14): // RESOURCE_EXHAUSTED, UNAVAILABLE
 		return true
 	}
 	return false

@@ -62,10 +62,10 @@ func newEdgeStats(k edgeKey) *edgeStats {
 // add is the map step: it reads one call of the edge into the statistics.
 // After it the call is not needed any more.
 func (st *edgeStats) add(ix *index, c *call) {
-	n := len(c.attempts) + c.missing
+	n := len(c.attempts) + int(c.missing)
 	st.calls++
 	st.attempts += len(c.attempts)
-	st.missing += c.missing
+	st.missing += int(c.missing)
 	st.methods[c.method]++
 	st.examples.add(ix, c)
 	if c.hedged {
@@ -89,7 +89,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 		st.evidence[c.evidence]++
 		if c.proxy {
 			st.proxyRetried++
-			st.proxyMostTries = max(st.proxyMostTries, c.proxyMost)
+			st.proxyMostTries = max(st.proxyMostTries, int(c.proxyMost))
 		}
 		if !c.proxy || c.appAttempts > 1 {
 			st.appRetried++
@@ -121,7 +121,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 		case a.outcome == outcomeOK:
 			st.longestOK = max(st.longestOK, float64(a.end-a.start)/1e6)
 		case a.outcome.failed() && ix.abandoned(a):
-			st.abandoned = append(st.abandoned, abandonedAttempt{ms: float64(a.end-a.start) / 1e6, named: a.status != "no response" && a.status != "transport error",
+			st.abandoned = append(st.abandoned, abandonedAttempt{ms: float64(a.end-a.start) / 1e6, named: a.status != labelNoResponse && a.status != labelTransport,
 				byCaller: ix.endsWithCaller(c.from, a.end)})
 		}
 		if callerAttempt >= 0 && a.start > ix.spans[callerAttempt].End {
@@ -131,7 +131,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 		if k == len(c.attempts)-1 {
 			continue
 		}
-		st.retried[a.status] = true
+		st.retried[a.status.String()] = true
 		next := c.attempts[k+1]
 		if a.nth < 0 || next.nth != a.nth+1 {
 			continue // not consecutive attempts: no wait between them is known
@@ -145,7 +145,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.raIgnored++
 			st.show(ix, FindingRetryAfter, c)
 		}
-		st.waits = append(st.waits, pendingWait{nth: a.nth, ms: max(wait, 0), pushback: pushback(a.status)})
+		st.waits = append(st.waits, pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushback(a.status)})
 	}
 	ends := st.byLength[n]
 	if ends == nil {
@@ -156,9 +156,10 @@ func (st *edgeStats) add(ix *index, c *call) {
 	ends.limit = ends.limit || c.limit
 	ends.retryable = ends.retryable || l.outcome == outcomeRetryable
 	if l.outcome.failed() {
-		ends.failed[l.status] = true
-		if m, ok := st.gaveUp[l.status]; !ok || n < m {
-			st.gaveUp[l.status] = n
+		status := l.status.String()
+		ends.failed[status] = true
+		if m, ok := st.gaveUp[status]; !ok || n < m {
+			st.gaveUp[status] = n
 		}
 	}
 }
@@ -405,7 +406,7 @@ func (a *exampleCall) better(b *exampleCall) bool {
 func (s *exampleSet) add(ix *index, c *call) {
 	from := &ix.spans[c.from]
 	first := &ix.spans[c.attempts[0].span]
-	x := exampleCall{from: keyOf(from, 0), trace: from.TraceID, attempts: len(c.attempts) + c.missing, hedged: c.hedged,
+	x := exampleCall{from: keyOf(from, 0), trace: from.TraceID, attempts: len(c.attempts) + int(c.missing), hedged: c.hedged,
 		start: c.attempts[0].start, firstSpan: first.SpanID}
 	if !s.wants(&x) {
 		return

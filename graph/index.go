@@ -33,6 +33,8 @@ type index struct {
 	ops                         []uint32 // each span's operation name, as an index into opNames.list (opName)
 	opNames                     opNames
 	arena                       []call // the current chunk of calls (newCall)
+	names                       map[callName]*callName
+	lastName                    *callName
 }
 
 // spanKey orders spans by trace id, then span id, then position, as

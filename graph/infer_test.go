@@ -441,7 +441,7 @@ func TestBackoff(t *testing.T) {
 					Evidence: "timing", Retried: s503, NotRetry: none})
 				// Five waits a step, each within the 1.5ms noise: the
 				// multiplier is known to within 8%.
-				want := Backoff{Kind: "exponential", BaseMS: 10, Multiplier: ptr(2), MultiplierRange: &[2]float64{1.88, 2.15},
+				want := Backoff{Kind: "exponential", BaseMS: 10, Multiplier: ptr(2), MultiplierFit: ptr(2), MultiplierRange: &[2]float64{1.88, 2.15},
 					CapMS: ptr(80), Jitter: "none", JitterPresent: &boolF, Samples: 25, NoiseMS: 1.5}
 				if !reflect.DeepEqual(e.Backoff, want) {
 					t.Errorf("backoff:\n got %s\nwant %s", fmtBackoff(e.Backoff), fmtBackoff(want))
@@ -1070,7 +1070,7 @@ func TestClassify(t *testing.T) {
 				t.Fatal(err)
 			}
 			o, label := classify(ix, int32(c), int32(s))
-			if o != tc.want || label != tc.label {
+			if o != tc.want || label.String() != tc.label {
 				t.Errorf("got %d %q, want %d %q", o, label, tc.want, tc.label)
 			}
 		})

@@ -103,6 +103,12 @@ func TestOneClientSpanManyAttempts(t *testing.T) {
 		Retried: []string{"grpc UNAVAILABLE"}, NotRetry: none})
 	wantEq(t, "backoff", e.Backoff.Kind, "exponential")
 	wantEq(t, "base", e.Backoff.BaseMS, 10.0)
-	wantPtr(t, "multiplier", e.Backoff.Multiplier, 2)
+	// Six waits at each step, within a noise of 1.5ms: ×1.6 to ×2.6 fit
+	// them, so the multiplier is unknown and its fit and range say why.
+	wantNil(t, "multiplier", e.Backoff.Multiplier)
+	wantPtr(t, "multiplier fit", e.Backoff.MultiplierFit, 2)
+	if r := e.Backoff.MultiplierRange; r == nil || r[0] > 2 || r[1] < 2 || r[1] < 4.0/3*r[0] {
+		t.Errorf("multiplier range %v: want a range wider than a third that holds ×2", r)
+	}
 	wantEq(t, "waits", e.Backoff.Samples, 12)
 }

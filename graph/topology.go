@@ -188,7 +188,16 @@ type Backoff struct {
 	// from): a few jittered waits per attempt leave it wide, and a
 	// multiplier read from them is no better than this range.
 	MultiplierRange *[2]float64 `json:"multiplier_range,omitempty"`
-	CapMS           *float64    `json:"cap_ms"`
+	// MultiplierFit is the multiplier the fit reads, also when its range is
+	// wider than a third (high over low) and Multiplier is null (unknown):
+	// the figure a replay needs, not one to stand by.
+	MultiplierFit *float64 `json:"multiplier_fit,omitempty"`
+	// OverheadMS is the time every wait spent outside the policy's sleep
+	// (the client's or the network's between attempts), read from a floor
+	// the waits share at every attempt while they grow, and taken off
+	// before the fit; absent when none was seen.
+	OverheadMS *float64 `json:"overhead_ms,omitempty"`
+	CapMS      *float64 `json:"cap_ms"`
 	// Jitter is none, full, equal, decorrelated, proportional (±x of the
 	// wait, in JitterFraction), additive (+U[0, JitterAdditiveMS] on the
 	// wait), or unknown.

@@ -23,8 +23,11 @@ type truth struct {
 		Exhausted                         bool     `json:"exhausted_in_traces"`
 		PerTryTimeoutMS                   *float64 `json:"per_try_timeout_ms"`
 		Backoff                           struct {
-			Kind   string `json:"kind"`
-			Jitter string `json:"jitter"`
+			Kind           string   `json:"kind"`
+			BaseMS         float64  `json:"base_ms"`
+			Multiplier     *float64 `json:"multiplier"`
+			Jitter         string   `json:"jitter"`
+			JitterFraction *float64 `json:"jitter_fraction"`
 		} `json:"backoff"`
 		IdempotencyKey bool     `json:"idempotency_key"`
 		WaitLateMS     *float64 `json:"wait_late_ms"`
@@ -156,6 +159,7 @@ func TestTruth(t *testing.T) {
 					if e.Backoff.Kind != want {
 						t.Errorf("%s: backoff %s, want %s", loc, e.Backoff.Kind, want)
 					}
+					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction)
 				}
 				if w := te.WaitLateMS; w != nil && *w > minNoiseMS {
 					// The capture's own waits came later than the policy's by
@@ -288,4 +292,31 @@ func hasFinding(t *Topology, id, location string) bool {
 		}
 	}
 	return false
+}
+
+// checkSchedule holds the figures of an inferred schedule to the truth:
+// the base within 10% (and 2ms of timer lateness), a stated multiplier
+// equal to the configured one and a range that holds it, a named jitter
+// the configured kind, a proportional fraction within 0.1.
+func checkSchedule(t *testing.T, loc string, b Backoff, base float64, mult *float64, jitter string, fraction *float64) {
+	t.Helper()
+	if base > 0 && math.Abs(b.BaseMS-base) > 0.1*base+2 {
+		t.Errorf("%s: base %vms, want %vms", loc, b.BaseMS, base)
+	}
+	if mult != nil && b.Kind == BackoffExponential {
+		if b.Multiplier != nil && *b.Multiplier != *mult {
+			t.Errorf("%s: multiplier %v, want %v", loc, *b.Multiplier, *mult)
+		}
+		if r := b.MultiplierRange; r == nil || r[0] > *mult || r[1] < *mult {
+			t.Errorf("%s: multiplier range %v excludes the configured ×%v", loc, r, *mult)
+		}
+	}
+	if b.Jitter != JitterUnknown && b.Jitter != JitterNone && jitter != "none" {
+		if string(b.Jitter) != jitter {
+			t.Errorf("%s: jitter %s, want %s", loc, b.Jitter, jitter)
+		}
+		if f := b.JitterFraction; jitter == "proportional" && fraction != nil && (f == nil || math.Abs(*f-*fraction) > 0.1) {
+			t.Errorf("%s: jitter fraction %v, want %v ±0.1", loc, f, *fraction)
+		}
+	}
 }

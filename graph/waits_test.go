@@ -91,6 +91,7 @@ func TestJitterAgainstNoise(t *testing.T) {
 		base, mult float64 // mult 0: constant
 		fraction   float64
 		additive   float64
+		overhead   float64 // ms; 0: none claimed
 	}
 	cases := []struct {
 		name string
@@ -119,6 +120,21 @@ func TestJitterAgainstNoise(t *testing.T) {
 		{"multiplicative ±20% on 50ms ×1.5", func(rng *rand.Rand, k int) float64 {
 			return 50 * math.Pow(1.5, float64(k)) * (0.8 + 0.4*rng.Float64())
 		}, want{jitter: "proportional", base: 50, mult: 1.5, fraction: 0.2}},
+		// Time the client spends between attempts beyond its sleep lifts
+		// every wait alike: full jitter's floor is then that overhead at
+		// every attempt, not zero.
+		{"full jitter 20ms ×2 plus 4ms of overhead per wait", func(rng *rand.Rand, k int) float64 {
+			return 4 + 0.3*rng.Float64() + rng.Float64()*20*math.Pow(2, float64(k))
+		}, want{jitter: "full", base: 20, mult: 2, overhead: 4}},
+		// grpc-go's ×U[0.8,1.2) on a loaded host: one wait in seven wakes
+		// up to 12ms late, past the jitter's bound.
+		{"grpc-go ±20% on 20ms ×2 with a tail of late waits", func(rng *rand.Rand, k int) float64 {
+			w := 20 * math.Pow(2, float64(k)) * (0.8 + 0.4*rng.Float64())
+			if rng.IntN(7) == 0 {
+				w += 3 + 9*rng.Float64()
+			}
+			return w
+		}, want{jitter: "proportional", base: 20, mult: 2, fraction: 0.2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +159,12 @@ func TestJitterAgainstNoise(t *testing.T) {
 				}
 				if tc.want.fraction > 0 {
 					wantPtr(t, "fraction", bo.JitterFraction, tc.want.fraction)
+				}
+				switch o := bo.OverheadMS; {
+				case tc.want.overhead == 0 && o != nil:
+					t.Errorf("seed %d: overhead %vms claimed where there is none", seed, *o)
+				case tc.want.overhead > 0 && (o == nil || math.Abs(*o-tc.want.overhead) > 1):
+					t.Errorf("seed %d: overhead %v, want %vms ±1", seed, o, tc.want.overhead)
 				}
 				if tc.want.additive > 0 && (bo.JitterAdditiveMS == nil || math.Abs(*bo.JitterAdditiveMS-tc.want.additive) > 0.15*tc.want.additive) {
 					t.Errorf("seed %d: additive %v, want %v ±15%%", seed, bo.JitterAdditiveMS, tc.want.additive)
@@ -185,6 +207,7 @@ func TestMultiplierRange(t *testing.T) {
 	// cenkalti/backoff's default shape: 20ms ×2 with ±50% jitter.
 	wait := func(rng *rand.Rand, k int) float64 { return 20 * math.Pow(2, float64(k)) * (0.5 + rng.Float64()) }
 	width := map[int]float64{}
+	wide6 := 0.0
 	for _, n := range []int{6, 60} {
 		for seed := uint64(1); seed <= 5; seed++ {
 			b := newBuilder()
@@ -194,11 +217,21 @@ func TestMultiplierRange(t *testing.T) {
 			if r == nil || r[0] > 2 || r[1] < 2 {
 				t.Fatalf("%d calls, seed %d: range %v excludes ×2 (%s)", n, seed, r, fmtBackoff(bo))
 			}
-			if m := *bo.Multiplier; m < r[0] || m > r[1] {
-				t.Errorf("%d calls, seed %d: multiplier %v outside its own range %v", n, seed, m, *r)
+			if m := *bo.MultiplierFit; m < r[0] || m > r[1] {
+				t.Errorf("%d calls, seed %d: multiplier fit %v outside its own range %v", n, seed, m, *r)
+			}
+			// A multiplier is stated only where its range is narrow.
+			if wide := r[1] > maxMultiplierSpread*r[0]; wide != (bo.Multiplier == nil) {
+				t.Errorf("%d calls, seed %d: range %v but multiplier %v", n, seed, *r, bo.Multiplier)
+			}
+			if n == 6 {
+				wide6 += r[1] / r[0]
 			}
 			width[n] += r[1] - r[0]
 		}
+	}
+	if wide6/5 <= maxMultiplierSpread {
+		t.Errorf("ranges from 6 calls span %.2f-fold on average: too narrow to leave the multiplier unknown", wide6/5)
 	}
 	if width[6] <= 2*width[60] {
 		t.Errorf("mean range width %.2f from 6 calls, %.2f from 60: few waits must leave it far wider", width[6]/5, width[60]/5)

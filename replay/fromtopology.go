@@ -355,8 +355,13 @@ func observedPolicy(e graph.Edge) Policy {
 		}
 	case BackoffExponential:
 		p.Backoff = Backoff{Kind: BackoffExponential, Base: b.BaseMS / 1000, Multiplier: 2, Jitter: JitterNone}
-		if b.Multiplier != nil {
+		// A multiplier the waits cannot pin down (null, with its range) is
+		// replayed at the fit the range was read around.
+		switch {
+		case b.Multiplier != nil:
 			p.Backoff.Multiplier = *b.Multiplier
+		case b.MultiplierFit != nil:
+			p.Backoff.Multiplier = *b.MultiplierFit
 		}
 		if b.CapMS != nil {
 			p.Backoff.Cap = *b.CapMS / 1000

@@ -154,27 +154,40 @@ func worstCase(p graph.Path) string {
 }
 
 // backoffText describes the wait between attempts in full:
-// "exponential 20ms ×2 cap 160ms", "constant 25ms", "none",
-// "unknown (2 waits)"; "-" on an edge that does not retry.
+// "exponential 20ms ×2 (1.9–2.1) cap 160ms" (the multiplier with the
+// range the waits allow), "exponential 20ms ×? (1.14–2.47)" when that
+// range is too wide to state one, "constant 25ms", "none", "unknown (2
+// waits)", each followed by "+4ms overhead" when every wait carried a
+// fixed overhead the fit took off; "-" on an edge that does not retry.
 func backoffText(e graph.Edge) string {
 	if !e.Retries {
 		return "-"
 	}
 	b := e.Backoff
+	overhead := ""
+	if b.OverheadMS != nil {
+		overhead = " +" + ms(*b.OverheadMS) + " overhead"
+	}
 	switch b.Kind {
 	case graph.BackoffImmediate:
 		return "none"
 	case "constant":
-		return "constant " + ms(b.BaseMS)
+		return "constant " + ms(b.BaseMS) + overhead
 	case "exponential":
 		s := "exponential " + ms(b.BaseMS)
-		if b.Multiplier != nil {
+		switch {
+		case b.Multiplier != nil:
 			s += " ×" + decimal(*b.Multiplier, 2)
+		case b.MultiplierRange != nil:
+			s += " ×?"
+		}
+		if r := b.MultiplierRange; r != nil {
+			s += " (" + decimal(r[0], 2) + "–" + decimal(r[1], 2) + ")"
 		}
 		if b.CapMS != nil {
 			s += " cap " + ms(*b.CapMS)
 		}
-		return s
+		return s + overhead
 	case "unknown", "":
 		return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
 	}

@@ -149,6 +149,9 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 			return runContention(cmd, o, p)
 		}
 		mx, notes = p.Matrix, []string{p.About}
+		if f := o.sim.flags; f.Changed("thrash") || f.Changed("cancel") || f.Changed("cancel-running") {
+			notes[0] += "; the flags replace the preset's thrash and cancellation: the mechanics note has the values run"
+		}
 		mx.Config.MaxEvents = o.sim.maxEvents
 		for i := range mx.Variants {
 			mx.Variants[i].Model = o.sim.mechanics(mx.Variants[i].Model)

@@ -397,8 +397,11 @@ func runIncident(ctx context.Context, out string, shape incidentShape) (string, 
 	m.stock.mu.Lock()
 	t.Edges = append(t.Edges, truthEdge{Caller: "quotes", Callee: "stock", Operation: stockMethod[1:], Method: "",
 		Library: &lib, Retries: true, MaxAttempts: 4, ExhaustedInTraces: m.stock.exhausted > 0,
+		// grpc-go (v1.85, stream.go shouldRetry) multiplies each wait,
+		// min(initialBackoff·multiplier^n, maxBackoff), by 0.8 + 0.4·U[0,1):
+		// ±20% about the schedule, not gRFC A6's full jitter.
 		Backoff: truthBackoff{Kind: "exponential", BaseMS: millis(20 * ms), Multiplier: ptrTo(2.0), CapMS: millis(100 * ms),
-			Jitter: "full"},
+			Jitter: "proportional", JitterFraction: ptrTo(0.2)},
 		RetriedStatus: []int{}, NotRetriedStatus: []int{}})
 	m.stock.mu.Unlock()
 	t.Paths = []truthPath{{Services: []string{"gateway", "quotes", "stock", "ledger"},
