@@ -30,11 +30,14 @@ type index struct {
 	// answered, leakedSpans the spans of both.
 	leaked                      []bool
 	leaks, repeats, leakedSpans int
-	ops                         []uint32 // each span's operation name, as an index into opNames.list (opName)
-	opNames                     opNames
-	arena                       []call // the current chunk of calls (newCall)
-	names                       map[callName]*callName
-	lastName                    *callName
+	// polls counts the requests repeated under one parent after it was
+	// answered that were kept as the parent's own (markLeaks).
+	polls    int
+	ops      []uint32 // each span's operation name, as an index into opNames.list (opName)
+	opNames  opNames
+	arena    []call // the current chunk of calls (newCall)
+	names    map[callName]*callName
+	lastName *callName
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
@@ -184,7 +187,7 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 			return int(a - b)
 		})
 	}
-	ix.leaks, ix.repeats, ix.leakedSpans = ix.markLeaks()
+	ix.leaks, ix.repeats, ix.leakedSpans, ix.polls = ix.markLeaks()
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err
 	}

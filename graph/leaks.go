@@ -17,18 +17,16 @@ const leakTolerance = 1_000_000 // ns
 //
 //   - a CLIENT span that starts after its parent span had ended (a parent
 //     that is over makes no more calls);
-//   - the same request repeated under one parent after it was answered: an
+//   - the same request repeated under one parent after it was answered (an
 //     HTTP CLIENT span to the same destination, with the same URL and
 //     reaching the same operation as an earlier sibling that had already
-//     succeeded when it started. A retry follows a failure and a hedge
-//     overlaps the request it hedges; an HTTP request already answered is
-//     sent again only by another request's code. (A database statement is
-//     no such identity: one parametrised statement serves a whole loop.)
+//     succeeded when it started; see repeatLeaked for when such a repeat
+//     is another request's and when it is the parent's own poll).
 //
-// It returns how many spans start such a subtree for each shape and how
-// many spans the subtrees hold in all. It runs in time linear in the
-// spans, whatever their depth.
-func (ix *index) markLeaks() (late, repeats, spans int) {
+// It returns how many spans start such a subtree for each shape, how many
+// spans the subtrees hold in all, and how many repeats were kept as the
+// parent's own. It runs in time linear in the spans, whatever their depth.
+func (ix *index) markLeaks() (late, repeats, spans, polls int) {
 	ix.leaked = make([]bool, len(ix.spans))
 	var stack []int32
 	mark := func(i int32) {
@@ -55,31 +53,126 @@ func (ix *index) markLeaks() (late, repeats, spans int) {
 		late++
 		mark(int32(i))
 	}
+	origins := ix.unretriedFailures()
 	answered := map[repeatKey]int64{} // when each request was first answered, per parent
+	last := map[repeatKey]int{}       // the last sibling sending each request, per parent
+	leakedFailure := map[repeatKey]bool{}
+	var keys []repeatKey
+	var ok []bool
 	for p := range ix.spans {
 		kids := ix.kids(int32(p))
 		if len(kids) < 2 || !ix.keep[p] || ix.leaked[p] {
 			continue
 		}
 		clear(answered)
-		for _, c := range kids {
-			k, ok := ix.repeatKeyOf(c)
-			if !ok {
+		clear(last)
+		clear(leakedFailure)
+		keys, ok = keys[:0], ok[:0]
+		for j, c := range kids {
+			k, has := ix.repeatKeyOf(c)
+			keys, ok = append(keys, k), append(ok, has)
+			if has {
+				last[k] = j
+			}
+		}
+		for j, c := range kids {
+			if !ok[j] {
 				continue
 			}
+			k := keys[j]
+			o, _ := classify(ix, c, ix.firstServer(c))
 			if at, seen := answered[k]; seen && ix.spans[c].Start >= at-overlapTolerance {
-				repeats++
-				mark(c)
+				sentAgain := last[k] > j
+				if ix.repeatLeaked(int32(p), c, k, o, sentAgain, leakedFailure[k], origins) {
+					repeats++
+					mark(c)
+					leakedFailure[k] = o == outcomeRetryable
+				} else {
+					polls++
+				}
 				continue
 			}
-			if _, seen := answered[k]; !seen {
-				if o, _ := classify(ix, c, ix.firstServer(c)); o == outcomeOK {
-					answered[k] = ix.spans[c].End
-				}
+			if _, seen := answered[k]; !seen && o == outcomeOK {
+				answered[k] = ix.spans[c].End
 			}
 		}
 	}
-	return late, repeats, spans
+	return late, repeats, spans, polls
+}
+
+// repeatLeaked decides whether client span c, which sends request k again
+// under parent p after p had it answered, ran in another request's
+// context. A parent polls what it already had answered (a status, a job,
+// a lock) and waits for each answer; a retrying agent on a reused
+// connection sends another request's retries, which the parent neither
+// asked for nor waits on. The copy is another request's when
+//
+//   - it outlived the parent: the parent did not wait for its answer;
+//   - it is being retried: it failed retryably and is sent again, or it
+//     follows a copy that was (the parent had its answer: these retries
+//     are not its own);
+//   - the request's own retry is missing where it belongs: in another
+//     trace the same request failed retryably and was not tried again
+//     under its parent, which was still waiting from that failure until
+//     after this copy ended.
+//
+// Otherwise (answered copies, within the parent's time, with nothing
+// missing elsewhere) it is the parent's own poll; a leaked retry that
+// succeeded at once and whose own trace was not sampled looks the same,
+// and is counted as a poll (the warning says how many).
+func (ix *index) repeatLeaked(p, c int32, k repeatKey, o outcome, sentAgain, afterLeakedFailure bool, origins map[repeatKey][]origin) bool {
+	sp := &ix.spans[c]
+	if sp.End > ix.spans[p].End+leakTolerance {
+		return true
+	}
+	if o == outcomeRetryable && sentAgain || afterLeakedFailure {
+		return true
+	}
+	for _, or := range origins[k] {
+		if or.trace != sp.TraceID && or.failedAt <= sp.Start+overlapTolerance && sp.End <= or.waitedTo+leakTolerance {
+			return true
+		}
+	}
+	return false
+}
+
+// origin is an HTTP request that failed retryably and was not tried again
+// under its parent in its own trace: in which trace, when it failed, and
+// until when its parent still waited.
+type origin struct {
+	trace              ingest.TraceID
+	failedAt, waitedTo int64
+}
+
+// maxOrigins bounds the unretried failures kept per request: a request
+// that fails unretried in more traces than that is too common to tell
+// which of them a copy elsewhere belongs to, and the first found stand.
+const maxOrigins = 64
+
+// unretriedFailures lists, per request, the attempts that failed
+// retryably with no later attempt of the same request under their parent.
+func (ix *index) unretriedFailures() map[repeatKey][]origin {
+	out := map[repeatKey][]origin{}
+	lastAt := map[repeatKey]int32{}
+	for p := range ix.spans {
+		kids := ix.kids(int32(p))
+		if len(kids) == 0 || !ix.keep[p] || ix.leaked[p] {
+			continue
+		}
+		clear(lastAt)
+		for _, c := range kids {
+			if k, ok := ix.repeatKeyOf(c); ok {
+				lastAt[k] = c
+			}
+		}
+		for k, c := range lastAt {
+			if o, _ := classify(ix, c, ix.firstServer(c)); o != outcomeRetryable || len(out[k]) >= maxOrigins {
+				continue
+			}
+			out[k] = append(out[k], origin{trace: ix.spans[c].TraceID, failedAt: ix.spans[c].End, waitedTo: ix.spans[p].End})
+		}
+	}
+	return out
 }
 
 // repeatKey is what makes two sibling client spans the same request: the

@@ -107,3 +107,72 @@ func TestRepeatedSubtreeLeak(t *testing.T) {
 		t.Errorf("no repeat warning in %q", tp.Warnings)
 	}
 }
+
+// TestPollIsNoLeak: a parent that polls the same URL after a 200 (a job's
+// status until it is done) waits for every answer: its repeats are its
+// own calls, not another request's retries, and the warning counts them.
+func TestPollIsNoLeak(t *testing.T) {
+	b := newBuilder()
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			b.newTrace()
+		}
+		root := b.server(-1, "web", "POST /export", 0, 200)
+		for k := 0; k < 4; k++ {
+			b.call(root, "jobs", "GET /jobs/{id}", 10+float64(40*k), 5, httpStatus(200), method("GET"), target("http://jobs/jobs/7"))
+		}
+	}
+	tp := b.infer()
+	wantEq(t, "leaks", tp.Source.ContextLeaks, 0)
+	e := edge(t, tp, "web", "jobs")
+	wantEq(t, "poll calls", e.Calls, 12)
+	wantEq(t, "poll attempts", e.Attempts, 12)
+	found := false
+	for _, w := range tp.Warnings {
+		found = found || strings.Contains(w, "9 client spans repeated a request their parent had already had answered, with nothing to show another request sent them")
+	}
+	if !found {
+		t.Errorf("no poll warning in %q", tp.Warnings)
+	}
+}
+
+// TestLeakedRetryThatSucceeded: another request's retry that succeeded at
+// once, sent in this request's context, repeats a request this parent had
+// answered; what gives it away is in the other trace: there the same
+// request failed and was never tried again while its caller still waited.
+// Had that caller stopped waiting before the copy, the copy is a poll.
+func TestLeakedRetryThatSucceeded(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		otherEnds float64 // when the other request's caller ended (ms)
+		leaks     int
+	}{
+		{"its own trace misses the retry", 200, 1},
+		{"its own trace had given up before", 40, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			root := b.server(-1, "web", "GET /", 0, 300)
+			b.call(root, "api", "GET /a", 1, 20, httpStatus(200), method("GET"), target("http://api/a/1"))
+			_, ls := b.call(root, "api", "GET /a", 60, 10, httpStatus(200), method("GET"), target("http://api/a/1"))
+			b.call(ls, "db", "SELECT", 61, 5, httpStatus(200))
+			b.newTrace()
+			other := b.server(-1, "web", "GET /", 0, tc.otherEnds)
+			b.call(other, "api", "GET /a", 1, 10, httpStatus(503), method("GET"), target("http://api/a/1"))
+			tp := b.infer()
+			wantEq(t, "leaks", tp.Source.ContextLeaks, tc.leaks)
+			wantEq(t, "web → api attempts", edge(t, tp, "web", "api").Attempts, 3-tc.leaks)
+		})
+	}
+}
+
+// TestRepeatOutlivingParentLeaks: a repeat of an answered request that
+// ends after its parent did was not the parent's: it did not wait for it.
+func TestRepeatOutlivingParentLeaks(t *testing.T) {
+	b := newBuilder()
+	root := b.server(-1, "web", "GET /", 0, 100)
+	b.call(root, "api", "GET /a", 1, 20, httpStatus(200), method("GET"), target("http://api/a/1"))
+	b.call(root, "api", "GET /a", 90, 30, httpStatus(200), method("GET"), target("http://api/a/1"))
+	tp := b.infer()
+	wantEq(t, "leaks", tp.Source.ContextLeaks, 1)
+}

@@ -52,6 +52,7 @@ var presets = map[string]func(load float64) (*Preset, error){
 	"contention": contentionPreset,
 	"lab":        labPreset,
 	"jirfag":     func(load float64) (*Preset, error) { return jirfagPreset(22, load) },
+	"jirfag-c20": func(load float64) (*Preset, error) { return jirfagPreset(20, load) },
 	"jirfag-c41": func(load float64) (*Preset, error) { return jirfagPreset(41, load) },
 }
 
@@ -210,6 +211,21 @@ func labPreset(load float64) (*Preset, error) {
 // (FixedRetryCountWithExpBackoffStrategy). The model's trigger runs from
 // 0.5 to 1.0 s; here it runs from 5.0 to 5.5 s, so the verdict has a
 // healthy level to compare with, in a 30 s run.
+//
+// The failure window as server.py decides it: a response fails when its
+// work ends at or after the window's start while the window is still in
+// the server's list, which the next job to start after the window's end
+// drops. That is a response ending inside the window, plus the one or two
+// that end after it before another job starts (a job starts at every
+// completion while the queue is not empty, and every millisecond or so
+// otherwise): one or two more failures among some 500, not modelled.
+//
+// The worker counts are the model's int(4 × coef × 1,000 × 10.32 ms):
+// coef 1 gives 41 (simple_retry_*), 0.54 gives 22 (retry_cb_or_budget_*,
+// any_retries_are_slowing_down_recovery: the runs of two retries, the
+// budget and the breaker) and 0.5 gives 20 (mfs: three retries;
+// jitter_vs_no_jitter_cpu_half: three with backoff, with and without
+// jitter, there behind an in-flight limit of 100 that this model lacks).
 const (
 	jirfagRate     = 1000.0
 	jirfagRTT      = 0.005

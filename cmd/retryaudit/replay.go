@@ -54,9 +54,10 @@ and whether the system stays collapsed after the trigger is gone.
 
 The topology comes from trace files (inferred on the fly) or from
 --topology (the JSON of 'retryaudit infer --format json', perhaps edited).
---scenario runs a preset from the articles instead (storm, lab, jirfag,
-jirfag-c41; contention is Brooker's closed-loop jitter study, a table of
-completion time and calls per strategy and client count).
+--scenario runs a preset from the articles instead (storm, lab, jirfag
+with 22 workers, jirfag-c20, jirfag-c41; contention is Brooker's
+closed-loop jitter study, a table of completion time and calls per
+strategy and client count).
 
 Policies (--policy, repeatable): a base (observed, none, everywhere,
 edge-only, idempotent-only, hedge-p95) followed by modifiers joined with +
