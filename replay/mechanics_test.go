@@ -321,6 +321,27 @@ func TestRefusals(t *testing.T) {
 	if _, err := Run(nan, nil, RunConfig{}); err == nil {
 		t.Error("a NaN rate accepted")
 	}
+	// Model figures that would silently read as "none": a negative queue
+	// bound, a NaN deadline, an infinite or negative per-try timeout.
+	for name, tc := range map[string]struct {
+		edit func(*Model)
+		want string
+	}{
+		"queue bound":     {func(m *Model) { m.Services[1].QueueCap = -5 }, "queue bound -5"},
+		"shed":            {func(m *Model) { m.Services[1].ShedRetriesAt = -1 }, "retries shed from -1"},
+		"client deadline": {func(m *Model) { m.ClientDeadline = math.NaN() }, "client deadline NaN"},
+		"think":           {func(m *Model) { m.Think = -1 }, "think time -1"},
+		"hop":             {func(m *Model) { m.Hop = Constant(math.Inf(1)) }, "network hop"},
+		"per-try":         {func(m *Model) { m.Edges[0].Policy.PerTryTimeout = math.Inf(1) }, "per-try timeout +Inf"},
+		"deadline":        {func(m *Model) { m.Edges[0].Policy.Deadline = -2 }, "deadline -2"},
+		"hedge":           {func(m *Model) { m.Edges[0].Policy.HedgeAfter = math.NaN() }, "hedge delay NaN"},
+	} {
+		bad := single("server", 6, Exponential{MeanS: 0.1}, 40, 0, Policy{MaxAttempts: 2})
+		tc.edit(bad)
+		if _, err := Run(bad, nil, RunConfig{Duration: 5}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", name, err, tc.want)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := RunContext(ctx, m, nil, RunConfig{Duration: 600}); !errors.Is(err, context.Canceled) {

@@ -342,21 +342,101 @@ func (s *sim) result() Result {
 }
 
 // percentiles returns the nearest-rank p50, p90, p95 and p99 of xs
-// (reordering it), by selection, lowest first: each selection leaves
-// everything above its rank after it, so the next searches only that tail
-// (about 1.65n steps for the four). The same values a full sort gives, in
-// linear time.
+// (reordering it): the same values a full sort gives, in linear time.
+// Latencies are never NaN. A long list is bucketed by the top bits of
+// each value's order-preserving bit pattern (sign, exponent and four
+// mantissa bits: 16 buckets an octave) in one counting pass, which names
+// the bucket that holds each rank; the values of those few buckets are
+// moved to the front and the ranks selected among them alone. A short
+// one goes straight to selection.
 func percentiles(xs []float64) (p50, p90, p95, p99 float64) {
 	n := len(xs)
 	if n == 0 {
 		return 0, 0, 0, 0
 	}
-	r50, r90, r95, r99 := rank(n, 0.5), rank(n, 0.9), rank(n, 0.95), rank(n, 0.99)
-	p50 = selectRank(xs, r50)
-	p90 = selectRank(xs[r50:], r90-r50)
-	p95 = selectRank(xs[r90:], r95-r90)
-	p99 = selectRank(xs[r95:], r99-r95)
-	return p50, p90, p95, p99
+	r := [4]int{rank(n, 0.5), rank(n, 0.9), rank(n, 0.95), rank(n, 0.99)}
+	if n < pctDirect {
+		// Lowest rank first: each selection leaves everything above its
+		// rank after it, so the next searches only that tail.
+		p50 = selectRank(xs, r[0])
+		p90 = selectRank(xs[r[0]:], r[1]-r[0])
+		p95 = selectRank(xs[r[1]:], r[2]-r[1])
+		p99 = selectRank(xs[r[2]:], r[3]-r[2])
+		return p50, p90, p95, p99
+	}
+	cnt := make([]int32, 1<<pctBits)
+	for _, x := range xs {
+		cnt[orderKey(x)>>(64-pctBits)]++
+	}
+	// The bucket of each rank, and how many values lie in lower buckets.
+	var bucket, below [4]int
+	acc, k := 0, 0
+	for b, c := range cnt {
+		for k < len(r) && r[k] < acc+int(c) {
+			bucket[k], below[k] = b, acc
+			k++
+		}
+		if k == len(r) {
+			break
+		}
+		acc += int(c)
+	}
+	// The ranks' buckets, distinct and ascending as the ranks are, become
+	// classes 0..nt-1, marked in cnt (its counts are spent) as -1-class.
+	var class [4]int      // each rank's
+	var start, end [4]int // each class's values go to xs[start:end]
+	nt, off := 0, 0
+	for k, b := range bucket {
+		if nt == 0 || bucket[k-1] != b {
+			start[nt], end[nt] = off, off+int(cnt[b])
+			off = end[nt]
+			cnt[b] = int32(-1 - nt)
+			nt++
+		}
+		class[k] = nt - 1
+	}
+	classOf := func(x float64) int { return int(-1 - cnt[orderKey(x)>>(64-pctBits)]) }
+	// Move the classes' values to the front, then each to its own range
+	// (a cycle of swaps per misplaced value).
+	w := 0
+	for i, x := range xs {
+		if classOf(x) >= 0 {
+			xs[w], xs[i] = x, xs[w]
+			w++
+		}
+	}
+	next := start
+	for t := range nt {
+		for next[t] < end[t] {
+			u := classOf(xs[next[t]])
+			if u != t {
+				xs[next[t]], xs[next[u]] = xs[next[u]], xs[next[t]]
+			}
+			next[u]++
+		}
+	}
+	var out [4]float64
+	for k, t := range class {
+		out[k] = selectRank(xs[start[t]:end[t]], r[k]-below[k])
+	}
+	return out[0], out[1], out[2], out[3]
+}
+
+// pctDirect is the length under which percentiles selects directly;
+// pctBits the width of its buckets' index.
+const (
+	pctDirect = 1 << 13
+	pctBits   = 16
+)
+
+// orderKey maps x to an unsigned integer in the same order as the
+// values (negative ones below positive ones, -0 just below +0).
+func orderKey(x float64) uint64 {
+	b := math.Float64bits(x)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
 }
 
 // rank is the index of the nearest-rank p-th percentile among n sorted

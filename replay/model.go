@@ -135,6 +135,19 @@ type Dist interface {
 	Mean() float64
 }
 
+// sample draws from d: the same draw as d.Sample, with the engine's
+// usual distributions called directly (inlined) rather than through the
+// interface.
+func sample(d Dist, rng *rand.Rand) float64 {
+	switch d := d.(type) {
+	case Exponential:
+		return rng.ExpFloat64() * d.MeanS
+	case LogNormal:
+		return d.Sample(rng)
+	}
+	return d.Sample(rng)
+}
+
 // Exponential service times, the M in M/M/c.
 type Exponential struct{ MeanS float64 }
 
@@ -258,8 +271,21 @@ func (m *Model) Validate() error {
 			return fmt.Errorf("arrival %d (at %gs, entry %d): want increasing times within the period %gs and a known entry", i, a.At, a.Entry, m.Period)
 		}
 	}
-	if len(m.Arrivals) > 0 && m.Period <= 0 {
-		return fmt.Errorf("arrival times need a positive period")
+	if len(m.Arrivals) > 0 && !(m.Period > 0 && !math.IsInf(m.Period, 1)) {
+		return fmt.Errorf("arrival times need a positive, finite period")
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"client deadline", m.ClientDeadline}, {"think time", m.Think}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 1) {
+			return fmt.Errorf("model %s %v: want a finite number of seconds ≥ 0", f.name, f.v)
+		}
+	}
+	if m.Hop != nil {
+		if h := m.Hop.Mean(); !(h >= 0) || math.IsInf(h, 1) {
+			return fmt.Errorf("model network hop of mean %v s: want a finite number of seconds ≥ 0", h)
+		}
 	}
 	for i, s := range m.Services {
 		if s.Workers < 1 {
@@ -270,6 +296,9 @@ func (m *Model) Validate() error {
 		}
 		if !(s.Thrash >= 0) || math.IsInf(s.Thrash, 0) {
 			return fmt.Errorf("service %s: thrash %v: want a finite number ≥ 0", s.Name, s.Thrash)
+		}
+		if s.QueueCap < 0 || s.ShedRetriesAt < 0 {
+			return fmt.Errorf("service %s: queue bound %d, retries shed from %d queued: want 0 (none) or more", s.Name, s.QueueCap, s.ShedRetriesAt)
 		}
 		for j, op := range s.Ops {
 			if op.Time == nil {
@@ -291,6 +320,14 @@ func (m *Model) Validate() error {
 		}
 		if e.Repeat < 1 {
 			return fmt.Errorf("edge %d: repeat %d: want 1 or more", i, e.Repeat)
+		}
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"per-try timeout", e.Policy.PerTryTimeout}, {"deadline", e.Policy.Deadline}, {"hedge delay", e.Policy.HedgeAfter}} {
+			if !(f.v >= 0) || math.IsInf(f.v, 1) {
+				return fmt.Errorf("edge %d (%s → %s): %s %v: want a finite number of seconds ≥ 0 (0: none)", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, f.name, f.v)
+			}
 		}
 		if e.Policy.Breaker.Enabled() {
 			if err := e.Policy.Breaker.Validate(); err != nil {

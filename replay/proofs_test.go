@@ -649,20 +649,31 @@ func TestSlotReuse(t *testing.T) {
 }
 
 // TestSelectRank: the selection that computes percentiles agrees with a
-// sort, on random data, on runs of ties and on sorted input.
+// sort, on random data, on runs of ties, on sorted input, on values of
+// either sign and on one value repeated; lists long enough for the
+// bucketed path (pctDirect and up) as well as short ones.
 func TestSelectRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 300 {
 		n := 1 + rng.IntN(3000)
+		if trial%2 == 1 {
+			n = pctDirect + rng.IntN(4*pctDirect)
+		}
 		xs := make([]float64, n)
 		for i := range xs {
-			switch trial % 3 {
+			switch trial % 6 {
 			case 0:
 				xs[i] = rng.ExpFloat64()
 			case 1:
 				xs[i] = float64(rng.IntN(5)) // many ties
 			case 2:
 				xs[i] = float64(i) // sorted
+			case 3:
+				xs[i] = 0.01 * math.Exp(0.25*rng.NormFloat64()) // one narrow cluster
+			case 4:
+				xs[i] = rng.NormFloat64() * 1e-3 // both signs
+			case 5:
+				xs[i] = 0.1 // one value
 			}
 		}
 		sorted := slices.Clone(xs)

@@ -183,11 +183,13 @@ var noEffect = degrade.Effect{Slow: 1}
 
 // effect is what the faults on service svc do at the current time to an
 // attempt from the service caller (-1: the end user, or a question about
-// the service alone) landing on part (shard or replica).
-func (s *sim) effect(caller, svc, part int32) degrade.Effect {
+// the service alone) landing on part (shard or replica). The effect is
+// returned by reference (a 56-byte record), to be read at once: it is
+// valid until the next call, and never written through.
+func (s *sim) effect(caller, svc, part int32) *degrade.Effect {
 	st := &s.svcs[svc]
 	if len(st.faults) == 0 {
-		return noEffect
+		return &noEffect
 	}
 	if s.now >= st.effUntil {
 		st.eff = st.faults.Effect("", st.name, 0, s.now)
@@ -195,13 +197,14 @@ func (s *sim) effect(caller, svc, part int32) degrade.Effect {
 		st.effUntil = st.faults.NextChange(st.name, s.now)
 	}
 	if !st.varies {
-		return st.eff
+		return &st.eff
 	}
 	name := ""
 	if caller >= 0 {
 		name = s.m.Services[caller].Name
 	}
-	return st.faults.Effect(name, st.name, int(part), s.now)
+	s.effScratch = st.faults.Effect(name, st.name, int(part), s.now)
+	return &s.effScratch
 }
 
 // sim is one run: the model, the faults, the clock and every entity.
@@ -219,13 +222,14 @@ type sim struct {
 	// observed: the run replays the traces' own failure timeline.
 	observed bool
 
-	svcs      []svcState
-	jobs      []job
-	calls     []call
-	atts      []attempt
-	freeJobs  []int32
-	freeCalls []int32
-	freeAtt   []int32
+	svcs       []svcState
+	effScratch degrade.Effect // see effect
+	jobs       []job
+	calls      []call
+	atts       []attempt
+	freeJobs   []int32
+	freeCalls  []int32
+	freeAtt    []int32
 
 	budgets  []Budget // per edge (shared budgets appear under each of their edges)
 	breakers []*Breaker
@@ -437,7 +441,10 @@ func (s *sim) rootRequest(i int) {
 	if s.m.ClientDeadline > 0 {
 		deadline = s.now + s.m.ClientDeadline
 	}
-	c := s.newCall(call{job: -1, edge: -1, entry: int16(i), svc: int32(e.Service), op: int32(e.Op), start: s.now, deadline: deadline, key: s.key(int32(e.Service))})
+	key := s.key(int32(e.Service))
+	c, cp := s.newCall()
+	cp.job, cp.edge, cp.entry, cp.svc, cp.op = -1, -1, int16(i), int32(e.Service), int32(e.Op)
+	cp.start, cp.deadline, cp.key = s.now, deadline, key
 	s.met.rootStarted(s.now, s.now < s.cfg.Duration)
 	s.send(c)
 }
@@ -446,10 +453,15 @@ func (s *sim) rootRequest(i int) {
 // by key needs one.
 func (s *sim) key(svc int32) float64 {
 	if st := &s.svcs[svc]; st.parts > 1 && st.byKey {
-		return s.rngFault.Float64()
+		return s.drawKey()
 	}
 	return 0
 }
+
+// drawKey is kept out of line so that key, on every call, inlines.
+//
+//go:noinline
+func (s *sim) drawKey() float64 { return s.rngFault.Float64() }
 
 // policy returns the policy of call c (the end user's for a root request).
 func (s *sim) policy(c *call) *Policy {
@@ -495,14 +507,15 @@ func (s *sim) send(ci int32) {
 	if p.PerTryTimeout > 0 {
 		deadline = min(deadline, s.now+p.PerTryTimeout)
 	}
-	a := s.newAttempt(attempt{call: ci, job: -1, n: n, open: true, deadline: deadline, next: c.open})
-	s.calls[ci].open = a
+	a, ap := s.newAttempt()
+	ap.call, ap.job, ap.n, ap.open, ap.deadline, ap.next = ci, -1, n, true, deadline, c.open
+	c.open = a
 	if !math.IsInf(deadline, 1) {
-		s.h.push(deadline, evTimeout, a, s.atts[a].gen)
+		s.h.push(deadline, evTimeout, a, ap.gen)
 	}
 	if p.HedgeAfter > 0 && int(n) < p.MaxAttempts {
 		// The next hedge, if this attempt has not answered by then.
-		s.h.push(s.now+p.HedgeAfter, evHedge, a, s.atts[a].gen)
+		s.h.later(s.now+p.HedgeAfter, evHedge, a, ap.gen)
 	}
 	s.cross(a, false)
 }
@@ -520,8 +533,12 @@ func (s *sim) caller(c *call) int32 {
 // callee is lost now: a packet-loss draw, or an outage that hangs.
 func (s *sim) lossOf(c *call) bool {
 	if len(s.svcs[c.svc].faults) == 0 {
-		return false
+		return false // the common case, inlined
 	}
+	return s.lossOfFaults(c)
+}
+
+func (s *sim) lossOfFaults(c *call) bool {
 	eff := s.effect(s.caller(c), c.svc, 0)
 	return eff.NoAnswer || eff.Loss > 0 && s.rngFault.Float64() < eff.Loss
 }
@@ -531,7 +548,7 @@ func (s *sim) lossOf(c *call) bool {
 // retransmission timeout, which starts at RTO and doubles with every loss.
 func (s *sim) lose(ai int32, kind evKind) {
 	a := &s.atts[ai]
-	s.h.push(s.now+s.cfg.RTO*math.Ldexp(1, int(a.lost)), kind, ai, a.gen)
+	s.h.later(s.now+s.cfg.RTO*math.Ldexp(1, int(a.lost)), kind, ai, a.gen)
 	a.lost++
 }
 
@@ -568,9 +585,9 @@ func (s *sim) cross(ai int32, answer bool) {
 		// The traces' own network time and client overhead on this edge:
 		// the attempt reaches the callee that much later and holds no
 		// callee worker meanwhile.
-		s.h.push(s.now+s.m.Edges[c.edge].Transit.Sample(s.rngOutcome), arrival, ai, a.gen)
+		s.h.later(s.now+s.m.Edges[c.edge].Transit.Sample(s.rngOutcome), arrival, ai, a.gen)
 	case s.m.Hop != nil && !(answer && s.m.HopRoundTrip):
-		s.h.push(s.now+s.m.Hop.Sample(s.rngFault), arrival, ai, a.gen)
+		s.h.later(s.now+sample(s.m.Hop, s.rngFault), arrival, ai, a.gen)
 	case answer:
 		s.answer(ai)
 	default:
@@ -618,8 +635,17 @@ func (s *sim) arrive(ai int32) {
 	if c.edge >= 0 {
 		fail = s.m.Edges[c.edge].Fail
 	}
-	root, rootGen := s.rootOf(a.call)
-	same, other := s.tainted(a.call)
+	var root, rootGen int32
+	var same, other bool
+	if c.job < 0 {
+		// A root request is its own root, and has failed on no edge of
+		// its own: other is whether it failed on any (rootOf and tainted,
+		// without the lookups).
+		root, rootGen, other = a.call, c.gen, len(c.failedEdges) > 0
+	} else {
+		root, rootGen = s.rootOf(a.call)
+		same, other = s.tainted(a.call)
+	}
 	if a.n == 1 {
 		c.tainted = same
 	} else {
@@ -627,19 +653,24 @@ func (s *sim) arrive(ai int32) {
 		// had already failed on this edge.
 		same, other = c.tainted, false
 	}
-	j := s.newJob(job{att: ai, svc: c.svc, op: c.op, pool: pi, part: part, deadline: deadline, attemptNo: a.n,
-		fail: fail, afterFailure: same, afterRun: c.run, afterOther: other, afterDown: c.downFailed, root: root, rootGen: rootGen})
-	s.atts[ai].job = j
+	j, jp := s.newJob()
+	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
+	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
+	a.job = j
 	p.push(j)
 	s.startQueued(c.svc, pi)
 }
 
 // limit is the pool's worker count under active faults.
 func (s *sim) limit(svc, pi int32) int {
-	p := &s.svcs[svc].pools[pi]
 	if !s.svcs[svc].limits {
-		return p.workers
+		return s.svcs[svc].pools[pi].workers // the common case, inlined
 	}
+	return s.limitFaults(svc, pi)
+}
+
+func (s *sim) limitFaults(svc, pi int32) int {
+	p := &s.svcs[svc].pools[pi]
 	if eff := s.effect(-1, svc, pi); eff.Limit > 0 {
 		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
 	}
@@ -648,8 +679,13 @@ func (s *sim) limit(svc, pi int32) int {
 
 // startQueued gives free workers to queued jobs.
 func (s *sim) startQueued(svc, pi int32) {
-	p := &s.svcs[svc].pools[pi]
+	st := &s.svcs[svc]
+	p := &st.pools[pi]
 	limit := s.limit(svc, pi)
+	if p.busy >= limit || p.queued() == 0 {
+		return
+	}
+	sv := &s.m.Services[svc]
 	for p.busy < limit && p.queued() > 0 {
 		ji := p.pop()
 		j := &s.jobs[ji]
@@ -669,7 +705,6 @@ func (s *sim) startQueued(svc, pi int32) {
 		p.busy++
 		j.state = jobRunning
 		j.start = s.now
-		sv := &s.m.Services[svc]
 		op := &sv.Ops[j.op]
 		dist := op.Time
 		if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
@@ -681,16 +716,16 @@ func (s *sim) startQueued(svc, pi int32) {
 				dist = op.FailTime
 			}
 		}
-		t := dist.Sample(s.rngService)
+		t := sample(dist, s.rngService)
 		add := 0.0
-		if len(s.svcs[svc].faults) > 0 {
+		if len(st.faults) > 0 {
 			eff := s.effect(-1, svc, j.part)
 			t, add = t*eff.Slow, eff.Add
 		}
 		if sv.Thrash > 0 {
 			t *= 1 + sv.Thrash*min(float64(p.queued())/float64(p.workers), 4)
 		}
-		s.h.push(s.now+(t+add), evServed, ji, j.gen)
+		s.h.later(s.now+(t+add), evServed, ji, j.gen)
 	}
 }
 
@@ -762,8 +797,10 @@ func (s *sim) startCall(ji, e int32) {
 	if d := ed.Policy.Deadline; d > 0 {
 		deadline = min(deadline, s.now+d)
 	}
-	c := s.newCall(call{job: ji, jobGen: j.gen, edge: e, svc: int32(ed.Callee), op: int32(ed.CalleeOp), start: s.now, deadline: deadline, key: s.key(int32(ed.Callee)),
-		run: s.lastEnded[e].failedFor(j.root, j.rootGen)})
+	key, run := s.key(int32(ed.Callee)), s.lastEnded[e].failedFor(j.root, j.rootGen)
+	c, cp := s.newCall()
+	cp.job, cp.jobGen, cp.edge, cp.svc, cp.op = ji, j.gen, e, int32(ed.Callee), int32(ed.CalleeOp)
+	cp.start, cp.deadline, cp.key, cp.run = s.now, deadline, key, run
 	s.send(c)
 }
 
@@ -771,8 +808,12 @@ func (s *sim) startCall(ji, e int32) {
 // the outcome the failure model gives. An error-after-work fault decides
 // here, with the work done, that the answer is a 5xx.
 func (s *sim) complete(ji int32) {
-	o, retryAfter := s.ownOutcome(ji)
 	j := &s.jobs[ji]
+	o, retryAfter := outOK, 0.0
+	if j.failed || j.fail != nil { // else it succeeds: no failure model
+		o, retryAfter = s.ownOutcome(ji)
+		j = &s.jobs[ji]
+	}
 	if o == outOK && len(s.svcs[j.svc].faults) > 0 {
 		eff := s.effect(-1, j.svc, j.part)
 		if eff.FailAfterWork || eff.ErrorAfterWork > 0 && s.rngFault.Float64() < eff.ErrorAfterWork {
@@ -855,9 +896,12 @@ func (s *sim) answer(ai int32) {
 
 // settle tells the edge's budget and breaker how an attempt ended.
 func (s *sim) settle(c *call, ok, timeout, retry bool) {
-	if c.edge < 0 {
-		return
+	if c.edge >= 0 { // a root request has neither: the check inlined
+		s.settleEdge(c, ok, timeout, retry)
 	}
+}
+
+func (s *sim) settleEdge(c *call, ok, timeout, retry bool) {
 	if b := s.budgets[c.edge]; b != nil {
 		b.Result(s.now, ok, timeout)
 		b.Done(s.now, retry)
@@ -906,9 +950,9 @@ func (s *sim) abandon(ai int32, always bool) {
 	}
 	delay := s.cfg.CancelDelay
 	if s.m.Hop != nil {
-		delay = s.m.Hop.Sample(s.rngFault)
+		delay = sample(s.m.Hop, s.rngFault)
 	}
-	s.h.push(s.now+delay, evCancel, ji, j.gen)
+	s.h.later(s.now+delay, evCancel, ji, j.gen)
 }
 
 // cancel: a cancel reaches job ji. Queued work is dropped; running work
@@ -957,7 +1001,7 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64) {
 		s.finish(ci, false, 0)
 		return
 	}
-	s.h.push(s.now+delay, evRetry, ci, c.gen)
+	s.h.later(s.now+delay, evRetry, ci, c.gen)
 }
 
 // hedge sends a second attempt of call ci while the first is out.
@@ -1119,13 +1163,12 @@ func (s *sim) freeze() {
 // Entity slabs with free lists; a generation counter per slot makes events
 // for a freed entity stale.
 
-func (s *sim) newJob(j job) int32 {
+func (s *sim) newJob() (int32, *job) {
 	i, p, reused := slot(&s.jobs, &s.freeJobs)
 	if reused {
-		j.gen = p.gen + 1
+		*p = job{gen: p.gen + 1}
 	}
-	*p = j
-	return i
+	return i, p
 }
 
 func (s *sim) freeJob(i int32) {
@@ -1146,32 +1189,36 @@ func (s *sim) freeAttempt(i int32) {
 	}
 }
 
-func (s *sim) newCall(c call) int32 {
-	c.open = -1
+// newCall returns a slot for a new call, open -1 and every other field
+// zero but its generation. A root request's list of failed edges keeps
+// its storage from the slot's last occupant, emptied.
+func (s *sim) newCall() (int32, *call) {
 	i, p, reused := slot(&s.calls, &s.freeCalls)
+	gen := int32(0)
 	if reused {
-		c.gen = p.gen + 1
+		gen = p.gen + 1
 	}
-	*p = c
-	return i
+	*p = call{open: -1, gen: gen, failedEdges: p.failedEdges[:0]}
+	return i, p
 }
 
 func (s *sim) freeCall(i int32) { s.freeCalls = append(s.freeCalls, i) }
 
-func (s *sim) newAttempt(a attempt) int32 {
+func (s *sim) newAttempt() (int32, *attempt) {
 	i, p, reused := slot(&s.atts, &s.freeAtt)
 	if reused {
-		a.gen = p.gen + 1
+		*p = attempt{gen: p.gen + 1}
 	}
-	*p = a
-	return i
+	return i, p
 }
 
 // slot returns a slot of items for a new entity: a free one if there is
-// one (reused: the caller gives the new occupant the next generation, so
-// events scheduled for the last one are recognised as stale), otherwise a
-// new one at the end. The caller writes the entity through the pointer,
-// which is valid until items grows again.
+// one (reused: the caller clears it but for the next generation, so
+// events scheduled for the last occupant are recognised as stale),
+// otherwise a new, zero one at the end. The caller writes the entity in
+// place through the pointer, which is valid until items grows again:
+// building a record on the stack and copying it in cost a stalled
+// 100-byte copy per entity.
 func slot[T any](items *[]T, free *[]int32) (i int32, p *T, reused bool) {
 	if n := len(*free); n > 0 {
 		i = (*free)[n-1]
