@@ -32,12 +32,16 @@ type index struct {
 	leaks, repeats, leakedSpans int
 	// polls counts the requests repeated under one parent after it was
 	// answered that were kept as the parent's own (markLeaks).
-	polls    int
-	ops      []uint32 // each span's operation name, as an index into opNames.list (opName)
-	opNames  opNames
-	arena    []call // the current chunk of calls (newCall)
-	names    map[callName]*callName
-	lastName *callName
+	polls int
+	// unnamedNamed counts the spans exported without a service name that
+	// nameUnnamed named from their place in the trace, unnamedLeft those
+	// it could not.
+	unnamedNamed, unnamedLeft int
+	ops                       []uint32 // each span's operation name, as an index into opNames.list (opName)
+	opNames                   opNames
+	arena                     []call // the current chunk of calls (newCall)
+	names                     map[callName]*callName
+	lastName                  *callName
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
@@ -187,6 +191,7 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 			return int(a - b)
 		})
 	}
+	ix.unnamedNamed, ix.unnamedLeft = ix.nameUnnamed(set)
 	ix.leaks, ix.repeats, ix.leakedSpans, ix.polls = ix.markLeaks()
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err

@@ -301,6 +301,12 @@ func warningsOf(ix *index, t *Topology) []string {
 			"they ran in the context of another request (a retrying agent on a reused connection, a worker's stale context?); left out of attempts, amplification and deadline findings",
 			strings.Join(shapes, " and "), ix.leakedSpans))
 	}
+	if ix.unnamedNamed > 0 {
+		w = append(w, fmt.Sprintf("%d spans named no service (unknown_service): each was given the service its caller addressed (a server span) or its parent's (any other span)", ix.unnamedNamed))
+	}
+	if ix.unnamedLeft > 0 {
+		w = append(w, fmt.Sprintf("%d spans name no service and nothing in their trace names one: they stay unknown_service", ix.unnamedLeft))
+	}
 	if ix.polls > 0 {
 		w = append(w, fmt.Sprintf("%d client spans repeated a request their parent had already had answered, with nothing to show another request sent them "+
 			"(none failed and was sent again, none outlived its parent, no trace misses that request's retry): kept as the parent's own polls", ix.polls))
