@@ -29,6 +29,13 @@ type Breaker struct {
 	OpenMS float64 `json:"open_ms,omitempty"`
 	// LongestFailureRun is the most consecutive failed calls seen.
 	LongestFailureRun int `json:"longest_failure_run"`
+	// ProxyShed counts the attempts the caller's sidecar refused itself
+	// because its circuit breaker's limits were full (Envoy's UO response
+	// flag: max connections, pending or concurrent requests to the
+	// cluster). That is a concurrency limit, not a breaker that opens on
+	// failures: it is not Detected, and replay does not simulate it as
+	// one (its fast failures are in the edge's outcome mix).
+	ProxyShed int `json:"proxy_shed,omitempty"`
 }
 
 // Breaker evidence thresholds: a breaker is claimed from at least

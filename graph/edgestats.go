@@ -37,6 +37,7 @@ type edgeStats struct {
 	hedged                   *Hedging
 	hedgeDelays              []float64
 	outlived                 int
+	proxyShed                int // attempts the sidecar's circuit breaker refused (UO)
 	raHonored, raIgnored     int
 	waits                    []pendingWait
 	legs, serverDur          []float64
@@ -107,6 +108,9 @@ func (st *edgeStats) add(ix *index, c *call) {
 	for k, a := range c.attempts {
 		if a.outcome.failed() {
 			st.failed++
+		}
+		if a.status == labelOverflow {
+			st.proxyShed++
 		}
 		if a.server >= 0 {
 			st.serverDur = append(st.serverDur, float64(ix.spans[a.server].Duration())/1e6)
@@ -227,6 +231,7 @@ func (st *edgeStats) merge(o *edgeStats) {
 	}
 	st.hedgeDelays = append(st.hedgeDelays, o.hedgeDelays...)
 	st.outlived += o.outlived
+	st.proxyShed += o.proxyShed
 	st.raHonored += o.raHonored
 	st.raIgnored += o.raIgnored
 	st.waits = append(st.waits, o.waits...)
@@ -297,6 +302,7 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 		e.AttemptsHistogram = []int{}
 	}
 	mostAttempts := st.mostAttempts()
+	e.proxyShed = st.proxyShed
 	e.MaxAttempts = max(mostAttempts, 1)
 	e.Retries = mostAttempts > 1
 	e.Evidence = st.retriesEvidence()

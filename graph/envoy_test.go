@@ -65,6 +65,11 @@ func TestEnvoySpanShapes(t *testing.T) {
 			if !slices.Equal(d.NotRetriedStatus, []string{"overflow"}) {
 				t.Errorf("details not retried %v, want [overflow]", d.NotRetriedStatus)
 			}
+			// Envoy's circuit breaker is a concurrency limit: reported as
+			// the attempts it shed, not as a breaker opening on failures.
+			if b := d.Breaker; b == nil || b.ProxyShed != 3 || b.Detected {
+				t.Errorf("details breaker %+v, want 3 shed by the proxy's limit, none detected", b)
+			}
 			r := edge(t, tp, "productpage", "ratings")
 			wantEq(t, "ratings transport failures", r.Outcomes.First.Transport, 5)
 			if len(tp.Warnings) > 0 {

@@ -109,6 +109,12 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		t.Edges[i].ConcurrentShare = share
 	}
 	for i, b := range breakers(ix, ecs, byServer) {
+		if n := t.Edges[i].proxyShed; n > 0 {
+			if b == nil {
+				b = &Breaker{}
+			}
+			b.ProxyShed = n
+		}
 		t.Edges[i].Breaker = b
 	}
 	var truncated bool

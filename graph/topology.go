@@ -109,6 +109,9 @@ type Edge struct {
 	// RetriesBy "proxy and application", MaxAttempts counts the tries of
 	// every application attempt, so the two layers multiply.
 	ProxyMostTries int `json:"proxy_most_tries,omitempty"`
+	// proxyShed counts the attempts the sidecar's circuit breaker refused
+	// (UO); infer moves it into Breaker.ProxyShed.
+	proxyShed int
 
 	Backoff         Backoff  `json:"backoff"`
 	PerTryTimeoutMS *float64 `json:"per_try_timeout_ms"`

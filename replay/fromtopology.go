@@ -191,6 +191,11 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				ed.Transit = tr
 			}
 		}
+		if br := e.Breaker; br != nil && br.ProxyShed > 0 {
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: the caller's sidecar refused %d attempts at its circuit breaker's limits (Envoy UO): "+
+				"a concurrency limit the traces do not size, so it is not simulated as a limit; those fast failures are replayed in the edge's outcome mix",
+				e.Caller, e.Callee, e.Operation, br.ProxyShed))
+		}
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
 		}

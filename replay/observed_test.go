@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/graph"
@@ -27,5 +28,25 @@ func TestObservedPolicyFromInference(t *testing.T) {
 	e.Breaker = &graph.Breaker{LongestFailureRun: 12} // none seen
 	if p := observedPolicy(e); p.Breaker != (BreakerConfig{}) {
 		t.Errorf("breaker %+v where the traces show none", p.Breaker)
+	}
+}
+
+// TestProxyShedIsNoted: attempts a sidecar's circuit breaker refused at
+// its limits (Envoy UO) are a concurrency limit the traces do not size:
+// no breaker opening on failures is replayed, and the notes say so.
+func TestProxyShedIsNoted(t *testing.T) {
+	top := sampleTopology(t, "retry-everywhere")
+	e := &top.Edges[0]
+	e.Breaker = &graph.Breaker{ProxyShed: 7}
+	if p := observedPolicy(*e); p.Breaker != (BreakerConfig{}) {
+		t.Errorf("breaker %+v from a proxy's concurrency limit", p.Breaker)
+	}
+	m, err := FromTopology(top, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := e.Caller + " → " + e.Callee + " " + e.Operation + ": the caller's sidecar refused 7 attempts at its circuit breaker's limits (Envoy UO)"
+	if !strings.Contains(strings.Join(m.Assumed, "\n"), want) {
+		t.Errorf("notes %q lack %q", m.Assumed, want)
 	}
 }

@@ -252,16 +252,29 @@ func hedgingText(h *graph.Hedging) string {
 
 // breakerText is "opened 3×, 13 fast-failed", "none (12 failed in a row)"
 // when failures in a row were all sent on, or "-" when the traces cannot
-// tell.
+// tell; "proxy limit shed 3 (UO)" is added when the caller's sidecar
+// refused attempts because its circuit breaker's limits were full.
 func breakerText(b *graph.Breaker) string {
+	shed := ""
+	if b != nil && b.ProxyShed > 0 {
+		shed = fmt.Sprintf("proxy limit shed %d (UO)", b.ProxyShed)
+	}
 	switch {
 	case b == nil:
 		return "-"
 	case b.Detected:
-		return fmt.Sprintf("opened %d×, %d fast-failed", b.OpenPeriods, b.FastFailedCalls)
+		return strings.TrimSuffix(fmt.Sprintf("opened %d×, %d fast-failed; %s", b.OpenPeriods, b.FastFailedCalls, shed), "; ")
+	case shed != "" && b.LongestFailureRun < minShownRun:
+		return shed
+	case shed != "":
+		return fmt.Sprintf("%s; none opening on failures (%d failed in a row)", shed, b.LongestFailureRun)
 	}
 	return fmt.Sprintf("none (%d failed in a row)", b.LongestFailureRun)
 }
+
+// minShownRun: a breaker's absence is shown beside a proxy's limit only
+// after this many failed calls in a row (as graph judges absence).
+const minShownRun = 5
 
 func timeoutText(v *float64) string {
 	if v == nil {
