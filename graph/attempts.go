@@ -182,18 +182,31 @@ type attempt struct {
 	retryAfter int32
 	// nth is the attempt's position in its call, counting attempts that
 	// markers say were made but not exported; -1 when unknown.
-	nth       int32
-	peer      ingest.Sym // where the client sent it: host and port
-	route     ingest.Sym // the request's path template or RPC method
+	nth int32
+	// req is the client span that sent the request: its target, peer
+	// (host and port) and route say whether a later attempt sends the
+	// same one again (index.request).
+	req       int32
 	status    label
 	outcome   outcome
 	transport bool // failed without an answer: a timeout, a reset, a refused connection
 	idemKey   bool
 	// synthetic attempts stand for tries hidden inside one span (Envoy's
 	// retry.count): their times are the span's, not their own.
-	synthetic  bool
-	start, end int64
-	target     uint64
+	synthetic bool
+	// Its start and end are its span's (span): never held twice.
+}
+
+// request returns the identity of a's request (a hash of the full URL or
+// statement), where it was sent (host and port) and its route. Attempts
+// read from the callee's server spans under one client span
+// (belowCall) know only the client's identity.
+func (ix *index) request(a *attempt) (target uint64, peer, route ingest.Sym) {
+	sp := &ix.spans[a.req]
+	if a.span == a.server {
+		return sp.Target, 0, 0
+	}
+	return sp.Target, sp.Peer, sp.Route
 }
 
 // call is a logical call: the attempts one caller span made for one
@@ -344,8 +357,8 @@ func (m *opNames) id(set *ingest.Set, k nameKey) uint32 {
 func (ix *index) newAttempt(client, server int32) attempt {
 	sp := &ix.spans[client]
 	o, status := classify(ix, client, server)
-	a := attempt{span: client, server: server, start: sp.Start, end: sp.End, outcome: o, status: status,
-		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), target: sp.Target, peer: sp.Peer, route: sp.Route}
+	a := attempt{span: client, server: server, outcome: o, status: status,
+		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), req: client}
 	a.transport = o == outcomeRetryable && (sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent || status == labelTransport)
 	if a.retryAfter == ingest.Absent && server >= 0 {
 		a.retryAfter = ix.spans[server].RetryAfterMS
@@ -500,6 +513,8 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 	}
 	cur := calls[len(calls)-1]
 	prev := cur.last()
+	prevTarget, prevPeer, prevRoute := ix.request(prev)
+	target, peer, route := ix.request(&a)
 	switch {
 	case sp.ResendCount != ingest.Absent:
 		if sp.ResendCount == 0 || prev.outcome == outcomeOK {
@@ -511,20 +526,20 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 		if gap := int32(sp.ResendCount) - int32(len(cur.attempts)) - cur.missing; gap > 0 {
 			cur.missing += gap
 		}
-	case prev.end <= a.start+overlapTolerance:
+	case ix.spans[prev.span].End <= ix.spans[a.span].Start+overlapTolerance:
 		// A different request identity after a failure is a loop moving
 		// on to its next argument, not a retry; the same request sent to
 		// another replica (another host or port, so another URL) is.
-		if !prev.outcome.failed() || !sameRequest(prev.target, a.target, prev.peer, a.peer, prev.route, a.route) {
+		if !prev.outcome.failed() || !sameRequest(prevTarget, target, prevPeer, peer, prevRoute, route) {
 			return start()
 		}
-	case prev.target != 0 && prev.target == a.target && (prev.outcome != outcomeOK || a.outcome != outcomeOK):
+	case prevTarget != 0 && prevTarget == target && (prev.outcome != outcomeOK || a.outcome != outcomeOK):
 		// A hedge is abandoned once one attempt answers: two overlapping
 		// successes are parallel work (a pool running one parametrised
 		// statement), not a hedge.
 		cur.hedged = true
 		if cur.hedgeGap == 0 {
-			cur.hedgeGap = a.start - cur.attempts[0].start
+			cur.hedgeGap = ix.spans[a.span].Start - ix.spans[cur.attempts[0].span].Start
 		}
 	default:
 		return start() // parallel fan-out
@@ -563,7 +578,7 @@ func joinProxy(ix *index, calls []*call, pc *call) []*call {
 		if cur.appAttempts > 0 {
 			prevApp = &ix.spans[cur.app]
 		}
-		if !cur.hedged && prev.outcome.failed() && prev.end <= first.start+overlapTolerance &&
+		if !cur.hedged && prev.outcome.failed() && ix.spans[prev.span].End <= ix.spans[first.span].Start+overlapTolerance &&
 			sameRequest(prevApp.Target, app.Target, prevApp.Peer, app.Peer, prevApp.Route, app.Route) {
 			cur.attempts = append(cur.attempts, pc.attempts...)
 			cur.missing += pc.missing
@@ -767,8 +782,8 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		if cl.missing > 0 {
 			nth = -1 // which attempts are missing is unknown
 		}
-		cl.attempts = append(cl.attempts, attempt{span: s, server: s, start: srv.Start, end: srv.End, outcome: o, status: status,
-			retryAfter: srv.RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), target: sp.Target, nth: nth})
+		cl.attempts = append(cl.attempts, attempt{span: s, server: s, outcome: o, status: status,
+			retryAfter: srv.RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
 	return cl
 }

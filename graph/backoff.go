@@ -235,6 +235,16 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		}
 	}
 	b.BaseMS = round3(sched[0])
+	// A fixed overhead in every wait (time between attempts the policy
+	// does not sleep: the client's, the network's) adds to every wait
+	// alike; unless one was measured, an overhead as large as the
+	// variation of the edge's own network legs cannot be ruled out, so the
+	// ranges allow it.
+	oMax := noiseFactor * noise
+	if overhead > 0 {
+		oMax = 0 // measured, and taken off
+	}
+	b.BaseRangeMS = &[2]float64{round3(max(slo[0]-oMax, 0)), round3(shi[0])}
 	if len(sched) < minKindIndices {
 		return b
 	}
@@ -270,16 +280,9 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		}
 		m := math.Exp(logSum / float64(n))
 		// The geometric mean of the ratios is (sched[n]/sched[0])^(1/n):
-		// its range is that of the first and last estimates. A fixed
-		// overhead in every wait (time between attempts the policy does
-		// not sleep: the client's, the network's) adds the same to both
-		// and pulls the ratio towards 1; unless one was measured, an
-		// overhead as large as the variation of the edge's own network
-		// legs cannot be ruled out, so the range allows it.
-		oMax := noiseFactor * noise
-		if overhead > 0 {
-			oMax = 0 // measured, and taken off
-		}
+		// its range is that of the first and last estimates, and of an
+		// overhead up to oMax, which adds the same to both and pulls the
+		// ratio towards 1.
 		root := 1 / float64(n)
 		lo := math.Pow(max(slo[n], 0)/max(shi[0], immediateMS), root)
 		hi := math.Pow(max(shi[n]-oMax, 0)/max(slo[0]-oMax, immediateMS), root)

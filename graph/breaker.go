@@ -96,13 +96,13 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
 		// each request's calls visited once.
 		for k, s := range spans {
 			for _, c := range byServer.of(s) {
-				st := states[c.edge]
+				st := states[int(c.edge)]
 				switch {
 				case st == nil:
-				case ix.refused(c.c):
+				case ix.refused(byServer.call(c)):
 					// A breaker below the instrumentation refused the call:
 					// no request went out, as if no call was made.
-				case c.c.last().outcome.failed():
+				case byServer.call(c).last().outcome.failed():
 					st[k] = callFailed
 				case st[k] == noCall:
 					st[k] = callOK
@@ -121,7 +121,7 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
 // at once, reached no server, and says its circuit or breaker is open.
 func (ix *index) refused(c *call) bool {
 	for _, a := range c.attempts {
-		if a.server >= 0 || !a.outcome.failed() || a.end-a.start > refusedNS {
+		if a.server >= 0 || !a.outcome.failed() || ix.spans[a.span].Duration() > refusedNS {
 			return false
 		}
 		sp := &ix.spans[a.span]

@@ -215,14 +215,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	cal.Root = rootStats(ix, all)
 
 	// Per span: a call made while serving it failed; it made calls.
-	downFailed := make(spanSet, len(ix.spans))
-	calling := make(spanSet, len(ix.spans))
+	downFailed := newSpanSet(len(ix.spans))
+	calling := newSpanSet(len(ix.spans))
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
 			s := ix.serverOf(c.from)
-			calling[s] = true
+			calling.set(s)
 			if c.last().outcome.failed() {
-				downFailed[s] = true
+				downFailed.set(s)
 			}
 		}
 	}
@@ -241,12 +241,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, breakerFast, perEdge[i], anyFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
-	ownFailed := make(spanSet, len(ix.spans))
+	ownFailed := newSpanSet(len(ix.spans))
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if ix.keep[i] && !downFailed[i] && !breakerFast[i] && (isServer(sp) || ix.parent[i] < 0) {
+		if ix.keep[i] && !downFailed.has(int32(i)) && !breakerFast.has(int32(i)) && (isServer(sp) || ix.parent[i] < 0) {
 			o, _ := classify(ix, int32(i), int32(i))
-			ownFailed[i] = o.failed()
+			if o.failed() {
+				ownFailed.set(int32(i))
+			}
 		}
 	}
 	workSelfTimes(ix, ecs, ownFailed, t)
@@ -299,21 +301,21 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 				raSum += float64(a.retryAfter)
 				raN++
 			}
-			if a.server >= 0 && a.transport && a.end-a.start < ix.spans[a.server].Duration() {
+			if a.server >= 0 && a.transport && ix.spans[a.span].Duration() < ix.spans[a.server].Duration() {
 				// The callee answered too late: its own time, which replay
 				// draws, times the attempt out again. Counting the timeout
 				// here as well would fail it twice.
 				continue
 			}
 			if a.server >= 0 {
-				transit = append(transit, float64(max(a.end-a.start-ix.spans[a.server].Duration(), 0))/1e6)
+				transit = append(transit, float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0))/1e6)
 			}
-			if a.server >= 0 && breakerFast[a.server] {
+			if a.server >= 0 && breakerFast.has(a.server) {
 				// The callee's breaker failed it fast; replay's breaker,
 				// built from the same traces, does so itself.
 				continue
 			}
-			if a.server >= 0 && downFailed[a.server] {
+			if a.server >= 0 && downFailed.has(a.server) {
 				o.DownstreamFailed++
 				if a.outcome.failed() {
 					o.Propagated++
@@ -323,17 +325,17 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			afterDown := false
 			if k > 0 {
 				p := &c.attempts[k-1]
-				afterDown = p.server >= 0 && downFailed[p.server] && p.outcome.failed()
+				afterDown = p.server >= 0 && downFailed.has(p.server) && p.outcome.failed()
 			}
 			id := ix.spans[a.span].TraceID
 			ff, failed := firstFail[id]
 			af, anyFailed := anyFail[id]
 			// For a retry, a failure before its call began: an earlier call.
-			after := failed && ff <= c.attempts[0].start
-			other := !after && anyFailed && af <= a.start
+			after := failed && ff <= ix.spans[c.attempts[0].span].Start
+			other := !after && anyFailed && af <= ix.spans[a.span].Start
 			// (A retry's other is its own call's failure: no bar to run.)
 			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
-			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(a.start, t0), after: after, run: run, other: other, afterDown: afterDown})
+			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(ix.spans[a.span].Start, t0), after: after, run: run, other: other, afterDown: afterDown})
 		}
 	}
 	if raN > 0 {
@@ -413,7 +415,7 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			for len(waits) < k {
 				waits = append(waits, nil)
 			}
-			waits[k-1] = append(waits[k-1], float64(max(next.start-prev.end, 0))/1e6)
+			waits[k-1] = append(waits[k-1], float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0))/1e6)
 		}
 	}
 	for _, w := range waits {
@@ -436,16 +438,18 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 // request's own earlier calls are its own stickiness (FirstAfterFailure),
 // not the edge's.
 func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
+	// 16 bytes a call: the trace is read from the span of the call's
+	// first attempt.
 	type ended struct {
 		at     int64
-		trace  ingest.TraceID
+		span   int32
 		failed bool
 	}
 	ends := make([]ended, len(ec.calls))
 	for i, c := range ec.calls {
-		e := ended{at: c.attempts[0].end, trace: ix.spans[c.attempts[0].span].TraceID, failed: c.last().outcome.failed()}
+		e := ended{at: ix.spans[c.attempts[0].span].End, span: c.attempts[0].span, failed: c.last().outcome.failed()}
 		for _, a := range c.attempts[1:] {
-			e.at = max(e.at, a.end)
+			e.at = max(e.at, ix.spans[a.span].End)
 		}
 		ends[i] = e
 	}
@@ -455,8 +459,8 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	for i, c := range ec.calls {
 		// The last call to end strictly before this one began, of another
 		// request.
-		k, _ := slices.BinarySearchFunc(sorted, c.attempts[0].start, func(e ended, t int64) int { return cmpInt64(e.at, t) })
-		for k > 0 && sorted[k-1].trace == ends[i].trace {
+		k, _ := slices.BinarySearchFunc(sorted, ix.spans[c.attempts[0].span].Start, func(e ended, t int64) int { return cmpInt64(e.at, t) })
+		for k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[ends[i].span].TraceID {
 			k--
 		}
 		switch {
@@ -481,17 +485,17 @@ func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
 			withBreaker[node{e.Caller, e.CallerOperation}] = true
 		}
 	}
-	out := make(spanSet, len(ix.spans))
+	out := newSpanSet(len(ix.spans))
 	if len(withBreaker) == 0 {
 		return out
 	}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if !ix.keep[i] || !isServer(sp) || calling[i] || !withBreaker[node{ix.str(sp.Service), ix.opName(int32(i))}] {
+		if !ix.keep[i] || !isServer(sp) || calling.has(int32(i)) || !withBreaker[node{ix.str(sp.Service), ix.opName(int32(i))}] {
 			continue
 		}
 		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
-			out[i] = true
+			out.set(int32(i))
 		}
 	}
 	return out
@@ -500,8 +504,8 @@ func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
 // countBreakerFast sets each operation's BreakerFastFails.
 func countBreakerFast(ix *index, breakerFast spanSet, t *Topology) {
 	n := map[node]int{}
-	for i, fast := range breakerFast {
-		if fast {
+	for i := range ix.spans {
+		if breakerFast.has(int32(i)) {
 			n[node{ix.str(ix.spans[i].Service), ix.opName(int32(i))}]++
 		}
 	}
@@ -523,16 +527,23 @@ func firstFailures(ix *index, ec *edgeCalls) map[ingest.TraceID]int64 {
 				continue
 			}
 			id := ix.spans[a.span].TraceID
-			if t, ok := out[id]; !ok || a.end < t {
-				out[id] = a.end
+			if t, ok := out[id]; !ok || ix.spans[a.span].End < t {
+				out[id] = ix.spans[a.span].End
 			}
 		}
 	}
 	return out
 }
 
-// spanSet marks spans by index.
-type spanSet []bool
+// spanSet marks spans by index, a bit each (a byte each would be 10 MB
+// a set at 10M spans).
+type spanSet []uint64
+
+func newSpanSet(n int) spanSet { return make(spanSet, (n+63)/64) }
+
+func (s spanSet) has(i int32) bool { return s[i>>6]&(1<<(i&63)) != 0 }
+
+func (s spanSet) set(i int32) { s[i>>6] |= 1 << (i & 63) }
 
 // incidentTest returns whether a bucket's first attempts failed beyond the
 // edge's overall rate by more than three binomial deviations and one
@@ -681,7 +692,7 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topo
 		o := &Outcomes{Incidents: []Incident{}}
 		for _, r := range roots[node{e.Callee, e.Operation}] {
 			a := ix.newAttempt(r, r)
-			if downFailed[r] {
+			if downFailed.has(r) {
 				o.DownstreamFailed++
 				if a.outcome.failed() {
 					o.Propagated++
@@ -704,7 +715,7 @@ func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 	byOp := map[node]*counts{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if !ownFailed[i] || !isServer(sp) {
+		if !ownFailed.has(int32(i)) || !isServer(sp) {
 			continue
 		}
 		n := node{ix.str(sp.Service), ix.opName(int32(i))}
@@ -714,7 +725,7 @@ func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 			byOp[n] = c
 		}
 		c.own++
-		if !calling[int32(i)] {
+		if !calling.has(int32(i)) {
 			c.noCalls++
 		}
 	}
@@ -736,11 +747,12 @@ func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 // the operation goes on after failures) and when, after the execution
 // starts, it is made.
 func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
+	// 16 bytes a call; the sort compares server and start only, so the
+	// order comes out the same whatever else is held.
 	type made struct {
-		server int32
 		start  int64
-		edge   int
-		failed bool
+		server int32
+		edge   int32 // << 1 | failed
 	}
 	total := 0
 	for _, ec := range ecs {
@@ -752,8 +764,12 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 		offsets[i] = make([]float64, 0, len(ec.calls))
 		for _, c := range ec.calls {
 			s := ix.serverOf(c.from)
-			start := c.attempts[0].start
-			all = append(all, made{s, start, i, c.last().outcome.failed()})
+			start := ix.spans[c.attempts[0].span].Start
+			edge := int32(i) << 1
+			if c.last().outcome.failed() {
+				edge |= 1
+			}
+			all = append(all, made{start, s, edge})
 			offsets[i] = append(offsets[i], float64(start-ix.spans[s].Start)/1e6)
 		}
 	}
@@ -783,17 +799,17 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 			if failed {
 				continued[node{ix.str(ix.spans[c.server].Service), ix.opName(c.server)}]++
 			}
-			failed = failed || c.failed
+			failed = failed || c.edge&1 != 0
 		}
 		if !failed {
 			continue
 		}
 		n := node{ix.str(ix.spans[calls[0].server].Service), ix.opName(calls[0].server)}
-		if calls[len(calls)-1].failed {
+		if calls[len(calls)-1].edge&1 != 0 {
 			stopped[n]++
 		}
 		for _, e := range opEdges[n] {
-			if !slices.ContainsFunc(calls, func(c made) bool { return c.edge == e }) {
+			if !slices.ContainsFunc(calls, func(c made) bool { return int(c.edge>>1) == e }) {
 				notReached[e]++
 			}
 		}
@@ -824,8 +840,8 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 		for _, c := range ec.calls {
 			for k := 1; k < len(c.attempts); k++ {
 				prev, next := &c.attempts[k-1], &c.attempts[k]
-				if next.start > prev.end && !prev.synthetic && !next.synthetic {
-					waits[c.from] = append(waits[c.from], [2]int64{prev.end, next.start})
+				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
+					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
 				}
 			}
 		}
@@ -846,7 +862,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 			continue
 		}
 		k := 0
-		if ownFailed[i] {
+		if ownFailed.has(int32(i)) {
 			k = 1
 		}
 		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
@@ -867,7 +883,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 					k = 1
 				}
 				x := at(node{ec.key.callee, ec.key.op})
-				x[k] = append(x[k], float64(a.end-a.start)/1e6)
+				x[k] = append(x[k], float64(ix.spans[a.span].Duration())/1e6)
 			}
 		}
 	}
@@ -986,8 +1002,8 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 	// One pass to name the requests each service held, as intervals; then
 	// per service its busy time and, sweeping starts and ends in order,
 	// its peak.
-	type held struct{ start, end int64 }
-	bySvc := map[string][]held{}
+	// Each request held as the span it is timed by: 4 bytes, not 16.
+	bySvc := map[string][]int32{}
 	instrumented := map[string]bool{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
@@ -997,7 +1013,7 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		svc := ix.str(sp.Service)
 		instrumented[svc] = true
 		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
-			bySvc[svc] = append(bySvc[svc], held{sp.Start, sp.End})
+			bySvc[svc] = append(bySvc[svc], int32(i))
 		}
 	}
 	for _, ec := range ecs {
@@ -1006,7 +1022,7 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		}
 		for _, c := range ec.calls {
 			for _, a := range c.attempts {
-				bySvc[ec.key.callee] = append(bySvc[ec.key.callee], held{a.start, a.end})
+				bySvc[ec.key.callee] = append(bySvc[ec.key.callee], a.span)
 			}
 		}
 	}
@@ -1014,8 +1030,9 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 		busy := 0.0
 		starts, ends := make([]int64, len(hs)), make([]int64, len(hs))
 		for k, h := range hs {
-			busy += float64(h.end-h.start) / 1e9
-			starts[k], ends[k] = h.start, h.end
+			sp := &ix.spans[h]
+			busy += float64(sp.End-sp.Start) / 1e9
+			starts[k], ends[k] = sp.Start, sp.End
 		}
 		out = append(out, ServiceLoad{Service: svc, InFlight: round3(busy / window), PeakInFlight: peak(starts, ends)})
 	}

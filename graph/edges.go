@@ -21,9 +21,9 @@ type edgeCalls struct {
 
 // groupEdges groups calls by caller, the caller's operation, callee and
 // operation, in a stable order. Every edge's calls, in the order given,
-// are a window of one slice of the calls' exact size: no edge's list grows
-// by appending, which at millions of calls costs a tenth of the memory
-// inference holds.
+// are a window of calls, which it reorders: no edge's list grows by
+// appending, which at millions of calls costs a tenth of the memory
+// inference holds, and no second list of the calls is made.
 func groupEdges(ix *index, calls []*call) []*edgeCalls {
 	m := map[edgeKey]int32{}
 	var out []*edgeCalls
@@ -41,15 +41,27 @@ func groupEdges(ix *index, calls []*call) []*edgeCalls {
 		edgeOf[i] = e
 		counts[e]++
 	}
-	all := make([]*call, len(calls))
+	// Each call's place, its edge's calls in the order given; then every
+	// call is moved to its place in calls itself (a permutation followed
+	// cycle by cycle), so no second list of them is made.
+	next := make([]int32, len(out))
 	off := 0
 	for e, ec := range out {
-		ec.calls = all[off:off:(off + counts[e])]
+		next[e] = int32(off)
+		ec.calls = calls[off : off+counts[e] : off+counts[e]]
 		off += counts[e]
 	}
-	for i, c := range calls {
-		ec := out[edgeOf[i]]
-		ec.calls = append(ec.calls, c)
+	dest := edgeOf
+	for i, e := range edgeOf {
+		dest[i] = next[e]
+		next[e]++
+	}
+	for i := range calls {
+		for dest[i] != int32(i) {
+			j := dest[i]
+			calls[i], calls[j] = calls[j], calls[i]
+			dest[i], dest[j] = dest[j], dest[i]
+		}
 	}
 	slices.SortFunc(out, func(x, y *edgeCalls) int {
 		a, b := x.key, y.key
@@ -141,7 +153,7 @@ func (ix *index) abandoned(a attempt) bool {
 	case labelTimeout, labelNoResponse, grpcLabel(4), grpcLabel(1): // DEADLINE_EXCEEDED, CANCELLED
 		return true
 	}
-	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > a.end+overlapTolerance
+	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > ix.spans[a.span].End+overlapTolerance
 }
 
 // endsWithCaller reports whether an attempt made from span from ended when

@@ -114,21 +114,21 @@ func (st *edgeStats) add(ix *index, c *call) {
 		}
 		if a.server >= 0 {
 			st.serverDur = append(st.serverDur, float64(ix.spans[a.server].Duration())/1e6)
-			if a.server != a.span && !a.synthetic && ix.spans[a.server].End <= a.end+overlapTolerance {
+			if a.server != a.span && !a.synthetic && ix.spans[a.server].End <= ix.spans[a.span].End+overlapTolerance {
 				// The network's share of an answered attempt; a callee
 				// that outlived its client (abandoned) says nothing of it.
-				st.legs = append(st.legs, float64(a.end-a.start-ix.spans[a.server].Duration())/1e6)
+				st.legs = append(st.legs, float64(ix.spans[a.span].Duration()-ix.spans[a.server].Duration())/1e6)
 			}
 		}
 		switch {
 		case a.synthetic:
 		case a.outcome == outcomeOK:
-			st.longestOK = max(st.longestOK, float64(a.end-a.start)/1e6)
+			st.longestOK = max(st.longestOK, float64(ix.spans[a.span].Duration())/1e6)
 		case a.outcome.failed() && ix.abandoned(a):
-			st.abandoned = append(st.abandoned, abandonedAttempt{ms: float64(a.end-a.start) / 1e6, named: a.status != labelNoResponse && a.status != labelTransport,
-				byCaller: ix.endsWithCaller(c.from, a.end)})
+			st.abandoned = append(st.abandoned, abandonedAttempt{ms: float64(ix.spans[a.span].Duration()) / 1e6, named: a.status != labelNoResponse && a.status != labelTransport,
+				byCaller: ix.endsWithCaller(c.from, ix.spans[a.span].End)})
 		}
-		if callerAttempt >= 0 && a.start > ix.spans[callerAttempt].End {
+		if callerAttempt >= 0 && ix.spans[a.span].Start > ix.spans[callerAttempt].End {
 			st.outlived++
 			st.show(ix, FindingOutlivedCaller, c)
 		}
@@ -140,7 +140,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 		if a.nth < 0 || next.nth != a.nth+1 {
 			continue // not consecutive attempts: no wait between them is known
 		}
-		wait := float64(next.start-a.end) / 1e6
+		wait := float64(ix.spans[next.span].Start-ix.spans[a.span].End) / 1e6
 		if a.retryAfter >= 0 {
 			if wait >= 0.9*float64(a.retryAfter)-5 {
 				st.raHonored++
@@ -413,7 +413,7 @@ func (s *exampleSet) add(ix *index, c *call) {
 	from := &ix.spans[c.from]
 	first := &ix.spans[c.attempts[0].span]
 	x := exampleCall{from: keyOf(from, 0), trace: from.TraceID, attempts: len(c.attempts) + int(c.missing), hedged: c.hedged,
-		start: c.attempts[0].start, firstSpan: first.SpanID}
+		start: first.Start, firstSpan: first.SpanID}
 	if !s.wants(&x) {
 		return
 	}

@@ -191,6 +191,10 @@ type Backoff struct {
 	// from): a few jittered waits per attempt leave it wide, and a
 	// multiplier read from them is no better than this range.
 	MultiplierRange *[2]float64 `json:"multiplier_range,omitempty"`
+	// BaseRangeMS is the 99% range of the first wait's schedule (low,
+	// high), read with the same estimator as BaseMS; it includes waits
+	// set aside as late.
+	BaseRangeMS *[2]float64 `json:"base_range_ms,omitempty"`
 	// MultiplierFit is the multiplier the fit reads, also when its range is
 	// wider than a third (high over low) and Multiplier is null (unknown):
 	// the figure a replay needs, not one to stand by.

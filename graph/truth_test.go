@@ -295,13 +295,16 @@ func hasFinding(t *Topology, id, location string) bool {
 }
 
 // checkSchedule holds the figures of an inferred schedule to the truth:
-// the base within 10% (and 2ms of timer lateness), a stated multiplier
+// the base within 10% (and 2ms of timer lateness) and inside its range, a stated multiplier
 // equal to the configured one and a range that holds it, a named jitter
 // the configured kind, a proportional fraction within 0.1.
 func checkSchedule(t *testing.T, loc string, b Backoff, base float64, mult *float64, jitter string, fraction *float64) {
 	t.Helper()
 	if base > 0 && math.Abs(b.BaseMS-base) > 0.1*base+2 {
 		t.Errorf("%s: base %vms, want %vms", loc, b.BaseMS, base)
+	}
+	if r := b.BaseRangeMS; base > 0 && (r == nil || r[0] > base || r[1] < base) {
+		t.Errorf("%s: base range %v excludes the configured %vms", loc, r, base)
 	}
 	if mult != nil && b.Kind == BackoffExponential {
 		if b.Multiplier != nil && *b.Multiplier != *mult {

@@ -153,11 +153,16 @@ func worstCase(p graph.Path) string {
 	return atLeast(p.WorstCaseExact) + strconv.Itoa(p.WorstCaseAmplification) + "x"
 }
 
+// wideBase: a base whose 99% range spans more than this share of it is
+// shown with its range.
+const wideBase = 0.2
+
 // backoffText describes the wait between attempts in full:
 // "exponential 20ms ×2 (1.9–2.1) cap 160ms" (the multiplier with the
 // range the waits allow), "exponential 20ms ×? (1.14–2.47)" when that
 // range is too wide to state one, "constant 25ms", "none", "unknown (2
-// waits)", each followed by "+4ms overhead" when every wait carried a
+// waits)", the base with its range "20ms (17.8–22.2ms)" when that spans
+// more than a fifth of it, each followed by "+4ms overhead" when every wait carried a
 // fixed overhead the fit took off; "-" on an edge that does not retry.
 func backoffText(e graph.Edge) string {
 	if !e.Retries {
@@ -168,13 +173,17 @@ func backoffText(e graph.Edge) string {
 	if b.OverheadMS != nil {
 		overhead = " +" + ms(*b.OverheadMS) + " overhead"
 	}
+	base := ms(b.BaseMS)
+	if r := b.BaseRangeMS; r != nil && r[1]-r[0] > wideBase*b.BaseMS {
+		base += " (" + decimal(r[0], 1) + "–" + ms(r[1]) + ")"
+	}
 	switch b.Kind {
 	case graph.BackoffImmediate:
 		return "none"
 	case "constant":
-		return "constant " + ms(b.BaseMS) + overhead
+		return "constant " + base + overhead
 	case "exponential":
-		s := "exponential " + ms(b.BaseMS)
+		s := "exponential " + base
 		switch {
 		case b.Multiplier != nil:
 			s += " ×" + decimal(*b.Multiplier, 2)

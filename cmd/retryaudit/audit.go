@@ -190,7 +190,9 @@ func runAudit(cmd *cobra.Command, o *auditOptions) error {
 	if err != nil {
 		return err
 	}
+	restore := inferenceGC()
 	top, err := graph.Infer(cmd.Context(), set)
+	restore()
 	if err != nil {
 		return err
 	}

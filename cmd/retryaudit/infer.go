@@ -66,7 +66,9 @@ func runInfer(cmd *cobra.Command, opts *inferOptions) error {
 	if err != nil {
 		return err
 	}
+	restore := inferenceGC()
 	top, err := graph.Infer(cmd.Context(), set)
+	restore()
 	if err != nil {
 		return err
 	}

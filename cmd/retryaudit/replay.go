@@ -294,6 +294,7 @@ func loadTopology(cmd *cobra.Command, st *streams, in *inputFlags, inputs []stri
 		if err != nil {
 			return nil, nil, err
 		}
+		defer inferenceGC()()
 		if arrivals {
 			return graph.InferWithArrivals(cmd.Context(), set)
 		}
