@@ -206,10 +206,11 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	}
 	slices.Sort(all)
 	cal := &Calibration{BucketS: BucketS, InFlight: []ServiceLoad{}}
-	t0, window := arrivalWindow(ix, all)
+	t0, window, strays := arrivalWindow(ix, all)
+	ix.strayRoots = strays
 	cal.ArrivalWindowS = round3(window)
 	if window > 0 {
-		cal.RootRatePerS = round3(float64(len(all)) / window)
+		cal.RootRatePerS = round3(float64(len(all)-strays) / window)
 	}
 	cal.Sampling = sampling(ix, all)
 	cal.Root = rootStats(ix, all)
@@ -564,22 +565,54 @@ func bucketOf(start, t0 int64) int {
 	return max(0, int(float64(start-t0)/1e9/BucketS))
 }
 
+// strayGap is the least gap that sets a root request apart from the
+// others as a stray (arrivalWindow): a day.
+const strayGap = 24 * 3600 * 1e9
+
 // arrivalWindow returns the first root start and the window of root
 // arrivals in seconds (0 when there are fewer than two roots or they all
-// started within a millisecond).
-func arrivalWindow(ix *index, roots []int32) (int64, float64) {
+// started within a millisecond), and how many roots it left out as strays.
+// A stray is one of a few roots (at most 1% of them, at least one) that
+// starts more than a day, and more than ten times the span of all the
+// others, before or after the rest: a clock's error (a start of 0, a year
+// off, microseconds read as nanoseconds), not traffic. Counted in, one
+// such start stretches the window to years and turns the root rate into
+// 0; traffic that really pauses for a day is more than 1% of the roots on
+// either side and is kept.
+func arrivalWindow(ix *index, roots []int32) (lo int64, window float64, strays int) {
 	if len(roots) == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
-	lo, hi := ix.spans[roots[0]].Start, ix.spans[roots[0]].Start
-	for _, r := range roots {
-		lo, hi = min(lo, ix.spans[r].Start), max(hi, ix.spans[r].Start)
+	starts := make([]int64, len(roots))
+	for i, r := range roots {
+		starts[i] = ix.spans[r].Start
 	}
-	span := float64(hi-lo) / 1e9
-	if len(roots) < 2 || span < 1e-3 {
-		return lo, 0
+	slices.Sort(starts)
+	a, b := 0, len(starts)-1 // the roots kept: starts[a..b]
+	stray := func(gap, rest int64) bool { return float64(gap) > strayGap && float64(gap) > 10*float64(rest) }
+	for limit := max(1, len(starts)/100); strays < limit && b-a >= 2; strays++ {
+		low, high := starts[a+1]-starts[a], starts[b]-starts[b-1]
+		lowStray, highStray := stray(low, starts[b]-starts[a+1]), stray(high, starts[b-1]-starts[a])
+		switch {
+		case lowStray && (!highStray || low >= high):
+			a++
+		case highStray:
+			b--
+		default:
+			return kept(starts[a:b+1], strays)
+		}
 	}
-	return lo, span + span/float64(len(roots)-1)
+	return kept(starts[a:b+1], strays)
+}
+
+// kept is arrivalWindow's answer for the sorted starts it kept.
+func kept(starts []int64, strays int) (int64, float64, int) {
+	lo := starts[0]
+	span := float64(starts[len(starts)-1]-lo) / 1e9
+	if len(starts) < 2 || span < 1e-3 {
+		return lo, 0, strays
+	}
+	return lo, span + span/float64(len(starts)-1), strays
 }
 
 // sampling weighs every root by its own head-sampling probability: the

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -216,4 +217,51 @@ func TestQuantileBand(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStrayRootClock: one root whose clock is decades off (a start of
+// 1 µs after the epoch) among requests 100 ms apart is left out of the
+// arrival window and the rate, with a warning; traffic that pauses for a
+// day in two halves of the roots is traffic, and kept.
+func TestStrayRootClock(t *testing.T) {
+	roots := func(b *builder, n int, from, step float64) {
+		for i := range n {
+			b.newTrace()
+			root := b.server(-1, "api", "GET /x", from+step*float64(i), 20)
+			b.client(root, "db", from+step*float64(i)+2, 5, httpStatus(200))
+		}
+	}
+	b := newBuilder()
+	roots(b, 10, 0, 100)
+	b.newTrace()
+	stray := b.server(-1, "api", "GET /x", 0, 20)
+	b.set.Spans[stray].Start, b.set.Spans[stray].End = 1000, 21000
+	tp := b.infer()
+	if c := tp.Calibration; math.Abs(c.ArrivalWindowS-1) > 1e-9 || math.Abs(c.RootRatePerS-10) > 1e-9 {
+		t.Errorf("with a stray root: arrival window %gs, rate %g/s; want 1s, 10/s", c.ArrivalWindowS, c.RootRatePerS)
+	}
+	if math.Abs(tp.Source.RootRatePerS-10) > 1e-9 {
+		t.Errorf("source rate %g/s, want the calibration's 10/s", tp.Source.RootRatePerS)
+	}
+	if !hasWarning(tp, "1 root requests start more than a day") {
+		t.Errorf("no stray warning in %q", tp.Warnings)
+	}
+
+	b = newBuilder()
+	day := 24 * 3600 * 1e3 // ms
+	roots(b, 5, 0, 100)
+	roots(b, 5, 2*day, 100)
+	tp = b.infer()
+	if c := tp.Calibration; c.ArrivalWindowS < 2*day/1e3 || hasWarning(tp, "root requests start more than a day") {
+		t.Errorf("two halves a day apart: arrival window %gs, warnings %q; want both halves kept", c.ArrivalWindowS, tp.Warnings)
+	}
+}
+
+func hasWarning(tp *Topology, prefix string) bool {
+	for _, w := range tp.Warnings {
+		if strings.HasPrefix(w, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -25,6 +25,9 @@ type index struct {
 	// selfParents counts spans that named themselves as parent, cycles the
 	// parent cycles broken (breakCycles): both are made roots.
 	selfParents, cycles int
+	// strayRoots counts the root requests left out of the arrival window
+	// as a clock's error (arrivalWindow).
+	strayRoots int
 	// leaked marks the subtrees of client spans that ran in another
 	// request's context (markLeaks): leaks count those that started after
 	// their parent ended, repeats those that repeated a request already

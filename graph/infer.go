@@ -129,7 +129,11 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		rootCalls += len(r)
 	}
 	t.Source = Source{Traces: ix.traces, Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks + ix.repeats}
-	if window := float64(hi-lo) / 1e9; window >= 1e-3 {
+	switch window := float64(hi-lo) / 1e9; {
+	case ix.strayRoots > 0 && t.Calibration != nil:
+		// A stray root's clock would stretch the spans' window too.
+		t.Source.WindowS, t.Source.RootRatePerS = t.Calibration.ArrivalWindowS, t.Calibration.RootRatePerS
+	case window >= 1e-3:
 		// Below a millisecond a rate says nothing: leave it 0 (unknown).
 		t.Source.WindowS = round3(window)
 		t.Source.RootRatePerS = round3(float64(rootCalls) / window)
@@ -298,6 +302,10 @@ func warningsOf(ix *index, t *Topology) []string {
 	if ix.selfParents > 0 || ix.cycles > 0 {
 		w = append(w, fmt.Sprintf("%d spans name themselves as parent and %d parent cycles were found (corrupt ids?): each cycle was cut at its earliest span, which counts as a root",
 			ix.selfParents, ix.cycles))
+	}
+	if ix.strayRoots > 0 {
+		w = append(w, fmt.Sprintf("%d root requests start more than a day, and more than ten times the others' span, away from the rest (a clock's error?): left out of the arrival window and the root rate",
+			ix.strayRoots))
 	}
 	if ix.leaks+ix.repeats > 0 {
 		var shapes []string

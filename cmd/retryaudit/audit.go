@@ -58,8 +58,8 @@ dependencies that matter (the deepest retried dependency, the most amplified
 one, every database or cache) under the policies observed, none, everywhere,
 edge-only, idempotent-only, hedge-p95, budget and retry-after (and, where
 today's traces retry more than budget's 10% of calls allows, budget-sized:
-the same budget sized to today's largest retry share at one callee, x1.5,
-rounded up to 5%), each over --seeds seeds. For every policy and degradation the audit searches the
+the same budget with each callee's ratio sized to today's retry share
+there, x1.5, rounded up to 5%, at least 10%), each over --seeds seeds. For every policy and degradation the audit searches the
 critical utilization: the highest busy fraction of the degraded dependency
 at which the policy still recovers after the trigger in every seed, to
 ±0.02 between 0.05 and 0.95 (null: it recovers at 0.95). It forecasts the

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/degrade"
@@ -72,6 +73,38 @@ func TestCriticalUtilizationBistability(t *testing.T) {
 	}
 }
 
+// TestCriticalUtilizationFullOutage: N immediate retries under a full
+// outage of the one service tolerate far less utilization than no
+// retries, where the outage holds attempts until their per-try timeout
+// (mode timeout) or lets them queue and cost work before failing (mode
+// error-after-work): the retries of every request caught in it arrive at
+// once when it ends. A fail-fast outage (mode error, the audit's default)
+// costs the service nothing per attempt and leaves no backlog; its figure
+// is logged.
+func TestCriticalUtilizationFullOutage(t *testing.T) {
+	immediate := replay.Backoff{Kind: "immediate", Jitter: "none"}
+	crit := func(mode string, p replay.Policy) float64 {
+		t.Helper()
+		out := replay.Degradation{Name: "outage", Faults: degrade.Schedule{{Kind: degrade.Outage, Service: "server", At: 10, For: 5, Mode: mode}}}
+		c, err := searchCritical(context.Background(), newPool(nil), oneService(0.5, p), "server", 0.5, false, out, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
+		if err != nil || !c.Searched {
+			t.Fatalf("search: %+v, %v", c, err)
+		}
+		if c.Utilization == nil {
+			return 1
+		}
+		return *c.Utilization
+	}
+	for _, mode := range []string{degrade.ModeTimeout, degrade.ModeAfterWork, degrade.ModeError} {
+		none := crit(mode, replay.Policy{MaxAttempts: 1})
+		retries := crit(mode, replay.Policy{MaxAttempts: 6, Backoff: immediate})
+		t.Logf("outage, mode %s: critical utilization none %.2f, 5 immediate retries %.2f", mode, none, retries)
+		if mode != degrade.ModeError && retries > none/2 {
+			t.Errorf("outage, mode %s: 5 immediate retries tolerate %.2f, want far below no retries' %.2f", mode, retries, none)
+		}
+	}
+}
+
 // threeLayers is a hand-built chain: client → edge → api → db, db with 8
 // workers of 50 ms (exponential) at utilization u, each of the three
 // calling layers under policy p with a per-try timeout that shrinks with
@@ -127,5 +160,80 @@ func TestThreeLayersVersusBudget(t *testing.T) {
 	}
 	if none < retrying {
 		t.Errorf("no retries: critical utilization %.2f below retrying everywhere's %.2f", none, retrying)
+	}
+}
+
+// TestThreeLayersVersusBudgetOnSamples checks the same claims on the
+// topologies inferred from committed samples whose deepest path retries
+// at three layers, under the audit's own outage of the deepest retried
+// dependency (its default degradation, fail-fast): the observed policies
+// (three retrying layers) never tolerate more utilization than the same
+// retries under the standard shared budget, and no retries never less
+// than retrying everywhere (nil, recovering at SearchHigh, counts as 1).
+// Where the three layers collapse within the range, the budget must
+// tolerate strictly more: the claim "lower". They collapse only where an
+// overload turns into retries: a per-try timeout on a retried edge (mixed:
+// inventory → db after 100 ms); where no retried edge has one
+// (retry-everywhere, incident), latency is never retried, nothing feeds
+// the overload, and every policy recovers at SearchHigh. At least one
+// sample must exercise the strict claim. Two seeds, the policies
+// compared only: a few CPU-seconds.
+func TestThreeLayersVersusBudgetOnSamples(t *testing.T) {
+	strict := 0
+	for _, name := range []string{"mixed", "retry-everywhere", "incident"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := sampleConfig(t, name, replay.BuildOptions{})
+			top := cfg.Topology
+			if len(top.Paths) == 0 || len(top.Paths[0].RetryingLayers) < 3 {
+				t.Fatalf("the deepest path retries at %v, want three layers", top.Paths)
+			}
+			target := Targets(top)[0]
+			var outage []replay.Degradation
+			for _, d := range cfg.Degradations {
+				if f := d.Faults[0]; f.Kind == degrade.Outage && f.Service == target {
+					outage = append(outage, d)
+				}
+			}
+			if len(outage) != 1 {
+				t.Fatalf("%d outages of %s in the default matrix, want 1", len(outage), target)
+			}
+			keep := []string{"observed", "none", "everywhere", "budget"}
+			cfg.Variants = slices.DeleteFunc(cfg.Variants, func(v replay.Variant) bool { return !slices.Contains(keep, v.Policy) })
+			cfg.Degradations, cfg.Seeds = outage, 2
+			a, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crit := map[string]float64{}
+			for _, v := range a.Verdicts {
+				if v.Degradation != outage[0].Name {
+					continue
+				}
+				if !v.CriticalSearched {
+					t.Fatalf("%s: not searched: %s", v.Policy, v.CriticalNote)
+				}
+				crit[v.Policy] = 1
+				if v.CriticalUtilization != nil {
+					crit[v.Policy] = *v.CriticalUtilization
+				}
+			}
+			t.Logf("outage of %s, critical utilization: three retrying layers (observed) %.2f, budget %.2f, everywhere %.2f, none %.2f",
+				target, crit["observed"], crit["budget"], crit["everywhere"], crit["none"])
+			if crit["observed"] > crit["budget"] {
+				t.Errorf("three retrying layers tolerate %.2f, more than the budget's %.2f", crit["observed"], crit["budget"])
+			}
+			if crit["observed"] < 1 {
+				strict++
+				if crit["observed"] >= crit["budget"] {
+					t.Errorf("three retrying layers collapse above %.2f, not below the budget's %.2f", crit["observed"], crit["budget"])
+				}
+			}
+			if crit["none"] < crit["everywhere"] {
+				t.Errorf("no retries tolerate %.2f, less than retrying everywhere's %.2f", crit["none"], crit["everywhere"])
+			}
+		})
+	}
+	if strict == 0 {
+		t.Error("no sample's three retrying layers collapsed within the range: the strict claim was not exercised")
 	}
 }

@@ -97,11 +97,15 @@ func factsOf(m *replay.Model, top *graph.Topology, decl Declarations) []edgeFact
 				f.retried, f.withKey = id.RetriedCalls, id.WithKey
 				f.keyed = id.RetriedCalls > 0 && id.WithKey == id.RetriedCalls
 			}
-		} else if !me.Idempotent {
-			f.write = "not idempotent in the model"
 		}
-		if f.write == "" {
-			f.write = classify(method, op, decl.matches(decl.Idempotent, ge, op))
+		switch declared := decl.matches(decl.Idempotent, ge, op); {
+		case ge != nil || declared:
+			f.write = classify(method, op, declared)
+		case !me.Idempotent:
+			// No topology edge: the model's own flag (a model built from
+			// traces sets it from the method; a hand-built or preset model
+			// declares it).
+			f.write = "not idempotent in the model"
 		}
 		f.dedup = decl.matches(decl.InflightDedup, ge, op)
 	}

@@ -196,3 +196,32 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// TestFactsWithoutTopology: without a topology edge the safety rules
+// follow the model's own Idempotent flag (a hand-built or preset model
+// declares it; one built from traces sets it from the method), whatever
+// the operation is named; a declaration still makes an edge idempotent,
+// and an edge the topology has is classified by its method and name.
+func TestFactsWithoutTopology(t *testing.T) {
+	observed, top := fanOut([]graph.Edge{{Operation: "serve", Method: ""}, {Operation: "POST /x", Method: "POST"}, {Operation: "process"}}, []replay.Policy{{MaxAttempts: 3}, {MaxAttempts: 3}, {MaxAttempts: 3}})
+	observed.Edges[0].Idempotent = true // declared by the model
+	observed.Edges[1].Idempotent = true // declared by the model, a POST
+	for _, c := range []struct {
+		name  string
+		top   *graph.Topology
+		decl  Declarations
+		write []bool
+	}{
+		{"no topology: the model's flags", nil, Declarations{}, []bool{false, false, true}},
+		{"no topology, declared", nil, Declarations{Idempotent: []string{"process"}}, []bool{false, false, false}},
+		{"with the topology: method and name", top, Declarations{}, []bool{true, true, true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for i, f := range factsOf(observed, c.top, c.decl) {
+				if (f.write != "") != c.write[i] {
+					t.Errorf("edge %d (%s): write %q, want a write: %v", i, observed.Services[1].Ops[i].Name, f.write, c.write[i])
+				}
+			}
+		})
+	}
+}
