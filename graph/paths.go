@@ -46,23 +46,27 @@ func buildPaths(edges []Edge, byServer *serverCalls, roots map[node][]int32) (pa
 			truncated = true
 			return
 		}
-		next := out[n]
-		if len(next) == 0 && len(chain) > 0 {
-			paths = append(paths, makePath(edges, chain, observed.observed(chain)))
-			return
-		}
 		onStack[n] = true
-		for _, i := range next {
+		walked := false
+		for _, i := range out[n] {
 			m := node{edges[i].Callee, edges[i].Operation}
 			if onStack[m] {
 				continue // a cycle: the path ends where it would repeat
 			}
+			walked = true
 			walk(m, append(chain[:len(chain):len(chain)], i), onStack)
 		}
 		delete(onStack, n)
+		if !walked && len(chain) > 0 {
+			// No call goes on, or each would close a cycle: the chain is a path.
+			paths = append(paths, makePath(edges, chain, observed.observed(chain)))
+		}
 	}
 	for _, r := range rootNodes {
 		walk(r, nil, map[node]bool{})
+	}
+	if paths == nil {
+		paths = []Path{}
 	}
 	sort.SliceStable(paths, func(i, j int) bool {
 		if paths[i].WorstCaseAmplification != paths[j].WorstCaseAmplification {

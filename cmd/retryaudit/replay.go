@@ -55,7 +55,9 @@ and whether the system stays collapsed after the trigger is gone.
 The topology comes from trace files (inferred on the fly) or from
 --topology (the JSON of 'retryaudit infer --format json', perhaps edited).
 --scenario runs a preset from the articles instead (storm, lab, jirfag
-with 22 workers, jirfag-c20, jirfag-c41; contention is Brooker's
+with 22 workers, jirfag-c20, jirfag-c41: their own traffic and
+capacities, so --rate, --clients, --think, --headroom, --client-deadline
+and --sample-rate are refused; contention is Brooker's
 closed-loop jitter study, a table of completion time and calls per
 strategy and client count).
 
@@ -152,6 +154,14 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 		mx, notes = p.Matrix, []string{p.About}
 		if f := o.sim.flags; f.Changed("thrash") || f.Changed("cancel") || f.Changed("cancel-running") {
 			notes[0] += "; the flags replace the preset's thrash and cancellation: the mechanics note has the values run"
+		}
+		for _, name := range presetFlags {
+			if cmd.Flags().Changed(name) {
+				return usageError{fmt.Errorf("--%s: the %s scenario brings its own traffic and capacities; it takes --seed, --load, --duration, --thrash, --cancel, --cancel-running, --max-events and the output flags", name, p.Name)}
+			}
+		}
+		if o.sim.flags.Changed("duration") {
+			mx.Config.Duration = o.sim.duration.Seconds()
 		}
 		mx.Config.MaxEvents = o.sim.maxEvents
 		for i := range mx.Variants {
@@ -255,6 +265,11 @@ var contentionRenderers = map[string]func(io.Writer, *report.ContentionReport) e
 // (it has no services, faults or run length): setting one is an error
 // rather than a knob silently ignored.
 var contentionFlags = []string{"html", "duration", "rate", "thrash", "cancel", "cancel-running", "max-events", "headroom", "client-deadline", "sample-rate", "clients", "think", "arrivals"}
+
+// presetFlags are the flags a preset's own traffic and capacities
+// replace: setting one with --scenario is an error rather than a knob
+// silently ignored.
+var presetFlags = []string{"rate", "headroom", "client-deadline", "sample-rate", "clients", "think"}
 
 // runContention runs Brooker's contention study of preset p and prints it.
 func runContention(cmd *cobra.Command, o *replayOptions, p *replay.Preset) error {
