@@ -139,6 +139,9 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			return nil, fmt.Errorf("utilization of %q: %g: want a busy fraction between 0 and 1", svc, u)
 		}
 	}
+	if err := cfg.Declarations.check(observed, cfg.Topology); err != nil {
+		return nil, err
+	}
 	facts := factsOf(observed, cfg.Topology, cfg.Declarations)
 	vs, ruled, adj := safeVariants(cfg.Variants, observed, facts)
 	noneAt = slices.IndexFunc(vs, func(v variant) bool { return v.policy == "none" })

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -29,6 +30,38 @@ type Declarations struct {
 
 func (d Declarations) matches(list []string, e *graph.Edge, op string) bool {
 	return slices.Contains(list, op) || e != nil && e.Method != "" && slices.Contains(list, e.Method)
+}
+
+// check refuses a declaration that names no operation or method of a
+// model edge: a misspelt name would otherwise change nothing, silently.
+func (d Declarations) check(m *replay.Model, top *graph.Topology) error {
+	known := map[string]bool{}
+	for _, me := range m.Edges {
+		known[m.Services[me.Callee].Ops[me.CalleeOp].Name] = true
+	}
+	if top != nil {
+		for _, e := range top.Edges {
+			if e.Method != "" {
+				known[e.Method] = true
+			}
+		}
+	}
+	for _, l := range []struct {
+		flag  string
+		names []string
+	}{{"idempotent", d.Idempotent}, {"in-flight dedup", d.InflightDedup}} {
+		for _, n := range l.names {
+			if known[n] {
+				continue
+			}
+			have := slices.Sorted(maps.Keys(known))
+			if len(have) > 20 {
+				have = append(have[:20], "…")
+			}
+			return fmt.Errorf("declared %s %q: no call in the model is to an operation or method of that name (have %s)", l.flag, n, strings.Join(have, ", "))
+		}
+	}
+	return nil
 }
 
 // edgeFacts is what the safety rules know about one model edge.

@@ -225,3 +225,24 @@ func TestFactsWithoutTopology(t *testing.T) {
 		})
 	}
 }
+
+// TestDeclarationsCheck: a declaration names an operation or a method of
+// some call in the model, or the audit refuses it with what the model
+// has; a misspelt name would otherwise change nothing, silently.
+func TestDeclarationsCheck(t *testing.T) {
+	observed, top := fanOut([]graph.Edge{{Operation: "shop.Stock/Get", Method: "Get"}, {Operation: "POST /x", Method: "POST"}}, []replay.Policy{{MaxAttempts: 3}, {MaxAttempts: 3}})
+	for _, c := range []struct {
+		decl Declarations
+		err  string
+	}{
+		{Declarations{Idempotent: []string{"shop.Stock/Get"}, InflightDedup: []string{"POST"}}, ""},
+		{Declarations{Idempotent: []string{"Get"}}, ""},
+		{Declarations{Idempotent: []string{"shop.Stock/Gte"}}, `declared idempotent "shop.Stock/Gte": no call in the model is to an operation or method of that name (have Get, POST, POST /x, shop.Stock/Get)`},
+		{Declarations{InflightDedup: []string{"PUT"}}, `declared in-flight dedup "PUT"`},
+	} {
+		err := c.decl.check(observed, top)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)) {
+			t.Errorf("%+v: error %v, want %q", c.decl, err, c.err)
+		}
+	}
+}
