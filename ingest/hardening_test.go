@@ -210,6 +210,7 @@ func TestSilentLoss(t *testing.T) {
 		{name: "Jaeger document and garbage", in: jaegerUIDoc(jaegerUISpan("1", "", "", "")) + " xyz", err: "offset " + strconv.Itoa(len(jaegerUIDoc(jaegerUISpan("1", "", "", "")))+1)},
 		{name: "start at 2^63 ns", in: strings.Replace(one, `"1706678909209712000"`, `"9223372036854775808"`, 1), warning: "timestamp out of range", err: "holds no spans"},
 		{name: "end past 2^63 ns", in: request(span("3", ""), strings.Replace(strings.Replace(span("3", ""), "e127af99e3b3e074", "e127af99e3b3e075", 1), `"1706678909219712000"`, `"18446744073709551615"`, 1)), spans: 1, warning: "timestamp out of range"},
+		{name: "start unset (0 ns)", in: request(span("3", ""), strings.Replace(strings.Replace(span("3", ""), "e127af99e3b3e074", "e127af99e3b3e075", 1), `"1706678909209712000"`, `"0"`, 1)), spans: 2, warning: "missing timestamp"},
 		{name: "span status 7", in: strings.Replace(one, `"status":{}`, `"status":{"code":7}`, 1), spans: 1, warning: "unknown status code"},
 		{name: "HTTP status 1000", in: request(span("3", num("http.response.status_code", 1000))), spans: 1, warning: "invalid status code"},
 		{name: "HTTP status NaN", in: request(span("3", `{"key":"http.status_code","value":{"doubleValue":"NaN"}}`)), spans: 1, warning: "invalid status code"},

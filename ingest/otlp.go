@@ -611,11 +611,15 @@ func addRecord(set *Set, s *Span, start, end uint64, kind int32, name string, co
 // otlpTimes converts OTLP's unsigned Unix nanoseconds; ok is false, with a
 // "timestamp out of range" warning, when either is at or past 2^63 ns (the
 // year 2262), which would wrap to 1677 and corrupt every duration and
-// window computed from it: the decoder drops the span.
+// window computed from it: the decoder drops the span. A start of 0 (the
+// field unset) is kept, as Zipkin's is, with a "missing timestamp" warning.
 func otlpTimes(start, end uint64, id SpanID, w *warnings) (int64, int64, bool) {
 	if start > math.MaxInt64 || end > math.MaxInt64 {
 		w.add("timestamp out of range", "span %s starts at %d or ends at %d ns, past the year 2262: span dropped", id, start, end)
 		return 0, 0, false
+	}
+	if start == 0 {
+		w.add("missing timestamp", "span %s has no start time (0 ns)", id)
 	}
 	return int64(start), int64(end), true
 }
