@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -41,11 +40,7 @@ func TestContextLeaks(t *testing.T) {
 		}
 	}
 	wantFindings(t, tp)
-	found := false
-	for _, w := range tp.Warnings {
-		found = found || strings.Contains(w, "6 client spans started after their parent span had ended (36 spans with what they called)")
-	}
-	if !found {
+	if !hasWarning(tp, "6 client spans started after their parent span had ended (36 spans with what they called)") {
 		t.Errorf("no leak warning in %q", tp.Warnings)
 	}
 }
@@ -99,11 +94,7 @@ func TestRepeatedSubtreeLeak(t *testing.T) {
 			t.Errorf("path %v: observed %v, want at most 2", p.Services, p.ObservedMaxAmplification)
 		}
 	}
-	found := false
-	for _, w := range tp.Warnings {
-		found = found || strings.Contains(w, "6 client spans repeated a request their parent had already had answered (36 spans with what they called)")
-	}
-	if !found {
+	if !hasWarning(tp, "6 client spans repeated a request their parent had already had answered (36 spans with what they called)") {
 		t.Errorf("no repeat warning in %q", tp.Warnings)
 	}
 }
@@ -127,11 +118,7 @@ func TestPollIsNoLeak(t *testing.T) {
 	e := edge(t, tp, "web", "jobs")
 	wantEq(t, "poll calls", e.Calls, 12)
 	wantEq(t, "poll attempts", e.Attempts, 12)
-	found := false
-	for _, w := range tp.Warnings {
-		found = found || strings.Contains(w, "9 client spans repeated a request their parent had already had answered, with nothing to show another request sent them")
-	}
-	if !found {
+	if !hasWarning(tp, "9 client spans repeated a request their parent had already had answered, with nothing to show another request sent them") {
 		t.Errorf("no poll warning in %q", tp.Warnings)
 	}
 }
