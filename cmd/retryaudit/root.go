@@ -103,7 +103,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	defer func() { signal.Stop(sigs); close(done) }()
-	go watchInterrupts(sigs, done, cancel, &caught, func(code int) {
+	go watchInterrupts(sigs, done, cancel, &caught, interruptGrace, func(code int) {
 		fmt.Fprintln(stderr, "retryaudit: interrupted")
 		os.Exit(code)
 	})
@@ -137,9 +137,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // watchInterrupts handles the interrupts of one run until done: the first
 // records its number in caught and cancels the run, which then has
-// interruptGrace to return; a second interrupt, or the grace running out,
-// calls exit with 128+signal.
-func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel func(), caught *atomic.Int32, exit func(int)) {
+// graceFor to return; a second interrupt, or the grace running out, calls
+// exit with 128+signal.
+func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel func(), caught *atomic.Int32, graceFor time.Duration, exit func(int)) {
 	var first os.Signal
 	select {
 	case first = <-sigs:
@@ -149,7 +149,7 @@ func watchInterrupts(sigs <-chan os.Signal, done <-chan struct{}, cancel func(),
 	code := exitSignal + int(signalNumber(first))
 	caught.Store(int32(signalNumber(first)))
 	cancel()
-	grace := time.NewTimer(interruptGrace)
+	grace := time.NewTimer(graceFor)
 	defer grace.Stop()
 	select {
 	case <-sigs:
