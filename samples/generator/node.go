@@ -38,9 +38,9 @@ type nodeTruth struct {
 	// span they landed under had ended, Repeated ones while it still ran
 	// (repeating a request it had already had answered); Spans is every
 	// span of their subtrees.
-	ContextLeaks *truthLeaks    `json:"context_leaks,omitempty"`
-	Edges        []nodeEdge     `json:"edges"`
-	Paths        []nodePath     `json:"paths"`
+	ContextLeaks *truthLeaks `json:"context_leaks,omitempty"`
+	Edges        []nodeEdge  `json:"edges"`
+	Paths        []nodePath  `json:"paths"`
 }
 
 type nodePath struct {
