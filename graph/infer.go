@@ -88,6 +88,9 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		t.Edges = append(t.Edges, e)
 		byFinding = append(byFinding, shows)
 	}
+	for i, n := range leakedAttempts(ix, names, ecs) {
+		t.Edges[i].LeakedAttempts = n
+	}
 	roots := map[node][]int32{}
 	var lo, hi int64
 	for i := range ix.spans {

@@ -169,6 +169,10 @@ type Edge struct {
 	// MissingAttempts counts attempts that markers say were made but whose
 	// spans are not in the input.
 	MissingAttempts int `json:"missing_attempts"`
+	// LeakedAttempts counts this edge's attempts that ran in another
+	// request's context (Source.ContextLeaks) and are left out of Attempts:
+	// the calls they belong to show fewer attempts than they made.
+	LeakedAttempts int `json:"leaked_attempts,omitempty"`
 	// Outcomes is the edge's failure model as the traces show it.
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
 	// TransitQuantilesMS is the time an attempt spends outside the

@@ -55,6 +55,7 @@ type truth struct {
 		// others leaked into another's), and the retries that started
 		// after the caller's own span had ended.
 		Calls              int  `json:"calls"`
+		Attempts           int  `json:"attempts"`
 		AttemptsInOwnTrace *int `json:"attempts_in_own_trace"`
 		AfterCallerGaveUp  *int `json:"retries_after_caller_gave_up"`
 	} `json:"edges"`
@@ -158,8 +159,9 @@ func TestTruth(t *testing.T) {
 				if e.Retries != te.Retries {
 					t.Errorf("%s: retries %v, want %v", loc, e.Retries, te.Retries)
 				}
-				if n := te.AttemptsInOwnTrace; n != nil && (e.Attempts != *n || e.Calls != te.Calls) {
-					t.Errorf("%s: %d calls, %d attempts; want the %d calls and the %d attempts in their own traces", loc, e.Calls, e.Attempts, te.Calls, *n)
+				if n := te.AttemptsInOwnTrace; n != nil && (e.Attempts != *n || e.Calls != te.Calls || e.LeakedAttempts != te.Attempts-*n) {
+					t.Errorf("%s: %d calls, %d attempts, %d leaked; want the %d calls and the %d attempts in their own traces, %d leaked",
+						loc, e.Calls, e.Attempts, e.LeakedAttempts, te.Calls, *n, te.Attempts-*n)
 				}
 				if n := te.AfterCallerGaveUp; n != nil && (*n > 0) != hasFinding(top, FindingOutlivedCaller, loc) {
 					t.Errorf("%s: %s finding %v, want %v (%d retries after the caller gave up)", loc, FindingOutlivedCaller, !(*n > 0), *n > 0, *n)

@@ -39,8 +39,11 @@ type nodeTruth struct {
 	// (repeating a request it had already had answered); Spans is every
 	// span of their subtrees.
 	ContextLeaks *truthLeaks `json:"context_leaks,omitempty"`
-	Edges        []nodeEdge  `json:"edges"`
-	Paths        []nodePath  `json:"paths"`
+	// Calibration says whether a replay built from the traces can
+	// reproduce them, and if not, why (what the traces lost).
+	Calibration *truthCalibration `json:"calibration,omitempty"`
+	Edges       []nodeEdge        `json:"edges"`
+	Paths       []nodePath        `json:"paths"`
 }
 
 type nodePath struct {
@@ -48,6 +51,11 @@ type nodePath struct {
 	// ObservedMax is the most attempts one root request's own trace shows
 	// at the path's last service, per call there.
 	ObservedMax float64 `json:"observed_max_amplification"`
+}
+
+type truthCalibration struct {
+	Reproducible bool   `json:"reproducible"`
+	Because      string `json:"because"`
 }
 
 type truthLeaks struct {

@@ -194,6 +194,9 @@ function buildTruth(fronts, backs, want, answers) {
     root_requests: fronts.length,
     root_answers: answers,
     context_leaks: { late, repeated, spans: 2 * (late + repeated) },
+    // The traces of the calls whose retries leaked hold only their first
+    // attempt: no model built from the calls as traced reproduces them.
+    calibration: { reproducible: false, because: `${late + repeated} retries ran in other requests' contexts; the calls that made them show only their first attempt` },
     edges: [{
       caller: 'front', callee: 'backend', operation: '/stock/:sku', method: 'GET', library: lib,
       retries: true, max_attempts: RETRY.maxRetries + 1, exhausted_in_traces: exhausted > 0,
