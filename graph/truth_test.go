@@ -26,6 +26,7 @@ type truth struct {
 			Kind           string   `json:"kind"`
 			BaseMS         float64  `json:"base_ms"`
 			Multiplier     *float64 `json:"multiplier"`
+			CapMS          *float64 `json:"cap_ms"`
 			Jitter         string   `json:"jitter"`
 			JitterFraction *float64 `json:"jitter_fraction"`
 		} `json:"backoff"`
@@ -160,6 +161,7 @@ func TestTruth(t *testing.T) {
 						t.Errorf("%s: backoff %s, want %s", loc, e.Backoff.Kind, want)
 					}
 					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction)
+					checkSteps(t, loc, e.Backoff, te.Backoff.Kind, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.CapMS)
 				}
 				if w := te.WaitLateMS; w != nil && *w > minNoiseMS {
 					// The capture's own waits came later than the policy's by
@@ -320,6 +322,39 @@ func checkSchedule(t *testing.T, loc string, b Backoff, base float64, mult *floa
 		}
 		if f := b.JitterFraction; jitter == "proportional" && fraction != nil && (f == nil || math.Abs(*f-*fraction) > 0.1) {
 			t.Errorf("%s: jitter fraction %v, want %v ±0.1", loc, f, *fraction)
+		}
+	}
+}
+
+// checkSteps holds the per-retry schedule to the configured one: a step
+// for every attempt index the fit read, numbered from 1, each range
+// holding the wait the policy sets there (base·multiplier^(retry-1) up
+// to the cap; the ceiling for full and equal jitter, the centre for
+// proportional) and the step's own figure.
+func checkSteps(t *testing.T, loc string, b Backoff, kind string, base float64, mult, capMS *float64) {
+	t.Helper()
+	if len(b.Schedule) == 0 {
+		t.Errorf("%s: no per-retry schedule", loc)
+		return
+	}
+	if s := b.Schedule[0]; s.MS != b.BaseMS || s.RangeMS != *b.BaseRangeMS {
+		t.Errorf("%s: first step %+v is not the base %v %v", loc, s, b.BaseMS, *b.BaseRangeMS)
+	}
+	for i, s := range b.Schedule {
+		want := base
+		if kind == "exponential" && mult != nil {
+			want = base * math.Pow(*mult, float64(i))
+			if capMS != nil {
+				want = math.Min(want, *capMS)
+			}
+		}
+		switch {
+		case s.Retry != i+1 || s.Waits < 1:
+			t.Errorf("%s: step %d is %+v", loc, i, s)
+		case s.RangeMS[0] > s.MS || s.RangeMS[1] < s.MS:
+			t.Errorf("%s: retry %d: range %v excludes its own wait %v", loc, s.Retry, s.RangeMS, s.MS)
+		case base > 0 && (s.RangeMS[0] > want || s.RangeMS[1] < want):
+			t.Errorf("%s: retry %d: range %v (from %d waits) excludes the configured %vms", loc, s.Retry, s.RangeMS, s.Waits, want)
 		}
 	}
 }
