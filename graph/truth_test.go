@@ -31,6 +31,10 @@ type truth struct {
 			JitterFraction *float64 `json:"jitter_fraction"`
 		} `json:"backoff"`
 		IdempotencyKey bool     `json:"idempotency_key"`
+		// Written by the newer scenarios only (0 or false where absent).
+		Attempts             int  `json:"attempts"`
+		BelowInstrumentation bool `json:"below_instrumentation"`
+		DeadlineCutAttempts  int  `json:"deadline_cut_attempts"`
 		WaitLateMS     *float64 `json:"wait_late_ms"`
 		// Written by scenarios that hide Retry-After or use a breaker;
 		// absent (captured, no breaker) in the older ones.
@@ -142,6 +146,23 @@ func TestTruth(t *testing.T) {
 				case e.MaxAttempts > te.MaxAttempts:
 					t.Errorf("%s: max attempts %d exceeds the configured %d", loc, e.MaxAttempts, te.MaxAttempts)
 				}
+				if te.Attempts > 0 && e.Attempts != te.Attempts {
+					t.Errorf("%s: %d attempts, want the %d the caller sent", loc, e.Attempts, te.Attempts)
+				}
+				if te.BelowInstrumentation && e.Evidence != "below-instrumentation" {
+					t.Errorf("%s: retries read from %q, want below-instrumentation (several server spans under one client span)", loc, e.Evidence)
+				}
+				switch got, want := e.PerTryTimeoutMS, te.PerTryTimeoutMS; {
+				case want == nil && got != nil:
+					t.Errorf("%s: per-try timeout %gms, want none", loc, *got)
+				case want != nil && got == nil:
+					t.Errorf("%s: no per-try timeout, want %gms", loc, *want)
+				case want != nil && math.Abs(*got-*want) > 0.1**want:
+					t.Errorf("%s: per-try timeout %gms, want %gms ±10%%", loc, *got, *want)
+				}
+				if n := te.DeadlineCutAttempts; n > 0 && e.DeadlineFromCaller != n {
+					t.Errorf("%s: %d attempts cut by the caller's deadline, want %d", loc, e.DeadlineFromCaller, n)
+				}
 				if !te.Retries {
 					continue
 				}
@@ -175,14 +196,6 @@ func TestTruth(t *testing.T) {
 					if want := te.Backoff.Jitter != "none"; *e.Backoff.JitterPresent != want {
 						t.Errorf("%s: jitter present %v, want %v (%s)", loc, *e.Backoff.JitterPresent, want, te.Backoff.Jitter)
 					}
-				}
-				switch got, want := e.PerTryTimeoutMS, te.PerTryTimeoutMS; {
-				case want == nil && got != nil:
-					t.Errorf("%s: per-try timeout %gms, want none", loc, *got)
-				case want != nil && got == nil:
-					t.Errorf("%s: no per-try timeout, want %gms", loc, *want)
-				case want != nil && math.Abs(*got-*want) > 0.1**want:
-					t.Errorf("%s: per-try timeout %gms, want %gms ±10%%", loc, *got, *want)
 				}
 				if id := e.Idempotency; id != nil && te.IdempotencyKey != (id.WithKey == id.RetriedCalls) {
 					t.Errorf("%s: %d of %d retried calls with key, want key sent %v", loc, id.WithKey, id.RetriedCalls, te.IdempotencyKey)
