@@ -30,12 +30,12 @@ type truth struct {
 			Jitter         string   `json:"jitter"`
 			JitterFraction *float64 `json:"jitter_fraction"`
 		} `json:"backoff"`
-		IdempotencyKey bool     `json:"idempotency_key"`
+		IdempotencyKey bool `json:"idempotency_key"`
 		// Written by the newer scenarios only (0 or false where absent).
-		Attempts             int  `json:"attempts"`
-		BelowInstrumentation bool `json:"below_instrumentation"`
-		DeadlineCutAttempts  int  `json:"deadline_cut_attempts"`
-		WaitLateMS     *float64 `json:"wait_late_ms"`
+		Attempts             int      `json:"attempts"`
+		BelowInstrumentation bool     `json:"below_instrumentation"`
+		DeadlineCutAttempts  int      `json:"deadline_cut_attempts"`
+		WaitLateMS           *float64 `json:"wait_late_ms"`
 		// Written by scenarios that hide Retry-After or use a breaker;
 		// absent (captured, no breaker) in the older ones.
 		RetryAfterCaptured *bool `json:"retry_after_captured"`
