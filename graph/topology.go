@@ -33,6 +33,19 @@ type Source struct {
 	// their parent had already had answered), left out of inference with
 	// everything below them.
 	ContextLeaks int `json:"context_leaks,omitempty"`
+	// ContextLeakShapes splits ContextLeaks by how each showed, and counts
+	// the spans left out with them; absent when there are none.
+	ContextLeakShapes *LeakShapes `json:"context_leak_shapes,omitempty"`
+}
+
+// LeakShapes are the two shapes of client spans that ran in another
+// request's context: Late ones started after their parent span had ended,
+// Repeated ones repeated a request their parent had already had answered.
+// Spans counts every span of their subtrees.
+type LeakShapes struct {
+	Late     int `json:"late"`
+	Repeated int `json:"repeated"`
+	Spans    int `json:"spans"`
 }
 
 // Service is a node of the graph. Virtual services are uninstrumented peers
@@ -156,6 +169,10 @@ type Edge struct {
 	// MissingAttempts counts attempts that markers say were made but whose
 	// spans are not in the input.
 	MissingAttempts int `json:"missing_attempts"`
+	// LeakedAttempts counts this edge's attempts that ran in another
+	// request's context (Source.ContextLeaks) and are left out of Attempts:
+	// the calls they belong to show fewer attempts than they made.
+	LeakedAttempts int `json:"leaked_attempts,omitempty"`
 	// Outcomes is the edge's failure model as the traces show it.
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
 	// TransitQuantilesMS is the time an attempt spends outside the
@@ -221,6 +238,27 @@ type Backoff struct {
 	JitterPresent *bool `json:"jitter_present"`
 	// Samples is how many gaps between attempts the inference used.
 	Samples int `json:"samples"`
+	// Schedule is the fit per retry: the wait the schedule sets before
+	// each retry, read with the same estimator as BaseMS, with its 99%
+	// range, for every attempt index the fit read (the first is BaseMS and
+	// BaseRangeMS). Absent where no schedule was read (immediate retries,
+	// or none seen).
+	Schedule []WaitStep `json:"schedule,omitempty"`
+}
+
+// WaitStep is the schedule's wait before one retry as the fit reads it.
+type WaitStep struct {
+	// Retry numbers the wait: 1 before the second attempt, 2 before the
+	// third, and so on.
+	Retry int `json:"retry"`
+	// Waits is how many waits the traces show there (waits the server
+	// directed left out).
+	Waits int `json:"waits"`
+	// MS is the schedule's wait there; RangeMS the range (low, high) the
+	// schedule may lie in, 99%, allowing for an overhead every wait
+	// shares as BaseRangeMS does. A few jittered waits leave it wide.
+	MS      float64    `json:"ms"`
+	RangeMS [2]float64 `json:"range_ms"`
 }
 
 // Hedging describes overlapping attempts to the same request.

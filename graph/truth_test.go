@@ -16,7 +16,13 @@ import (
 // truth is samples/<scenario>/truth.json: what the generator configured.
 type truth struct {
 	Scenario string `json:"scenario"`
-	Edges    []struct {
+	// ContextLeaks, written by scenarios whose retries run in another
+	// request's context, counts the attempts that landed in another trace
+	// by shape, and the spans of their subtrees.
+	ContextLeaks *struct {
+		Late, Repeated, Spans int
+	} `json:"context_leaks"`
+	Edges []struct {
 		Caller, Callee, Operation, Method string
 		Retries                           bool     `json:"retries"`
 		MaxAttempts                       int      `json:"max_attempts"`
@@ -26,11 +32,16 @@ type truth struct {
 			Kind           string   `json:"kind"`
 			BaseMS         float64  `json:"base_ms"`
 			Multiplier     *float64 `json:"multiplier"`
+			CapMS          *float64 `json:"cap_ms"`
 			Jitter         string   `json:"jitter"`
 			JitterFraction *float64 `json:"jitter_fraction"`
 		} `json:"backoff"`
-		IdempotencyKey bool     `json:"idempotency_key"`
-		WaitLateMS     *float64 `json:"wait_late_ms"`
+		IdempotencyKey bool `json:"idempotency_key"`
+		// Written by the newer scenarios only (0 or false where absent).
+		Attempts             int      `json:"attempts"`
+		BelowInstrumentation bool     `json:"below_instrumentation"`
+		DeadlineCutAttempts  int      `json:"deadline_cut_attempts"`
+		WaitLateMS           *float64 `json:"wait_late_ms"`
 		// Written by scenarios that hide Retry-After or use a breaker;
 		// absent (captured, no breaker) in the older ones.
 		RetryAfterCaptured *bool `json:"retry_after_captured"`
@@ -44,11 +55,23 @@ type truth struct {
 			HedgedCalls  int     `json:"hedged_calls"`
 			MostRequests int     `json:"most_requests"`
 		} `json:"hedge"`
+		// Written by the Node scenarios: the calls the caller made, the
+		// attempts whose spans are in their own request's trace (the
+		// others leaked into another's), and the retries that started
+		// after the caller's own span had ended.
+		// (attempts, above, then counts every attempt sent, wherever
+		// its spans landed.)
+		Calls              int  `json:"calls"`
+		AttemptsInOwnTrace *int `json:"attempts_in_own_trace"`
+		AfterCallerGaveUp  *int `json:"retries_after_caller_gave_up"`
 	} `json:"edges"`
 	Paths []struct {
 		Services   []string `json:"services"`
 		Operations []string `json:"operations"`
 		WorstCase  int      `json:"worst_case_amplification"`
+		// ObservedMax, where written, is the most attempts one root
+		// request's own trace shows at the path's last service.
+		ObservedMax *float64 `json:"observed_max_amplification"`
 	} `json:"paths"`
 }
 
@@ -89,6 +112,15 @@ func TestTruth(t *testing.T) {
 			edges := map[[3]string]Edge{}
 			for _, e := range top.Edges {
 				edges[[3]string{e.Caller, e.Callee, e.Operation}] = e
+			}
+			if l := tr.ContextLeaks; l != nil {
+				got := LeakShapes{}
+				if g := top.Source.ContextLeakShapes; g != nil {
+					got = *g
+				}
+				if want := (LeakShapes{Late: l.Late, Repeated: l.Repeated, Spans: l.Spans}); got != want || top.Source.ContextLeaks != l.Late+l.Repeated {
+					t.Errorf("context leaks %d, %+v; want %+v", top.Source.ContextLeaks, got, want)
+				}
 			}
 			for _, te := range tr.Edges {
 				op := te.Method + " " + te.Operation
@@ -133,6 +165,13 @@ func TestTruth(t *testing.T) {
 				if e.Retries != te.Retries {
 					t.Errorf("%s: retries %v, want %v", loc, e.Retries, te.Retries)
 				}
+				if n := te.AttemptsInOwnTrace; n != nil && (e.Attempts != *n || e.Calls != te.Calls || e.LeakedAttempts != te.Attempts-*n) {
+					t.Errorf("%s: %d calls, %d attempts, %d leaked; want the %d calls and the %d attempts in their own traces, %d leaked",
+						loc, e.Calls, e.Attempts, e.LeakedAttempts, te.Calls, *n, te.Attempts-*n)
+				}
+				if n := te.AfterCallerGaveUp; n != nil && (*n > 0) != hasFinding(top, FindingOutlivedCaller, loc) {
+					t.Errorf("%s: %s finding %v, want %v (%d retries after the caller gave up)", loc, FindingOutlivedCaller, !(*n > 0), *n > 0, *n)
+				}
 				switch {
 				case te.Exhausted && te.Retries:
 					if e.MaxAttempts != te.MaxAttempts || !e.MaxAttemptsExact {
@@ -140,6 +179,23 @@ func TestTruth(t *testing.T) {
 					}
 				case e.MaxAttempts > te.MaxAttempts:
 					t.Errorf("%s: max attempts %d exceeds the configured %d", loc, e.MaxAttempts, te.MaxAttempts)
+				}
+				if te.Attempts > 0 && te.AttemptsInOwnTrace == nil && e.Attempts != te.Attempts {
+					t.Errorf("%s: %d attempts, want the %d the caller sent", loc, e.Attempts, te.Attempts)
+				}
+				if te.BelowInstrumentation && e.Evidence != "below-instrumentation" {
+					t.Errorf("%s: retries read from %q, want below-instrumentation (several server spans under one client span)", loc, e.Evidence)
+				}
+				switch got, want := e.PerTryTimeoutMS, te.PerTryTimeoutMS; {
+				case want == nil && got != nil:
+					t.Errorf("%s: per-try timeout %gms, want none", loc, *got)
+				case want != nil && got == nil:
+					t.Errorf("%s: no per-try timeout, want %gms", loc, *want)
+				case want != nil && math.Abs(*got-*want) > 0.1**want:
+					t.Errorf("%s: per-try timeout %gms, want %gms ±10%%", loc, *got, *want)
+				}
+				if n := te.DeadlineCutAttempts; n > 0 && e.DeadlineFromCaller != n {
+					t.Errorf("%s: %d attempts cut by the caller's deadline, want %d", loc, e.DeadlineFromCaller, n)
 				}
 				if !te.Retries {
 					continue
@@ -160,6 +216,7 @@ func TestTruth(t *testing.T) {
 						t.Errorf("%s: backoff %s, want %s", loc, e.Backoff.Kind, want)
 					}
 					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction)
+					checkSteps(t, loc, e.Backoff, te.Backoff.Kind, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.CapMS)
 				}
 				if w := te.WaitLateMS; w != nil && *w > minNoiseMS {
 					// The capture's own waits came later than the policy's by
@@ -173,14 +230,6 @@ func TestTruth(t *testing.T) {
 					if want := te.Backoff.Jitter != "none"; *e.Backoff.JitterPresent != want {
 						t.Errorf("%s: jitter present %v, want %v (%s)", loc, *e.Backoff.JitterPresent, want, te.Backoff.Jitter)
 					}
-				}
-				switch got, want := e.PerTryTimeoutMS, te.PerTryTimeoutMS; {
-				case want == nil && got != nil:
-					t.Errorf("%s: per-try timeout %gms, want none", loc, *got)
-				case want != nil && got == nil:
-					t.Errorf("%s: no per-try timeout, want %gms", loc, *want)
-				case want != nil && math.Abs(*got-*want) > 0.1**want:
-					t.Errorf("%s: per-try timeout %gms, want %gms ±10%%", loc, *got, *want)
 				}
 				if id := e.Idempotency; id != nil && te.IdempotencyKey != (id.WithKey == id.RetriedCalls) {
 					t.Errorf("%s: %d of %d retried calls with key, want key sent %v", loc, id.WithKey, id.RetriedCalls, te.IdempotencyKey)
@@ -204,6 +253,9 @@ func TestTruth(t *testing.T) {
 					found = true
 					if p.WorstCaseAmplification != tp.WorstCase {
 						t.Errorf("path %v: worst case %dx, want %dx", tp.Services, p.WorstCaseAmplification, tp.WorstCase)
+					}
+					if o := tp.ObservedMax; o != nil && p.ObservedMaxAmplification != *o {
+						t.Errorf("path %v: observed max %gx, want %gx", tp.Services, p.ObservedMaxAmplification, *o)
 					}
 				}
 				if !found {
@@ -320,6 +372,39 @@ func checkSchedule(t *testing.T, loc string, b Backoff, base float64, mult *floa
 		}
 		if f := b.JitterFraction; jitter == "proportional" && fraction != nil && (f == nil || math.Abs(*f-*fraction) > 0.1) {
 			t.Errorf("%s: jitter fraction %v, want %v ±0.1", loc, f, *fraction)
+		}
+	}
+}
+
+// checkSteps holds the per-retry schedule to the configured one: a step
+// for every attempt index the fit read, numbered from 1, each range
+// holding the wait the policy sets there (base·multiplier^(retry-1) up
+// to the cap; the ceiling for full and equal jitter, the centre for
+// proportional) and the step's own figure.
+func checkSteps(t *testing.T, loc string, b Backoff, kind string, base float64, mult, capMS *float64) {
+	t.Helper()
+	if len(b.Schedule) == 0 {
+		t.Errorf("%s: no per-retry schedule", loc)
+		return
+	}
+	if s := b.Schedule[0]; s.MS != b.BaseMS || s.RangeMS != *b.BaseRangeMS {
+		t.Errorf("%s: first step %+v is not the base %v %v", loc, s, b.BaseMS, *b.BaseRangeMS)
+	}
+	for i, s := range b.Schedule {
+		want := base
+		if kind == "exponential" && mult != nil {
+			want = base * math.Pow(*mult, float64(i))
+			if capMS != nil {
+				want = math.Min(want, *capMS)
+			}
+		}
+		switch {
+		case s.Retry != i+1 || s.Waits < 1:
+			t.Errorf("%s: step %d is %+v", loc, i, s)
+		case s.RangeMS[0] > s.MS || s.RangeMS[1] < s.MS:
+			t.Errorf("%s: retry %d: range %v excludes its own wait %v", loc, s.Retry, s.RangeMS, s.MS)
+		case base > 0 && (s.RangeMS[0] > want || s.RangeMS[1] < want):
+			t.Errorf("%s: retry %d: range %v (from %d waits) excludes the configured %vms", loc, s.Retry, s.RangeMS, s.Waits, want)
 		}
 	}
 }
