@@ -134,7 +134,9 @@ func resend(n int) opt    { return func(_ *ingest.Set, sp *ingest.Record) { sp.R
 func prevAttempts(n int) opt {
 	return func(_ *ingest.Set, sp *ingest.Record) { sp.PrevAttempts = int16(n) }
 }
-func retryCount(n int) opt { return func(_ *ingest.Set, sp *ingest.Record) { sp.RetryCount = int16(n) } }
+func retryCount(n int) opt {
+	return func(_ *ingest.Set, sp *ingest.Record) { sp.RetryCount = int16(n) }
+}
 func retryAfter(ms int) opt {
 	return func(_ *ingest.Set, sp *ingest.Record) { sp.RetryAfterMS = int32(ms) }
 }
