@@ -39,8 +39,8 @@ func TestGRPCDeadlinesScenario(t *testing.T) {
 		t.Fatalf("truth edges %+v", tr.Edges)
 	}
 	gw, inner := tr.Edges[0], tr.Edges[1]
-	// Every case runs once: 4 unavailable, 2 slow orders, 4 slow warehouse
-	// cut attempts at most and at least one exhausted call.
+	// Every case runs once: the slow warehouse cases cut 1 + 2 + 4
+	// attempts, and two calls exhaust gateway's 4 attempts.
 	if !gw.ExhaustedInTraces || gw.PerTryTimeoutMS == nil || *gw.PerTryTimeoutMS != 60 || inner.PerTryTimeoutMS != nil || inner.DeadlineCutAttempts != 1+2+4 {
 		t.Errorf("truth: gateway → orders %+v, orders → warehouse %+v", gw, inner)
 	}
