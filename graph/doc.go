@@ -27,20 +27,38 @@
 //     a request). Reduce: the naming table and the origins. Apply: requests
 //     repeated under an answered parent are judged against the origins and
 //     marked as leaked or kept as polls (markRepeats), trace by trace.
-//  2. Calls are extracted trace by trace with the naming table and grouped
-//     into edges. Map: per edge its statistics (edgeStats: counts,
+//  2. Map: the calls the spans made, read with the naming table
+//     (extractIn); reduce: the calls in span order, grouped into edges.
+//     Map again, with the edges: per edge its statistics (edgeStats: counts,
 //     histograms, waits, durations, examples), per operation its executions
 //     (serverStats), the root requests and the spans' time (rootsOf), the
-//     calls that overlap another of their request (concurrentShares), and
-//     per chain of edges the highest amplification a root request saw
-//     (observedAmplification). Reduce: the merged partials, then the fits:
-//     each edge's policy, the services, the paths, the findings.
+//     calls that overlap another of their request (concurrentShares), per
+//     chain of edges the highest amplification a root request saw
+//     (observedAmplification), and each caller operation's requests
+//     (requestsByOp). Reduce: the merged partials, then the fits: each
+//     edge's policy, the services (a virtual one timed by the attempts
+//     that called it), the user edges (from the root requests), breakers
+//     (the requests in time order), the paths.
+//  3. Calibration. Map: which spans made calls and had one fail, each
+//     edge's first failure per trace, the fast failures of operations with
+//     a breaker, the executions that failed on their own, and the ends of
+//     each edge's calls (endsOf). Reduce: the sets and the ends in time
+//     order. Map again, with those: per edge the attempts whose outcome is
+//     the callee's own with their time bucket (outcomesOf), per operation
+//     its work times (workOf), own failures and breaker fast failures, what
+//     follows a failed call (callOrderOf), the user edges' outcomes and the
+//     requests each service held (heldBy). Reduce: the incident buckets
+//     (which need every attempt of an edge), the outcome mixes outside
+//     them, quantiles, Little's law, and from the root requests the arrival
+//     window, sampling and root statistics.
 //
-// Still read over every trace at once, after phase 2: circuit breakers
-// (each caller operation's requests in time order), the calibration
-// statistics (outcome mixes by time bucket and by what the previous call
-// of another request did, arrival window, self times, concurrency), and the
-// user edges' latencies. Infer runs every map step as one shard of all
-// traces; TestShardedInfer deals the traces to random shards, merges in a
-// random order, and requires the same topology byte for byte.
+// Then the findings, from the edges and paths alone.
+//
+// Partials refer to spans by their index where a reduce needs a span's own
+// facts (its times, its status, its calls: all of its own trace); a
+// collector would carry those facts in the partial instead. Where an order
+// matters, the reduce restores one that no split changes: trace and span
+// id, or the order of an edge's calls. Infer runs every map step as one
+// shard of all traces; TestShardedInfer deals the traces to random shards,
+// merges in a random order, and requires the same topology byte for byte.
 package graph

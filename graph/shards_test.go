@@ -120,8 +120,9 @@ func synthSet(t *testing.T, reqs []ptrace.Traces) *ingest.Set {
 // fast failures, requests leaked into another request's context (late, and
 // repeated under an answered parent while their own trace misses them),
 // a parent cycle and a self-parent, spans that name no service, retries
-// across replicas named by other traces' server spans, and a CLIENT span
-// with no server child named by the peers other traces answered.
+// across replicas named by other traces' server spans, a CLIENT span
+// with no server child named by the peers other traces answered, and calls
+// of different requests ending at the same instant.
 func shardEdgeCases(*testing.T) *ingest.Set {
 	b := newBuilder()
 	breakerTraffic(b, "ooooo"+"xxx"+"ffffff"+"o"+"oooo"+"xxx"+"ffff"+"x"+"fff"+"oo")
@@ -155,6 +156,14 @@ func shardEdgeCases(*testing.T) *ingest.Set {
 	out := b.add(s, ingest.KindClient, "unknown_service:java", "GET", 3, 20,
 		[]opt{func(set *ingest.Set, sp *ingest.Span) { sp.Peer = set.Intern("ratings:9080") }, httpStatus(200)})
 	b.server(out, "ratings", "GET /ratings", 4, 18, httpStatus(200))
+	// Two calls of other requests end at the same instant, one failed:
+	// which ended last before the third began is the edge's call order.
+	for i, status := range []int{503, 200, 200} {
+		b.newTrace()
+		start := float64(20 * (i / 2))
+		r := b.server(-1, "shop", "GET /cart", start, 15)
+		b.call(r, "store", "GET /item", start+1, 10, httpStatus(status))
+	}
 	route := func(s *ingest.Set, sp *ingest.Span) { sp.Route = s.Intern("/orders/{id}") }
 	for i := range 4 {
 		b.newTrace()
