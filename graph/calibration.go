@@ -522,14 +522,26 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	// whichever order the shards merged in (reduce).
 	sorted := *mapShards(ix, func(s sel) *[]callEnd { return endsOf(ix, s, ec) }, func(sum, p *[]callEnd) { *sum = append(*sum, *p...) })
 	slices.SortFunc(sorted, func(a, b callEnd) int { return cmp.Or(cmpInt64(a.at, b.at), cmp.Compare(a.pos, b.pos)) })
+	// runStart[j] is where the run of same-request calls that ends at
+	// sorted[j] begins: skipping the request's own calls is one step, not
+	// a walk back over each of them (one request calling an edge 100k
+	// times in sequence made that quadratic).
+	runStart := make([]int32, len(sorted))
+	for j := 1; j < len(sorted); j++ {
+		if ix.spans[sorted[j].span].TraceID == ix.spans[sorted[j-1].span].TraceID {
+			runStart[j] = runStart[j-1]
+		} else {
+			runStart[j] = int32(j)
+		}
+	}
 	out := make([]int8, len(ec.calls))
 	for i, c := range ec.calls {
 		// The last call to end strictly before this one began, of another
 		// request.
 		first := c.attempts[0].span
 		k, _ := slices.BinarySearchFunc(sorted, ix.spans[first].Start, func(e callEnd, t int64) int { return cmpInt64(e.at, t) })
-		for k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[first].TraceID {
-			k--
+		if k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[first].TraceID {
+			k = int(runStart[k-1])
 		}
 		switch {
 		case k == 0:
