@@ -624,13 +624,6 @@ func countBreakerFast(ix *index, breakerFast spanSet, t *Topology) {
 	}
 }
 
-// addCounts adds p's counts to sum.
-func addCounts[K comparable](sum, p map[K]int) {
-	for k, n := range p {
-		sum[k] += n
-	}
-}
-
 // firstFailures returns, per selected trace, when the first failed
 // attempt on the edge ended.
 func firstFailures(ix *index, s sel, ec *edgeCalls) map[ingest.TraceID]int64 {

@@ -89,6 +89,9 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		t.Edges = append(t.Edges, e)
 		byFinding = append(byFinding, shows)
 	}
+	for i, n := range leakedAttempts(ix, names, ecs) {
+		t.Edges[i].LeakedAttempts = n
+	}
 	rs := mapShards(ix, ix.rootsOf, (*rootSet).merge)
 	roots, lo, hi := rs.roots, rs.lo, rs.hi
 	t.Edges = append(t.Edges, userEdges(ix, roots)...)
@@ -116,6 +119,9 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		rootCalls += len(r)
 	}
 	t.Source = Source{Traces: ix.traces, Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks + ix.repeats}
+	if ix.leaks+ix.repeats > 0 {
+		t.Source.ContextLeakShapes = &LeakShapes{Late: ix.leaks, Repeated: ix.repeats, Spans: ix.leakedSpans}
+	}
 	switch window := float64(hi-lo) / 1e9; {
 	case ix.strayRoots > 0 && t.Calibration != nil:
 		// A stray root's clock would stretch the spans' window too.

@@ -73,6 +73,7 @@ func (ix *index) markLate(s sel) {
 			continue
 		}
 		ix.leaks++
+		ix.leakRoots = append(ix.leakRoots, int32(i))
 		stack = ix.markSubtree(int32(i), stack)
 	}
 }
@@ -112,6 +113,7 @@ func (ix *index) markRepeats(s sel, origins origins) {
 				sentAgain := last[k] > j
 				if ix.repeatLeaked(int32(p), c, k, o, sentAgain, leakedFailure[k], origins) {
 					ix.repeats++
+					ix.leakRoots = append(ix.leakRoots, c)
 					stack = ix.markSubtree(c, stack)
 					leakedFailure[k] = o == outcomeRetryable
 				} else {
@@ -257,4 +259,35 @@ func (ix *index) repeatKeyOf(c int32) (repeatKey, bool) {
 		k.peer = ix.str(sp.Peer)
 	}
 	return k, true
+}
+
+// leakedAttempts counts, for each edge of ecs, the leaked client spans
+// (leak roots) that its caller's operation sent to its callee's: attempts
+// that were made on the edge but ran in another request's context, so the
+// calls they belong to show fewer attempts than they made. A leaked span
+// is named as an attempt would be (its server child, or its peer); one
+// whose name matches no edge is not counted.
+func leakedAttempts(ix *index, names *naming, ecs []*edgeCalls) []int {
+	if len(ix.leakRoots) == 0 {
+		return make([]int, len(ecs))
+	}
+	at := make(map[edgeKey]int, len(ecs))
+	for i, ec := range ecs {
+		at[ec.key] = i
+	}
+	return mapShards(ix, func(s sel) []int {
+		out := make([]int, len(ecs))
+		for _, r := range ix.leakRoots {
+			p := ix.parent[r]
+			if p < 0 || !s.has(r) {
+				continue
+			}
+			callee, op := names.resolve(ix, r, ix.firstServer(r))
+			k := edgeKey{caller: ix.str(ix.spans[p].Service), callerOp: ix.opName(ix.serverOf(p)), callee: callee, op: op}
+			if i, ok := at[k]; ok {
+				out[i]++
+			}
+		}
+		return out
+	}, addInts)
 }

@@ -173,11 +173,7 @@ func callsByServer(ix *index, ecs []*edgeCalls) *serverCalls {
 // concurrentShares measures, per edge, the share of its calls that
 // overlapped another call made while serving the same request.
 func concurrentShares(ix *index, ecs []*edgeCalls, byServer *serverCalls) []float64 {
-	overlapping := mapShards(ix, func(s sel) []int { return overlappingCalls(ix, s, len(ecs), byServer) }, func(sum, p []int) {
-		for i, n := range p {
-			sum[i] += n
-		}
-	})
+	overlapping := mapShards(ix, func(s sel) []int { return overlappingCalls(ix, s, len(ecs), byServer) }, addInts)
 	out := make([]float64, len(ecs))
 	for i, ec := range ecs {
 		out[i] = round3(float64(overlapping[i]) / float64(len(ec.calls)))
