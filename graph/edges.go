@@ -146,12 +146,18 @@ type abandonedAttempt struct {
 // abandoned reports whether a failed attempt was given up on: its error
 // says it timed out or was cancelled (gRPC DEADLINE_EXCEEDED or
 // CANCELLED), an HTTP client got no answer, or the callee went on working
-// after the client span ended. An error returned after a fixed delay is
+// after a client span that records no answer's status ended. An error returned after a fixed delay is
 // none of these: a callee that fails slowly has no timeout.
 func (ix *index) abandoned(a attempt) bool {
 	switch a.status {
 	case labelTimeout, labelNoResponse, grpcLabel(4), grpcLabel(1): // DEADLINE_EXCEEDED, CANCELLED
 		return true
+	}
+	if ix.spans[a.span].HTTPStatus != 0 {
+		// The client recorded the status it was answered with: an answer
+		// reached it, whenever the callee's span says it ended (a busy
+		// callee host ends its span after the response has gone).
+		return false
 	}
 	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > ix.spans[a.span].End+overlapTolerance
 }
@@ -203,7 +209,7 @@ func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (*float64, i
 		return nil, 0
 	}
 	hi := cluster[size-1].ms
-	if after := len(abandoned) - (lo + size); after*10 > len(abandoned) {
+	if after := len(abandoned) - (lo + size); after*10 > len(abandoned) && !lateTail(abandoned[lo+size:], size, len(abandoned)) {
 		return nil, 0 // attempts abandoned later than the cluster: no one timeout
 	}
 	if longestOK > hi {
@@ -219,6 +225,29 @@ func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (*float64, i
 		return nil, byCaller
 	}
 	return ptr(round3(cluster[0].ms)), 0
+}
+
+// lateTail reports whether the attempts abandoned after a cluster of size
+// of them (of n in all) are the cluster's own timer firing late: a timer
+// never fires early but a busy host (an event loop blocked, a GC pause)
+// fires it late, so one timeout shows as a floor holding most attempts
+// and a thin tail after it. The tail is thin when no window of it (2ms or
+// 5%, as the cluster's) holds a quarter of the cluster's count: a second
+// timeout, or failures at no particular time, would.
+func lateTail(tail []abandonedAttempt, size, n int) bool {
+	if size*2 < n || size < 4 {
+		return false
+	}
+	for i, j := 0, 0; i < len(tail); i++ { // tail is sorted: one pass
+		j = max(j, i)
+		for j+1 < len(tail) && tail[j+1].ms <= tail[i].ms+max(2, 0.05*tail[i].ms) {
+			j++
+		}
+		if (j-i+1)*4 >= size {
+			return false
+		}
+	}
+	return true
 }
 
 // sortStatuses orders status labels numerically where they are numbers.
