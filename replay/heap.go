@@ -1,5 +1,10 @@
 package replay
 
+import (
+	"math"
+	"math/bits"
+)
+
 // event is one scheduled happening. Events with equal times run in the
 // order they were scheduled, which keeps runs deterministic: key is the
 // scheduling sequence number shifted past the kind, so ordering by key is
@@ -64,13 +69,18 @@ func (h *eventHeap) push(t float64, kind evKind, id, gen int32) {
 // root's place bottom-up: the hole left by the root moves down to a leaf
 // along the smallest children, then the last event rises from there to
 // its place. It came from the bottom, so it rarely rises far, and the way
-// down needs no comparison with it.
+// down needs no comparison with it. Below a node with four children the
+// smallest is found without a branch (two pairs, then their winners, as
+// index arithmetic on earlier's 0 or 1): which child wins is a coin toss
+// the branch predictor lost about half the time, and pop took a quarter
+// longer. The order is total, so the smallest child, and the pop order,
+// is the same either way.
 func (h *eventHeap) pop() event {
 	ev := h.ev
 	top := ev[0]
 	n := len(ev) - 1
 	last := ev[n]
-	h.ev = ev[:n]
+	h.ev = h.ev[:n]
 	ev = ev[:n]
 	if n == 0 {
 		return top
@@ -78,12 +88,18 @@ func (h *eventHeap) pop() event {
 	i := 0
 	for {
 		c := 4*i + 1
-		if c >= n {
+		if c+3 >= n {
 			break
 		}
+		a := c + int(earlier(&ev[c+1], &ev[c]))
+		b := c + 2 + int(earlier(&ev[c+3], &ev[c+2]))
+		m := a ^ (a^b)&-int(earlier(&ev[b], &ev[a]))
+		ev[i] = ev[m]
+		i = m
+	}
+	if c := 4*i + 1; c < n {
 		m := c
-		end := min(c+4, n)
-		for k := c + 1; k < end; k++ {
+		for k := c + 1; k < n; k++ {
 			if ev[k].before(&ev[m]) {
 				m = k
 			}
@@ -101,6 +117,23 @@ func (h *eventHeap) pop() event {
 	}
 	ev[i] = last
 	return top
+}
+
+// earlier is e.before(o) as 1 or 0, without a branch: (time, key)
+// compared as one 128-bit number, the borrow of the subtraction.
+func earlier(e, o *event) uint {
+	_, b := bits.Sub64(e.key, o.key, 0)
+	_, b = bits.Sub64(timeOrder(e.t), timeOrder(o.t), b)
+	return uint(b)
+}
+
+// timeOrder maps a time to an integer in the same order as the float
+// comparison's: a non-negative time's bits with the top bit set, a
+// negative time's bits inverted. -0 becomes +0 first (t + 0), so the two
+// tie as they do in a float comparison. (Times are never NaN.)
+func timeOrder(t float64) uint64 {
+	b := math.Float64bits(t + 0)
+	return b ^ (uint64(int64(b)>>63) | 1<<63)
 }
 
 func (h *eventHeap) len() int { return len(h.ev) }
