@@ -55,7 +55,7 @@ func TestAgendaOrder(t *testing.T) {
 				if got != want {
 					t.Fatalf("step %d: agenda popped %+v, heap %+v", i, got, want)
 				}
-				now = got.t
+				now = got.time()
 			}
 			for h.len() > 0 {
 				if got, want := a.pop(), h.pop(); got != want {
@@ -89,7 +89,7 @@ func TestHeapOrder(t *testing.T) {
 				at = r.NormFloat64()
 			}
 			h.push(at, evServed, int32(i), 0)
-			heap.Push(ref, event{t: at, key: h.seq<<kindBits | uint64(evServed), id: int32(i)})
+			heap.Push(ref, event{at: timeKey(at), key: h.seq<<kindBits | uint64(evServed), id: int32(i)})
 			continue
 		}
 		got, want := h.pop(), heap.Pop(ref).(event)

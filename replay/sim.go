@@ -883,6 +883,17 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 		s.met.waste(useful, s.now) // the client left: nobody reads this answer
 		return
 	}
+	if c := &s.calls[a.call]; ok && c.edge < 0 && len(s.svcs[c.svc].faults) == 0 && (s.m.Hop == nil || s.m.HopRoundTrip) {
+		// A root request's success with nothing between it and the end
+		// user: no fault to lose it, no hop back, no budget or breaker to
+		// tell, and no other attempt out (the end user sends one). The
+		// request ends here, as cross, answer and finish would end it.
+		s.close(ai)
+		s.freeAttempt(ai)
+		c.done, c.inflight = true, 0
+		s.rootEnded(a.call, true, useful)
+		return
+	}
 	a.ok, a.ra, a.useful, a.lost = ok, retryAfter, useful, 0
 	s.cross(ai, true)
 }
@@ -1078,15 +1089,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	}
 	c.open, c.inflight = -1, 0
 	if c.job < 0 {
-		ok = ok && s.now <= c.deadline
-		if !ok {
-			s.met.waste(useful, s.now)
-		}
-		s.met.rootDone(c.start, s.now, ok, !ok && c.clientErr, c.start < s.cfg.Duration)
-		if s.m.Clients > 0 {
-			s.h.push(s.now+s.m.Think, evThink, 0, 0)
-		}
-		s.freeCall(ci)
+		s.rootEnded(ci, ok, useful)
 		return
 	}
 	ji, gen, clientErr := c.job, c.jobGen, c.clientErr
@@ -1115,6 +1118,21 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		return
 	}
 	s.nextCall(ji)
+}
+
+// rootEnded ends root request ci, ok or not, with the useful work of a
+// success: a success past the end user's deadline fails.
+func (s *sim) rootEnded(ci int32, ok bool, useful float64) {
+	c := &s.calls[ci]
+	ok = ok && s.now <= c.deadline
+	if !ok {
+		s.met.waste(useful, s.now)
+	}
+	s.met.rootDone(c.start, s.now, ok, !ok && c.clientErr, c.start < s.cfg.Duration)
+	if s.m.Clients > 0 {
+		s.h.push(s.now+s.m.Think, evThink, 0, 0)
+	}
+	s.freeCall(ci)
 }
 
 // tick samples the queues at the end of each simulated second and, once
