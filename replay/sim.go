@@ -348,10 +348,11 @@ func (s *sim) run(ctx context.Context) error {
 	s.h.push(nominal, evFreeze, 0, 0)
 	for s.h.len() > 0 {
 		ev := s.h.pop()
-		if ev.t > nominal && ev.t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
+		t := ev.time()
+		if t > nominal && t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
 			break
 		}
-		s.now = ev.t
+		s.now = t
 		s.ends++
 		if s.ends&(checkEvery-1) == 0 {
 			if err := ctx.Err(); err != nil {
@@ -671,6 +672,10 @@ func (s *sim) arrive(ai int32) {
 	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
 	a.job = j
+	if p.queued() == 0 && p.busy < s.limit(c.svc, pi) {
+		s.begin(j, c.svc, pi) // what queueing it and startQueued would do
+		return
+	}
 	p.push(j)
 	s.startQueued(c.svc, pi)
 }
@@ -693,54 +698,56 @@ func (s *sim) limitFaults(svc, pi int32) int {
 
 // startQueued gives free workers to queued jobs.
 func (s *sim) startQueued(svc, pi int32) {
-	st := &s.svcs[svc]
-	p := &st.pools[pi]
-	limit := s.limit(svc, pi)
-	if p.busy >= limit || p.queued() == 0 {
+	p := &s.svcs[svc].pools[pi]
+	for limit := s.limit(svc, pi); p.busy < limit && p.queued() > 0; {
+		s.begin(p.pop(), svc, pi)
+	}
+}
+
+// begin gives job ji, off the queue of pool pi of service svc, a worker,
+// unless it was cancelled or its deadline has passed.
+func (s *sim) begin(ji, svc, pi int32) {
+	j := &s.jobs[ji]
+	if j.cancelled {
+		s.freeJob(ji)
 		return
 	}
-	sv := &s.m.Services[svc]
-	for p.busy < limit && p.queued() > 0 {
-		ji := p.pop()
-		j := &s.jobs[ji]
-		if j.cancelled {
-			s.freeJob(ji)
-			continue
-		}
-		if s.now >= j.deadline {
-			// The deadline the request carried has passed while it waited:
-			// the server drops it before starting it.
-			s.met.droppedLate(s.now)
-			ai := j.att
-			s.freeJob(ji)
-			s.reply(ai, false, 0, 0)
-			continue
-		}
-		p.busy++
-		j.state = jobRunning
-		j.start = s.now
-		op := &sv.Ops[j.op]
-		dist := op.Time
-		if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
-			// The job's own outcome decides how long it works (an error is
-			// often answered fast) and whether it calls anything.
-			j.own, j.ownRA = s.drawOwn(j)
-			j.drawn = true
-			if j.own != outOK && op.FailTime != nil {
-				dist = op.FailTime
-			}
-		}
-		t := sample(dist, s.rngService)
-		add := 0.0
-		if len(st.faults) > 0 {
-			eff := s.effect(-1, svc, j.part)
-			t, add = t*eff.Slow, eff.Add
-		}
-		if sv.Thrash > 0 {
-			t *= 1 + sv.Thrash*min(float64(p.queued())/float64(p.workers), 4)
-		}
-		s.h.later(s.now+(t+add), evServed, ji, j.gen)
+	if s.now >= j.deadline {
+		// The deadline the request carried has passed while it waited:
+		// the server drops it before starting it.
+		s.met.droppedLate(s.now)
+		ai := j.att
+		s.freeJob(ji)
+		s.reply(ai, false, 0, 0)
+		return
 	}
+	st := &s.svcs[svc]
+	p := &st.pools[pi]
+	sv := &s.m.Services[svc]
+	p.busy++
+	j.state = jobRunning
+	j.start = s.now
+	op := &sv.Ops[j.op]
+	dist := op.Time
+	if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
+		// The job's own outcome decides how long it works (an error is
+		// often answered fast) and whether it calls anything.
+		j.own, j.ownRA = s.drawOwn(j)
+		j.drawn = true
+		if j.own != outOK && op.FailTime != nil {
+			dist = op.FailTime
+		}
+	}
+	t := sample(dist, s.rngService)
+	add := 0.0
+	if len(st.faults) > 0 {
+		eff := s.effect(-1, svc, j.part)
+		t, add = t*eff.Slow, eff.Add
+	}
+	if sv.Thrash > 0 {
+		t *= 1 + sv.Thrash*min(float64(p.queued())/float64(p.workers), 4)
+	}
+	s.h.later(s.now+(t+add), evServed, ji, j.gen)
 }
 
 // served: the job's own work is done; make its downstream calls.
