@@ -67,6 +67,10 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		idx = append(idx, summarise(g))
 	}
 	b.Samples = len(all)
+	counts := make([]int, len(idx)) // waits per index, before any are set aside as late
+	for k := range idx {
+		counts[k] = len(gaps[k])
+	}
 	if len(all) == 0 {
 		return b
 	}
@@ -245,6 +249,10 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		oMax = 0 // measured, and taken off
 	}
 	b.BaseRangeMS = &[2]float64{round3(max(slo[0]-oMax, 0)), round3(shi[0])}
+	for k := range sched {
+		b.Schedule = append(b.Schedule, WaitStep{Retry: k + 1, Waits: counts[k], MS: round3(sched[k]),
+			RangeMS: [2]float64{round3(max(slo[k]-oMax, 0)), round3(shi[k])}})
+	}
 	if len(sched) < minKindIndices {
 		return b
 	}

@@ -456,13 +456,25 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	}
 	sorted := slices.Clone(ends)
 	slices.SortStableFunc(sorted, func(a, b ended) int { return cmpInt64(a.at, b.at) })
+	// runStart[j] is where the run of same-request calls that ends at
+	// sorted[j] begins: skipping the request's own calls is one step, not
+	// a walk back over each of them (one request calling an edge 100k
+	// times in sequence made that quadratic).
+	runStart := make([]int32, len(sorted))
+	for j := 1; j < len(sorted); j++ {
+		if ix.spans[sorted[j].span].TraceID == ix.spans[sorted[j-1].span].TraceID {
+			runStart[j] = runStart[j-1]
+		} else {
+			runStart[j] = int32(j)
+		}
+	}
 	out := make([]int8, len(ec.calls))
 	for i, c := range ec.calls {
 		// The last call to end strictly before this one began, of another
 		// request.
 		k, _ := slices.BinarySearchFunc(sorted, ix.spans[c.attempts[0].span].Start, func(e ended, t int64) int { return cmpInt64(e.at, t) })
-		for k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[ends[i].span].TraceID {
-			k--
+		if k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[ends[i].span].TraceID {
+			k = int(runStart[k-1])
 		}
 		switch {
 		case k == 0:

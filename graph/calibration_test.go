@@ -154,6 +154,20 @@ func TestFailureRuns(t *testing.T) {
 	if o.Runs.AfterFailure.Calls != 0 || o.Runs.AfterSuccess.Calls != 3 || o.FirstAfterEdgeFailure.Total() != 0 {
 		t.Errorf("runs %+v, first after failure %+v: want 3 calls after another request's success, none after a failure", o.Runs, o.FirstAfterEdgeFailure)
 	}
+	// A request's own earlier calls, however many, are passed over: each
+	// of its three calls follows the other request's failure.
+	b = newBuilder()
+	b.newTrace()
+	b.client(b.server(-1, "api", "GET /x", 0, 5), "db", 1, 2, httpStatus(503))
+	b.newTrace()
+	root := b.server(-1, "api", "GET /x", 10, 40)
+	for _, at := range []float64{11, 21, 31} {
+		b.client(root, "db", at, 2, httpStatus(200))
+	}
+	o = edge(t, b.infer(), "api", "db").Outcomes
+	if want := (CallCount{Calls: 3}); o.Runs.AfterFailure != want || o.Runs.AfterSuccess.Calls != 0 {
+		t.Errorf("runs %+v: want the three calls of the second request after the first one's failure", o.Runs)
+	}
 }
 
 // TestSamplingWeights: roots kept at different probabilities weigh by

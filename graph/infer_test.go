@@ -1159,14 +1159,20 @@ func TestFindingExamples(t *testing.T) {
 	}
 }
 
-// withoutBaseRange returns b without its base range, after checking that
-// the range holds the base it was read around (the figures of the range
-// are checked against the configured bases in TestTruth).
+// withoutBaseRange returns b without its base range and per-retry
+// schedule, after checking that each range holds the wait it was read
+// around and that the schedule starts at the base (the figures of the
+// ranges are checked against the configured policies in TestTruth).
 func withoutBaseRange(t *testing.T, b Backoff) Backoff {
 	t.Helper()
 	if r := b.BaseRangeMS; r != nil && (r[0] > b.BaseMS || r[1] < b.BaseMS) {
 		t.Errorf("base range %v excludes the base %v", *r, b.BaseMS)
 	}
-	b.BaseRangeMS = nil
+	for i, s := range b.Schedule {
+		if s.Retry != i+1 || s.RangeMS[0] > s.MS || s.RangeMS[1] < s.MS || i == 0 && s.MS != b.BaseMS {
+			t.Errorf("schedule step %d: %+v (base %v)", i, s, b.BaseMS)
+		}
+	}
+	b.BaseRangeMS, b.Schedule = nil, nil
 	return b
 }

@@ -69,6 +69,19 @@ var quadraticShapes = []struct {
 		}
 		return g.set
 	}},
+	// One request making n/2 sequential calls to one callee: one edge
+	// whose every call has the same trace as the calls that ended before
+	// it (calibration's previous call of another request).
+	{"sequential-calls", 200_000, func(n int) *ingest.Set {
+		g := newSpanGen()
+		g.trace()
+		root := g.span(-1, ingest.KindServer, "gateway", "GET /", 0, float64(n))
+		for i := 0; i < n/2; i++ {
+			c := g.span(root, ingest.KindClient, "gateway", "GET", float64(i), 0.5, peer("api"))
+			g.span(c, ingest.KindServer, "api", "GET /", float64(i)+0.1, 0.3)
+		}
+		return g.set
+	}},
 }
 
 // spanGen builds ingest sets directly, faster than the test DSL at

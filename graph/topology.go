@@ -221,6 +221,27 @@ type Backoff struct {
 	JitterPresent *bool `json:"jitter_present"`
 	// Samples is how many gaps between attempts the inference used.
 	Samples int `json:"samples"`
+	// Schedule is the fit per retry: the wait the schedule sets before
+	// each retry, read with the same estimator as BaseMS, with its 99%
+	// range, for every attempt index the fit read (the first is BaseMS and
+	// BaseRangeMS). Absent where no schedule was read (immediate retries,
+	// or none seen).
+	Schedule []WaitStep `json:"schedule,omitempty"`
+}
+
+// WaitStep is the schedule's wait before one retry as the fit reads it.
+type WaitStep struct {
+	// Retry numbers the wait: 1 before the second attempt, 2 before the
+	// third, and so on.
+	Retry int `json:"retry"`
+	// Waits is how many waits the traces show there (waits the server
+	// directed left out).
+	Waits int `json:"waits"`
+	// MS is the schedule's wait there; RangeMS the range (low, high) the
+	// schedule may lie in, 99%, allowing for an overhead every wait
+	// shares as BaseRangeMS does. A few jittered waits leave it wide.
+	MS      float64    `json:"ms"`
+	RangeMS [2]float64 `json:"range_ms"`
 }
 
 // Hedging describes overlapping attempts to the same request.

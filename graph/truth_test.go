@@ -26,11 +26,16 @@ type truth struct {
 			Kind           string   `json:"kind"`
 			BaseMS         float64  `json:"base_ms"`
 			Multiplier     *float64 `json:"multiplier"`
+			CapMS          *float64 `json:"cap_ms"`
 			Jitter         string   `json:"jitter"`
 			JitterFraction *float64 `json:"jitter_fraction"`
 		} `json:"backoff"`
-		IdempotencyKey bool     `json:"idempotency_key"`
-		WaitLateMS     *float64 `json:"wait_late_ms"`
+		IdempotencyKey bool `json:"idempotency_key"`
+		// Written by the newer scenarios only (0 or false where absent).
+		Attempts             int      `json:"attempts"`
+		BelowInstrumentation bool     `json:"below_instrumentation"`
+		DeadlineCutAttempts  int      `json:"deadline_cut_attempts"`
+		WaitLateMS           *float64 `json:"wait_late_ms"`
 		// Written by scenarios that hide Retry-After or use a breaker;
 		// absent (captured, no breaker) in the older ones.
 		RetryAfterCaptured *bool `json:"retry_after_captured"`
@@ -141,6 +146,23 @@ func TestTruth(t *testing.T) {
 				case e.MaxAttempts > te.MaxAttempts:
 					t.Errorf("%s: max attempts %d exceeds the configured %d", loc, e.MaxAttempts, te.MaxAttempts)
 				}
+				if te.Attempts > 0 && e.Attempts != te.Attempts {
+					t.Errorf("%s: %d attempts, want the %d the caller sent", loc, e.Attempts, te.Attempts)
+				}
+				if te.BelowInstrumentation && e.Evidence != "below-instrumentation" {
+					t.Errorf("%s: retries read from %q, want below-instrumentation (several server spans under one client span)", loc, e.Evidence)
+				}
+				switch got, want := e.PerTryTimeoutMS, te.PerTryTimeoutMS; {
+				case want == nil && got != nil:
+					t.Errorf("%s: per-try timeout %gms, want none", loc, *got)
+				case want != nil && got == nil:
+					t.Errorf("%s: no per-try timeout, want %gms", loc, *want)
+				case want != nil && math.Abs(*got-*want) > 0.1**want:
+					t.Errorf("%s: per-try timeout %gms, want %gms ±10%%", loc, *got, *want)
+				}
+				if n := te.DeadlineCutAttempts; n > 0 && e.DeadlineFromCaller != n {
+					t.Errorf("%s: %d attempts cut by the caller's deadline, want %d", loc, e.DeadlineFromCaller, n)
+				}
 				if !te.Retries {
 					continue
 				}
@@ -160,6 +182,7 @@ func TestTruth(t *testing.T) {
 						t.Errorf("%s: backoff %s, want %s", loc, e.Backoff.Kind, want)
 					}
 					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction)
+					checkSteps(t, loc, e.Backoff, te.Backoff.Kind, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.CapMS)
 				}
 				if w := te.WaitLateMS; w != nil && *w > minNoiseMS {
 					// The capture's own waits came later than the policy's by
@@ -173,14 +196,6 @@ func TestTruth(t *testing.T) {
 					if want := te.Backoff.Jitter != "none"; *e.Backoff.JitterPresent != want {
 						t.Errorf("%s: jitter present %v, want %v (%s)", loc, *e.Backoff.JitterPresent, want, te.Backoff.Jitter)
 					}
-				}
-				switch got, want := e.PerTryTimeoutMS, te.PerTryTimeoutMS; {
-				case want == nil && got != nil:
-					t.Errorf("%s: per-try timeout %gms, want none", loc, *got)
-				case want != nil && got == nil:
-					t.Errorf("%s: no per-try timeout, want %gms", loc, *want)
-				case want != nil && math.Abs(*got-*want) > 0.1**want:
-					t.Errorf("%s: per-try timeout %gms, want %gms ±10%%", loc, *got, *want)
 				}
 				if id := e.Idempotency; id != nil && te.IdempotencyKey != (id.WithKey == id.RetriedCalls) {
 					t.Errorf("%s: %d of %d retried calls with key, want key sent %v", loc, id.WithKey, id.RetriedCalls, te.IdempotencyKey)
@@ -320,6 +335,39 @@ func checkSchedule(t *testing.T, loc string, b Backoff, base float64, mult *floa
 		}
 		if f := b.JitterFraction; jitter == "proportional" && fraction != nil && (f == nil || math.Abs(*f-*fraction) > 0.1) {
 			t.Errorf("%s: jitter fraction %v, want %v ±0.1", loc, f, *fraction)
+		}
+	}
+}
+
+// checkSteps holds the per-retry schedule to the configured one: a step
+// for every attempt index the fit read, numbered from 1, each range
+// holding the wait the policy sets there (base·multiplier^(retry-1) up
+// to the cap; the ceiling for full and equal jitter, the centre for
+// proportional) and the step's own figure.
+func checkSteps(t *testing.T, loc string, b Backoff, kind string, base float64, mult, capMS *float64) {
+	t.Helper()
+	if len(b.Schedule) == 0 {
+		t.Errorf("%s: no per-retry schedule", loc)
+		return
+	}
+	if s := b.Schedule[0]; s.MS != b.BaseMS || s.RangeMS != *b.BaseRangeMS {
+		t.Errorf("%s: first step %+v is not the base %v %v", loc, s, b.BaseMS, *b.BaseRangeMS)
+	}
+	for i, s := range b.Schedule {
+		want := base
+		if kind == "exponential" && mult != nil {
+			want = base * math.Pow(*mult, float64(i))
+			if capMS != nil {
+				want = math.Min(want, *capMS)
+			}
+		}
+		switch {
+		case s.Retry != i+1 || s.Waits < 1:
+			t.Errorf("%s: step %d is %+v", loc, i, s)
+		case s.RangeMS[0] > s.MS || s.RangeMS[1] < s.MS:
+			t.Errorf("%s: retry %d: range %v excludes its own wait %v", loc, s.Retry, s.RangeMS, s.MS)
+		case base > 0 && (s.RangeMS[0] > want || s.RangeMS[1] < want):
+			t.Errorf("%s: retry %d: range %v (from %d waits) excludes the configured %vms", loc, s.Retry, s.RangeMS, s.Waits, want)
 		}
 	}
 }

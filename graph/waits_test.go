@@ -247,3 +247,41 @@ func TestMultiplierRange(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleSteps: the fit's wait before every retry is exported with
+// its range, not only the first (issue 11 item 3): an SRE reading ×2 from
+// three retries sees what each of them waited and how sure that is.
+func TestScheduleSteps(t *testing.T) {
+	b := newBuilder()
+	chainOf(b, 40, 11, 3, func(rng *rand.Rand, k int) float64 {
+		return 20 * math.Pow(2, float64(k)) * (0.8 + 0.4*rng.Float64()) // ±20%
+	})
+	chainOf(b, 3, 12, 1, func(rng *rand.Rand, k int) float64 { return 20 * (0.8 + 0.4*rng.Float64()) })
+	e := edge(t, b.infer(), "api", "backend")
+	wantEq(t, "kind", e.Backoff.Kind, "exponential")
+	wantEq(t, "jitter", e.Backoff.Jitter, JitterProportional)
+	steps := e.Backoff.Schedule
+	if len(steps) != 3 {
+		t.Fatalf("schedule %+v, want a step per retry", steps)
+	}
+	for i, s := range steps {
+		want := 20 * math.Pow(2, float64(i))
+		waits := 40
+		if i == 0 {
+			waits = 43
+		}
+		if s.Retry != i+1 || s.Waits != waits || s.RangeMS[0] > want || s.RangeMS[1] < want || math.Abs(s.MS-want) > 0.15*want {
+			t.Errorf("step %d: %+v, want retry %d from %d waits around %vms, its range holding it", i, s, i+1, waits, want)
+		}
+	}
+	if s := steps[0]; s.MS != e.Backoff.BaseMS || s.RangeMS != *e.Backoff.BaseRangeMS {
+		t.Errorf("first step %+v, want the base %v %v", s, e.Backoff.BaseMS, *e.Backoff.BaseRangeMS)
+	}
+
+	// Immediate retries have no schedule to read.
+	b = newBuilder()
+	chainOf(b, 10, 13, 2, func(rng *rand.Rand, k int) float64 { return 0.1 })
+	if s := edge(t, b.infer(), "api", "backend").Backoff.Schedule; s != nil {
+		t.Errorf("immediate retries: schedule %+v, want none", s)
+	}
+}

@@ -16,6 +16,9 @@ type Mechanics struct {
 	// HopRoundTrip: the hop is an attempt's whole round trip, paid by the
 	// request (see Model.HopRoundTrip).
 	HopRoundTrip bool `json:"network_hop_round_trip"`
+	// MaxInflight is the client's limit on root requests in flight (see
+	// Model.MaxInflight; 0: none).
+	MaxInflight int `json:"max_inflight"`
 	// CancelDelayMS is how long a cancel takes to reach the server.
 	CancelDelayMS float64 `json:"cancel_delay_ms"`
 	// RTOMS is TCP's first retransmission timeout (doubling), and
@@ -52,7 +55,7 @@ type ServiceMechanics struct {
 }
 
 func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
-	mc := Mechanics{CancelDelayMS: 1000 * cfg.CancelDelay, RTOMS: 1000 * cfg.RTO, Retransmits: cfg.Retransmits,
+	mc := Mechanics{MaxInflight: m.MaxInflight, CancelDelayMS: 1000 * cfg.CancelDelay, RTOMS: 1000 * cfg.RTO, Retransmits: cfg.Retransmits,
 		Share: cfg.Share, CollapseShare: cfg.CollapseShare, WindowS: cfg.Window, SettleS: cfg.Settle, MaxJudgeS: cfg.MaxJudge}
 	if m.Hop != nil {
 		mc.HopMS, mc.HopRoundTrip = 1000*m.Hop.Mean(), m.HopRoundTrip
@@ -100,6 +103,11 @@ func (mc Mechanics) String() string {
 		case "replica":
 			fmt.Fprintf(&b, ", %d replicas on %d pools", s.Parts, s.Pools)
 		}
+	}
+	if mc.MaxInflight > 0 {
+		fmt.Fprintf(&b, "; the client has at most %d requests in flight, the rest wait in order of arrival", mc.MaxInflight)
+	} else {
+		b.WriteString("; no client limit on requests in flight")
 	}
 	switch {
 	case mc.HopMS > 0 && mc.HopRoundTrip:

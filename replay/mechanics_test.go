@@ -267,16 +267,65 @@ func TestPercentilesCountFailures(t *testing.T) {
 func TestMechanicsReported(t *testing.T) {
 	m := single("server", 6, Exponential{MeanS: 0.1}, 40, 0, Policy{MaxAttempts: 1})
 	m.Services[1].Thrash, m.Services[1].CancelProb, m.Services[1].QueueCap, m.Services[1].ShedRetriesAt = 0.25, 0.5, 30, 12
+	m.MaxInflight = 70
 	r := mustRun(t, m, schedule("slow-shard:svc=server,at=10s,for=1s,shards=4"), RunConfig{Seed: 1, Duration: 20})
 	sm := r.Mechanics.Services[1]
-	if sm.Thrash != 0.25 || sm.Cancel != 0.5 || sm.QueueCap != 30 || sm.ShedRetriesAt != 12 || sm.Parts != 4 || r.Mechanics.RTOMS != 200 || r.Mechanics.Retransmits != 3 || r.Mechanics.CancelDelayMS != 1 {
+	if sm.Thrash != 0.25 || sm.Cancel != 0.5 || sm.QueueCap != 30 || sm.ShedRetriesAt != 12 || sm.Parts != 4 || r.Mechanics.RTOMS != 200 || r.Mechanics.Retransmits != 3 || r.Mechanics.CancelDelayMS != 1 || r.Mechanics.MaxInflight != 70 {
 		t.Errorf("mechanics %+v", r.Mechanics)
 	}
 	note := r.Mechanics.String()
-	for _, want := range []string{"thrash 0.25", "cancel 0.5", "queue bound 30", "retries shed from 12 queued", "4 shards by key", "200 ms", "reset after 3", "cancels arrive after 1 ms"} {
+	for _, want := range []string{"thrash 0.25", "cancel 0.5", "queue bound 30", "retries shed from 12 queued", "4 shards by key", "200 ms", "reset after 3", "cancels arrive after 1 ms", "at most 70 requests in flight"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
+	}
+	m.MaxInflight = 0
+	if note := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 5}).Mechanics.String(); !strings.Contains(note, "no client limit on requests in flight") {
+		t.Errorf("note %q does not say the client has no limit", note)
+	}
+}
+
+// TestMaxInflight: the client's limit on requests in flight bounds the
+// requests out at once, whole (a request holds its place through its
+// retries and backoff); the rest wait in order of arrival, their wait
+// counted in their latency, and one whose end user gave up meanwhile
+// fails unsent. 50 requests a second of 1 s each on 100 workers: with no
+// limit all 50 a second succeed; with 10 in flight exactly 10 a second
+// do, once the line has formed, and the line grows by 40 a second.
+func TestMaxInflight(t *testing.T) {
+	m := single("server", 100, Constant(1), 50, 0, Policy{MaxAttempts: 1})
+	open := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 10})
+	m.MaxInflight = 10
+	limited := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 10})
+	for sec := 3; sec < 10; sec++ {
+		if g := limited.Series.Goodput[sec]; g != 10 {
+			t.Errorf("10 in flight: %d successes in second %d, want 10", g, sec)
+		}
+		if g := open.Series.Goodput[sec]; g < 30 {
+			t.Errorf("no limit: %d successes in second %d, want about 50", g, sec)
+		}
+	}
+	if limited.P50MS < 2000 || open.P50MS != 1000 {
+		t.Errorf("p50 %v ms with the limit, %v without: want the wait counted (over 2 s) and 1 s", limited.P50MS, open.P50MS)
+	}
+	// A request holds its place through its backoff: a server failing
+	// fast for the whole run, two attempts 1 s apart, so a request is out
+	// 1 s, and 10 requests a second make 10 retries (50 with no limit).
+	m = single("server", 100, Constant(0.01), 50, 0, Policy{MaxAttempts: 2, PerTryTimeout: 0.5,
+		Backoff: Backoff{Kind: BackoffConstant, Base: 1, Jitter: JitterNone}})
+	m.MaxInflight = 10
+	down := mustRun(t, m, schedule("outage:svc=server,at=0s,for=100s,mode=error"), RunConfig{Seed: 1, Duration: 10})
+	for sec := 3; sec < 10; sec++ {
+		if o := down.Series.Retries[sec]; o != 10 {
+			t.Errorf("10 in flight, 1 s a request: %d retries in second %d, want 10", o, sec)
+		}
+	}
+	// End users who wait 3 s: those still in line then fail unsent.
+	m = single("server", 100, Constant(1), 50, 3, Policy{MaxAttempts: 1})
+	m.MaxInflight = 10
+	r := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 10})
+	if r.Availability > 0.5 || r.P99MS > 3000.001 {
+		t.Errorf("3 s deadline behind 10 in flight: availability %v, p99 %v ms; want most failing, none waiting past 3 s", r.Availability, r.P99MS)
 	}
 }
 
@@ -335,6 +384,7 @@ func TestRefusals(t *testing.T) {
 		"per-try":         {func(m *Model) { m.Edges[0].Policy.PerTryTimeout = math.Inf(1) }, "per-try timeout +Inf"},
 		"deadline":        {func(m *Model) { m.Edges[0].Policy.Deadline = -2 }, "deadline -2"},
 		"hedge":           {func(m *Model) { m.Edges[0].Policy.HedgeAfter = math.NaN() }, "hedge delay NaN"},
+		"max in flight":   {func(m *Model) { m.MaxInflight = -1 }, "-1 root requests in flight"},
 	} {
 		bad := single("server", 6, Exponential{MeanS: 0.1}, 40, 0, Policy{MaxAttempts: 2})
 		tc.edit(bad)

@@ -26,6 +26,13 @@ type Model struct {
 	// each sending its next request Think seconds after the last one ended.
 	Clients int
 	Think   float64
+	// MaxInflight > 0 is the client's limit on root requests in flight:
+	// a request that arrives while that many are out (each from its first
+	// attempt to its last answer, its retries and backoff included) waits
+	// for one to end, in order of arrival (jirfag/simulations'
+	// max_inflight_requests, a semaphore around each logical request).
+	// 0: no limit, a fully open system.
+	MaxInflight int
 	// ClientDeadline is how long the end user waits for a root request;
 	// a success after it counts as a failure. 0: no deadline.
 	ClientDeadline float64
@@ -273,6 +280,9 @@ func (m *Model) Validate() error {
 	}
 	if len(m.Arrivals) > 0 && !(m.Period > 0 && !math.IsInf(m.Period, 1)) {
 		return fmt.Errorf("arrival times need a positive, finite period")
+	}
+	if m.MaxInflight < 0 {
+		return fmt.Errorf("model limit of %d root requests in flight: want 0 (none) or more", m.MaxInflight)
 	}
 	for _, f := range []struct {
 		name string

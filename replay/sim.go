@@ -249,7 +249,21 @@ type sim struct {
 	verdict            judgement
 	parked             []event
 
+	// roots counts the root requests in flight; waiting holds, in order
+	// of arrival from waitHead on, those that wait for one of them to end
+	// (Model.MaxInflight).
+	roots    int
+	waiting  []waitingRoot
+	waitHead int
+
 	met metrics
+}
+
+// waitingRoot is a root request that arrived at At for entry Entry and
+// waits for the client's limit on requests in flight.
+type waitingRoot struct {
+	at    float64
+	entry int
 }
 
 func newRNG(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
@@ -451,17 +465,50 @@ func (s *sim) rootRequest(i int) {
 		}
 	}
 	i = max(i, 0)
+	s.met.rootStarted(s.now, s.now < s.cfg.Duration)
+	if lim := s.m.MaxInflight; lim > 0 && s.roots >= lim {
+		// The client already has its limit of requests in flight: this
+		// one waits for one of them to end.
+		s.waiting = append(s.waiting, waitingRoot{at: s.now, entry: i})
+		return
+	}
+	s.startRoot(i, s.now)
+}
+
+// startRoot sends the root request that arrived at the given time to
+// entry i. Its latency and deadline count from its arrival: the end user
+// waits for the client's turn too.
+func (s *sim) startRoot(i int, arrived float64) {
 	e := s.m.Entry[i]
 	deadline := math.Inf(1)
 	if s.m.ClientDeadline > 0 {
-		deadline = s.now + s.m.ClientDeadline
+		deadline = arrived + s.m.ClientDeadline
 	}
 	key := s.key(int32(e.Service))
 	c, cp := s.newCall()
 	cp.job, cp.edge, cp.entry, cp.svc, cp.op = -1, -1, int16(i), int32(e.Service), int32(e.Op)
-	cp.start, cp.deadline, cp.key = s.now, deadline, key
-	s.met.rootStarted(s.now, s.now < s.cfg.Duration)
+	cp.start, cp.deadline, cp.key = arrived, deadline, key
+	s.roots++
 	s.send(c)
+}
+
+// admit starts the root requests waiting for the client's limit on
+// requests in flight, in order of arrival, while it has room; one whose
+// end user's deadline passed meanwhile fails without being sent.
+func (s *sim) admit() {
+	for s.waitHead < len(s.waiting) && s.roots < s.m.MaxInflight {
+		w := s.waiting[s.waitHead]
+		s.waitHead++
+		if s.waitHead > 1024 && s.waitHead*2 > len(s.waiting) {
+			s.waiting = append(s.waiting[:0], s.waiting[s.waitHead:]...)
+			s.waitHead = 0
+		}
+		if s.m.ClientDeadline > 0 && s.now >= w.at+s.m.ClientDeadline {
+			s.met.rootDone(w.at, s.now, false, false, w.at < s.cfg.Duration)
+			continue
+		}
+		s.startRoot(w.entry, w.at)
+	}
 }
 
 // key draws the key of a request to svc: only a service split into shards
@@ -1140,6 +1187,9 @@ func (s *sim) rootEnded(ci int32, ok bool, useful float64) {
 		s.h.push(s.now+s.m.Think, evThink, 0, 0)
 	}
 	s.freeCall(ci)
+	if s.roots--; s.waitHead < len(s.waiting) {
+		s.admit()
+	}
 }
 
 // tick samples the queues at the end of each simulated second and, once
@@ -1194,6 +1244,15 @@ func (s *sim) freeze() {
 	for ci := range s.calls {
 		if c := &s.calls[ci]; c.job < 0 && !c.done && c.start < s.cfg.Duration {
 			s.met.inFlight(min(c.deadline, s.now) - c.start)
+		}
+	}
+	for _, w := range s.waiting[s.waitHead:] {
+		if w.at < s.cfg.Duration {
+			deadline := math.Inf(1)
+			if s.m.ClientDeadline > 0 {
+				deadline = w.at + s.m.ClientDeadline
+			}
+			s.met.inFlight(min(deadline, s.now) - w.at)
 		}
 	}
 	s.met.frozen = true

@@ -110,6 +110,8 @@ type auditPage struct {
 	Findings []htmlFinding
 	Warnings []string
 	Edges    htmlTable
+	Waits    htmlTable
+	WaitNote string
 	Paths    htmlTable
 
 	Calibration    *htmlCalibration
@@ -223,7 +225,7 @@ func newAuditPage(a *AuditReport, traceURL string) auditPage {
 		t = &graph.Topology{}
 	}
 	tv := newTopologyView(t)
-	p := auditPage{Headline: tv.headline, Warnings: tv.warnings, Edges: newHTMLTable(tv.edges), Paths: newHTMLTable(tv.paths)}
+	p := auditPage{Headline: tv.headline, Warnings: tv.warnings, Edges: newHTMLTable(tv.edges), Waits: newHTMLTable(tv.waits), WaitNote: waitsNote, Paths: newHTMLTable(tv.paths)}
 	if traceURL != "" && len(t.Edges) > 0 {
 		// A column of each edge's example traces, as links.
 		p.Edges.Header = append(p.Edges.Header, htmlCell{Text: "example traces"})

@@ -18,6 +18,9 @@ import (
 type topologyView struct {
 	headline string
 	edges    grid
+	// waits is the fit's wait before each retry with its range, for the
+	// edges whose schedule has more than one step (waitsGrid).
+	waits    grid
 	paths    grid
 	findings []findingView
 	warnings []string
@@ -57,6 +60,7 @@ func newTopologyView(t *graph.Topology) topologyView {
 			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), hedgingText(e.Hedging), breakerText(e.Breaker), listText(e.RetriedStatus), ms(e.CalleeP99MS),
 		})
 	}
+	v.waits = waitsGrid(t.Edges)
 	for _, p := range t.Paths {
 		entry := ""
 		if len(p.Operations) > 0 {
@@ -85,6 +89,46 @@ func newTopologyView(t *graph.Topology) topologyView {
 	}
 	return v
 }
+
+// waitsGrid is a row per retrying edge whose backoff fit read more than
+// one retry: the wait before each retry, its 99% range and how many waits
+// it was read from, e.g. "40.8ms (37–43.7ms), 24 waits"; nil when no edge
+// has such a schedule.
+func waitsGrid(edges []graph.Edge) grid {
+	steps := 0
+	for _, e := range edges {
+		if e.Retries && len(e.Backoff.Schedule) > 1 {
+			steps = max(steps, len(e.Backoff.Schedule))
+		}
+	}
+	if steps == 0 {
+		return grid{}
+	}
+	g := grid{header: []string{"caller", "callee", "operation"}, align: []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignLeft}}
+	for i := range steps {
+		g.header = append(g.header, "before retry "+strconv.Itoa(i+1))
+		g.align = append(g.align, tw.AlignRight)
+	}
+	for _, e := range edges {
+		if !e.Retries || len(e.Backoff.Schedule) < 2 {
+			continue
+		}
+		row := []string{display(e.Caller), display(e.Callee), display(e.Operation)}
+		for i := range steps {
+			cell := "-"
+			if i < len(e.Backoff.Schedule) {
+				st := e.Backoff.Schedule[i]
+				cell = fmt.Sprintf("%s (%s–%s), %s", ms(st.MS), decimal(st.RangeMS[0], 1), ms(st.RangeMS[1]), plural(st.Waits, "wait"))
+			}
+			row = append(row, cell)
+		}
+		g.rows = append(g.rows, row)
+	}
+	return g
+}
+
+// waitsNote introduces the waits table in Markdown and HTML.
+const waitsNote = "The wait the backoff fit reads before each retry, with the range (99%) the schedule may lie in and the waits it was read from."
 
 // headline names the path with the highest worst-case amplification
 // (paths come sorted that way).
@@ -360,6 +404,10 @@ func TopologyMarkdown(w io.Writer, t *graph.Topology) error {
 		markdownTable(sw, sec.g)
 		if sec.title == "Edges" {
 			edgeExampleLinks(sw, t.Edges)
+			if len(v.waits.rows) > 0 {
+				fmt.Fprintf(sw, "\n### Waits per retry\n\n%s\n\n", waitsNote)
+				markdownTable(sw, v.waits)
+			}
 		}
 	}
 	if len(t.Edges) > 0 {

@@ -409,3 +409,44 @@ func TestTextHelpers(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitsPerRetry: the fit's wait before each retry, with its range, is
+// shown in Markdown and HTML for the edges whose schedule has more than
+// one step, and nowhere else.
+func TestWaitsPerRetry(t *testing.T) {
+	steps := []graph.WaitStep{{Retry: 1, Waits: 29, MS: 20.6, RangeMS: [2]float64{18.5, 21.8}},
+		{Retry: 2, Waits: 24, MS: 40.8, RangeMS: [2]float64{37, 43.7}}}
+	top := &graph.Topology{Edges: []graph.Edge{
+		{Caller: "api", Callee: "inventory", Operation: "GET /inventory/{sku}", Retries: true, MaxAttempts: 3,
+			Backoff: graph.Backoff{Kind: "exponential", BaseMS: 20.6, Schedule: steps}},
+		{Caller: "api", Callee: "db", Operation: "GET /one-step", Retries: true, MaxAttempts: 2,
+			Backoff: graph.Backoff{Kind: "constant", BaseMS: 20.6, Schedule: steps[:1]}},
+		{Caller: "edge", Callee: "api", Operation: "GET /not-retried", MaxAttempts: 1},
+	}}
+	var md strings.Builder
+	if err := TopologyMarkdown(&md, top); err != nil {
+		t.Fatal(err)
+	}
+	var page strings.Builder
+	if err := AuditHTML(&page, &AuditReport{Topology: top}); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"markdown": md.String(), "html": page.String()} {
+		for _, want := range []string{"Waits per retry", "before retry 2", "40.8ms (37–43.7ms), 24 waits", "20.6ms (18.5–21.8ms), 29 waits"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: no %q", name, want)
+			}
+		}
+		if strings.Contains(out, "/one-step | 20.6ms") || strings.Count(out, "29 waits") != 1 {
+			t.Errorf("%s: an edge with one step has a row of waits:\n%s", name, out)
+		}
+	}
+	md.Reset()
+	top.Edges = top.Edges[1:]
+	if err := TopologyMarkdown(&md, top); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "Waits per retry") {
+		t.Error("a waits table without an edge of several steps")
+	}
+}

@@ -150,6 +150,18 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 	return c
 }
 
+// retryBelow moves a go-retryablehttp caller's retries below the
+// instrumentation: its retrying client becomes the RoundTripper that
+// instrument (otelhttp) wraps, so a call is one CLIENT span and each
+// attempt only a request on the wire (captureTransport still logs each
+// one for the ground truth).
+func (c *caller) retryBelow(instrument func(http.RoundTripper) http.RoundTripper) {
+	c.rc.HTTPClient = &http.Client{Transport: captureTransport{base: &http.Transport{MaxIdleConnsPerHost: 16}},
+		Timeout: c.edge.Policy.PerTryTimeout}
+	c.client = &http.Client{Transport: instrument(&retryablehttp.RoundTripper{Client: c.rc})}
+	c.send = c.attempt
+}
+
 // sendThroughBreaker makes the call through the breaker: a failed result
 // (an HTTP error status) counts as a failure, and an open breaker answers
 // gobreaker.ErrOpenState without sending anything.
@@ -384,6 +396,7 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 type edgeStats struct {
 	mu        sync.Mutex
 	calls     int
+	attempts  int             // requests the calls sent (answered or timed out)
 	exhausted int             // calls that gave up after MaxAttempts retryable failures
 	statuses  map[int]bool    // HTTP error statuses the caller received
 	from      map[string]bool // caller routes whose handlers made the calls
@@ -431,6 +444,7 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 		}
 	}
 	n := len(log.statuses)
+	s.attempts += n
 	if p.Hedge != nil {
 		if log.started > 1 {
 			s.hedgedCalls++

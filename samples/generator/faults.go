@@ -25,6 +25,9 @@ var (
 	throttled   = Fault{Status: http.StatusTooManyRequests, RetryAfter: 1}
 	badRequest  = Fault{Status: http.StatusBadRequest}
 	slow        = Fault{Delay: 250 * time.Millisecond}
+	// slowUnavailable is a 503 answered after a fixed 30ms: an error
+	// that takes time, not a timeout.
+	slowUnavailable = Fault{Status: http.StatusServiceUnavailable, Delay: 30 * time.Millisecond}
 )
 
 // times returns a script of n copies of f.

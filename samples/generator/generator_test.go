@@ -23,7 +23,19 @@ import (
 // the retries visible in the traces match truth.json and the generator's own
 // counts, and that those counts are the ones the fault scripts imply.
 func TestShortScenario(t *testing.T) {
-	sc := mixed()
+	checkShortRun(t, mixed())
+}
+
+// TestShortRetryBelowOtelhttp does the same for retry-below-otelhttp,
+// whose inventory → db attempts are SERVER spans under one CLIENT span.
+func TestShortRetryBelowOtelhttp(t *testing.T) {
+	checkShortRun(t, retryBelowOtelhttp())
+}
+
+// checkShortRun runs sc with one root request per case and holds its
+// files, its truth and the generator's counts to each other and to the
+// simulation.
+func checkShortRun(t *testing.T, sc Scenario) {
 	sc.Name = "short"
 	for i := range sc.Cases {
 		sc.Cases[i].Count = 1
@@ -61,6 +73,9 @@ func TestShortScenario(t *testing.T) {
 		for j, c := range traced {
 			sizes[j] = len(c)
 		}
+		if e.Attempts != sumInts(sizes) {
+			t.Errorf("%s: traces hold %d attempts, truth.json %d", key, sumInts(sizes), e.Attempts)
+		}
 		most := slices.Max(sizes)
 		if most > e.MaxAttempts {
 			t.Errorf("%s: a call made %d attempts, max_attempts is %d", key, most, e.MaxAttempts)
@@ -90,7 +105,17 @@ func TestShortScenario(t *testing.T) {
 	}
 }
 
-// tracedAttempt is one CLIENT span of a logical call.
+func sumInts(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// tracedAttempt is one CLIENT span of a logical call, or, where a
+// retrying client sits below the instrumentation, one SERVER span under
+// the call's CLIENT span.
 type tracedAttempt struct {
 	start, end pcommon.Timestamp
 	retryAfter bool // the response carried Retry-After
@@ -118,7 +143,9 @@ func waitsInTraces(calls [][]tracedAttempt, maxAttempts int, honoursRetryAfter b
 
 // callsInTraces groups CLIENT spans into logical calls, the attempts of one
 // call being siblings with the same url.full, and returns each call's
-// attempts in start order by "caller callee method http.route".
+// attempts in start order by "caller callee method http.route". A CLIENT
+// span with several SERVER spans under it is one call whose attempts are
+// those SERVER spans (the retries happened below the instrumentation).
 func callsInTraces(requests []ptrace.Traces) map[string][][]tracedAttempt {
 	type info struct {
 		service, route, method, url string
@@ -147,10 +174,10 @@ func callsInTraces(requests []ptrace.Traces) map[string][][]tracedAttempt {
 			}
 		}
 	}
-	callee := map[pcommon.SpanID]info{} // client span → the server span it caused
+	callee := map[pcommon.SpanID][]info{} // client span → the server spans it caused
 	for _, s := range spans {
 		if s.kind == ptrace.SpanKindServer {
-			callee[s.parent] = s
+			callee[s.parent] = append(callee[s.parent], s)
 		}
 	}
 	type callKey struct {
@@ -163,10 +190,20 @@ func callsInTraces(requests []ptrace.Traces) map[string][][]tracedAttempt {
 		if s.kind != ptrace.SpanKindClient {
 			continue
 		}
+		srv := callee[id]
+		if len(srv) > 1 {
+			// Retries below the instrumentation: a call of its own.
+			k := callKey{id, s.url}
+			for _, a := range srv {
+				attempts[k] = append(attempts[k], a.attempt)
+			}
+			edgeOf[k] = s.service + " " + srv[0].service + " " + s.method + " " + srv[0].route
+			continue
+		}
 		k := callKey{s.parent, s.url}
 		attempts[k] = append(attempts[k], s.attempt)
-		if srv, ok := callee[id]; ok {
-			edgeOf[k] = s.service + " " + srv.service + " " + s.method + " " + srv.route
+		if len(srv) == 1 {
+			edgeOf[k] = s.service + " " + srv[0].service + " " + s.method + " " + srv[0].route
 		}
 	}
 	out := map[string][][]tracedAttempt{}

@@ -110,6 +110,12 @@ func startMesh(ctx context.Context, sc Scenario, otlpURL string) (*mesh, error) 
 			bases = append(bases, "http://"+ln.Addr().String())
 		}
 		c := newCaller(e, bases, from.transport)
+		if e.Policy.BelowInstrumentation {
+			tp := from.tp
+			c.retryBelow(func(rt http.RoundTripper) http.RoundTripper {
+				return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(prop))
+			})
+		}
 		from.callers[e.Route] = c
 		m.callers = append(m.callers, c)
 	}

@@ -57,6 +57,16 @@ type Policy struct {
 	// Replicas > 1 runs that many instances of the callee, each on its own
 	// port; the caller sends attempt k to replica k mod Replicas.
 	Replicas int
+	// BelowInstrumentation puts the retrying client under otelhttp (a
+	// go-retryablehttp RoundTripper as the transport otelhttp wraps): one
+	// CLIENT span per call, one callee SERVER span per attempt under it.
+	BelowInstrumentation bool
+}
+
+// withRetriesBelowInstrumentation returns p retrying below otelhttp.
+func (p Policy) withRetriesBelowInstrumentation() Policy {
+	p.BelowInstrumentation = true
+	return p
 }
 
 // restyAcrossReplicas retries with go-resty's default backoff across the

@@ -53,7 +53,38 @@ const ms = time.Millisecond
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName(),
-		replicas()}
+		replicas(), retryBelowOtelhttp()}
+}
+
+// retryBelowOtelhttp has inventory retry db through go-retryablehttp used
+// as the transport under otelhttp: one CLIENT span per call covers all its
+// attempts, each a db SERVER span under it. Above, api retries inventory
+// with retry-go, and inventory sometimes answers 503 after a fixed 30ms:
+// errors that take time, which are no per-try timeout.
+func retryBelowOtelhttp() Scenario {
+	return Scenario{
+		Name: "retry-below-otelhttp",
+		Description: "inventory retries db with go-retryablehttp as the RoundTripper under otelhttp (4 attempts, " +
+			"10ms ×2 up to 80ms, no jitter): one CLIENT span per call, a db SERVER span per attempt under it; " +
+			"api retries inventory with retry-go (3 attempts, 20ms apart), which sometimes answers 503 after a fixed 30ms: no per-try timeout.",
+		Seed: 9,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, retryGoFixed(3, 20*ms)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, retryableHTTP(4, 10*ms, 80*ms).withRetriesBelowInstrumentation()},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 10, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 5, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(4, unavailable)},
+			{Count: 8, Target: inventoryStock, Script: times(1, slowUnavailable)},
+			{Count: 5, Target: inventoryStock, Script: times(2, slowUnavailable)},
+			{Count: 2, Target: inventoryStock, Script: times(3, slowUnavailable)},
+		},
+	}
 }
 
 // replicas has inventory retry db with go-resty across three db replicas

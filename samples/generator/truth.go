@@ -53,6 +53,20 @@ type truthEdge struct {
 	Breaker *truthBreaker `json:"breaker,omitempty"`
 	// Hedge is the hedge policy of the edge's calls, if any.
 	Hedge *truthHedge `json:"hedge,omitempty"`
+	// Attempts counts the requests the caller's calls sent (each answered
+	// or timed out); absent in samples written before it was recorded.
+	Attempts int `json:"attempts,omitempty"`
+	// BelowInstrumentation: the retries happen under the caller's
+	// instrumentation, so one CLIENT span covers every attempt of a call.
+	BelowInstrumentation bool `json:"below_instrumentation,omitempty"`
+	// DeadlineCutAttempts counts attempts on this edge that the caller's
+	// own caller's deadline ended (propagated with the request): they set
+	// no per-try timeout of this edge. Absent where none were cut.
+	DeadlineCutAttempts int `json:"deadline_cut_attempts,omitempty"`
+	// RetriedCodes and NotRetriedCodes are, for a gRPC edge, the status
+	// codes the caller received, split by whether its policy retries them.
+	RetriedCodes    []string `json:"retried_codes,omitempty"`
+	NotRetriedCodes []string `json:"not_retried_codes,omitempty"`
 }
 
 // truthBreaker is a gobreaker configuration and how many calls it failed
@@ -135,6 +149,7 @@ func truthOf(c *caller) (truthEdge, error) {
 		RetriedStatus: []int{}, NotRetriedStatus: []int{},
 		HonoursRetryAfter: p.HonoursRetryAfter, IdempotencyKey: p.IdempotencyKey,
 		RetryAfterCaptured: !p.HideRetryAfter, RetryAfterWaits: st.retryAfterWaits,
+		Attempts: st.attempts, BelowInstrumentation: p.BelowInstrumentation,
 	}
 	if h := p.Hedge; h != nil {
 		te.Hedge = &truthHedge{Library: libFailsafe, DelayMS: h.Delay.Milliseconds(), MaxHedges: h.MaxHedges,
