@@ -5,7 +5,7 @@ FUZZTIME ?= 4s
 FUZZLONG ?= 3m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples golden clean
+.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples samples-node golden clean
 
 ## help: list the targets
 help:
@@ -73,6 +73,11 @@ seed-stability:
 ## samples: regenerate the sample traces (runs a real instrumented mesh on 127.0.0.1)
 samples:
 	cd samples/generator && $(GO) run . -out ..
+
+## samples-node: regenerate the Node.js samples (needs node >= 20.6 and npm; npm ci in each samples/generator/node/*)
+samples-node:
+	for d in samples/generator/node/*/; do (cd $$d && npm ci --no-audit --no-fund) || exit 1; done
+	cd samples/generator && $(GO) run . -out .. -node all
 
 ## golden: rewrite golden files from the current output
 golden:

@@ -34,6 +34,8 @@ type index struct {
 	// answered, leakedSpans the spans of both.
 	leaked                      []bool
 	leaks, repeats, leakedSpans int
+	// leakRoots are the client spans that start a leaked subtree.
+	leakRoots []int32
 	// polls counts the requests repeated under one parent after it was
 	// answered that were kept as the parent's own (markLeaks).
 	polls int

@@ -88,6 +88,9 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		t.Edges = append(t.Edges, e)
 		byFinding = append(byFinding, shows)
 	}
+	for i, n := range leakedAttempts(ix, names, ecs) {
+		t.Edges[i].LeakedAttempts = n
+	}
 	roots := map[node][]int32{}
 	var lo, hi int64
 	for i := range ix.spans {
@@ -129,6 +132,9 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		rootCalls += len(r)
 	}
 	t.Source = Source{Traces: ix.traces, Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks + ix.repeats}
+	if ix.leaks+ix.repeats > 0 {
+		t.Source.ContextLeakShapes = &LeakShapes{Late: ix.leaks, Repeated: ix.repeats, Spans: ix.leakedSpans}
+	}
 	switch window := float64(hi-lo) / 1e9; {
 	case ix.strayRoots > 0 && t.Calibration != nil:
 		// A stray root's clock would stretch the spans' window too.

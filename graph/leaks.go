@@ -51,6 +51,7 @@ func (ix *index) markLeaks() (late, repeats, spans, polls int) {
 			continue
 		}
 		late++
+		ix.leakRoots = append(ix.leakRoots, int32(i))
 		mark(int32(i))
 	}
 	origins := ix.unretriedFailures()
@@ -85,6 +86,7 @@ func (ix *index) markLeaks() (late, repeats, spans, polls int) {
 				sentAgain := last[k] > j
 				if ix.repeatLeaked(int32(p), c, k, o, sentAgain, leakedFailure[k], origins) {
 					repeats++
+					ix.leakRoots = append(ix.leakRoots, c)
 					mark(c)
 					leakedFailure[k] = o == outcomeRetryable
 				} else {
@@ -200,4 +202,33 @@ func (ix *index) repeatKeyOf(c int32) (repeatKey, bool) {
 		k.peer = ix.str(sp.Peer)
 	}
 	return k, true
+}
+
+// leakedAttempts counts, for each edge of ecs, the leaked client spans
+// (leak roots) that its caller's operation sent to its callee's: attempts
+// that were made on the edge but ran in another request's context, so the
+// calls they belong to show fewer attempts than they made. A leaked span
+// is named as an attempt would be (its server child, or its peer); one
+// whose name matches no edge is not counted.
+func leakedAttempts(ix *index, names *naming, ecs []*edgeCalls) []int {
+	out := make([]int, len(ecs))
+	if len(ix.leakRoots) == 0 {
+		return out
+	}
+	at := make(map[edgeKey]int, len(ecs))
+	for i, ec := range ecs {
+		at[ec.key] = i
+	}
+	for _, r := range ix.leakRoots {
+		p := ix.parent[r]
+		if p < 0 {
+			continue
+		}
+		callee, op := names.resolve(ix, r, ix.firstServer(r))
+		k := edgeKey{caller: ix.str(ix.spans[p].Service), callerOp: ix.opName(ix.serverOf(p)), callee: callee, op: op}
+		if i, ok := at[k]; ok {
+			out[i]++
+		}
+	}
+	return out
 }

@@ -34,6 +34,9 @@ func TestContextLeaks(t *testing.T) {
 	db := edge(t, tp, "api", "db")
 	wantEq(t, "db attempts", db.Attempts, 3)
 	wantEq(t, "leaks", tp.Source.ContextLeaks, 6)
+	wantEq(t, "leak shapes", *tp.Source.ContextLeakShapes, LeakShapes{Late: 6, Spans: 36})
+	wantEq(t, "web → api leaked attempts", api.LeakedAttempts, 6)
+	wantEq(t, "api → db leaked attempts", db.LeakedAttempts, 0)
 	for _, p := range tp.Paths {
 		if p.WorstCaseAmplification != 1 || p.ObservedMaxAmplification > 1 {
 			t.Errorf("path %v: worst %d observed %v", p.Services, p.WorstCaseAmplification, p.ObservedMaxAmplification)
@@ -54,6 +57,9 @@ func TestAsyncPublishIsNoLeak(t *testing.T) {
 	tp := b.infer()
 	wantEq(t, "leaks", tp.Source.ContextLeaks, 0)
 	wantEq(t, "publish calls", edge(t, tp, "orders", "kafka/orders").Calls, 1)
+	if tp.Source.ContextLeakShapes != nil {
+		t.Errorf("leak shapes %+v, want none", *tp.Source.ContextLeakShapes)
+	}
 }
 
 // TestRepeatedSubtreeLeak: retries of another request that ran in this
@@ -89,6 +95,8 @@ func TestRepeatedSubtreeLeak(t *testing.T) {
 		Evidence: "timing"})
 	wantEq(t, "db attempts", edge(t, tp, "api", "db").Attempts, 3)
 	wantEq(t, "leaks", tp.Source.ContextLeaks, 6)
+	wantEq(t, "leak shapes", *tp.Source.ContextLeakShapes, LeakShapes{Repeated: 6, Spans: 36})
+	wantEq(t, "web → api leaked attempts", api.LeakedAttempts, 6)
 	for _, p := range tp.Paths {
 		if p.ObservedMaxAmplification > 2 {
 			t.Errorf("path %v: observed %v, want at most 2", p.Services, p.ObservedMaxAmplification)

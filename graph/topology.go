@@ -33,6 +33,19 @@ type Source struct {
 	// their parent had already had answered), left out of inference with
 	// everything below them.
 	ContextLeaks int `json:"context_leaks,omitempty"`
+	// ContextLeakShapes splits ContextLeaks by how each showed, and counts
+	// the spans left out with them; absent when there are none.
+	ContextLeakShapes *LeakShapes `json:"context_leak_shapes,omitempty"`
+}
+
+// LeakShapes are the two shapes of client spans that ran in another
+// request's context: Late ones started after their parent span had ended,
+// Repeated ones repeated a request their parent had already had answered.
+// Spans counts every span of their subtrees.
+type LeakShapes struct {
+	Late     int `json:"late"`
+	Repeated int `json:"repeated"`
+	Spans    int `json:"spans"`
 }
 
 // Service is a node of the graph. Virtual services are uninstrumented peers
@@ -156,6 +169,10 @@ type Edge struct {
 	// MissingAttempts counts attempts that markers say were made but whose
 	// spans are not in the input.
 	MissingAttempts int `json:"missing_attempts"`
+	// LeakedAttempts counts this edge's attempts that ran in another
+	// request's context (Source.ContextLeaks) and are left out of Attempts:
+	// the calls they belong to show fewer attempts than they made.
+	LeakedAttempts int `json:"leaked_attempts,omitempty"`
 	// Outcomes is the edge's failure model as the traces show it.
 	Outcomes *Outcomes `json:"outcomes,omitempty"`
 	// TransitQuantilesMS is the time an attempt spends outside the

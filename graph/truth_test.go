@@ -16,7 +16,13 @@ import (
 // truth is samples/<scenario>/truth.json: what the generator configured.
 type truth struct {
 	Scenario string `json:"scenario"`
-	Edges    []struct {
+	// ContextLeaks, written by scenarios whose retries run in another
+	// request's context, counts the attempts that landed in another trace
+	// by shape, and the spans of their subtrees.
+	ContextLeaks *struct {
+		Late, Repeated, Spans int
+	} `json:"context_leaks"`
+	Edges []struct {
 		Caller, Callee, Operation, Method string
 		Retries                           bool     `json:"retries"`
 		MaxAttempts                       int      `json:"max_attempts"`
@@ -49,11 +55,23 @@ type truth struct {
 			HedgedCalls  int     `json:"hedged_calls"`
 			MostRequests int     `json:"most_requests"`
 		} `json:"hedge"`
+		// Written by the Node scenarios: the calls the caller made, the
+		// attempts whose spans are in their own request's trace (the
+		// others leaked into another's), and the retries that started
+		// after the caller's own span had ended.
+		// (attempts, above, then counts every attempt sent, wherever
+		// its spans landed.)
+		Calls              int  `json:"calls"`
+		AttemptsInOwnTrace *int `json:"attempts_in_own_trace"`
+		AfterCallerGaveUp  *int `json:"retries_after_caller_gave_up"`
 	} `json:"edges"`
 	Paths []struct {
 		Services   []string `json:"services"`
 		Operations []string `json:"operations"`
 		WorstCase  int      `json:"worst_case_amplification"`
+		// ObservedMax, where written, is the most attempts one root
+		// request's own trace shows at the path's last service.
+		ObservedMax *float64 `json:"observed_max_amplification"`
 	} `json:"paths"`
 }
 
@@ -94,6 +112,15 @@ func TestTruth(t *testing.T) {
 			edges := map[[3]string]Edge{}
 			for _, e := range top.Edges {
 				edges[[3]string{e.Caller, e.Callee, e.Operation}] = e
+			}
+			if l := tr.ContextLeaks; l != nil {
+				got := LeakShapes{}
+				if g := top.Source.ContextLeakShapes; g != nil {
+					got = *g
+				}
+				if want := (LeakShapes{Late: l.Late, Repeated: l.Repeated, Spans: l.Spans}); got != want || top.Source.ContextLeaks != l.Late+l.Repeated {
+					t.Errorf("context leaks %d, %+v; want %+v", top.Source.ContextLeaks, got, want)
+				}
 			}
 			for _, te := range tr.Edges {
 				op := te.Method + " " + te.Operation
@@ -138,6 +165,13 @@ func TestTruth(t *testing.T) {
 				if e.Retries != te.Retries {
 					t.Errorf("%s: retries %v, want %v", loc, e.Retries, te.Retries)
 				}
+				if n := te.AttemptsInOwnTrace; n != nil && (e.Attempts != *n || e.Calls != te.Calls || e.LeakedAttempts != te.Attempts-*n) {
+					t.Errorf("%s: %d calls, %d attempts, %d leaked; want the %d calls and the %d attempts in their own traces, %d leaked",
+						loc, e.Calls, e.Attempts, e.LeakedAttempts, te.Calls, *n, te.Attempts-*n)
+				}
+				if n := te.AfterCallerGaveUp; n != nil && (*n > 0) != hasFinding(top, FindingOutlivedCaller, loc) {
+					t.Errorf("%s: %s finding %v, want %v (%d retries after the caller gave up)", loc, FindingOutlivedCaller, !(*n > 0), *n > 0, *n)
+				}
 				switch {
 				case te.Exhausted && te.Retries:
 					if e.MaxAttempts != te.MaxAttempts || !e.MaxAttemptsExact {
@@ -146,7 +180,7 @@ func TestTruth(t *testing.T) {
 				case e.MaxAttempts > te.MaxAttempts:
 					t.Errorf("%s: max attempts %d exceeds the configured %d", loc, e.MaxAttempts, te.MaxAttempts)
 				}
-				if te.Attempts > 0 && e.Attempts != te.Attempts {
+				if te.Attempts > 0 && te.AttemptsInOwnTrace == nil && e.Attempts != te.Attempts {
 					t.Errorf("%s: %d attempts, want the %d the caller sent", loc, e.Attempts, te.Attempts)
 				}
 				if te.BelowInstrumentation && e.Evidence != "below-instrumentation" {
@@ -219,6 +253,9 @@ func TestTruth(t *testing.T) {
 					found = true
 					if p.WorstCaseAmplification != tp.WorstCase {
 						t.Errorf("path %v: worst case %dx, want %dx", tp.Services, p.WorstCaseAmplification, tp.WorstCase)
+					}
+					if o := tp.ObservedMax; o != nil && p.ObservedMaxAmplification != *o {
+						t.Errorf("path %v: observed max %gx, want %gx", tp.Services, p.ObservedMaxAmplification, *o)
 					}
 				}
 				if !found {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
@@ -211,9 +212,21 @@ func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions)
 	}
 	c.Root.P50 = inBand(tr.P50MS, rep.P50MS, tr.P50BandMS)
 	c.Root.P90 = inBand(tr.P90MS, rep.P90MS, tr.P90BandMS)
+	// Attempts that ran in another request's context are left out of the
+	// calls the model is built from (graph's context leaks): those calls
+	// show fewer attempts than they made, and a miss may be theirs.
+	leaked := 0
+	for _, e := range t.Edges {
+		leaked += e.LeakedAttempts
+	}
+	leakNote := ""
+	if leaked > 0 {
+		leakNote = fmt.Sprintf(" — %d attempts ran in other requests' contexts (context leaks) and are missing from the calls the model is built from", leaked)
+		c.Notes = append(slices.Clip(c.Notes), fmt.Sprintf("%d attempts ran in other requests' contexts (context leaks): the traced calls they belong to show fewer attempts than they made, so the replay is held to incomplete calls", leaked))
+	}
 	if !c.Root.ServerError {
 		c.Misses = append(c.Misses, fmt.Sprintf("root server-error rate %.1f%% replayed vs %.1f%% traced (tolerance %.1f points)",
-			100*rep.ServerErrorRate, 100*tr.ServerErrorRate, 100*tol.ServerErrorPoints))
+			100*rep.ServerErrorRate, 100*tr.ServerErrorRate, 100*tol.ServerErrorPoints)+leakNote)
 	}
 	for _, q := range []struct {
 		name             string
@@ -223,7 +236,7 @@ func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions)
 	}{{"p50", c.Root.P50, tr.P50MS, rep.P50MS, tr.P50BandMS}, {"p90", c.Root.P90, tr.P90MS, rep.P90MS, tr.P90BandMS}} {
 		if !q.ok {
 			c.Misses = append(c.Misses, fmt.Sprintf("root %s %.1fms replayed vs %.1fms traced (%+.0f%%; the traces place it within %.1f–%.1fms; tolerance %.0f%%)",
-				q.name, q.replayed, q.traced, 100*(q.replayed/q.traced-1), q.band[0], q.band[1], 100*tol.LatencyRel))
+				q.name, q.replayed, q.traced, 100*(q.replayed/q.traced-1), q.band[0], q.band[1], 100*tol.LatencyRel)+leakNote)
 		}
 	}
 	k := 0
@@ -254,9 +267,15 @@ func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions)
 		}
 		ec.Within = within(ec.Traced.AttemptsPerCall, ec.Replayed.AttemptsPerCall, tol.AttemptsRel, tol.AttemptsAbs)
 		if !ec.Within {
-			c.Misses = append(c.Misses, fmt.Sprintf("%s → %s %s: %.3f attempts per call replayed vs %.3f traced (tolerance ±%.3f)",
+			miss := fmt.Sprintf("%s → %s %s: %.3f attempts per call replayed vs %.3f traced (tolerance ±%.3f)",
 				e.Caller, e.Callee, e.Operation, ec.Replayed.AttemptsPerCall, ec.Traced.AttemptsPerCall,
-				math.Max(tol.AttemptsRel*ec.Traced.AttemptsPerCall, tol.AttemptsAbs)))
+				math.Max(tol.AttemptsRel*ec.Traced.AttemptsPerCall, tol.AttemptsAbs))
+			if e.LeakedAttempts > 0 {
+				miss += fmt.Sprintf(" — %d of its attempts ran in other requests' contexts (context leaks): its traced calls show fewer attempts than they made", e.LeakedAttempts)
+			} else {
+				miss += leakNote
+			}
+			c.Misses = append(c.Misses, miss)
 		}
 		c.Edges = append(c.Edges, ec)
 	}

@@ -2,8 +2,11 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/graph"
@@ -24,10 +27,41 @@ func sampleScenarios(t testing.TB) []string {
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must
-// reproduce them.
+// reproduce them, except where the scenario's truth.json says the traces
+// cannot show what happened ("calibration": {"reproducible": false}, e.g.
+// retries that ran in other requests' contexts): there the calibration
+// must miss, and every miss must say so.
 func TestCalibrateSamples(t *testing.T) {
 	for _, dir := range sampleScenarios(t) {
 		t.Run(dir, func(t *testing.T) {
+			var tr struct {
+				Calibration *struct {
+					Reproducible bool   `json:"reproducible"`
+					Because      string `json:"because"`
+				} `json:"calibration"`
+			}
+			b, err := os.ReadFile(filepath.Join("..", "samples", dir, "truth.json"))
+			if err == nil {
+				err = json.Unmarshal(b, &tr)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Calibration != nil && !tr.Calibration.Reproducible {
+				c, err := Calibrate(context.Background(), sampleTopology(t, dir), CalibrateOptions{Seed: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Pass {
+					t.Errorf("calibration passes; the truth says it cannot: %s", tr.Calibration.Because)
+				}
+				for _, m := range c.Misses {
+					if !strings.Contains(m, "other requests' contexts") {
+						t.Errorf("miss without its cause (%s): %s", tr.Calibration.Because, m)
+					}
+				}
+				return
+			}
 			c, err := Calibrate(context.Background(), sampleTopology(t, dir), CalibrateOptions{Seed: 1})
 			if err != nil {
 				t.Fatal(err)

@@ -104,4 +104,55 @@ func TestJirfag(t *testing.T) {
 	if a, b := got["jirfag retry-2x+backoff+jitter"], got["jirfag retry-2x"]; a >= b {
 		t.Errorf("22 workers: two retries with backoff and jitter collapsed in %d of %d, two immediate retries in %d: want fewer", a, n, b)
 	}
+	jitterVsNoJitterCPUHalf(t, n)
+}
+
+// jitterVsNoJitterCPUHalf is the source's jitter_vs_no_jitter_cpu_half:
+// three retries with backoff, with and without full jitter, on 20 workers
+// behind its limit of 100 requests in flight. The limit closes the
+// system, so both recover in every seed, where open-loop they collapse in
+// every seed. Without jitter the retries of the trigger's failures come in
+// lockstep (100, 200 and 400 ms after them): the server's goodput in the
+// trigger's second is about half the jittered one, hundreds of requests
+// wait in the client's line at its end (none or a few dozen with jitter),
+// and the p99 latency is higher.
+func jitterVsNoJitterCPUHalf(t *testing.T, n int) {
+	p, err := NewPreset("jirfag-c20", 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(policy string, seed uint64) Result {
+		for _, v := range p.Matrix.Variants {
+			if v.Policy == policy {
+				cfg := p.Matrix.Config
+				cfg.Seed = seed
+				r, err := Run(v.Model, p.Matrix.Degradations[0].Faults, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+		}
+		t.Fatalf("no policy %s", policy)
+		return Result{}
+	}
+	var good, jgood, line, jline, p99, jp99 float64
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		r, j := run("retry-3x+backoff+inflight-100", seed), run("retry-3x+backoff+jitter+inflight-100", seed)
+		for _, x := range []Result{r, j} {
+			if x.Metastable || x.RecoveryS == nil {
+				t.Errorf("20 workers, 100 in flight, seed %d, %s: collapsed %v, recovery %s; want recovered", seed, x.Policy, x.Metastable, fmtPtr(x.RecoveryS))
+			}
+		}
+		if r.Series.QueueDepth[5] < 300 || j.Series.QueueDepth[5] > 100 || r.Series.Goodput[5] > j.Series.Goodput[5]*3/4 || r.P99MS <= j.P99MS {
+			t.Errorf("seed %d: backlog at 6 s %d without jitter, %d with; goodput in the trigger's second %d and %d; p99 %.0f and %.0f ms: want the lockstep wave's (over 300 waiting, under 3/4 of the goodput, a higher p99) against the jittered one's (at most 100 waiting)",
+				seed, r.Series.QueueDepth[5], j.Series.QueueDepth[5], r.Series.Goodput[5], j.Series.Goodput[5], r.P99MS, j.P99MS)
+		}
+		good, jgood = good+float64(r.Series.Goodput[5]), jgood+float64(j.Series.Goodput[5])
+		line, jline = line+float64(r.Series.QueueDepth[5]), jline+float64(j.Series.QueueDepth[5])
+		p99, jp99 = p99+r.P99MS, jp99+j.P99MS
+	}
+	k := float64(n)
+	t.Logf("jirfag-c20, 100 in flight, %d seeds, without / with jitter: recovered in all; goodput in the trigger's second %.0f / %.0f, backlog at 6 s %.0f / %.0f, p99 %.0f / %.0f ms (means)",
+		n, good/k, jgood/k, line/k, jline/k, p99/k, jp99/k)
 }

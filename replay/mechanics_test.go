@@ -305,6 +305,9 @@ func TestMaxInflight(t *testing.T) {
 			t.Errorf("no limit: %d successes in second %d, want about 50", g, sec)
 		}
 	}
+	if q := limited.Series.QueueDepth[5]; q < 150 {
+		t.Errorf("10 in flight: %d waiting at 6 s, want the line (about 240) in the queue depth", q)
+	}
 	if limited.P50MS < 2000 || open.P50MS != 1000 {
 		t.Errorf("p50 %v ms with the limit, %v without: want the wait counted (over 2 s) and 1 s", limited.P50MS, open.P50MS)
 	}

@@ -44,7 +44,7 @@ type Series struct {
 	Originals  []int     `json:"originals"`   // root requests offered
 	Retries    []int     `json:"retries"`     // retry attempts sent, all layers
 	Goodput    []int     `json:"goodput"`     // root requests that succeeded in time
-	QueueDepth []int     `json:"queue_depth"` // jobs queued, all services, at the second's end
+	QueueDepth []int     `json:"queue_depth"` // jobs queued, all services, and root requests waiting for the client's limit on requests in flight, at the second's end
 	Wasted     []float64 `json:"wasted_s"`    // service-seconds found wasted in the second
 }
 

@@ -225,7 +225,15 @@ func labPreset(load float64) (*Preset, error) {
 // any_retries_are_slowing_down_recovery: the runs of two retries, the
 // budget and the breaker) and 0.5 gives 20 (mfs: three retries;
 // jitter_vs_no_jitter_cpu_half: three with backoff, with and without
-// jitter, there behind an in-flight limit of 100 that this model lacks).
+// jitter, behind max_inflight_requests).
+//
+// max_inflight_requests, a semaphore the source holds around each logical
+// request (retries and backoff included), is the client's limit on
+// requests in flight (Model.MaxInflight): 0.1 × the rate, 100, in the
+// "+inflight-100" variants, where the source sets it: at 41 workers
+// (simple_retry_vs_backoff_closed_loop, jitter_vs_no_jitter) and at 20
+// (jitter_vs_no_jitter_cpu_half). The source starts a request's clock
+// when it gets its place; here the wait in line counts in its latency.
 const (
 	jirfagRate     = 1000.0
 	jirfagRTT      = 0.005
@@ -242,6 +250,8 @@ const (
 	// that ended in the last 200 ms failed, nor while none did.
 	jirfagBreakerShare  = 0.1
 	jirfagBreakerWindow = 0.2
+	// max_inflight_requests = INFLIGHT_LIMIT_AS_RPS_RATIO × target_rps.
+	jirfagInflightShare = 0.1
 )
 
 func jirfagPreset(workers int, load float64) (*Preset, error) {
@@ -255,30 +265,51 @@ func jirfagPreset(workers int, load float64) (*Preset, error) {
 		m.Hop, m.HopRoundTrip = Exponential{MeanS: jirfagRTT}, true
 		return Variant{Policy: name, Model: m}
 	}
+	// limited is a variant behind the source's max_inflight_requests.
+	limited := func(v Variant) Variant {
+		v.Model.MaxInflight = int(jirfagInflightShare * jirfagRate * load)
+		v.Policy = fmt.Sprintf("%s+inflight-%d", v.Policy, v.Model.MaxInflight)
+		return v
+	}
 	immediate := Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	budget := BudgetSpec{Kind: BudgetTokenBucket, Max: jirfagBudgetMax, Ratio: jirfagBudgetRatio}
 	breaker := BudgetSpec{Kind: BudgetBreaker, Ratio: jirfagBreakerShare, Window: jirfagBreakerWindow}
 	capacity := float64(workers) / t.Mean()
+	variants := []Variant{
+		variant("none", 0, immediate, BudgetSpec{}),
+		variant("retry-2x", 2, immediate, BudgetSpec{}),
+		variant("retry-3x", 3, immediate, BudgetSpec{}),
+		variant("retry-2x+backoff", 2, bo, BudgetSpec{}),
+		variant("retry-3x+backoff", 3, bo, BudgetSpec{}),
+		variant("retry-2x+backoff+jitter", 2, jitter, BudgetSpec{}),
+		variant("retry-3x+backoff+jitter", 3, jitter, BudgetSpec{}),
+		variant("retry-2x+budget-10%", 2, immediate, budget),
+		variant("retry-2x+breaker-10%", 2, immediate, breaker),
+	}
+	switch workers {
+	case 41:
+		// simple_retry_vs_backoff_closed_loop and jitter_vs_no_jitter.
+		variants = append(variants, limited(variant("retry-3x", 3, immediate, BudgetSpec{})),
+			limited(variant("retry-3x+backoff", 3, bo, BudgetSpec{})), limited(variant("retry-3x+backoff+jitter", 3, jitter, BudgetSpec{})))
+	case 20:
+		// jitter_vs_no_jitter_cpu_half.
+		variants = append(variants, limited(variant("retry-3x+backoff", 3, bo, BudgetSpec{})), limited(variant("retry-3x+backoff+jitter", 3, jitter, BudgetSpec{})))
+	}
+	inflight := ""
+	if workers == 20 || workers == 41 {
+		inflight = fmt.Sprintf("; the +inflight-%d variants send at most %d requests at once, the rest waiting in line (the source's max_inflight_requests, 0.1 × the rate)",
+			int(jirfagInflightShare*jirfagRate*load), int(jirfagInflightShare*jirfagRate*load))
+	}
 	return &Preset{
 		Name: fmt.Sprintf("jirfag-c%d", workers),
 		About: fmt.Sprintf("jirfag/simulations \"Good Retry, Bad Retry\": %g rps open-loop Poisson on %d workers (capacity %.0f/s), "+
 			"service 10 ms × LogNormal(0, 0.25), an exponential %g ms network round trip an attempt before the server sees it, %g%% background failures and all responses failing 5.0–5.5 s, "+
 			"decided after the work; %g ms per-attempt timeout; thrash 0, cancel 0 (no server-side cancellation); backoff 100 ms·2^(k−1) capped at 1 s, full jitter U(0, that); "+
-			"the 10%% budget a token bucket of %d retries earning %g a success, the 10%% breaker no retries while %g%% of the calls of the last %g ms failed (or none ended); both over two retries, as in the model",
+			"the 10%% budget a token bucket of %d retries earning %g a success, the 10%% breaker no retries while %g%% of the calls of the last %g ms failed (or none ended); both over two retries, as in the model%s",
 			jirfagRate*load, workers, capacity, 1000*jirfagRTT, 100*jirfagFailures, 1000*jirfagTimeout,
-			jirfagBudgetMax, jirfagBudgetRatio, 100*jirfagBreakerShare, 1000*jirfagBreakerWindow),
+			jirfagBudgetMax, jirfagBudgetRatio, 100*jirfagBreakerShare, 1000*jirfagBreakerWindow, inflight),
 		Matrix: Matrix{
-			Variants: []Variant{
-				variant("none", 0, immediate, BudgetSpec{}),
-				variant("retry-2x", 2, immediate, BudgetSpec{}),
-				variant("retry-3x", 3, immediate, BudgetSpec{}),
-				variant("retry-2x+backoff", 2, bo, BudgetSpec{}),
-				variant("retry-3x+backoff", 3, bo, BudgetSpec{}),
-				variant("retry-2x+backoff+jitter", 2, jitter, BudgetSpec{}),
-				variant("retry-3x+backoff+jitter", 3, jitter, BudgetSpec{}),
-				variant("retry-2x+budget-10%", 2, immediate, budget),
-				variant("retry-2x+breaker-10%", 2, immediate, breaker),
-			},
+			Variants: variants,
 			Degradations: []Degradation{{Name: "failures 5.0–5.5s", Faults: schedule(
 				fmt.Sprintf("error-rate:svc=server,at=0s,for=0s,p=%g,mode=error-after-work", jirfagFailures),
 				"outage:svc=server,at=5s,for=500ms,mode=error-after-work")}},

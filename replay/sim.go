@@ -1198,7 +1198,9 @@ func (s *sim) rootEnded(ci int32, ok bool, useful float64) {
 // arrivals go on one more second, up to MaxJudge seconds after the trigger
 // ended.
 func (s *sim) tick() {
-	q := 0
+	// The backlog: jobs queued at every service, and root requests
+	// waiting for the client's limit on requests in flight.
+	q := len(s.waiting) - s.waitHead
 	for i := range s.svcs {
 		for k := range s.svcs[i].pools {
 			q += s.svcs[i].pools[k].queued()

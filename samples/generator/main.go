@@ -8,6 +8,7 @@
 //
 //	go run . -out ..                     # every scenario
 //	go run . -out .. -scenario incident  # one scenario alone
+//	go run . -out .. -node all           # the Node.js scenarios (node.go)
 package main
 
 import (
@@ -31,8 +32,28 @@ import (
 func main() {
 	out := flag.String("out", "..", "directory that receives one sub-directory per scenario")
 	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one; the others' files are left as they are)")
+	nodeOnly := flag.String("node", "", "run the Node.js scenario of this `NAME` under node/ instead (\"all\": every one; needs node and `npm ci` in its directory)")
 	flag.Parse()
 	ctx := context.Background()
+	if *nodeOnly != "" {
+		found := false
+		for _, name := range nodeScenarios {
+			if *nodeOnly != "all" && *nodeOnly != name {
+				continue
+			}
+			found = true
+			start := time.Now()
+			sum, err := runNode(ctx, name, filepath.Join("node", name), *out)
+			fmt.Printf("%s (node, %s)\n%s", name, time.Since(start).Round(time.Millisecond), sum)
+			if err != nil {
+				log.Fatalf("%s: %v", name, err)
+			}
+		}
+		if !found {
+			log.Fatalf("no Node scenario %q", *nodeOnly)
+		}
+		return
+	}
 	found := false
 	if *only == "" || *only == incidentName {
 		found = true

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// nodeScenarios are the scenarios whose services are Node.js programs under
+// node/<name>/, instrumented with the OpenTelemetry JS SDK: traces from
+// another SDK, other instrumentations and other retry libraries than the Go
+// mesh's. Each program exports its spans over OTLP/HTTP protobuf to this
+// generator's receiver and writes truth.json's content (what it configured,
+// and what its services saw happen) to the file named by $TRUTH_OUT; the
+// generator writes the trace files as for every other scenario. Running
+// them needs node and `npm ci` in each directory (make samples-node); the
+// tests read only the committed files.
+var nodeScenarios = []string{"undici-retryagent"}
+
+// nodeTruth is truth.json of a Node scenario: the Go scenarios' fields and
+// what only these scenarios show. Decoding rejects unknown fields, so the
+// Node programs and this schema cannot drift apart silently.
+type nodeTruth struct {
+	Scenario     string `json:"scenario"`
+	Description  string `json:"description"`
+	RootRequests int    `json:"root_requests"`
+	// RootAnswers counts the root requests by the status they were
+	// answered with.
+	RootAnswers map[string]int `json:"root_answers"`
+	// ContextLeaks counts the attempts that ran in another request's
+	// context and landed in its trace: Late ones started after the SERVER
+	// span they landed under had ended, Repeated ones while it still ran
+	// (repeating a request it had already had answered); Spans is every
+	// span of their subtrees.
+	ContextLeaks *truthLeaks `json:"context_leaks,omitempty"`
+	// Calibration says whether a replay built from the traces can
+	// reproduce them, and if not, why (what the traces lost).
+	Calibration *truthCalibration `json:"calibration,omitempty"`
+	Edges       []nodeEdge        `json:"edges"`
+	Paths       []nodePath        `json:"paths"`
+}
+
+type nodePath struct {
+	truthPath
+	// ObservedMax is the most attempts one root request's own trace shows
+	// at the path's last service, per call there.
+	ObservedMax float64 `json:"observed_max_amplification"`
+}
+
+type truthCalibration struct {
+	Reproducible bool   `json:"reproducible"`
+	Because      string `json:"because"`
+}
+
+type truthLeaks struct {
+	Late     int `json:"late"`
+	Repeated int `json:"repeated"`
+	Spans    int `json:"spans"`
+}
+
+type nodeEdge struct {
+	truthEdge
+	// Calls and Attempts are what the caller made; AttemptsInOwnTrace
+	// those whose spans are in the trace of the request that made them
+	// (the rest leaked into other traces).
+	Calls              int  `json:"calls"`
+	Attempts           int  `json:"attempts"`
+	AttemptsInOwnTrace *int `json:"attempts_in_own_trace,omitempty"`
+	// AfterCallerGaveUp counts retries that started after the request
+	// that made them had been answered.
+	AfterCallerGaveUp int `json:"retries_after_caller_gave_up"`
+}
+
+// runNode runs Node scenario name from dir (node/<name>) and writes its files
+// into out/<name>/.
+func runNode(ctx context.Context, name, dir, out string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		return "", fmt.Errorf("%s: no node_modules (run `npm ci` there, or make samples-node): %w", dir, err)
+	}
+	rc, err := startReceiver()
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "retryaudit-node-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	truthPath := filepath.Join(tmp, fileTruth)
+	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, "node", "main.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+rc.url, "TRUTH_OUT="+truthPath)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	runErr := cmd.Run()
+	requests := rc.stop()
+	if runErr != nil {
+		return "", fmt.Errorf("node %s/main.js: %w", dir, runErr)
+	}
+	b, err := os.ReadFile(truthPath)
+	if err != nil {
+		return "", err
+	}
+	var t nodeTruth
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return "", fmt.Errorf("%s: truth: %w", name, err)
+	}
+	if t.Scenario != name {
+		return "", fmt.Errorf("%s: truth names scenario %q", name, t.Scenario)
+	}
+	spans := 0
+	for _, td := range requests {
+		spans += td.SpanCount()
+	}
+	if spans == 0 {
+		return "", fmt.Errorf("%s: no spans received", name)
+	}
+	d := filepath.Join(out, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	if err := writeOTLP(filepath.Join(d, fileOTLPJSON), filepath.Join(d, fileOTLPProto), requests); err != nil {
+		return "", err
+	}
+	if err := writeJaeger(filepath.Join(d, fileJaeger), requests); err != nil {
+		return "", err
+	}
+	err = writeFiles(map[string]func(io.Writer) error{filepath.Join(d, fileTruth): func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(t)
+	}})
+	sum := fmt.Sprintf("  %d root requests, answers %v\n  %d spans in %d OTLP export requests\n", t.RootRequests, t.RootAnswers, spans, len(requests))
+	if l := t.ContextLeaks; l != nil {
+		sum += fmt.Sprintf("  context leaks: %d late, %d repeated (%d spans)\n", l.Late, l.Repeated, l.Spans)
+	}
+	for _, e := range t.Edges {
+		sum += fmt.Sprintf("  %-9s → %-9s %s %-20s calls %3d, attempts %3d\n", e.Caller, e.Callee, e.Method, e.Operation, e.Calls, e.Attempts)
+	}
+	return sum, err
+}

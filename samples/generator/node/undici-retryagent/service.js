@@ -1,0 +1,113 @@
+'use strict';
+// One instrumented service of the undici-retryagent scenario, run as a child
+// process of main.js (one process per service, so that each has its own
+// TracerProvider and service.name): `node service.js front|backend`.
+//
+// The OpenTelemetry SDK is set up before http and undici are loaded, as
+// `node --require` would: instrumentation-http makes the SERVER spans (and
+// would make CLIENT spans for node:http, which no service here uses for
+// calls), instrumentation-undici the CLIENT spans of undici requests. Spans
+// leave through the OTLP/HTTP protobuf exporter to the URL in
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the Go generator's receiver).
+
+const role = process.argv[2];
+const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
+const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
+const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto');
+const { resourceFromAttributes } = require('@opentelemetry/resources');
+const { registerInstrumentations } = require('@opentelemetry/instrumentation');
+const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
+const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
+const { getRPCMetadata, RPCType } = require('@opentelemetry/core');
+const api = require('@opentelemetry/api');
+
+const provider = new NodeTracerProvider({
+  resource: resourceFromAttributes({ 'service.name': role }),
+  spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT }))],
+});
+provider.register();
+registerInstrumentations({ instrumentations: [new HttpInstrumentation(), new UndiciInstrumentation()] });
+
+const http = require('node:http');
+const undici = require('undici');
+
+const now = () => performance.timeOrigin + performance.now(); // ms since the epoch, sub-ms
+
+// route names the request's route as a framework (Express, Fastify) would,
+// through the RPC metadata instrumentation-http reads when the span ends:
+// the span then carries http.route and is named "GET /stock/:sku".
+function route(r) {
+  const md = getRPCMetadata(api.context.active());
+  if (md && md.type === RPCType.HTTP) md.route = r;
+}
+
+const records = [];
+let server;
+
+if (role === 'backend') {
+  // GET /stock/:sku answers from a fault script per sku, one entry per
+  // request whatever trace it comes in: {status, close}. Past the end of
+  // its script a sku answers 200. close ends the keep-alive connection
+  // after the response, so that the next request opens a new socket.
+  const scripts = new Map();
+  process.on('message', (m) => {
+    if (m.type === 'script') scripts.set(m.sku, m.script.slice());
+  });
+  server = http.createServer((req, res) => {
+    const m = /^\/stock\/([^/?]+)$/.exec(req.url);
+    if (!m) { res.writeHead(404).end(); return; }
+    route('/stock/:sku');
+    const step = (scripts.get(m[1]) || []).shift() || { status: 200 };
+    const tp = String(req.headers.traceparent || '').split('-');
+    records.push({ call: String(req.headers['x-call-id'] || ''), sku: m[1], trace: tp[1] || '', parent: tp[2] || '',
+      at: now(), status: step.status });
+    const body = step.status === 200 ? JSON.stringify({ sku: m[1], available: 7 }) : '';
+    const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    if (step.close) headers.connection = 'close';
+    res.writeHead(step.status, headers).end(body);
+  });
+} else if (role === 'front') {
+  // GET /orders/:id looks up stock for sku-<id> through one undici
+  // RetryAgent over a one-connection keep-alive Agent, then spends
+  // x-work-ms composing the page before it answers.
+  const cfg = JSON.parse(process.env.RETRY_AGENT_OPTIONS);
+  const agent = new undici.RetryAgent(new undici.Agent({ connections: 1, keepAliveTimeout: 30_000 }), cfg);
+  let seq = 0;
+  server = http.createServer(async (req, res) => {
+    const m = /^\/orders\/([^/?]+)$/.exec(req.url);
+    if (!m) { res.writeHead(404).end(); return; }
+    route('/orders/:id');
+    const sc = api.trace.getActiveSpan().spanContext();
+    const rec = { call: `${m[1]}#${++seq}`, order: m[1], trace: sc.traceId, span: sc.spanId, start: now() };
+    records.push(rec);
+    let status = 200;
+    try {
+      const r = await undici.request(`${process.env.BACKEND_URL}/stock/sku-${m[1]}`, {
+        dispatcher: agent, headers: { 'x-call-id': rec.call },
+      });
+      await r.body.text();
+      rec.answer = r.statusCode;
+      if (r.statusCode !== 200) status = 502;
+    } catch (err) {
+      // RetryAgent throws when it gives up (throwOnError): a retryable
+      // status it gave up on becomes 503, as a gateway answers.
+      rec.answer = err.statusCode || 0;
+      status = 503;
+    }
+    const work = Number(req.headers['x-work-ms'] || 0);
+    if (work > 0) await new Promise((r) => setTimeout(r, work));
+    res.on('finish', () => { rec.end = now(); });
+    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+  });
+} else {
+  throw new Error(`unknown role ${role}`);
+}
+
+server.keepAliveTimeout = 30_000;
+server.listen(0, '127.0.0.1', () => process.send({ type: 'ready', port: server.address().port }));
+process.on('message', async (m) => {
+  if (m.type !== 'stop') return;
+  server.close();
+  await provider.shutdown(); // flushes the batch processor through the exporter
+  process.send({ type: 'records', records }, () => process.exit(0));
+});

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// TestNodeSamples checks the committed files of every Node scenario without
+// running Node (CI has none): the program and its pinned lock file are
+// there, truth.json holds exactly the fields nodeTruth knows, the three
+// trace files hold the same spans, and the traces hold what the truth says
+// was sent: one root SERVER span per root request, and on each edge as
+// many callee SERVER spans as the caller made attempts, whatever trace
+// they landed in.
+func TestNodeSamples(t *testing.T) {
+	for _, name := range nodeScenarios {
+		t.Run(name, func(t *testing.T) {
+			for _, f := range []string{"main.js", "package.json", "package-lock.json"} {
+				if _, err := os.Stat(filepath.Join("node", name, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			dir := filepath.Join("..", name)
+			b, err := os.ReadFile(filepath.Join(dir, fileTruth))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tr nodeTruth
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&tr); err != nil {
+				t.Fatalf("truth.json: %v", err)
+			}
+			jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
+			n, nProto, nJaeger := spanCount(jsonl), spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))), readJaeger(t, filepath.Join(dir, fileJaeger))
+			if n == 0 || n != nProto || n != nJaeger {
+				t.Fatalf("span counts differ: jsonl %d, binpb %d, jaeger %d", n, nProto, nJaeger)
+			}
+			answered := 0
+			for _, c := range tr.RootAnswers {
+				answered += c
+			}
+			roots, servers := serverSpans(jsonl)
+			if roots != tr.RootRequests || answered != tr.RootRequests {
+				t.Errorf("%d root SERVER spans, %d answers; truth has %d root requests", roots, answered, tr.RootRequests)
+			}
+			for _, e := range tr.Edges {
+				if got := servers[e.Callee+" "+e.Operation]; got != e.Attempts {
+					t.Errorf("%s → %s %s: %d callee SERVER spans, truth has %d attempts", e.Caller, e.Callee, e.Operation, got, e.Attempts)
+				}
+				if o := e.AttemptsInOwnTrace; o != nil && (*o > e.Attempts || *o < e.Calls) {
+					t.Errorf("%s → %s: %d attempts in their own traces of %d, for %d calls", e.Caller, e.Callee, *o, e.Attempts, e.Calls)
+				}
+			}
+			if l := tr.ContextLeaks; l != nil && l.Late+l.Repeated == 0 {
+				t.Error("context_leaks written with none")
+			}
+		})
+	}
+}
+
+// serverSpans counts the root spans and the SERVER spans per "service
+// operation", the operation being http.route or, for RPCs, the span name.
+func serverSpans(requests []ptrace.Traces) (roots int, byOp map[string]int) {
+	byOp = map[string]int{}
+	for _, td := range requests {
+		for _, rs := range td.ResourceSpans().All() {
+			svc, _ := rs.Resource().Attributes().Get("service.name")
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					if sp.ParentSpanID().IsEmpty() {
+						roots++
+					}
+					if sp.Kind() != ptrace.SpanKindServer {
+						continue
+					}
+					op := sp.Name()
+					if r, ok := sp.Attributes().Get("http.route"); ok {
+						op = r.Str()
+					}
+					byOp[svc.Str()+" "+op]++
+				}
+			}
+		}
+	}
+	return roots, byOp
+}
