@@ -176,6 +176,8 @@ func (m OutcomeMix) Failed() int {
 
 func (m *OutcomeMix) add(a *attempt) {
 	switch {
+	case a.status == grpcLabel(1): // CANCELLED: the client gave up, nothing answered
+		m.Timeout++
 	case a.outcome == outcomeClientError:
 		m.ClientError++
 	case !a.outcome.failed():

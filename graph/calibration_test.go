@@ -276,3 +276,28 @@ func TestStrayRootClock(t *testing.T) {
 func hasWarning(tp *Topology, text string) bool {
 	return slices.ContainsFunc(tp.Warnings, func(w string) bool { return strings.Contains(w, text) })
 }
+
+// TestCancelledIsAbandoned: a gRPC attempt its client cancelled (its own
+// caller gave up and the cancellation reached it) was not answered: the
+// outcome mix counts it with the timeouts, as an HTTP client's "context
+// canceled" already is, not as an error the callee chose to answer with.
+func TestCancelledIsAbandoned(t *testing.T) {
+	b := newBuilder()
+	sequential(b, 4, "orders", func(root, i int) {
+		b.client(root, "warehouse", 10, 60, grpcCode(1), method("Count"))
+		b.client(root, "warehouse", 100, 60, failed("context canceled"), method("GET"))
+		b.client(root, "warehouse", 200, 2, grpcCode(5), method("Count"))
+	})
+	timeouts, clientErrors := 0, 0
+	for _, e := range b.infer().Edges {
+		if e.Caller == "orders" && e.Outcomes != nil {
+			for _, m := range []OutcomeMix{e.Outcomes.First, e.Outcomes.Retry} {
+				timeouts += m.Timeout
+				clientErrors += m.ClientError
+			}
+		}
+	}
+	if timeouts != 8 || clientErrors != 4 {
+		t.Errorf("%d attempts counted as timeouts and %d as client errors, want the 8 cancelled ones and the 4 NOT_FOUND", timeouts, clientErrors)
+	}
+}

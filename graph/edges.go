@@ -172,12 +172,27 @@ func (ix *index) endsWithCaller(from int32, end int64) bool {
 // perTryTimeout finds the per-try timeout from attempts that were
 // abandoned: the timeout cuts them off at one duration, so they cluster
 // tightly (within 2ms or 5%) at the longest failures, and no success lasts
-// longer. When attempts that name a timeout form a cluster, refusals and
-// resets do not count. A cluster whose attempts mostly ended with their
-// caller's own attempt is the caller's deadline propagated, not a timeout
-// of this edge: it returns no timeout and how many attempts it cut.
+// longer. A timer never fires early and a loaded host fires some late, so
+// a tail of later attempts, at most half as many as the cluster and
+// thinning out (no window of it holds three and a quarter of the
+// cluster's count: that would be a second timeout), is the same timeout
+// fired late. When attempts that
+// name a timeout form a cluster, refusals and resets do not count.
+// Abandoned attempts that mostly (four in five) ended with their caller's
+// own attempt are the caller's deadline propagated, not a timeout of this
+// edge, whether or not they cluster (a call made later in the request is
+// cut sooner): it returns no timeout and how many attempts it cut.
 // longestOK is the longest successful attempt (negative when none).
 func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (*float64, int) {
+	byCaller := 0
+	for _, a := range abandoned {
+		if a.byCaller {
+			byCaller++
+		}
+	}
+	if byCaller > 0 && byCaller*5 >= len(abandoned)*4 {
+		return nil, byCaller
+	}
 	if named := slices.DeleteFunc(slices.Clone(abandoned), func(a abandonedAttempt) bool { return !a.named }); len(named) >= 2 {
 		abandoned = named
 	}
@@ -185,9 +200,32 @@ func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (*float64, i
 		return nil, 0
 	}
 	slices.SortFunc(abandoned, func(a, b abandonedAttempt) int { return cmp.Compare(a.ms, b.ms) })
-	// The densest window [d, d+w(d)], the longest on ties: a timeout is
-	// the most anything abandoned lasted.
-	lo, size := 0, 0
+	lo, size := densest(abandoned)
+	cluster := abandoned[lo : lo+size]
+	if size < 2 {
+		return nil, 0
+	}
+	hi := cluster[size-1].ms
+	if after := abandoned[lo+size:]; len(after) > 0 {
+		// Attempts abandoned later than the cluster: timers fired late
+		// if they are few and sparse; otherwise no one timeout.
+		if 2*len(after) > size {
+			return nil, 0
+		}
+		if _, n := densest(after); n >= 3 && 4*n >= size {
+			return nil, 0 // a cluster of their own: another timeout
+		}
+	}
+	if longestOK > hi {
+		return nil, 0 // a success outlasted the supposed timeout
+	}
+	return ptr(round3(cluster[0].ms)), 0
+}
+
+// densest returns the densest window [d, d+w(d)] of sorted abandoned
+// attempts (w: 2ms or 5% of d), the longest on ties (a timeout is the
+// most anything abandoned lasted): where it starts and how many it holds.
+func densest(abandoned []abandonedAttempt) (lo, size int) {
 	for i, j := 0, 0; i < len(abandoned); i++ {
 		j = max(j, i)
 		w := max(2, 0.05*abandoned[i].ms)
@@ -198,27 +236,7 @@ func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (*float64, i
 			lo, size = i, j-i+1
 		}
 	}
-	cluster := abandoned[lo : lo+size]
-	if size < 2 {
-		return nil, 0
-	}
-	hi := cluster[size-1].ms
-	if after := len(abandoned) - (lo + size); after*10 > len(abandoned) {
-		return nil, 0 // attempts abandoned later than the cluster: no one timeout
-	}
-	if longestOK > hi {
-		return nil, 0 // a success outlasted the supposed timeout
-	}
-	byCaller := 0
-	for _, a := range cluster {
-		if a.byCaller {
-			byCaller++
-		}
-	}
-	if byCaller*5 >= size*4 {
-		return nil, byCaller
-	}
-	return ptr(round3(cluster[0].ms)), 0
+	return lo, size
 }
 
 // sortStatuses orders status labels numerically where they are numbers.

@@ -59,6 +59,84 @@ func TestPerTryTimeouts(t *testing.T) {
 			},
 		},
 		{
+			// A timer never fires early, and a loaded host fires some
+			// late: go-grpc-middleware's 60ms per-retry timeout on a busy
+			// machine ended attempts at 60-61ms and a few at 67-102ms.
+			name: "gRPC DEADLINE_EXCEEDED at 60ms with a sparse tail of late timers",
+			build: func(b *builder) {
+				late := []float64{67.2, 76.7, 77.4, 85.1, 102}
+				sequential(b, 25, "gateway", func(root, i int) {
+					d := 60.1 + 0.04*float64(i-len(late))
+					if i < len(late) {
+						d = late[i]
+					}
+					c := b.client(root, "orders", 10, d, grpcCode(4), method("Get"))
+					b.server(c, "orders", "retryaudit.Orders/Get", 10.2, d-0.3, grpcCode(1))
+					b.call(root, "orders", "retryaudit.Orders/Get", 20+d, 2, grpcCode(0), method("Get"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantPtr(t, "per-try timeout", edge(t, tp, "gateway", "orders").PerTryTimeoutMS, 60.1)
+			},
+		},
+		{
+			name: "gRPC DEADLINE_EXCEEDED at 60ms with a late tail thinning out from the cluster",
+			build: func(b *builder) {
+				late := []float64{63.3, 64.0, 66.2, 67.9, 73.7, 90.0}
+				sequential(b, 31, "gateway", func(root, i int) {
+					d := 60.1 + 0.1*float64(i-len(late))
+					if i < len(late) {
+						d = late[i]
+					}
+					c := b.client(root, "orders", 10, d, grpcCode(4), method("Get"))
+					b.server(c, "orders", "retryaudit.Orders/Get", 10.2, d-0.3, grpcCode(1))
+					b.call(root, "orders", "retryaudit.Orders/Get", 20+d, 2, grpcCode(0), method("Get"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantPtr(t, "per-try timeout", edge(t, tp, "gateway", "orders").PerTryTimeoutMS, 60.1)
+			},
+		},
+		{
+			name: "two clusters of DEADLINE_EXCEEDED, at 60ms and at 100ms, are no one per-try timeout",
+			build: func(b *builder) {
+				sequential(b, 20, "gateway", func(root, i int) {
+					d := 60.1 + 0.04*float64(i)
+					if i%4 == 0 { // 5 at 100ms against 15 at 60ms
+						d = 100.2 + 0.05*float64(i)
+					}
+					c := b.client(root, "orders", 10, d, grpcCode(4), method("Get"))
+					b.server(c, "orders", "retryaudit.Orders/Get", 10.2, d-0.3, grpcCode(1))
+					b.call(root, "orders", "retryaudit.Orders/Get", 20+d, 2, grpcCode(0), method("Get"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantNil(t, "per-try timeout", edge(t, tp, "gateway", "orders").PerTryTimeoutMS)
+			},
+		},
+		{
+			// The inner call starts at a different offset in each request,
+			// so the propagated deadline cuts it at different durations:
+			// no cluster, yet every cut attempt ended with its caller's.
+			name: "an inner call cut by the propagated deadline at varying durations",
+			build: func(b *builder) {
+				sequential(b, 6, "gateway", func(root, i int) {
+					c := b.client(root, "orders", 10, 60, grpcCode(4), method("Get"))
+					s := b.server(c, "orders", "retryaudit.Orders/Get", 10.2, 59.8, grpcCode(1))
+					at := 11 + 7*float64(i)
+					b.client(s, "warehouse", at, 70-at, grpcCode(4), method("Count"))
+					c2 := b.client(root, "orders", 100, 5, grpcCode(0), method("Get"))
+					s2 := b.server(c2, "orders", "retryaudit.Orders/Get", 100.2, 4.6, grpcCode(0))
+					b.call(s2, "warehouse", "retryaudit.Warehouse/Count", 101, 2, grpcCode(0), method("Count"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				w := edge(t, tp, "orders", "warehouse")
+				wantNil(t, "orders → warehouse per-try timeout", w.PerTryTimeoutMS)
+				wantEq(t, "orders → warehouse attempts cut by the caller", w.DeadlineFromCaller, 6)
+			},
+		},
+		{
 			name: "errors returned after a fixed delay are not a timeout (HotROD's redis)",
 			build: func(b *builder) {
 				sequential(b, 6, "driver", func(root, i int) {

@@ -57,7 +57,7 @@ func newTopologyView(t *graph.Topology) topologyView {
 		v.edges.rows = append(v.edges.rows, []string{
 			display(e.Caller), display(e.Callee), display(e.Operation),
 			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), retriesText(e), maxAttempts(e),
-			backoffText(e), jitterText(e), timeoutText(e.PerTryTimeoutMS), hedgingText(e.Hedging), breakerText(e.Breaker), listText(e.RetriedStatus), ms(e.CalleeP99MS),
+			backoffText(e), jitterText(e), timeoutText(e), hedgingText(e.Hedging), breakerText(e.Breaker), listText(e.RetriedStatus), ms(e.CalleeP99MS),
 		})
 	}
 	v.waits = waitsGrid(t.Edges)
@@ -329,11 +329,17 @@ func breakerText(b *graph.Breaker) string {
 // after this many failed calls in a row (as graph judges absence).
 const minShownRun = 5
 
-func timeoutText(v *float64) string {
-	if v == nil {
-		return "-"
+// timeoutText is the per-try timeout, "caller's deadline (16 cut)" where
+// no timeout of the edge's own ended its attempts but the deadline its
+// caller received did (propagated from further up), or "-".
+func timeoutText(e graph.Edge) string {
+	switch {
+	case e.PerTryTimeoutMS != nil:
+		return ms(*e.PerTryTimeoutMS)
+	case e.DeadlineFromCaller > 0:
+		return fmt.Sprintf("caller's deadline (%d cut)", e.DeadlineFromCaller)
 	}
-	return ms(*v)
+	return "-"
 }
 
 // TopologyTable renders a topology for people on a terminal: a first line

@@ -450,3 +450,24 @@ func TestWaitsPerRetry(t *testing.T) {
 		t.Error("a waits table without an edge of several steps")
 	}
 }
+
+// TestPropagatedDeadlineShown: an edge whose attempts the caller's own
+// deadline cut says so where its per-try timeout would be, rather than "-"
+// or a timeout of its own (issue 11 item 6).
+func TestPropagatedDeadlineShown(t *testing.T) {
+	top := &graph.Topology{Edges: []graph.Edge{
+		{Caller: "orders", Callee: "warehouse", Operation: "Count", Calls: 68, Attempts: 68, MaxAttempts: 1, DeadlineFromCaller: 16},
+		{Caller: "gateway", Callee: "orders", Operation: "Get", Calls: 55, Attempts: 108, Retries: true, MaxAttempts: 4, PerTryTimeoutMS: ptrF(60.1)},
+	}}
+	var out strings.Builder
+	if err := TopologyTable(&out, top); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"caller's deadline (16 cut)", "60.1ms"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+}
+
+func ptrF(v float64) *float64 { return &v }

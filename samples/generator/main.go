@@ -64,6 +64,15 @@ func main() {
 			log.Fatalf("%s: %v", incidentName, err)
 		}
 	}
+	if *only == "" || *only == grpcDeadlinesName {
+		found = true
+		start := time.Now()
+		_, sum, err := runGRPCDeadlines(ctx, grpcDeadlines(), *out, true)
+		fmt.Printf("%s (%s)\n%s", grpcDeadlinesName, time.Since(start).Round(time.Millisecond), sum)
+		if err != nil {
+			log.Fatalf("%s: %v", grpcDeadlinesName, err)
+		}
+	}
 	for _, sc := range scenarios() {
 		if *only != "" && sc.Name != *only {
 			continue
