@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -371,12 +372,33 @@ func (ix *index) newAttempt(client, server int32) attempt {
 
 // extractCalls finds every logical call in the index.
 func extractCalls(ctx context.Context, ix *index, names *naming) ([]*call, error) {
+	ex := mapShards(ix, func(s sel) *extracted { return extractIn(ctx, ix, s, names) }, (*extracted).merge)
+	return ex.calls, ex.err
+}
+
+// extracted is the calls of some traces, in the order of the spans that
+// made them, or the error that stopped their extraction.
+type extracted struct {
+	calls []*call
+	err   error
+}
+
+// merge adds o's calls (of other traces) to x, in span order.
+func (x *extracted) merge(o *extracted) {
+	x.calls = append(x.calls, o.calls...)
+	slices.SortStableFunc(x.calls, func(a, b *call) int { return cmp.Compare(a.from, b.from) })
+	x.err = cmp.Or(x.err, o.err)
+}
+
+// extractIn is call extraction's map step: the calls the selected spans
+// made.
+func extractIn(ctx context.Context, ix *index, s sel, names *naming) *extracted {
 	var calls []*call
 	for p := range ix.spans {
 		if err := canceled(ctx, p); err != nil {
-			return nil, err
+			return &extracted{err: err}
 		}
-		if !ix.keep[p] || ix.leaked[p] {
+		if !ix.keep[p] || ix.leaked[p] || !s.has(int32(p)) {
 			continue
 		}
 		calls = append(calls, callsUnder(ix, names, int32(p), ix.kids(int32(p)))...)
@@ -386,7 +408,7 @@ func extractCalls(ctx context.Context, ix *index, names *naming) ([]*call, error
 			calls = append(calls, callsUnder(ix, names, int32(p), []int32{int32(p)})...)
 		}
 	}
-	return calls, nil
+	return &extracted{calls: calls}
 }
 
 // isRootAttempt reports whether span i is an attempt that starts its trace.

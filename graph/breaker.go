@@ -56,21 +56,23 @@ const (
 // operation in time order; nil where the traces cannot tell (no failed
 // calls in a row). It is linear in the spans: each SERVER span is visited
 // once per edge out of its operation.
+//
+// A breaker's runs cross traces: the map step lists each caller
+// operation's requests (requestsByOp), the lists merge, and the reduce
+// puts them in time order (ties by trace and span id, whatever order the
+// shards merged in) and reads each request's calls.
 func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
-	bySrc := map[node][]int32{}
-	for i := range ix.spans {
-		sp := &ix.spans[i]
-		if ix.keep[i] && !ix.leaked[i] && isServer(sp) {
-			n := node{ix.str(sp.Service), ix.opName(int32(i))}
-			bySrc[n] = append(bySrc[n], int32(i))
+	bySrc := mapShards(ix, ix.requestsByOp, func(sum, p map[node][]int32) {
+		for n, l := range p {
+			sum[n] = append(sum[n], l...)
 		}
-	}
+	})
 	for _, spans := range bySrc {
 		slices.SortFunc(spans, func(a, b int32) int {
 			if c := cmpInt64(ix.spans[a].Start, ix.spans[b].Start); c != 0 {
 				return c
 			}
-			return int(a - b)
+			return keyOf(&ix.spans[a], a).cmpID(keyOf(&ix.spans[b], b))
 		})
 	}
 	// Per caller operation, the edges it may normally call (at least half
@@ -114,6 +116,20 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
 		}
 	}
 	return out
+}
+
+// requestsByOp is breakers' map step: the selected SERVER spans (that ran
+// in their own request's context) by service and operation.
+func (ix *index) requestsByOp(s sel) map[node][]int32 {
+	bySrc := map[node][]int32{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if ix.keep[i] && !ix.leaked[i] && isServer(sp) && s.has(int32(i)) {
+			n := node{ix.str(sp.Service), ix.opName(int32(i))}
+			bySrc[n] = append(bySrc[n], int32(i))
+		}
+	}
+	return bySrc
 }
 
 // refused reports whether a call was refused by a circuit breaker inside

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -195,6 +197,17 @@ func (m *OutcomeMix) add(a *attempt) {
 	}
 }
 
+// merge adds o's counts to m.
+func (m *OutcomeMix) merge(o OutcomeMix) {
+	m.OK += o.OK
+	m.ServerError += o.ServerError
+	m.Throttled += o.Throttled
+	m.RetryAfter += o.RetryAfter
+	m.ClientError += o.ClientError
+	m.Timeout += o.Timeout
+	m.Transport += o.Transport
+}
+
 // retryable is the number of failures a caller may retry.
 func (m OutcomeMix) retryable() int { return m.Failed() - m.ClientError }
 
@@ -218,42 +231,61 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	cal.Root = rootStats(ix, all)
 
 	// Per span: a call made while serving it failed; it made calls.
-	downFailed := newSpanSet(len(ix.spans))
-	calling := newSpanSet(len(ix.spans))
-	for _, ec := range ecs {
-		for _, c := range ec.calls {
-			s := ix.serverOf(c.from)
-			calling.set(s)
-			if c.last().outcome.failed() {
-				downFailed.set(s)
+	type serving struct{ downFailed, calling spanSet }
+	sv := mapShards(ix, func(s sel) serving {
+		sv := serving{newSpanSet(len(ix.spans)), newSpanSet(len(ix.spans))}
+		for _, ec := range ecs {
+			for _, c := range ec.calls {
+				if !s.has(c.from) {
+					continue
+				}
+				srv := ix.serverOf(c.from)
+				sv.calling.set(srv)
+				if c.last().outcome.failed() {
+					sv.downFailed.set(srv)
+				}
 			}
 		}
-	}
+		return sv
+	}, func(sum, p serving) { sum.downFailed.or(p.downFailed); sum.calling.or(p.calling) })
+	downFailed, calling := sv.downFailed, sv.calling
+	perEdge := mapShards(ix, func(s sel) []map[ingest.TraceID]int64 {
+		out := make([]map[ingest.TraceID]int64, len(ecs))
+		for i, ec := range ecs {
+			out[i] = firstFailures(ix, s, ec)
+		}
+		return out
+	}, func(sum, p []map[ingest.TraceID]int64) {
+		for i := range p {
+			for id, t := range p[i] {
+				earliest(sum[i], id, t)
+			}
+		}
+	})
 	anyFail := map[ingest.TraceID]int64{}
-	perEdge := make([]map[ingest.TraceID]int64, len(ecs))
-	for i, ec := range ecs {
-		perEdge[i] = firstFailures(ix, ec)
+	for i := range ecs {
 		for id, t := range perEdge[i] {
-			if old, ok := anyFail[id]; !ok || t < old {
-				anyFail[id] = t
-			}
+			earliest(anyFail, id, t)
 		}
 	}
-	breakerFast := breakerFastFails(ix, calling, t)
+	breakerFast := mapShards(ix, func(s sel) spanSet { return breakerFastFails(ix, s, calling, t) }, spanSet.or)
 	for i, ec := range ecs {
 		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, breakerFast, perEdge[i], anyFail)
 	}
 	userOutcomes(ix, roots, downFailed, t)
-	ownFailed := newSpanSet(len(ix.spans))
-	for i := range ix.spans {
-		sp := &ix.spans[i]
-		if ix.keep[i] && !downFailed.has(int32(i)) && !breakerFast.has(int32(i)) && (isServer(sp) || ix.parent[i] < 0) {
-			o, _ := classify(ix, int32(i), int32(i))
-			if o.failed() {
-				ownFailed.set(int32(i))
+	ownFailed := mapShards(ix, func(s sel) spanSet {
+		own := newSpanSet(len(ix.spans))
+		for i := range ix.spans {
+			sp := &ix.spans[i]
+			if ix.keep[i] && !downFailed.has(int32(i)) && !breakerFast.has(int32(i)) && (isServer(sp) || ix.parent[i] < 0) && s.has(int32(i)) {
+				o, _ := classify(ix, int32(i), int32(i))
+				if o.failed() {
+					own.set(int32(i))
+				}
 			}
 		}
-	}
+		return own
+	}, spanSet.or)
 	workSelfTimes(ix, ecs, ownFailed, t)
 	ownFailures(ix, ownFailed, calling, t)
 	countBreakerFast(ix, breakerFast, t)
@@ -262,93 +294,25 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	t.Calibration = cal
 }
 
-// edgeOutcomes measures one edge's failure model and transit times.
+// edgeOutcomes measures one edge's failure model and transit times. Its
+// map step (outcomesOf) reads the attempts of each shard's calls; the
+// reduce finds the incident buckets, which need every attempt of the edge,
+// and counts the attempts outside them.
 func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
-	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{},
-		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}}
-	// rec is one attempt whose outcome is the callee's own.
-	type rec struct {
-		a      *attempt
-		k      int // its index in the call
-		bucket int
-		after  bool // the request had failed on this edge before
-		other  bool // else, it had failed on another edge before
-		// run: else, the latest call of another request to end on the edge
-		// before this call began had failed
-		run bool
-		// afterDown: the previous attempt failed because of the callee's calls
-		afterDown bool
-	}
-	n := 0
-	for _, c := range ec.calls {
-		n += len(c.attempts)
-	}
-	recs := make([]rec, 0, n)
-	raSum, raN := 0.0, 0
-	transit := make([]float64, 0, n)
 	prevFailed := previousCallFailed(ix, ec)
-	for ci, c := range ec.calls {
-		if p := prevFailed[ci]; p != 0 {
-			cc := &o.Runs.AfterSuccess
-			if p > 0 {
-				cc = &o.Runs.AfterFailure
-			}
-			cc.Calls++
-			if c.last().outcome.failed() {
-				cc.Failed++
-			}
-		}
-		for k := range c.attempts {
-			a := &c.attempts[k]
-			if a.retryAfter >= 0 && a.outcome.failed() {
-				raSum += float64(a.retryAfter)
-				raN++
-			}
-			if a.server >= 0 && a.transport && ix.spans[a.span].Duration() < ix.spans[a.server].Duration() {
-				// The callee answered too late: its own time, which replay
-				// draws, times the attempt out again. Counting the timeout
-				// here as well would fail it twice.
-				continue
-			}
-			if a.server >= 0 {
-				transit = append(transit, float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0))/1e6)
-			}
-			if a.server >= 0 && breakerFast.has(a.server) {
-				// The callee's breaker failed it fast; replay's breaker,
-				// built from the same traces, does so itself.
-				continue
-			}
-			if a.server >= 0 && downFailed.has(a.server) {
-				o.DownstreamFailed++
-				if a.outcome.failed() {
-					o.Propagated++
-				}
-				continue
-			}
-			afterDown := false
-			if k > 0 {
-				p := &c.attempts[k-1]
-				afterDown = p.server >= 0 && downFailed.has(p.server) && p.outcome.failed()
-			}
-			id := ix.spans[a.span].TraceID
-			ff, failed := firstFail[id]
-			af, anyFailed := anyFail[id]
-			// For a retry, a failure before its call began: an earlier call.
-			after := failed && ff <= ix.spans[c.attempts[0].span].Start
-			other := !after && anyFailed && af <= ix.spans[a.span].Start
-			// (A retry's other is its own call's failure: no bar to run.)
-			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
-			recs = append(recs, rec{a: a, k: k, bucket: bucketOf(ix.spans[a.span].Start, t0), after: after, run: run, other: other, afterDown: afterDown})
-		}
-	}
-	if raN > 0 {
-		o.RetryAfterMS = round3(raSum / float64(raN))
+	st := mapShards(ix, func(s sel) *outcomeStats {
+		return outcomesOf(ix, s, ec, t0, downFailed, breakerFast, firstFail, anyFail, prevFailed)
+	}, (*outcomeStats).merge)
+	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{},
+		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}, Runs: st.runs, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated}
+	if st.raN > 0 {
+		o.RetryAfterMS = round3(st.raSum / float64(st.raN))
 	}
 	// Incidents: buckets whose first attempts failed far beyond the rest.
 	type split struct{ first, retry OutcomeMix }
 	buckets := map[int]*split{}
 	var whole OutcomeMix
-	for _, r := range recs {
+	for _, r := range st.recs {
 		sp := buckets[r.bucket]
 		if sp == nil {
 			sp = &split{}
@@ -374,7 +338,7 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		inIncident[b] = true
 		o.Incidents = append(o.Incidents, Incident{Bucket: b, First: buckets[b].first, Retry: buckets[b].retry})
 	}
-	for _, r := range recs {
+	for _, r := range st.recs {
 		switch {
 		case inIncident[r.bucket]:
 		case r.k == 0:
@@ -408,30 +372,144 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		}
 	}
 	e.Outcomes = o
-	var waits [][]float64
-	for _, c := range ec.calls {
-		for k := 1; k < len(c.attempts); k++ {
-			prev, next := &c.attempts[k-1], &c.attempts[k]
-			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 {
-				continue
-			}
-			for len(waits) < k {
-				waits = append(waits, nil)
-			}
-			waits[k-1] = append(waits[k-1], float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0))/1e6)
-		}
-	}
-	for _, w := range waits {
+	for _, w := range st.waits {
 		if len(w) == 0 {
 			break // a gap in the indices: the waits after it would be misplaced
 		}
 		slices.Sort(w)
 		e.WaitQuantilesMS = append(e.WaitQuantilesMS, workQuantiles(w))
 	}
-	if len(transit) > 0 {
-		slices.Sort(transit)
-		e.TransitQuantilesMS = workQuantiles(transit)
+	if len(st.transit) > 0 {
+		slices.Sort(st.transit)
+		e.TransitQuantilesMS = workQuantiles(st.transit)
 	}
+}
+
+// outcomeRec is one attempt whose outcome is the callee's own.
+type outcomeRec struct {
+	a      *attempt
+	k      int // its index in the call
+	bucket int
+	after  bool // the request had failed on this edge before
+	other  bool // else, it had failed on another edge before
+	// run: else, the latest call of another request to end on the edge
+	// before this call began had failed
+	run bool
+	// afterDown: the previous attempt failed because of the callee's calls
+	afterDown bool
+}
+
+// outcomeStats is what the attempts of some of an edge's calls say of its
+// failure model: the attempts whose outcome is the callee's own (recs),
+// the calls by how the edge's previous call ended (runs), attempts during
+// which the callee's own calls failed, the Retry-After sent with failures,
+// transit times and the waits between attempts by index.
+type outcomeStats struct {
+	recs                         []outcomeRec
+	runs                         Runs
+	downstreamFailed, propagated int
+	raSum                        float64 // of whole milliseconds: exact in any order
+	raN                          int
+	transit                      []float64
+	waits                        [][]float64
+}
+
+func (st *outcomeStats) merge(o *outcomeStats) {
+	st.recs = append(st.recs, o.recs...)
+	for _, c := range []struct{ to, from *CallCount }{{&st.runs.AfterFailure, &o.runs.AfterFailure}, {&st.runs.AfterSuccess, &o.runs.AfterSuccess}} {
+		c.to.Calls += c.from.Calls
+		c.to.Failed += c.from.Failed
+	}
+	st.downstreamFailed += o.downstreamFailed
+	st.propagated += o.propagated
+	st.raSum += o.raSum
+	st.raN += o.raN
+	st.transit = append(st.transit, o.transit...)
+	for len(st.waits) < len(o.waits) {
+		st.waits = append(st.waits, nil)
+	}
+	for k, w := range o.waits {
+		st.waits[k] = append(st.waits[k], w...)
+	}
+}
+
+// outcomesOf is edgeOutcomes' map step, over the selected calls.
+func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64, prevFailed []int8) *outcomeStats {
+	st := &outcomeStats{}
+	n := 0
+	for _, c := range ec.calls {
+		n += len(c.attempts)
+	}
+	st.recs = make([]outcomeRec, 0, n)
+	st.transit = make([]float64, 0, n)
+	for ci, c := range ec.calls {
+		if !s.has(c.from) {
+			continue
+		}
+		if p := prevFailed[ci]; p != 0 {
+			cc := &st.runs.AfterSuccess
+			if p > 0 {
+				cc = &st.runs.AfterFailure
+			}
+			cc.Calls++
+			if c.last().outcome.failed() {
+				cc.Failed++
+			}
+		}
+		for k := range c.attempts {
+			a := &c.attempts[k]
+			if a.retryAfter >= 0 && a.outcome.failed() {
+				st.raSum += float64(a.retryAfter)
+				st.raN++
+			}
+			if a.server >= 0 && a.transport && ix.spans[a.span].Duration() < ix.spans[a.server].Duration() {
+				// The callee answered too late: its own time, which replay
+				// draws, times the attempt out again. Counting the timeout
+				// here as well would fail it twice.
+				continue
+			}
+			if a.server >= 0 {
+				st.transit = append(st.transit, float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0))/1e6)
+			}
+			if a.server >= 0 && breakerFast.has(a.server) {
+				// The callee's breaker failed it fast; replay's breaker,
+				// built from the same traces, does so itself.
+				continue
+			}
+			if a.server >= 0 && downFailed.has(a.server) {
+				st.downstreamFailed++
+				if a.outcome.failed() {
+					st.propagated++
+				}
+				continue
+			}
+			afterDown := false
+			if k > 0 {
+				p := &c.attempts[k-1]
+				afterDown = p.server >= 0 && downFailed.has(p.server) && p.outcome.failed()
+			}
+			id := ix.spans[a.span].TraceID
+			ff, failed := firstFail[id]
+			af, anyFailed := anyFail[id]
+			// For a retry, a failure before its call began: an earlier call.
+			after := failed && ff <= ix.spans[c.attempts[0].span].Start
+			other := !after && anyFailed && af <= ix.spans[a.span].Start
+			// (A retry's other is its own call's failure: no bar to run.)
+			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
+			st.recs = append(st.recs, outcomeRec{a: a, k: k, bucket: bucketOf(ix.spans[a.span].Start, t0), after: after, run: run, other: other, afterDown: afterDown})
+		}
+		for k := 1; k < len(c.attempts); k++ {
+			prev, next := &c.attempts[k-1], &c.attempts[k]
+			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 {
+				continue
+			}
+			for len(st.waits) < k {
+				st.waits = append(st.waits, nil)
+			}
+			st.waits[k-1] = append(st.waits[k-1], float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0))/1e6)
+		}
+	}
+	return st
 }
 
 // previousCallFailed says, per call of the edge, how the latest call of
@@ -441,23 +519,11 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 // request's own earlier calls are its own stickiness (FirstAfterFailure),
 // not the edge's.
 func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
-	// 16 bytes a call: the trace is read from the span of the call's
-	// first attempt.
-	type ended struct {
-		at     int64
-		span   int32
-		failed bool
-	}
-	ends := make([]ended, len(ec.calls))
-	for i, c := range ec.calls {
-		e := ended{at: ix.spans[c.attempts[0].span].End, span: c.attempts[0].span, failed: c.last().outcome.failed()}
-		for _, a := range c.attempts[1:] {
-			e.at = max(e.at, ix.spans[a.span].End)
-		}
-		ends[i] = e
-	}
-	sorted := slices.Clone(ends)
-	slices.SortStableFunc(sorted, func(a, b ended) int { return cmpInt64(a.at, b.at) })
+	// The calls' ends cross traces: each shard lists its calls' (map), the
+	// lists join and are sorted by time, ties in the edge's call order
+	// whichever order the shards merged in (reduce).
+	sorted := *mapShards(ix, func(s sel) *[]callEnd { return endsOf(ix, s, ec) }, func(sum, p *[]callEnd) { *sum = append(*sum, *p...) })
+	slices.SortFunc(sorted, func(a, b callEnd) int { return cmp.Or(cmpInt64(a.at, b.at), cmp.Compare(a.pos, b.pos)) })
 	// runStart[j] is where the run of same-request calls that ends at
 	// sorted[j] begins: skipping the request's own calls is one step, not
 	// a walk back over each of them (one request calling an edge 100k
@@ -474,8 +540,9 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	for i, c := range ec.calls {
 		// The last call to end strictly before this one began, of another
 		// request.
-		k, _ := slices.BinarySearchFunc(sorted, ix.spans[c.attempts[0].span].Start, func(e ended, t int64) int { return cmpInt64(e.at, t) })
-		if k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[ends[i].span].TraceID {
+		first := c.attempts[0].span
+		k, _ := slices.BinarySearchFunc(sorted, ix.spans[first].Start, func(e callEnd, t int64) int { return cmpInt64(e.at, t) })
+		if k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[first].TraceID {
 			k = int(runStart[k-1])
 		}
 		switch {
@@ -489,11 +556,35 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	return out
 }
 
+// callEnd is when a call ended and whether it failed: 24 bytes, the trace
+// read from the span of its first attempt, pos its place in the edge's calls.
+type callEnd struct {
+	at        int64
+	span, pos int32
+	failed    bool
+}
+
+// endsOf is previousCallFailed's map step: the ends of the selected calls.
+func endsOf(ix *index, s sel, ec *edgeCalls) *[]callEnd {
+	ends := make([]callEnd, 0, len(ec.calls))
+	for i, c := range ec.calls {
+		if !s.has(c.from) {
+			continue
+		}
+		e := callEnd{at: ix.spans[c.attempts[0].span].End, span: c.attempts[0].span, pos: int32(i), failed: c.last().outcome.failed()}
+		for _, a := range c.attempts[1:] {
+			e.at = max(e.at, ix.spans[a.span].End)
+		}
+		ends = append(ends, e)
+	}
+	return &ends
+}
+
 // breakerFastFails marks the executions a circuit breaker failed fast: of
 // an operation with a breaker on one of its calls, the failed executions
 // that made no call at all. Replay's breaker, built from the same traces,
 // fails those itself, so they are not the operation's own failures.
-func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
+func breakerFastFails(ix *index, s sel, calling spanSet, t *Topology) spanSet {
 	withBreaker := map[node]bool{}
 	for _, e := range t.Edges {
 		if e.Breaker != nil && e.Breaker.Detected {
@@ -506,7 +597,7 @@ func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
 	}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if !ix.keep[i] || !isServer(sp) || calling.has(int32(i)) || !withBreaker[node{ix.str(sp.Service), ix.opName(int32(i))}] {
+		if !ix.keep[i] || !isServer(sp) || calling.has(int32(i)) || !s.has(int32(i)) || !withBreaker[node{ix.str(sp.Service), ix.opName(int32(i))}] {
 			continue
 		}
 		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
@@ -518,12 +609,15 @@ func breakerFastFails(ix *index, calling spanSet, t *Topology) spanSet {
 
 // countBreakerFast sets each operation's BreakerFastFails.
 func countBreakerFast(ix *index, breakerFast spanSet, t *Topology) {
-	n := map[node]int{}
-	for i := range ix.spans {
-		if breakerFast.has(int32(i)) {
-			n[node{ix.str(ix.spans[i].Service), ix.opName(int32(i))}]++
+	n := mapShards(ix, func(s sel) map[node]int {
+		n := map[node]int{}
+		for i := range ix.spans {
+			if breakerFast.has(int32(i)) && s.has(int32(i)) {
+				n[node{ix.str(ix.spans[i].Service), ix.opName(int32(i))}]++
+			}
 		}
-	}
+		return n
+	}, addCounts[node])
 	for si := range t.Services {
 		s := &t.Services[si]
 		for oi := range s.Operations {
@@ -532,22 +626,28 @@ func countBreakerFast(ix *index, breakerFast spanSet, t *Topology) {
 	}
 }
 
-// firstFailures returns, per trace, when the first failed attempt on the
-// edge ended.
-func firstFailures(ix *index, ec *edgeCalls) map[ingest.TraceID]int64 {
+// firstFailures returns, per selected trace, when the first failed
+// attempt on the edge ended.
+func firstFailures(ix *index, s sel, ec *edgeCalls) map[ingest.TraceID]int64 {
 	out := map[ingest.TraceID]int64{}
 	for _, c := range ec.calls {
+		if !s.has(c.from) {
+			continue
+		}
 		for _, a := range c.attempts {
-			if !a.outcome.failed() {
-				continue
-			}
-			id := ix.spans[a.span].TraceID
-			if t, ok := out[id]; !ok || ix.spans[a.span].End < t {
-				out[id] = ix.spans[a.span].End
+			if a.outcome.failed() {
+				earliest(out, ix.spans[a.span].TraceID, ix.spans[a.span].End)
 			}
 		}
 	}
 	return out
+}
+
+// earliest keeps in m the earlier of m[id] and t.
+func earliest(m map[ingest.TraceID]int64, id ingest.TraceID, t int64) {
+	if old, ok := m[id]; !ok || t < old {
+		m[id] = t
+	}
 }
 
 // spanSet marks spans by index, a bit each (a byte each would be 10 MB
@@ -559,6 +659,13 @@ func newSpanSet(n int) spanSet { return make(spanSet, (n+63)/64) }
 func (s spanSet) has(i int32) bool { return s[i>>6]&(1<<(i&63)) != 0 }
 
 func (s spanSet) set(i int32) { s[i>>6] |= 1 << (i & 63) }
+
+// or adds o's spans to s.
+func (s spanSet) or(o spanSet) {
+	for i := range s {
+		s[i] |= o[i]
+	}
+}
 
 // incidentTest returns whether a bucket's first attempts failed beyond the
 // edge's overall rate by more than three binomial deviations and one
@@ -731,24 +838,44 @@ func quantileBand(n int, p, alpha float64) (int, int) {
 
 // userOutcomes gives every user edge the outcome mix of its root spans.
 func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topology) {
-	for i := range t.Edges {
-		e := &t.Edges[i]
-		if e.Caller != userCaller {
-			continue
-		}
-		o := &Outcomes{Incidents: []Incident{}}
-		for _, r := range roots[node{e.Callee, e.Operation}] {
-			a := ix.newAttempt(r, r)
-			if downFailed.has(r) {
-				o.DownstreamFailed++
-				if a.outcome.failed() {
-					o.Propagated++
-				}
+	os := mapShards(ix, func(s sel) []*Outcomes {
+		os := make([]*Outcomes, len(t.Edges))
+		for i := range t.Edges {
+			e := &t.Edges[i]
+			if e.Caller != userCaller {
 				continue
 			}
-			o.First.add(&a)
+			o := &Outcomes{Incidents: []Incident{}}
+			for _, r := range roots[node{e.Callee, e.Operation}] {
+				if !s.has(r) {
+					continue
+				}
+				a := ix.newAttempt(r, r)
+				if downFailed.has(r) {
+					o.DownstreamFailed++
+					if a.outcome.failed() {
+						o.Propagated++
+					}
+					continue
+				}
+				o.First.add(&a)
+			}
+			os[i] = o
 		}
-		e.Outcomes = o
+		return os
+	}, func(sum, p []*Outcomes) {
+		for i, o := range p {
+			if o != nil {
+				sum[i].DownstreamFailed += o.DownstreamFailed
+				sum[i].Propagated += o.Propagated
+				sum[i].First.merge(o.First)
+			}
+		}
+	})
+	for i, o := range os {
+		if o != nil {
+			t.Edges[i].Outcomes = o
+		}
 	}
 }
 
@@ -758,30 +885,33 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topo
 // its dependencies, and a replay that made the calls anyway would take too
 // long to fail and call too often when it succeeds.
 func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
-	type counts struct{ own, noCalls int }
-	byOp := map[node]*counts{}
-	for i := range ix.spans {
-		sp := &ix.spans[i]
-		if !ownFailed.has(int32(i)) || !isServer(sp) {
-			continue
-		}
-		n := node{ix.str(sp.Service), ix.opName(int32(i))}
-		c := byOp[n]
-		if c == nil {
-			c = &counts{}
+	byOp := mapShards(ix, func(s sel) map[node][2]int {
+		byOp := map[node][2]int{} // own failures, of them without calls
+		for i := range ix.spans {
+			sp := &ix.spans[i]
+			if !ownFailed.has(int32(i)) || !isServer(sp) || !s.has(int32(i)) {
+				continue
+			}
+			n := node{ix.str(sp.Service), ix.opName(int32(i))}
+			c := byOp[n]
+			c[0]++
+			if !calling.has(int32(i)) {
+				c[1]++
+			}
 			byOp[n] = c
 		}
-		c.own++
-		if !calling.has(int32(i)) {
-			c.noCalls++
+		return byOp
+	}, func(sum, p map[node][2]int) {
+		for n, c := range p {
+			sum[n] = [2]int{sum[n][0] + c[0], sum[n][1] + c[1]}
 		}
-	}
+	})
 	for si := range t.Services {
 		s := &t.Services[si]
 		for oi := range s.Operations {
 			op := &s.Operations[oi]
-			if c := byOp[node{s.Name, op.Name}]; c != nil {
-				op.OwnFailures, op.FailedWithoutCalls = c.own, c.noCalls
+			if c, ok := byOp[node{s.Name, op.Name}]; ok {
+				op.OwnFailures, op.FailedWithoutCalls = c[0], c[1]
 			}
 		}
 	}
@@ -794,7 +924,47 @@ func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 // the operation goes on after failures) and when, after the execution
 // starts, it is made.
 func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
-	// 16 bytes a call; the sort compares server and start only, so the
+	o := mapShards(ix, func(s sel) *callOrders { return callOrderOf(ix, s, ecs) }, (*callOrders).merge)
+	for i := range ecs {
+		e := &t.Edges[i]
+		e.NotReached = o.failedRuns[node{ecs[i].key.caller, ecs[i].key.callerOp}] - o.reached[i]
+		slices.Sort(o.offsets[i])
+		e.CallOffsetMS = round3(quantile(o.offsets[i], 0.5))
+	}
+	for si := range t.Services {
+		s := &t.Services[si]
+		for oi := range s.Operations {
+			op := &s.Operations[oi]
+			n := node{s.Name, op.Name}
+			op.StoppedAfterFailure, op.ContinuedAfterFailure = o.stopped[n], o.continued[n]
+		}
+	}
+}
+
+// callOrders is what callOrder counts: per caller operation its executions
+// with a failed call (failedRuns), those that stopped at it and the calls
+// made after one; per edge the failed executions that made it (reached)
+// and when after the execution's start its calls were made (offsets, in
+// no particular order).
+type callOrders struct {
+	failedRuns, stopped, continued map[node]int
+	reached                        []int
+	offsets                        [][]float64
+}
+
+func (o *callOrders) merge(p *callOrders) {
+	addCounts(o.failedRuns, p.failedRuns)
+	addCounts(o.stopped, p.stopped)
+	addCounts(o.continued, p.continued)
+	for i := range p.reached {
+		o.reached[i] += p.reached[i]
+		o.offsets[i] = append(o.offsets[i], p.offsets[i]...)
+	}
+}
+
+// callOrderOf is callOrder's map step, over the selected calls.
+func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
+	// 16 bytes a call; the sort compares server, start and edge, so the
 	// order comes out the same whatever else is held.
 	type made struct {
 		start  int64
@@ -806,25 +976,29 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 		total += len(ec.calls)
 	}
 	all := make([]made, 0, total)
-	offsets := make([][]float64, len(ecs))
+	o := &callOrders{failedRuns: map[node]int{}, stopped: map[node]int{}, continued: map[node]int{},
+		reached: make([]int, len(ecs)), offsets: make([][]float64, len(ecs))}
 	for i, ec := range ecs {
-		offsets[i] = make([]float64, 0, len(ec.calls))
+		o.offsets[i] = make([]float64, 0, len(ec.calls))
 		for _, c := range ec.calls {
-			s := ix.serverOf(c.from)
+			if !s.has(c.from) {
+				continue
+			}
+			srv := ix.serverOf(c.from)
 			start := ix.spans[c.attempts[0].span].Start
 			edge := int32(i) << 1
 			if c.last().outcome.failed() {
 				edge |= 1
 			}
-			all = append(all, made{start, s, edge})
-			offsets[i] = append(offsets[i], float64(start-ix.spans[s].Start)/1e6)
+			all = append(all, made{start, srv, edge})
+			o.offsets[i] = append(o.offsets[i], float64(start-ix.spans[srv].Start)/1e6)
 		}
 	}
 	slices.SortFunc(all, func(a, b made) int {
 		if a.server != b.server {
 			return int(a.server - b.server)
 		}
-		return cmpInt64(a.start, b.start)
+		return cmp.Or(cmpInt64(a.start, b.start), int(a.edge-b.edge))
 	})
 	// An edge is not reached by an execution of its caller operation in
 	// which some call failed and none went to the edge: counted as the
@@ -837,11 +1011,8 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 	for i, ec := range ecs {
 		edgeNode[i] = node{ec.key.caller, ec.key.callerOp}
 	}
-	failedRuns := map[node]int{}
-	reached := make([]int, len(ecs)) // failed executions of the edge's caller operation that made it
-	seen := make([]int, len(ecs))    // the last failed execution (numbered from 1) that counted the edge
+	seen := make([]int, len(ecs)) // the last failed execution (numbered from 1) that counted the edge
 	run := 0
-	stopped, continued := map[node]int{}, map[node]int{}
 	for lo := 0; lo < len(all); {
 		hi := lo + 1
 		for hi < len(all) && all[hi].server == all[lo].server {
@@ -852,7 +1023,7 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 		failed := false
 		for _, c := range calls {
 			if failed {
-				continued[node{ix.str(ix.spans[c.server].Service), ix.opName(c.server)}]++
+				o.continued[node{ix.str(ix.spans[c.server].Service), ix.opName(c.server)}]++
 			}
 			failed = failed || c.edge&1 != 0
 		}
@@ -861,31 +1032,18 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 		}
 		n := node{ix.str(ix.spans[calls[0].server].Service), ix.opName(calls[0].server)}
 		if calls[len(calls)-1].edge&1 != 0 {
-			stopped[n]++
+			o.stopped[n]++
 		}
 		run++
-		failedRuns[n]++
+		o.failedRuns[n]++
 		for _, c := range calls {
 			if e := c.edge >> 1; seen[e] != run && edgeNode[e] == n {
 				seen[e] = run
-				reached[e]++
+				o.reached[e]++
 			}
 		}
 	}
-	for i := range ecs {
-		e := &t.Edges[i]
-		e.NotReached = failedRuns[edgeNode[i]] - reached[i]
-		slices.Sort(offsets[i])
-		e.CallOffsetMS = round3(quantile(offsets[i], 0.5))
-	}
-	for si := range t.Services {
-		s := &t.Services[si]
-		for oi := range s.Operations {
-			op := &s.Operations[oi]
-			n := node{s.Name, op.Name}
-			op.StoppedAfterFailure, op.ContinuedAfterFailure = stopped[n], continued[n]
-		}
-	}
+	return o
 }
 
 // workSelfTimes replaces each instrumented operation's self-time quantiles
@@ -893,58 +1051,20 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 // by its children and minus the waits between the attempts of its calls
 // (backoff and Retry-After sleeps), which hold a request but do no work.
 func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) {
-	waits := map[int32][][2]int64{}
-	for _, ec := range ecs {
-		for _, c := range ec.calls {
-			for k := 1; k < len(c.attempts); k++ {
-				prev, next := &c.attempts[k-1], &c.attempts[k]
-				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
-					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
-				}
-			}
-		}
-	}
-	// self[n][0] holds the work of executions that did not fail on their
-	// own, self[n][1] of those that did: a request refused or failing
-	// fast takes less work than one served.
-	self := map[node]*[2][]float64{}
-	at := func(n node) *[2][]float64 {
-		if self[n] == nil {
-			self[n] = &[2][]float64{}
-		}
-		return self[n]
-	}
-	for i := range ix.spans {
-		sp := &ix.spans[i]
-		if !ix.keep[i] || !isServer(sp) && ix.parent[i] >= 0 {
-			continue
-		}
-		k := 0
-		if ownFailed.has(int32(i)) {
-			k = 1
-		}
-		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
-		x[k] = append(x[k], float64(workTime(ix, int32(i), waits[int32(i)]))/1e6)
-	}
 	instrumented := map[string]bool{}
 	for _, s := range t.Services {
 		instrumented[s.Name] = !s.Virtual
 	}
-	for _, ec := range ecs {
-		if instrumented[ec.key.callee] {
-			continue
-		}
-		for _, c := range ec.calls {
-			for _, a := range c.attempts {
-				k := 0
-				if a.outcome.failed() {
-					k = 1
+	self := mapShards(ix, func(s sel) map[node]*[2][]float64 { return workOf(ix, s, ecs, ownFailed, instrumented) },
+		func(sum, p map[node]*[2][]float64) {
+			for n, x := range p {
+				if y := sum[n]; y != nil {
+					y[0], y[1] = append(y[0], x[0]...), append(y[1], x[1]...)
+				} else {
+					sum[n] = x
 				}
-				x := at(node{ec.key.callee, ec.key.op})
-				x[k] = append(x[k], float64(ix.spans[a.span].Duration())/1e6)
 			}
-		}
-	}
+		})
 	for si := range t.Services {
 		s := &t.Services[si]
 		for oi := range s.Operations {
@@ -968,6 +1088,67 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 			}
 		}
 	}
+}
+
+// workOf is workSelfTimes' map step: per operation, the work times of the
+// selected executions that did not fail on their own ([0]) and of those
+// that did ([1]), in no particular order.
+func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented map[string]bool) map[node]*[2][]float64 {
+	waits := map[int32][][2]int64{}
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			if !s.has(c.from) {
+				continue
+			}
+			for k := 1; k < len(c.attempts); k++ {
+				prev, next := &c.attempts[k-1], &c.attempts[k]
+				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
+					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
+				}
+			}
+		}
+	}
+	// self[n][0] holds the work of executions that did not fail on their
+	// own, self[n][1] of those that did: a request refused or failing
+	// fast takes less work than one served.
+	self := map[node]*[2][]float64{}
+	at := func(n node) *[2][]float64 {
+		if self[n] == nil {
+			self[n] = &[2][]float64{}
+		}
+		return self[n]
+	}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] || !isServer(sp) && ix.parent[i] >= 0 || !s.has(int32(i)) {
+			continue
+		}
+		k := 0
+		if ownFailed.has(int32(i)) {
+			k = 1
+		}
+		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
+		x[k] = append(x[k], float64(workTime(ix, int32(i), waits[int32(i)]))/1e6)
+	}
+	for _, ec := range ecs {
+		if instrumented[ec.key.callee] {
+			continue
+		}
+		for _, c := range ec.calls {
+			if !s.has(c.from) {
+				continue
+			}
+			for _, a := range c.attempts {
+				k := 0
+				if a.outcome.failed() {
+					k = 1
+				}
+				x := at(node{ec.key.callee, ec.key.op})
+				x[k] = append(x[k], float64(ix.spans[a.span].Duration())/1e6)
+			}
+		}
+	}
+	return self
 }
 
 // WorkLevels are the quantile levels of the work and transit times replay
@@ -997,6 +1178,56 @@ func quantilesOf(xs []float64) []float64 {
 		out = append(out, round3(quantile(xs, q)))
 	}
 	return out
+}
+
+// requestsHeld is, per service, the requests it held, each as the span it
+// is timed by (4 bytes, not 16): the SERVER spans and local roots of the
+// services with spans (served), and the attempts of calls to each callee
+// (attempted), which time it only if no trace has spans of it
+// (instrumented).
+type requestsHeld struct {
+	served, attempted map[string][]int32
+	instrumented      map[string]bool
+}
+
+func (h *requestsHeld) merge(o *requestsHeld) {
+	for _, m := range [][2]map[string][]int32{{h.served, o.served}, {h.attempted, o.attempted}} {
+		for svc, l := range m[1] {
+			m[0][svc] = append(m[0][svc], l...)
+		}
+	}
+	maps.Copy(h.instrumented, o.instrumented)
+}
+
+// heldBy is inFlight's map step, over the selected spans and calls.
+func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
+	h := &requestsHeld{served: map[string][]int32{}, attempted: map[string][]int32{}, instrumented: map[string]bool{}}
+	instrumented := h.instrumented
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if !ix.keep[i] || !s.has(int32(i)) {
+			continue
+		}
+		svc := ix.str(sp.Service)
+		instrumented[svc] = true
+		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
+			h.served[svc] = append(h.served[svc], int32(i))
+		}
+	}
+	for _, ec := range ecs {
+		if instrumented[ec.key.callee] {
+			continue // known here to have spans: no need to list its attempts
+		}
+		for _, c := range ec.calls {
+			if !s.has(c.from) {
+				continue
+			}
+			for _, a := range c.attempts {
+				h.attempted[ec.key.callee] = append(h.attempted[ec.key.callee], a.span)
+			}
+		}
+	}
+	return h
 }
 
 // peak is the most requests in flight at once, from their start and end
@@ -1061,38 +1292,25 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 	// per service its busy time and, sweeping starts and ends in order,
 	// its peak.
 	// Each request held as the span it is timed by: 4 bytes, not 16.
-	bySvc := map[string][]int32{}
-	instrumented := map[string]bool{}
-	for i := range ix.spans {
-		sp := &ix.spans[i]
-		if !ix.keep[i] {
-			continue
-		}
-		svc := ix.str(sp.Service)
-		instrumented[svc] = true
-		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
-			bySvc[svc] = append(bySvc[svc], int32(i))
-		}
-	}
-	for _, ec := range ecs {
-		if instrumented[ec.key.callee] {
-			continue
-		}
-		for _, c := range ec.calls {
-			for _, a := range c.attempts {
-				bySvc[ec.key.callee] = append(bySvc[ec.key.callee], a.span)
-			}
+	// The services' instrumented spans and virtual attempts are listed
+	// per shard (map) and joined (reduce); the busy time is summed in
+	// whole nanoseconds, exact in any order.
+	held := mapShards(ix, func(s sel) *requestsHeld { return heldBy(ix, s, ecs) }, (*requestsHeld).merge)
+	bySvc := held.served
+	for svc, l := range held.attempted {
+		if !held.instrumented[svc] {
+			bySvc[svc] = l
 		}
 	}
 	for svc, hs := range bySvc {
-		busy := 0.0
+		busy := int64(0)
 		starts, ends := make([]int64, len(hs)), make([]int64, len(hs))
 		for k, h := range hs {
 			sp := &ix.spans[h]
-			busy += float64(sp.End-sp.Start) / 1e9
+			busy += sp.End - sp.Start
 			starts[k], ends[k] = sp.Start, sp.End
 		}
-		out = append(out, ServiceLoad{Service: svc, InFlight: round3(busy / window), PeakInFlight: peak(starts, ends)})
+		out = append(out, ServiceLoad{Service: svc, InFlight: round3(float64(busy) / 1e9 / window), PeakInFlight: peak(starts, ends)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out

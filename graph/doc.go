@@ -4,4 +4,61 @@
 // amplification, and findings. Infer never fails on odd input: what the
 // spans cannot decide is reported as unknown with the number of samples
 // seen, and what looks wrong is listed in Topology.Warnings.
+//
+// # Phases
+//
+// Inference is shaped as map and reduce over traces, so that the same
+// extraction can run on shards of the traces (a streaming collector per
+// host) and merge. A map step reads the traces of one shard into a partial
+// whose merge is associative and does not depend on the order partials
+// merge in (counts add, vote tables add, value lists join and are sorted
+// before any fit reads them, bounded lists keep the first few in trace-id
+// order); a reduce reads the merged partial. Where a span's meaning depends
+// on other traces, the dependency is a phase of its own:
+//
+//  0. Links (newIndex): parents, children, duplicates and parent cycles,
+//     trace by trace. Map: the service names the spans carry; reduce: which
+//     are services. Apply: spans that name no service are named from their
+//     trace (nameUnnamed), and client spans that started after their parent
+//     ended are marked as leaked, trace by trace.
+//  1. Map: name-resolution votes (the SERVER spans that answered each peer,
+//     host and client operation: nameVotes) and, per request, the failures
+//     not retried under their parent (unretriedFailures, at most maxOrigins
+//     a request). Reduce: the naming table and the origins. Apply: requests
+//     repeated under an answered parent are judged against the origins and
+//     marked as leaked or kept as polls (markRepeats), trace by trace.
+//  2. Map: the calls the spans made, read with the naming table
+//     (extractIn); reduce: the calls in span order, grouped into edges.
+//     Map again, with the edges: per edge its statistics (edgeStats: counts,
+//     histograms, waits, durations, examples), per operation its executions
+//     (serverStats), the root requests and the spans' time (rootsOf), the
+//     calls that overlap another of their request (concurrentShares), per
+//     chain of edges the highest amplification a root request saw
+//     (observedAmplification), and each caller operation's requests
+//     (requestsByOp). Reduce: the merged partials, then the fits: each
+//     edge's policy, the services (a virtual one timed by the attempts
+//     that called it), the user edges (from the root requests), breakers
+//     (the requests in time order), the paths.
+//  3. Calibration. Map: which spans made calls and had one fail, each
+//     edge's first failure per trace, the fast failures of operations with
+//     a breaker, the executions that failed on their own, and the ends of
+//     each edge's calls (endsOf). Reduce: the sets and the ends in time
+//     order. Map again, with those: per edge the attempts whose outcome is
+//     the callee's own with their time bucket (outcomesOf), per operation
+//     its work times (workOf), own failures and breaker fast failures, what
+//     follows a failed call (callOrderOf), the user edges' outcomes and the
+//     requests each service held (heldBy). Reduce: the incident buckets
+//     (which need every attempt of an edge), the outcome mixes outside
+//     them, quantiles, Little's law, and from the root requests the arrival
+//     window, sampling and root statistics.
+//
+// Then the findings, from the edges and paths alone.
+//
+// Partials refer to spans by their index where a reduce needs a span's own
+// facts (its times, its status, its calls: all of its own trace); a
+// collector would carry those facts in the partial instead. Where an order
+// matters, the reduce restores one that no split changes: trace and span
+// id, or the order of an edge's calls. Infer runs every map step as one
+// shard of all traces; TestShardedInfer deals the traces to random shards,
+// merges in a random order, and requires the same topology byte for byte.
 package graph

@@ -125,13 +125,18 @@ func WriteMethod(m string) bool {
 }
 
 // inferEdge turns the calls of one edge into its inferred policy: each
-// call is read into the edge's statistics (the map step), which are then
-// fitted (see edgeStats, whose statistics also merge across shards).
+// shard's calls are read into statistics of their own (the map step),
+// which merge and are then fitted (see edgeStats).
 func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
-	st := newEdgeStats(ec.key)
-	for _, c := range ec.calls {
-		st.add(ix, c)
-	}
+	st := mapShards(ix, func(s sel) *edgeStats {
+		st := newEdgeStats(ec.key)
+		for _, c := range ec.calls {
+			if s.has(c.from) {
+				st.add(ix, c)
+			}
+		}
+		return st
+	}, (*edgeStats).merge)
 	return st.fit()
 }
 

@@ -48,6 +48,8 @@ type index struct {
 	arena                     []call // the current chunk of calls (newCall)
 	names                     map[callName]*callName
 	lastName                  *callName
+	// shards deals the traces to the map steps (one shard in Infer).
+	shards shards
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
@@ -113,10 +115,15 @@ func sortKeys(keys []spanKey) []spanKey {
 }
 
 func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
+	return shardedIndex(ctx, set, shards{})
+}
+
+// shardedIndex is newIndex with the traces dealt to sh for every map step.
+func shardedIndex(ctx context.Context, set *ingest.Set, sh shards) (*index, error) {
 	spans := sidecarsAsTheirApps(set)
 	n := len(spans)
 	ix := &index{set: set, spans: spans, keep: make([]bool, n), parent: make([]int32, n), ops: make([]uint32, n),
-		opNames: opNames{ids: map[nameKey]uint32{}}}
+		opNames: opNames{ids: map[nameKey]uint32{}}, shards: sh}
 	var last nameKey
 	lastName := uint32(0)
 	for i := range spans {
@@ -209,8 +216,8 @@ func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
 			return int(a - b)
 		})
 	}
-	ix.unnamedNamed, ix.unnamedLeft = ix.nameUnnamed(set)
-	ix.leaks, ix.repeats, ix.leakedSpans, ix.polls = ix.markLeaks()
+	ix.nameUnnamed(set)
+	ix.markLeaks()
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -91,22 +92,8 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	for i, n := range leakedAttempts(ix, names, ecs) {
 		t.Edges[i].LeakedAttempts = n
 	}
-	roots := map[node][]int32{}
-	var lo, hi int64
-	for i := range ix.spans {
-		if !ix.keep[i] {
-			continue
-		}
-		sp := &ix.spans[i]
-		if lo == 0 || sp.Start < lo {
-			lo = sp.Start
-		}
-		hi = max(hi, sp.End)
-		if ix.parent[i] < 0 && !isAttempt(sp) || isRootAttempt(ix, int32(i)) {
-			n := node{ix.str(sp.Service), ix.opName(int32(i))}
-			roots[n] = append(roots[n], int32(i))
-		}
-	}
+	rs := mapShards(ix, ix.rootsOf, (*rootSet).merge)
+	roots, lo, hi := rs.roots, rs.lo, rs.hi
 	t.Edges = append(t.Edges, userEdges(ix, roots)...)
 	byServer := callsByServer(ix, ecs)
 	for i, share := range concurrentShares(ix, ecs, byServer) {
@@ -122,7 +109,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		t.Edges[i].Breaker = b
 	}
 	var truncated bool
-	t.Paths, truncated = buildPaths(t.Edges, byServer, roots)
+	t.Paths, truncated = buildPaths(ix, t.Edges, byServer, roots)
 	t.Services = svcs
 	calibrate(ix, ecs, roots, t)
 	t.Findings = findings(t.Edges, t.Paths, byFinding)
@@ -153,6 +140,45 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// rootSet is the root requests of some traces by operation, in span
+// order, and the time their spans cover (lo is 0 when there are none).
+type rootSet struct {
+	roots  map[node][]int32
+	lo, hi int64
+}
+
+// rootsOf is a map step: the selected root requests and their spans' time.
+func (ix *index) rootsOf(s sel) *rootSet {
+	rs := &rootSet{roots: map[node][]int32{}}
+	for i := range ix.spans {
+		if !ix.keep[i] || !s.has(int32(i)) {
+			continue
+		}
+		sp := &ix.spans[i]
+		if rs.lo == 0 || sp.Start < rs.lo {
+			rs.lo = sp.Start
+		}
+		rs.hi = max(rs.hi, sp.End)
+		if ix.parent[i] < 0 && !isAttempt(sp) || isRootAttempt(ix, int32(i)) {
+			n := node{ix.str(sp.Service), ix.opName(int32(i))}
+			rs.roots[n] = append(rs.roots[n], int32(i))
+		}
+	}
+	return rs
+}
+
+// merge adds o's root requests (of other traces) to rs, in span order.
+func (rs *rootSet) merge(o *rootSet) {
+	for n, l := range o.roots {
+		rs.roots[n] = append(rs.roots[n], l...)
+		slices.Sort(rs.roots[n])
+	}
+	if rs.lo == 0 || o.lo != 0 && o.lo < rs.lo {
+		rs.lo = o.lo
+	}
+	rs.hi = max(rs.hi, o.hi)
 }
 
 // userEdges adds a `user` caller for every root operation.
@@ -211,11 +237,35 @@ func (t opTable) get(svc, op string) *opStats {
 // their SERVER spans (and local roots). It reads the index only, so Infer
 // runs it beside call extraction.
 func serverStats(ix *index) (opTable, map[string]bool) {
+	st := mapShards(ix, ix.serverStatsIn, (*opPartial).merge)
+	return st.ops, st.instrumented
+}
+
+// opPartial is the operations' statistics of some traces.
+type opPartial struct {
+	ops          opTable
+	instrumented map[string]bool
+}
+
+// merge adds o's executions (of other traces) to p.
+func (p *opPartial) merge(o *opPartial) {
+	for svc, m := range o.ops {
+		for op, os := range m {
+			st := p.ops.get(svc, op)
+			st.spans = append(st.spans, os.spans...)
+			st.failed += os.failed
+		}
+	}
+	maps.Copy(p.instrumented, o.instrumented)
+}
+
+// serverStatsIn is serverStats' map step, over the selected spans.
+func (ix *index) serverStatsIn(s sel) *opPartial {
 	ops := opTable{}
 	instrumented := map[string]bool{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if !ix.keep[i] {
+		if !ix.keep[i] || !s.has(int32(i)) {
 			continue
 		}
 		instrumented[ix.str(sp.Service)] = true
@@ -228,7 +278,7 @@ func serverStats(ix *index) (opTable, map[string]bool) {
 			st.failed++
 		}
 	}
-	return ops, instrumented
+	return &opPartial{ops: ops, instrumented: instrumented}
 }
 
 // services lists every service with the operations it serves: measured

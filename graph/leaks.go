@@ -1,6 +1,12 @@
 package graph
 
-import "github.com/retryaudit/retryaudit/ingest"
+import (
+	"bytes"
+	"cmp"
+	"slices"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
 
 // leakTolerance is how long after its parent ended a client span may
 // start and still be the parent's own (timestamps rounded by exporters,
@@ -23,46 +29,67 @@ const leakTolerance = 1_000_000 // ns
 //     succeeded when it started; see repeatLeaked for when such a repeat
 //     is another request's and when it is the parent's own poll).
 //
-// It returns how many spans start such a subtree for each shape, how many
-// spans the subtrees hold in all, and how many repeats were kept as the
-// parent's own. It runs in time linear in the spans, whatever their depth.
-func (ix *index) markLeaks() (late, repeats, spans, polls int) {
+// It counts the spans that start such a subtree for each shape (ix.leaks,
+// ix.repeats), the spans the subtrees hold in all (ix.leakedSpans), and the
+// repeats kept as the parent's own (ix.polls). It runs in time linear in
+// the spans, whatever their depth.
+//
+// A repeat is judged against the unretried failures of the same request in
+// every other trace (phase 1: each shard's are read and merged, see
+// origins); the late spans before, and the repeats after, are marked trace
+// by trace.
+func (ix *index) markLeaks() {
 	ix.leaked = make([]bool, len(ix.spans))
-	var stack []int32
-	mark := func(i int32) {
-		stack = append(stack[:0], i)
-		for len(stack) > 0 {
-			s := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if ix.leaked[s] {
-				continue // already marked from a leaked ancestor
-			}
-			ix.leaked[s] = true
-			spans++
-			stack = append(stack, ix.kids(s)...)
+	ix.each(ix.markLate)
+	origins := mapShards(ix, ix.unretriedFailures, origins.merge)
+	ix.each(func(s sel) { ix.markRepeats(s, origins) })
+}
+
+// markSubtree marks span i and everything below it as leaked.
+func (ix *index) markSubtree(i int32, stack []int32) []int32 {
+	stack = append(stack[:0], i)
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if ix.leaked[s] {
+			continue // already marked from a leaked ancestor
 		}
+		ix.leaked[s] = true
+		ix.leakedSpans++
+		stack = append(stack, ix.kids(s)...)
 	}
+	return stack
+}
+
+// markLate marks the selected CLIENT spans that started after their parent
+// ended. CLIENT spans only: a PRODUCER publishing after its parent answered
+// is ordinary asynchronous work.
+func (ix *index) markLate(s sel) {
+	var stack []int32
 	for i := range ix.spans {
 		sp := &ix.spans[i]
 		p := ix.parent[i]
-		// CLIENT spans only: a PRODUCER publishing after its parent
-		// answered is ordinary asynchronous work.
-		if !ix.keep[i] || p < 0 || sp.Kind != ingest.KindClient || sp.Start <= ix.spans[p].End+leakTolerance {
+		if !ix.keep[i] || p < 0 || sp.Kind != ingest.KindClient || sp.Start <= ix.spans[p].End+leakTolerance || !s.has(int32(i)) {
 			continue
 		}
-		late++
+		ix.leaks++
 		ix.leakRoots = append(ix.leakRoots, int32(i))
-		mark(int32(i))
+		stack = ix.markSubtree(int32(i), stack)
 	}
-	origins := ix.unretriedFailures()
+}
+
+// markRepeats marks the selected requests repeated under their parent
+// after it had them answered that another request sent (repeatLeaked).
+func (ix *index) markRepeats(s sel, origins origins) {
 	answered := map[repeatKey]int64{} // when each request was first answered, per parent
 	last := map[repeatKey]int{}       // the last sibling sending each request, per parent
 	leakedFailure := map[repeatKey]bool{}
 	var keys []repeatKey
 	var ok []bool
+	var stack []int32
 	for p := range ix.spans {
 		kids := ix.kids(int32(p))
-		if len(kids) < 2 || !ix.keep[p] || ix.leaked[p] {
+		if len(kids) < 2 || !ix.keep[p] || ix.leaked[p] || !s.has(int32(p)) {
 			continue
 		}
 		clear(answered)
@@ -85,12 +112,12 @@ func (ix *index) markLeaks() (late, repeats, spans, polls int) {
 			if at, seen := answered[k]; seen && ix.spans[c].Start >= at-overlapTolerance {
 				sentAgain := last[k] > j
 				if ix.repeatLeaked(int32(p), c, k, o, sentAgain, leakedFailure[k], origins) {
-					repeats++
+					ix.repeats++
 					ix.leakRoots = append(ix.leakRoots, c)
-					mark(c)
+					stack = ix.markSubtree(c, stack)
 					leakedFailure[k] = o == outcomeRetryable
 				} else {
-					polls++
+					ix.polls++
 				}
 				continue
 			}
@@ -99,7 +126,6 @@ func (ix *index) markLeaks() (late, repeats, spans, polls int) {
 			}
 		}
 	}
-	return late, repeats, spans, polls
 }
 
 // repeatLeaked decides whether client span c, which sends request k again
@@ -122,7 +148,7 @@ func (ix *index) markLeaks() (late, repeats, spans, polls int) {
 // missing elsewhere) it is the parent's own poll; a leaked retry that
 // succeeded at once and whose own trace was not sampled looks the same,
 // and is counted as a poll (the warning says how many).
-func (ix *index) repeatLeaked(p, c int32, k repeatKey, o outcome, sentAgain, afterLeakedFailure bool, origins map[repeatKey][]origin) bool {
+func (ix *index) repeatLeaked(p, c int32, k repeatKey, o outcome, sentAgain, afterLeakedFailure bool, origins origins) bool {
 	sp := &ix.spans[c]
 	if sp.End > ix.spans[p].End+leakTolerance {
 		return true
@@ -139,26 +165,58 @@ func (ix *index) repeatLeaked(p, c int32, k repeatKey, o outcome, sentAgain, aft
 }
 
 // origin is an HTTP request that failed retryably and was not tried again
-// under its parent in its own trace: in which trace, when it failed, and
-// until when its parent still waited.
+// under its parent in its own trace: in which trace and under which parent
+// span, when it failed, and until when its parent still waited.
 type origin struct {
 	trace              ingest.TraceID
+	parent             ingest.SpanID
 	failedAt, waitedTo int64
 }
 
 // maxOrigins bounds the unretried failures kept per request: a request
 // that fails unretried in more traces than that is too common to tell
-// which of them a copy elsewhere belongs to, and the first found stand.
+// which of them a copy elsewhere belongs to, and the first by trace and
+// parent span id stand (whatever order the traces came in).
 const maxOrigins = 64
 
-// unretriedFailures lists, per request, the attempts that failed
-// retryably with no later attempt of the same request under their parent.
-func (ix *index) unretriedFailures() map[repeatKey][]origin {
-	out := map[repeatKey][]origin{}
+// origins lists, per request, its unretried failures in order of trace and
+// parent span id, at most maxOrigins of them.
+type origins map[repeatKey][]origin
+
+func cmpOrigin(a, b origin) int {
+	return cmp.Or(bytes.Compare(a.trace[:], b.trace[:]), bytes.Compare(a.parent[:], b.parent[:]))
+}
+
+// add keeps o if it is among the first maxOrigins of its request.
+func (os origins) add(k repeatKey, o origin) {
+	l := os[k]
+	i, _ := slices.BinarySearchFunc(l, o, cmpOrigin)
+	if i >= maxOrigins {
+		return
+	}
+	l = slices.Insert(l, i, o)
+	os[k] = l[:min(len(l), maxOrigins)]
+}
+
+// merge adds p's failures (of other traces) to os: the first maxOrigins of
+// both, whichever order shards merge in.
+func (os origins) merge(p origins) {
+	for k, l := range p {
+		for _, o := range l {
+			os.add(k, o)
+		}
+	}
+}
+
+// unretriedFailures is phase 1's map step for the leak rule: per request,
+// the selected attempts that failed retryably with no later attempt of the
+// same request under their parent.
+func (ix *index) unretriedFailures(s sel) origins {
+	out := origins{}
 	lastAt := map[repeatKey]int32{}
 	for p := range ix.spans {
 		kids := ix.kids(int32(p))
-		if len(kids) == 0 || !ix.keep[p] || ix.leaked[p] {
+		if len(kids) == 0 || !ix.keep[p] || ix.leaked[p] || !s.has(int32(p)) {
 			continue
 		}
 		clear(lastAt)
@@ -168,10 +226,9 @@ func (ix *index) unretriedFailures() map[repeatKey][]origin {
 			}
 		}
 		for k, c := range lastAt {
-			if o, _ := classify(ix, c, ix.firstServer(c)); o != outcomeRetryable || len(out[k]) >= maxOrigins {
-				continue
+			if o, _ := classify(ix, c, ix.firstServer(c)); o == outcomeRetryable {
+				out.add(k, origin{trace: ix.spans[c].TraceID, parent: ix.spans[p].SpanID, failedAt: ix.spans[c].End, waitedTo: ix.spans[p].End})
 			}
-			out[k] = append(out[k], origin{trace: ix.spans[c].TraceID, failedAt: ix.spans[c].End, waitedTo: ix.spans[p].End})
 		}
 	}
 	return out
@@ -211,24 +268,26 @@ func (ix *index) repeatKeyOf(c int32) (repeatKey, bool) {
 // is named as an attempt would be (its server child, or its peer); one
 // whose name matches no edge is not counted.
 func leakedAttempts(ix *index, names *naming, ecs []*edgeCalls) []int {
-	out := make([]int, len(ecs))
 	if len(ix.leakRoots) == 0 {
-		return out
+		return make([]int, len(ecs))
 	}
 	at := make(map[edgeKey]int, len(ecs))
 	for i, ec := range ecs {
 		at[ec.key] = i
 	}
-	for _, r := range ix.leakRoots {
-		p := ix.parent[r]
-		if p < 0 {
-			continue
+	return mapShards(ix, func(s sel) []int {
+		out := make([]int, len(ecs))
+		for _, r := range ix.leakRoots {
+			p := ix.parent[r]
+			if p < 0 || !s.has(r) {
+				continue
+			}
+			callee, op := names.resolve(ix, r, ix.firstServer(r))
+			k := edgeKey{caller: ix.str(ix.spans[p].Service), callerOp: ix.opName(ix.serverOf(p)), callee: callee, op: op}
+			if i, ok := at[k]; ok {
+				out[i]++
+			}
 		}
-		callee, op := names.resolve(ix, r, ix.firstServer(r))
-		k := edgeKey{caller: ix.str(ix.spans[p].Service), callerOp: ix.opName(ix.serverOf(p)), callee: callee, op: op}
-		if i, ok := at[k]; ok {
-			out[i]++
-		}
-	}
-	return out
+		return out
+	}, addInts)
 }

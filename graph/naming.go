@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -19,7 +20,9 @@ import (
 //
 // Votes are counted once over the index, and each key's winner is picked
 // once, so naming costs the same whatever the number of distinct peers or
-// operations.
+// operations. A name depends on the server spans of other traces: the
+// votes are phase 1's map step (nameVotes, per shard), their merge sums
+// them, and the winners are the reduce that call extraction reads.
 type naming struct {
 	peerService map[peerKey]string
 	hostService map[hostKey]string
@@ -70,16 +73,49 @@ func (v votes[K]) winners() map[K]string {
 	return out
 }
 
+// merge adds o's votes to v.
+func (v votes[K]) merge(o votes[K]) {
+	for k, m := range o {
+		for name, c := range m {
+			if v[k] == nil {
+				v[k] = map[string]int{}
+			}
+			v[k][name] += c
+		}
+	}
+}
+
+// nameVotes is what the server spans of some traces say about names.
+type nameVotes struct {
+	peers    votes[peerKey]
+	hosts    votes[hostKey]
+	ops      votes[opKey]
+	services map[string]bool
+}
+
+func (v *nameVotes) merge(o *nameVotes) {
+	v.peers.merge(o.peers)
+	v.hosts.merge(o.hosts)
+	v.ops.merge(o.ops)
+	maps.Copy(v.services, o.services)
+}
+
 func newNaming(ix *index) *naming {
-	peers, hosts, ops := votes[peerKey]{}, votes[hostKey]{}, votes[opKey]{}
-	n := &naming{services: map[string]bool{}}
+	v := mapShards(ix, ix.nameVotes, (*nameVotes).merge)
+	return &naming{services: v.services, peerService: v.peers.winners(), hostService: v.hosts.winners(), serverOp: v.ops.winners()}
+}
+
+// nameVotes counts the names the selected SERVER spans give the client
+// spans that called them.
+func (ix *index) nameVotes(s sel) *nameVotes {
+	v := &nameVotes{peers: votes[peerKey]{}, hosts: votes[hostKey]{}, ops: votes[opKey]{}, services: map[string]bool{}}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
-		if !ix.keep[i] || !isServer(sp) {
+		if !ix.keep[i] || !isServer(sp) || !s.has(int32(i)) {
 			continue
 		}
 		callee := ix.str(sp.Service)
-		n.services[callee] = true
+		v.services[callee] = true
 		c := ix.parent[i]
 		if c < 0 {
 			continue
@@ -93,15 +129,14 @@ func newNaming(ix *index) *naming {
 			client = &ix.spans[c]
 		}
 		if client.Peer != 0 {
-			peers.add(peerKey{client.Service, client.Peer}, callee)
+			v.peers.add(peerKey{client.Service, client.Peer}, callee)
 			if h := hostOf(ix.str(client.Peer)); h != ix.str(client.Peer) {
-				hosts.add(hostKey{client.Service, h}, callee)
+				v.hosts.add(hostKey{client.Service, h}, callee)
 			}
 		}
-		ops.add(opKey{client.Service, callee, ix.clientOpName(c)}, ix.opName(int32(i)))
+		v.ops.add(opKey{client.Service, callee, ix.clientOpName(c)}, ix.opName(int32(i)))
 	}
-	n.peerService, n.hostService, n.serverOp = peers.winners(), hosts.winners(), ops.winners()
-	return n
+	return v
 }
 
 // resolve names the callee and operation of client span c whose server

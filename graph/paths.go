@@ -28,7 +28,7 @@ const userCaller = "user"
 // outnumber anything a reader could use (they grow exponentially with the
 // crossings), so the walk stops after maxPathSteps steps and reports that
 // it did (truncated).
-func buildPaths(edges []Edge, byServer *serverCalls, roots map[node][]int32) (paths []Path, truncated bool) {
+func buildPaths(ix *index, edges []Edge, byServer *serverCalls, roots map[node][]int32) (paths []Path, truncated bool) {
 	out := map[node][]int{}
 	for i, e := range edges {
 		if e.Caller == userCaller {
@@ -38,7 +38,7 @@ func buildPaths(edges []Edge, byServer *serverCalls, roots map[node][]int32) (pa
 		out[n] = append(out[n], i)
 	}
 	rootNodes := sortedNodes(roots)
-	observed := observedAmplification(byServer, roots)
+	observed := observedAmplification(ix, byServer, roots)
 	steps := 0
 	var walk func(n node, chain []int, onStack map[node]bool)
 	walk = func(n node, chain []int, onStack map[node]bool) {
@@ -173,7 +173,18 @@ func callsByServer(ix *index, ecs []*edgeCalls) *serverCalls {
 // concurrentShares measures, per edge, the share of its calls that
 // overlapped another call made while serving the same request.
 func concurrentShares(ix *index, ecs []*edgeCalls, byServer *serverCalls) []float64 {
-	overlapping := make([]int, len(ecs))
+	overlapping := mapShards(ix, func(s sel) []int { return overlappingCalls(ix, s, len(ecs), byServer) }, addInts)
+	out := make([]float64, len(ecs))
+	for i, ec := range ecs {
+		out[i] = round3(float64(overlapping[i]) / float64(len(ec.calls)))
+	}
+	return out
+}
+
+// overlappingCalls counts, per edge, the calls of the selected requests
+// that overlapped another call made while serving the same request.
+func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) []int {
+	overlapping := make([]int, edges)
 	type span struct {
 		start, end int64
 		edge       int
@@ -181,7 +192,7 @@ func concurrentShares(ix *index, ecs []*edgeCalls, byServer *serverCalls) []floa
 	var calls []span
 	for s := range ix.spans {
 		here := byServer.of(int32(s))
-		if len(here) < 2 {
+		if len(here) < 2 || !sl.has(int32(s)) {
 			continue
 		}
 		calls = calls[:0]
@@ -200,11 +211,7 @@ func concurrentShares(ix *index, ecs []*edgeCalls, byServer *serverCalls) []floa
 			latest = max(latest, c.end)
 		}
 	}
-	out := make([]float64, len(ecs))
-	for i, ec := range ecs {
-		out[i] = round3(float64(overlapping[i]) / float64(len(ec.calls)))
-	}
-	return out
+	return overlapping
 }
 
 func cmpInt64(a, b int64) int {
@@ -227,6 +234,7 @@ type edgeCall struct{ edge, k int32 }
 type chainTrie struct {
 	next map[chainStep]int32
 	best []float64
+	from []chainStep // how each chain was reached: its chain without the last hop, and that hop
 }
 
 type chainStep struct{ at, edge int32 }
@@ -239,7 +247,20 @@ func (t *chainTrie) step(at int32, edge int) int32 {
 	n := int32(len(t.best))
 	t.next[k] = n
 	t.best = append(t.best, 0)
+	t.from = append(t.from, k)
 	return n
+}
+
+// merge adds o's chains (of other root requests) to t, keeping the higher
+// amplification of each. A chain is numbered after the chain it extends,
+// so o's are walked in number order.
+func (t *chainTrie) merge(o *chainTrie) {
+	to := make([]int32, len(o.best))
+	for n := 1; n < len(o.best); n++ {
+		k := o.from[n]
+		to[n] = t.step(to[k.at], int(k.edge))
+		t.best[to[n]] = max(t.best[to[n]], o.best[n])
+	}
 }
 
 // observed returns the chain's highest amplification, 0 if no root request
@@ -262,8 +283,14 @@ func (t *chainTrie) observed(chain []int) float64 {
 // without any retry above or at it (fan-out loops count as calls, not
 // amplification). Each call is visited once, so the walk is linear
 // whatever the number of paths or the depth of a trace.
-func observedAmplification(byServer *serverCalls, roots map[node][]int32) *chainTrie {
-	t := &chainTrie{next: map[chainStep]int32{}, best: []float64{0}}
+func observedAmplification(ix *index, byServer *serverCalls, roots map[node][]int32) *chainTrie {
+	return mapShards(ix, func(s sel) *chainTrie { return observedIn(s, byServer, roots) }, (*chainTrie).merge)
+}
+
+// observedIn is observedAmplification's map step, over the selected root
+// requests.
+func observedIn(s sel, byServer *serverCalls, roots map[node][]int32) *chainTrie {
+	t := &chainTrie{next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
 	var attempts, first []int
 	var touched []int32
 	type inst struct {
@@ -273,6 +300,9 @@ func observedAmplification(byServer *serverCalls, roots map[node][]int32) *chain
 	var stack []inst
 	for _, rn := range sortedNodes(roots) {
 		for _, r := range roots[rn] {
+			if !s.has(r) {
+				continue
+			}
 			stack = append(stack[:0], inst{r, 0, true})
 			for len(stack) > 0 {
 				in := stack[len(stack)-1]

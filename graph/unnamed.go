@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -29,35 +30,54 @@ func unnamedService(s string) bool {
 // on any span; its node_id, zone and guid:x-request-id tags are not kept by
 // ingest (node_id is free-form outside Istio, and x-request-id is shared by
 // every service a request crosses), so they cannot name one. IP addresses
-// name no service. It returns how many spans it named and how many stay
-// unnamed; the spans are copied before the first rename.
-func (ix *index) nameUnnamed(set *ingest.Set) (named, left int) {
-	unnamed := map[ingest.Sym]bool{}
+// name no service. It counts the spans it named and those that stay
+// unnamed (ix.unnamedNamed, ix.unnamedLeft); the spans are copied before
+// the first rename.
+//
+// Which names are services is known only from every trace (phase 0: each
+// shard's names are read and merged); the renaming is then applied trace
+// by trace.
+func (ix *index) nameUnnamed(set *ingest.Set) {
+	unnamed := mapShards(ix, ix.serviceNames, func(sum, p map[ingest.Sym]bool) { maps.Copy(sum, p) })
 	some := false
-	last := ingest.Sym(0)
-	for i := range ix.spans {
-		s := ix.spans[i].Service
-		if i > 0 && s == last {
-			continue // spans of one service come in runs: one lookup a run
-		}
-		last = s
-		if v, seen := unnamed[s]; seen {
-			some = some || v
-			continue
-		}
-		unnamed[s] = unnamedService(set.Str(s))
-		some = some || unnamed[s]
-	}
-	if !some {
-		return 0, 0
-	}
 	services := map[string]bool{}
 	for s, u := range unnamed {
+		some = some || u
 		if !u {
 			services[set.Str(s)] = true
 		}
 	}
+	if !some {
+		return
+	}
 	nm := &naming{services: services}
+	ix.each(func(s sel) { ix.nameUnnamedIn(s, set, nm, unnamed) })
+}
+
+// serviceNames is phase 0's map step: every service name the selected
+// spans carry, true for a placeholder for none.
+func (ix *index) serviceNames(s sel) map[ingest.Sym]bool {
+	unnamed := map[ingest.Sym]bool{}
+	last, started := ingest.Sym(0), false
+	for i := range ix.spans {
+		if !s.has(int32(i)) {
+			continue
+		}
+		sv := ix.spans[i].Service
+		if started && sv == last {
+			continue // spans of one service come in runs: one lookup a run
+		}
+		last, started = sv, true
+		if _, seen := unnamed[sv]; !seen {
+			unnamed[sv] = unnamedService(ix.set.Str(sv))
+		}
+	}
+	return unnamed
+}
+
+// nameUnnamedIn names the unnamed spans of the selected traces, parents
+// before children, by the names nm knows as services.
+func (ix *index) nameUnnamedIn(s sel, set *ingest.Set, nm *naming, unnamed map[ingest.Sym]bool) {
 	name := func(host string) ingest.Sym {
 		host = hostOf(host)
 		if host == "" || isIP(host) || strings.Contains(host, ":") {
@@ -65,10 +85,9 @@ func (ix *index) nameUnnamed(set *ingest.Set) (named, left int) {
 		}
 		return set.Intern(nm.serviceName(host))
 	}
-	copied := false
 	var queue []int32
 	for i, p := range ix.parent {
-		if p < 0 {
+		if p < 0 && s.has(int32(i)) {
 			queue = append(queue, int32(i))
 		}
 	}
@@ -95,16 +114,14 @@ func (ix *index) nameUnnamed(set *ingest.Set) (named, left int) {
 			to = ix.spans[p].Service
 		}
 		if to == 0 {
-			left++
+			ix.unnamedLeft++
 			continue
 		}
-		if !copied && len(set.Spans) > 0 && &ix.spans[0] == &set.Spans[0] {
+		if len(set.Spans) > 0 && &ix.spans[0] == &set.Spans[0] {
 			ix.spans = slices.Clone(ix.spans) // never rewrite the caller's spans
 			sp = &ix.spans[i]
 		}
-		copied = true
 		sp.Service = to
-		named++
+		ix.unnamedNamed++
 	}
-	return named, left
 }

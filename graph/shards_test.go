@@ -1,0 +1,206 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/retryaudit/retryaudit/ingest"
+	"github.com/retryaudit/retryaudit/samples/synth"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// TestShardedInfer: inference with its traces dealt at random to k shards,
+// every map step run shard by shard and the partials merged in a random
+// order, gives the topology of one pass over all of them, byte for byte,
+// on every committed sample, synthetic traffic and hand-built edge cases
+// (breakers, context leaks with more unretried failures than are kept,
+// parent cycles, unnamed spans, replicas, random span soup).
+func TestShardedInfer(t *testing.T) {
+	inputs := map[string]func(t *testing.T) *ingest.Set{
+		"hand-built/mix":      handBuiltMix,
+		"hand-built/edges":    shardEdgeCases,
+		"hand-built/origins":  manyOrigins,
+		"synth/requests":      func(t *testing.T) *ingest.Set { return synthSet(t, synth.Requests(1500, 3)) },
+		"synth/http-requests": func(t *testing.T) *ingest.Set { return synthSet(t, synth.HTTPRequests(1500, 5)) },
+	}
+	for seed := range uint64(4) {
+		inputs[fmt.Sprintf("random/%d", seed)] = func(*testing.T) *ingest.Set {
+			data := make([]byte, 16*400)
+			r := rand.New(rand.NewPCG(seed, 11))
+			for i := range data {
+				data[i] = byte(r.Uint32())
+			}
+			return spansFromBytes(data)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "samples", "*", "traces.otlp.binpb.gz"))
+	if len(files) < 5 {
+		t.Fatalf("only %d samples", len(files))
+	}
+	for _, f := range files {
+		inputs[filepath.Base(filepath.Dir(f))] = func(t *testing.T) *ingest.Set {
+			set, err := ingest.ReadFiles(context.Background(), []string{f}, nil, ingest.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return set
+		}
+	}
+	for name, load := range inputs {
+		t.Run(name, func(t *testing.T) {
+			set := load(t)
+			batch, err := Infer(context.Background(), set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := json.Marshal(batch)
+			var ids []ingest.TraceID
+			seen := map[ingest.TraceID]bool{}
+			for i := range set.Spans {
+				if id := set.Spans[i].TraceID; !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+			}
+			for _, k := range []int{2, 3, 7} {
+				for seed := range uint64(3) {
+					rng := rand.New(rand.NewPCG(seed, uint64(k)))
+					shardOf := map[ingest.TraceID]int{}
+					for _, id := range ids {
+						shardOf[id] = rng.IntN(k)
+					}
+					sh := shards{of: func(id ingest.TraceID) int { return shardOf[id] }, order: rng.Perm(k)}
+					ix, err := shardedIndex(context.Background(), set, sh)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tp, err := infer(context.Background(), ix)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, _ := json.Marshal(tp)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("%d shards, seed %d: the topology differs from one pass over every trace:\n%s",
+							k, seed, firstDiff(got, want))
+					}
+				}
+			}
+		})
+	}
+}
+
+// firstDiff shows where two JSON documents first differ.
+func firstDiff(got, want []byte) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	lo := max(i-200, 0)
+	return fmt.Sprintf(" got …%s…\nwant …%s…", got[lo:min(i+200, len(got))], want[lo:min(i+200, len(want))])
+}
+
+func synthSet(t *testing.T, reqs []ptrace.Traces) *ingest.Set {
+	var data bytes.Buffer
+	if err := synth.WriteProtoStream(&data, reqs); err != nil {
+		t.Fatal(err)
+	}
+	set := ingest.NewSet()
+	if err := ingest.Decode(context.Background(), set, "synth", &data, ingest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// shardEdgeCases is traces whose inference reads other traces: a breaker's
+// fast failures, requests leaked into another request's context (late, and
+// repeated under an answered parent while their own trace misses them),
+// a parent cycle and a self-parent, spans that name no service, retries
+// across replicas named by other traces' server spans, a CLIENT span
+// with no server child named by the peers other traces answered, and calls
+// of different requests ending at the same instant.
+func shardEdgeCases(*testing.T) *ingest.Set {
+	b := newBuilder()
+	breakerTraffic(b, "ooooo"+"xxx"+"ffffff"+"o"+"oooo"+"xxx"+"ffff"+"x"+"fff"+"oo")
+	for range 3 {
+		b.newTrace()
+		root := b.server(-1, "web", "GET /", 0, 50)
+		_, s := b.call(root, "api", "GET /a", 1, 20, httpStatus(200))
+		b.call(s, "db", "SELECT", 2, 5, httpStatus(200))
+		_, ls := b.call(root, "api", "GET /a", 100, 30, httpStatus(503))
+		b.call(ls, "db", "SELECT", 101, 5, httpStatus(503))
+	}
+	b.newTrace()
+	root := b.server(-1, "web", "GET /", 0, 300)
+	b.call(root, "api", "GET /a", 1, 20, httpStatus(200), method("GET"), target("http://api/a/1"))
+	b.call(root, "api", "GET /a", 60, 10, httpStatus(200), method("GET"), target("http://api/a/1"))
+	b.newTrace()
+	other := b.server(-1, "web", "GET /", 0, 200)
+	b.call(other, "api", "GET /a", 1, 10, httpStatus(503), method("GET"), target("http://api/a/1"))
+	b.newTrace()
+	cyc := b.server(-1, "a", "GET /", 0, 100)
+	_, s1 := b.call(cyc, "b", "GET /b", 10, 50, httpStatus(200))
+	c2 := b.client(s1, "a", 20, 10, httpStatus(200))
+	b.set.Spans[cyc].ParentID = b.set.Spans[c2].SpanID
+	b.newTrace()
+	self := b.server(-1, "c", "GET /c", 0, 10)
+	b.set.Spans[self].ParentID = b.set.Spans[self].SpanID
+	b.newTrace()
+	pp := b.server(-1, "productpage", "GET /", 0, 100)
+	c := b.client(pp, "reviews.default.svc.cluster.local:9080", 1, 50, httpStatus(200))
+	s := b.server(c, "unknown_service", "GET /reviews", 2, 48, httpStatus(200))
+	out := b.add(s, ingest.KindClient, "unknown_service:java", "GET", 3, 20,
+		[]opt{func(set *ingest.Set, sp *ingest.Span) { sp.Peer = set.Intern("ratings:9080") }, httpStatus(200)})
+	b.server(out, "ratings", "GET /ratings", 4, 18, httpStatus(200))
+	// Two calls of other requests end at the same instant, one failed:
+	// which ended last before the third began is the edge's call order.
+	for i, status := range []int{503, 200, 200} {
+		b.newTrace()
+		start := float64(20 * (i / 2))
+		r := b.server(-1, "shop", "GET /cart", start, 15)
+		b.call(r, "store", "GET /item", start+1, 10, httpStatus(status))
+	}
+	route := func(s *ingest.Set, sp *ingest.Span) { sp.Route = s.Intern("/orders/{id}") }
+	for i := range 4 {
+		b.newTrace()
+		root := b.server(-1, "gateway", "GET /", 0, 3000)
+		c1 := b.client(root, "orders:8081", 1, 5, httpStatus(503), target("http://orders:8081/orders/7"), route)
+		if i%2 == 0 {
+			b.server(c1, "orders", "GET /orders/{id}", 1.5, 4, httpStatus(503))
+		}
+		c2 := b.client(root, "orders:8082", 16, 5, httpStatus(429), retryAfter(1000), target("http://orders:8082/orders/7"), route)
+		b.server(c2, "orders", "GET /orders/{id}", 16.5, 4, httpStatus(429))
+		c3 := b.client(root, "orders:8083", 1022, 5, httpStatus(200), target("http://orders:8083/orders/7"), route)
+		if i%2 == 1 {
+			b.server(c3, "orders", "GET /orders/{id}", 1022.5, 4, httpStatus(200))
+		}
+	}
+	return b.set
+}
+
+// manyOrigins is a request answered under one parent and sent again, and
+// the same request failing unretried in 100 other traces, more than
+// maxOrigins: the first 70 of them by trace id gave up before the copy
+// ended (no origin of it), the last 30 waited past it (its origin). Which
+// are kept decides whether the copy leaked, so they must be the same
+// whatever the shards.
+func manyOrigins(*testing.T) *ingest.Set {
+	b := newBuilder()
+	root := b.server(-1, "web", "GET /", 0, 300)
+	b.call(root, "api", "GET /a", 1, 20, httpStatus(200), method("GET"), target("http://api/a/1"))
+	b.call(root, "api", "GET /a", 60, 10, httpStatus(200), method("GET"), target("http://api/a/1"))
+	for i := range 100 {
+		b.newTrace()
+		ends := 40.0
+		if i >= 70 {
+			ends = 200
+		}
+		other := b.server(-1, "web", "GET /", 0, ends)
+		b.call(other, "api", "GET /a", 1, 10, httpStatus(503), method("GET"), target("http://api/a/1"))
+	}
+	return b.set
+}
