@@ -36,34 +36,40 @@ const (
 	jobDone
 )
 
-// job is one attempt being served by a service.
+// job is one attempt being served by a service. It holds no pointer (its
+// failure model is an index), so the slab is never scanned by the
+// garbage collector and writing a job needs no write barrier; the fields
+// go by size, 104 bytes with no padding but the end's.
 type job struct {
-	att      int32 // the attempt it answers
-	svc, op  int32
-	pool     int32   // the pool (node or replica) that serves it
-	part     int32   // its shard or replica, as the faults see it
 	start    float64 // when a worker took it
 	selfEnd  float64 // when its own service time ended (calling and later)
 	deadline float64 // absolute; +Inf without propagation
 	// useful is the work of its downstream calls that succeeded and was
 	// handed to it: it reaches the root with the job's answer, or is wasted.
-	useful     float64
+	useful float64
+	ownRA  float64 // the Retry-After of its own outcome (drawn)
+	att    int32   // the attempt it answers
+	svc    int32
+	op     int32
+	pool   int32 // the pool (node or replica) that serves it
+	part   int32 // its shard or replica, as the faults see it
+	// fail is the failure model of the edge (or root operation) the job
+	// answers, an index into sim.fails: 0 for none.
+	fail       int32
 	nextEdge   int32 // sequential calls: index into the op's Calls
 	repeatLeft int32
 	pending    int32
-	attemptNo  int16
-	state      jobState
-	failed     bool
-	clientErr  bool // failed because a call ended in a client error
-	cancelled  bool
 	gen        int32
-	// fail is the failure model of the edge (or root operation) the job
-	// answers, nil for none.
-	fail *Failures
+	// root and rootGen name the root request's call the job serves.
+	root, rootGen int32
+	attemptNo     int16
+	state         jobState
+	failed        bool
+	clientErr     bool // failed because a call ended in a client error
+	cancelled     bool
 	// own is the job's own outcome when drawn before its calls (drawn).
 	own   outcome
 	drawn bool
-	ownRA float64
 	// afterFailure: the request had failed on this edge when this arrived.
 	afterFailure bool
 	// afterRun: else, the latest call of another request to end on the
@@ -71,8 +77,6 @@ type job struct {
 	afterRun bool
 	// afterOther: else, it had failed on another edge.
 	afterOther bool
-	// root and rootGen name the root request's call the job serves.
-	root, rootGen int32
 	// afterDown: the attempt before it failed because of the callee's calls.
 	afterDown bool
 }
@@ -236,8 +240,12 @@ type sim struct {
 	// lastEnded: per edge, how its latest calls to end had ended (see
 	// edgeRun).
 	lastEnded []edgeRun
-	entryCDF  []float64
-	ends      int // events processed
+	// fails are the model's failure models, fails[0] nil for none;
+	// entryFail and edgeFail index them per root operation and per edge.
+	fails               []*Failures
+	entryFail, edgeFail []int32
+	entryCDF            []float64
+	ends                int // events processed
 
 	// arrivalEnd is when root arrivals stop: the run's duration, or later
 	// while the verdict needs more time (see tick), by at most maxExt.
@@ -300,6 +308,20 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	s.budgets = make([]Budget, len(m.Edges))
 	s.breakers = make([]*Breaker, len(m.Edges))
 	s.lastEnded = make([]edgeRun, len(m.Edges))
+	s.fails = []*Failures{nil}
+	failIndex := func(f *Failures) int32 {
+		if f == nil {
+			return 0
+		}
+		s.fails = append(s.fails, f)
+		return int32(len(s.fails) - 1)
+	}
+	for _, e := range m.Entry {
+		s.entryFail = append(s.entryFail, failIndex(e.Fail))
+	}
+	for _, e := range m.Edges {
+		s.edgeFail = append(s.edgeFail, failIndex(e.Fail))
+	}
 	for i, e := range m.Edges {
 		switch {
 		case e.Policy.Budget.Kind == BudgetNone:
@@ -678,7 +700,10 @@ func (s *sim) arrive(ai int32) {
 			return
 		}
 	}
-	pi := part % int32(len(st.pools))
+	pi := part
+	if n := int32(len(st.pools)); pi >= n {
+		pi %= n // several parts to a pool (the division only then)
+	}
 	p := &st.pools[pi]
 	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
 		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
@@ -693,9 +718,9 @@ func (s *sim) arrive(ai int32) {
 		// is sooner than the call's.
 		deadline = a.deadline
 	}
-	fail := s.m.Entry[c.entry].Fail
+	fail := s.entryFail[c.entry]
 	if c.edge >= 0 {
-		fail = s.m.Edges[c.edge].Fail
+		fail = s.edgeFail[c.edge]
 	}
 	var root, rootGen int32
 	var same, other bool
@@ -776,7 +801,7 @@ func (s *sim) begin(ji, svc, pi int32) {
 	j.start = s.now
 	op := &sv.Ops[j.op]
 	dist := op.Time
-	if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
+	if j.fail != 0 && (op.FailTime != nil || op.FailFast > 0) {
 		// The job's own outcome decides how long it works (an error is
 		// often answered fast) and whether it calls anything.
 		j.own, j.ownRA = s.drawOwn(j)
@@ -878,7 +903,7 @@ func (s *sim) startCall(ji, e int32) {
 func (s *sim) complete(ji int32) {
 	j := &s.jobs[ji]
 	o, retryAfter := outOK, 0.0
-	if j.failed || j.fail != nil { // else it succeeds: no failure model
+	if j.failed || j.fail != 0 { // else it succeeds: no failure model
 		o, retryAfter = s.ownOutcome(ji)
 		j = &s.jobs[ji]
 	}
