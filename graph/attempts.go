@@ -106,8 +106,14 @@ func classify(ix *index, client, server int32) (outcome, label) {
 		return outcomeRetryable, labelTransport
 	}
 	httpStatus, grpcStatus := sp.HTTPStatus, sp.GRPCStatus
-	if httpStatus == 0 && grpcStatus == ingest.Absent && sp.Status != ingest.StatusError && server >= 0 {
-		// The client span says nothing of the answer: take the server's word.
+	httpClient := sp.Kind == ingest.KindClient && httpMethod(ix.str(sp.Method))
+	if httpStatus == 0 && grpcStatus == ingest.Absent && sp.Status != ingest.StatusError && server >= 0 && !httpClient {
+		// The client span says nothing of the answer: take the server's
+		// word. Not an HTTP client's: it records the status of every
+		// answer it gets, so none means none reached it (below), whatever
+		// the server says it sent: a slow answer the client had given up
+		// on (fetch aborted by its timeout), or the status a server span
+		// ends with when its client hangs up (200 in Node's http).
 		httpStatus, grpcStatus = ix.spans[server].HTTPStatus, ix.spans[server].GRPCStatus
 	}
 	switch {
@@ -142,7 +148,7 @@ func classify(ix *index, client, server int32) (outcome, label) {
 			return outcomeRetryable, labelTimeout
 		}
 		return outcomeRetryable, labelTransport
-	case sp.Kind == ingest.KindClient && httpMethod(ix.str(sp.Method)):
+	case httpClient:
 		// An HTTP client records the status of every answer it gets: none
 		// means none came (fetch, ky and undici end a timed-out request's
 		// span so, with status Unset).

@@ -151,12 +151,18 @@ type abandonedAttempt struct {
 // abandoned reports whether a failed attempt was given up on: its error
 // says it timed out or was cancelled (gRPC DEADLINE_EXCEEDED or
 // CANCELLED), an HTTP client got no answer, or the callee went on working
-// after the client span ended. An error returned after a fixed delay is
+// after a client span that records no answer's status ended. An error returned after a fixed delay is
 // none of these: a callee that fails slowly has no timeout.
 func (ix *index) abandoned(a attempt) bool {
 	switch a.status {
 	case labelTimeout, labelNoResponse, grpcLabel(4), grpcLabel(1): // DEADLINE_EXCEEDED, CANCELLED
 		return true
+	}
+	if ix.spans[a.span].HTTPStatus != 0 {
+		// The client recorded the status it was answered with: an answer
+		// reached it, whenever the callee's span says it ended (a busy
+		// callee host ends its span after the response has gone).
+		return false
 	}
 	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > ix.spans[a.span].End+overlapTolerance
 }

@@ -39,6 +39,84 @@ func TestPerTryTimeouts(t *testing.T) {
 			},
 		},
 		{
+			// Node's fetch aborted by its timeout against an instrumented
+			// callee: the callee's SERVER span says 200 (the answer it sent
+			// after the client had gone, or the status Node's http server
+			// span ends with when the client hangs up), the client span
+			// has no status code: no answer reached the client.
+			name: "HTTP client timeouts with status Unset against a callee whose span says 200",
+			build: func(b *builder) {
+				sequential(b, 4, "front", func(root, i int) {
+					c := b.client(root, "pricing", 10, 150+0.2*float64(i), method("GET"), target("http://pricing/p/1"))
+					b.server(c, "pricing", "GET /p/:sku", 10.5, 150.5+float64(100*(i%2)), httpStatus(200))
+					b.call(root, "pricing", "GET /p/:sku", 190, 20, httpStatus(200), method("GET"), target("http://pricing/p/1"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "front", "pricing")
+				wantShape(t, e, shape{Calls: 4, Attempts: 8, Hist: []int{0, 4}, Retries: true, Max: 2, Retried: []string{"no response"}, NotRetry: none, Evidence: "timing"})
+				wantPtr(t, "per-try timeout", e.PerTryTimeoutMS, 150)
+				wantEq(t, "leaks", tp.Source.ContextLeaks, 0)
+			},
+		},
+		{
+			// A busy callee host ends its SERVER span after its answer
+			// reached the client: the 503s were answered, not abandoned,
+			// and say nothing of a timeout.
+			name: "answered 503s whose callee span ends after the client's beside timeouts at 150ms",
+			build: func(b *builder) {
+				sequential(b, 6, "front", func(root, i int) {
+					if i%3 == 0 {
+						c := b.client(root, "pricing", 1, 4+float64(i), httpStatus(503), method("GET"))
+						b.server(c, "pricing", "GET /p/:sku", 1.5, 6+float64(i), httpStatus(503))
+					}
+					b.client(root, "pricing", 20, 150+0.2*float64(i), method("GET"))
+					b.call(root, "pricing", "GET /p/:sku", 200, 20, httpStatus(200), method("GET"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantPtr(t, "per-try timeout", edge(t, tp, "front", "pricing").PerTryTimeoutMS, 150)
+			},
+		},
+		{
+			// A timer never fires early; on a busy host it fires late.
+			name: "HTTP client timeouts at 150ms with a thin tail of late ones",
+			build: func(b *builder) {
+				late := []float64{0, 0.4, 0.8, 1.2, 0.3, 0.6, 1.5, 1.1, 0.2, 14, 31, 52, 118}
+				sequential(b, len(late), "front", func(root, i int) {
+					b.client(root, "pricing", 10, 150+late[i], method("GET"))
+					b.call(root, "pricing", "GET /p/:sku", 300, 20, httpStatus(200), method("GET"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantPtr(t, "per-try timeout", edge(t, tp, "front", "pricing").PerTryTimeoutMS, 150)
+			},
+		},
+		{
+			name: "HTTP clients giving up at no particular time have no timeout",
+			build: func(b *builder) {
+				sequential(b, 12, "front", func(root, i int) {
+					b.client(root, "pricing", 10, 100+float64(37*i), method("GET"))
+					b.call(root, "pricing", "GET /p/:sku", 600, 20, httpStatus(200), method("GET"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantNil(t, "per-try timeout", edge(t, tp, "front", "pricing").PerTryTimeoutMS)
+			},
+		},
+		{
+			name: "two per-try timeouts, 150ms and 190ms, are no one timeout",
+			build: func(b *builder) {
+				sequential(b, 12, "front", func(root, i int) {
+					b.client(root, "pricing", 10, 150+float64(40*(i%3/2))+0.1*float64(i), method("GET"))
+					b.call(root, "pricing", "GET /p/:sku", 600, 20, httpStatus(200), method("GET"))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantNil(t, "per-try timeout", edge(t, tp, "front", "pricing").PerTryTimeoutMS)
+			},
+		},
+		{
 			name: "an inner edge cut by the outer caller's 150ms per-try timeout has no timeout of its own",
 			build: func(b *builder) {
 				sequential(b, 4, "edge", func(root, i int) {

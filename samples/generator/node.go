@@ -21,7 +21,22 @@ import (
 // generator writes the trace files as for every other scenario. Running
 // them needs node and `npm ci` in each directory (make samples-node); the
 // tests read only the committed files.
-var nodeScenarios = []string{"undici-retryagent"}
+var nodeScenarios = []nodeScenario{
+	{Name: "undici-retryagent", Dir: "undici-retryagent"},
+	// fetch aborted through an AbortController and a timer, as ky does:
+	// the CLIENT span ends with status Unset and no status code.
+	{Name: "fetch-timeout", Dir: "fetch-timeout", Env: []string{"TIMEOUT_STYLE=controller"}},
+	// fetch with AbortSignal.timeout: status Error, "The operation was
+	// aborted due to timeout".
+	{Name: "fetch-timeout-signal", Dir: "fetch-timeout", Env: []string{"TIMEOUT_STYLE=signal"}},
+}
+
+// nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO
+// set to Name and the environment Env added.
+type nodeScenario struct {
+	Name, Dir string
+	Env       []string
+}
 
 // nodeTruth is truth.json of a Node scenario: the Go scenarios' fields and
 // what only these scenarios show. Decoding rejects unknown fields, so the
@@ -75,11 +90,15 @@ type nodeEdge struct {
 	// AfterCallerGaveUp counts retries that started after the request
 	// that made them had been answered.
 	AfterCallerGaveUp int `json:"retries_after_caller_gave_up"`
+	// TimedOutAttempts counts the attempts the caller's per-try timeout
+	// ended; TimedOutMS is the range of their durations as it measured them.
+	TimedOutAttempts int         `json:"timed_out_attempts,omitempty"`
+	TimedOutMS       *[2]float64 `json:"timed_out_ms,omitempty"`
 }
 
-// runNode runs Node scenario name from dir (node/<name>) and writes its files
-// into out/<name>/.
-func runNode(ctx context.Context, name, dir, out string) (string, error) {
+// runNode runs Node scenario sc and writes its files into out/<sc.Name>/.
+func runNode(ctx context.Context, sc nodeScenario, out string) (string, error) {
+	name, dir := sc.Name, filepath.Join("node", sc.Dir)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
 		return "", fmt.Errorf("%s: no node_modules (run `npm ci` there, or make samples-node): %w", dir, err)
 	}
@@ -97,7 +116,7 @@ func runNode(ctx context.Context, name, dir, out string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, "node", "main.js")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+rc.url, "TRUTH_OUT="+truthPath)
+	cmd.Env = append(append(os.Environ(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+rc.url, "TRUTH_OUT="+truthPath, "SCENARIO="+name), sc.Env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	runErr := cmd.Run()
 	requests := rc.stop()

@@ -18,10 +18,11 @@ import (
 // many callee SERVER spans as the caller made attempts, whatever trace
 // they landed in.
 func TestNodeSamples(t *testing.T) {
-	for _, name := range nodeScenarios {
+	for _, sc := range nodeScenarios {
+		name := sc.Name
 		t.Run(name, func(t *testing.T) {
 			for _, f := range []string{"main.js", "package.json", "package-lock.json"} {
-				if _, err := os.Stat(filepath.Join("node", name, f)); err != nil {
+				if _, err := os.Stat(filepath.Join("node", sc.Dir, f)); err != nil {
 					t.Error(err)
 				}
 			}
