@@ -170,7 +170,8 @@ func httpMethod(m string) bool {
 // isTimeout recognises timeouts and abandoned requests by the words
 // instrumentations use for them.
 func isTimeout(ix *index, sp *ingest.Span) bool {
-	for _, s := range []string{ix.str(sp.StatusMessage), ix.str(sp.ErrorType)} {
+	x := ix.set.Extra(sp)
+	for _, s := range []string{ix.str(x.StatusMessage), ix.str(x.ErrorType)} {
 		s = strings.ToLower(s)
 		for _, w := range []string{"timeout", "deadline", "timed out", "cancel", "abort"} {
 			if strings.Contains(s, w) {
@@ -365,10 +366,10 @@ func (ix *index) newAttempt(client, server int32) attempt {
 	sp := &ix.spans[client]
 	o, status := classify(ix, client, server)
 	a := attempt{span: client, server: server, outcome: o, status: status,
-		retryAfter: sp.RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), req: client}
+		retryAfter: ix.set.Extra(sp).RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), req: client}
 	a.transport = o == outcomeRetryable && (sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent || status == labelTransport)
 	if a.retryAfter == ingest.Absent && server >= 0 {
-		a.retryAfter = ix.spans[server].RetryAfterMS
+		a.retryAfter = ix.set.Extra(&ix.spans[server]).RetryAfterMS
 	}
 	if !a.idemKey && server >= 0 {
 		a.idemKey = ix.spans[server].Has(ingest.FlagIdempotencyKey)
@@ -461,7 +462,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		if !isAttempt(sp) || ix.leaked[c] {
 			continue
 		}
-		if sp.PrevAttempts != ingest.Absent && isAttempt(&ix.spans[p]) {
+		if ix.set.Extra(sp).PrevAttempts != ingest.Absent && isAttempt(&ix.spans[p]) {
 			continue // an attempt of p's call, counted by grpcCall under p's parent
 		}
 		if sp.Has(ingest.FlagProxy) && isAttempt(&ix.spans[p]) && ix.spans[p].Service == sp.Service {
@@ -475,7 +476,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 				tries = sub
 			}
 		}
-		if len(tries) > 1 || len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
+		if len(tries) > 1 || len(tries) == 1 && ix.set.Extra(&ix.spans[tries[0]]).RetryCount > 0 {
 			pc := ix.proxyCall(names, p, c, tries)
 			g := groupOf(groupKey{pc.callee, pc.clientOp})
 			g.calls = joinProxy(ix, g.calls, pc)
@@ -490,7 +491,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		if len(tries) == 1 && len(servers) == 0 {
 			servers = ix.serverChildren(tries[0]) // one try through the sidecar: the application's attempt
 		}
-		if len(servers) > 1 && sameOperation(ix, servers) || sp.RetryCount > 0 {
+		if len(servers) > 1 && sameOperation(ix, servers) || ix.set.Extra(sp).RetryCount > 0 {
 			out = append(out, ix.belowCall(names, p, c, servers))
 			continue
 		}
@@ -524,13 +525,14 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 // that call's last attempt failed; it hedges that call when it overlaps an
 // attempt for the same request; otherwise it starts a new call.
 func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall func() *call) []*call {
+	resend := ix.set.Extra(sp).ResendCount
 	// start begins a new call with a; a resend count says how many
 	// attempts before it were not exported.
 	start := func() []*call {
 		c := newCall()
-		if sp.ResendCount > 0 {
+		if resend > 0 {
 			ix.rename(c, func(n *callName) { n.evidence = "markers" })
-			c.missing = int32(sp.ResendCount)
+			c.missing = int32(resend)
 		}
 		a.nth = c.missing
 		c.attempts = append(c.attempts, a)
@@ -544,14 +546,14 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 	prevTarget, prevPeer, prevRoute := ix.request(prev)
 	target, peer, route := ix.request(&a)
 	switch {
-	case sp.ResendCount != ingest.Absent:
-		if sp.ResendCount == 0 || prev.outcome == outcomeOK {
+	case resend != ingest.Absent:
+		if resend == 0 || prev.outcome == outcomeOK {
 			// A resend never follows a success: its predecessors were
 			// not exported.
 			return start()
 		}
 		ix.rename(cur, func(n *callName) { n.evidence = "markers" })
-		if gap := int32(sp.ResendCount) - int32(len(cur.attempts)) - cur.missing; gap > 0 {
+		if gap := int32(resend) - int32(len(cur.attempts)) - cur.missing; gap > 0 {
 			cur.missing += gap
 		}
 	case ix.spans[prev.span].End <= ix.spans[a.span].Start+overlapTolerance:
@@ -632,7 +634,7 @@ const overlapTolerance = 50_000 // ns
 func (ix *index) markedAttemptChildren(c int32) []int32 {
 	var out []int32
 	for _, k := range ix.kids(c) {
-		if ix.spans[k].PrevAttempts != ingest.Absent {
+		if ix.set.Extra(&ix.spans[k]).PrevAttempts != ingest.Absent {
 			out = append(out, k)
 		}
 	}
@@ -668,12 +670,14 @@ func (cl *call) nameBy(ix *index, names *naming, first bool, c, server int32, na
 // grpcCall builds a call from grpc-go's per-attempt spans under CLIENT span c.
 func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 	cl := ix.newCall(call{from: p, callName: ix.name(callName{method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"})})
-	slices.SortFunc(atts, func(a, b int32) int { return int(ix.spans[a].PrevAttempts) - int(ix.spans[b].PrevAttempts) })
+	slices.SortFunc(atts, func(a, b int32) int {
+		return int(ix.set.Extra(&ix.spans[a]).PrevAttempts) - int(ix.set.Extra(&ix.spans[b]).PrevAttempts)
+	})
 	named := false
 	for i, k := range atts {
 		server := ix.firstServer(k)
 		a := ix.newAttempt(k, server)
-		a.nth = int32(ix.spans[k].PrevAttempts)
+		a.nth = int32(ix.set.Extra(&ix.spans[k]).PrevAttempts)
 		if a.outcome == outcomeOK && ix.spans[k].Status == ingest.StatusUnset && ix.spans[k].GRPCStatus == ingest.Absent {
 			// Attempt spans often carry no status of their own: the call's
 			// status holds for the last attempt, and earlier ones failed.
@@ -686,7 +690,7 @@ func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 		named = cl.nameBy(ix, names, i == 0, c, server, named)
 		cl.attempts = append(cl.attempts, a)
 	}
-	if want := int(ix.spans[atts[len(atts)-1]].PrevAttempts) + 1; want > len(atts) {
+	if want := int(ix.set.Extra(&ix.spans[atts[len(atts)-1]]).PrevAttempts) + 1; want > len(atts) {
 		cl.missing = int32(want - len(atts))
 	}
 	return cl
@@ -711,7 +715,7 @@ func (ix *index) sidecarTries(c int32) []int32 {
 // and a single sidecar span carrying an attempt count stands for that many
 // tries. The retries are the proxy's, not the application's.
 func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
-	if len(tries) == 1 && ix.spans[tries[0]].RetryCount > 0 {
+	if len(tries) == 1 && ix.set.Extra(&ix.spans[tries[0]]).RetryCount > 0 {
 		cl := ix.belowCall(names, p, tries[0], ix.serverChildren(tries[0]))
 		ix.rename(cl, func(n *callName) { n.clientOp = ix.clientOpName(c) })
 		cl.app, cl.appAttempts, cl.proxyMost = c, 1, int32(len(cl.attempts))+cl.missing
@@ -725,7 +729,7 @@ func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
 		server := ix.firstServer(k)
 		a := ix.newAttempt(k, server)
 		a.nth = int32(i)
-		if rc := ix.spans[k].RetryCount; rc != ingest.Absent && len(tries) > 1 {
+		if rc := ix.set.Extra(&ix.spans[k]).RetryCount; rc != ingest.Absent && len(tries) > 1 {
 			a.nth = int32(rc)
 		}
 		named = cl.nameBy(ix, names, i == 0, k, server, named)
@@ -784,8 +788,9 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		// retry.count is untrusted input: stand in at most maxSynthetic
 		// attempts for it and count the rest as missing, so a hostile span
 		// cannot make inference allocate without bound.
-		tries := min(int(sp.RetryCount)+1, maxSynthetic)
-		cl.missing = int32(int(sp.RetryCount) + 1 - tries)
+		retries := int(ix.set.Extra(sp).RetryCount)
+		tries := min(retries+1, maxSynthetic)
+		cl.missing = int32(retries + 1 - tries)
 		for i := 0; i < tries; i++ {
 			a := ix.newAttempt(c, -1)
 			if i < tries-1 {
@@ -800,7 +805,7 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	}
 	n.callee, n.op = names.resolve(ix, c, servers[0])
 	cl.callName = ix.name(n)
-	if tries := int(sp.RetryCount) + 1; tries > len(servers) {
+	if tries := int(ix.set.Extra(sp).RetryCount) + 1; tries > len(servers) {
 		cl.missing = int32(tries - len(servers))
 	}
 	for i, s := range servers {
@@ -811,7 +816,7 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 			nth = -1 // which attempts are missing is unknown
 		}
 		cl.attempts = append(cl.attempts, attempt{span: s, server: s, outcome: o, status: status,
-			retryAfter: srv.RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
+			retryAfter: ix.set.Extra(srv).RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
 	return cl
 }

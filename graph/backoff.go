@@ -103,6 +103,11 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	// a fixed time even if others are jittered.
 	steadyAt := make([]bool, len(idx))
 	for k, w := range idx {
+		if tol >= w.med {
+			// The edge's own noise is as large as the waits: no spread
+			// they could show, from none to full jitter, stands out of it.
+			continue
+		}
 		near, floor := 0, 0
 		for _, x := range gaps[k] {
 			if math.Abs(x-w.med) <= tol {

@@ -141,7 +141,8 @@ func (ix *index) refused(c *call) bool {
 			return false
 		}
 		sp := &ix.spans[a.span]
-		msg := strings.ToLower(ix.str(sp.StatusMessage) + " " + ix.str(sp.ErrorType))
+		x := ix.set.Extra(sp)
+		msg := strings.ToLower(ix.str(x.StatusMessage) + " " + ix.str(x.ErrorType))
 		if !strings.Contains(msg, "circuit") && !strings.Contains(msg, "breaker") {
 			return false
 		}

@@ -21,8 +21,8 @@ func TestCalibrationStats(t *testing.T) {
 	for i := range 10 {
 		b.newTrace()
 		start := float64(100 * i)
-		root := b.server(-1, "api", "GET /x", start, 20, func(s *ingest.Set, sp *ingest.Span) {
-			s.SetSampling(sp, ingest.Sampling{P: 0.25, Source: ingest.SampledTraceState})
+		root := b.server(-1, "api", "GET /x", start, 20, func(s *ingest.Set, sp *ingest.Record) {
+			s.SetSampling(&sp.Span, ingest.Sampling{P: 0.25, Source: ingest.SampledTraceState})
 		})
 		if i < 3 {
 			b.set.Spans[root].End = at(start + 80)
@@ -190,9 +190,9 @@ func TestSamplingWeights(t *testing.T) {
 			b := newBuilder()
 			for i, p := range c.probs {
 				b.newTrace()
-				b.server(-1, "api", "GET /", float64(10*i), 1, func(s *ingest.Set, sp *ingest.Span) {
+				b.server(-1, "api", "GET /", float64(10*i), 1, func(s *ingest.Set, sp *ingest.Record) {
 					if p > 0 || c.source == ingest.SampledRateLimited {
-						s.SetSampling(sp, ingest.Sampling{P: p, Source: c.source})
+						s.SetSampling(&sp.Span, ingest.Sampling{P: p, Source: c.source})
 					}
 				})
 			}

@@ -25,7 +25,7 @@ type builder struct {
 }
 
 // opt sets an attribute of a span being built.
-type opt func(*ingest.Set, *ingest.Span)
+type opt func(*ingest.Set, *ingest.Record)
 
 func newBuilder() *builder {
 	b := &builder{set: ingest.NewSet()}
@@ -44,10 +44,8 @@ func at(ms float64) int64 { return t0 + int64(ms*1e6) }
 
 func (b *builder) add(parent int, kind ingest.Kind, svc, name string, start, dur float64, opts []opt) int {
 	b.spans++
-	sp := ingest.Span{TraceID: b.trace, Kind: kind, Service: b.set.Intern(svc), Name: b.set.Intern(name),
-		Start: at(start), End: at(start + dur),
-		GRPCStatus: ingest.Absent, ResendCount: ingest.Absent, PrevAttempts: ingest.Absent,
-		RetryCount: ingest.Absent, RetryAfterMS: ingest.Absent}
+	sp := ingest.Record{Span: ingest.Span{TraceID: b.trace, Kind: kind, Service: b.set.Intern(svc), Name: b.set.Intern(name),
+		Start: at(start), End: at(start + dur), GRPCStatus: ingest.Absent}, SpanExtra: ingest.NoExtra}
 	binary.BigEndian.PutUint64(sp.SpanID[:], b.spans)
 	if parent >= 0 {
 		sp.ParentID = b.set.Spans[parent].SpanID
@@ -56,7 +54,7 @@ func (b *builder) add(parent int, kind ingest.Kind, svc, name string, start, dur
 	for _, o := range opts {
 		o(b.set, &sp)
 	}
-	b.set.Spans = append(b.set.Spans, sp)
+	b.set.Append(sp)
 	return len(b.set.Spans) - 1
 }
 
@@ -69,7 +67,7 @@ func (b *builder) server(parent int, svc, op string, start, dur float64, opts ..
 // unless opts say otherwise.
 func (b *builder) client(parent int, peer string, start, dur float64, opts ...opt) int {
 	svc := b.set.Str(b.set.Spans[parent].Service)
-	opts = append([]opt{func(s *ingest.Set, sp *ingest.Span) { sp.Peer = s.Intern(peer) }}, opts...)
+	opts = append([]opt{func(s *ingest.Set, sp *ingest.Record) { sp.Peer = s.Intern(peer) }}, opts...)
 	return b.add(parent, ingest.KindClient, svc, "GET", start, dur, opts)
 }
 
@@ -93,7 +91,7 @@ func (b *builder) infer() *Topology {
 }
 
 func httpStatus(code int) opt {
-	return func(_ *ingest.Set, sp *ingest.Span) {
+	return func(_ *ingest.Set, sp *ingest.Record) {
 		sp.HTTPStatus = uint16(code)
 		if code >= 500 {
 			sp.Status = ingest.StatusError
@@ -102,7 +100,7 @@ func httpStatus(code int) opt {
 }
 
 func grpcCode(code int) opt {
-	return func(_ *ingest.Set, sp *ingest.Span) {
+	return func(_ *ingest.Set, sp *ingest.Record) {
 		sp.GRPCStatus = int8(code)
 		if code != 0 {
 			sp.Status = ingest.StatusError
@@ -113,35 +111,37 @@ func grpcCode(code int) opt {
 // failed marks the span as an error with a message and no status code: a
 // transport error or a timeout.
 func failed(msg string) opt {
-	return func(s *ingest.Set, sp *ingest.Span) {
+	return func(s *ingest.Set, sp *ingest.Record) {
 		sp.Status = ingest.StatusError
 		sp.StatusMessage = s.Intern(msg)
 	}
 }
 
-func statusOK() opt { return func(_ *ingest.Set, sp *ingest.Span) { sp.Status = ingest.StatusOK } }
+func statusOK() opt { return func(_ *ingest.Set, sp *ingest.Record) { sp.Status = ingest.StatusOK } }
 
 // target sets the request identity (URL or statement) hash.
 func target(id string) opt {
-	return func(_ *ingest.Set, sp *ingest.Span) {
+	return func(_ *ingest.Set, sp *ingest.Record) {
 		h := fnv.New64a()
 		h.Write([]byte(id))
 		sp.Target = h.Sum64()
 	}
 }
 
-func name(n string) opt   { return func(s *ingest.Set, sp *ingest.Span) { sp.Name = s.Intern(n) } }
-func method(m string) opt { return func(s *ingest.Set, sp *ingest.Span) { sp.Method = s.Intern(m) } }
-func resend(n int) opt    { return func(_ *ingest.Set, sp *ingest.Span) { sp.ResendCount = int16(n) } }
+func name(n string) opt   { return func(s *ingest.Set, sp *ingest.Record) { sp.Name = s.Intern(n) } }
+func method(m string) opt { return func(s *ingest.Set, sp *ingest.Record) { sp.Method = s.Intern(m) } }
+func resend(n int) opt    { return func(_ *ingest.Set, sp *ingest.Record) { sp.ResendCount = int16(n) } }
 func prevAttempts(n int) opt {
-	return func(_ *ingest.Set, sp *ingest.Span) { sp.PrevAttempts = int16(n) }
+	return func(_ *ingest.Set, sp *ingest.Record) { sp.PrevAttempts = int16(n) }
 }
-func retryCount(n int) opt { return func(_ *ingest.Set, sp *ingest.Span) { sp.RetryCount = int16(n) } }
+func retryCount(n int) opt {
+	return func(_ *ingest.Set, sp *ingest.Record) { sp.RetryCount = int16(n) }
+}
 func retryAfter(ms int) opt {
-	return func(_ *ingest.Set, sp *ingest.Span) { sp.RetryAfterMS = int32(ms) }
+	return func(_ *ingest.Set, sp *ingest.Record) { sp.RetryAfterMS = int32(ms) }
 }
 func idemKey() opt {
-	return func(_ *ingest.Set, sp *ingest.Span) { sp.Flags |= ingest.FlagIdempotencyKey }
+	return func(_ *ingest.Set, sp *ingest.Record) { sp.Flags |= ingest.FlagIdempotencyKey }
 }
 
 // chain adds a retried call under parent: attempt k+1 fails with a 503

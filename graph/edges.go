@@ -144,7 +144,8 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 // on rather than answered with an error.
 type abandonedAttempt struct {
 	ms       float64
-	named    bool // its error says timeout, deadline or cancel
+	named    bool // it ended with a status (not a bare reset or no answer)
+	timedOut bool // its error says timeout, deadline or cancel
 	byCaller bool // it ended when the caller's own attempt did
 }
 
@@ -187,14 +188,16 @@ func (ix *index) endsWithCaller(from int32, end int64) bool {
 // a tail of later attempts, at most half as many as the cluster and
 // thinning out (no window of it holds three and a quarter of the
 // cluster's count: that would be a second timeout), is the same timeout
-// fired late. When attempts that
-// name a timeout form a cluster, refusals and resets do not count.
-// Abandoned attempts that mostly (four in five) ended with their caller's
-// own attempt are the caller's deadline propagated, not a timeout of this
-// edge, whether or not they cluster (a call made later in the request is
-// cut sooner): it returns no timeout and how many attempts it cut.
-// longestOK is the longest successful attempt (negative when none).
-func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (*float64, int) {
+// fired late. When attempts that name a timeout form a cluster, refusals
+// and resets do not count. Abandoned attempts that mostly (four in five)
+// ended with their caller's own attempt are the caller's deadline
+// propagated, not a timeout of this edge, whether or not they cluster (a
+// call made later in the request is cut sooner): it returns no timeout
+// and how many attempts it cut. Attempts that name a timeout but were cut
+// at no one duration leave the timeout unknown: it returns how many there
+// were (undecided). longestOK is the longest successful attempt (negative
+// when none).
+func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (timeout *float64, cut, undecided int) {
 	byCaller := 0
 	for _, a := range abandoned {
 		if a.byCaller {
@@ -202,35 +205,44 @@ func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (*float64, i
 		}
 	}
 	if byCaller > 0 && byCaller*5 >= len(abandoned)*4 {
-		return nil, byCaller
+		return nil, byCaller, 0
 	}
 	if named := slices.DeleteFunc(slices.Clone(abandoned), func(a abandonedAttempt) bool { return !a.named }); len(named) >= 2 {
 		abandoned = named
 	}
+	unknown := 0 // said when no one timeout shows: unknown where they said they timed out
+	for _, a := range abandoned {
+		if a.timedOut {
+			unknown++
+		}
+	}
+	if unknown < 2 {
+		unknown = 0
+	}
 	if len(abandoned) < 2 {
-		return nil, 0
+		return nil, 0, 0
 	}
 	slices.SortFunc(abandoned, func(a, b abandonedAttempt) int { return cmp.Compare(a.ms, b.ms) })
 	lo, size := densest(abandoned)
 	cluster := abandoned[lo : lo+size]
 	if size < 2 {
-		return nil, 0
+		return nil, 0, unknown
 	}
 	hi := cluster[size-1].ms
 	if after := abandoned[lo+size:]; len(after) > 0 {
 		// Attempts abandoned later than the cluster: timers fired late
 		// if they are few and sparse; otherwise no one timeout.
 		if 2*len(after) > size {
-			return nil, 0
+			return nil, 0, unknown
 		}
 		if _, n := densest(after); n >= 3 && 4*n >= size {
-			return nil, 0 // a cluster of their own: another timeout
+			return nil, 0, unknown // a cluster of their own: another timeout
 		}
 	}
 	if longestOK > hi {
-		return nil, 0 // a success outlasted the supposed timeout
+		return nil, 0, 0 // a success outlasted the supposed timeout
 	}
-	return ptr(round3(cluster[0].ms)), 0
+	return ptr(round3(cluster[0].ms)), 0, 0
 }
 
 // densest returns the densest window [d, d+w(d)] of sorted abandoned

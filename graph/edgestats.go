@@ -126,6 +126,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.longestOK = max(st.longestOK, float64(ix.spans[a.span].Duration())/1e6)
 		case a.outcome.failed() && ix.abandoned(a):
 			st.abandoned = append(st.abandoned, abandonedAttempt{ms: float64(ix.spans[a.span].Duration()) / 1e6, named: a.status != labelNoResponse && a.status != labelTransport,
+				timedOut: a.status == labelTimeout || a.status == grpcLabel(4) || a.status == grpcLabel(1), // DEADLINE_EXCEEDED, CANCELLED
 				byCaller: ix.endsWithCaller(c.from, ix.spans[a.span].End)})
 		}
 		if callerAttempt >= 0 && ix.spans[a.span].Start > ix.spans[callerAttempt].End {
@@ -340,9 +341,9 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	// The attempts in one order whatever the order they were gathered in.
 	abandoned := slices.Clone(st.abandoned)
 	slices.SortFunc(abandoned, func(a, b abandonedAttempt) int {
-		return cmp.Or(cmp.Compare(a.ms, b.ms), cmpBool(a.named, b.named), cmpBool(a.byCaller, b.byCaller))
+		return cmp.Or(cmp.Compare(a.ms, b.ms), cmpBool(a.named, b.named), cmpBool(a.timedOut, b.timedOut), cmpBool(a.byCaller, b.byCaller))
 	})
-	e.PerTryTimeoutMS, e.DeadlineFromCaller = perTryTimeout(abandoned, st.longestOK)
+	e.PerTryTimeoutMS, e.DeadlineFromCaller, e.PerTryTimeoutUnknown = perTryTimeout(abandoned, st.longestOK)
 	if st.hedged != nil {
 		h := *st.hedged
 		delays := slices.Sorted(slices.Values(st.hedgeDelays))

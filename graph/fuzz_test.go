@@ -18,7 +18,7 @@ func spansFromBytes(data []byte) *ingest.Set {
 	for len(data) >= 16 {
 		d := data[:16]
 		data = data[16:]
-		var sp ingest.Span
+		var sp ingest.Record
 		sp.TraceID[15] = d[0] % 4
 		sp.SpanID[7] = d[1] % 32
 		if d[2]%5 != 0 {
@@ -36,7 +36,7 @@ func spansFromBytes(data []byte) *ingest.Set {
 		sp.RetryAfterMS = int32(d[14]>>4)*300 - 1
 		sp.Flags = d[15]
 		sp.Target = uint64(d[15] % 3)
-		set.Spans = append(set.Spans, sp)
+		set.Append(sp)
 	}
 	return set
 }

@@ -392,6 +392,9 @@ func warningsOf(ix *index, t *Topology) []string {
 		if e.MissingAttempts > 0 {
 			w = append(w, fmt.Sprintf("%s: %d attempts that retry markers count are missing from the input (spans never exported?)", edgeLocation(e), e.MissingAttempts))
 		}
+		if e.PerTryTimeoutUnknown > 0 {
+			w = append(w, fmt.Sprintf("%s: %d attempts timed out, but at no one duration: the per-try timeout is unknown", edgeLocation(e), e.PerTryTimeoutUnknown))
+		}
 		if e.Retries && e.Backoff.Kind == BackoffUnknown {
 			w = append(w, fmt.Sprintf("%s: %d waits between attempts are too few to tell the backoff", edgeLocation(e), e.Backoff.Samples))
 		}

@@ -85,7 +85,7 @@ func TestPairingAndNaming(t *testing.T) {
 			name: "trace rooted at a CLIENT span (a load generator) still has its edges and path",
 			build: func(b *builder) {
 				root := b.add(-1, ingest.KindClient, "loadgen", "GET", 0, 100, []opt{httpStatus(200),
-					func(s *ingest.Set, sp *ingest.Span) { sp.Peer = s.Intern("frontend") }})
+					func(s *ingest.Set, sp *ingest.Record) { sp.Peer = s.Intern("frontend") }})
 				fe := b.server(root, "frontend", "GET /home", 1, 98)
 				b.chain(fe, "backend", 10, []float64{10}, 5, httpStatus(200))
 			},
@@ -888,7 +888,7 @@ func TestInferNeverPanics(t *testing.T) {
 		n := 1 + rng.IntN(60)
 		ntraces := 1 + rng.IntN(3)
 		for i := 0; i < n; i++ {
-			var sp ingest.Span
+			var sp ingest.Record
 			sp.TraceID[15] = byte(rng.IntN(ntraces))
 			sp.SpanID[7] = byte(1 + rng.IntN(n+2)) // duplicates happen
 			switch r := rng.IntN(10); {
@@ -916,7 +916,7 @@ func TestInferNeverPanics(t *testing.T) {
 			sp.RetryCount = int16(rng.IntN(5) - 1)
 			sp.RetryAfterMS = int32(rng.IntN(300) - 1)
 			sp.Flags = uint8(rng.IntN(8))
-			set.Spans = append(set.Spans, sp)
+			set.Append(sp)
 		}
 		func() {
 			defer func() {

@@ -249,7 +249,7 @@ type repeatKey struct {
 func (ix *index) repeatKeyOf(c int32) (repeatKey, bool) {
 	sp := &ix.spans[c]
 	if !ix.keep[c] || ix.leaked[c] || sp.Kind != ingest.KindClient || sp.Target == 0 || !httpMethod(ix.str(sp.Method)) ||
-		sp.PrevAttempts != ingest.Absent || sp.Has(ingest.FlagProxy) {
+		ix.set.Extra(sp).PrevAttempts != ingest.Absent || sp.Has(ingest.FlagProxy) {
 		return repeatKey{}, false
 	}
 	k := repeatKey{target: sp.Target, op: ix.clientOpName(c)}

@@ -121,10 +121,10 @@ func (ix *index) nameVotes(s sel) *nameVotes {
 			continue
 		}
 		client := &ix.spans[c]
-		if !isAttempt(client) && client.PrevAttempts == ingest.Absent {
+		if !isAttempt(client) && ix.set.Extra(client).PrevAttempts == ingest.Absent {
 			continue
 		}
-		if client.PrevAttempts != ingest.Absent && ix.parent[c] >= 0 {
+		if ix.set.Extra(client).PrevAttempts != ingest.Absent && ix.parent[c] >= 0 {
 			c = ix.parent[c] // a grpc-go Attempt span: name by its call span
 			client = &ix.spans[c]
 		}

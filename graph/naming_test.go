@@ -76,7 +76,7 @@ func TestCalleeNaming(t *testing.T) {
 // Retry-After is retried and honoured.
 func TestReplicas(t *testing.T) {
 	b := newBuilder()
-	route := func(s *ingest.Set, sp *ingest.Span) { sp.Route = s.Intern("/orders/{id}") }
+	route := func(s *ingest.Set, sp *ingest.Record) { sp.Route = s.Intern("/orders/{id}") }
 	for i := 0; i < 4; i++ {
 		if i > 0 {
 			b.newTrace()

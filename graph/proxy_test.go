@@ -6,9 +6,9 @@ import (
 	"github.com/retryaudit/retryaudit/ingest"
 )
 
-func sidecar() opt { return func(_ *ingest.Set, sp *ingest.Span) { sp.Flags |= ingest.FlagProxy } }
+func sidecar() opt { return func(_ *ingest.Set, sp *ingest.Record) { sp.Flags |= ingest.FlagProxy } }
 func retryLimit() opt {
-	return func(_ *ingest.Set, sp *ingest.Span) { sp.Flags |= ingest.FlagProxy | ingest.FlagRetryLimit }
+	return func(_ *ingest.Set, sp *ingest.Record) { sp.Flags |= ingest.FlagProxy | ingest.FlagRetryLimit }
 }
 
 // TestSidecarRetries: Envoy/Istio sidecar spans are a layer of their

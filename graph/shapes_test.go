@@ -99,14 +99,13 @@ func (g *spanGen) trace() {
 	binary.BigEndian.PutUint64(g.tid[8:], g.traces)
 }
 
-func peer(p string) opt { return func(s *ingest.Set, sp *ingest.Span) { sp.Peer = s.Intern(p) } }
-func fail() opt         { return func(_ *ingest.Set, sp *ingest.Span) { sp.Status = ingest.StatusError } }
+func peer(p string) opt { return func(s *ingest.Set, sp *ingest.Record) { sp.Peer = s.Intern(p) } }
+func fail() opt         { return func(_ *ingest.Set, sp *ingest.Record) { sp.Status = ingest.StatusError } }
 
 func (g *spanGen) span(parent int, kind ingest.Kind, svc, name string, start, dur float64, opts ...opt) int {
 	g.spans++
-	sp := ingest.Span{TraceID: g.tid, Kind: kind, Service: g.set.Intern(svc), Name: g.set.Intern(name),
-		Start: at(start), End: at(start + dur), GRPCStatus: ingest.Absent, ResendCount: ingest.Absent,
-		PrevAttempts: ingest.Absent, RetryCount: ingest.Absent, RetryAfterMS: ingest.Absent}
+	sp := ingest.Record{Span: ingest.Span{TraceID: g.tid, Kind: kind, Service: g.set.Intern(svc), Name: g.set.Intern(name),
+		Start: at(start), End: at(start + dur), GRPCStatus: ingest.Absent}, SpanExtra: ingest.NoExtra}
 	binary.BigEndian.PutUint64(sp.SpanID[:], g.spans)
 	if parent >= 0 {
 		sp.ParentID = g.set.Spans[parent].SpanID
@@ -114,7 +113,7 @@ func (g *spanGen) span(parent int, kind ingest.Kind, svc, name string, start, du
 	for _, o := range opts {
 		o(g.set, &sp)
 	}
-	g.set.Spans = append(g.set.Spans, sp)
+	g.set.Append(sp)
 	return len(g.set.Spans) - 1
 }
 

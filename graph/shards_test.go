@@ -154,7 +154,7 @@ func shardEdgeCases(*testing.T) *ingest.Set {
 	c := b.client(pp, "reviews.default.svc.cluster.local:9080", 1, 50, httpStatus(200))
 	s := b.server(c, "unknown_service", "GET /reviews", 2, 48, httpStatus(200))
 	out := b.add(s, ingest.KindClient, "unknown_service:java", "GET", 3, 20,
-		[]opt{func(set *ingest.Set, sp *ingest.Span) { sp.Peer = set.Intern("ratings:9080") }, httpStatus(200)})
+		[]opt{func(set *ingest.Set, sp *ingest.Record) { sp.Peer = set.Intern("ratings:9080") }, httpStatus(200)})
 	b.server(out, "ratings", "GET /ratings", 4, 18, httpStatus(200))
 	// Two calls of other requests end at the same instant, one failed:
 	// which ended last before the third began is the edge's call order.
@@ -164,7 +164,7 @@ func shardEdgeCases(*testing.T) *ingest.Set {
 		r := b.server(-1, "shop", "GET /cart", start, 15)
 		b.call(r, "store", "GET /item", start+1, 10, httpStatus(status))
 	}
-	route := func(s *ingest.Set, sp *ingest.Span) { sp.Route = s.Intern("/orders/{id}") }
+	route := func(s *ingest.Set, sp *ingest.Record) { sp.Route = s.Intern("/orders/{id}") }
 	for i := range 4 {
 		b.newTrace()
 		root := b.server(-1, "gateway", "GET /", 0, 3000)

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -189,7 +191,14 @@ func TestPerTryTimeouts(t *testing.T) {
 				})
 			},
 			check: func(t *testing.T, tp *Topology) {
-				wantNil(t, "per-try timeout", edge(t, tp, "gateway", "orders").PerTryTimeoutMS)
+				e := edge(t, tp, "gateway", "orders")
+				wantNil(t, "per-try timeout", e.PerTryTimeoutMS)
+				wantEq(t, "timed-out attempts leaving the timeout unknown", e.PerTryTimeoutUnknown, 20)
+				if !slices.ContainsFunc(tp.Warnings, func(w string) bool {
+					return strings.Contains(w, "20 attempts timed out, but at no one duration: the per-try timeout is unknown")
+				}) {
+					t.Errorf("no warning that the timeout is unknown: %q", tp.Warnings)
+				}
 			},
 		},
 		{

@@ -131,11 +131,17 @@ type Edge struct {
 	// DeadlineFromCaller counts failed attempts cut when the caller's own
 	// attempt ended: its deadline propagated. They set no per-try timeout
 	// of this edge.
-	DeadlineFromCaller int      `json:"deadline_from_caller,omitempty"`
-	RetriedStatus      []string `json:"retried_status"`
-	NotRetriedStatus   []string `json:"not_retried_status"`
-	RetryAfterHonored  int      `json:"retry_after_honored"`
-	RetryAfterIgnored  int      `json:"retry_after_ignored"`
+	DeadlineFromCaller int `json:"deadline_from_caller,omitempty"`
+	// PerTryTimeoutUnknown counts failed attempts that said they timed
+	// out (DEADLINE_EXCEEDED, a timeout or cancel error) but at no one
+	// duration a per-try timeout can be read from (two clusters, or too
+	// many later ones): per_try_timeout_ms is null for want of evidence,
+	// not because there is none. 0 otherwise.
+	PerTryTimeoutUnknown int      `json:"per_try_timeout_unknown,omitempty"`
+	RetriedStatus        []string `json:"retried_status"`
+	NotRetriedStatus     []string `json:"not_retried_status"`
+	RetryAfterHonored    int      `json:"retry_after_honored"`
+	RetryAfterIgnored    int      `json:"retry_after_ignored"`
 	// RetryAfterUncaptured counts the waits in RetryAfterHonored that no
 	// span recorded a Retry-After for: whole-second waits after a 429 or
 	// 503 (or gRPC pushback) well beyond the backoff schedule at the same

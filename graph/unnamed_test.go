@@ -33,7 +33,7 @@ func TestUnnamedServices(t *testing.T) {
 	c := b.client(root, "reviews.default.svc.cluster.local:9080", 1, 50, httpStatus(200))
 	s := b.server(c, "unknown_service", "GET /reviews", 2, 48, httpStatus(200))
 	out := b.add(s, ingest.KindClient, "unknown_service:java", "GET", 3, 20,
-		[]opt{func(set *ingest.Set, sp *ingest.Span) { sp.Peer = set.Intern("ratings:9080") }, httpStatus(200)})
+		[]opt{func(set *ingest.Set, sp *ingest.Record) { sp.Peer = set.Intern("ratings:9080") }, httpStatus(200)})
 	b.server(out, "ratings", "GET /ratings", 4, 18, httpStatus(200))
 	b.newTrace()
 	ip := b.client(b.server(-1, "productpage", "GET /", 0, 100), "10.0.0.7:9080", 1, 50, httpStatus(200))

@@ -285,3 +285,36 @@ func TestScheduleSteps(t *testing.T) {
 		t.Errorf("immediate retries: schedule %+v, want none", s)
 	}
 }
+
+// TestNoiseAsLargeAsTheWaits: an edge whose single-attempt calls spend
+// tens of milliseconds outside the callee (a loaded host, a gRPC channel
+// connecting) cannot show whether 20ms waits are jittered: jitter is left
+// unknown, not called absent, while the backoff is still read.
+func TestNoiseAsLargeAsTheWaits(t *testing.T) {
+	b := newBuilder()
+	rng := rand.New(rand.NewPCG(4, 4))
+	sequential(b, 30, "api", func(root, i int) {
+		if i%2 == 0 {
+			// One answered call, the client span 10-90ms past its callee's.
+			leg := 10 + 80*rng.Float64()
+			c := b.client(root, "backend", 1, 2+leg, httpStatus(200))
+			b.server(c, "backend", "GET /x", 1+leg/2, 2, httpStatus(200))
+		}
+		at := 200.0
+		for k := 0; k < 3; k++ {
+			status := 503
+			if k == 2 {
+				status = 200
+			}
+			b.call(root, "backend", "GET /x", at, 2, httpStatus(status))
+			at += 2 + 20*float64(int(1)<<k)*(0.8+0.4*rng.Float64())
+		}
+	})
+	bo := edge(t, b.infer(), "api", "backend").Backoff
+	if bo.JitterPresent != nil || bo.Jitter != JitterUnknown {
+		t.Errorf("jitter %s (present %v) with noise %vms over 16-48ms waits, want unknown", bo.Jitter, bo.JitterPresent != nil && *bo.JitterPresent, bo.NoiseMS)
+	}
+	if bo.Kind != BackoffExponential {
+		t.Errorf("backoff %s, want exponential", bo.Kind)
+	}
+}

@@ -415,7 +415,7 @@ func clampCount(n int64) int {
 
 // finish resolves the gathered attributes into sp. The caller has set ids,
 // times, name, kind and OTLP status already.
-func (a *attrs) finish(set *Set, sp *Span) {
+func (a *attrs) finish(set *Set, sp *Record) {
 	if sp.Kind == KindUnspecified && a.kindTag != "" {
 		sp.Kind, _ = ParseKind(a.kindTag)
 	}
@@ -449,7 +449,7 @@ func (a *attrs) finish(set *Set, sp *Span) {
 		sp.Flags |= FlagIdempotencyKey
 	}
 	sp.RetryAfterMS = int32(retryAfterMS(a.retryAfter, sp.End))
-	a.sampler.apply(set, sp)
+	a.sampler.apply(set, &sp.Span)
 	sp.ErrorType = a.intern(set, a.errorType)
 
 	rawURL := a.urlFull

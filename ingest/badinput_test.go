@@ -110,7 +110,7 @@ func TestWarnings(t *testing.T) {
 				t.Errorf("warnings %v, want %q", sum.Total.Warnings, tc.want)
 			}
 			for _, sp := range set.Spans {
-				if n := len(set.Str(sp.StatusMessage)); n > MaxValueBytes {
+				if n := len(set.Str(set.Extra(&sp).StatusMessage)); n > MaxValueBytes {
 					t.Errorf("kept a status message of %d bytes", n)
 				}
 			}

@@ -15,11 +15,11 @@ func TestEnvoySidecarSpans(t *testing.T) {
 	plain := strings.Replace(span("3", str("server.address", "reviews")), "e127af99e3b3e074", "e127af99e3b3e075", 1)
 	set := mustDecode(t, "envoy", []byte(request(s, plain)))
 	sp := &set.Spans[0]
-	if set.Str(sp.Peer) != "reviews.default.svc.cluster.local" || sp.RetryCount != 2 || !sp.Has(FlagProxy) || !sp.Has(FlagRetryLimit) {
+	if set.Str(sp.Peer) != "reviews.default.svc.cluster.local" || set.Extra(sp).RetryCount != 2 || !sp.Has(FlagProxy) || !sp.Has(FlagRetryLimit) {
 		t.Errorf("sidecar span: peer %q, retry count %d, proxy %v, retry limit %v",
-			set.Str(sp.Peer), sp.RetryCount, sp.Has(FlagProxy), sp.Has(FlagRetryLimit))
+			set.Str(sp.Peer), set.Extra(sp).RetryCount, sp.Has(FlagProxy), sp.Has(FlagRetryLimit))
 	}
-	if p := &set.Spans[1]; p.Has(FlagProxy) || p.Has(FlagRetryLimit) || p.RetryCount != Absent {
+	if p := &set.Spans[1]; p.Has(FlagProxy) || p.Has(FlagRetryLimit) || set.Extra(p).RetryCount != Absent {
 		t.Errorf("plain client span marked as a proxy's: %+v", *p)
 	}
 }

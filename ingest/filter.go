@@ -102,7 +102,7 @@ func (s *Set) compact(keep func(*Span) bool, unique bool) {
 	if unique {
 		seen = map[spanKey]bool{}
 	}
-	spans, links := s.Spans[:0], make([]Link, 0, len(s.Links))
+	spans, links, extras := s.Spans[:0], make([]Link, 0, len(s.Links)), make([]SpanExtra, 0, len(s.extras))
 	add := func(i int) {
 		sp := s.Spans[i]
 		if !keep(&sp) {
@@ -115,10 +115,15 @@ func (s *Set) compact(keep func(*Span) bool, unique bool) {
 			}
 			seen[k] = true
 		}
-		if sp.NumLinks > 0 {
-			old := s.Links[sp.FirstLink : sp.FirstLink+uint32(sp.NumLinks)]
-			sp.FirstLink = uint32(len(links))
-			links = append(links, old...)
+		if sp.Extra > 0 {
+			x := s.extras[sp.Extra-1]
+			if x.NumLinks > 0 {
+				old := s.Links[x.FirstLink : x.FirstLink+uint32(x.NumLinks)]
+				x.FirstLink = uint32(len(links))
+				links = append(links, old...)
+			}
+			extras = append(extras, x)
+			sp.Extra = uint32(len(extras))
 		}
 		spans = append(spans, sp)
 	}
@@ -138,5 +143,5 @@ func (s *Set) compact(keep func(*Span) bool, unique bool) {
 	for ; pos < len(s.Spans); pos++ {
 		add(pos)
 	}
-	s.Spans, s.Links = spans, links
+	s.Spans, s.Links, s.extras = spans, links, extras
 }

@@ -27,7 +27,10 @@ func filterSet(t *testing.T) *Set {
 		}
 	}
 	set.Links = append(set.Links, Link{TraceID: set.Spans[3].TraceID, SpanID: set.Spans[0].SpanID})
-	set.Spans[3].FirstLink, set.Spans[3].NumLinks = 0, 1
+	x := NoExtra
+	x.FirstLink, x.NumLinks = 0, 1
+	set.extras = append(set.extras, x)
+	set.Spans[3].Extra = uint32(len(set.extras))
 	return set
 }
 
@@ -64,7 +67,7 @@ func TestFilter(t *testing.T) {
 			}
 			for i := range set.Spans {
 				sp := &set.Spans[i]
-				if sp.NumLinks > 0 && set.SpanLinks(sp)[0].SpanID.String() != "0000000000000001" {
+				if len(set.SpanLinks(sp)) > 0 && set.SpanLinks(sp)[0].SpanID.String() != "0000000000000001" {
 					t.Errorf("span %s: link lost", sp.SpanID)
 				}
 			}

@@ -54,10 +54,11 @@ func checkDecoded(t *testing.T, set *Set, err error) {
 		if sp.Kind > KindConsumer || sp.Status > StatusError {
 			t.Fatalf("span %d: kind %d status %d", i, sp.Kind, sp.Status)
 		}
-		if int(sp.FirstLink)+int(sp.NumLinks) > len(set.Links) {
+		ex := set.Extra(sp)
+		if int(ex.FirstLink)+int(ex.NumLinks) > len(set.Links) {
 			t.Fatalf("span %d: links out of range", i)
 		}
-		for _, x := range []Sym{sp.Service, sp.Name, sp.Peer, sp.Method, sp.Route, sp.StatusMessage, sp.ErrorType} {
+		for _, x := range []Sym{sp.Service, sp.Name, sp.Peer, sp.Method, sp.Route, ex.StatusMessage, ex.ErrorType} {
 			if len(set.Str(x)) > MaxValueBytes {
 				t.Fatalf("span %d keeps a %d-byte string", i, len(set.Str(x)))
 			}

@@ -255,7 +255,7 @@ func (d *jaegerJSON) spanArray(t *jTraceInfo) error {
 // start. A span without an inline process waits for the trace's processes.
 func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 	js, j := &d.sp, d.j
-	sp := Span{TraceID: js.TraceID.id, SpanID: js.SpanID.id, Start: js.StartTime.ns}
+	sp := Record{Span: Span{TraceID: js.TraceID.id, SpanID: js.SpanID.id, Start: js.StartTime.ns}}
 	end, err := spanEnd(sp.Start, js.Duration.ns)
 	if err != nil {
 		return d.s.errAt(d.base+start, fmt.Errorf("Jaeger JSON: span %s: %w", sp.SpanID, err))
@@ -282,7 +282,7 @@ func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 	if js.Process != nil {
 		p := js.Process.proc()
 		sp.Service = j.named(p.service, sp.SpanID)
-		p.sampler.apply(d.set, &sp)
+		p.sampler.apply(d.set, &sp.Span)
 	} else {
 		t.pending = append(t.pending, jPending{idx: len(d.set.Spans), pid: js.ProcessID})
 	}

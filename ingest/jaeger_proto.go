@@ -233,7 +233,7 @@ func checkJaegerSpanShape(b []byte, lim *Limits) error {
 // addProtoSpan converts one protobuf span. Its process is its own, else the
 // one its process_id names, else the batch's.
 func addProtoSpan(j *jaegerSpans, ms *model.Span) error {
-	sp := Span{TraceID: protoTraceID(ms.TraceID), SpanID: protoSpanID(ms.SpanID)}
+	sp := Record{Span: Span{TraceID: protoTraceID(ms.TraceID), SpanID: protoSpanID(ms.SpanID)}}
 	start, err := unixNanos(ms.StartTime)
 	if err != nil {
 		return fmt.Errorf("start_time: %w", err)
@@ -256,9 +256,9 @@ func addProtoSpan(j *jaegerSpans, ms *model.Span) error {
 	if ms.Process != nil {
 		p := protoProc(ms.Process)
 		sp.Service = j.named(p.service, sp.SpanID)
-		p.sampler.apply(j.set, &sp)
+		p.sampler.apply(j.set, &sp.Span)
 	} else {
-		j.resolve(&sp, ms.ProcessID)
+		j.resolve(&sp.Span, ms.ProcessID)
 	}
 	return j.finish(&sp, ms.OperationName, SpanID{})
 }

@@ -105,7 +105,7 @@ func (j *jaegerSpans) begin() {
 // ref records one reference of sp, whose TraceID is already set. The first
 // CHILD_OF reference within sp's trace is its parent; every other reference
 // (FOLLOWS_FROM, a second CHILD_OF, one into another trace) becomes a link.
-func (j *jaegerSpans) ref(sp *Span, childOf bool, trace TraceID, span SpanID) {
+func (j *jaegerSpans) ref(sp *Record, childOf bool, trace TraceID, span SpanID) {
 	if childOf && !j.hasParent && trace == sp.TraceID {
 		sp.ParentID, j.hasParent = span, true
 		return
@@ -143,7 +143,7 @@ func (j *jaegerSpans) warning(about, text string) {
 // parent (oldParent, an older export's parentSpanID, when no reference gave
 // one), name, attributes, links, then appends it to the Set, which fails
 // past the Set's limits.
-func (j *jaegerSpans) finish(sp *Span, name string, oldParent SpanID) error {
+func (j *jaegerSpans) finish(sp *Record, name string, oldParent SpanID) error {
 	if !j.hasParent {
 		sp.ParentID = oldParent
 	}

@@ -634,7 +634,7 @@ func jaegerFuzzCheck(t *testing.T, data []byte, set *Set, w *warnings, err error
 	endBeforeStart := slices.ContainsFunc(w.list, func(x Warning) bool { return x.Kind == "end before start" })
 	for i := range set.Spans {
 		sp := &set.Spans[i]
-		if int(sp.FirstLink)+int(sp.NumLinks) > len(set.Links) {
+		if x := set.Extra(sp); int(x.FirstLink)+int(x.NumLinks) > len(set.Links) {
 			t.Fatalf("span %d: links out of range", i)
 		}
 		if sp.Service == 0 {

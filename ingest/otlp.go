@@ -537,12 +537,12 @@ func addTraces(set *Set, td ptrace.Traces, w *warnings) error {
 }
 
 func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
-	s := Span{
+	s := Record{Span: Span{
 		TraceID:  TraceID(sp.TraceID()),
 		SpanID:   SpanID(sp.SpanID()),
 		ParentID: SpanID(sp.ParentSpanID()),
 		Service:  svc,
-	}
+	}}
 	a.reset()
 	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
 		switch v.Type() {
@@ -578,7 +578,7 @@ func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
 // trace state, and appends it to set (or drops it, with a warning, when a
 // time is out of range). Both OTLP paths, pdata's and the fast one, end
 // here.
-func addRecord(set *Set, s *Span, start, end uint64, kind int32, name string, code int32, msg, traceState string, a *attrs, w *warnings) error {
+func addRecord(set *Set, s *Record, start, end uint64, kind int32, name string, code int32, msg, traceState string, a *attrs, w *warnings) error {
 	var ok bool
 	if s.Start, s.End, ok = otlpTimes(start, end, s.SpanID, w); !ok {
 		return nil
@@ -593,7 +593,7 @@ func addRecord(set *Set, s *Span, start, end uint64, kind int32, name string, co
 	s.StatusMessage = a.intern(set, msg)
 	a.finish(set, s)
 	if p, ok := traceStateProb(traceState); ok && s.Sampled == 0 {
-		set.SetSampling(s, Sampling{P: p, Source: SampledTraceState})
+		set.SetSampling(&s.Span, Sampling{P: p, Source: SampledTraceState})
 	}
 	if len(a.links) > 0 {
 		s.FirstLink = uint32(len(set.Links))
@@ -643,7 +643,7 @@ func otlpStatus(code int32, id SpanID, w *warnings) Status {
 // before the start, a truncated value, a status attribute out of range
 // (which is ignored), and names that are not valid UTF-8. Decoders call it
 // with the attributes gathered for s, after attrs.finish.
-func checkSpan(set *Set, s *Span, a *attrs, w *warnings) {
+func checkSpan(set *Set, s *Record, a *attrs, w *warnings) {
 	if s.TraceID.IsZero() {
 		w.add("invalid trace id", "span %s has an all-zero trace id", s.SpanID)
 	}

@@ -272,9 +272,10 @@ func TestAttributes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := mustDecode(t, tc.name, []byte(request(span(tc.kind, tc.attrs))))
 			sp := set.Spans[0]
-			got := want{peer: set.Str(sp.Peer), method: set.Str(sp.Method), route: set.Str(sp.Route), errType: set.Str(sp.ErrorType),
-				http: sp.HTTPStatus, grpc: int(sp.GRPCStatus), resend: int(sp.ResendCount), prev: int(sp.PrevAttempts),
-				retry: int(sp.RetryCount), retryAfterMS: int(sp.RetryAfterMS), flags: sp.Flags}
+			x := set.Extra(&sp)
+			got := want{peer: set.Str(sp.Peer), method: set.Str(sp.Method), route: set.Str(sp.Route), errType: set.Str(x.ErrorType),
+				http: sp.HTTPStatus, grpc: int(sp.GRPCStatus), resend: int(x.ResendCount), prev: int(x.PrevAttempts),
+				retry: int(x.RetryCount), retryAfterMS: int(x.RetryAfterMS), flags: sp.Flags}
 			if got != tc.want {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}

@@ -48,7 +48,7 @@ type resourceGroup struct {
 // spanRecord is a parsed span waiting for apply: ids and times set, its
 // attributes gathered, its strings still views of the message.
 type spanRecord struct {
-	span                  Span
+	span                  Record
 	kind, code            int32
 	name, msg, traceState string
 	a                     attrs
@@ -72,7 +72,7 @@ func (d *fastOTLP) record() *spanRecord {
 		d.recs = append(d.recs, spanRecord{})
 	}
 	r := &d.recs[len(d.recs)-1]
-	r.span, r.kind, r.code, r.name, r.msg, r.traceState = Span{}, 0, 0, "", "", ""
+	r.span, r.kind, r.code, r.name, r.msg, r.traceState = Record{}, 0, 0, "", "", ""
 	r.a.reset()
 	d.a = &r.a
 	return r

@@ -15,8 +15,11 @@ const MaxValueBytes = 1024
 // they came from. Several inputs decode into one Set so traces spread over
 // files join up.
 type Set struct {
-	Spans  []Span
-	Links  []Link
+	Spans []Span
+	Links []Link
+	// extras are the spans' SpanExtra that are not NoExtra (Span.Extra
+	// indexes them from 1).
+	extras []SpanExtra
 	Inputs []Input
 	// Skipped lists files inside directories that held no trace format.
 	Skipped []Skip
@@ -125,13 +128,13 @@ func (s *Set) internBytes(b []byte) Sym {
 	return s.Intern(string(b))
 }
 
-// add appends sp. When full, capacity doubles: append's 1.25x growth for
+// add appends r. When full, capacity doubles: append's 1.25x growth for
 // large slices copies a million-span Set four times over. Decoders that can
 // estimate how many spans are coming call reserve first, so a large input
 // is stored without the doubling's copies and slack. add is where every
 // decoder meets the Set's budgets: past Limits.MaxSpans, or once a string
 // was refused, it returns a *LimitError and appends nothing.
-func (s *Set) add(sp *Span) error {
+func (s *Set) add(r *Record) error {
 	if err := s.lim.spans(len(s.Spans) + 1); err != nil {
 		return err
 	}
@@ -148,8 +151,29 @@ func (s *Set) add(sp *Span) error {
 			s.grow(max(1024, 2*cap(s.Spans)))
 		}
 	}
-	s.Spans = append(s.Spans, *sp)
+	s.Append(*r)
 	return nil
+}
+
+// Append adds r to the Set as it is, for spans built by hand (tests,
+// tools): no budget applies. Its SpanExtra goes to the table beside the
+// spans unless it is NoExtra; r.Span.Extra is set to match.
+func (s *Set) Append(r Record) {
+	r.Span.Extra = 0
+	if r.SpanExtra != NoExtra {
+		s.extras = append(s.extras, r.SpanExtra)
+		r.Span.Extra = uint32(len(s.extras))
+	}
+	s.Spans = append(s.Spans, r.Span)
+}
+
+// Extra returns the fields of sp that few spans carry: NoExtra when it
+// carries none of them.
+func (s *Set) Extra(sp *Span) SpanExtra {
+	if i := int(sp.Extra); i > 0 && i <= len(s.extras) {
+		return s.extras[i-1]
+	}
+	return NoExtra
 }
 
 // held is the bytes of strings and links the Set holds.
@@ -176,7 +200,8 @@ func (s *Set) grow(capacity int) {
 
 // SpanLinks returns the links of sp.
 func (s *Set) SpanLinks(sp *Span) []Link {
-	return s.Links[sp.FirstLink : sp.FirstLink+uint32(sp.NumLinks)]
+	x := s.Extra(sp)
+	return s.Links[x.FirstLink : x.FirstLink+uint32(x.NumLinks)]
 }
 
 // clip cuts v to MaxValueBytes on a rune boundary and reports whether it did.

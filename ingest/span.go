@@ -126,8 +126,10 @@ const (
 	FlagOverflow
 )
 
-// Span is the normalised record every decoder produces. Strings are interned
-// Syms resolved through Set.Str, which keeps a million spans near 100 MB.
+// Span is the normalised record every decoder produces, as the Set holds
+// it: 88 bytes and no pointers. Strings are interned Syms resolved through
+// Set.Str, which keeps a million spans near 100 MB; the fields few spans
+// carry are a SpanExtra in a table beside the spans (Set.Extra).
 type Span struct {
 	TraceID  TraceID
 	SpanID   SpanID
@@ -135,21 +137,23 @@ type Span struct {
 	// Start and End are Unix times in nanoseconds.
 	Start, End int64
 
+	// Target is a hash of the request identity (full URL, database statement,
+	// messaging destination): equal targets with equal peers suggest the same
+	// request sent again. Zero when the span carries none.
+	Target uint64
+
 	Service Sym // resource service.name (Jaeger process serviceName)
 	Name    Sym // span name (operation)
 	// Peer is the remote identity of a client or producer span, taken from
 	// peer.service, server.address, db.system+db.namespace (or db.name),
 	// net.peer.name, the URL host, messaging system+destination, in that order.
-	Peer          Sym
-	Method        Sym // HTTP request method, or the gRPC/RPC method
-	Route         Sym // http.route, url.template, or rpc service/method
-	StatusMessage Sym
-	ErrorType     Sym // error.type
+	Peer   Sym
+	Method Sym // HTTP request method, or the gRPC/RPC method
+	Route  Sym // http.route, url.template, or rpc service/method
 
-	// Target is a hash of the request identity (full URL, database statement,
-	// messaging destination): equal targets with equal peers suggest the same
-	// request sent again. Zero when the span carries none.
-	Target uint64
+	// Extra indexes the Set's table of SpanExtra from 1; 0 when every
+	// field of the span's SpanExtra has its NoExtra value.
+	Extra uint32
 
 	Kind   Kind
 	Status Status
@@ -158,21 +162,40 @@ type Span struct {
 	GRPCStatus int8
 	// HTTPStatus is the HTTP response status code, 0 when absent.
 	HTTPStatus uint16
+	// Sampled indexes the Set's table of head-sampling probabilities
+	// (Set.Sampling): how the span's trace was kept; 0 when unknown.
+	Sampled uint16
+}
+
+// SpanExtra holds the fields of a span that most spans do not carry
+// (status messages and error types come with failures, retry counters
+// with retries, links are rare), kept apart so that the span table does
+// not pay for them on every span.
+type SpanExtra struct {
+	StatusMessage Sym
+	ErrorType     Sym // error.type
+	// RetryAfterMS is a captured Retry-After (or gRPC pushback) in
+	// milliseconds, or Absent.
+	RetryAfterMS int32
+	// FirstLink and NumLinks index Set.Links.
+	FirstLink uint32
 	// ResendCount is http.request.resend_count, or Absent.
 	ResendCount int16
 	// PrevAttempts is grpc-go's previous-rpc-attempts on Attempt spans, or Absent.
 	PrevAttempts int16
 	// RetryCount is Envoy's retry.count (or a library's retry attempt tag), or Absent.
 	RetryCount int16
-	// RetryAfterMS is a captured Retry-After (or gRPC pushback) in
-	// milliseconds, or Absent.
-	RetryAfterMS int32
-	// FirstLink and NumLinks index Set.Links.
-	FirstLink uint32
-	NumLinks  uint16
-	// Sampled indexes the Set's table of head-sampling probabilities
-	// (Set.Sampling): how the span's trace was kept; 0 when unknown.
-	Sampled uint16
+	NumLinks   uint16
+}
+
+// NoExtra is the SpanExtra of a span that carries none of its fields.
+var NoExtra = SpanExtra{RetryAfterMS: Absent, ResendCount: Absent, PrevAttempts: Absent, RetryCount: Absent}
+
+// Record is a span with all of its fields, as decoders build it and
+// Set.Append takes it.
+type Record struct {
+	Span
+	SpanExtra
 }
 
 // Duration returns End-Start in nanoseconds.

@@ -31,6 +31,7 @@ type spanView struct {
 
 // viewSpan renders sp, whose strings and links live in set.
 func viewSpan(set *Set, sp *Span) spanView {
+	x := set.Extra(sp)
 	var links []string
 	for _, l := range set.SpanLinks(sp) {
 		links = append(links, l.TraceID.String()+"/"+l.SpanID.String())
@@ -40,11 +41,11 @@ func viewSpan(set *Set, sp *Span) spanView {
 		Start: sp.Start, End: sp.End,
 		Service: set.Str(sp.Service), Name: set.Str(sp.Name), Peer: set.Str(sp.Peer),
 		Method: set.Str(sp.Method), Route: set.Str(sp.Route),
-		StatusMessage: set.Str(sp.StatusMessage), ErrorType: set.Str(sp.ErrorType),
+		StatusMessage: set.Str(x.StatusMessage), ErrorType: set.Str(x.ErrorType),
 		Target: sp.Target, Kind: sp.Kind.String(), Status: sp.Status.String(), Flags: sp.Flags,
 		GRPCStatus: sp.GRPCStatus, HTTPStatus: sp.HTTPStatus,
-		ResendCount: sp.ResendCount, PrevAttempts: sp.PrevAttempts, RetryCount: sp.RetryCount,
-		RetryAfterMS: sp.RetryAfterMS, Sampled: set.Sampling(sp), Links: strings.Join(links, ","),
+		ResendCount: x.ResendCount, PrevAttempts: x.PrevAttempts, RetryCount: x.RetryCount,
+		RetryAfterMS: x.RetryAfterMS, Sampled: set.Sampling(sp), Links: strings.Join(links, ","),
 	}
 }
 
@@ -92,18 +93,23 @@ func diffSpanViews(got, want []spanView) string {
 	return b.String()
 }
 
-// TestSpanViewCoversSpan fails when Span gains a field spanView does not
-// render, so comparisons built on it never silently ignore one.
+// TestSpanViewCoversSpan fails when Span or SpanExtra gains a field
+// spanView does not render, so comparisons built on it never silently
+// ignore one. Span.Extra is rendered as the SpanExtra it indexes.
 func TestSpanViewCoversSpan(t *testing.T) {
 	view := reflect.TypeFor[spanView]()
-	st := reflect.TypeFor[Span]()
-	for i := 0; i < st.NumField(); i++ {
-		name := st.Field(i).Name
-		if name == "FirstLink" || name == "NumLinks" {
-			name = "Links"
-		}
-		if _, ok := view.FieldByName(name); !ok {
-			t.Errorf("spanView does not render Span.%s", st.Field(i).Name)
+	for _, st := range []reflect.Type{reflect.TypeFor[Span](), reflect.TypeFor[SpanExtra]()} {
+		for i := 0; i < st.NumField(); i++ {
+			name := st.Field(i).Name
+			switch name {
+			case "Extra":
+				continue
+			case "FirstLink", "NumLinks":
+				name = "Links"
+			}
+			if _, ok := view.FieldByName(name); !ok {
+				t.Errorf("spanView does not render %s.%s", st.Name(), st.Field(i).Name)
+			}
 		}
 	}
 }

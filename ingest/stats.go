@@ -108,7 +108,7 @@ func Summarize(spans []Span, skew time.Duration) Stats {
 
 // spanKey is a span's trace and span id packed into integers that order as
 // the bytes do, with its index: sorting 32-byte keys in place is several
-// times cheaper than sorting indices through the 112-byte spans.
+// times cheaper than sorting indices through the 88-byte spans.
 type spanKey struct {
 	hi, lo, span uint64
 	idx          int32

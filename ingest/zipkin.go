@@ -153,7 +153,7 @@ func (d *zipkinJSON) peek() byte {
 // add converts the span just decoded, which started at decoder offset start.
 func (d *zipkinJSON) add(start int64) error {
 	z := &d.sp
-	sp := Span{TraceID: z.TraceID.id, SpanID: z.ID.id, ParentID: z.ParentID.id, Start: z.Timestamp.ns}
+	sp := Record{Span: Span{TraceID: z.TraceID.id, SpanID: z.ID.id, ParentID: z.ParentID.id, Start: z.Timestamp.ns}}
 	end, err := spanEnd(sp.Start, z.Duration.ns)
 	if err != nil {
 		return d.s.errAt(d.base+start, fmt.Errorf("Zipkin JSON: span %s: %w", sp.SpanID, err))

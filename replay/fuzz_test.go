@@ -10,8 +10,8 @@ import (
 
 // fuzzModel builds a small model from fuzz bytes: up to 4 services (each
 // calling only later ones, so the graph has no cycle), their workers,
-// service times, queue bounds, thrash and cancellation, and each edge's
-// policy.
+// service times, queue bounds, thrash and cancellation, each edge's
+// policy, and the client's limit on requests in flight.
 func fuzzModel(data []byte) *Model {
 	at := 0
 	next := func(n int) int {
@@ -62,6 +62,7 @@ func fuzzModel(data []byte) *Model {
 		}
 	}
 	m.Entry = []Entry{{Service: 0, Op: 0, Weight: 1}}
+	m.MaxInflight = next(3) * 5 // read last, so older corpus entries keep their meaning
 	return m
 }
 

@@ -331,13 +331,16 @@ const minShownRun = 5
 
 // timeoutText is the per-try timeout, "caller's deadline (16 cut)" where
 // no timeout of the edge's own ended its attempts but the deadline its
-// caller received did (propagated from further up), or "-".
+// caller received did (propagated from further up), "unknown (20 timed
+// out)" where attempts timed out at no one duration, or "-".
 func timeoutText(e graph.Edge) string {
 	switch {
 	case e.PerTryTimeoutMS != nil:
 		return ms(*e.PerTryTimeoutMS)
 	case e.DeadlineFromCaller > 0:
 		return fmt.Sprintf("caller's deadline (%d cut)", e.DeadlineFromCaller)
+	case e.PerTryTimeoutUnknown > 0:
+		return fmt.Sprintf("unknown (%d timed out)", e.PerTryTimeoutUnknown)
 	}
 	return "-"
 }

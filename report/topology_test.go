@@ -458,12 +458,13 @@ func TestPropagatedDeadlineShown(t *testing.T) {
 	top := &graph.Topology{Edges: []graph.Edge{
 		{Caller: "orders", Callee: "warehouse", Operation: "Count", Calls: 68, Attempts: 68, MaxAttempts: 1, DeadlineFromCaller: 16},
 		{Caller: "gateway", Callee: "orders", Operation: "Get", Calls: 55, Attempts: 108, Retries: true, MaxAttempts: 4, PerTryTimeoutMS: ptrF(60.1)},
+		{Caller: "gateway", Callee: "quotes", Operation: "Get", Calls: 20, Attempts: 40, Retries: true, MaxAttempts: 2, PerTryTimeoutUnknown: 20},
 	}}
 	var out strings.Builder
 	if err := TopologyTable(&out, top); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"caller's deadline (16 cut)", "60.1ms"} {
+	for _, want := range []string{"caller's deadline (16 cut)", "60.1ms", "unknown (20 timed out)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())
 		}

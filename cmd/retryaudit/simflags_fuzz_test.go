@@ -19,6 +19,7 @@ func FuzzSimFlags(f *testing.F) {
 		f.Add("rate", v)
 		f.Add("duration", v)
 		f.Add("max-events", v)
+		f.Add("max-inflight", v)
 	}
 	f.Fuzz(func(t *testing.T, name, value string) {
 		var s simFlags
@@ -36,7 +37,7 @@ func FuzzSimFlags(f *testing.F) {
 				t.Fatalf("--%s %q validated to %+v", name, value, s)
 			}
 		}
-		if s.cancel > 1 || s.load <= 0 || s.headroom <= 0 || s.duration <= 0 || s.deadline <= 0 || s.maxEvents < 1 {
+		if s.cancel > 1 || s.load <= 0 || s.headroom <= 0 || s.duration <= 0 || s.deadline <= 0 || s.maxEvents < 1 || s.maxInflight < 0 {
 			t.Fatalf("--%s %q validated to %+v", name, value, s)
 		}
 	})

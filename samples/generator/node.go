@@ -29,6 +29,7 @@ var nodeScenarios = []nodeScenario{
 	// fetch with AbortSignal.timeout: status Error, "The operation was
 	// aborted due to timeout".
 	{Name: "fetch-timeout-signal", Dir: "fetch-timeout", Env: []string{"TIMEOUT_STYLE=signal"}},
+	{Name: "grpc-js-retry", Dir: "grpc-js-retry"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO
@@ -81,11 +82,12 @@ type truthLeaks struct {
 
 type nodeEdge struct {
 	truthEdge
-	// Calls and Attempts are what the caller made; AttemptsInOwnTrace
+	// Calls are what the caller made; AttemptsInOwnTrace
 	// those whose spans are in the trace of the request that made them
 	// (the rest leaked into other traces).
+	// (truthEdge.Attempts counts every attempt sent, wherever its spans
+	// landed.)
 	Calls              int  `json:"calls"`
-	Attempts           int  `json:"attempts"`
 	AttemptsInOwnTrace *int `json:"attempts_in_own_trace,omitempty"`
 	// AfterCallerGaveUp counts retries that started after the request
 	// that made them had been answered.
@@ -94,6 +96,13 @@ type nodeEdge struct {
 	// ended; TimedOutMS is the range of their durations as it measured them.
 	TimedOutAttempts int         `json:"timed_out_attempts,omitempty"`
 	TimedOutMS       *[2]float64 `json:"timed_out_ms,omitempty"`
+	// WaitsByAttemptIndex counts the waits between attempts by the index
+	// of the attempt they precede (as the Go scenarios' summary does).
+	WaitsByAttemptIndex []int `json:"waits_by_attempt_index,omitempty"`
+	// WaitLateMedianMS is the median of how much later each wait came than
+	// the policy's schedule (before jitter), as the callee's arrivals
+	// show: on a loaded host every retry hop adds its delay.
+	WaitLateMedianMS *float64 `json:"wait_late_median_ms,omitempty"`
 }
 
 // runNode runs Node scenario sc and writes its files into out/<sc.Name>/.

@@ -66,7 +66,8 @@ func TestNodeSamples(t *testing.T) {
 }
 
 // serverSpans counts the root spans and the SERVER spans per "service
-// operation", the operation being http.route or, for RPCs, the span name.
+// operation", the operation being http.route or, for RPCs,
+// rpc.service/rpc.method (else the span name).
 func serverSpans(requests []ptrace.Traces) (roots int, byOp map[string]int) {
 	byOp = map[string]int{}
 	for _, td := range requests {
@@ -81,8 +82,13 @@ func serverSpans(requests []ptrace.Traces) (roots int, byOp map[string]int) {
 						continue
 					}
 					op := sp.Name()
-					if r, ok := sp.Attributes().Get("http.route"); ok {
+					attrs := sp.Attributes()
+					if r, ok := attrs.Get("http.route"); ok {
 						op = r.Str()
+					} else if svc, ok := attrs.Get("rpc.service"); ok {
+						if m, ok := attrs.Get("rpc.method"); ok {
+							op = svc.Str() + "/" + m.Str()
+						}
 					}
 					byOp[svc.Str()+" "+op]++
 				}

@@ -1,0 +1,146 @@
+'use strict';
+// Scenario grpc-js-retry (issue 11 item 9): @grpc/grpc-js retries a call by
+// its service config's retryPolicy below the client interceptors, so
+// instrumentation-grpc makes one CLIENT span per call and the callee one
+// SERVER span per attempt: several SERVER spans under one CLIENT span, the
+// attempts and the waits between them visible only there.
+//
+//   driver ─► front ─► stock
+//     GET /items/:id     retryaudit.Stock/Get   (front: grpc-js, retryPolicy
+//                                               4 attempts on UNAVAILABLE,
+//                                               20 ms ×2 up to 200 ms)
+//
+// Run by the Go generator (`go run . -out .. -node grpc-js-retry`), which
+// receives the spans over OTLP/HTTP and writes the trace files; this program
+// writes truth.json's content to $TRUTH_OUT from its configuration and the
+// attempts stock received. The driver is not instrumented: front's SERVER
+// span is the root.
+
+const { fork } = require('node:child_process');
+const http = require('node:http');
+const path = require('node:path');
+const fs = require('node:fs');
+
+const SEED = 9;
+const POLICY = { maxAttempts: 4, initialBackoff: '0.02s', maxBackoff: '0.2s', backoffMultiplier: 2, retryableStatusCodes: ['UNAVAILABLE'] };
+const SERVICE_CONFIG = { methodConfig: [{ name: [{ service: 'retryaudit.Stock' }], retryPolicy: POLICY }] };
+const PACE_MS = 20; // between root requests
+// Cases: how many times stock fails a request's lookup with UNAVAILABLE.
+// With 4 it fails every attempt the policy allows: the call gives up.
+const CASES = [[6, 0], [6, 1], [5, 2], [4, 3], [3, 4]];
+
+// mulberry32: a small seeded PRNG, so the request order is the same every run.
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function start(role, env) {
+  const child = fork(path.join(__dirname, 'service.js'), [role], { env: { ...process.env, ...env } });
+  const ready = new Promise((resolve, reject) => {
+    child.once('message', (m) => (m.type === 'ready' ? resolve(m.port) : reject(new Error(`${role}: ${JSON.stringify(m)}`))));
+    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
+  });
+  return { child, ready };
+}
+
+function stop(svc) {
+  return new Promise((resolve) => {
+    svc.child.on('message', (m) => { if (m.type === 'records') resolve(m.records); });
+    svc.child.send({ type: 'stop' });
+  });
+}
+
+const driverAgent = new http.Agent({ keepAlive: false });
+function get(port, p) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: p, agent: driverAgent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    }).on('error', reject);
+  });
+}
+
+async function main() {
+  const stock = start('stock', {});
+  const sport = await stock.ready;
+  const front = start('front', { STOCK_ADDR: `127.0.0.1:${sport}`, SERVICE_CONFIG: JSON.stringify(SERVICE_CONFIG) });
+  const fport = await front.ready;
+  const cases = CASES.flatMap(([count, k]) => Array.from({ length: count }, () => k));
+  const rand = rng(SEED);
+  for (let i = cases.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [cases[i], cases[j]] = [cases[j], cases[i]];
+  }
+  const answers = {};
+  for (const [i, k] of cases.entries()) {
+    const id = String(3001 + i);
+    stock.child.send({ type: 'script', sku: `sku-${id}`, script: Array.from({ length: k }, () => 'unavailable') });
+    const code = await get(fport, `/items/${id}`);
+    answers[code] = (answers[code] || 0) + 1;
+    await sleep(PACE_MS);
+  }
+  const fronts = await stop(front);
+  const stocks = await stop(stock);
+  fs.writeFileSync(process.env.TRUTH_OUT, JSON.stringify(buildTruth(fronts, stocks, answers)));
+}
+
+const sec = (s) => Math.round(Number(s.slice(0, -1)) * 1000);
+
+function buildTruth(fronts, stocks, answers) {
+  const problems = [];
+  const byCall = new Map(fronts.map((r) => [r.call, []]));
+  for (const a of stocks) byCall.get(a.call).push(a);
+  let exhausted = 0, most = 0;
+  const late = [], lateNominal = [];
+  const waits = Array(POLICY.maxAttempts).fill(0);
+  for (const as of byCall.values()) {
+    as.sort((x, y) => x.at - y.at);
+    most = Math.max(most, as.length);
+    if (as.length === POLICY.maxAttempts && as.every((a) => a.step === 'unavailable')) exhausted++;
+    for (let i = 1; i < as.length; i++) {
+      waits[i]++;
+      // The policy's wait before attempt i, about which grpc-js jitters
+      // it ±20%: how much later the attempt came than the longest wait it
+      // allows, and than the schedule itself.
+      const nominal = Math.min(sec(POLICY.initialBackoff) * POLICY.backoffMultiplier ** (i - 1), sec(POLICY.maxBackoff));
+      late.push(as[i].at - as[i - 1].at - 1.2 * nominal);
+      lateNominal.push(as[i].at - as[i - 1].at - nominal);
+    }
+  }
+  if (most !== POLICY.maxAttempts || exhausted === 0) problems.push(`most attempts in one call ${most}, exhausted ${exhausted}`);
+  if (problems.length) throw new Error(`the run did not show what the scenario is for:\n  ${problems.join('\n  ')}`);
+  return {
+    scenario: 'grpc-js-retry',
+    description: 'Node: front calls stock over gRPC with @grpc/grpc-js 1.14, whose service-config retryPolicy (4 attempts on UNAVAILABLE, 20 ms ×2 up to 200 ms, each wait ×U[0.8, 1.2)) retries below instrumentation-grpc: one CLIENT span per call, one stock SERVER span per attempt under it.',
+    root_requests: fronts.length,
+    root_answers: answers,
+    edges: [{
+      caller: 'front', callee: 'stock', operation: 'retryaudit.Stock/Get', method: '', library: '@grpc/grpc-js (service config retryPolicy)',
+      retries: true, max_attempts: POLICY.maxAttempts, exhausted_in_traces: exhausted > 0,
+      // grpc-js 1.14 (retrying-call.js getNextRetryBackoffMs) multiplies
+      // min(initialBackoff·multiplier^n, maxBackoff) by 0.8 + 0.4·U[0,1).
+      backoff: { kind: 'exponential', base_ms: sec(POLICY.initialBackoff), multiplier: POLICY.backoffMultiplier, cap_ms: sec(POLICY.maxBackoff), jitter: 'proportional', jitter_fraction: 0.2 },
+      per_try_timeout_ms: null, retried_status: [], not_retried_status: [],
+      honours_retry_after: false, idempotency_key: false,
+      retry_after_captured: true, retry_after_waits: 0,
+      attempts: stocks.length, below_instrumentation: true,
+      calls: fronts.length, retries_after_caller_gave_up: 0,
+      waits_by_attempt_index: waits,
+      wait_late_ms: Math.round(Math.max(...late) * 10) / 10,
+      wait_late_median_ms: Math.round(lateNominal.sort((x, y) => x - y)[lateNominal.length >> 1] * 10) / 10,
+    }],
+    paths: [{ services: ['front', 'stock'], operations: ['/items/:id', 'retryaudit.Stock/Get'], worst_case_amplification: POLICY.maxAttempts,
+      observed_max_amplification: most }],
+  };
+}
+
+main().catch((err) => { console.error(err.stack || String(err)); process.exit(1); });

@@ -1,0 +1,109 @@
+'use strict';
+// One instrumented service of the grpc-js-retry scenario, run as a child
+// process of main.js (one process per service, so that each has its own
+// TracerProvider and service.name): `node service.js front|stock`.
+//
+// The OpenTelemetry SDK is set up before http and @grpc/grpc-js are loaded,
+// as `node --require` would: instrumentation-http makes front's SERVER
+// spans, instrumentation-grpc the gRPC CLIENT span of each call (one per
+// call: grpc-js retries below the client interceptors it wraps) and stock's
+// SERVER span of each attempt. Spans leave through the OTLP/HTTP protobuf
+// exporter to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the Go generator's
+// receiver).
+
+const role = process.argv[2];
+const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
+const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
+const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto');
+const { resourceFromAttributes } = require('@opentelemetry/resources');
+const { registerInstrumentations } = require('@opentelemetry/instrumentation');
+const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
+const { GrpcInstrumentation } = require('@opentelemetry/instrumentation-grpc');
+const { getRPCMetadata, RPCType } = require('@opentelemetry/core');
+const api = require('@opentelemetry/api');
+
+const provider = new NodeTracerProvider({
+  resource: resourceFromAttributes({ 'service.name': role }),
+  spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT }))],
+});
+provider.register();
+registerInstrumentations({ instrumentations: [new HttpInstrumentation(), new GrpcInstrumentation()] });
+
+const http = require('node:http');
+const grpc = require('@grpc/grpc-js');
+
+const now = () => performance.timeOrigin + performance.now(); // ms since the epoch, sub-ms
+
+// The Stock service, defined without a .proto: JSON messages.
+const json = { serialize: (o) => Buffer.from(JSON.stringify(o)), deserialize: (b) => JSON.parse(b.toString()) };
+const stockService = {
+  Get: {
+    path: '/retryaudit.Stock/Get', requestStream: false, responseStream: false,
+    requestSerialize: json.serialize, requestDeserialize: json.deserialize,
+    responseSerialize: json.serialize, responseDeserialize: json.deserialize,
+  },
+};
+
+const records = [];
+let stopServer;
+
+function ready(port) { process.send({ type: 'ready', port }); }
+
+if (role === 'stock') {
+  // Get answers from a fault script per sku, one entry per attempt:
+  // "unavailable" fails it with UNAVAILABLE (which the client's policy
+  // retries), past the end of the script it answers.
+  const scripts = new Map();
+  process.on('message', (m) => {
+    if (m.type === 'script') scripts.set(m.sku, m.script.slice());
+  });
+  const server = new grpc.Server();
+  server.addService(stockService, {
+    Get(call, cb) {
+      const sku = call.request.sku;
+      const step = (scripts.get(sku) || []).shift() || 'ok';
+      records.push({ call: String(call.metadata.get('x-call-id')[0] || ''), sku, at: now(), step });
+      if (step === 'unavailable') cb({ code: grpc.status.UNAVAILABLE, details: 'stock shard unavailable' });
+      else cb(null, { sku, available: 7 });
+    },
+  });
+  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
+    if (err) throw err;
+    ready(port);
+  });
+  stopServer = () => new Promise((r) => server.tryShutdown(() => r()));
+} else if (role === 'front') {
+  // GET /items/:id asks stock for sku-<id> through a grpc-js client whose
+  // service config carries the retry policy (SERVICE_CONFIG).
+  const Client = grpc.makeGenericClientConstructor(stockService, 'Stock');
+  const client = new Client(process.env.STOCK_ADDR, grpc.credentials.createInsecure(),
+    { 'grpc.service_config': process.env.SERVICE_CONFIG });
+  let seq = 0;
+  const server = http.createServer((req, res) => {
+    const m = /^\/items\/([^/?]+)$/.exec(req.url);
+    if (!m) { res.writeHead(404).end(); return; }
+    const md = getRPCMetadata(api.context.active());
+    if (md && md.type === RPCType.HTTP) md.route = '/items/:id';
+    const rec = { call: `${m[1]}#${++seq}`, start: now() };
+    records.push(rec);
+    const meta = new grpc.Metadata();
+    meta.set('x-call-id', rec.call);
+    client.Get({ sku: `sku-${m[1]}` }, meta, (err) => {
+      rec.code = err ? err.code : 0;
+      const status = err ? (err.code === grpc.status.UNAVAILABLE ? 503 : 502) : 200;
+      res.on('finish', () => { rec.end = now(); });
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+    });
+  });
+  server.listen(0, '127.0.0.1', () => ready(server.address().port));
+  stopServer = () => { client.close(); return new Promise((r) => server.close(() => r())); };
+} else {
+  throw new Error(`unknown role ${role}`);
+}
+
+process.on('message', async (m) => {
+  if (m.type !== 'stop') return;
+  await stopServer();
+  await provider.shutdown(); // flushes the batch processor through the exporter
+  process.send({ type: 'records', records }, () => process.exit(0));
+});
