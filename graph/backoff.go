@@ -102,11 +102,13 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	// within the noise of their median, or a floor) that this index waits
 	// a fixed time even if others are jittered.
 	steadyAt := make([]bool, len(idx))
+	// judgeable: at some index the edge's own noise is smaller than the
+	// waits; where it is as large as them at every index, no spread they
+	// could show, from none to full jitter, stands out of it.
+	judgeable := false
 	for k, w := range idx {
-		if tol >= w.med {
-			// The edge's own noise is as large as the waits: no spread
-			// they could show, from none to full jitter, stands out of it.
-			continue
+		if tol < w.med {
+			judgeable = true
 		}
 		near, floor := 0, 0
 		for _, x := range gaps[k] {
@@ -130,6 +132,9 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		case w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > tol, w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*tol:
 			jittered = true
 		}
+	}
+	if !judgeable {
+		jittered, steady = false, false
 	}
 	if jittered || steady {
 		b.JitterPresent = &jittered

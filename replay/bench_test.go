@@ -129,13 +129,13 @@ func BenchmarkBareHeap(b *testing.B) {
 		for b.Loop() {
 			h := &stdHeap{}
 			for i := range barePending {
-				heap.Push(h, event{t: rng.ExpFloat64() * barePending / 10_000, key: uint64(i) << kindBits, id: int32(i)})
+				heap.Push(h, event{at: timeKey(rng.ExpFloat64() * barePending / 10_000), key: uint64(i) << kindBits, id: int32(i)})
 			}
 			seq := uint64(barePending)
 			for range bareEvents {
 				ev := heap.Pop(h).(event)
 				seq++
-				heap.Push(h, event{t: ev.t + rng.ExpFloat64()*barePending/10_000, key: seq << kindBits, id: ev.id})
+				heap.Push(h, event{at: timeKey(ev.time() + rng.ExpFloat64()*barePending/10_000), key: seq << kindBits, id: ev.id})
 			}
 		}
 		b.ReportMetric(float64(b.N)*bareEvents/time.Since(start).Seconds(), "events/s")
@@ -155,7 +155,7 @@ func bareLoop(events, pending int) {
 	}
 	for range events {
 		ev := h.pop()
-		h.push(ev.t+rng.ExpFloat64()*float64(pending)/10_000, ev.kind(), ev.id, ev.gen+1)
+		h.push(ev.time()+rng.ExpFloat64()*float64(pending)/10_000, ev.kind(), ev.id, ev.gen+1)
 	}
 }
 

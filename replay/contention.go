@@ -76,32 +76,32 @@ func (c Contention) Run(ctx context.Context, seed uint64, maxCalls int) (Content
 		if r.Calls > maxCalls {
 			return ContentionResult{}, fmt.Errorf("contention: over %d calls with %d of %d clients done: the backoff never lets them through", maxCalls, done, c.Clients)
 		}
-		i := ev.id
+		i, now := ev.id, ev.time()
 		switch ev.kind() {
 		case ctRead:
 			read[i] = version
-			h.push(ev.t+delay(), ctReadReply, i, 0)
+			h.push(now+delay(), ctReadReply, i, 0)
 		case ctReadReply:
-			h.push(ev.t+delay(), ctWrite, i, 0)
+			h.push(now+delay(), ctWrite, i, 0)
 			r.Calls++
 		case ctWrite:
 			ok := read[i] == version
 			if ok {
 				version++
 			}
-			h.push(ev.t+delay(), ctWriteReply, i, boolGen(ok))
+			h.push(now+delay(), ctWriteReply, i, boolGen(ok))
 		case ctWriteReply:
 			if ev.gen == 1 {
 				done++
-				r.CompletionS = max(r.CompletionS, ev.t)
+				r.CompletionS = max(r.CompletionS, now)
 				continue
 			}
 			tries[i]++
 			d := c.Backoff.Delay(tries[i], prev[i], rngBackoff)
 			prev[i] = d
-			h.push(ev.t+d, ctRetry, i, 0)
+			h.push(now+d, ctRetry, i, 0)
 		case ctRetry:
-			h.push(ev.t+delay(), ctRead, i, 0)
+			h.push(now+delay(), ctRead, i, 0)
 			r.Calls++
 		}
 	}

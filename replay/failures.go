@@ -255,7 +255,7 @@ func (s *sim) bucket(t float64) int {
 // otherwise the callee's own outcome is drawn from the failure model.
 func (s *sim) ownOutcome(ji int32) (outcome, float64) {
 	j := &s.jobs[ji]
-	f := j.fail
+	f := s.fails[j.fail]
 	if j.failed {
 		if f != nil && f.Propagate < 1 && s.rngOutcome.Float64() >= f.Propagate {
 			return outOK, 0
@@ -274,12 +274,13 @@ func (s *sim) ownOutcome(ji int32) (outcome, float64) {
 // drawOwn draws job j's own outcome from its failure model, with the
 // Retry-After that comes with it.
 func (s *sim) drawOwn(j *job) (outcome, float64) {
-	if j.fail == nil {
+	f := s.fails[j.fail]
+	if f == nil {
 		return outOK, 0
 	}
-	o := j.fail.draw(j.attemptNo, j.afterFailure, j.afterOther, j.afterRun, j.afterDown, s.bucket(j.start), s.rngOutcome)
+	o := f.draw(j.attemptNo, j.afterFailure, j.afterOther, j.afterRun, j.afterDown, s.bucket(j.start), s.rngOutcome)
 	if o == outRetryAfter {
-		return o, j.fail.RetryAfter
+		return o, f.RetryAfter
 	}
 	return o, 0
 }

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"container/heap"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -53,7 +55,7 @@ func TestAgendaOrder(t *testing.T) {
 				if got != want {
 					t.Fatalf("step %d: agenda popped %+v, heap %+v", i, got, want)
 				}
-				now = got.t
+				now = got.time()
 			}
 			for h.len() > 0 {
 				if got, want := a.pop(), h.pop(); got != want {
@@ -64,5 +66,35 @@ func TestAgendaOrder(t *testing.T) {
 				t.Fatalf("agenda holds %d events after the heap is empty", a.len())
 			}
 		})
+	}
+}
+
+// TestHeapOrder: the 4-ary heap, with its branch-free choice of the
+// smallest child, pops the same events in the same order as
+// container/heap fed the same pushes, on times with ties, negative
+// times, -0 beside +0, and +Inf (where a wrong mapping of a time's bits
+// to an integer order would show).
+func TestHeapOrder(t *testing.T) {
+	times := []float64{math.Copysign(0, -1), 0, -0.5, -2, 1e-300, 0.25, 3, math.Inf(1)}
+	r := rand.New(rand.NewPCG(5, 5))
+	var h eventHeap
+	ref := &stdHeap{}
+	for i := range 200_000 {
+		if h.len() != ref.Len() {
+			t.Fatalf("step %d: heap holds %d events, container/heap %d", i, h.len(), ref.Len())
+		}
+		if h.len() == 0 || r.IntN(2) == 0 {
+			at := times[r.IntN(len(times))]
+			if r.IntN(2) == 0 {
+				at = r.NormFloat64()
+			}
+			h.push(at, evServed, int32(i), 0)
+			heap.Push(ref, event{at: timeKey(at), key: h.seq<<kindBits | uint64(evServed), id: int32(i)})
+			continue
+		}
+		got, want := h.pop(), heap.Pop(ref).(event)
+		if got != want {
+			t.Fatalf("step %d: popped %+v, container/heap %+v", i, got, want)
+		}
 	}
 }

@@ -713,10 +713,10 @@ func TestEventHeapOrder(t *testing.T) {
 			continue
 		}
 		ev := h.pop()
-		if popped > 0 && (ev.t < last.t || ev.t == last.t && ev.seq() < last.seq()) {
-			t.Fatalf("popped (%v, %d) after (%v, %d)", ev.t, ev.seq(), last.t, last.seq())
+		if popped > 0 && (ev.time() < last.time() || ev.time() == last.time() && ev.seq() < last.seq()) {
+			t.Fatalf("popped (%v, %d) after (%v, %d)", ev.time(), ev.seq(), last.time(), last.seq())
 		}
-		last, now = ev, ev.t
+		last, now = ev, ev.time()
 		popped++
 	}
 }

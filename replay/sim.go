@@ -36,34 +36,40 @@ const (
 	jobDone
 )
 
-// job is one attempt being served by a service.
+// job is one attempt being served by a service. It holds no pointer (its
+// failure model is an index), so the slab is never scanned by the
+// garbage collector and writing a job needs no write barrier; the fields
+// go by size, 104 bytes with no padding but the end's.
 type job struct {
-	att      int32 // the attempt it answers
-	svc, op  int32
-	pool     int32   // the pool (node or replica) that serves it
-	part     int32   // its shard or replica, as the faults see it
 	start    float64 // when a worker took it
 	selfEnd  float64 // when its own service time ended (calling and later)
 	deadline float64 // absolute; +Inf without propagation
 	// useful is the work of its downstream calls that succeeded and was
 	// handed to it: it reaches the root with the job's answer, or is wasted.
-	useful     float64
+	useful float64
+	ownRA  float64 // the Retry-After of its own outcome (drawn)
+	att    int32   // the attempt it answers
+	svc    int32
+	op     int32
+	pool   int32 // the pool (node or replica) that serves it
+	part   int32 // its shard or replica, as the faults see it
+	// fail is the failure model of the edge (or root operation) the job
+	// answers, an index into sim.fails: 0 for none.
+	fail       int32
 	nextEdge   int32 // sequential calls: index into the op's Calls
 	repeatLeft int32
 	pending    int32
-	attemptNo  int16
-	state      jobState
-	failed     bool
-	clientErr  bool // failed because a call ended in a client error
-	cancelled  bool
 	gen        int32
-	// fail is the failure model of the edge (or root operation) the job
-	// answers, nil for none.
-	fail *Failures
+	// root and rootGen name the root request's call the job serves.
+	root, rootGen int32
+	attemptNo     int16
+	state         jobState
+	failed        bool
+	clientErr     bool // failed because a call ended in a client error
+	cancelled     bool
 	// own is the job's own outcome when drawn before its calls (drawn).
 	own   outcome
 	drawn bool
-	ownRA float64
 	// afterFailure: the request had failed on this edge when this arrived.
 	afterFailure bool
 	// afterRun: else, the latest call of another request to end on the
@@ -71,8 +77,6 @@ type job struct {
 	afterRun bool
 	// afterOther: else, it had failed on another edge.
 	afterOther bool
-	// root and rootGen name the root request's call the job serves.
-	root, rootGen int32
 	// afterDown: the attempt before it failed because of the callee's calls.
 	afterDown bool
 }
@@ -236,8 +240,12 @@ type sim struct {
 	// lastEnded: per edge, how its latest calls to end had ended (see
 	// edgeRun).
 	lastEnded []edgeRun
-	entryCDF  []float64
-	ends      int // events processed
+	// fails are the model's failure models, fails[0] nil for none;
+	// entryFail and edgeFail index them per root operation and per edge.
+	fails               []*Failures
+	entryFail, edgeFail []int32
+	entryCDF            []float64
+	ends                int // events processed
 
 	// arrivalEnd is when root arrivals stop: the run's duration, or later
 	// while the verdict needs more time (see tick), by at most maxExt.
@@ -300,6 +308,20 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	s.budgets = make([]Budget, len(m.Edges))
 	s.breakers = make([]*Breaker, len(m.Edges))
 	s.lastEnded = make([]edgeRun, len(m.Edges))
+	s.fails = []*Failures{nil}
+	failIndex := func(f *Failures) int32 {
+		if f == nil {
+			return 0
+		}
+		s.fails = append(s.fails, f)
+		return int32(len(s.fails) - 1)
+	}
+	for _, e := range m.Entry {
+		s.entryFail = append(s.entryFail, failIndex(e.Fail))
+	}
+	for _, e := range m.Edges {
+		s.edgeFail = append(s.edgeFail, failIndex(e.Fail))
+	}
 	for i, e := range m.Edges {
 		switch {
 		case e.Policy.Budget.Kind == BudgetNone:
@@ -362,10 +384,11 @@ func (s *sim) run(ctx context.Context) error {
 	s.h.push(nominal, evFreeze, 0, 0)
 	for s.h.len() > 0 {
 		ev := s.h.pop()
-		if ev.t > nominal && ev.t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
+		t := ev.time()
+		if t > nominal && t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
 			break
 		}
-		s.now = ev.t
+		s.now = t
 		s.ends++
 		if s.ends&(checkEvery-1) == 0 {
 			if err := ctx.Err(); err != nil {
@@ -677,7 +700,10 @@ func (s *sim) arrive(ai int32) {
 			return
 		}
 	}
-	pi := part % int32(len(st.pools))
+	pi := part
+	if n := int32(len(st.pools)); pi >= n {
+		pi %= n // several parts to a pool (the division only then)
+	}
 	p := &st.pools[pi]
 	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
 		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
@@ -692,9 +718,9 @@ func (s *sim) arrive(ai int32) {
 		// is sooner than the call's.
 		deadline = a.deadline
 	}
-	fail := s.m.Entry[c.entry].Fail
+	fail := s.entryFail[c.entry]
 	if c.edge >= 0 {
-		fail = s.m.Edges[c.edge].Fail
+		fail = s.edgeFail[c.edge]
 	}
 	var root, rootGen int32
 	var same, other bool
@@ -718,6 +744,10 @@ func (s *sim) arrive(ai int32) {
 	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
 	a.job = j
+	if p.queued() == 0 && p.busy < s.limit(c.svc, pi) {
+		s.begin(j, c.svc, pi) // what queueing it and startQueued would do
+		return
+	}
 	p.push(j)
 	s.startQueued(c.svc, pi)
 }
@@ -740,54 +770,56 @@ func (s *sim) limitFaults(svc, pi int32) int {
 
 // startQueued gives free workers to queued jobs.
 func (s *sim) startQueued(svc, pi int32) {
-	st := &s.svcs[svc]
-	p := &st.pools[pi]
-	limit := s.limit(svc, pi)
-	if p.busy >= limit || p.queued() == 0 {
+	p := &s.svcs[svc].pools[pi]
+	for limit := s.limit(svc, pi); p.busy < limit && p.queued() > 0; {
+		s.begin(p.pop(), svc, pi)
+	}
+}
+
+// begin gives job ji, off the queue of pool pi of service svc, a worker,
+// unless it was cancelled or its deadline has passed.
+func (s *sim) begin(ji, svc, pi int32) {
+	j := &s.jobs[ji]
+	if j.cancelled {
+		s.freeJob(ji)
 		return
 	}
-	sv := &s.m.Services[svc]
-	for p.busy < limit && p.queued() > 0 {
-		ji := p.pop()
-		j := &s.jobs[ji]
-		if j.cancelled {
-			s.freeJob(ji)
-			continue
-		}
-		if s.now >= j.deadline {
-			// The deadline the request carried has passed while it waited:
-			// the server drops it before starting it.
-			s.met.droppedLate(s.now)
-			ai := j.att
-			s.freeJob(ji)
-			s.reply(ai, false, 0, 0)
-			continue
-		}
-		p.busy++
-		j.state = jobRunning
-		j.start = s.now
-		op := &sv.Ops[j.op]
-		dist := op.Time
-		if j.fail != nil && (op.FailTime != nil || op.FailFast > 0) {
-			// The job's own outcome decides how long it works (an error is
-			// often answered fast) and whether it calls anything.
-			j.own, j.ownRA = s.drawOwn(j)
-			j.drawn = true
-			if j.own != outOK && op.FailTime != nil {
-				dist = op.FailTime
-			}
-		}
-		t := sample(dist, s.rngService)
-		add := 0.0
-		if len(st.faults) > 0 {
-			eff := s.effect(-1, svc, j.part)
-			t, add = t*eff.Slow, eff.Add
-		}
-		if sv.Thrash > 0 {
-			t *= 1 + sv.Thrash*min(float64(p.queued())/float64(p.workers), 4)
-		}
-		s.h.later(s.now+(t+add), evServed, ji, j.gen)
+	if s.now >= j.deadline {
+		// The deadline the request carried has passed while it waited:
+		// the server drops it before starting it.
+		s.met.droppedLate(s.now)
+		ai := j.att
+		s.freeJob(ji)
+		s.reply(ai, false, 0, 0)
+		return
 	}
+	st := &s.svcs[svc]
+	p := &st.pools[pi]
+	sv := &s.m.Services[svc]
+	p.busy++
+	j.state = jobRunning
+	j.start = s.now
+	op := &sv.Ops[j.op]
+	dist := op.Time
+	if j.fail != 0 && (op.FailTime != nil || op.FailFast > 0) {
+		// The job's own outcome decides how long it works (an error is
+		// often answered fast) and whether it calls anything.
+		j.own, j.ownRA = s.drawOwn(j)
+		j.drawn = true
+		if j.own != outOK && op.FailTime != nil {
+			dist = op.FailTime
+		}
+	}
+	t := sample(dist, s.rngService)
+	add := 0.0
+	if len(st.faults) > 0 {
+		eff := s.effect(-1, svc, j.part)
+		t, add = t*eff.Slow, eff.Add
+	}
+	if sv.Thrash > 0 {
+		t *= 1 + sv.Thrash*min(float64(p.queued())/float64(p.workers), 4)
+	}
+	s.h.later(s.now+(t+add), evServed, ji, j.gen)
 }
 
 // served: the job's own work is done; make its downstream calls.
@@ -871,7 +903,7 @@ func (s *sim) startCall(ji, e int32) {
 func (s *sim) complete(ji int32) {
 	j := &s.jobs[ji]
 	o, retryAfter := outOK, 0.0
-	if j.failed || j.fail != nil { // else it succeeds: no failure model
+	if j.failed || j.fail != 0 { // else it succeeds: no failure model
 		o, retryAfter = s.ownOutcome(ji)
 		j = &s.jobs[ji]
 	}
@@ -928,6 +960,17 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 	a := &s.atts[ai]
 	if !a.open {
 		s.met.waste(useful, s.now) // the client left: nobody reads this answer
+		return
+	}
+	if c := &s.calls[a.call]; ok && c.edge < 0 && len(s.svcs[c.svc].faults) == 0 && (s.m.Hop == nil || s.m.HopRoundTrip) {
+		// A root request's success with nothing between it and the end
+		// user: no fault to lose it, no hop back, no budget or breaker to
+		// tell, and no other attempt out (the end user sends one). The
+		// request ends here, as cross, answer and finish would end it.
+		s.close(ai)
+		s.freeAttempt(ai)
+		c.done, c.inflight = true, 0
+		s.rootEnded(a.call, true, useful)
 		return
 	}
 	a.ok, a.ra, a.useful, a.lost = ok, retryAfter, useful, 0
@@ -1125,18 +1168,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	}
 	c.open, c.inflight = -1, 0
 	if c.job < 0 {
-		ok = ok && s.now <= c.deadline
-		if !ok {
-			s.met.waste(useful, s.now)
-		}
-		s.met.rootDone(c.start, s.now, ok, !ok && c.clientErr, c.start < s.cfg.Duration)
-		if s.m.Clients > 0 {
-			s.h.push(s.now+s.m.Think, evThink, 0, 0)
-		}
-		s.freeCall(ci)
-		if s.roots--; s.waitHead < len(s.waiting) {
-			s.admit()
-		}
+		s.rootEnded(ci, ok, useful)
 		return
 	}
 	ji, gen, clientErr := c.job, c.jobGen, c.clientErr
@@ -1165,6 +1197,24 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		return
 	}
 	s.nextCall(ji)
+}
+
+// rootEnded ends root request ci, ok or not, with the useful work of a
+// success: a success past the end user's deadline fails.
+func (s *sim) rootEnded(ci int32, ok bool, useful float64) {
+	c := &s.calls[ci]
+	ok = ok && s.now <= c.deadline
+	if !ok {
+		s.met.waste(useful, s.now)
+	}
+	s.met.rootDone(c.start, s.now, ok, !ok && c.clientErr, c.start < s.cfg.Duration)
+	if s.m.Clients > 0 {
+		s.h.push(s.now+s.m.Think, evThink, 0, 0)
+	}
+	s.freeCall(ci)
+	if s.roots--; s.waitHead < len(s.waiting) {
+		s.admit()
+	}
 }
 
 // tick samples the queues at the end of each simulated second and, once

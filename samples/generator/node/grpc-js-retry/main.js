@@ -130,6 +130,8 @@ function buildTruth(fronts, stocks, answers) {
       // min(initialBackoff·multiplier^n, maxBackoff) by 0.8 + 0.4·U[0,1).
       backoff: { kind: 'exponential', base_ms: sec(POLICY.initialBackoff), multiplier: POLICY.backoffMultiplier, cap_ms: sec(POLICY.maxBackoff), jitter: 'proportional', jitter_fraction: 0.2 },
       per_try_timeout_ms: null, retried_status: [], not_retried_status: [],
+      // The gRPC codes front received, split by whether the policy retries them.
+      retried_codes: stocks.some((a) => a.step === 'unavailable') ? ['UNAVAILABLE'] : [], not_retried_codes: [],
       honours_retry_after: false, idempotency_key: false,
       retry_after_captured: true, retry_after_waits: 0,
       attempts: stocks.length, below_instrumentation: true,
