@@ -76,7 +76,7 @@ samples:
 
 ## samples-node: regenerate the Node.js samples (needs node >= 20.6 and npm; npm ci in each samples/generator/node/*)
 samples-node:
-	for d in samples/generator/node/*/; do (cd $$d && npm ci --no-audit --no-fund) || exit 1; done
+	cd samples/generator/node && npm ci --no-audit --no-fund
 	cd samples/generator && $(GO) run . -out .. -node all
 
 ## golden: rewrite golden files from the current output

@@ -32,7 +32,7 @@ import (
 func main() {
 	out := flag.String("out", "..", "directory that receives one sub-directory per scenario")
 	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one; the others' files are left as they are)")
-	nodeOnly := flag.String("node", "", "run the Node.js scenario of this `NAME` under node/ instead (\"all\": every one; needs node and `npm ci` in its directory)")
+	nodeOnly := flag.String("node", "", "run the Node.js scenario of this `NAME` under node/ instead (\"all\": every one; needs node and `npm ci` in node/)")
 	flag.Parse()
 	ctx := context.Background()
 	if *nodeOnly != "" {

@@ -19,7 +19,7 @@ import (
 // generator's receiver and writes truth.json's content (what it configured,
 // and what its services saw happen) to the file named by $TRUTH_OUT; the
 // generator writes the trace files as for every other scenario. Running
-// them needs node and `npm ci` in each directory (make samples-node); the
+// them needs node and `npm ci` in node/ (make samples-node); the
 // tests read only the committed files.
 var nodeScenarios = []nodeScenario{
 	{Name: "undici-retryagent", Dir: "undici-retryagent"},
@@ -108,8 +108,8 @@ type nodeEdge struct {
 // runNode runs Node scenario sc and writes its files into out/<sc.Name>/.
 func runNode(ctx context.Context, sc nodeScenario, out string) (string, error) {
 	name, dir := sc.Name, filepath.Join("node", sc.Dir)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		return "", fmt.Errorf("%s: no node_modules (run `npm ci` there, or make samples-node): %w", dir, err)
+	if _, err := os.Stat(filepath.Join("node", "node_modules")); err != nil {
+		return "", fmt.Errorf("node: no node_modules (run `npm ci` there, or make samples-node): %w", err)
 	}
 	rc, err := startReceiver()
 	if err != nil {

@@ -21,8 +21,8 @@ func TestNodeSamples(t *testing.T) {
 	for _, sc := range nodeScenarios {
 		name := sc.Name
 		t.Run(name, func(t *testing.T) {
-			for _, f := range []string{"main.js", "package.json", "package-lock.json"} {
-				if _, err := os.Stat(filepath.Join("node", sc.Dir, f)); err != nil {
+			for _, f := range []string{filepath.Join(sc.Dir, "main.js"), filepath.Join(sc.Dir, "service.js"), "package.json", "package-lock.json"} {
+				if _, err := os.Stat(filepath.Join("node", f)); err != nil {
 					t.Error(err)
 				}
 			}

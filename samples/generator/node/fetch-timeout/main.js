@@ -17,10 +17,8 @@
 // from the attempts front made (their start, end and outcome as front saw
 // them). The driver is not instrumented: front's SERVER span is the root.
 
-const { fork } = require('node:child_process');
-const http = require('node:http');
-const path = require('node:path');
 const fs = require('node:fs');
+const { rng, shuffle, sleep, start, stop, get } = require('../common/harness');
 
 const SEED = 6;
 // p-retry 6 (through retry 0.13): the wait before retry n (from 0) is
@@ -46,46 +44,6 @@ const CASES = [
   { count: 1, script: ['503', 'slow'] },
 ];
 
-// mulberry32: a small seeded PRNG, so the request order is the same every run.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function start(role, env) {
-  const child = fork(path.join(__dirname, 'service.js'), [role], { env: { ...process.env, ...env } });
-  const ready = new Promise((resolve, reject) => {
-    child.once('message', (m) => (m.type === 'ready' ? resolve(m.port) : reject(new Error(`${role}: ${JSON.stringify(m)}`))));
-    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
-  });
-  return { child, ready };
-}
-
-function stop(svc) {
-  return new Promise((resolve) => {
-    svc.child.on('message', (m) => { if (m.type === 'records') resolve(m.records); });
-    svc.child.send({ type: 'stop' });
-  });
-}
-
-const driverAgent = new http.Agent({ keepAlive: false });
-function get(port, p) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: p, agent: driverAgent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    }).on('error', reject);
-  });
-}
-
 async function main() {
   const pricing = start('pricing', { SLOW_MS: String(SLOW_MS) });
   const pport = await pricing.ready;
@@ -95,11 +53,7 @@ async function main() {
   });
   const fport = await front.ready;
   const cases = CASES.flatMap((c) => Array.from({ length: c.count }, () => c.script));
-  const rand = rng(SEED);
-  for (let i = cases.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [cases[i], cases[j]] = [cases[j], cases[i]];
-  }
+  shuffle(cases, rng(SEED));
   const answers = {};
   for (const [i, script] of cases.entries()) {
     const id = String(2001 + i);

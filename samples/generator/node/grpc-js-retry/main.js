@@ -16,10 +16,8 @@
 // attempts stock received. The driver is not instrumented: front's SERVER
 // span is the root.
 
-const { fork } = require('node:child_process');
-const http = require('node:http');
-const path = require('node:path');
 const fs = require('node:fs');
+const { rng, shuffle, sleep, start, stop, get } = require('../common/harness');
 
 const SEED = 9;
 const POLICY = { maxAttempts: 4, initialBackoff: '0.02s', maxBackoff: '0.2s', backoffMultiplier: 2, retryableStatusCodes: ['UNAVAILABLE'] };
@@ -29,57 +27,13 @@ const PACE_MS = 20; // between root requests
 // With 4 it fails every attempt the policy allows: the call gives up.
 const CASES = [[6, 0], [6, 1], [5, 2], [4, 3], [3, 4]];
 
-// mulberry32: a small seeded PRNG, so the request order is the same every run.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function start(role, env) {
-  const child = fork(path.join(__dirname, 'service.js'), [role], { env: { ...process.env, ...env } });
-  const ready = new Promise((resolve, reject) => {
-    child.once('message', (m) => (m.type === 'ready' ? resolve(m.port) : reject(new Error(`${role}: ${JSON.stringify(m)}`))));
-    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
-  });
-  return { child, ready };
-}
-
-function stop(svc) {
-  return new Promise((resolve) => {
-    svc.child.on('message', (m) => { if (m.type === 'records') resolve(m.records); });
-    svc.child.send({ type: 'stop' });
-  });
-}
-
-const driverAgent = new http.Agent({ keepAlive: false });
-function get(port, p) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: p, agent: driverAgent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    }).on('error', reject);
-  });
-}
-
 async function main() {
   const stock = start('stock', {});
   const sport = await stock.ready;
   const front = start('front', { STOCK_ADDR: `127.0.0.1:${sport}`, SERVICE_CONFIG: JSON.stringify(SERVICE_CONFIG) });
   const fport = await front.ready;
   const cases = CASES.flatMap(([count, k]) => Array.from({ length: count }, () => k));
-  const rand = rng(SEED);
-  for (let i = cases.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [cases[i], cases[j]] = [cases[j], cases[i]];
-  }
+  shuffle(cases, rng(SEED));
   const answers = {};
   for (const [i, k] of cases.entries()) {
     const id = String(3001 + i);

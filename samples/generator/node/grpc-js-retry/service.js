@@ -12,27 +12,14 @@
 // receiver).
 
 const role = process.argv[2];
-const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
-const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
-const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto');
-const { resourceFromAttributes } = require('@opentelemetry/resources');
-const { registerInstrumentations } = require('@opentelemetry/instrumentation');
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { GrpcInstrumentation } = require('@opentelemetry/instrumentation-grpc');
-const { getRPCMetadata, RPCType } = require('@opentelemetry/core');
-const api = require('@opentelemetry/api');
+const { instrument, now, onStop, route } = require('../common/service');
 
-const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ 'service.name': role }),
-  spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT }))],
-});
-provider.register();
-registerInstrumentations({ instrumentations: [new HttpInstrumentation(), new GrpcInstrumentation()] });
+const provider = instrument(role, [new HttpInstrumentation(), new GrpcInstrumentation()]);
 
 const http = require('node:http');
 const grpc = require('@grpc/grpc-js');
-
-const now = () => performance.timeOrigin + performance.now(); // ms since the epoch, sub-ms
 
 // The Stock service, defined without a .proto: JSON messages.
 const json = { serialize: (o) => Buffer.from(JSON.stringify(o)), deserialize: (b) => JSON.parse(b.toString()) };
@@ -82,8 +69,7 @@ if (role === 'stock') {
   const server = http.createServer((req, res) => {
     const m = /^\/items\/([^/?]+)$/.exec(req.url);
     if (!m) { res.writeHead(404).end(); return; }
-    const md = getRPCMetadata(api.context.active());
-    if (md && md.type === RPCType.HTTP) md.route = '/items/:id';
+    route('/items/:id');
     const rec = { call: `${m[1]}#${++seq}`, start: now() };
     records.push(rec);
     const meta = new grpc.Metadata();
@@ -101,9 +87,4 @@ if (role === 'stock') {
   throw new Error(`unknown role ${role}`);
 }
 
-process.on('message', async (m) => {
-  if (m.type !== 'stop') return;
-  await stopServer();
-  await provider.shutdown(); // flushes the batch processor through the exporter
-  process.send({ type: 'records', records }, () => process.exit(0));
-});
+onStop(provider, records, () => stopServer());

@@ -30,10 +30,8 @@
 // the backend received, never assumed: truth.json counts each shape from
 // what happened, and the run fails if a group did not show its shape.
 
-const { fork } = require('node:child_process');
-const http = require('node:http');
-const path = require('node:path');
 const fs = require('node:fs');
+const { rng, shuffle, sleep, start, stop, get } = require('../common/harness');
 
 const SEED = 11;
 const RETRY = { maxRetries: 3, minTimeout: 20, timeoutFactor: 2, maxTimeout: 1000, statusCodes: [503] };
@@ -47,54 +45,6 @@ const GROUPS = [
   // k = 4 fails every attempt maxRetries+1 allows: the call gives up.
   ...[1, 2, 3, 4, 2, 3, 4].map((k) => ({ shape: 'own', k })),
 ];
-
-// mulberry32: a small seeded PRNG, so the group order is the same every run.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function shuffle(xs, rand) {
-  for (let i = xs.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [xs[i], xs[j]] = [xs[j], xs[i]];
-  }
-  return xs;
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function start(role, env) {
-  const child = fork(path.join(__dirname, 'service.js'), [role], { env: { ...process.env, ...env } });
-  const ready = new Promise((resolve, reject) => {
-    child.once('message', (m) => (m.type === 'ready' ? resolve(m.port) : reject(new Error(`${role}: ${JSON.stringify(m)}`))));
-    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
-  });
-  return { child, ready };
-}
-
-function stop(svc) {
-  return new Promise((resolve) => {
-    svc.child.on('message', (m) => { if (m.type === 'records') resolve(m.records); });
-    svc.child.send({ type: 'stop' });
-  });
-}
-
-const driverAgent = new http.Agent({ keepAlive: false });
-function get(port, p, headers = {}) {
-  return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: p, headers, agent: driverAgent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    }).on('error', reject);
-  });
-}
 
 // failing scripts k failures; the last response of the group closes the
 // connection. With k > maxRetries every attempt fails.

@@ -11,35 +11,14 @@
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the Go generator's receiver).
 
 const role = process.argv[2];
-const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
-const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
-const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto');
-const { resourceFromAttributes } = require('@opentelemetry/resources');
-const { registerInstrumentations } = require('@opentelemetry/instrumentation');
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
-const { getRPCMetadata, RPCType } = require('@opentelemetry/core');
-const api = require('@opentelemetry/api');
+const { api, instrument, now, onStop, route } = require('../common/service');
 
-const provider = new NodeTracerProvider({
-  resource: resourceFromAttributes({ 'service.name': role }),
-  spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT }))],
-});
-provider.register();
-registerInstrumentations({ instrumentations: [new HttpInstrumentation(), new UndiciInstrumentation()] });
+const provider = instrument(role, [new HttpInstrumentation(), new UndiciInstrumentation()]);
 
 const http = require('node:http');
 const undici = require('undici');
-
-const now = () => performance.timeOrigin + performance.now(); // ms since the epoch, sub-ms
-
-// route names the request's route as a framework (Express, Fastify) would,
-// through the RPC metadata instrumentation-http reads when the span ends:
-// the span then carries http.route and is named "GET /stock/:sku".
-function route(r) {
-  const md = getRPCMetadata(api.context.active());
-  if (md && md.type === RPCType.HTTP) md.route = r;
-}
 
 const records = [];
 let server;
@@ -105,9 +84,4 @@ if (role === 'backend') {
 
 server.keepAliveTimeout = 30_000;
 server.listen(0, '127.0.0.1', () => process.send({ type: 'ready', port: server.address().port }));
-process.on('message', async (m) => {
-  if (m.type !== 'stop') return;
-  server.close();
-  await provider.shutdown(); // flushes the batch processor through the exporter
-  process.send({ type: 'records', records }, () => process.exit(0));
-});
+onStop(provider, records, () => server.close());

@@ -1,0 +1,51 @@
+'use strict';
+// What every instrumented service of the Node scenarios shares: the
+// OpenTelemetry SDK set up for one service.name, spans leaving through the
+// OTLP/HTTP protobuf exporter to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the Go
+// generator's receiver), and the stop message of the scenario's main.js.
+// instrument must run before the modules it instruments (node:http,
+// undici, @grpc/grpc-js) are loaded, as `node --require` would.
+
+const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
+const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
+const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto');
+const { resourceFromAttributes } = require('@opentelemetry/resources');
+const { registerInstrumentations } = require('@opentelemetry/instrumentation');
+const { getRPCMetadata, RPCType } = require('@opentelemetry/core');
+const api = require('@opentelemetry/api');
+
+// instrument registers a tracer provider for service role with the given
+// instrumentations and returns it.
+function instrument(role, instrumentations) {
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': role }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT }))],
+  });
+  provider.register();
+  registerInstrumentations({ instrumentations });
+  return provider;
+}
+
+const now = () => performance.timeOrigin + performance.now(); // ms since the epoch, sub-ms
+
+// route names the request's route as a framework (Express, Fastify) would,
+// through the RPC metadata instrumentation-http reads when the span ends:
+// the span then carries http.route and is named "GET /stock/:sku".
+function route(r) {
+  const md = getRPCMetadata(api.context.active());
+  if (md && md.type === RPCType.HTTP) md.route = r;
+}
+
+// onStop answers main.js's stop message: stop serving (stopServer may
+// return a promise), flush the spans through the exporter, send back what
+// the service recorded, exit.
+function onStop(provider, records, stopServer) {
+  process.on('message', async (m) => {
+    if (m.type !== 'stop') return;
+    await stopServer();
+    await provider.shutdown(); // flushes the batch processor through the exporter
+    process.send({ type: 'records', records }, () => process.exit(0));
+  });
+}
+
+module.exports = { api, instrument, now, route, onStop };
