@@ -214,14 +214,6 @@ func callsInTraces(requests []ptrace.Traces) map[string][][]tracedAttempt {
 	return out
 }
 
-func spanCount(requests []ptrace.Traces) int {
-	n := 0
-	for _, td := range requests {
-		n += td.SpanCount()
-	}
-	return n
-}
-
 // readGzip returns the decompressed content of a gzip file.
 func readGzip(t *testing.T, path string) []byte {
 	t.Helper()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -476,12 +474,8 @@ func runGRPCDeadlines(ctx context.Context, sc Scenario, out string, requireInfer
 		return nil, "", err
 	}
 	requests := rc.stop()
-	spans := 0
-	for _, td := range requests {
-		spans += td.SpanCount()
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %d root requests, answers %s\n  %d spans in %d OTLP export requests\n", sc.rootRequests(), answers, spans, len(requests))
+	b.WriteString(exportSummary(sc.rootRequests(), answers, requests))
 	for _, e := range []*rpcEdge{m.toOrders, m.toWarehouse} {
 		e.mu.Lock()
 		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d, attempts %d, cut by a propagated deadline %d", e.caller, e.callee, e.method, e.calls, e.attempts, e.deadlineCut)
@@ -509,20 +503,5 @@ func runGRPCDeadlines(ctx context.Context, sc Scenario, out string, requireInfer
 		Paths: []truthPath{{Services: []string{"gateway", "orders", "warehouse"},
 			Operations:             []string{httpRoute(routeOrderGW), ordersMethod[1:], warehouseMethod[1:]},
 			WorstCaseAmplification: gatewayRetry.MaxAttempts}}}
-	dir := filepath.Join(out, sc.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, b.String(), err
-	}
-	if err := writeOTLP(filepath.Join(dir, fileOTLPJSON), filepath.Join(dir, fileOTLPProto), requests); err != nil {
-		return nil, b.String(), err
-	}
-	if err := writeJaeger(filepath.Join(dir, fileJaeger), requests); err != nil {
-		return nil, b.String(), err
-	}
-	err = writeFiles(map[string]func(io.Writer) error{filepath.Join(dir, fileTruth): func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(t)
-	}})
-	return m, b.String(), err
+	return m, b.String(), writeSample(filepath.Join(out, sc.Name), requests, t)
 }

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -376,10 +375,6 @@ func runIncident(ctx context.Context, out string, shape incidentShape) (string, 
 		return "", err
 	}
 	requests := rc.stop()
-	spans := 0
-	for _, td := range requests {
-		spans += td.SpanCount()
-	}
 	t := incidentTruth{RatePerS: shape.Rate}
 	t.Scenario, t.RootRequests = incidentName, shape.Roots
 	t.Description = fmt.Sprintf("open-loop at %d/s: the ledger is down for %g s; gateway retries quotes after 600 ms sleeps (retry-go), "+
@@ -407,22 +402,7 @@ func runIncident(ctx context.Context, out string, shape incidentShape) (string, 
 	t.Paths = []truthPath{{Services: []string{"gateway", "quotes", "stock", "ledger"},
 		Operations:             []string{"/quote/{id}", "/quotes/{id}", stockMethod[1:], "/ledger/{sku}"},
 		WorstCaseAmplification: 3 * 4 * 3}}
-	dir := filepath.Join(out, incidentName)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	if err := writeOTLP(filepath.Join(dir, fileOTLPJSON), filepath.Join(dir, fileOTLPProto), requests); err != nil {
-		return "", err
-	}
-	if err := writeJaeger(filepath.Join(dir, fileJaeger), requests); err != nil {
-		return "", err
-	}
-	err = writeFiles(map[string]func(io.Writer) error{filepath.Join(dir, fileTruth): func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(t)
-	}})
-	return fmt.Sprintf("  %d root requests, answers %s\n  %d spans in %d OTLP export requests\n", shape.Roots, answers, spans, len(requests)), err
+	return exportSummary(shape.Roots, answers, requests), writeSample(filepath.Join(out, incidentName), requests, t)
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -128,13 +128,8 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 		return nil, "", err
 	}
 	requests := rc.stop()
-	spans := 0
-	for _, td := range requests {
-		spans += td.SpanCount()
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %d root requests, answers %s\n  %d spans in %d OTLP export requests\n",
-		sc.rootRequests(), roots, spans, len(requests))
+	b.WriteString(exportSummary(sc.rootRequests(), roots, requests))
 	for _, c := range m.callers {
 		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d", c.edge.Caller, c.edge.Callee, c.edge.Route, c.stats.calls)
 		if c.edge.Policy.retries() {
@@ -151,16 +146,7 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 	if err != nil {
 		return nil, b.String(), err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, b.String(), err
-	}
-	if err := writeOTLP(filepath.Join(dir, fileOTLPJSON), filepath.Join(dir, fileOTLPProto), requests); err != nil {
-		return nil, b.String(), err
-	}
-	if err := writeJaeger(filepath.Join(dir, fileJaeger), requests); err != nil {
-		return nil, b.String(), err
-	}
-	if err := writeTruth(filepath.Join(dir, fileTruth), t); err != nil {
+	if err := writeSample(dir, requests, t); err != nil {
 		return nil, b.String(), err
 	}
 	for _, name := range legacyFiles {

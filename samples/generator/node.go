@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,34 +144,18 @@ func runNode(ctx context.Context, sc nodeScenario, out string) (string, error) {
 	if t.Scenario != name {
 		return "", fmt.Errorf("%s: truth names scenario %q", name, t.Scenario)
 	}
-	spans := 0
-	for _, td := range requests {
-		spans += td.SpanCount()
-	}
-	if spans == 0 {
+	if spanCount(requests) == 0 {
 		return "", fmt.Errorf("%s: no spans received", name)
 	}
-	d := filepath.Join(out, name)
-	if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := writeSample(filepath.Join(out, name), requests, t); err != nil {
 		return "", err
 	}
-	if err := writeOTLP(filepath.Join(d, fileOTLPJSON), filepath.Join(d, fileOTLPProto), requests); err != nil {
-		return "", err
-	}
-	if err := writeJaeger(filepath.Join(d, fileJaeger), requests); err != nil {
-		return "", err
-	}
-	err = writeFiles(map[string]func(io.Writer) error{filepath.Join(d, fileTruth): func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(t)
-	}})
-	sum := fmt.Sprintf("  %d root requests, answers %v\n  %d spans in %d OTLP export requests\n", t.RootRequests, t.RootAnswers, spans, len(requests))
+	sum := exportSummary(t.RootRequests, t.RootAnswers, requests)
 	if l := t.ContextLeaks; l != nil {
 		sum += fmt.Sprintf("  context leaks: %d late, %d repeated (%d spans)\n", l.Late, l.Repeated, l.Spans)
 	}
 	for _, e := range t.Edges {
 		sum += fmt.Sprintf("  %-9s → %-9s %s %-20s calls %3d, attempts %3d\n", e.Caller, e.Callee, e.Method, e.Operation, e.Calls, e.Attempts)
 	}
-	return sum, err
+	return sum, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -146,4 +147,34 @@ func writeFiles(files map[string]func(io.Writer) error) error {
 		}
 	}
 	return nil
+}
+
+// exportSummary is the first lines every scenario prints: its root
+// requests, how they were answered, and the spans the receiver got.
+func exportSummary(roots int, answers any, requests []ptrace.Traces) string {
+	return fmt.Sprintf("  %d root requests, answers %v\n  %d spans in %d OTLP export requests\n", roots, answers, spanCount(requests), len(requests))
+}
+
+// spanCount is how many spans the export requests carry.
+func spanCount(requests []ptrace.Traces) int {
+	spans := 0
+	for _, td := range requests {
+		spans += td.SpanCount()
+	}
+	return spans
+}
+
+// writeSample writes a scenario's three trace files and its truth.json
+// (whatever truth type the scenario has) into dir, creating it.
+func writeSample(dir string, requests []ptrace.Traces, t any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeOTLP(filepath.Join(dir, fileOTLPJSON), filepath.Join(dir, fileOTLPProto), requests); err != nil {
+		return err
+	}
+	if err := writeJaeger(filepath.Join(dir, fileJaeger), requests); err != nil {
+		return err
+	}
+	return writeTruth(filepath.Join(dir, fileTruth), t)
 }

@@ -246,7 +246,7 @@ func paths(callers []*caller) []truthPath {
 	return out
 }
 
-func writeTruth(path string, t truth) error {
+func writeTruth(path string, t any) error {
 	return writeFiles(map[string]func(io.Writer) error{path: func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
