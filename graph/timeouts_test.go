@@ -142,37 +142,15 @@ func TestPerTryTimeouts(t *testing.T) {
 			// A timer never fires early, and a loaded host fires some
 			// late: go-grpc-middleware's 60ms per-retry timeout on a busy
 			// machine ended attempts at 60-61ms and a few at 67-102ms.
-			name: "gRPC DEADLINE_EXCEEDED at 60ms with a sparse tail of late timers",
-			build: func(b *builder) {
-				late := []float64{67.2, 76.7, 77.4, 85.1, 102}
-				sequential(b, 25, "gateway", func(root, i int) {
-					d := 60.1 + 0.04*float64(i-len(late))
-					if i < len(late) {
-						d = late[i]
-					}
-					c := b.client(root, "orders", 10, d, grpcCode(4), method("Get"))
-					b.server(c, "orders", "retryaudit.Orders/Get", 10.2, d-0.3, grpcCode(1))
-					b.call(root, "orders", "retryaudit.Orders/Get", 20+d, 2, grpcCode(0), method("Get"))
-				})
-			},
+			name:  "gRPC DEADLINE_EXCEEDED at 60ms with a sparse tail of late timers",
+			build: lateTimeouts(25, 0.04, 67.2, 76.7, 77.4, 85.1, 102),
 			check: func(t *testing.T, tp *Topology) {
 				wantPtr(t, "per-try timeout", edge(t, tp, "gateway", "orders").PerTryTimeoutMS, 60.1)
 			},
 		},
 		{
-			name: "gRPC DEADLINE_EXCEEDED at 60ms with a late tail thinning out from the cluster",
-			build: func(b *builder) {
-				late := []float64{63.3, 64.0, 66.2, 67.9, 73.7, 90.0}
-				sequential(b, 31, "gateway", func(root, i int) {
-					d := 60.1 + 0.1*float64(i-len(late))
-					if i < len(late) {
-						d = late[i]
-					}
-					c := b.client(root, "orders", 10, d, grpcCode(4), method("Get"))
-					b.server(c, "orders", "retryaudit.Orders/Get", 10.2, d-0.3, grpcCode(1))
-					b.call(root, "orders", "retryaudit.Orders/Get", 20+d, 2, grpcCode(0), method("Get"))
-				})
-			},
+			name:  "gRPC DEADLINE_EXCEEDED at 60ms with a late tail thinning out from the cluster",
+			build: lateTimeouts(31, 0.1, 63.3, 64.0, 66.2, 67.9, 73.7, 90.0),
 			check: func(t *testing.T, tp *Topology) {
 				wantPtr(t, "per-try timeout", edge(t, tp, "gateway", "orders").PerTryTimeoutMS, 60.1)
 			},
@@ -249,4 +227,22 @@ func TestPerTryTimeouts(t *testing.T) {
 			},
 		},
 	})
+}
+
+// lateTimeouts builds n gateway requests whose first call to orders ends
+// DEADLINE_EXCEEDED at a 60ms per-try timeout, the first ones at the late
+// durations given (timers a loaded host fired late), the others from 60.1ms
+// up by step each, and whose retry then succeeds.
+func lateTimeouts(n int, step float64, late ...float64) func(*builder) {
+	return func(b *builder) {
+		sequential(b, n, "gateway", func(root, i int) {
+			d := 60.1 + step*float64(i-len(late))
+			if i < len(late) {
+				d = late[i]
+			}
+			c := b.client(root, "orders", 10, d, grpcCode(4), method("Get"))
+			b.server(c, "orders", "retryaudit.Orders/Get", 10.2, d-0.3, grpcCode(1))
+			b.call(root, "orders", "retryaudit.Orders/Get", 20+d, 2, grpcCode(0), method("Get"))
+		})
+	}
 }
