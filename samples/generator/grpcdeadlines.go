@@ -444,11 +444,7 @@ func (m *deadlineMesh) drive(sc Scenario) (string, error) {
 		resp.Body.Close()
 		answers[resp.StatusCode]++
 	}
-	var parts []string
-	for _, code := range slices.Sorted(maps.Keys(answers)) {
-		parts = append(parts, fmt.Sprintf("%d×%d", code, answers[code]))
-	}
-	return strings.Join(parts, " "), nil
+	return answersOf(answers), nil
 }
 
 // runGRPCDeadlines runs sc through the mesh and writes its files into

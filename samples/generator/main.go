@@ -196,9 +196,15 @@ func drive(sc Scenario, m *mesh) (string, error) {
 		resp.Body.Close()
 		answers[resp.StatusCode]++
 	}
+	return answersOf(answers), nil
+}
+
+// answersOf spells how root requests were answered, by status code in
+// order: "200×35 503×1".
+func answersOf(answers map[int]int) string {
 	var parts []string
 	for _, code := range slices.Sorted(maps.Keys(answers)) {
 		parts = append(parts, fmt.Sprintf("%d×%d", code, answers[code]))
 	}
-	return strings.Join(parts, " "), nil
+	return strings.Join(parts, " ")
 }
