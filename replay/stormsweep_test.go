@@ -1,0 +1,64 @@
+package replay
+
+import "testing"
+
+// TestStormSweep reproduces the rows of the README's "The storm's
+// mechanisms swept" table that name one setting: the storm preset with its
+// server's service time, thrash and cancellation replaced, seeds 1–20, and
+// for immediate, backoff and backoff+jitter how many seeds recover after
+// the 1 s blip and stay collapsed after the 3 s outage (`go test ./replay
+// -run TestStormSweep -v` prints them).
+func TestStormSweep(t *testing.T) {
+	policies := []string{"immediate", "backoff", "backoff+jitter"}
+	for _, row := range []struct {
+		name      string
+		service   Dist
+		thrash    float64
+		cancel    float64
+		running   bool
+		recovered [3]int // after the 1 s blip, of 20
+		collapsed [3]int // after the 3 s outage, of 20
+	}{
+		{"constant (the preset)", Constant(stormService), 0, 0, false, [3]int{2, 11, 9}, [3]int{20, 20, 20}},
+		{"constant, cancel 1 running stops", Constant(stormService), 0, 1, true, [3]int{10, 15, 13}, [3]int{20, 20, 20}},
+		{"exponential, cancel 0.5 stops", Exponential{MeanS: stormService}, 0, 0.5, true, [3]int{10, 20, 20}, [3]int{20, 20, 20}},
+		{"exponential, cancel 0.7 stops", Exponential{MeanS: stormService}, 0, 0.7, true, [3]int{20, 20, 20}, [3]int{17, 8, 16}},
+		{"exponential, thrash 0.02, cancel 0.7 stops", Exponential{MeanS: stormService}, 0.02, 0.7, true, [3]int{18, 20, 20}, [3]int{20, 17, 20}},
+		{"exponential, thrash 0.035, cancel 0.76 stops", Exponential{MeanS: stormService}, 0.035, 0.76, true, [3]int{19, 20, 20}, [3]int{18, 17, 19}},
+		{"exponential, thrash 0.05, cancel 0.8 stops", Exponential{MeanS: stormService}, 0.05, 0.8, true, [3]int{19, 20, 19}, [3]int{16, 15, 18}},
+		{"exponential, thrash 0.05, cancel 0.85 stops", Exponential{MeanS: stormService}, 0.05, 0.85, true, [3]int{20, 20, 20}, [3]int{1, 1, 1}},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			var recovered, collapsed [3]int
+			for seed := uint64(1); seed <= 20; seed++ {
+				p, err := NewPreset("storm", 1, seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range p.Matrix.Variants {
+					s := &p.Matrix.Variants[i].Model.Services[1]
+					s.Ops[0].Time, s.Thrash, s.CancelProb, s.CancelRunning = row.service, row.thrash, row.cancel, row.running
+				}
+				res, err := p.Matrix.Run()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range res {
+					for k, pol := range policies {
+						switch {
+						case r.Policy != pol:
+						case r.Degradation == "blip 1s" && !r.Metastable && r.RecoveryS != nil:
+							recovered[k]++
+						case r.Degradation == "outage 3s" && r.Metastable:
+							collapsed[k]++
+						}
+					}
+				}
+			}
+			t.Logf("blip 1 s recovered %v, outage 3 s collapsed %v (immediate, backoff, backoff+jitter; of 20)", recovered, collapsed)
+			if recovered != row.recovered || collapsed != row.collapsed {
+				t.Errorf("recovered %v, collapsed %v; the README says %v, %v", recovered, collapsed, row.recovered, row.collapsed)
+			}
+		})
+	}
+}
