@@ -149,7 +149,8 @@ type Runs struct {
 // SlowTries count an edge's tries by what came before them in their call,
 // and how many of each were slow: the callee had not answered when the
 // caller gave up on the try (it failed without an answer) and its span
-// ended after the caller's (it was still at work). A request that is slow
+// lasted longer than the caller's or ended after it (it was still at
+// work). A request that is slow
 // is often slow on every try (a slow key, a poison request): tries after
 // a slow try far likelier slow than tries after another failure show it.
 // Only tries to an instrumented callee count: elsewhere no span shows
@@ -1191,21 +1192,9 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 			if !s.Virtual && len(all) > 0 {
 				op.SelfQuantilesMS = quantilesOf(all)
 			}
-			if len(x[0]) > 0 {
-				slices.Sort(x[0])
-				op.WorkQuantilesMS = workQuantiles(x[0])
-			}
-			if len(x[1]) > 0 {
-				slices.Sort(x[1])
-				op.FailedWorkQuantilesMS = workQuantiles(x[1])
-			}
+			op.WorkQuantilesMS, op.FailedWorkQuantilesMS = sortedWork(x[0]), sortedWork(x[1])
 			if len(x[2]) > 0 {
-				slices.Sort(x[2])
-				op.SlowWorkQuantilesMS = workQuantiles(x[2])
-				if len(x[3]) > 0 {
-					slices.Sort(x[3])
-					op.AnsweredWorkQuantilesMS = workQuantiles(x[3])
-				}
+				op.SlowWorkQuantilesMS, op.AnsweredWorkQuantilesMS = sortedWork(x[2]), sortedWork(x[3])
 			}
 		}
 	}
@@ -1301,6 +1290,15 @@ func workQuantiles(xs []float64) []float64 {
 		out[i] = round3(quantile(xs, q))
 	}
 	return out
+}
+
+// sortedWork sorts xs and returns them at WorkLevels, nil for none.
+func sortedWork(xs []float64) []float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	slices.Sort(xs)
+	return workQuantiles(xs)
 }
 
 // quantilesOf returns sorted xs at SelfQuantileLevels.
