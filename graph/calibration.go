@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -456,16 +457,17 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		}
 	}
 	e.Outcomes = o
-	for _, w := range st.waits {
-		if len(w) == 0 {
+	for k := range st.waits {
+		w := &st.waits[k]
+		if w.n() == 0 {
 			break // a gap in the indices: the waits after it would be misplaced
 		}
-		slices.Sort(w)
-		e.WaitQuantilesMS = append(e.WaitQuantilesMS, workQuantiles(w))
+		e.WaitQuantilesMS = append(e.WaitQuantilesMS, w.quantiles(WorkLevels))
+		summarized(&e.Summarized, "waits_by_retry_"+strconv.Itoa(k+1), w.summary())
 	}
-	if len(st.transit) > 0 {
-		slices.Sort(st.transit)
-		e.TransitQuantilesMS = workQuantiles(st.transit)
+	if st.transit.n() > 0 {
+		e.TransitQuantilesMS = st.transit.quantiles(WorkLevels)
+		summarized(&e.Summarized, "transit", st.transit.summary())
 	}
 }
 
@@ -495,8 +497,8 @@ type outcomeStats struct {
 	downstreamFailed, propagated int
 	raSum                        float64 // of whole milliseconds: exact in any order
 	raN                          int
-	transit                      []float64
-	waits                        [][]float64
+	transit                      dist
+	waits                        []dist // by retry
 }
 
 func (st *outcomeStats) merge(o *outcomeStats) {
@@ -510,12 +512,12 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 	st.propagated += o.propagated
 	st.raSum += o.raSum
 	st.raN += o.raN
-	st.transit = append(st.transit, o.transit...)
+	st.transit.merge(&o.transit)
 	for len(st.waits) < len(o.waits) {
-		st.waits = append(st.waits, nil)
+		st.waits = append(st.waits, dist{})
 	}
-	for k, w := range o.waits {
-		st.waits[k] = append(st.waits[k], w...)
+	for k := range o.waits {
+		st.waits[k].merge(&o.waits[k])
 	}
 }
 
@@ -527,7 +529,6 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		n += len(c.attempts)
 	}
 	st.recs = make([]outcomeRec, 0, n)
-	st.transit = make([]float64, 0, n)
 	for ci, c := range ec.calls {
 		if !s.has(c.from) {
 			continue
@@ -559,7 +560,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				continue
 			}
 			if a.server >= 0 {
-				st.transit = append(st.transit, float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0))/1e6)
+				st.transit.add(float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0)) / 1e6)
 			}
 			if a.server >= 0 && breakerFast.has(a.server) {
 				// The callee's breaker failed it fast; replay's breaker,
@@ -594,9 +595,9 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				continue
 			}
 			for len(st.waits) < k {
-				st.waits = append(st.waits, nil)
+				st.waits = append(st.waits, dist{})
 			}
-			st.waits[k-1] = append(st.waits[k-1], float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0))/1e6)
+			st.waits[k-1].add(float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0)) / 1e6)
 		}
 	}
 	return st
@@ -1172,7 +1173,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 			for n, x := range p {
 				if y := sum[n]; y != nil {
 					for k := range y {
-						y[k] = append(y[k], x[k]...)
+						y[k].merge(&x[k])
 					}
 				} else {
 					sum[n] = x
@@ -1187,24 +1188,27 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 			if x == nil {
 				continue
 			}
-			all := append(slices.Clone(x[0]), x[1]...)
-			slices.Sort(all)
-			if !s.Virtual && len(all) > 0 {
-				op.SelfQuantilesMS = quantilesOf(all)
+			all := x[0].clone()
+			all.merge(&x[1])
+			if !s.Virtual && all.n() > 0 {
+				op.SelfQuantilesMS = all.quantiles(SelfQuantileLevels)
+				summarized(&op.Summarized, "self_times", all.summary())
 			}
-			op.WorkQuantilesMS, op.FailedWorkQuantilesMS = sortedWork(x[0]), sortedWork(x[1])
-			if len(x[2]) > 0 {
-				op.SlowWorkQuantilesMS, op.AnsweredWorkQuantilesMS = sortedWork(x[2]), sortedWork(x[3])
+			op.WorkQuantilesMS = op.work(&x[0], "work")
+			op.FailedWorkQuantilesMS = op.work(&x[1], "failed_work")
+			if x[2].n() > 0 {
+				op.SlowWorkQuantilesMS = op.work(&x[2], "slow_work")
+				op.AnsweredWorkQuantilesMS = op.work(&x[3], "answered_work")
 			}
 		}
 	}
 }
 
-// workTimes are an operation's work times, in no particular order: of
+// workTimes are an operation's work times: of
 // the executions that did not fail on their own ([0]), of those that did
 // ([1]), of those whose caller gave up on them while they worked ([2]),
 // and of the executions in [0] that are not in [2] ([3]).
-type workTimes [4][]float64
+type workTimes [4]dist
 
 // workOf is workSelfTimes' map step: per operation, the work times of the
 // selected executions.
@@ -1243,12 +1247,12 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 		}
 		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
 		w := float64(workTime(ix, int32(i), waits[int32(i)])) / 1e6
-		x[k] = append(x[k], w)
+		x[k].add(w)
 		switch {
 		case slowServed.has(int32(i)):
-			x[2] = append(x[2], w)
+			x[2].add(w)
 		case k == 0:
-			x[3] = append(x[3], w)
+			x[3].add(w)
 		}
 	}
 	for _, ec := range ecs {
@@ -1265,11 +1269,21 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 					k = 1
 				}
 				x := at(node{ec.key.callee, ec.key.op})
-				x[k] = append(x[k], float64(ix.spans[a.span].Duration())/1e6)
+				x[k].add(float64(ix.spans[a.span].Duration()) / 1e6)
 			}
 		}
 	}
 	return self
+}
+
+// work returns d at WorkLevels, nil for none, and names d in op's
+// summaries if d is one.
+func (op *Operation) work(d *dist, name string) []float64 {
+	if d.n() == 0 {
+		return nil
+	}
+	summarized(&op.Summarized, name, d.summary())
+	return d.quantiles(WorkLevels)
 }
 
 // WorkLevels are the quantile levels of the work and transit times replay
@@ -1282,33 +1296,6 @@ var WorkLevels = func() []float64 {
 	}
 	return l
 }()
-
-// workQuantiles returns sorted xs at WorkLevels.
-func workQuantiles(xs []float64) []float64 {
-	out := make([]float64, len(WorkLevels))
-	for i, q := range WorkLevels {
-		out[i] = round3(quantile(xs, q))
-	}
-	return out
-}
-
-// sortedWork sorts xs and returns them at WorkLevels, nil for none.
-func sortedWork(xs []float64) []float64 {
-	if len(xs) == 0 {
-		return nil
-	}
-	slices.Sort(xs)
-	return workQuantiles(xs)
-}
-
-// quantilesOf returns sorted xs at SelfQuantileLevels.
-func quantilesOf(xs []float64) []float64 {
-	out := make([]float64, 0, len(SelfQuantileLevels))
-	for _, q := range SelfQuantileLevels {
-		out = append(out, round3(quantile(xs, q)))
-	}
-	return out
-}
 
 // requestsHeld is, per service, the requests it held, each as the span it
 // is timed by (4 bytes, not 16): the SERVER spans and local roots of the
