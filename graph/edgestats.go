@@ -329,12 +329,13 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	sortStatuses(e.RetriedStatus)
 	sortStatuses(e.NotRetriedStatus)
 	if e.Retries {
-		gaps, directed := splitServerDirected(st.waits)
+		noise, bulk := spread(slices.Clone(st.legs))
+		gaps, directed := splitServerDirected(st.waits, noise)
 		if directed > 0 {
 			e.RetryAfterHonored += directed
 			e.RetryAfterUncaptured = directed
 		}
-		e.Backoff = inferBackoff(gaps, spread(slices.Clone(st.legs)))
+		e.Backoff = inferBackoff(gaps, noise, bulk)
 	} else {
 		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}
