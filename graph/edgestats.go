@@ -379,8 +379,10 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 		byFinding[id] = s.list()
 	}
 	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = st.serverDur.latency()
-	e.Summarized = summaries(map[string]*Summary{"waits": st.waits.summary(), "network_legs": st.legs.summary(),
-		"abandoned_attempts": st.abandoned.summary(), "hedge_delays": st.hedgeDelays.summary(), "callee_durations": st.serverDur.summary()})
+	for name, s := range map[string]*Summary{"waits": st.waits.summary(), "network_legs": st.legs.summary(),
+		"abandoned_attempts": st.abandoned.summary(), "hedge_delays": st.hedgeDelays.summary(), "callee_durations": st.serverDur.summary()} {
+		summarized(&e.Summarized, name, s)
+	}
 	if e.Attempts > 0 {
 		e.FailureRate = round3(float64(st.failed) / float64(e.Attempts))
 	}

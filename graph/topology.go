@@ -89,6 +89,11 @@ type Operation struct {
 	// those itself, so they count neither as own failures nor as
 	// executions that chose not to call.
 	BreakerFastFails int `json:"breaker_fast_fails,omitempty"`
+	// Summarized names the time lists of this operation that held more
+	// than MaxExactValues values, read from a sketch: durations (the
+	// p50–p99), self_times, work and failed_work. Absent when every
+	// quantile is exact.
+	Summarized map[string]Summary `json:"summarized,omitempty"`
 }
 
 // Edge is one caller → callee operation with the retry policy inferred for it.
@@ -205,8 +210,9 @@ type Edge struct {
 	// MaxExactValues values, so that a fit read a bounded summary of them
 	// rather than every value: waits, network_legs (the noise the jitter
 	// is judged against), abandoned_attempts (per-try timeouts) and
-	// hedge_delays are samples, callee_durations a sketch. Absent when
-	// every fit read every value.
+	// hedge_delays are samples; callee_durations, transit and
+	// waits_by_retry_N (WaitQuantilesMS[N-1]) sketches. Absent when every fit
+	// read every value.
 	Summarized map[string]Summary `json:"summarized,omitempty"`
 }
 
