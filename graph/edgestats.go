@@ -347,12 +347,13 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	sortStatuses(e.RetriedStatus)
 	sortStatuses(e.NotRetriedStatus)
 	if e.Retries {
-		gaps, directed := splitServerDirected(st.waits.values())
+		noise, bulk := spread(st.legs.values())
+		gaps, directed := splitServerDirected(st.waits.values(), noise)
 		if directed > 0 {
 			e.RetryAfterHonored += directed
 			e.RetryAfterUncaptured = directed
 		}
-		e.Backoff = inferBackoff(gaps, spread(st.legs.values()))
+		e.Backoff = inferBackoff(gaps, noise, bulk)
 	} else {
 		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}

@@ -273,8 +273,17 @@ type Backoff struct {
 	JitterAdditiveMS *float64   `json:"jitter_additive_ms,omitempty"`
 	// NoiseMS is the spread below which waits are taken to agree: the
 	// edge's own timing noise (how much the network legs of its attempts
-	// vary), times noiseFactor, and at least 1.5ms.
+	// vary: their central 80%, or where those have a late tail, from
+	// their 10th percentile to their median), times noiseFactor, and at
+	// least 1.5ms.
 	NoiseMS float64 `json:"noise_ms,omitempty"`
+	// NoiseTailMS, where the legs have a late tail (a busy host: their
+	// slower half spreads more than twice as wide as the faster), is
+	// their central 80% times noiseFactor: where it reaches the waits at
+	// every attempt index, jitter is unknown; the schedule's ranges allow
+	// it. There, none needs waits piled at their shortest, and jitter a
+	// bare floor.
+	NoiseTailMS *float64 `json:"noise_tail_ms,omitempty"`
 	// JitterPresent says whether waits at the same attempt vary beyond
 	// scheduling noise; null with fewer than three waits. Jitter can be
 	// unknown while this is true: present, but too few samples to name.
