@@ -135,6 +135,9 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 				st.add(ix, c)
 			}
 		}
+		if ix.shards.sent != nil {
+			return ix.shards.sent(st)
+		}
 		return st
 	}, (*edgeStats).merge)
 	return st.fit()

@@ -13,6 +13,10 @@ import "github.com/retryaudit/retryaudit/ingest"
 type shards struct {
 	of    func(ingest.TraceID) int // a trace's shard; nil: one shard of every trace
 	order []int                    // the shards, in the order their partials merge
+	// sent is what a shard's edge statistics go through before they
+	// merge, as from a map step in another process (their wire form);
+	// nil: they merge as they are.
+	sent func(*edgeStats) *edgeStats
 }
 
 // sel selects the spans one map or apply step reads: those of the traces

@@ -15,8 +15,9 @@ import (
 )
 
 // TestShardedInfer: inference with its traces dealt at random to k shards,
-// every map step run shard by shard and the partials merged in a random
-// order, gives the topology of one pass over all of them, byte for byte,
+// every map step run shard by shard (each shard's edge statistics sent
+// through their wire form) and the partials merged in a random order,
+// gives the topology of one pass over all of them, byte for byte,
 // on every committed sample, synthetic traffic and hand-built edge cases
 // (breakers, context leaks with more unretried failures than are kept,
 // parent cycles, unnamed spans, replicas, random span soup).
@@ -75,7 +76,16 @@ func TestShardedInfer(t *testing.T) {
 					for _, id := range ids {
 						shardOf[id] = rng.IntN(k)
 					}
-					sh := shards{of: func(id ingest.TraceID) int { return shardOf[id] }, order: rng.Perm(k)}
+					sh := shards{of: func(id ingest.TraceID) int { return shardOf[id] }, order: rng.Perm(k), sent: func(st *edgeStats) *edgeStats {
+						data, err := encodeEdgeStats(st)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if st, err = decodeEdgeStats(data); err != nil {
+							t.Fatal(err)
+						}
+						return st
+					}}
 					ix, err := shardedIndex(context.Background(), set, sh)
 					if err != nil {
 						t.Fatal(err)
