@@ -45,25 +45,7 @@ func TestGRPCDeadlinesScenario(t *testing.T) {
 		t.Errorf("truth: gateway → orders %+v, orders → warehouse %+v", gw, inner)
 	}
 
-	type span struct {
-		service, method, code string
-		kind                  ptrace.SpanKind
-		parent                pcommon.SpanID
-		start, end            pcommon.Timestamp
-	}
-	spans := map[pcommon.SpanID]span{}
-	for _, td := range jsonl {
-		for _, rs := range td.ResourceSpans().All() {
-			svc, _ := rs.Resource().Attributes().Get("service.name")
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, sp := range ss.Spans().All() {
-					m, _ := sp.Attributes().Get("rpc.method")
-					c, _ := sp.Attributes().Get("rpc.response.status_code")
-					spans[sp.SpanID()] = span{svc.Str(), m.Str(), c.Str(), sp.Kind(), sp.ParentSpanID(), sp.StartTimestamp(), sp.EndTimestamp()}
-				}
-			}
-		}
-	}
+	spans := rpcSpans(jsonl)
 	attempts := map[string]int{}
 	cut := 0
 	for _, s := range spans {
@@ -89,6 +71,32 @@ func TestGRPCDeadlinesScenario(t *testing.T) {
 	if !slices.Equal(gw.RetriedCodes, []string{"DEADLINE_EXCEEDED", "UNAVAILABLE"}) {
 		t.Errorf("retried codes %v", gw.RetriedCodes)
 	}
+}
+
+// rpcSpan is what the gRPC tests read of a span.
+type rpcSpan struct {
+	service, method, code string
+	kind                  ptrace.SpanKind
+	parent                pcommon.SpanID
+	start, end            pcommon.Timestamp
+}
+
+// rpcSpans reads every span of the export requests by its id.
+func rpcSpans(requests []ptrace.Traces) map[pcommon.SpanID]rpcSpan {
+	spans := map[pcommon.SpanID]rpcSpan{}
+	for _, td := range requests {
+		for _, rs := range td.ResourceSpans().All() {
+			svc, _ := rs.Resource().Attributes().Get("service.name")
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					m, _ := sp.Attributes().Get("rpc.method")
+					c, _ := sp.Attributes().Get("rpc.response.status_code")
+					spans[sp.SpanID()] = rpcSpan{svc.Str(), m.Str(), c.Str(), sp.Kind(), sp.ParentSpanID(), sp.StartTimestamp(), sp.EndTimestamp()}
+				}
+			}
+		}
+	}
+	return spans
 }
 
 // TestGRPCCodeName: codes as the gRPC spec spells them.

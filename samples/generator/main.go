@@ -54,23 +54,32 @@ func main() {
 		}
 		return
 	}
-	found := false
-	if *only == "" || *only == incidentName {
-		found = true
-		start := time.Now()
-		sum, err := runIncident(ctx, *out, incidentCommitted)
-		fmt.Printf("%s (%s)\n%s", incidentName, time.Since(start).Round(time.Millisecond), sum)
-		if err != nil {
-			log.Fatalf("%s: %v", incidentName, err)
-		}
+	// The meshes of their own, run by name.
+	others := []struct {
+		name string
+		run  func() (string, error)
+	}{
+		{incidentName, func() (string, error) { return runIncident(ctx, *out, incidentCommitted) }},
+		{grpcDeadlinesName, func() (string, error) {
+			_, sum, err := runGRPCDeadlines(ctx, grpcDeadlines(), *out, true)
+			return sum, err
+		}},
+		{grpcPushbackName, func() (string, error) {
+			_, sum, err := runGRPCPushback(ctx, grpcPushback(), *out, true)
+			return sum, err
+		}},
 	}
-	if *only == "" || *only == grpcDeadlinesName {
+	found := false
+	for _, o := range others {
+		if *only != "" && *only != o.name {
+			continue
+		}
 		found = true
 		start := time.Now()
-		_, sum, err := runGRPCDeadlines(ctx, grpcDeadlines(), *out, true)
-		fmt.Printf("%s (%s)\n%s", grpcDeadlinesName, time.Since(start).Round(time.Millisecond), sum)
+		sum, err := o.run()
+		fmt.Printf("%s (%s)\n%s", o.name, time.Since(start).Round(time.Millisecond), sum)
 		if err != nil {
-			log.Fatalf("%s: %v", grpcDeadlinesName, err)
+			log.Fatalf("%s: %v", o.name, err)
 		}
 	}
 	for _, sc := range scenarios() {
