@@ -150,7 +150,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.raIgnored++
 			st.show(ix, FindingRetryAfter, c)
 		}
-		st.waits = append(st.waits, pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushback(a.status)})
+		st.waits = append(st.waits, pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushbackOf(a.status), call: uint32(st.calls - 1)})
 	}
 	ends := st.byLength[n]
 	if ends == nil {
@@ -235,7 +235,10 @@ func (st *edgeStats) merge(o *edgeStats) {
 	st.proxyShed += o.proxyShed
 	st.raHonored += o.raHonored
 	st.raIgnored += o.raIgnored
-	st.waits = append(st.waits, o.waits...)
+	for _, w := range o.waits {
+		w.call += uint32(st.calls - o.calls) // st.calls already counts o's
+		st.waits = append(st.waits, w)
+	}
 	st.legs = append(st.legs, o.legs...)
 	st.serverDur = append(st.serverDur, o.serverDur...)
 	st.abandoned = append(st.abandoned, o.abandoned...)

@@ -35,6 +35,8 @@ type truth struct {
 			CapMS          *float64 `json:"cap_ms"`
 			Jitter         string   `json:"jitter"`
 			JitterFraction *float64 `json:"jitter_fraction"`
+			// JitterAdditiveMS, for additive jitter: waits add U[0, it).
+			JitterAdditiveMS *float64 `json:"jitter_additive_ms"`
 		} `json:"backoff"`
 		IdempotencyKey bool `json:"idempotency_key"`
 		// Written by the newer scenarios only (0 or false where absent).
@@ -222,7 +224,7 @@ func TestTruth(t *testing.T) {
 					if w := te.WaitLateMedianMS; w != nil {
 						late = *w
 					}
-					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, late, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction)
+					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, late, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction, te.Backoff.JitterAdditiveMS)
 					checkSteps(t, loc, e.Backoff, te.Backoff.Kind, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.CapMS)
 				}
 				if w := te.WaitLateMS; w != nil && *w > minNoiseMS {
@@ -357,8 +359,9 @@ func hasFinding(t *Topology, id, location string) bool {
 // the base within 10% (and 2ms of timer lateness; above it, also the
 // capture's median lateness where written: waits come late, never early) and inside its range, a stated multiplier
 // equal to the configured one and a range that holds it, a named jitter
-// the configured kind, a proportional fraction within 0.1.
-func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult *float64, jitter string, fraction *float64) {
+// the configured kind, a proportional fraction within 0.1, an additive
+// jitter's amount within a quarter.
+func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult *float64, jitter string, fraction, additive *float64) {
 	t.Helper()
 	if base > 0 && (b.BaseMS < base-0.1*base-2 || b.BaseMS > base+0.1*base+2+late) {
 		t.Errorf("%s: base %vms, want %vms", loc, b.BaseMS, base)
@@ -380,6 +383,9 @@ func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult
 		}
 		if f := b.JitterFraction; jitter == "proportional" && fraction != nil && (f == nil || math.Abs(*f-*fraction) > 0.1) {
 			t.Errorf("%s: jitter fraction %v, want %v ±0.1", loc, f, *fraction)
+		}
+		if a := b.JitterAdditiveMS; jitter == "additive" && additive != nil && (a == nil || math.Abs(*a-*additive) > 0.25**additive) {
+			t.Errorf("%s: additive jitter %v ms, want %v ±25%%", loc, a, *additive)
 		}
 	}
 }

@@ -19,22 +19,10 @@ import (
 // deadline are as many as the truth says and ended when gateway's attempt
 // did.
 func TestGRPCDeadlinesScenario(t *testing.T) {
-	sc := grpcDeadlines()
-	sc.Name = "short"
-	for i := range sc.Cases {
-		sc.Cases[i].Count = 1
-	}
-	out := t.TempDir()
-	if _, _, err := runGRPCDeadlines(context.Background(), sc, out, false); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(out, sc.Name)
-	jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
-	if n := spanCount(jsonl); n == 0 || n != spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))) || n != readJaeger(t, filepath.Join(dir, fileJaeger)) {
-		t.Fatal("span counts differ between the three files")
-	}
-	var tr truth
-	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	jsonl, tr := runShortGRPC(t, grpcDeadlines(), func(ctx context.Context, sc Scenario, out string) error {
+		_, _, err := runGRPCDeadlines(ctx, sc, out, false)
+		return err
+	})
 	if len(tr.Edges) != 2 || tr.Edges[0].Operation != ordersMethod[1:] || tr.Edges[1].Operation != warehouseMethod[1:] {
 		t.Fatalf("truth edges %+v", tr.Edges)
 	}
@@ -71,6 +59,29 @@ func TestGRPCDeadlinesScenario(t *testing.T) {
 	if !slices.Equal(gw.RetriedCodes, []string{"DEADLINE_EXCEEDED", "UNAVAILABLE"}) {
 		t.Errorf("retried codes %v", gw.RetriedCodes)
 	}
+}
+
+// runShortGRPC runs sc with one root request per case through run into a
+// temporary directory, checks that its three trace files hold the same
+// spans, and returns the OTLP JSON export requests and the truth.
+func runShortGRPC(t *testing.T, sc Scenario, run func(ctx context.Context, sc Scenario, out string) error) ([]ptrace.Traces, truth) {
+	t.Helper()
+	sc.Name = "short"
+	for i := range sc.Cases {
+		sc.Cases[i].Count = 1
+	}
+	out := t.TempDir()
+	if err := run(context.Background(), sc, out); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(out, sc.Name)
+	jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
+	if n := spanCount(jsonl); n == 0 || n != spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))) || n != readJaeger(t, filepath.Join(dir, fileJaeger)) {
+		t.Fatal("span counts differ between the three files")
+	}
+	var tr truth
+	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	return jsonl, tr
 }
 
 // rpcSpan is what the gRPC tests read of a span.

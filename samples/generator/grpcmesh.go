@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -181,29 +179,10 @@ func (e *rpcEdge) truth() truthEdge {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	p := e.policy
-	te := truthEdge{Caller: e.caller, Callee: e.callee, Operation: e.method[1:], Retries: p.retries(), MaxAttempts: p.MaxAttempts,
-		ExhaustedInTraces: e.exhausted > 0, Backoff: truthBackoff{Kind: p.Backoff.Kind, Jitter: p.Backoff.Jitter},
-		RetriedStatus: []int{}, NotRetriedStatus: []int{}, HonoursRetryAfter: p.HonoursRetryAfter,
-		RetryAfterCaptured: !p.HonoursRetryAfter, RetryAfterWaits: e.pushbackWaits,
+	te := truthEdge{Caller: e.caller, Callee: e.callee, Operation: e.method[1:], ExhaustedInTraces: e.exhausted > 0,
+		RetriedStatus: []int{}, NotRetriedStatus: []int{}, RetryAfterCaptured: !p.HonoursRetryAfter, RetryAfterWaits: e.pushbackWaits,
 		Attempts: e.attempts, DeadlineCutAttempts: e.deadlineCut, RetriedCodes: []string{}, NotRetriedCodes: []string{}}
-	if p.Library != "" {
-		te.Library = &p.Library
-	}
-	if p.PerTryTimeout > 0 {
-		te.PerTryTimeoutMS = millis(p.PerTryTimeout)
-	}
-	if p.Backoff.Kind != "none" {
-		te.Backoff.BaseMS = millis(p.Backoff.Base)
-	}
-	if p.Backoff.Kind == "exponential" {
-		te.Backoff.Multiplier = &p.Backoff.Multiplier
-		if p.Backoff.Cap > 0 {
-			te.Backoff.CapMS = millis(p.Backoff.Cap)
-		}
-	}
-	if p.Backoff.Jitter != "none" {
-		te.Backoff.JitterFraction = &p.Backoff.JitterFraction
-	}
+	te.configure(p)
 	if _, ok := p.intendedWait(1); ok && p.retries() {
 		late := math.Round(e.lateMS*10) / 10
 		te.WaitLateMS = &late
@@ -414,16 +393,10 @@ func (m *grpcMesh) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// drive sends the root requests one at a time, shuffled by the seed, after
+// drive sends the root requests one at a time, in the scenario's order, after
 // planning each one's faults; it returns the answers, e.g. "200×40 503×2".
 func (m *grpcMesh) drive(sc Scenario) (string, error) {
-	var cases []Case
-	for _, c := range sc.Cases {
-		for range c.Count {
-			cases = append(cases, c)
-		}
-	}
-	rand.New(rand.NewPCG(sc.Seed, sc.Seed)).Shuffle(len(cases), func(i, j int) { cases[i], cases[j] = cases[j], cases[i] })
+	cases := sc.order()
 	client := &http.Client{Timeout: 30 * time.Second} // not instrumented: gateway's span is the root
 	answers := map[int]int{}
 	for i, c := range cases {
@@ -431,38 +404,24 @@ func (m *grpcMesh) drive(sc Scenario) (string, error) {
 		if c.Script != nil {
 			m.faults.plan(c.Target, id, c.Script)
 		}
-		resp, err := client.Get(m.gateway + "/order/" + id)
+		code, err := rootRequest(client, http.MethodGet, m.gateway+"/order/"+id)
 		if err != nil {
 			return "", err
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		answers[resp.StatusCode]++
+		answers[code]++
 	}
 	return answersOf(answers), nil
 }
 
-// runGRPC starts a receiver and a gRPC mesh, has build add the scenario's
-// services to it, sends sc's root requests, stops the mesh and returns
-// the export requests with the summary's first lines.
+// runGRPC brings a gRPC mesh up, has build add the scenario's services to
+// it, sends sc's root requests, stops the mesh and returns the export
+// requests with the summary's first lines.
 func runGRPC(ctx context.Context, sc Scenario, build func(m *grpcMesh) error) ([]ptrace.Traces, string, error) {
-	rc, err := startReceiver()
-	if err != nil {
-		return nil, "", err
-	}
-	m := newGRPCMesh(ctx, rc.url)
-	if err := build(m); err != nil {
-		return nil, "", err
-	}
-	answers, err := m.drive(sc)
-	if err != nil {
-		return nil, "", err
-	}
-	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := m.stop(stopCtx); err != nil {
-		return nil, "", err
-	}
-	requests := rc.stop()
-	return requests, exportSummary(sc.rootRequests(), answers, requests), nil
+	return capture(ctx, sc.rootRequests(), func(otlpURL string) (func() (string, error), func(context.Context) error, error) {
+		m := newGRPCMesh(ctx, otlpURL)
+		if err := build(m); err != nil {
+			return nil, nil, err
+		}
+		return func() (string, error) { return m.drive(sc) }, m.stop, nil
+	})
 }

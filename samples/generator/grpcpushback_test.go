@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -20,22 +19,10 @@ import (
 // the wait after a pushback restarts the backoff (25ms ±20%, not the
 // 100ms the third retry would wait); and the refused call made one attempt.
 func TestGRPCPushbackScenario(t *testing.T) {
-	sc := grpcPushback()
-	sc.Name = "short"
-	for i := range sc.Cases {
-		sc.Cases[i].Count = 1
-	}
-	out := t.TempDir()
-	if _, _, err := runGRPCPushback(context.Background(), sc, out, false); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(out, sc.Name)
-	jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
-	if n := spanCount(jsonl); n == 0 || n != spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))) || n != readJaeger(t, filepath.Join(dir, fileJaeger)) {
-		t.Fatal("span counts differ between the three files")
-	}
-	var tr truth
-	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	jsonl, tr := runShortGRPC(t, grpcPushback(), func(ctx context.Context, sc Scenario, out string) error {
+		_, _, err := runGRPCPushback(ctx, sc, out, false)
+		return err
+	})
 	if len(tr.Edges) != 1 {
 		t.Fatalf("truth edges %+v", tr.Edges)
 	}
