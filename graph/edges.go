@@ -284,9 +284,9 @@ type pendingWait struct {
 	nth      int // the attempt before the wait is the call's nth+1
 	ms       float64
 	pushback pushbackKind // the attempt before was refused with a status a server sends its wait with
-	// call tells the waits of one call from another's: the call's ordinal
-	// among the edge's calls (merge shifts the ordinals of what it adds).
-	call uint32
+	// call tells the waits of one call from another's: the sample key of
+	// the call's first attempt, whichever shard read it.
+	call uint64
 }
 
 // pushbackKind is how a server may have told the caller when to retry,
@@ -315,16 +315,20 @@ func pushbackOf(status label) pushbackKind {
 }
 
 // Server-directed waits that no span captured are waits after a pushback
-// status at least offScheduleFactor times what the schedule waits at the
-// same attempt index (the 90th percentile of the other waits there, or,
-// with fewer than minPerIndex of them, offScheduleFactor² times that of
-// the nearest index before). Retry-After counts in seconds, so an HTTP
-// one sits at a whole number of seconds, to within wholeSecondLateMS late
-// and wholeSecondEarlyMS early. A gRPC pushback counts in milliseconds,
-// so its value shows nothing; what shows it is that a server's wait is
-// the server's, unjittered and the same whatever the attempt: at least
-// minAgreeingPushbacks such waits within pushbackAgreeMS plus
-// pushbackAgreeFraction of one another, where backoff jitters and grows.
+// status that depart from what the schedule waits at the same attempt
+// index: at least offScheduleFactor times its 90th percentile (the other
+// waits there, or, with fewer than minPerIndex of them, offScheduleFactor²
+// times that of the nearest index before). Retry-After counts in seconds,
+// so an HTTP one sits at a whole number of seconds, to within
+// wholeSecondLateMS late (or the edge's timing noise, if more: on a busy
+// host the timer fires late by what its other timings vary) and
+// wholeSecondEarlyMS early, and may also lie below the schedule
+// (belowSchedule: a server asking for 1s where the schedule waits 2s). A
+// gRPC pushback counts in milliseconds, so its value shows nothing; what
+// shows it is that a server's wait is the server's, unjittered and the
+// same whatever the attempt: at least minAgreeingPushbacks such waits
+// within pushbackAgreeMS plus pushbackAgreeFraction of one another, where
+// backoff jitters and grows and late timers scatter.
 const (
 	wholeSecondEarlyMS    = 10
 	wholeSecondLateMS     = 60
@@ -334,9 +338,11 @@ const (
 	pushbackAgreeFraction = 0.05
 )
 
-func wholeSeconds(ms float64) bool {
+// wholeSeconds reports whether ms is a whole number of seconds, up to
+// late ms late (at least wholeSecondLateMS).
+func wholeSeconds(ms, late float64) bool {
 	s := math.Round(ms / 1000)
-	return s >= 1 && ms >= 1000*s-wholeSecondEarlyMS && ms <= 1000*s+wholeSecondLateMS
+	return s >= 1 && ms >= 1000*s-wholeSecondEarlyMS && ms <= 1000*s+max(late, wholeSecondLateMS)
 }
 
 // splitServerDirected separates the waits the server directed (a
@@ -344,21 +350,22 @@ func wholeSeconds(ms float64) bool {
 // follow the backoff schedule: it returns the latter per attempt index,
 // and how many of the former it found. A wait the schedule could have
 // produced, or one with no schedule to compare it with, stays in the
-// schedule: a constant 1s backoff is not a server's instruction.
+// schedule: a constant 1s backoff is not a server's instruction. noise is
+// the edge's timing noise (ms), how late a whole-second wait may come.
 //
 // After a gRPC pushback the backoff starts over (gRFC A6; grpc-go resets
 // its count of retries since the pushback, grpc-java its next backoff to
 // the initial one), so a call's later waits are indexed from the pushback.
-func splitServerDirected(waits []pendingWait) ([][]float64, int) {
+func splitServerDirected(waits []pendingWait, noise float64) ([][]float64, int) {
 	directed := make([]bool, len(waits))
-	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback != pushbackNone && wholeSeconds(w.ms) }, false,
-		func(off []int) []int { return off })
+	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback != pushbackNone && wholeSeconds(w.ms, noise) }, false,
+		func(s float64, all []float64) bool { return belowSchedule(s, all, noise) }, func(off []int) []int { return off })
 	// Every retry after UNAVAILABLE is a suspect here: the schedule is
 	// read from all the waits at an index.
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback == pushbackGRPC }, true,
-		func(off []int) []int { return agreeing(waits, off) })
-	// The latest gRPC pushback before each wait of a call.
-	restart := map[uint32][]int{}
+		nil, func(off []int) []int { return agreeing(waits, off) })
+	// The gRPC pushbacks of each call, by the index of the wait.
+	restart := map[uint64][]int{}
 	for i, w := range waits {
 		if directed[i] && w.pushback == pushbackGRPC {
 			restart[w.call] = append(restart[w.call], w.nth)
@@ -390,22 +397,25 @@ func splitServerDirected(waits []pendingWait) ([][]float64, int) {
 }
 
 // markDirected marks as directed the waits suspect(w) picks out that are
-// off the schedule the other waits at their attempt index show and that
+// off the schedule the other waits at their attempt index show (or, with
+// below, below it by below(wait, every wait at the index)) and that
 // confirm keeps of those. With among, the schedule is read from every
 // wait at the index, suspects included, as the lesser of their 90th
 // percentile and twice their median: no backoff waits longer than twice
 // its median at one index (full jitter's ceiling), so long as the
 // server's waits are fewer than half of them.
-func markDirected(waits []pendingWait, directed []bool, suspect func(pendingWait) bool, among bool, confirm func(off []int) []int) {
-	var others [][]float64
+func markDirected(waits []pendingWait, directed []bool, suspect func(pendingWait) bool, among bool,
+	below func(s float64, all []float64) bool, confirm func(off []int) []int) {
+	var others, all [][]float64
 	var suspects [][]int
 	for i, w := range waits {
 		for len(others) <= w.nth {
-			others, suspects = append(others, nil), append(suspects, nil)
+			others, all, suspects = append(others, nil), append(all, nil), append(suspects, nil)
 		}
 		if directed[i] {
 			continue
 		}
+		all[w.nth] = append(all[w.nth], w.ms)
 		s := suspect(w)
 		if s {
 			suspects[w.nth] = append(suspects[w.nth], i)
@@ -434,7 +444,7 @@ func markDirected(waits []pendingWait, directed []bool, suspect func(pendingWait
 			limit = offScheduleFactor * offScheduleFactor * max(ref, immediateMS)
 		}
 		for _, i := range suspects[k] {
-			if limit >= 0 && waits[i].ms >= limit {
+			if ms := waits[i].ms; limit >= 0 && ms >= limit || below != nil && below(ms, all[k]) {
 				off = append(off, i)
 			}
 		}
@@ -472,12 +482,35 @@ func agreeing(waits []pendingWait, off []int) []int {
 	return kept
 }
 
-// spread is the width of the central 80% of xs: how much a timing varies
-// without its outliers; 0 for fewer than four values.
-func spread(xs []float64) float64 {
+// belowSchedule reports whether whole-second wait s lies below the
+// schedule that the other waits at its attempt index follow: minNoJitter
+// or more of them are longer (leaving out those at s's own whole second,
+// which a server may have directed alike or the schedule's lower end may
+// hold), and s is below their shortest by more than their range and by a
+// third of it. Bounded jitter does not reach below its floor by its own
+// width; full jitter's floor is near zero, so nothing falls below it.
+func belowSchedule(s float64, waits []float64, noise float64) bool {
+	var above []float64
+	for _, x := range waits {
+		if x > s && !(wholeSeconds(x, noise) && math.Round(x/1000) == math.Round(s/1000)) {
+			above = append(above, x)
+		}
+	}
+	if len(above) < minNoJitter {
+		return false
+	}
+	lo, hi := slices.Min(above), slices.Max(above)
+	return s < lo-(hi-lo) && s < lo*(1-1.0/offScheduleFactor)
+}
+
+// spread is how much a timing varies: central, the width of the central
+// 80% of xs (without its outliers), and bulk, from its 10th percentile to
+// its median (the variation the faster half of them shows, which a late
+// tail leaves alone); both 0 for fewer than four values.
+func spread(xs []float64) (central, bulk float64) {
 	if len(xs) < 4 {
-		return 0
+		return 0, 0
 	}
 	slices.Sort(xs)
-	return quantile(xs, 0.9) - quantile(xs, 0.1)
+	return quantile(xs, 0.9) - quantile(xs, 0.1), quantile(xs, 0.5) - quantile(xs, 0.1)
 }

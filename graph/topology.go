@@ -89,6 +89,11 @@ type Operation struct {
 	// those itself, so they count neither as own failures nor as
 	// executions that chose not to call.
 	BreakerFastFails int `json:"breaker_fast_fails,omitempty"`
+	// Summarized names the time lists of this operation that held more
+	// than MaxExactValues values, read from a sketch: durations (the
+	// p50–p99), self_times, work and failed_work. Absent when every
+	// quantile is exact.
+	Summarized map[string]Summary `json:"summarized,omitempty"`
 }
 
 // Edge is one caller → callee operation with the retry policy inferred for it.
@@ -203,6 +208,30 @@ type Edge struct {
 	// Examples are up to three traces showing the edge's calls, those
 	// with the most attempts first.
 	Examples []Example `json:"examples,omitempty"`
+
+	// Summarized names the value lists of this edge that held more than
+	// MaxExactValues values, so that a fit read a bounded summary of them
+	// rather than every value: waits, network_legs (the noise the jitter
+	// is judged against), abandoned_attempts (per-try timeouts) and
+	// hedge_delays are samples; callee_durations, transit and
+	// waits_by_retry_N (WaitQuantilesMS[N-1]) sketches. Absent when every fit
+	// read every value.
+	Summarized map[string]Summary `json:"summarized,omitempty"`
+}
+
+// Summary is how a fit read a list of more values than MaxExactValues.
+type Summary struct {
+	// Seen is how many values the traces gave.
+	Seen int `json:"seen"`
+	// Kept is, for a sample, how many of them the fit read: those of
+	// lowest hash of their trace and span id, a uniform sample. Counts
+	// the fit derives from the values (retry_after_uncaptured,
+	// per_try_timeout_unknown, deadline_from_caller, backoff.samples,
+	// the schedule's waits) count the sample.
+	Kept int `json:"kept,omitempty"`
+	// RelativeAccuracy is, for a sketch, how close its quantiles are
+	// to the population's: within this fraction of a value at that rank.
+	RelativeAccuracy float64 `json:"relative_accuracy,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.
@@ -239,8 +268,17 @@ type Backoff struct {
 	JitterAdditiveMS *float64   `json:"jitter_additive_ms,omitempty"`
 	// NoiseMS is the spread below which waits are taken to agree: the
 	// edge's own timing noise (how much the network legs of its attempts
-	// vary), times noiseFactor, and at least 1.5ms.
+	// vary: their central 80%, or where those have a late tail, from
+	// their 10th percentile to their median), times noiseFactor, and at
+	// least 1.5ms.
 	NoiseMS float64 `json:"noise_ms,omitempty"`
+	// NoiseTailMS, where the legs have a late tail (a busy host: their
+	// slower half spreads more than twice as wide as the faster), is
+	// their central 80% times noiseFactor: where it reaches the waits at
+	// every attempt index, jitter is unknown; the schedule's ranges allow
+	// it. There, none needs waits piled at their shortest, and jitter a
+	// bare floor.
+	NoiseTailMS *float64 `json:"noise_tail_ms,omitempty"`
 	// JitterPresent says whether waits at the same attempt vary beyond
 	// scheduling noise; null with fewer than three waits. Jitter can be
 	// unknown while this is true: present, but too few samples to name.

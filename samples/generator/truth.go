@@ -94,9 +94,9 @@ type truthBackoff struct {
 	CapMS          *int64   `json:"cap_ms"`
 	Jitter         string   `json:"jitter"`
 	JitterFraction *float64 `json:"jitter_fraction"`
-	// JitterAdditiveMS, for additive jitter, is the most it adds: each
-	// wait is the schedule's plus U[0, JitterAdditiveMS).
-	JitterAdditiveMS *int64 `json:"jitter_additive_ms,omitempty"`
+	// JitterAdditiveMS is a, for additive jitter (+U[0, a) ms on every
+	// wait); written by the scenarios that have it.
+	JitterAdditiveMS *float64 `json:"jitter_additive_ms,omitempty"`
 }
 
 // httpRoute is the http.route otelhttp records for a ServeMux pattern.
@@ -201,7 +201,8 @@ func (te *truthEdge) configure(p Policy) {
 	switch p.Backoff.Jitter {
 	case "none":
 	case "additive":
-		te.Backoff.JitterAdditiveMS = millis(p.Backoff.Additive)
+		a := float64(p.Backoff.Additive.Milliseconds())
+		te.Backoff.JitterAdditiveMS = &a
 	default:
 		te.Backoff.JitterFraction = &p.Backoff.JitterFraction
 	}
