@@ -99,8 +99,8 @@ type Operation struct {
 	BreakerFastFails int `json:"breaker_fast_fails,omitempty"`
 	// Summarized names the time lists of this operation that held more
 	// than MaxExactValues values, read from a sketch: durations (the
-	// p50–p99), self_times, work and failed_work. Absent when every
-	// quantile is exact.
+	// p50–p99), self_times, work, failed_work, slow_work and
+	// answered_work. Absent when every quantile is exact.
 	Summarized map[string]Summary `json:"summarized,omitempty"`
 }
 
