@@ -351,3 +351,40 @@ func TestSlowTries(t *testing.T) {
 		t.Errorf("pricing work on slow tries %v, on answered ones %v: want 148 ms and 9 ms", op.SlowWorkQuantilesMS, op.AnsweredWorkQuantilesMS)
 	}
 }
+
+// TestFirstDownstreamFailed: first attempts whose callee failed because
+// its own call failed are counted apart (they passed whatever the callee
+// fails on before it calls anything); retries are not.
+func TestFirstDownstreamFailed(t *testing.T) {
+	b := newBuilder()
+	for i := range 9 {
+		if i > 0 {
+			b.newTrace()
+		}
+		start := float64(100 * i)
+		root := b.server(-1, "gateway", "GET /o", start, 60)
+		switch i % 3 {
+		case 0: // orders fails on its own, calling nothing; the retry succeeds
+			b.call(root, "orders", "Get", start+1, 5, httpStatus(503), method("GET"), target("http://orders/1"))
+			_, srv := b.call(root, "orders", "Get", start+10, 5, httpStatus(200), method("GET"), target("http://orders/1"))
+			b.call(srv, "warehouse", "Count", start+11, 2, httpStatus(200))
+		case 1: // warehouse fails and orders passes it on; then both fail again, then succeed
+			for k, at := range []float64{1, 10, 20} {
+				code := 503
+				if k == 2 {
+					code = 200
+				}
+				_, srv := b.call(root, "orders", "Get", start+at, 5, httpStatus(code), method("GET"), target("http://orders/1"))
+				b.set.Spans[srv].HTTPStatus = uint16(code)
+				b.call(srv, "warehouse", "Count", start+at+1, 2, httpStatus(code))
+			}
+		default:
+			_, srv := b.call(root, "orders", "Get", start+1, 5, httpStatus(200), method("GET"), target("http://orders/1"))
+			b.call(srv, "warehouse", "Count", start+2, 2, httpStatus(200))
+		}
+	}
+	o := edge(t, b.infer(), "gateway", "orders").Outcomes
+	if o == nil || o.DownstreamFailed != 6 || o.FirstDownstreamFailed != 3 {
+		t.Fatalf("downstream failed %d, of them first attempts %d: want 6 and 3 (%+v)", o.DownstreamFailed, o.FirstDownstreamFailed, o)
+	}
+}
