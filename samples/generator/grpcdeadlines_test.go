@@ -41,7 +41,11 @@ func TestGRPCDeadlinesScenario(t *testing.T) {
 			continue
 		}
 		attempts[s.method]++
-		if s.method == ordersMethod[1:] && s.code == "DEADLINE_EXCEEDED" && s.end-s.start < 60e6 {
+		// The per-retry deadline is set when the interceptor makes the
+		// attempt's context, a moment before otelgrpc starts its span, so
+		// a cut attempt's span can be a few µs short of 60 ms (59.98 ms
+		// seen under load); a millisecond short is a deadline not honoured.
+		if s.method == ordersMethod[1:] && s.code == "DEADLINE_EXCEEDED" && s.end-s.start < 59e6 {
 			t.Errorf("a DEADLINE_EXCEEDED attempt of %v, under the 60ms per-retry timeout", s.end-s.start)
 		}
 		if s.method == warehouseMethod[1:] && (s.code == "DEADLINE_EXCEEDED" || s.code == "CANCELLED") {
