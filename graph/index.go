@@ -46,8 +46,10 @@ type index struct {
 	ops                       []uint32 // each span's operation name, as an index into opNames.list (opName)
 	opNames                   opNames
 	arena                     []call // the current chunk of calls (newCall)
-	names                     map[callName]*callName
-	lastName                  *callName
+	names                     map[callName]nameID
+	callNames                 []callName // by nameID
+	lastName                  nameID
+	more                      [][]attempt // the attempts of calls that made more than one (call.more)
 	// shards deals the traces to the map steps (one shard in Infer).
 	shards shards
 }
