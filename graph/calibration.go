@@ -359,8 +359,9 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 				if !s.has(c.from) {
 					continue
 				}
-				for k := range c.attempts {
-					if a := &c.attempts[k]; ix.slowTry(a) {
+				as := ix.attemptsOf(c)
+				for k := range as {
+					if a := &as[k]; ix.slowTry(a) {
 						slow.set(a.server)
 					}
 				}
@@ -552,7 +553,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			}
 			slow := ix.slowTry(a)
 			if a.server >= 0 && a.server != a.span && !a.synthetic {
-				st.slow.count(k, k > 0 && ix.slowTry(&c.attempts[k-1]), slow)
+				st.slow.count(k, k > 0 && ix.slowTry(&as[k-1]), slow)
 			}
 			if slow {
 				// The callee answered too late: its own time, which replay
