@@ -170,7 +170,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.show(ix, FindingRetryAfter, c)
 		}
 		st.waits.add(ix.keyOfAttempt(a, k), pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushbackOf(a.status),
-			call: ix.keyOfAttempt(&c.attempts[0], 0)})
+			call: ix.keyOfAttempt(&as[0], 0)})
 	}
 	ends := st.byLength[n]
 	if ends == nil {
