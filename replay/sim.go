@@ -51,7 +51,7 @@ type job struct {
 	att    int32   // the attempt it answers
 	svc    int32
 	op     int32
-	pool   int32 // the pool (node or replica) that serves it
+	pool   int32 // the pool (node or replica) that serves it: index into sim.pools
 	part   int32 // its shard or replica, as the faults see it
 	// fail is the failure model of the edge (or root operation) the job
 	// answers, an index into sim.fails: 0 for none.
@@ -79,6 +79,9 @@ type job struct {
 	afterOther bool
 	// afterDown: the attempt before it failed because of the callee's calls.
 	afterDown bool
+	// leaf: its operation calls nothing; faulty: faults name its service
+	// (both static, kept here so that the hot path reads only the job).
+	leaf, faulty bool
 }
 
 // call is one logical call: a root request, or one caller job's call over
@@ -111,6 +114,11 @@ type call struct {
 	// downFailed: the latest attempt failed because the callee's own
 	// calls failed (its failure model draws the next one accordingly).
 	downFailed bool
+	// direct: nothing lies between the client and the callee to lose or
+	// delay a request (no fault on the callee, no network hop, no transit
+	// time on the edge); directBack: nor an answer (no fault, and no hop
+	// back). Both are static, set when the call begins.
+	direct, directBack bool
 	// failedEdges (root requests): the edges on which an attempt serving
 	// it has failed.
 	failedEdges []int32
@@ -142,10 +150,14 @@ type attempt struct {
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
+// svc and idx name it (the service, and the pool's index among the
+// service's); limits is the service's (see svcState).
 type pool struct {
 	workers, busy int
 	queue         []int32
 	head          int
+	svc, idx      int32
+	limits        bool
 }
 
 func (p *pool) queued() int { return len(p.queue) - p.head }
@@ -163,7 +175,9 @@ func (p *pool) pop() int32 {
 }
 
 type svcState struct {
+	// pools are the service's, a window of sim.pools from pool0 on.
 	pools []pool
+	pool0 int32
 	name  string
 	// faults are the faults that name this service (nil for most): the
 	// only ones degrade.Schedule.Effect would look at, so a service
@@ -174,6 +188,9 @@ type svcState struct {
 	// the service into; part p is served by pool p % len(pools).
 	parts int
 	byKey bool
+	// direct and directBack are what the calls to the service have as
+	// theirs (see call), but for an edge's transit time.
+	direct, directBack bool
 	// eff is what the faults do to every attempt from now until
 	// effUntil, when they start or end, unless it varies by caller or
 	// part: the effect is computed once per such span, not per attempt.
@@ -227,6 +244,7 @@ type sim struct {
 	observed bool
 
 	svcs       []svcState
+	pools      []pool         // every service's pools, service by service
 	effScratch degrade.Effect // see effect
 	jobs       []job
 	calls      []call
@@ -291,18 +309,29 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 				st.limits = st.limits || f.Kind == degrade.DBPool
 			}
 		}
+		st.direct = len(st.faults) == 0 && m.Hop == nil
+		st.directBack = len(st.faults) == 0 && (m.Hop == nil || m.HopRoundTrip)
 		st.parts, st.byKey = faults.Shards(svc.Name), true
 		if r := faults.Replicas(svc.Name); r > 1 {
 			st.parts, st.byKey = r, false
 		}
+	}
+	n := 0
+	for i, svc := range m.Services {
+		n += min(s.svcs[i].parts, svc.Workers)
+	}
+	s.pools = make([]pool, 0, n)
+	for i, svc := range m.Services {
 		// The parts split the service's workers: each pool gets its share,
 		// and a service with fewer workers than parts puts several parts
 		// on one pool, so partitioning never adds capacity.
+		st := &s.svcs[i]
 		n := min(st.parts, svc.Workers)
-		st.pools = make([]pool, n)
+		st.pool0 = int32(len(s.pools))
 		for k := range n {
-			st.pools[k].workers = (svc.Workers + n - 1 - k) / n
+			s.pools = append(s.pools, pool{workers: (svc.Workers + n - 1 - k) / n, svc: int32(i), idx: int32(k), limits: st.limits})
 		}
+		st.pools = s.pools[st.pool0:len(s.pools):len(s.pools)]
 	}
 	shared := map[int]Budget{}
 	s.budgets = make([]Budget, len(m.Edges))
@@ -453,10 +482,8 @@ func (s *sim) run(ctx context.Context) error {
 		case evFreeze:
 			s.freeze()
 		case evKick:
-			for i := range s.svcs {
-				for k := range s.svcs[i].pools {
-					s.startQueued(int32(i), int32(k))
-				}
+			for pi := range s.pools {
+				s.startQueued(int32(pi))
 			}
 		}
 	}
@@ -506,10 +533,10 @@ func (s *sim) startRoot(i int, arrived float64) {
 	if s.m.ClientDeadline > 0 {
 		deadline = arrived + s.m.ClientDeadline
 	}
-	key := s.key(int32(e.Service))
+	key, st := s.key(int32(e.Service)), &s.svcs[e.Service]
 	c, cp := s.newCall()
 	cp.job, cp.edge, cp.entry, cp.svc, cp.op = -1, -1, int16(i), int32(e.Service), int32(e.Op)
-	cp.start, cp.deadline, cp.key = arrived, deadline, key
+	cp.start, cp.deadline, cp.key, cp.direct, cp.directBack = arrived, deadline, key, st.direct, st.directBack
 	s.roots++
 	s.send(c)
 }
@@ -600,6 +627,12 @@ func (s *sim) send(ci int32) {
 	if p.HedgeAfter > 0 && int(n) < p.MaxAttempts {
 		// The next hedge, if this attempt has not answered by then.
 		s.h.later(s.now+p.HedgeAfter, evHedge, a, ap.gen)
+	}
+	if c.direct {
+		// Nothing on the way to lose or delay the request (see cross):
+		// it reaches the callee now.
+		s.arrive(a)
+		return
 	}
 	s.cross(a, false)
 }
@@ -705,6 +738,7 @@ func (s *sim) arrive(ai int32) {
 		pi %= n // several parts to a pool (the division only then)
 	}
 	p := &st.pools[pi]
+	pi += st.pool0 // the pool's index in sim.pools
 	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
 		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
 		s.met.shed(s.now)
@@ -743,42 +777,48 @@ func (s *sim) arrive(ai int32) {
 	j, jp := s.newJob()
 	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
+	jp.leaf, jp.faulty = len(svc.Ops[c.op].Calls) == 0, len(st.faults) > 0
 	a.job = j
-	if p.queued() == 0 && p.busy < s.limit(c.svc, pi) {
-		s.begin(j, c.svc, pi) // what queueing it and startQueued would do
+	if p.queued() == 0 && p.busy < s.limit(p) {
+		s.begin(j) // what queueing it and startQueued would do
 		return
 	}
 	p.push(j)
-	s.startQueued(c.svc, pi)
+	s.startQueued(pi)
 }
 
 // limit is the pool's worker count under active faults.
-func (s *sim) limit(svc, pi int32) int {
-	if !s.svcs[svc].limits {
-		return s.svcs[svc].pools[pi].workers // the common case, inlined
+func (s *sim) limit(p *pool) int {
+	if !p.limits {
+		return p.workers // the common case, inlined
 	}
-	return s.limitFaults(svc, pi)
+	return s.limitFaults(p)
 }
 
-func (s *sim) limitFaults(svc, pi int32) int {
-	p := &s.svcs[svc].pools[pi]
-	if eff := s.effect(-1, svc, pi); eff.Limit > 0 {
-		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
+func (s *sim) limitFaults(p *pool) int {
+	if eff := s.effect(-1, p.svc, p.idx); eff.Limit > 0 {
+		return min(p.workers, max(1, eff.Limit/len(s.svcs[p.svc].pools)))
 	}
 	return p.workers
 }
 
-// startQueued gives free workers to queued jobs.
-func (s *sim) startQueued(svc, pi int32) {
-	p := &s.svcs[svc].pools[pi]
-	for limit := s.limit(svc, pi); p.busy < limit && p.queued() > 0; {
-		s.begin(p.pop(), svc, pi)
+// startQueued gives free workers of pool pi (an index into sim.pools) to
+// its queued jobs.
+func (s *sim) startQueued(pi int32) {
+	if p := &s.pools[pi]; p.head < len(p.queue) { // none queued, the common case, inlined
+		s.startJobs(p)
 	}
 }
 
-// begin gives job ji, off the queue of pool pi of service svc, a worker,
-// unless it was cancelled or its deadline has passed.
-func (s *sim) begin(ji, svc, pi int32) {
+func (s *sim) startJobs(p *pool) {
+	for limit := s.limit(p); p.busy < limit && p.queued() > 0; {
+		s.begin(p.pop())
+	}
+}
+
+// begin gives job ji, off its pool's queue, a worker, unless it was
+// cancelled or its deadline has passed.
+func (s *sim) begin(ji int32) {
 	j := &s.jobs[ji]
 	if j.cancelled {
 		s.freeJob(ji)
@@ -793,9 +833,8 @@ func (s *sim) begin(ji, svc, pi int32) {
 		s.reply(ai, false, 0, 0)
 		return
 	}
-	st := &s.svcs[svc]
-	p := &st.pools[pi]
-	sv := &s.m.Services[svc]
+	p := &s.pools[j.pool]
+	sv := &s.m.Services[j.svc]
 	p.busy++
 	j.state = jobRunning
 	j.start = s.now
@@ -812,8 +851,8 @@ func (s *sim) begin(ji, svc, pi int32) {
 	}
 	t := sample(dist, s.rngService)
 	add := 0.0
-	if len(st.faults) > 0 {
-		eff := s.effect(-1, svc, j.part)
+	if j.faulty {
+		eff := s.effect(-1, j.svc, j.part)
 		t, add = t*eff.Slow, eff.Add
 	}
 	if sv.Thrash > 0 {
@@ -825,11 +864,11 @@ func (s *sim) begin(ji, svc, pi int32) {
 // served: the job's own work is done; make its downstream calls.
 func (s *sim) served(ji int32) {
 	j := &s.jobs[ji]
-	op := &s.m.Services[j.svc].Ops[j.op]
-	if len(op.Calls) == 0 {
+	if j.leaf {
 		s.complete(ji)
 		return
 	}
+	op := &s.m.Services[j.svc].Ops[j.op]
 	if j.drawn && j.own != outOK && op.FailFast > 0 && s.rngOutcome.Float64() < op.FailFast {
 		// A request the service rejects fails before it calls anything.
 		s.complete(ji)
@@ -890,10 +929,11 @@ func (s *sim) startCall(ji, e int32) {
 	if d := ed.Policy.Deadline; d > 0 {
 		deadline = min(deadline, s.now+d)
 	}
-	key, run := s.key(int32(ed.Callee)), s.lastEnded[e].failedFor(j.root, j.rootGen)
+	key, run, st := s.key(int32(ed.Callee)), s.lastEnded[e].failedFor(j.root, j.rootGen), &s.svcs[ed.Callee]
 	c, cp := s.newCall()
 	cp.job, cp.jobGen, cp.edge, cp.svc, cp.op = ji, j.gen, e, int32(ed.Callee), int32(ed.CalleeOp)
 	cp.start, cp.deadline, cp.key, cp.run = s.now, deadline, key, run
+	cp.direct, cp.directBack = st.direct && ed.Transit == nil, st.directBack
 	s.send(c)
 }
 
@@ -907,13 +947,13 @@ func (s *sim) complete(ji int32) {
 		o, retryAfter = s.ownOutcome(ji)
 		j = &s.jobs[ji]
 	}
-	if o == outOK && len(s.svcs[j.svc].faults) > 0 {
+	if o == outOK && j.faulty {
 		eff := s.effect(-1, j.svc, j.part)
 		if eff.FailAfterWork || eff.ErrorAfterWork > 0 && s.rngFault.Float64() < eff.ErrorAfterWork {
 			o = outFail
 		}
 	}
-	ai, svc, pi := j.att, j.svc, j.pool
+	ai, pi := j.att, j.pool
 	if a := &s.atts[ai]; a.open {
 		c := &s.calls[a.call]
 		c.downFailed = j.failed
@@ -928,7 +968,7 @@ func (s *sim) complete(ji int32) {
 		s.met.waste(work, s.now)
 		s.reply(ai, false, retryAfter, 0)
 	}
-	s.startQueued(svc, pi)
+	s.startQueued(pi)
 }
 
 // release frees a running job's worker, accounts its work and returns it
@@ -937,7 +977,7 @@ func (s *sim) release(ji int32) float64 {
 	j := &s.jobs[ji]
 	carried := 0.0
 	if j.state == jobRunning || j.state == jobCalling {
-		s.svcs[j.svc].pools[j.pool].busy--
+		s.pools[j.pool].busy--
 		// Work is the job's own service time: while it waits for its
 		// downstream calls it holds a worker but does no work (the callees'
 		// work is counted where it is done).
@@ -962,7 +1002,7 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 		s.met.waste(useful, s.now) // the client left: nobody reads this answer
 		return
 	}
-	if c := &s.calls[a.call]; ok && c.edge < 0 && len(s.svcs[c.svc].faults) == 0 && (s.m.Hop == nil || s.m.HopRoundTrip) {
+	if c := &s.calls[a.call]; ok && c.edge < 0 && c.directBack {
 		// A root request's success with nothing between it and the end
 		// user: no fault to lose it, no hop back, no budget or breaker to
 		// tell, and no other attempt out (the end user sends one). The
@@ -1068,9 +1108,9 @@ func (s *sim) cancel(ji int32) {
 	case j.state == jobQueued:
 		j.cancelled = true // skipped when it reaches the head of the queue
 	case s.m.Services[j.svc].CancelRunning:
-		svc, pi := j.svc, j.pool
+		pi := j.pool
 		s.met.waste(s.release(ji), s.now)
-		s.startQueued(svc, pi)
+		s.startQueued(pi)
 	}
 }
 
@@ -1226,10 +1266,8 @@ func (s *sim) tick() {
 	// The backlog: jobs queued at every service, and root requests
 	// waiting for the client's limit on requests in flight.
 	q := len(s.waiting) - s.waitHead
-	for i := range s.svcs {
-		for k := range s.svcs[i].pools {
-			q += s.svcs[i].pools[k].queued()
-		}
+	for k := range s.pools {
+		q += s.pools[k].queued()
 	}
 	s.met.queueDepth(s.now, q)
 	if s.judging && s.verdict.state == "" && s.now >= s.arrivalEnd {
