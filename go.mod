@@ -3,6 +3,7 @@ module github.com/retryaudit/retryaudit
 go 1.26.0
 
 require (
+	github.com/DataDog/sketches-go v1.4.8
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/gogo/protobuf v1.3.2

@@ -11,9 +11,11 @@
 // extraction can run on shards of the traces (a streaming collector per
 // host) and merge. A map step reads the traces of one shard into a partial
 // whose merge is associative and does not depend on the order partials
-// merge in (counts add, vote tables add, value lists join and are sorted
-// before any fit reads them, bounded lists keep the first few in trace-id
-// order); a reduce reads the merged partial. Where a span's meaning depends
+// merge in (counts add, vote tables add, bounded lists keep the first few
+// in trace-id order; an edge's value lists keep every value up to
+// MaxExactValues and past it a sample by a hash of trace and span id, or a
+// quantile sketch: sample.go; the other value lists join and are sorted
+// before any fit reads them); a reduce reads the merged partial. Where a span's meaning depends
 // on other traces, the dependency is a phase of its own:
 //
 //  0. Links (newIndex): parents, children, duplicates and parent cycles,

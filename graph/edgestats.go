@@ -11,8 +11,9 @@ import (
 // form that merges: the map step adds calls (those of any subset of the
 // traces) to an edgeStats, merge sums two of them, and fit reads the edge's
 // policy from the sum. Counts and histograms add; the value lists the fits
-// read (waits, durations) join, and every fit sorts them first; example
-// calls are kept as a bounded best few. Nothing the fit returns depends on
+// read (waits, network legs, abandoned attempts) are bounded samples and
+// the callee's durations a dist (see MaxExactValues): both keep every value
+// up to a bound; example calls are kept as a bounded best few. Nothing the fit returns depends on
 // the order calls were added in or statistics merged.
 type edgeStats struct {
 	key                      edgeKey
@@ -35,13 +36,14 @@ type edgeStats struct {
 	methods                  map[string]int
 	idem                     Idempotency
 	hedged                   *Hedging
-	hedgeDelays              []float64
+	hedgeDelays              sample[float64]
 	outlived                 int
 	proxyShed                int // attempts the sidecar's circuit breaker refused (UO)
 	raHonored, raIgnored     int
-	waits                    []pendingWait
-	legs, serverDur          []float64
-	abandoned                []abandonedAttempt
+	waits                    sample[pendingWait]
+	legs                     sample[float64]
+	serverDur                dist
+	abandoned                sample[abandonedAttempt]
 	// longestOK is the longest successful attempt, -1 when none.
 	longestOK float64
 	examples  exampleSet
@@ -57,7 +59,22 @@ type callEnds struct {
 
 func newEdgeStats(k edgeKey) *edgeStats {
 	return &edgeStats{key: k, byLength: map[int]*callEnds{}, gaveUp: map[string]int{}, retried: map[string]bool{},
-		evidence: map[string]int{}, methods: map[string]int{}, longestOK: -1, byFinding: map[string]*exampleSet{}}
+		evidence: map[string]int{}, methods: map[string]int{}, longestOK: -1, byFinding: map[string]*exampleSet{},
+		hedgeDelays: newSample(cmp.Compare[float64]), legs: newSample(cmp.Compare[float64]),
+		waits: newSample(func(a, b pendingWait) int {
+			return cmp.Or(cmp.Compare(a.nth, b.nth), cmp.Compare(a.ms, b.ms), cmpBool(a.pushback, b.pushback))
+		}),
+		abandoned: newSample(cmpAbandoned)}
+}
+
+func cmpAbandoned(a, b abandonedAttempt) int {
+	return cmp.Or(cmp.Compare(a.ms, b.ms), cmpBool(a.named, b.named), cmpBool(a.timedOut, b.timedOut), cmpBool(a.byCaller, b.byCaller))
+}
+
+// keyOfAttempt is the sample key of the k-th attempt of a call.
+func (ix *index) keyOfAttempt(a *attempt, k int) uint64 {
+	sp := &ix.spans[a.span]
+	return sampleKey(sp.TraceID, sp.SpanID, k)
 }
 
 // add is the map step: it reads one call of the edge into the statistics.
@@ -75,7 +92,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 		}
 		st.hedged.Calls++
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, n)
-		st.hedgeDelays = append(st.hedgeDelays, float64(c.hedgeGap)/1e6)
+		st.hedgeDelays.add(ix.keyOfAttempt(&c.attempts[0], 0), float64(c.hedgeGap)/1e6)
 		if WriteMethod(c.method) {
 			st.hedged.NonIdempotent++
 			st.show(ix, FindingHedgeWrite, c)
@@ -105,7 +122,8 @@ func (st *edgeStats) add(ix *index, c *call) {
 		}
 	}
 	callerAttempt := ix.callerAttempt(c.from)
-	for k, a := range c.attempts {
+	for k := range c.attempts {
+		a := &c.attempts[k]
 		if a.outcome.failed() {
 			st.failed++
 		}
@@ -113,19 +131,19 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.proxyShed++
 		}
 		if a.server >= 0 {
-			st.serverDur = append(st.serverDur, float64(ix.spans[a.server].Duration())/1e6)
+			st.serverDur.add(float64(ix.spans[a.server].Duration()) / 1e6)
 			if a.server != a.span && !a.synthetic && ix.spans[a.server].End <= ix.spans[a.span].End+overlapTolerance {
 				// The network's share of an answered attempt; a callee
 				// that outlived its client (abandoned) says nothing of it.
-				st.legs = append(st.legs, float64(ix.spans[a.span].Duration()-ix.spans[a.server].Duration())/1e6)
+				st.legs.add(ix.keyOfAttempt(a, k), float64(ix.spans[a.span].Duration()-ix.spans[a.server].Duration())/1e6)
 			}
 		}
 		switch {
 		case a.synthetic:
 		case a.outcome == outcomeOK:
 			st.longestOK = max(st.longestOK, float64(ix.spans[a.span].Duration())/1e6)
-		case a.outcome.failed() && ix.abandoned(a):
-			st.abandoned = append(st.abandoned, abandonedAttempt{ms: float64(ix.spans[a.span].Duration()) / 1e6, named: a.status != labelNoResponse && a.status != labelTransport,
+		case a.outcome.failed() && ix.abandoned(*a):
+			st.abandoned.add(ix.keyOfAttempt(a, k), abandonedAttempt{ms: float64(ix.spans[a.span].Duration()) / 1e6, named: a.status != labelNoResponse && a.status != labelTransport,
 				timedOut: a.status == labelTimeout || a.status == grpcLabel(4) || a.status == grpcLabel(1), // DEADLINE_EXCEEDED, CANCELLED
 				byCaller: ix.endsWithCaller(c.from, ix.spans[a.span].End)})
 		}
@@ -150,7 +168,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.raIgnored++
 			st.show(ix, FindingRetryAfter, c)
 		}
-		st.waits = append(st.waits, pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushback(a.status)})
+		st.waits.add(ix.keyOfAttempt(a, k), pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushback(a.status)})
 	}
 	ends := st.byLength[n]
 	if ends == nil {
@@ -230,15 +248,15 @@ func (st *edgeStats) merge(o *edgeStats) {
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, h.MaxRequests)
 		st.hedged.NonIdempotent += h.NonIdempotent
 	}
-	st.hedgeDelays = append(st.hedgeDelays, o.hedgeDelays...)
+	st.hedgeDelays.merge(&o.hedgeDelays)
 	st.outlived += o.outlived
 	st.proxyShed += o.proxyShed
 	st.raHonored += o.raHonored
 	st.raIgnored += o.raIgnored
-	st.waits = append(st.waits, o.waits...)
-	st.legs = append(st.legs, o.legs...)
-	st.serverDur = append(st.serverDur, o.serverDur...)
-	st.abandoned = append(st.abandoned, o.abandoned...)
+	st.waits.merge(&o.waits)
+	st.legs.merge(&o.legs)
+	st.serverDur.merge(&o.serverDur)
+	st.abandoned.merge(&o.abandoned)
 	st.longestOK = max(st.longestOK, o.longestOK)
 	st.examples.merge(&o.examples)
 	for id, os := range o.byFinding {
@@ -329,24 +347,23 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	sortStatuses(e.RetriedStatus)
 	sortStatuses(e.NotRetriedStatus)
 	if e.Retries {
-		gaps, directed := splitServerDirected(st.waits)
+		gaps, directed := splitServerDirected(st.waits.values())
 		if directed > 0 {
 			e.RetryAfterHonored += directed
 			e.RetryAfterUncaptured = directed
 		}
-		e.Backoff = inferBackoff(gaps, spread(slices.Clone(st.legs)))
+		e.Backoff = inferBackoff(gaps, spread(st.legs.values()))
 	} else {
 		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}
 	// The attempts in one order whatever the order they were gathered in.
-	abandoned := slices.Clone(st.abandoned)
-	slices.SortFunc(abandoned, func(a, b abandonedAttempt) int {
-		return cmp.Or(cmp.Compare(a.ms, b.ms), cmpBool(a.named, b.named), cmpBool(a.timedOut, b.timedOut), cmpBool(a.byCaller, b.byCaller))
-	})
+	abandoned := st.abandoned.values()
+	slices.SortFunc(abandoned, cmpAbandoned)
 	e.PerTryTimeoutMS, e.DeadlineFromCaller, e.PerTryTimeoutUnknown = perTryTimeout(abandoned, st.longestOK)
 	if st.hedged != nil {
 		h := *st.hedged
-		delays := slices.Sorted(slices.Values(st.hedgeDelays))
+		delays := st.hedgeDelays.values()
+		slices.Sort(delays)
 		h.DelayMS = round3(quantile(delays, 0.5))
 		e.Hedging = &h
 	}
@@ -360,8 +377,9 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	for id, s := range st.byFinding {
 		byFinding[id] = s.list()
 	}
-	serverDur := slices.Sorted(slices.Values(st.serverDur))
-	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(serverDur)
+	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = st.serverDur.latency()
+	e.Summarized = summaries(map[string]*Summary{"waits": st.waits.summary(), "network_legs": st.legs.summary(),
+		"abandoned_attempts": st.abandoned.summary(), "hedge_delays": st.hedgeDelays.summary(), "callee_durations": st.serverDur.summary()})
 	if e.Attempts > 0 {
 		e.FailureRate = round3(float64(st.failed) / float64(e.Attempts))
 	}

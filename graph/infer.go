@@ -401,6 +401,9 @@ func warningsOf(ix *index, t *Topology) []string {
 		if e.Retries && !e.MaxAttemptsExact {
 			w = append(w, fmt.Sprintf("%s: no call was seen exhausting its retries; max attempts %d is a lower bound", edgeLocation(e), e.MaxAttempts))
 		}
+		if len(e.Summarized) > 0 {
+			w = append(w, fmt.Sprintf("%s: fits read bounded summaries of more than %d values (%s)", edgeLocation(e), MaxExactValues, summarizedList(e.Summarized)))
+		}
 	}
 	return w
 }

@@ -25,6 +25,7 @@ func TestShardedInfer(t *testing.T) {
 		"hand-built/mix":      handBuiltMix,
 		"hand-built/edges":    shardEdgeCases,
 		"hand-built/origins":  manyOrigins,
+		"hand-built/summary":  manyRetries,
 		"synth/requests":      func(t *testing.T) *ingest.Set { return synthSet(t, synth.Requests(1500, 3)) },
 		"synth/http-requests": func(t *testing.T) *ingest.Set { return synthSet(t, synth.HTTPRequests(1500, 5)) },
 	}

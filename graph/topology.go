@@ -200,6 +200,29 @@ type Edge struct {
 	// Examples are up to three traces showing the edge's calls, those
 	// with the most attempts first.
 	Examples []Example `json:"examples,omitempty"`
+
+	// Summarized names the value lists of this edge that held more than
+	// MaxExactValues values, so that a fit read a bounded summary of them
+	// rather than every value: waits, network_legs (the noise the jitter
+	// is judged against), abandoned_attempts (per-try timeouts) and
+	// hedge_delays are samples, callee_durations a sketch. Absent when
+	// every fit read every value.
+	Summarized map[string]Summary `json:"summarized,omitempty"`
+}
+
+// Summary is how a fit read a list of more values than MaxExactValues.
+type Summary struct {
+	// Seen is how many values the traces gave.
+	Seen int `json:"seen"`
+	// Kept is, for a sample, how many of them the fit read: those of
+	// lowest hash of their trace and span id, a uniform sample. Counts
+	// the fit derives from the values (retry_after_uncaptured,
+	// per_try_timeout_unknown, deadline_from_caller, backoff.samples,
+	// the schedule's waits) count the sample.
+	Kept int `json:"kept,omitempty"`
+	// RelativeAccuracy is, for a sketch, how close its quantiles are
+	// to the population's: within this fraction of a value at that rank.
+	RelativeAccuracy float64 `json:"relative_accuracy,omitempty"`
 }
 
 // Backoff is the inferred wait between attempts.
