@@ -79,8 +79,9 @@ type job struct {
 	afterOther bool
 	// afterDown: the attempt before it failed because of the callee's calls.
 	afterDown bool
-	// leaf: its operation calls nothing; faulty: faults name its service
-	// (both static, kept here so that the hot path reads only the job).
+	// leaf (set when it starts): its operation calls nothing; faulty:
+	// faults name its service (both static, kept here so that the hot
+	// path reads only the job).
 	leaf, faulty bool
 }
 
@@ -431,7 +432,7 @@ func (s *sim) run(ctx context.Context) error {
 		// jump table's indirect jump mispredicted on every change of kind.
 		if k := ev.kind(); k == evServed {
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
-				s.served(ev.id)
+				s.served(ev.id, j)
 			}
 			continue
 		} else if k == evArrival && len(m.Arrivals) == 0 {
@@ -462,7 +463,7 @@ func (s *sim) run(ctx context.Context) error {
 			}
 		case evServed:
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
-				s.served(ev.id)
+				s.served(ev.id, j)
 			}
 		case evTimeout, evHedge, evRequest, evResend, evResponse, evResendAnswer:
 			// Events about an attempt the client still waits for.
@@ -471,7 +472,7 @@ func (s *sim) run(ctx context.Context) error {
 			}
 		case evRetry:
 			if c := &s.calls[ev.id]; c.gen == ev.gen && !c.done {
-				s.send(ev.id)
+				s.send(ev.id, c)
 			}
 		case evCancel:
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state != jobDone {
@@ -495,9 +496,12 @@ func (s *sim) run(ctx context.Context) error {
 
 // attemptEvents handle the events about an open attempt, by kind.
 var attemptEvents = [...]func(s *sim, ai int32){
-	evTimeout:      (*sim).timeout,
-	evHedge:        func(s *sim, ai int32) { s.hedge(s.atts[ai].call) },
-	evRequest:      (*sim).arrive,
+	evTimeout: (*sim).timeout,
+	evHedge:   func(s *sim, ai int32) { s.hedge(s.atts[ai].call) },
+	evRequest: func(s *sim, ai int32) {
+		a := &s.atts[ai]
+		s.arrive(ai, a, &s.calls[a.call])
+	},
 	evResend:       func(s *sim, ai int32) { s.cross(ai, false) },
 	evResponse:     (*sim).answer,
 	evResendAnswer: func(s *sim, ai int32) { s.cross(ai, true) },
@@ -538,7 +542,7 @@ func (s *sim) startRoot(i int, arrived float64) {
 	cp.job, cp.edge, cp.entry, cp.svc, cp.op = -1, -1, int16(i), int32(e.Service), int32(e.Op)
 	cp.start, cp.deadline, cp.key, cp.direct, cp.directBack = arrived, deadline, key, st.direct, st.directBack
 	s.roots++
-	s.send(c)
+	s.send(c, cp)
 }
 
 // admit starts the root requests waiting for the client's limit on
@@ -585,9 +589,8 @@ func (s *sim) policy(c *call) *Policy {
 // rootPolicy is the end user: one attempt, waiting until its deadline.
 var rootPolicy = Policy{MaxAttempts: 1}
 
-// send makes the next attempt of call ci.
-func (s *sim) send(ci int32) {
-	c := &s.calls[ci]
+// send makes the next attempt of call ci (c).
+func (s *sim) send(ci int32, c *call) {
 	p := s.policy(c)
 	if c.edge >= 0 {
 		if br := s.breakers[c.edge]; br != nil && (c.attempts == 0 || !p.Breaker.PerCall) && !br.Allow(s.now) {
@@ -631,7 +634,7 @@ func (s *sim) send(ci int32) {
 	if c.direct {
 		// Nothing on the way to lose or delay the request (see cross):
 		// it reaches the callee now.
-		s.arrive(a)
+		s.arrive(a, ap, c)
 		return
 	}
 	s.cross(a, false)
@@ -708,15 +711,13 @@ func (s *sim) cross(ai int32, answer bool) {
 	case answer:
 		s.answer(ai)
 	default:
-		s.arrive(ai)
+		s.arrive(ai, a, c)
 	}
 }
 
-// arrive delivers attempt ai to its callee, where faults, shedding and the
-// queue decide its fate.
-func (s *sim) arrive(ai int32) {
-	a := &s.atts[ai]
-	c := &s.calls[a.call]
+// arrive delivers attempt ai (a, of call c) to its callee, where faults,
+// shedding and the queue decide its fate.
+func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	svc := &s.m.Services[c.svc]
 	st := &s.svcs[c.svc]
 	part := int32(0)
@@ -777,10 +778,10 @@ func (s *sim) arrive(ai int32) {
 	j, jp := s.newJob()
 	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
-	jp.leaf, jp.faulty = len(svc.Ops[c.op].Calls) == 0, len(st.faults) > 0
+	jp.faulty = len(st.faults) > 0
 	a.job = j
 	if p.queued() == 0 && p.busy < s.limit(p) {
-		s.begin(j) // what queueing it and startQueued would do
+		s.begin(j, jp) // what queueing it and startQueued would do
 		return
 	}
 	p.push(j)
@@ -812,16 +813,16 @@ func (s *sim) startQueued(pi int32) {
 
 func (s *sim) startJobs(p *pool) {
 	for limit := s.limit(p); p.busy < limit && p.queued() > 0; {
-		s.begin(p.pop())
+		ji := p.pop()
+		s.begin(ji, &s.jobs[ji])
 	}
 }
 
-// begin gives job ji, off its pool's queue, a worker, unless it was
+// begin gives job ji (j), off its pool's queue, a worker, unless it was
 // cancelled or its deadline has passed.
-func (s *sim) begin(ji int32) {
-	j := &s.jobs[ji]
+func (s *sim) begin(ji int32, j *job) {
 	if j.cancelled {
-		s.freeJob(ji)
+		s.freeJob(ji, j)
 		return
 	}
 	if s.now >= j.deadline {
@@ -829,7 +830,7 @@ func (s *sim) begin(ji int32) {
 		// the server drops it before starting it.
 		s.met.droppedLate(s.now)
 		ai := j.att
-		s.freeJob(ji)
+		s.freeJob(ji, j)
 		s.reply(ai, false, 0, 0)
 		return
 	}
@@ -839,6 +840,7 @@ func (s *sim) begin(ji int32) {
 	j.state = jobRunning
 	j.start = s.now
 	op := &sv.Ops[j.op]
+	j.leaf = len(op.Calls) == 0
 	dist := op.Time
 	if j.fail != 0 && (op.FailTime != nil || op.FailFast > 0) {
 		// The job's own outcome decides how long it works (an error is
@@ -861,9 +863,8 @@ func (s *sim) begin(ji int32) {
 	s.h.later(s.now+(t+add), evServed, ji, j.gen)
 }
 
-// served: the job's own work is done; make its downstream calls.
-func (s *sim) served(ji int32) {
-	j := &s.jobs[ji]
+// served: job ji's (j's) own work is done; make its downstream calls.
+func (s *sim) served(ji int32, j *job) {
 	if j.leaf {
 		s.complete(ji)
 		return
@@ -934,7 +935,7 @@ func (s *sim) startCall(ji, e int32) {
 	cp.job, cp.jobGen, cp.edge, cp.svc, cp.op = ji, j.gen, e, int32(ed.Callee), int32(ed.CalleeOp)
 	cp.start, cp.deadline, cp.key, cp.run = s.now, deadline, key, run
 	cp.direct, cp.directBack = st.direct && ed.Transit == nil, st.directBack
-	s.send(c)
+	s.send(c, cp)
 }
 
 // complete ends a job: its worker is freed and its attempt answered with
@@ -959,7 +960,7 @@ func (s *sim) complete(ji int32) {
 		c.downFailed = j.failed
 		c.clientErr = c.clientErr || o == outClientError
 	}
-	work := s.release(ji)
+	work := s.release(ji, j)
 	if o == outOK {
 		s.reply(ai, true, 0, work)
 	} else {
@@ -971,10 +972,10 @@ func (s *sim) complete(ji int32) {
 	s.startQueued(pi)
 }
 
-// release frees a running job's worker, accounts its work and returns it
-// with the useful work of its calls (what its answer would carry).
-func (s *sim) release(ji int32) float64 {
-	j := &s.jobs[ji]
+// release frees running job ji's (j's) worker, accounts its work and
+// returns it with the useful work of its calls (what its answer would
+// carry).
+func (s *sim) release(ji int32, j *job) float64 {
 	carried := 0.0
 	if j.state == jobRunning || j.state == jobCalling {
 		s.pools[j.pool].busy--
@@ -989,7 +990,7 @@ func (s *sim) release(ji int32) float64 {
 		s.met.work(work)
 		carried = work + j.useful
 	}
-	s.freeJob(ji)
+	s.freeJob(ji, j)
 	return carried
 }
 
@@ -1007,10 +1008,10 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 		// user: no fault to lose it, no hop back, no budget or breaker to
 		// tell, and no other attempt out (the end user sends one). The
 		// request ends here, as cross, answer and finish would end it.
-		s.close(ai)
-		s.freeAttempt(ai)
+		s.close(ai, a, c)
+		s.freeAttempt(ai, a)
 		c.done, c.inflight = true, 0
-		s.rootEnded(a.call, true, useful)
+		s.rootEnded(a.call, c, true, useful)
 		return
 	}
 	a.ok, a.ra, a.useful, a.lost = ok, retryAfter, useful, 0
@@ -1019,12 +1020,12 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 
 // answer: the client of attempt ai reads its answer.
 func (s *sim) answer(ai int32) {
-	s.close(ai)
 	a := &s.atts[ai]
 	ci, retry, ok, useful, retryAfter := a.call, a.n > 1, a.ok, a.useful, a.ra
-	a.useful = 0
-	s.freeAttempt(ai) // unless a server job still holds it
 	c := &s.calls[ci]
+	s.close(ai, a, c)
+	a.useful = 0
+	s.freeAttempt(ai, a) // unless a server job still holds it
 	c.inflight--
 	s.settle(c, ok, false, retry)
 	if ok {
@@ -1057,17 +1058,17 @@ func (s *sim) settleEdge(c *call, ok, timeout, retry bool) {
 
 // timeout: the client stops waiting for attempt ai.
 func (s *sim) timeout(ai int32) {
-	s.close(ai)
 	a := &s.atts[ai]
 	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
+	s.close(ai, a, c)
 	c.inflight--
 	if c.edge >= 0 {
 		s.met.attemptFailed(c.edge)
 		s.taint(ci)
 	}
 	s.abandon(ai, false)
-	s.freeAttempt(ai) // unless a server job still holds it
+	s.freeAttempt(ai, a) // unless a server job still holds it
 	s.settle(c, false, true, retry)
 	s.retryOrFail(ci, 0)
 }
@@ -1109,7 +1110,7 @@ func (s *sim) cancel(ji int32) {
 		j.cancelled = true // skipped when it reaches the head of the queue
 	case s.m.Services[j.svc].CancelRunning:
 		pi := j.pool
-		s.met.waste(s.release(ji), s.now)
+		s.met.waste(s.release(ji, j), s.now)
 		s.startQueued(pi)
 	}
 }
@@ -1159,19 +1160,17 @@ func (s *sim) hedge(ci int32) {
 		return
 	}
 	edge, gen, n := c.edge, c.gen, c.attempts
-	s.send(ci)
+	s.send(ci, c)
 	// Count the hedge only if it went out (an open breaker refuses it).
 	if c := &s.calls[ci]; c.gen == gen && c.attempts > n {
 		s.met.hedged(edge)
 	}
 }
 
-// close records that the client of attempt ai no longer waits for it and
-// takes it off its call's chain of open attempts.
-func (s *sim) close(ai int32) {
-	a := &s.atts[ai]
+// close records that the client of attempt ai (a, of call c) no longer
+// waits for it and takes it off its call's chain of open attempts.
+func (s *sim) close(ai int32, a *attempt, c *call) {
 	a.open = false
-	c := &s.calls[a.call]
 	for p := &c.open; *p >= 0; p = &s.atts[*p].next {
 		if *p == ai {
 			*p = a.next
@@ -1200,7 +1199,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		next, retry := a.next, a.n > 1
 		a.open, a.next = false, -1
 		s.abandon(ai, true)
-		s.freeAttempt(ai)
+		s.freeAttempt(ai, a)
 		if c.edge >= 0 && s.budgets[c.edge] != nil {
 			s.budgets[c.edge].Done(s.now, retry)
 		}
@@ -1208,7 +1207,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	}
 	c.open, c.inflight = -1, 0
 	if c.job < 0 {
-		s.rootEnded(ci, ok, useful)
+		s.rootEnded(ci, c, ok, useful)
 		return
 	}
 	ji, gen, clientErr := c.job, c.jobGen, c.clientErr
@@ -1239,10 +1238,9 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	s.nextCall(ji)
 }
 
-// rootEnded ends root request ci, ok or not, with the useful work of a
-// success: a success past the end user's deadline fails.
-func (s *sim) rootEnded(ci int32, ok bool, useful float64) {
-	c := &s.calls[ci]
+// rootEnded ends root request ci (c), ok or not, with the useful work of
+// a success: a success past the end user's deadline fails.
+func (s *sim) rootEnded(ci int32, c *call, ok bool, useful float64) {
 	ok = ok && s.now <= c.deadline
 	if !ok {
 		s.met.waste(useful, s.now)
@@ -1334,19 +1332,19 @@ func (s *sim) newJob() (int32, *job) {
 	return i, p
 }
 
-func (s *sim) freeJob(i int32) {
-	j := &s.jobs[i]
+// freeJob frees job i's (j's) slot.
+func (s *sim) freeJob(i int32, j *job) {
 	j.state = jobDone
 	s.freeJobs = append(s.freeJobs, i)
 	if a := &s.atts[j.att]; a.job == i {
 		a.job = -1
-		s.freeAttempt(j.att) // unless its client still waits
+		s.freeAttempt(j.att, a) // unless its client still waits
 	}
 }
 
-// freeAttempt frees attempt i's slot if both sides are done with it.
-func (s *sim) freeAttempt(i int32) {
-	if a := &s.atts[i]; !a.open && a.job == -1 {
+// freeAttempt frees attempt i's slot (a) if both sides are done with it.
+func (s *sim) freeAttempt(i int32, a *attempt) {
+	if !a.open && a.job == -1 {
 		a.job = -2
 		s.freeAtt = append(s.freeAtt, i)
 	}
