@@ -52,9 +52,18 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // inferBackoff reads the backoff and jitter from the waits between
 // attempts: gaps[k] holds, over all calls, the waits before attempt k+2 in
 // milliseconds (waits the server directed already removed). noise is the
-// timing noise the edge shows elsewhere (ms): spreads within it are the
-// clocks', not the policy's.
-func inferBackoff(gaps [][]float64, noise float64) Backoff {
+// timing noise the edge shows elsewhere (ms), the central 80% of its
+// spread: spreads within it are the clocks', not the policy's; bulk is
+// the part of it that the faster half of the edge's timings shows (their
+// 10th percentile to their median). On a busy host (a Node event loop) the
+// noise has a late tail (the slower half spreads more than twice as wide
+// as the faster: tailed), which most waits do not see: there the waits at
+// one attempt index are judged to agree or to spread against bulk, and
+// either reading needs the shape late timers leave, as the tail's noise
+// could hide a jitter as wide as it: a pile of waits at the floor for
+// none, a bare floor for jitter (see below). The tail still bounds what
+// the waits can show at all.
+func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 	b := Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown}
 	var all []float64
 	var idx []waitIndex // per attempt index, while samples last
@@ -76,7 +85,13 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 	}
 	slices.Sort(all)
 	tol := max(minNoiseMS, noiseFactor*noise)
-	b.NoiseMS = round3(tol)
+	// agree: the spread within which the waits at one index agree.
+	agree, tailed := tol, noise > 3*bulk
+	if tailed {
+		agree = max(minNoiseMS, noiseFactor*bulk)
+		b.NoiseTailMS = ptr(round3(tol))
+	}
+	b.NoiseMS = round3(agree)
 	if all[len(all)-1] < immediateMS {
 		b.Kind = BackoffImmediate
 		for _, w := range idx {
@@ -110,28 +125,50 @@ func inferBackoff(gaps [][]float64, noise float64) Backoff {
 		if tol < w.med {
 			judgeable = true
 		}
-		near, floor := 0, 0
-		for _, x := range gaps[k] {
-			if math.Abs(x-w.med) <= tol {
-				near++
+		// share and floor at a spread d: how many waits lie within d of
+		// their median, and within d of the shortest.
+		agreeing := func(d float64) (share float64, floor int) {
+			near := 0
+			for _, x := range gaps[k] {
+				if math.Abs(x-w.med) <= d {
+					near++
+				}
+				if x <= w.lo+d {
+					floor++
+				}
 			}
-			if x <= w.lo+tol {
-				floor++
-			}
+			return float64(near) / float64(w.n), floor
 		}
-		share := float64(near) / float64(w.n)
 		// A floor: half the waits within the noise of the shortest, or a
 		// third with the shortest quarter packed far tighter than the
 		// middle half (uniform jitter spaces them evenly); and enough
 		// waits for that not to be chance.
-		floored := w.n >= minFloor && (2*floor >= w.n || 3*floor >= w.n && w.q25-w.lo <= 0.15*(w.q75-w.q25))
-		steadyAt[k] = w.n >= minNoJitter && (share >= 0.8 || floored)
+		floored := func(floor int) bool {
+			return w.n >= minFloor && (2*floor >= w.n || 3*floor >= w.n && w.q25-w.lo <= 0.15*(w.q75-w.q25))
+		}
+		share, floor := agreeing(agree)
+		_, pile := agreeing(noiseFactor * minNoiseMS)
+		// Where the noise has a late tail, late timers pile waits at the
+		// shortest and jitter spreads them: agreement is none only with a
+		// pile (three waits, and a quarter, within a timer's granularity
+		// of the shortest), a spread jitter only over a bare floor (fewer
+		// than a quarter of minFloor or more within the bulk's noise of
+		// it). Where neither shows, the tail's noise could hide a jitter
+		// as wide as it, or make one of late timers.
+		piled := !tailed || pile >= max(minNoJitter-1, (w.n+3)/4)
+		bare := !tailed || w.n >= minFloor && 4*floor < w.n
+		spreadHere := bare && (w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > agree || w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*agree)
 		switch {
-		case w.n >= minNoJitter && (share >= 0.6 || floored):
+		case piled && w.n >= minNoJitter && (share >= 0.6 || floored(floor)):
 			steady = true
-		case w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > tol, w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*tol:
+		case spreadHere:
 			jittered = true
 		}
+		// The fit reads an index as a fixed wait where its waits agree
+		// within the whole noise, tail included, unless they spread as
+		// jitter does.
+		tshare, tfloor := agreeing(tol)
+		steadyAt[k] = w.n >= minNoJitter && (tshare >= 0.8 || floored(tfloor)) && !spreadHere
 	}
 	if !judgeable {
 		jittered, steady = false, false

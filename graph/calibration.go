@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -372,16 +373,17 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		}
 	}
 	e.Outcomes = o
-	for _, w := range st.waits {
-		if len(w) == 0 {
+	for k := range st.waits {
+		w := &st.waits[k]
+		if w.n() == 0 {
 			break // a gap in the indices: the waits after it would be misplaced
 		}
-		slices.Sort(w)
-		e.WaitQuantilesMS = append(e.WaitQuantilesMS, workQuantiles(w))
+		e.WaitQuantilesMS = append(e.WaitQuantilesMS, w.quantiles(WorkLevels))
+		summarized(&e.Summarized, "waits_by_retry_"+strconv.Itoa(k+1), w.summary())
 	}
-	if len(st.transit) > 0 {
-		slices.Sort(st.transit)
-		e.TransitQuantilesMS = workQuantiles(st.transit)
+	if st.transit.n() > 0 {
+		e.TransitQuantilesMS = st.transit.quantiles(WorkLevels)
+		summarized(&e.Summarized, "transit", st.transit.summary())
 	}
 }
 
@@ -410,8 +412,8 @@ type outcomeStats struct {
 	downstreamFailed, propagated int
 	raSum                        float64 // of whole milliseconds: exact in any order
 	raN                          int
-	transit                      []float64
-	waits                        [][]float64
+	transit                      dist
+	waits                        []dist // by retry
 }
 
 func (st *outcomeStats) merge(o *outcomeStats) {
@@ -424,12 +426,12 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 	st.propagated += o.propagated
 	st.raSum += o.raSum
 	st.raN += o.raN
-	st.transit = append(st.transit, o.transit...)
+	st.transit.merge(&o.transit)
 	for len(st.waits) < len(o.waits) {
-		st.waits = append(st.waits, nil)
+		st.waits = append(st.waits, dist{})
 	}
-	for k, w := range o.waits {
-		st.waits[k] = append(st.waits[k], w...)
+	for k := range o.waits {
+		st.waits[k].merge(&o.waits[k])
 	}
 }
 
@@ -441,7 +443,6 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		n += len(c.attempts)
 	}
 	st.recs = make([]outcomeRec, 0, n)
-	st.transit = make([]float64, 0, n)
 	for ci, c := range ec.calls {
 		if !s.has(c.from) {
 			continue
@@ -469,7 +470,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				continue
 			}
 			if a.server >= 0 {
-				st.transit = append(st.transit, float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0))/1e6)
+				st.transit.add(float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0)) / 1e6)
 			}
 			if a.server >= 0 && breakerFast.has(a.server) {
 				// The callee's breaker failed it fast; replay's breaker,
@@ -504,9 +505,9 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				continue
 			}
 			for len(st.waits) < k {
-				st.waits = append(st.waits, nil)
+				st.waits = append(st.waits, dist{})
 			}
-			st.waits[k-1] = append(st.waits[k-1], float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0))/1e6)
+			st.waits[k-1].add(float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0)) / 1e6)
 		}
 	}
 	return st
@@ -1055,11 +1056,12 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 	for _, s := range t.Services {
 		instrumented[s.Name] = !s.Virtual
 	}
-	self := mapShards(ix, func(s sel) map[node]*[2][]float64 { return workOf(ix, s, ecs, ownFailed, instrumented) },
-		func(sum, p map[node]*[2][]float64) {
+	self := mapShards(ix, func(s sel) map[node]*[2]dist { return workOf(ix, s, ecs, ownFailed, instrumented) },
+		func(sum, p map[node]*[2]dist) {
 			for n, x := range p {
 				if y := sum[n]; y != nil {
-					y[0], y[1] = append(y[0], x[0]...), append(y[1], x[1]...)
+					y[0].merge(&x[0])
+					y[1].merge(&x[1])
 				} else {
 					sum[n] = x
 				}
@@ -1073,18 +1075,19 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 			if x == nil {
 				continue
 			}
-			all := append(slices.Clone(x[0]), x[1]...)
-			slices.Sort(all)
-			if !s.Virtual && len(all) > 0 {
-				op.SelfQuantilesMS = quantilesOf(all)
+			all := x[0].clone()
+			all.merge(&x[1])
+			if !s.Virtual && all.n() > 0 {
+				op.SelfQuantilesMS = all.quantiles(SelfQuantileLevels)
+				summarized(&op.Summarized, "self_times", all.summary())
 			}
-			if len(x[0]) > 0 {
-				slices.Sort(x[0])
-				op.WorkQuantilesMS = workQuantiles(x[0])
+			if x[0].n() > 0 {
+				op.WorkQuantilesMS = x[0].quantiles(WorkLevels)
+				summarized(&op.Summarized, "work", x[0].summary())
 			}
-			if len(x[1]) > 0 {
-				slices.Sort(x[1])
-				op.FailedWorkQuantilesMS = workQuantiles(x[1])
+			if x[1].n() > 0 {
+				op.FailedWorkQuantilesMS = x[1].quantiles(WorkLevels)
+				summarized(&op.Summarized, "failed_work", x[1].summary())
 			}
 		}
 	}
@@ -1093,7 +1096,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 // workOf is workSelfTimes' map step: per operation, the work times of the
 // selected executions that did not fail on their own ([0]) and of those
 // that did ([1]), in no particular order.
-func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented map[string]bool) map[node]*[2][]float64 {
+func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented map[string]bool) map[node]*[2]dist {
 	waits := map[int32][][2]int64{}
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
@@ -1111,10 +1114,10 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented 
 	// self[n][0] holds the work of executions that did not fail on their
 	// own, self[n][1] of those that did: a request refused or failing
 	// fast takes less work than one served.
-	self := map[node]*[2][]float64{}
-	at := func(n node) *[2][]float64 {
+	self := map[node]*[2]dist{}
+	at := func(n node) *[2]dist {
 		if self[n] == nil {
-			self[n] = &[2][]float64{}
+			self[n] = &[2]dist{}
 		}
 		return self[n]
 	}
@@ -1128,7 +1131,7 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented 
 			k = 1
 		}
 		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
-		x[k] = append(x[k], float64(workTime(ix, int32(i), waits[int32(i)]))/1e6)
+		x[k].add(float64(workTime(ix, int32(i), waits[int32(i)])) / 1e6)
 	}
 	for _, ec := range ecs {
 		if instrumented[ec.key.callee] {
@@ -1144,7 +1147,7 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented 
 					k = 1
 				}
 				x := at(node{ec.key.callee, ec.key.op})
-				x[k] = append(x[k], float64(ix.spans[a.span].Duration())/1e6)
+				x[k].add(float64(ix.spans[a.span].Duration()) / 1e6)
 			}
 		}
 	}
@@ -1161,24 +1164,6 @@ var WorkLevels = func() []float64 {
 	}
 	return l
 }()
-
-// workQuantiles returns sorted xs at WorkLevels.
-func workQuantiles(xs []float64) []float64 {
-	out := make([]float64, len(WorkLevels))
-	for i, q := range WorkLevels {
-		out[i] = round3(quantile(xs, q))
-	}
-	return out
-}
-
-// quantilesOf returns sorted xs at SelfQuantileLevels.
-func quantilesOf(xs []float64) []float64 {
-	out := make([]float64, 0, len(SelfQuantileLevels))
-	for _, q := range SelfQuantileLevels {
-		out = append(out, round3(quantile(xs, q)))
-	}
-	return out
-}
 
 // requestsHeld is, per service, the requests it held, each as the span it
 // is timed by (4 bytes, not 16): the SERVER spans and local roots of the

@@ -56,11 +56,42 @@
 //
 // Then the findings, from the edges and paths alone.
 //
-// Partials refer to spans by their index where a reduce needs a span's own
-// facts (its times, its status, its calls: all of its own trace); a
-// collector would carry those facts in the partial instead. Where an order
-// matters, the reduce restores one that no split changes: trace and span
-// id, or the order of an edge's calls. Infer runs every map step as one
-// shard of all traces; TestShardedInfer deals the traces to random shards,
-// merges in a random order, and requires the same topology byte for byte.
+// Where an order matters, the reduce restores one that no split changes:
+// trace and span id, or the order of an edge's calls. Infer runs every map
+// step as one shard of all traces; TestShardedInfer deals the traces to
+// random shards, merges in a random order, and requires the same topology
+// byte for byte.
+//
+// # What is self-contained, and what is still global
+//
+// Self-contained (no index into the span table; safe to compute in another
+// process): the phase 0 and 1 tables (names, votes, origins by trace and
+// span id), the edge statistics (edgeStats, with a wire form:
+// encodeEdgeStats; TestEdgeStatsMerge sends every shard's statistics
+// through it), the operations' statistics (opPartial: times as dists),
+// and calibration's first failures per trace. The per-edge counts and the
+// observed-amplification trie hold no span, but name edges by their
+// number in the one grouping of all calls.
+//
+// Still global, each for a stated reason:
+//   - The index (newIndex): every span key sorted, parents resolved, cycles
+//     cut, duplicates and orphans counted over all spans at once. It is per
+//     trace in nature, but a trace's spans may come from any input in any
+//     order; a collector would need them grouped by trace first.
+//   - Partials that name spans by their index, because a later step reads
+//     the span's own facts (times, status, its calls): the extracted calls
+//     (groupEdges reorders them in place, and every later step walks an
+//     edge's calls), the root requests (rootSet), breakers' requests per
+//     operation, calibration's span sets (bitsets over the table), call
+//     ends, outcome records and the requests each service held. To run
+//     apart they would carry those facts by value, as edgeStats does.
+//   - Reduces that read the merged calls or spans: callsByServer (an index
+//     of every call by the server span it was made under, which
+//     concurrency, breakers and paths read: within one trace each, but
+//     built over the one table), the virtual services' times and the user
+//     edges (from every attempt and root), leaked attempts per edge,
+//     arrivalWindow (every root start, sorted: a stray is judged against
+//     all the others), sampling (a sum over every root's probability) and
+//     rootStats (order statistics of every root's duration, for exact
+//     percentile bands).
 package graph

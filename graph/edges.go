@@ -298,19 +298,24 @@ func pushback(status label) bool {
 
 // Server-directed waits that no span captured: a wait after a pushback
 // status, at a whole number of seconds (Retry-After's unit) to within
-// wholeSecondLateMS late and wholeSecondEarlyMS early, and at least
-// offScheduleFactor times what the schedule waits at the same attempt
-// index (the 90th percentile of the other waits there, or of the index
-// before when none are left there).
+// wholeSecondLateMS late (or the edge's timing noise, if more: on a busy
+// host the timer fires late by what its other timings vary) and
+// wholeSecondEarlyMS early, that departs from what the schedule waits at
+// the same attempt index: at least offScheduleFactor times its 90th
+// percentile (or that of the index before when none are left there), or
+// below it (belowSchedule: a server asking for 1s where the schedule
+// waits 2s).
 const (
 	wholeSecondEarlyMS = 10
 	wholeSecondLateMS  = 60
 	offScheduleFactor  = 3
 )
 
-func wholeSeconds(ms float64) bool {
+// wholeSeconds reports whether ms is a whole number of seconds, up to
+// late ms late (at least wholeSecondLateMS).
+func wholeSeconds(ms, late float64) bool {
 	s := math.Round(ms / 1000)
-	return s >= 1 && ms >= 1000*s-wholeSecondEarlyMS && ms <= 1000*s+wholeSecondLateMS
+	return s >= 1 && ms >= 1000*s-wholeSecondEarlyMS && ms <= 1000*s+max(late, wholeSecondLateMS)
 }
 
 // splitServerDirected separates the waits the server directed (a
@@ -318,8 +323,9 @@ func wholeSeconds(ms float64) bool {
 // backoff schedule: it returns the latter per attempt index, and how many
 // of the former it found. A whole-second wait that the schedule could
 // have produced, or one with no schedule to compare it with, stays in the
-// schedule: a constant 1s backoff is not a server's instruction.
-func splitServerDirected(waits []pendingWait) ([][]float64, int) {
+// schedule: a constant 1s backoff is not a server's instruction. noise is
+// the edge's timing noise (ms), how late a whole-second wait may come.
+func splitServerDirected(waits []pendingWait, noise float64) ([][]float64, int) {
 	var gaps, suspects [][]float64
 	at := func(g [][]float64, k int) [][]float64 {
 		for len(g) <= k {
@@ -329,7 +335,7 @@ func splitServerDirected(waits []pendingWait) ([][]float64, int) {
 	}
 	for _, w := range waits {
 		gaps, suspects = at(gaps, w.nth), at(suspects, w.nth)
-		if w.pushback && wholeSeconds(w.ms) {
+		if w.pushback && wholeSeconds(w.ms, noise) {
 			suspects[w.nth] = append(suspects[w.nth], w.ms)
 		} else {
 			gaps[w.nth] = append(gaps[w.nth], w.ms)
@@ -351,8 +357,9 @@ func splitServerDirected(waits []pendingWait) ([][]float64, int) {
 			// The schedule may grow: allow it the factor twice over.
 			limit = offScheduleFactor * offScheduleFactor * max(ref, immediateMS)
 		}
+		all := slices.Concat(gaps[k], suspects[k])
 		for _, s := range suspects[k] {
-			if limit >= 0 && s >= limit {
+			if limit >= 0 && s >= limit || belowSchedule(s, all, noise) {
 				directed++
 			} else {
 				gaps[k] = append(gaps[k], s)
@@ -365,12 +372,35 @@ func splitServerDirected(waits []pendingWait) ([][]float64, int) {
 	return gaps, directed
 }
 
-// spread is the width of the central 80% of xs: how much a timing varies
-// without its outliers; 0 for fewer than four values.
-func spread(xs []float64) float64 {
+// belowSchedule reports whether whole-second wait s lies below the
+// schedule that the other waits at its attempt index follow: minNoJitter
+// or more of them are longer (leaving out those at s's own whole second,
+// which a server may have directed alike or the schedule's lower end may
+// hold), and s is below their shortest by more than their range and by a
+// third of it. Bounded jitter does not reach below its floor by its own
+// width; full jitter's floor is near zero, so nothing falls below it.
+func belowSchedule(s float64, waits []float64, noise float64) bool {
+	var above []float64
+	for _, x := range waits {
+		if x > s && !(wholeSeconds(x, noise) && math.Round(x/1000) == math.Round(s/1000)) {
+			above = append(above, x)
+		}
+	}
+	if len(above) < minNoJitter {
+		return false
+	}
+	lo, hi := slices.Min(above), slices.Max(above)
+	return s < lo-(hi-lo) && s < lo*(1-1.0/offScheduleFactor)
+}
+
+// spread is how much a timing varies: central, the width of the central
+// 80% of xs (without its outliers), and bulk, from its 10th percentile to
+// its median (the variation the faster half of them shows, which a late
+// tail leaves alone); both 0 for fewer than four values.
+func spread(xs []float64) (central, bulk float64) {
 	if len(xs) < 4 {
-		return 0
+		return 0, 0
 	}
 	slices.Sort(xs)
-	return quantile(xs, 0.9) - quantile(xs, 0.1)
+	return quantile(xs, 0.9) - quantile(xs, 0.1), quantile(xs, 0.5) - quantile(xs, 0.1)
 }

@@ -347,12 +347,13 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	sortStatuses(e.RetriedStatus)
 	sortStatuses(e.NotRetriedStatus)
 	if e.Retries {
-		gaps, directed := splitServerDirected(st.waits.values())
+		noise, bulk := spread(st.legs.values())
+		gaps, directed := splitServerDirected(st.waits.values(), noise)
 		if directed > 0 {
 			e.RetryAfterHonored += directed
 			e.RetryAfterUncaptured = directed
 		}
-		e.Backoff = inferBackoff(gaps, spread(st.legs.values()))
+		e.Backoff = inferBackoff(gaps, noise, bulk)
 	} else {
 		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}
@@ -378,8 +379,10 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 		byFinding[id] = s.list()
 	}
 	e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = st.serverDur.latency()
-	e.Summarized = summaries(map[string]*Summary{"waits": st.waits.summary(), "network_legs": st.legs.summary(),
-		"abandoned_attempts": st.abandoned.summary(), "hedge_delays": st.hedgeDelays.summary(), "callee_durations": st.serverDur.summary()})
+	for name, s := range map[string]*Summary{"waits": st.waits.summary(), "network_legs": st.legs.summary(),
+		"abandoned_attempts": st.abandoned.summary(), "hedge_delays": st.hedgeDelays.summary(), "callee_durations": st.serverDur.summary()} {
+		summarized(&e.Summarized, name, s)
+	}
 	if e.Attempts > 0 {
 		e.FailureRate = round3(float64(st.failed) / float64(e.Attempts))
 	}

@@ -212,11 +212,9 @@ func userEdges(ix *index, roots map[node][]int32) []Edge {
 }
 
 // opStats gathers one operation's executions (the SERVER spans of an
-// instrumented service: 4 bytes each until services reads their times),
-// durations and failures.
+// instrumented service): their durations, self times and failures.
 type opStats struct {
-	spans     []int32
-	dur, self []float64
+	dur, self dist
 	failed    int
 }
 
@@ -252,7 +250,8 @@ func (p *opPartial) merge(o *opPartial) {
 	for svc, m := range o.ops {
 		for op, os := range m {
 			st := p.ops.get(svc, op)
-			st.spans = append(st.spans, os.spans...)
+			st.dur.merge(&os.dur)
+			st.self.merge(&os.self)
 			st.failed += os.failed
 		}
 	}
@@ -273,7 +272,8 @@ func (ix *index) serverStatsIn(s sel) *opPartial {
 			continue
 		}
 		st := ops.get(ix.str(sp.Service), ix.opName(int32(i)))
-		st.spans = append(st.spans, int32(i))
+		st.dur.add(float64(sp.Duration()) / 1e6)
+		st.self.add(float64(selfTime(ix, int32(i))) / 1e6)
 		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
 			st.failed++
 		}
@@ -294,8 +294,8 @@ func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeC
 		for _, c := range ec.calls {
 			for _, a := range c.attempts {
 				d := float64(ix.spans[a.span].Duration()) / 1e6
-				st.dur = append(st.dur, d)
-				st.self = append(st.self, d)
+				st.dur.add(d)
+				st.self.add(d)
 				if a.outcome.failed() {
 					st.failed++
 				}
@@ -306,26 +306,16 @@ func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeC
 	for svc, m := range ops {
 		s := Service{Name: svc, Virtual: !instrumented[svc], Operations: []Operation{}}
 		for op, st := range m {
-			// One operation's times at a time: at 10M spans all of them
-			// at once would be 80 MB more at inference's peak.
-			st.dur, st.self = slices.Grow(st.dur, len(st.spans)), slices.Grow(st.self, len(st.spans))
-			for _, i := range st.spans {
-				st.dur = append(st.dur, float64(ix.spans[i].Duration())/1e6)
-				st.self = append(st.self, float64(selfTime(ix, i))/1e6)
+			o := Operation{Name: op, Count: st.dur.n(), SelfQuantilesMS: []float64{}}
+			o.P50MS, o.P95MS, o.P99MS = st.dur.latency()
+			if st.self.n() > 0 {
+				o.SelfQuantilesMS = st.self.quantiles(SelfQuantileLevels)
 			}
-			slices.Sort(st.dur)
-			slices.Sort(st.self)
-			o := Operation{Name: op, Count: len(st.dur), SelfQuantilesMS: []float64{}}
-			o.P50MS, o.P95MS, o.P99MS = latency(st.dur)
-			if len(st.self) > 0 {
-				for _, q := range SelfQuantileLevels {
-					o.SelfQuantilesMS = append(o.SelfQuantilesMS, round3(quantile(st.self, q)))
-				}
+			if o.Count > 0 {
+				o.ErrorRate = round3(float64(st.failed) / float64(o.Count))
 			}
-			if len(st.dur) > 0 {
-				o.ErrorRate = round3(float64(st.failed) / float64(len(st.dur)))
-			}
-			st.spans, st.dur, st.self = nil, nil, nil
+			summarized(&o.Summarized, "durations", st.dur.summary())
+			summarized(&o.Summarized, "self_times", st.self.summary())
 			s.Operations = append(s.Operations, o)
 		}
 		sort.Slice(s.Operations, func(i, j int) bool { return s.Operations[i].Name < s.Operations[j].Name })
@@ -387,6 +377,13 @@ func warningsOf(ix *index, t *Topology) []string {
 	}
 	if ix.orphans > 0 {
 		w = append(w, fmt.Sprintf("%d spans name a parent that is not in the input: their calls cannot be attributed to a caller", ix.orphans))
+	}
+	for _, s := range t.Services {
+		for _, o := range s.Operations {
+			if len(o.Summarized) > 0 {
+				w = append(w, fmt.Sprintf("%s %s: quantiles read from sketches of more than %d values (%s)", s.Name, o.Name, MaxExactValues, summarizedList(o.Summarized)))
+			}
+		}
 	}
 	for _, e := range t.Edges {
 		if e.MissingAttempts > 0 {

@@ -14,9 +14,10 @@ import (
 
 // shardedEdges infers every edge as a fleet would: the traces are dealt at
 // random to shards, each shard reads its calls (in a shuffled order) into
-// statistics of its own, and the shards' statistics are merged in a random
-// order before the fit.
-func shardedEdges(ix *index, ecs []*edgeCalls, shards int, rng *rand.Rand) ([]Edge, []map[string][]Example) {
+// statistics of its own, which are encoded and decoded (as they would be
+// sent from another process), and the shards' statistics are merged in a
+// random order before the fit.
+func shardedEdges(t *testing.T, ix *index, ecs []*edgeCalls, shards int, rng *rand.Rand) ([]Edge, []map[string][]Example) {
 	shardOf := map[ingest.TraceID]int{}
 	var edges []Edge
 	var shows []map[string][]Example
@@ -38,6 +39,13 @@ func shardedEdges(ix *index, ecs []*edgeCalls, shards int, rng *rand.Rand) ([]Ed
 			for _, c := range parts[s] {
 				st.add(ix, c)
 			}
+			data, err := encodeEdgeStats(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err = decodeEdgeStats(data); err != nil {
+				t.Fatal(err)
+			}
 			sum.merge(st)
 		}
 		e, show := sum.fit()
@@ -48,12 +56,13 @@ func shardedEdges(ix *index, ecs []*edgeCalls, shards int, rng *rand.Rand) ([]Ed
 }
 
 // TestEdgeStatsMerge: inferring each edge's policy from statistics
-// gathered on random shards of the traces and merged gives exactly what
+// gathered on random shards of the traces, sent through their wire form
+// and merged gives exactly what
 // one pass over all of them gives (every field, the JSON byte for byte,
 // the findings' examples), whatever the number of shards and the order
 // they are merged in.
 func TestEdgeStatsMerge(t *testing.T) {
-	inputs := map[string]func(t *testing.T) *ingest.Set{"hand-built": handBuiltMix}
+	inputs := map[string]func(t *testing.T) *ingest.Set{"hand-built": handBuiltMix, "hand-built/summary": manyRetries}
 	files, _ := filepath.Glob(filepath.Join("..", "samples", "*", "traces.otlp.binpb.gz"))
 	if len(files) < 5 {
 		t.Fatalf("only %d samples", len(files))
@@ -97,7 +106,7 @@ func TestEdgeStatsMerge(t *testing.T) {
 			for _, shards := range []int{1, 2, 3, 7, 50} {
 				for seed := range uint64(3) {
 					rng := rand.New(rand.NewPCG(seed, uint64(shards)))
-					got, gotShows := shardedEdges(ix, ecs, shards, rng)
+					got, gotShows := shardedEdges(t, ix, ecs, shards, rng)
 					gotJSON, _ := json.Marshal(got)
 					if string(gotJSON) != string(wantJSON) {
 						for i := range want {

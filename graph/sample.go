@@ -192,6 +192,24 @@ func (d *dist) quantile(p float64) float64 {
 	return quantile(d.exact, p)
 }
 
+// quantiles are the values at levels, rounded.
+func (d *dist) quantiles(levels []float64) []float64 {
+	out := make([]float64, len(levels))
+	for i, p := range levels {
+		out[i] = round3(d.quantile(p))
+	}
+	return out
+}
+
+// clone is an independent copy of d.
+func (d *dist) clone() *dist {
+	c := &dist{exact: slices.Clone(d.exact), sorted: d.sorted}
+	if d.sk != nil {
+		c.sk = d.sk.Copy()
+	}
+	return c
+}
+
 // latency is the p50, p95 and p99, rounded.
 func (d *dist) latency() (p50, p95, p99 float64) {
 	return round3(d.quantile(0.5)), round3(d.quantile(0.95)), round3(d.quantile(0.99))
@@ -205,19 +223,16 @@ func (d *dist) summary() *Summary {
 	return &Summary{Seen: d.n(), RelativeAccuracy: SketchAccuracy}
 }
 
-// summaries keeps the lists that were summarized; nil when none was.
-func summaries(of map[string]*Summary) map[string]Summary {
-	var out map[string]Summary
-	for name, s := range of {
-		if s == nil {
-			continue
-		}
-		if out == nil {
-			out = map[string]Summary{}
-		}
-		out[name] = *s
+// summarized records in m that the list name was read from a summary s;
+// nothing when s is nil (the list was read whole).
+func summarized(m *map[string]Summary, name string, s *Summary) {
+	if s == nil {
+		return
 	}
-	return out
+	if *m == nil {
+		*m = map[string]Summary{}
+	}
+	(*m)[name] = *s
 }
 
 // summarizedList words an edge's summaries, in name order.

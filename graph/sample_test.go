@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -191,6 +192,8 @@ func TestSummarizedEdge(t *testing.T) {
 		"waits":            {Seen: n, Kept: MaxExactValues},
 		"network_legs":     {Seen: 2 * n, Kept: MaxExactValues},
 		"callee_durations": {Seen: 2 * n, RelativeAccuracy: SketchAccuracy},
+		"transit":          {Seen: 2 * n, RelativeAccuracy: SketchAccuracy},
+		"waits_by_retry_1": {Seen: n, RelativeAccuracy: SketchAccuracy},
 	}
 	if len(e.Summarized) != len(want) {
 		t.Fatalf("summarized %+v, want %+v", e.Summarized, want)
@@ -198,6 +201,15 @@ func TestSummarizedEdge(t *testing.T) {
 	for k, w := range want {
 		if e.Summarized[k] != w {
 			t.Fatalf("summarized %s: %+v, want %+v", k, e.Summarized[k], w)
+		}
+	}
+	sketch := func(seen int) Summary { return Summary{Seen: seen, RelativeAccuracy: SketchAccuracy} }
+	for _, svc := range tp.Services {
+		for _, o := range svc.Operations {
+			all := map[string]Summary{"durations": sketch(o.Count), "self_times": sketch(o.Count), "work": sketch(o.Count)}
+			if !reflect.DeepEqual(o.Summarized, all) {
+				t.Fatalf("%s %s summarized %+v, want %+v", svc.Name, o.Name, o.Summarized, all)
+			}
 		}
 	}
 	warned := fmt.Sprintf("waits: a sample of %d of %d", MaxExactValues, n)

@@ -89,6 +89,11 @@ type Operation struct {
 	// those itself, so they count neither as own failures nor as
 	// executions that chose not to call.
 	BreakerFastFails int `json:"breaker_fast_fails,omitempty"`
+	// Summarized names the time lists of this operation that held more
+	// than MaxExactValues values, read from a sketch: durations (the
+	// p50–p99), self_times, work and failed_work. Absent when every
+	// quantile is exact.
+	Summarized map[string]Summary `json:"summarized,omitempty"`
 }
 
 // Edge is one caller → callee operation with the retry policy inferred for it.
@@ -205,8 +210,9 @@ type Edge struct {
 	// MaxExactValues values, so that a fit read a bounded summary of them
 	// rather than every value: waits, network_legs (the noise the jitter
 	// is judged against), abandoned_attempts (per-try timeouts) and
-	// hedge_delays are samples, callee_durations a sketch. Absent when
-	// every fit read every value.
+	// hedge_delays are samples; callee_durations, transit and
+	// waits_by_retry_N (WaitQuantilesMS[N-1]) sketches. Absent when every fit
+	// read every value.
 	Summarized map[string]Summary `json:"summarized,omitempty"`
 }
 
@@ -259,8 +265,17 @@ type Backoff struct {
 	JitterAdditiveMS *float64   `json:"jitter_additive_ms,omitempty"`
 	// NoiseMS is the spread below which waits are taken to agree: the
 	// edge's own timing noise (how much the network legs of its attempts
-	// vary), times noiseFactor, and at least 1.5ms.
+	// vary: their central 80%, or where those have a late tail, from
+	// their 10th percentile to their median), times noiseFactor, and at
+	// least 1.5ms.
 	NoiseMS float64 `json:"noise_ms,omitempty"`
+	// NoiseTailMS, where the legs have a late tail (a busy host: their
+	// slower half spreads more than twice as wide as the faster), is
+	// their central 80% times noiseFactor: where it reaches the waits at
+	// every attempt index, jitter is unknown; the schedule's ranges allow
+	// it. There, none needs waits piled at their shortest, and jitter a
+	// bare floor.
+	NoiseTailMS *float64 `json:"noise_tail_ms,omitempty"`
 	// JitterPresent says whether waits at the same attempt vary beyond
 	// scheduling noise; null with fewer than three waits. Jitter can be
 	// unknown while this is true: present, but too few samples to name.

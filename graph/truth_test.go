@@ -35,6 +35,8 @@ type truth struct {
 			CapMS          *float64 `json:"cap_ms"`
 			Jitter         string   `json:"jitter"`
 			JitterFraction *float64 `json:"jitter_fraction"`
+			// JitterAdditiveMS: a, for +U[0, a) on every wait.
+			JitterAdditiveMS *float64 `json:"jitter_additive_ms"`
 		} `json:"backoff"`
 		IdempotencyKey bool `json:"idempotency_key"`
 		// Written by the newer scenarios only (0 or false where absent).
@@ -222,13 +224,14 @@ func TestTruth(t *testing.T) {
 					if w := te.WaitLateMedianMS; w != nil {
 						late = *w
 					}
-					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, late, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction)
+					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, late, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction, te.Backoff.JitterAdditiveMS)
 					checkSteps(t, loc, e.Backoff, te.Backoff.Kind, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.CapMS)
 				}
-				if w := te.WaitLateMS; w != nil && *w > minNoiseMS {
+				if w := te.WaitLateMS; w != nil && *w > minNoiseMS && te.Backoff.Jitter == "none" {
 					// The capture's own waits came later than the policy's by
 					// more than inference's noise allowance (a busy host): the
-					// traces cannot show that the waits were unjittered.
+					// traces cannot show that the waits were unjittered (late
+					// waits excuse no "none" for a jittered policy).
 					t.Logf("%s: waits up to %gms late in this capture: jitter not judged", loc, *w)
 				} else if e.Backoff.JitterPresent == nil {
 					undecided++
@@ -357,8 +360,9 @@ func hasFinding(t *Topology, id, location string) bool {
 // the base within 10% (and 2ms of timer lateness; above it, also the
 // capture's median lateness where written: waits come late, never early) and inside its range, a stated multiplier
 // equal to the configured one and a range that holds it, a named jitter
-// the configured kind, a proportional fraction within 0.1.
-func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult *float64, jitter string, fraction *float64) {
+// the configured kind, a proportional fraction within 0.1, an additive
+// width within 20% and the edge's noise.
+func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult *float64, jitter string, fraction, additive *float64) {
 	t.Helper()
 	if base > 0 && (b.BaseMS < base-0.1*base-2 || b.BaseMS > base+0.1*base+2+late) {
 		t.Errorf("%s: base %vms, want %vms", loc, b.BaseMS, base)
@@ -380,6 +384,9 @@ func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult
 		}
 		if f := b.JitterFraction; jitter == "proportional" && fraction != nil && (f == nil || math.Abs(*f-*fraction) > 0.1) {
 			t.Errorf("%s: jitter fraction %v, want %v ±0.1", loc, f, *fraction)
+		}
+		if a := b.JitterAdditiveMS; jitter == "additive" && additive != nil && (a == nil || math.Abs(*a-*additive) > 0.2**additive+b.NoiseMS) {
+			t.Errorf("%s: additive jitter %v ms, want %v ms ±20%% and the noise %v ms", loc, a, *additive, b.NoiseMS)
 		}
 	}
 }

@@ -57,6 +57,41 @@ func TestServerDirectedWaits(t *testing.T) {
 			},
 		},
 		{
+			// got: its own waits are 1000·2^(n-1)ms + U[0,100ms); a 429's
+			// Retry-After: 1 before the third attempt waits less than the
+			// schedule there (2000-2100ms), which no jitter of those waits
+			// reaches.
+			name: "uncaptured Retry-After: 1 where the schedule waits 2s",
+			build: func(b *builder) {
+				got := func(rng *rand.Rand, k int) float64 { return 1000*math.Pow(2, float64(k)) + 100*rng.Float64() }
+				chainOf(b, 12, 1, 2, got)
+				chainOf(b, 3, 2, 2, func(rng *rand.Rand, k int) float64 {
+					if k == 1 {
+						return 1000.4 + rng.Float64()
+					}
+					return got(rng, k)
+				}, httpStatus(429))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "api", "backend")
+				wantEq(t, "retry-after honoured", e.RetryAfterHonored, 3)
+				wantEq(t, "kind", e.Backoff.Kind, "exponential")
+				wantPtr(t, "multiplier", e.Backoff.Multiplier, 2)
+			},
+		},
+		{
+			// Full jitter up to 2s spreads the schedule's own waits down to
+			// near zero: a 1s wait after a 503 is one of them.
+			name: "a whole-second wait inside a full-jitter schedule stays in it",
+			build: func(b *builder) {
+				chainOf(b, 12, 6, 1, func(rng *rand.Rand, k int) float64 { return 2000 * rng.Float64() })
+				chainOf(b, 2, 7, 1, func(rng *rand.Rand, k int) float64 { return 1000.5 })
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+		{
 			name: "constant 1s backoff after 503s is the schedule, not the server",
 			build: func(b *builder) {
 				chainOf(b, 10, 3, 2, func(rng *rand.Rand, k int) float64 { return 1000 + rng.Float64() })
@@ -317,4 +352,100 @@ func TestNoiseAsLargeAsTheWaits(t *testing.T) {
 	if bo.Kind != BackoffExponential {
 		t.Errorf("backoff %s, want exponential", bo.Kind)
 	}
+}
+
+// busyLate is how late a busy host (a Node event loop) delays a timing:
+// most by a millisecond or two, a fifth by 40-150ms.
+func busyLate(rng *rand.Rand) float64 {
+	if rng.IntN(5) == 0 {
+		return 40 + 110*rng.Float64()
+	}
+	return 1 + 2*rng.Float64()
+}
+
+// busyChains builds n calls of three attempts on a busy host: each
+// attempt's client span outlives its server span by busyLate, the first
+// two fail with status(call) (a 503 unless given) and wait wait(rng,
+// call, k) before the next.
+func busyChains(b *builder, n int, seed uint64, wait func(rng *rand.Rand, call, k int) float64, status func(call int) int) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	sequential(b, n, "api", func(root, call int) {
+		at := 10.0
+		for k := 0; k < 3; k++ {
+			leg := busyLate(rng)
+			st := 503
+			if status != nil {
+				st = status(call)
+			}
+			if k == 2 {
+				st = 200
+			}
+			c := b.client(root, "backend", at, 2+leg, httpStatus(st))
+			b.server(c, "backend", "GET /x", at+leg/2, 2, httpStatus(st))
+			at += 2 + leg
+			if k < 2 {
+				at += wait(rng, call, k)
+			}
+		}
+	})
+}
+
+// TestNoiseWithALateTail: on a busy host most network legs vary by a
+// millisecond or two while a fifth of them come 40-150ms late. got's
+// +U[0,100ms) on 1s ×2 spreads its waits evenly, leaving the floor bare,
+// which late timers do not: it is additive jitter, not waits agreeing
+// within the tail's noise; unjittered waits delayed like the legs pile at
+// their floor and stay unjittered.
+func TestNoiseWithALateTail(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		wait     func(rng *rand.Rand, call, k int) float64
+		jitter   JitterKind
+		additive float64
+	}{
+		{"got: 1s ×2 plus U[0,100ms)", func(rng *rand.Rand, _, k int) float64 {
+			return 1000*math.Pow(2, float64(k)) + 100*rng.Float64() + busyLate(rng)/10
+		}, JitterAdditive, 100},
+		{"unjittered 1s ×2, late like the legs", func(rng *rand.Rand, _, k int) float64 {
+			return 1000*math.Pow(2, float64(k)) + busyLate(rng)
+		}, JitterNone, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 3; seed++ {
+				b := newBuilder()
+				busyChains(b, 24, seed, tc.wait, nil)
+				bo := edge(t, b.infer(), "api", "backend").Backoff
+				if bo.Jitter != tc.jitter || bo.Kind != BackoffExponential {
+					t.Fatalf("seed %d: %s, jitter %s, want exponential, %s (%s)", seed, bo.Kind, bo.Jitter, tc.jitter, fmtBackoff(bo))
+				}
+				if tc.additive > 0 && (bo.JitterAdditiveMS == nil || math.Abs(*bo.JitterAdditiveMS-tc.additive) > 0.25*tc.additive) {
+					t.Errorf("seed %d: additive %v, want %v ±25%%", seed, bo.JitterAdditiveMS, tc.additive)
+				}
+				if bo.NoiseTailMS == nil || *bo.NoiseTailMS <= bo.NoiseMS {
+					t.Errorf("seed %d: noise %v, tail %v: want the tail named, wider", seed, bo.NoiseMS, bo.NoiseTailMS)
+				}
+			}
+		})
+	}
+}
+
+// TestRetryAfterOnABusyHost: a Retry-After: 1 that no span captured,
+// where got's schedule waits 2s, fired 70-100ms late by the busy host: as
+// late as the edge's timings vary, it is still the server's.
+func TestRetryAfterOnABusyHost(t *testing.T) {
+	b := newBuilder()
+	busyChains(b, 24, 5, func(rng *rand.Rand, call, k int) float64 {
+		if call%8 == 0 && k == 1 {
+			return 1070 + 30*rng.Float64()
+		}
+		return 1000*math.Pow(2, float64(k)) + 100*rng.Float64()
+	}, func(call int) int {
+		if call%8 == 0 {
+			return 429
+		}
+		return 503
+	})
+	e := edge(t, b.infer(), "api", "backend")
+	wantEq(t, "retry-after honoured", e.RetryAfterHonored, 3)
+	wantEq(t, "kind", e.Backoff.Kind, "exponential")
 }

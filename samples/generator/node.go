@@ -29,6 +29,7 @@ var nodeScenarios = []nodeScenario{
 	// aborted due to timeout".
 	{Name: "fetch-timeout-signal", Dir: "fetch-timeout", Env: []string{"TIMEOUT_STYLE=signal"}},
 	{Name: "grpc-js-retry", Dir: "grpc-js-retry"},
+	{Name: "got-retry", Dir: "got-retry"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO

@@ -94,6 +94,9 @@ type truthBackoff struct {
 	CapMS          *int64   `json:"cap_ms"`
 	Jitter         string   `json:"jitter"`
 	JitterFraction *float64 `json:"jitter_fraction"`
+	// JitterAdditiveMS is a, for additive jitter (+U[0, a) ms on every
+	// wait); written by the scenarios that have it.
+	JitterAdditiveMS *float64 `json:"jitter_additive_ms,omitempty"`
 }
 
 // httpRoute is the http.route otelhttp records for a ServeMux pattern.

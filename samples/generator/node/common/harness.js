@@ -1,7 +1,7 @@
 'use strict';
 // What every Node scenario's main.js shares: a seeded PRNG for the request
 // order, each service started as a child process of service.js beside the
-// scenario's main.js, and the driver's uninstrumented GET.
+// scenario's main.js, and the driver's uninstrumented requests.
 
 const { fork } = require('node:child_process');
 const http = require('node:http');
@@ -50,15 +50,17 @@ function stop(svc) {
 }
 
 const driverAgent = new http.Agent({ keepAlive: false });
-// get sends the driver's GET of path p to the service on port and resolves
-// to the status code.
-function get(port, p, headers = {}) {
+// send sends the driver's request (method, path p, no body) to the service
+// on port and resolves to the status code.
+function send(port, method, p, headers = {}) {
   return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path: p, headers, agent: driverAgent }, (res) => {
+    http.request({ host: '127.0.0.1', port, method, path: p, headers, agent: driverAgent }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode));
-    }).on('error', reject);
+    }).on('error', reject).end();
   });
 }
+// get sends the driver's GET of path p.
+const get = (port, p, headers) => send(port, 'GET', p, headers);
 
-module.exports = { rng, shuffle, sleep, start, stop, get };
+module.exports = { rng, shuffle, sleep, start, stop, get, send };

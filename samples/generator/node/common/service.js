@@ -36,6 +36,17 @@ function route(r) {
   if (md && md.type === RPCType.HTTP) md.route = r;
 }
 
+// faultScripts receives the fault script main.js sends for each sku
+// ({type: 'script', sku, script}) and returns next(sku): the script's next
+// step, one per request, or past its end fallback.
+function faultScripts(fallback) {
+  const scripts = new Map();
+  process.on('message', (m) => {
+    if (m.type === 'script') scripts.set(m.sku, m.script.slice());
+  });
+  return (sku) => (scripts.get(sku) || []).shift() || fallback;
+}
+
 // onStop answers main.js's stop message: stop serving (stopServer may
 // return a promise), flush the spans through the exporter, send back what
 // the service recorded, exit.
@@ -48,4 +59,4 @@ function onStop(provider, records, stopServer) {
   });
 }
 
-module.exports = { api, instrument, now, route, onStop };
+module.exports = { api, instrument, now, route, faultScripts, onStop };

@@ -14,7 +14,7 @@
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
-const { instrument, now, onStop, route } = require('../common/service');
+const { faultScripts, instrument, now, onStop, route } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation(), new UndiciInstrumentation()]);
 
@@ -28,16 +28,13 @@ if (role === 'pricing') {
   // request: "slow" answers 200 after SLOW_MS (the work is not cancelled
   // when the caller gives up, like a blocking query), "503" at once, past
   // the end of the script 200 at once.
-  const scripts = new Map();
-  process.on('message', (m) => {
-    if (m.type === 'script') scripts.set(m.sku, m.script.slice());
-  });
+  const nextStep = faultScripts('ok');
   const slowMS = Number(process.env.SLOW_MS);
   server = http.createServer((req, res) => {
     const m = /^\/prices\/([^/?]+)$/.exec(req.url);
     if (!m) { res.writeHead(404).end(); return; }
     route('/prices/:sku');
-    const step = (scripts.get(m[1]) || []).shift() || 'ok';
+    const step = nextStep(m[1]);
     records.push({ call: String(req.headers['x-call-id'] || ''), at: now(), step });
     const answer = () => {
       const status = step === '503' ? 503 : 200;

@@ -14,7 +14,7 @@
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { GrpcInstrumentation } = require('@opentelemetry/instrumentation-grpc');
-const { instrument, now, onStop, route } = require('../common/service');
+const { faultScripts, instrument, now, onStop, route } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation(), new GrpcInstrumentation()]);
 
@@ -40,15 +40,12 @@ if (role === 'stock') {
   // Get answers from a fault script per sku, one entry per attempt:
   // "unavailable" fails it with UNAVAILABLE (which the client's policy
   // retries), past the end of the script it answers.
-  const scripts = new Map();
-  process.on('message', (m) => {
-    if (m.type === 'script') scripts.set(m.sku, m.script.slice());
-  });
+  const nextStep = faultScripts('ok');
   const server = new grpc.Server();
   server.addService(stockService, {
     Get(call, cb) {
       const sku = call.request.sku;
-      const step = (scripts.get(sku) || []).shift() || 'ok';
+      const step = nextStep(sku);
       records.push({ call: String(call.metadata.get('x-call-id')[0] || ''), sku, at: now(), step });
       if (step === 'unavailable') cb({ code: grpc.status.UNAVAILABLE, details: 'stock shard unavailable' });
       else cb(null, { sku, available: 7 });

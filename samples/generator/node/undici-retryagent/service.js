@@ -13,7 +13,7 @@
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
-const { api, instrument, now, onStop, route } = require('../common/service');
+const { api, faultScripts, instrument, now, onStop, route } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation(), new UndiciInstrumentation()]);
 
@@ -28,15 +28,12 @@ if (role === 'backend') {
   // request whatever trace it comes in: {status, close}. Past the end of
   // its script a sku answers 200. close ends the keep-alive connection
   // after the response, so that the next request opens a new socket.
-  const scripts = new Map();
-  process.on('message', (m) => {
-    if (m.type === 'script') scripts.set(m.sku, m.script.slice());
-  });
+  const nextStep = faultScripts({ status: 200 });
   server = http.createServer((req, res) => {
     const m = /^\/stock\/([^/?]+)$/.exec(req.url);
     if (!m) { res.writeHead(404).end(); return; }
     route('/stock/:sku');
-    const step = (scripts.get(m[1]) || []).shift() || { status: 200 };
+    const step = nextStep(m[1]);
     const tp = String(req.headers.traceparent || '').split('-');
     records.push({ call: String(req.headers['x-call-id'] || ''), sku: m[1], trace: tp[1] || '', parent: tp[2] || '',
       at: now(), status: step.status });

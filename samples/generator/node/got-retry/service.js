@@ -1,0 +1,87 @@
+'use strict';
+// One instrumented service of the got-retry scenario, run as a child process
+// of main.js (one process per service, so that each has its own
+// TracerProvider and service.name): `node service.js front|stock`.
+//
+// The OpenTelemetry SDK is set up before node:http is loaded, as `node
+// --require` would: instrumentation-http makes the SERVER spans and, as got
+// sends every attempt through http.request, one CLIENT span per attempt,
+// each a child of front's SERVER span. Response headers are not recorded
+// (instrumentation-http's default), so no span carries Retry-After.
+
+const role = process.argv[2];
+const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
+const { faultScripts, instrument, now, onStop, route } = require('../common/service');
+
+const provider = instrument(role, [new HttpInstrumentation()]);
+
+const http = require('node:http');
+const diagnostics = require('node:diagnostics_channel');
+
+const records = [];
+let server;
+
+if (role === 'stock') {
+  // GET /stock/:sku and POST /reservations/:sku answer from a fault script
+  // per sku, one entry per request: "503"; "429" with Retry-After: 1;
+  // "400"; past the end of the script 200.
+  const nextStep = faultScripts('ok');
+  server = http.createServer((req, res) => {
+    const m = req.method === 'GET' ? /^\/stock\/([^/?]+)$/.exec(req.url) : /^\/reservations\/([^/?]+)$/.exec(req.url);
+    if (!m) { res.writeHead(404).end(); return; }
+    route(req.method === 'GET' ? '/stock/:sku' : '/reservations/:sku');
+    req.resume();
+    const step = nextStep(m[1]);
+    records.push({ call: String(req.headers['x-call-id'] || ''), method: req.method, at: now(), step });
+    const status = step === 'ok' ? 200 : Number(step);
+    const headers = { 'content-type': 'application/json' };
+    if (status === 429) headers['retry-after'] = '1';
+    res.writeHead(status, headers).end(status === 200 ? JSON.stringify({ sku: m[1], available: 7 }) : '');
+  });
+} else if (role === 'front') {
+  // GET /quotes/:id looks sku-<id> up in stock, POST /orders/:id reserves
+  // it, both through got with its default retry options: 2 retries of GET
+  // (not POST) on 408, 413, 429, 500, 502, 503, 504, 521, 522, 524 and
+  // network errors, waiting 1000·2^(n-1) ms + U[0, 100) ms before retry n,
+  // or the Retry-After a response names. front answers 200, passes a 4xx
+  // on, and answers 503 for a 5xx or 429 it gave up on.
+  const pGot = import('got').then((m) => m.default);
+  // got publishes every retry it schedules, with the delay it chose, on
+  // its diagnostics channel: the truth records them.
+  const delays = new Map(); // call id → [{retry, delay, status}]
+  diagnostics.subscribe('got:request:retry', (msg) => {
+    const call = msg.error.options.headers['x-call-id'];
+    if (!delays.has(call)) delays.set(call, []);
+    const res = msg.error.response;
+    delays.get(call).push({ retry: msg.retryCount, delay: msg.delay, status: res?.statusCode, retryAfter: res ? 'retry-after' in res.headers : false });
+  });
+  let seq = 0;
+  server = http.createServer(async (req, res) => {
+    const get = req.method === 'GET' && /^\/quotes\/([^/?]+)$/.exec(req.url);
+    const post = req.method === 'POST' && /^\/orders\/([^/?]+)$/.exec(req.url);
+    if (!get && !post) { res.writeHead(404).end(); return; }
+    req.resume();
+    route(get ? '/quotes/:id' : '/orders/:id');
+    const id = (get || post)[1];
+    const rec = { call: `${id}#${++seq}`, method: req.method, start: now() };
+    records.push(rec);
+    let status = 200;
+    try {
+      const got = await pGot;
+      const headers = { 'x-call-id': rec.call };
+      if (get) await got(`${process.env.STOCK_URL}/stock/sku-${id}`, { headers });
+      else await got.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { headers, json: { qty: 1 } });
+    } catch (err) {
+      const s = err.response?.statusCode;
+      status = s >= 400 && s < 500 && s !== 408 && s !== 429 ? s : 503;
+    }
+    rec.delays = delays.get(rec.call) || [];
+    rec.status = status;
+    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+  });
+} else {
+  throw new Error(`unknown role ${role}`);
+}
+
+server.listen(0, '127.0.0.1', () => process.send({ type: 'ready', port: server.address().port }));
+onStop(provider, records, () => new Promise((r) => server.close(() => r())));
