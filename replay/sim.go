@@ -412,7 +412,7 @@ func (s *sim) run(ctx context.Context) error {
 	}
 	nominal := s.cfg.Duration + s.cfg.Drain
 	s.h.push(nominal, evFreeze, 0, 0)
-	for s.h.len() > 0 {
+	for !s.h.empty() {
 		ev := s.h.pop()
 		t := ev.time()
 		if t > nominal && t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
@@ -730,7 +730,7 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	}
 	if len(st.faults) > 0 {
 		if eff := s.effect(s.caller(c), c.svc, part); eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
-			s.reply(ai, false, s.cfg.RetryAfter, 0)
+			s.reply(ai, a, false, s.cfg.RetryAfter, 0)
 			return
 		}
 	}
@@ -743,7 +743,7 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
 		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
 		s.met.shed(s.now)
-		s.reply(ai, false, s.cfg.RetryAfter, 0)
+		s.reply(ai, a, false, s.cfg.RetryAfter, 0)
 		return
 	}
 	deadline := math.Inf(1)
@@ -831,7 +831,7 @@ func (s *sim) begin(ji int32, j *job) {
 		s.met.droppedLate(s.now)
 		ai := j.att
 		s.freeJob(ji, j)
-		s.reply(ai, false, 0, 0)
+		s.reply(ai, &s.atts[ai], false, 0, 0)
 		return
 	}
 	p := &s.pools[j.pool]
@@ -955,19 +955,20 @@ func (s *sim) complete(ji int32) {
 		}
 	}
 	ai, pi := j.att, j.pool
-	if a := &s.atts[ai]; a.open {
+	a := &s.atts[ai]
+	if a.open {
 		c := &s.calls[a.call]
 		c.downFailed = j.failed
 		c.clientErr = c.clientErr || o == outClientError
 	}
 	work := s.release(ji, j)
 	if o == outOK {
-		s.reply(ai, true, 0, work)
+		s.reply(ai, a, true, 0, work)
 	} else {
 		// A failed answer's work is wasted; only a server error that asks
 		// for it carries a Retry-After (the outcome gives 0 otherwise).
 		s.met.waste(work, s.now)
-		s.reply(ai, false, retryAfter, 0)
+		s.reply(ai, a, false, retryAfter, 0)
 	}
 	s.startQueued(pi)
 }
@@ -994,11 +995,10 @@ func (s *sim) release(ji int32, j *job) float64 {
 	return carried
 }
 
-// reply sends the server's answer to attempt ai back over the network:
-// ok or not, with a Retry-After (seconds, 0 for none), carrying useful
-// work.
-func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
-	a := &s.atts[ai]
+// reply sends the server's answer to attempt ai (a) back over the
+// network: ok or not, with a Retry-After (seconds, 0 for none), carrying
+// useful work.
+func (s *sim) reply(ai int32, a *attempt, ok bool, retryAfter, useful float64) {
 	if !a.open {
 		s.met.waste(useful, s.now) // the client left: nobody reads this answer
 		return
