@@ -116,6 +116,10 @@ type Outcomes struct {
 	// before each began had ended, and how many of them failed in turn:
 	// the conditional failure rates that show failures in runs.
 	Runs Runs `json:"runs"`
+	// SlowTries are the tries the callee was still working on when the
+	// caller gave up on them (counted in none of the mixes above), by
+	// what came before them in their call; nil when the edge has none.
+	SlowTries *SlowTries `json:"slow_tries,omitempty"`
 	// RetryAfterDownstream are the retries (counted in Retry, not in
 	// RetryByAttempt) whose previous attempt failed because a call the
 	// callee made failed: the callee's own failure is no likelier then.
@@ -141,6 +145,66 @@ type Outcomes struct {
 type Runs struct {
 	AfterFailure CallCount `json:"after_failure"`
 	AfterSuccess CallCount `json:"after_success"`
+}
+
+// SlowTries count an edge's tries by what came before them in their call,
+// and how many of each were slow: the callee had not answered when the
+// caller gave up on the try (it failed without an answer) and its span
+// lasted longer than the caller's or ended after it (it was still at
+// work). A request that is slow
+// is often slow on every try (a slow key, a poison request): tries after
+// a slow try far likelier slow than tries after another failure show it.
+// Only tries to an instrumented callee count: elsewhere no span shows
+// whether it was still at work.
+type SlowTries struct {
+	First TryCount `json:"first"`
+	// AfterSlowByAttempt[0] counts second tries after a slow first try,
+	// [1] third tries after a slow second…; AfterFailureByAttempt the
+	// tries after a try that failed otherwise (or was not seen at the
+	// callee).
+	AfterSlowByAttempt    []TryCount `json:"after_slow_by_attempt"`
+	AfterFailureByAttempt []TryCount `json:"after_failure_by_attempt"`
+}
+
+// TryCount is a number of tries and how many of them were slow.
+type TryCount struct {
+	Tries int `json:"tries"`
+	Slow  int `json:"slow"`
+}
+
+// count adds one try at index k (0: a first try) after a slow try
+// (afterSlow) or not.
+func (st *SlowTries) count(k int, afterSlow, slow bool) {
+	c := &st.First
+	if k > 0 {
+		by := &st.AfterFailureByAttempt
+		if afterSlow {
+			by = &st.AfterSlowByAttempt
+		}
+		for len(st.AfterSlowByAttempt) < k {
+			st.AfterSlowByAttempt = append(st.AfterSlowByAttempt, TryCount{})
+			st.AfterFailureByAttempt = append(st.AfterFailureByAttempt, TryCount{})
+		}
+		c = &(*by)[k-1]
+	}
+	c.Tries++
+	if slow {
+		c.Slow++
+	}
+}
+
+// merge adds o's counts to st.
+func (st *SlowTries) merge(o *SlowTries) {
+	for len(st.AfterSlowByAttempt) < len(o.AfterSlowByAttempt) {
+		st.AfterSlowByAttempt = append(st.AfterSlowByAttempt, TryCount{})
+		st.AfterFailureByAttempt = append(st.AfterFailureByAttempt, TryCount{})
+	}
+	add := func(to *TryCount, c TryCount) { to.Tries += c.Tries; to.Slow += c.Slow }
+	add(&st.First, o.First)
+	for k := range o.AfterSlowByAttempt {
+		add(&st.AfterSlowByAttempt[k], o.AfterSlowByAttempt[k])
+		add(&st.AfterFailureByAttempt[k], o.AfterFailureByAttempt[k])
+	}
 }
 
 // CallCount is a number of calls and how many of them failed.
@@ -287,7 +351,24 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 		}
 		return own
 	}, spanSet.or)
-	workSelfTimes(ix, ecs, ownFailed, t)
+	// The executions whose caller gave up on them while they worked.
+	slowServed := mapShards(ix, func(s sel) spanSet {
+		slow := newSpanSet(len(ix.spans))
+		for _, ec := range ecs {
+			for _, c := range ec.calls {
+				if !s.has(c.from) {
+					continue
+				}
+				for k := range c.attempts {
+					if a := &c.attempts[k]; ix.slowTry(a) {
+						slow.set(a.server)
+					}
+				}
+			}
+		}
+		return slow
+	}, spanSet.or)
+	workSelfTimes(ix, ecs, ownFailed, slowServed, t)
 	ownFailures(ix, ownFailed, calling, t)
 	countBreakerFast(ix, breakerFast, t)
 	callOrder(ix, ecs, t)
@@ -306,6 +387,9 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 	}, (*outcomeStats).merge)
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{},
 		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}, Runs: st.runs, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated}
+	if st.slow.seen() {
+		o.SlowTries = &st.slow
+	}
 	if st.raN > 0 {
 		o.RetryAfterMS = round3(st.raSum / float64(st.raN))
 	}
@@ -409,6 +493,7 @@ type outcomeRec struct {
 type outcomeStats struct {
 	recs                         []outcomeRec
 	runs                         Runs
+	slow                         SlowTries
 	downstreamFailed, propagated int
 	raSum                        float64 // of whole milliseconds: exact in any order
 	raN                          int
@@ -422,6 +507,7 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 		c.to.Calls += c.from.Calls
 		c.to.Failed += c.from.Failed
 	}
+	st.slow.merge(&o.slow)
 	st.downstreamFailed += o.downstreamFailed
 	st.propagated += o.propagated
 	st.raSum += o.raSum
@@ -463,7 +549,11 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				st.raSum += float64(a.retryAfter)
 				st.raN++
 			}
-			if a.server >= 0 && a.transport && ix.spans[a.span].Duration() < ix.spans[a.server].Duration() {
+			slow := ix.slowTry(a)
+			if a.server >= 0 && a.server != a.span && !a.synthetic {
+				st.slow.count(k, k > 0 && ix.slowTry(&c.attempts[k-1]), slow)
+			}
+			if slow {
 				// The callee answered too late: its own time, which replay
 				// draws, times the attempt out again. Counting the timeout
 				// here as well would fail it twice.
@@ -511,6 +601,28 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 	}
 	return st
+}
+
+// slowTry reports whether the callee was still at work on attempt a when
+// its caller gave up: the attempt failed without an answer and the
+// callee's span lasted longer than the client's or ended after it (a
+// callee host that starts serving late and ends its span when the client
+// hangs up, as Node's http server does, is shorter but ends later).
+func (ix *index) slowTry(a *attempt) bool {
+	if a.server < 0 || !a.transport {
+		return false
+	}
+	cl, sv := &ix.spans[a.span], &ix.spans[a.server]
+	return cl.Duration() < sv.Duration() || a.server != a.span && sv.End > cl.End+overlapTolerance
+}
+
+// seen reports whether any try was slow.
+func (st *SlowTries) seen() bool {
+	n := st.First.Slow
+	for k := range st.AfterSlowByAttempt {
+		n += st.AfterSlowByAttempt[k].Slow + st.AfterFailureByAttempt[k].Slow
+	}
+	return n > 0
 }
 
 // previousCallFailed says, per call of the edge, how the latest call of
@@ -1051,17 +1163,18 @@ func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
 // with the work it did itself: its span's duration minus the time covered
 // by its children and minus the waits between the attempts of its calls
 // (backoff and Retry-After sleeps), which hold a request but do no work.
-func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) {
+func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t *Topology) {
 	instrumented := map[string]bool{}
 	for _, s := range t.Services {
 		instrumented[s.Name] = !s.Virtual
 	}
-	self := mapShards(ix, func(s sel) map[node]*[2]dist { return workOf(ix, s, ecs, ownFailed, instrumented) },
-		func(sum, p map[node]*[2]dist) {
+	self := mapShards(ix, func(s sel) map[node]*workTimes { return workOf(ix, s, ecs, ownFailed, slowServed, instrumented) },
+		func(sum, p map[node]*workTimes) {
 			for n, x := range p {
 				if y := sum[n]; y != nil {
-					y[0].merge(&x[0])
-					y[1].merge(&x[1])
+					for k := range y {
+						y[k].merge(&x[k])
+					}
 				} else {
 					sum[n] = x
 				}
@@ -1081,22 +1194,25 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed spanSet, t *Topology) 
 				op.SelfQuantilesMS = all.quantiles(SelfQuantileLevels)
 				summarized(&op.Summarized, "self_times", all.summary())
 			}
-			if x[0].n() > 0 {
-				op.WorkQuantilesMS = x[0].quantiles(WorkLevels)
-				summarized(&op.Summarized, "work", x[0].summary())
-			}
-			if x[1].n() > 0 {
-				op.FailedWorkQuantilesMS = x[1].quantiles(WorkLevels)
-				summarized(&op.Summarized, "failed_work", x[1].summary())
+			op.WorkQuantilesMS = op.work(&x[0], "work")
+			op.FailedWorkQuantilesMS = op.work(&x[1], "failed_work")
+			if x[2].n() > 0 {
+				op.SlowWorkQuantilesMS = op.work(&x[2], "slow_work")
+				op.AnsweredWorkQuantilesMS = op.work(&x[3], "answered_work")
 			}
 		}
 	}
 }
 
+// workTimes are an operation's work times: of
+// the executions that did not fail on their own ([0]), of those that did
+// ([1]), of those whose caller gave up on them while they worked ([2]),
+// and of the executions in [0] that are not in [2] ([3]).
+type workTimes [4]dist
+
 // workOf is workSelfTimes' map step: per operation, the work times of the
-// selected executions that did not fail on their own ([0]) and of those
-// that did ([1]), in no particular order.
-func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented map[string]bool) map[node]*[2]dist {
+// selected executions.
+func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, instrumented map[string]bool) map[node]*workTimes {
 	waits := map[int32][][2]int64{}
 	for _, ec := range ecs {
 		for _, c := range ec.calls {
@@ -1111,13 +1227,12 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented 
 			}
 		}
 	}
-	// self[n][0] holds the work of executions that did not fail on their
-	// own, self[n][1] of those that did: a request refused or failing
-	// fast takes less work than one served.
-	self := map[node]*[2]dist{}
-	at := func(n node) *[2]dist {
+	// A request refused or failing fast takes less work than one served,
+	// and one its caller gave up on often more.
+	self := map[node]*workTimes{}
+	at := func(n node) *workTimes {
 		if self[n] == nil {
-			self[n] = &[2]dist{}
+			self[n] = &workTimes{}
 		}
 		return self[n]
 	}
@@ -1131,7 +1246,14 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented 
 			k = 1
 		}
 		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})
-		x[k].add(float64(workTime(ix, int32(i), waits[int32(i)])) / 1e6)
+		w := float64(workTime(ix, int32(i), waits[int32(i)])) / 1e6
+		x[k].add(w)
+		switch {
+		case slowServed.has(int32(i)):
+			x[2].add(w)
+		case k == 0:
+			x[3].add(w)
+		}
 	}
 	for _, ec := range ecs {
 		if instrumented[ec.key.callee] {
@@ -1152,6 +1274,16 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed spanSet, instrumented 
 		}
 	}
 	return self
+}
+
+// work returns d at WorkLevels, nil for none, and names d in op's
+// summaries if d is one.
+func (op *Operation) work(d *dist, name string) []float64 {
+	if d.n() == 0 {
+		return nil
+	}
+	summarized(&op.Summarized, name, d.summary())
+	return d.quantiles(WorkLevels)
 }
 
 // WorkLevels are the quantile levels of the work and transit times replay

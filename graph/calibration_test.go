@@ -301,3 +301,53 @@ func TestCancelledIsAbandoned(t *testing.T) {
 		t.Errorf("%d attempts counted as timeouts and %d as client errors, want the 8 cancelled ones and the 4 NOT_FOUND", timeouts, clientErrors)
 	}
 }
+
+// TestSlowTries: tries the callee was still working on when the caller
+// gave up are counted by what came before them in their call, kept out of
+// the outcome mixes (the replay draws them slow instead), and their work
+// kept apart from the callee's work on answered tries. The callee here
+// starts serving 5 ms after the client sent the try and ends its span 3
+// ms after the client gave up (a Node http server ends it at the hang-up):
+// shorter than the client's span, yet still at work.
+func TestSlowTries(t *testing.T) {
+	b := newBuilder()
+	for i := range 10 {
+		if i > 0 {
+			b.newTrace()
+		}
+		start := float64(400 * i)
+		root := b.server(-1, "front", "GET /q", start, 300)
+		if i < 6 {
+			c := b.client(root, "pricing", start+1, 150, method("GET"), target("http://pricing/p/1"))
+			b.server(c, "pricing", "GET /p", start+6, 148, httpStatus(200))
+			b.call(root, "pricing", "GET /p", start+180, 10, httpStatus(200), method("GET"), target("http://pricing/p/1"))
+			continue
+		}
+		b.call(root, "pricing", "GET /p", start+1, 10, httpStatus(200), method("GET"), target("http://pricing/p/1"))
+	}
+	tp := b.infer()
+	o := edge(t, tp, "front", "pricing").Outcomes
+	if o == nil || o.SlowTries == nil {
+		t.Fatalf("no slow tries: %+v", o)
+	}
+	want := SlowTries{First: TryCount{Tries: 10, Slow: 6}, AfterSlowByAttempt: []TryCount{{Tries: 6}}, AfterFailureByAttempt: []TryCount{{}}}
+	if got := *o.SlowTries; !slices.Equal(got.AfterSlowByAttempt, want.AfterSlowByAttempt) || got.First != want.First ||
+		!slices.Equal(got.AfterFailureByAttempt, want.AfterFailureByAttempt) {
+		t.Errorf("slow tries %+v, want %+v", got, want)
+	}
+	if o.First.Failed() != 0 || o.First.OK != 4 || o.Retry.OK != 6 {
+		t.Errorf("outcome mixes %+v / %+v: the slow tries counted as failures too", o.First, o.Retry)
+	}
+	var op Operation
+	for _, s := range tp.Services {
+		for _, x := range s.Operations {
+			if s.Name == "pricing" {
+				op = x
+			}
+		}
+	}
+	if len(op.SlowWorkQuantilesMS) != len(WorkLevels) || op.SlowWorkQuantilesMS[0] != 148 ||
+		len(op.AnsweredWorkQuantilesMS) != len(WorkLevels) || op.AnsweredWorkQuantilesMS[len(WorkLevels)-1] != 9 {
+		t.Errorf("pricing work on slow tries %v, on answered ones %v: want 148 ms and 9 ms", op.SlowWorkQuantilesMS, op.AnsweredWorkQuantilesMS)
+	}
+}

@@ -83,7 +83,15 @@ type Operation struct {
 	StoppedAfterFailure   int       `json:"stopped_after_failure,omitempty"`
 	ContinuedAfterFailure int       `json:"continued_after_failure,omitempty"`
 	FailedWorkQuantilesMS []float64 `json:"failed_work_quantiles_ms,omitempty"`
-	FailedWithoutCalls    int       `json:"failed_without_calls,omitempty"`
+	// SlowWorkQuantilesMS is the work, at WorkLevels, of the executions
+	// whose caller gave up on them while they worked (Outcomes.SlowTries;
+	// at least what their spans show, which a callee that ends its span
+	// when the client hangs up cuts short), AnsweredWorkQuantilesMS that
+	// of the other executions that did not fail on their own; both only
+	// for an operation with such executions.
+	SlowWorkQuantilesMS     []float64 `json:"slow_work_quantiles_ms,omitempty"`
+	AnsweredWorkQuantilesMS []float64 `json:"answered_work_quantiles_ms,omitempty"`
+	FailedWithoutCalls      int       `json:"failed_without_calls,omitempty"`
 	// BreakerFastFails counts executions a circuit breaker on one of the
 	// operation's calls failed fast (no call made); replay's breaker makes
 	// those itself, so they count neither as own failures nor as

@@ -29,12 +29,7 @@ func sampleScenarios(t testing.TB) []string {
 // their traces hold what it would need, with the defect: a model defect,
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
-var knownMisses = map[string]string{
-	"fetch-timeout": "Node: timed-out tries come in runs per request (a slow answer every try); graph's calibration leaves a try's timeout " +
-		"to the callee's drawn time when the callee's span outlived the client's, and Node's http server span ends when its client hangs up " +
-		"(~150 ms): the replay draws each try's time independently near the timeout and fails fewer tries than traced",
-	"fetch-timeout-signal": "as fetch-timeout",
-}
+var knownMisses = map[string]string{}
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must
@@ -145,6 +140,65 @@ func TestFailureRunsReplay(t *testing.T) {
 		got := float64(r.ServerErrors) / float64(r.RootRequests)
 		if math.Abs(got-tc.want) > 0.15*tc.want {
 			t.Errorf("runs drawn %v: %.4f of root requests failed, want %.4f", tc.drawn, got, tc.want)
+		}
+	}
+}
+
+// TestSlowTriesOf: whether a retry's slowness is drawn by the try before
+// it follows the binomial tail of the tries after a slow one at the
+// retries' slow share, and is unknown where too few tries followed a slow
+// one for even all of them slow to clear RunsAlpha.
+func TestSlowTriesOf(t *testing.T) {
+	tc := func(tries, slow int) graph.TryCount { return graph.TryCount{Tries: tries, Slow: slow} }
+	for _, c := range []struct {
+		name                 string
+		counts               graph.SlowTries
+		byPrevious, unknown  bool
+		afterSlow, afterFail float64 // prob of a second try after a slow one, after another failure
+	}{
+		{"runs per request", graph.SlowTries{First: tc(100, 50), AfterSlowByAttempt: []graph.TryCount{tc(50, 45)}, AfterFailureByAttempt: []graph.TryCount{tc(50, 5)}},
+			true, false, 0.9, 0.1},
+		{"no dependence beyond chance", graph.SlowTries{First: tc(100, 50), AfterSlowByAttempt: []graph.TryCount{tc(50, 26)}, AfterFailureByAttempt: []graph.TryCount{tc(50, 24)}},
+			false, false, 0.5, 0.5},
+		{"too few tries after a slow one", graph.SlowTries{First: tc(10, 5), AfterSlowByAttempt: []graph.TryCount{tc(3, 3)}, AfterFailureByAttempt: []graph.TryCount{tc(3, 0)}},
+			false, true, 0.5, 0.5},
+		{"none after a slow one", graph.SlowTries{First: tc(10, 5), AfterSlowByAttempt: []graph.TryCount{{}}, AfterFailureByAttempt: []graph.TryCount{tc(4, 1)}},
+			false, true, 0.25, 0.25},
+	} {
+		sl := slowTriesOf(c.counts)
+		if sl.ByPrevious != c.byPrevious || sl.Unknown != c.unknown {
+			t.Errorf("%s: by previous %v, unknown %v (P %.3g); want %v, %v", c.name, sl.ByPrevious, sl.Unknown, sl.P, c.byPrevious, c.unknown)
+		}
+		if got := [2]float64{sl.prob(2, true), sl.prob(2, false)}; math.Abs(got[0]-c.afterSlow) > 1e-9 || math.Abs(got[1]-c.afterFail) > 1e-9 || sl.prob(1, false) != 0.5 {
+			t.Errorf("%s: second try slow %.3f after a slow one, %.3f after another failure, first %.3f; want %.3f, %.3f, 0.5", c.name, got[0], got[1], sl.prob(1, false), c.afterSlow, c.afterFail)
+		}
+	}
+}
+
+// TestSlowTriesReplay: a callee answers fast tries in 1 ms and fails half
+// of them with a 503; a slow try takes it 300 ms, past the caller's 100 ms
+// per-try timeout. No first try is slow; a second try half the time; a
+// third 90% of the time after a slow second, 10% after a 503. Of root
+// requests 0.5 × (0.5 × (0.9 + 0.1×0.5) + 0.25 × (0.1 + 0.9×0.5)) fail
+// when the third try follows the second; drawn by attempt alone (0.5 for
+// the third, as the traces would pool it) 0.5 × 0.75 × 0.75.
+func TestSlowTriesReplay(t *testing.T) {
+	for _, tc := range []struct {
+		byPrevious bool
+		want       float64
+	}{{true, 0.5 * (0.5*(0.9+0.05) + 0.25*(0.1+0.45))}, {false, 0.5 * 0.75 * 0.75}} {
+		m := single("db", 64, Constant(0.001), 20, 0, Policy{MaxAttempts: 3, PerTryTimeout: 0.1})
+		sl := &SlowTries{First: 0, Retry: 0.5, By: []float64{0.5, 0.5}, AfterSlowBy: []float64{0.5, 0.9}, AfterFailureBy: []float64{0.5, 0.1},
+			ByPrevious: tc.byPrevious, Timeout: 0.1, SlowTime: Constant(0.3), Time: Constant(0.001)}
+		m.Edges[0].Fail = &Failures{First: Mix{Fail: 0.5}, Retry: Mix{Fail: 0.5}, FirstAfterFailure: Mix{Fail: 0.5}, FirstAfterOtherFailure: Mix{Fail: 0.5},
+			FirstAfterEdgeFailure: Mix{Fail: 0.5}, RetryAfterDownstream: Mix{Fail: 0.5}, Propagate: 1, Slow: sl}
+		r, err := Run(m, nil, RunConfig{Seed: 1, Duration: 2000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := float64(r.ServerErrors) / float64(r.RootRequests)
+		if math.Abs(got-tc.want) > 0.05*tc.want {
+			t.Errorf("by previous try %v: %.4f of root requests failed, want %.4f", tc.byPrevious, got, tc.want)
 		}
 	}
 }

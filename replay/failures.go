@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -51,6 +52,10 @@ type Failures struct {
 	}
 	RunsP       float64
 	RunsUnknown bool
+	// Slow draws which tries the callee is still working on when the
+	// caller gives up (nil: the traces show none, or no per-try timeout
+	// to place them by).
+	Slow *SlowTries
 	// RetryAfterDownstream is for retries of an attempt that failed
 	// because one of the callee's own calls failed.
 	RetryAfterDownstream Mix
@@ -149,11 +154,16 @@ const RunsAlpha = 0.00135
 func runsP(r graph.Runs) float64 {
 	n, k := r.AfterFailure.Calls, r.AfterFailure.Failed
 	total := n + r.AfterSuccess.Calls
-	if n == 0 || k == 0 || total == 0 {
+	if total == 0 {
 		return 1
 	}
-	p := float64(k+r.AfterSuccess.Failed) / float64(total)
-	if p >= 1 {
+	return binomialTail(n, k, float64(k+r.AfterSuccess.Failed)/float64(total))
+}
+
+// binomialTail is P(X ≥ k) for X ~ Binomial(n, p); 1 when k is 0 or p is
+// 1 or more.
+func binomialTail(n, k int, p float64) float64 {
+	if n == 0 || k == 0 || p >= 1 {
 		return 1
 	}
 	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
@@ -162,6 +172,109 @@ func runsP(r graph.Runs) float64 {
 		tail += math.Exp(lg(n) - lg(i) - lg(n-i) + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
 	}
 	return min(tail, 1)
+}
+
+// SlowTries is an edge's model of slow tries, those the callee is still
+// working on when the caller gives up (graph.SlowTries counts them). Each
+// try that reaches the callee is drawn slow or not: a first try with
+// probability First, a retry by its attempt number (By; a retry follows a
+// failed try, so By against First is how much likelier a failed request
+// is to be slow again), and, where the traces show tries after a slow try
+// slow more often than the other retries beyond chance (ByPrevious), by
+// whether the try before it was slow (AfterSlowBy) or failed otherwise
+// (AfterFailureBy). A slow try's callee works at least Timeout, drawn from
+// its work on the tries its callers gave up on (SlowTime); any other
+// try's from its work on the others (Time), so that a try is slow as
+// often as the traces show, not as often as a slow time comes out of the
+// callee's pooled times.
+type SlowTries struct {
+	Counts graph.SlowTries
+	First  float64
+	// Retry is the share of slow tries among every retry; By[i],
+	// AfterSlowBy[i] and AfterFailureBy[i] are for attempt i+2, each
+	// falling back to the coarser share where the traces show no try.
+	Retry                           float64
+	By, AfterSlowBy, AfterFailureBy []float64
+	// P is the chance, if a retry's slowness did not depend on the try
+	// before it, of as many slow tries after slow ones (the binomial upper
+	// tail at Retry); ByPrevious: P below RunsAlpha. Unknown: too few tries
+	// followed a slow one (AfterSlow of them) for even all of them slow to
+	// clear RunsAlpha, so the traces cannot tell; retries are then drawn by
+	// attempt number alone, as where P is not below it.
+	P                   float64
+	AfterSlow           int
+	ByPrevious, Unknown bool
+	// Timeout is the caller's per-try timeout in the traces (seconds).
+	Timeout float64
+	// SlowTime and Time are the callee's work on slow tries and on the
+	// others (nil: its pooled work times, a slow try's at least Timeout).
+	SlowTime, Time Dist
+}
+
+// slowTriesOf builds the slow-try model from the traces' counts (its
+// Timeout and Level are the topology's to set).
+func slowTriesOf(c graph.SlowTries) *SlowTries {
+	rate := func(t graph.TryCount, fallback float64) float64 {
+		if t.Tries == 0 {
+			return fallback
+		}
+		return float64(t.Slow) / float64(t.Tries)
+	}
+	sum := func(cs []graph.TryCount) graph.TryCount {
+		var t graph.TryCount
+		for _, c := range cs {
+			t.Tries += c.Tries
+			t.Slow += c.Slow
+		}
+		return t
+	}
+	sl := &SlowTries{Counts: c, First: rate(c.First, 0)}
+	afterSlow := sum(c.AfterSlowByAttempt)
+	retries := sum(append(slices.Clone(c.AfterSlowByAttempt), c.AfterFailureByAttempt...))
+	sl.Retry = rate(retries, sl.First)
+	for i := range c.AfterSlowByAttempt {
+		var fail graph.TryCount
+		if i < len(c.AfterFailureByAttempt) {
+			fail = c.AfterFailureByAttempt[i]
+		}
+		by := rate(sum([]graph.TryCount{c.AfterSlowByAttempt[i], fail}), sl.Retry)
+		sl.By = append(sl.By, by)
+		sl.AfterSlowBy = append(sl.AfterSlowBy, rate(c.AfterSlowByAttempt[i], by))
+		sl.AfterFailureBy = append(sl.AfterFailureBy, rate(fail, by))
+	}
+	sl.AfterSlow = afterSlow.Tries
+	sl.Unknown = afterSlow.Tries == 0 || math.Pow(sl.Retry, float64(afterSlow.Tries)) >= RunsAlpha
+	sl.P = binomialTail(afterSlow.Tries, afterSlow.Slow, sl.Retry)
+	sl.ByPrevious = !sl.Unknown && sl.P < RunsAlpha
+	return sl
+}
+
+// prob is the chance that try n (1: the first) is slow, the try before
+// it slow or not (afterSlow).
+func (sl *SlowTries) prob(n int16, afterSlow bool) float64 {
+	i := int(n) - 2
+	switch {
+	case n <= 1:
+		return sl.First
+	case i >= len(sl.By):
+		return sl.Retry
+	case sl.ByPrevious && afterSlow:
+		return sl.AfterSlowBy[i]
+	case sl.ByPrevious:
+		return sl.AfterFailureBy[i]
+	}
+	return sl.By[i]
+}
+
+// work draws the callee's work time for a try, slow or not, from d: from
+// SlowTime if slow (at least Timeout), else from Time; either in place
+// of the callee's pooled work times d where the traces did not split
+// them.
+func (sl *SlowTries) work(d Dist, slow bool, rng *rand.Rand) float64 {
+	if !slow {
+		return sample(cmp.Or[Dist](sl.Time, d), rng)
+	}
+	return max(sample(cmp.Or[Dist](sl.SlowTime, d), rng), sl.Timeout)
 }
 
 // minus is a's counts less b's, each at least 0.
@@ -225,6 +338,9 @@ func failuresOf(o *graph.Outcomes) *Failures {
 		f.RetryAfterEdgeFailureBy = append(f.RetryAfterEdgeFailureBy, mixOf(run, f.RetryBy[i]))
 	}
 	f.RetryAfterDownstream = mixOf(o.RetryAfterDownstream, all)
+	if o.SlowTries != nil {
+		f.Slow = slowTriesOf(*o.SlowTries)
+	}
 	if o.DownstreamFailed > 0 {
 		f.Propagate = float64(o.Propagated) / float64(o.DownstreamFailed)
 	}

@@ -98,7 +98,8 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	svcIdx := map[string]int{}
 	opIdx := map[[2]string]int{}
 	counts := map[[2]string]int{}
-	calling := map[[2]string]int{} // executions that went on to make their calls
+	calling := map[[2]string]int{}       // executions that went on to make their calls
+	slowTimes := map[[2]string][2]Dist{} // work on slow tries and on the others
 	addOp := func(svc, op string, d Dist, count int) (int, int) {
 		si, ok := svcIdx[svc]
 		if !ok {
@@ -134,6 +135,15 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 					return nil, fmt.Errorf("service %s op %s: failed executions: %w", s.Name, op.Name, err)
 				}
 				m.Services[si].Ops[oi].FailTime = ft
+			}
+			if len(op.SlowWorkQuantilesMS) > 0 && len(op.AnsweredWorkQuantilesMS) > 0 {
+				var st [2]Dist
+				for i, q := range [][]float64{op.SlowWorkQuantilesMS, op.AnsweredWorkQuantilesMS} {
+					if st[i], err = quantileDist(graph.WorkLevels, q); err != nil {
+						return nil, fmt.Errorf("service %s op %s: work of slow and answered tries: %w", s.Name, op.Name, err)
+					}
+				}
+				slowTimes[[2]string{s.Name, op.Name}] = st
 			}
 			calling[[2]string{s.Name, op.Name}] = op.Count - op.FailedWithoutCalls - op.BreakerFastFails
 			if op.OwnFailures > 0 {
@@ -198,6 +208,19 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
+		}
+		if f := ed.Fail; f != nil && f.Slow != nil {
+			if e.PerTryTimeoutMS == nil || *e.PerTryTimeoutMS <= 0 {
+				// No timeout to place slow times by: they come out of the
+				// callee's drawn times, each try's drawn alone.
+				f.Slow = nil
+				m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: %s, but the per-try timeout is unknown: each try's callee time is drawn from all of its times, independently of the try before",
+					e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries)))
+			} else {
+				f.Slow.Timeout = *e.PerTryTimeoutMS / 1000
+				f.Slow.SlowTime, f.Slow.Time = slowTimes[[2]string{e.Callee, e.Operation}][0], slowTimes[[2]string{e.Callee, e.Operation}][1]
+				m.Assumed = append(m.Assumed, slowNote(e, f.Slow))
+			}
 		}
 		if h := ed.Policy.HedgeAfter; h > 0 {
 			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: hedged after %.3gms, up to %d hedges (the most requests one call was seen sending at once: a lower bound of its limit)",
@@ -430,4 +453,51 @@ func runsNote(e graph.Edge, f *Failures) string {
 	}
 	return fmt.Sprintf("%s → %s %s: after another request's failed call on the edge %s, after a successful one %s; %s",
 		e.Caller, e.Callee, e.Operation, rate(r.AfterFailure), rate(r.AfterSuccess), how)
+}
+
+// slowCounts says how many of an edge's tries were slow: first tries,
+// retries by attempt, and retries after a slow try and after another
+// failure.
+func slowCounts(c *graph.SlowTries) string {
+	of := func(t graph.TryCount) string { return fmt.Sprintf("%d of %d", t.Slow, t.Tries) }
+	var by []string
+	var afterSlow, afterFail, retries graph.TryCount
+	for i, sl := range c.AfterSlowByAttempt {
+		f := c.AfterFailureByAttempt[i]
+		t := graph.TryCount{Tries: sl.Tries + f.Tries, Slow: sl.Slow + f.Slow}
+		by = append(by, of(t))
+		afterSlow.Tries, afterSlow.Slow = afterSlow.Tries+sl.Tries, afterSlow.Slow+sl.Slow
+		afterFail.Tries, afterFail.Slow = afterFail.Tries+f.Tries, afterFail.Slow+f.Slow
+		retries.Tries, retries.Slow = retries.Tries+t.Tries, retries.Slow+t.Slow
+	}
+	s := fmt.Sprintf("slow tries (the callee still at work when the caller gave up): %s first tries", of(c.First))
+	if retries.Tries > 0 {
+		s += fmt.Sprintf(", %s retries (by attempt from the second: %s), %s after a slow try and %s after another failure",
+			of(retries), strings.Join(by, ", "), of(afterSlow), of(afterFail))
+	}
+	return s
+}
+
+// slowNote says how an edge's slow tries are replayed: their counts, the
+// chance of as many slow tries after slow ones if a try did not depend on
+// the one before, and which way the replay draws them.
+func slowNote(e graph.Edge, sl *SlowTries) string {
+	var how string
+	switch {
+	case sl.Unknown:
+		how = fmt.Sprintf("whether a try after a slow one is likelier slow is unknown (%d tries after a slow one: even all of them slow would not be below %g): "+
+			"the replay draws each try slow by its attempt number alone, independently of the try before", sl.AfterSlow, RunsAlpha)
+	case sl.ByPrevious:
+		how = fmt.Sprintf("a try after a slow one is slow more often than the other retries (P = %.2g if not, below %g): "+
+			"the replay draws each retry slow by its attempt number and whether the try before it was slow", sl.P, RunsAlpha)
+	default:
+		how = fmt.Sprintf("no more often after a slow try than after another failure beyond chance (P = %.2g, not below %g): "+
+			"the replay draws each try slow by its attempt number alone, independently of the try before", sl.P, RunsAlpha)
+	}
+	from := "its work on the tries its callers gave up on, any other try from its work on the others"
+	if sl.SlowTime == nil {
+		from = "all of its work times, as any other try"
+	}
+	return fmt.Sprintf("%s → %s %s: %s; %s; a slow try's callee works at least the %.4g ms per-try timeout, drawn from %s",
+		e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries), how, 1000*sl.Timeout, from)
 }

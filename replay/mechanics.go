@@ -31,6 +31,27 @@ type Mechanics struct {
 	WindowS       float64 `json:"verdict_window_s"`
 	SettleS       float64 `json:"verdict_settle_s"`
 	MaxJudgeS     float64 `json:"verdict_max_judge_s"`
+	// SlowTries are the edges whose tries are drawn slow (the callee
+	// still at work when the caller gives up) with the shares the traces
+	// show (see SlowTries); the model notes give their counts.
+	SlowTries []EdgeSlowTries `json:"slow_tries,omitempty"`
+}
+
+// EdgeSlowTries is one edge's slow-try model: the chance a first try is
+// slow, a retry by its attempt number (from the second) and, where the
+// traces show a try's slowness depending on the try before it beyond
+// chance (ByPreviousTry, with P), after a slow try and after another
+// failure; Unknown: too few tries after a slow one to tell.
+type EdgeSlowTries struct {
+	Edge                  string    `json:"edge"`
+	TimeoutMS             float64   `json:"per_try_timeout_ms"`
+	First                 float64   `json:"first"`
+	RetryByAttempt        []float64 `json:"retry_by_attempt"`
+	ByPreviousTry         bool      `json:"by_previous_try"`
+	AfterSlowByAttempt    []float64 `json:"after_slow_by_attempt,omitempty"`
+	AfterFailureByAttempt []float64 `json:"after_failure_by_attempt,omitempty"`
+	P                     float64   `json:"p_if_independent"`
+	Unknown               bool      `json:"unknown"`
 }
 
 // ServiceMechanics are one service's.
@@ -71,6 +92,18 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 		}
 		sm.Pools = min(sm.Parts, s.Workers)
 		mc.Services = append(mc.Services, sm)
+	}
+	for _, e := range m.Edges {
+		if e.Fail == nil || e.Fail.Slow == nil {
+			continue
+		}
+		sl := e.Fail.Slow
+		es := EdgeSlowTries{Edge: fmt.Sprintf("%s → %s %s", m.Services[e.Caller].Name, m.Services[e.Callee].Name, m.Services[e.Callee].Ops[e.CalleeOp].Name),
+			TimeoutMS: 1000 * sl.Timeout, First: sl.First, RetryByAttempt: sl.By, ByPreviousTry: sl.ByPrevious, P: sl.P, Unknown: sl.Unknown}
+		if sl.ByPrevious {
+			es.AfterSlowByAttempt, es.AfterFailureByAttempt = sl.AfterSlowBy, sl.AfterFailureBy
+		}
+		mc.SlowTries = append(mc.SlowTries, es)
 	}
 	return mc
 }

@@ -83,6 +83,9 @@ type job struct {
 	// faults name its service (both static, kept here so that the hot
 	// path reads only the job).
 	leaf, faulty bool
+	// slow: the callee is still at work when the caller gives up (drawn
+	// by the edge's SlowTries).
+	slow bool
 }
 
 // call is one logical call: a root request, or one caller job's call over
@@ -120,6 +123,8 @@ type call struct {
 	// time on the edge); directBack: nor an answer (no fault, and no hop
 	// back). Both are static, set when the call begins.
 	direct, directBack bool
+	// slow: the latest attempt sent was drawn slow at the callee.
+	slow bool
 	// failedEdges (root requests): the edges on which an attempt serving
 	// it has failed.
 	failedEdges []int32
@@ -145,9 +150,11 @@ type attempt struct {
 	n    int16
 	lost int8 // transmissions of the message in flight lost so far
 	open bool
-	ok   bool    // the answer on its way
-	ra   float64 // the Retry-After it carries (seconds), 0 for none
-	gen  int32
+	// afterSlow: the attempt its call sent before it was drawn slow.
+	afterSlow bool
+	ok        bool    // the answer on its way
+	ra        float64 // the Retry-After it carries (seconds), 0 for none
+	gen       int32
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
@@ -623,6 +630,7 @@ func (s *sim) send(ci int32, c *call) {
 	}
 	a, ap := s.newAttempt()
 	ap.call, ap.job, ap.n, ap.open, ap.deadline, ap.next = ci, -1, n, true, deadline, c.open
+	ap.afterSlow, c.slow = c.slow, false
 	c.open = a
 	if !math.IsInf(deadline, 1) {
 		s.h.push(deadline, evTimeout, a, ap.gen)
@@ -779,6 +787,10 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
 	jp.faulty = len(st.faults) > 0
+	if f := s.fails[fail]; f != nil && f.Slow != nil {
+		jp.slow = s.rngOutcome.Float64() < f.Slow.prob(a.n, a.afterSlow)
+		c.slow = jp.slow
+	}
 	a.job = j
 	if p.queued() == 0 && p.busy < s.limit(p) {
 		s.begin(j, jp) // what queueing it and startQueued would do
@@ -842,16 +854,26 @@ func (s *sim) begin(ji int32, j *job) {
 	op := &sv.Ops[j.op]
 	j.leaf = len(op.Calls) == 0
 	dist := op.Time
+	var slow *SlowTries
+	if f := s.fails[j.fail]; f != nil {
+		slow = f.Slow
+	}
 	if j.fail != 0 && (op.FailTime != nil || op.FailFast > 0) {
 		// The job's own outcome decides how long it works (an error is
-		// often answered fast) and whether it calls anything.
+		// often answered fast) and whether it calls anything; a slow
+		// try's time is slow whatever its outcome.
 		j.own, j.ownRA = s.drawOwn(j)
 		j.drawn = true
-		if j.own != outOK && op.FailTime != nil {
-			dist = op.FailTime
+		if j.own != outOK && op.FailTime != nil && !j.slow {
+			dist, slow = op.FailTime, nil
 		}
 	}
-	t := sample(dist, s.rngService)
+	var t float64
+	if slow != nil {
+		t = slow.work(dist, j.slow, s.rngService)
+	} else {
+		t = sample(dist, s.rngService)
+	}
 	add := 0.0
 	if j.faulty {
 		eff := s.effect(-1, j.svc, j.part)
