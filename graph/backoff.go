@@ -277,6 +277,13 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 			// (n-1)/(n+1).
 			width := (top(g) - g[0]) * (n + 1) / max(n-1, 1)
 			sym((g[0]+top(g))/2, width/math.Sqrt(2*(n+1)*(n+2)))
+			// A late timer stretches the longest wait, which the midrange
+			// rests on, and a busy host has many: the centre may lie lower
+			// by as much. The median stands a late tail, so the range
+			// reaches down to its 99% interval too (the median of n
+			// uniform waits errs by W/(2√n)). Timers are never early: the
+			// range needs no widening up.
+			slo[k] = min(slo[k], w.med-z99*width/(2*math.Sqrt(n)))
 			// Were the waits left out not late after all, the centre
 			// would lie between the shortest and the longest of them.
 			if rawTop[k] > 0 {
@@ -520,17 +527,11 @@ func jitterKind(gaps [][]float64, idx []waitIndex) (kind JitterKind, fraction, a
 	if len(z) < minJitterSamples {
 		return JitterUnknown, 0, 0
 	}
-	slices.Sort(z)
-	mean, sd := stat.MeanStdDev(z, nil)
-	lo, hi := mean-math.Sqrt(3)*sd, mean+math.Sqrt(3)*sd
-	switch r := lo / hi; {
-	case r < 0.12 && z[0] < 0.2:
-		return JitterFull, 0, 0
-	case math.Abs(r-0.5) < 0.05:
-		return JitterEqual, 0, 0
-	}
 	// Additive: two indices whose medians differ at least 1.8-fold with
-	// widths within 40% of each other.
+	// widths within 40% of each other. Asked first: every other kind
+	// widens with the wait, so the per-index widths tell them apart where
+	// the pooled shape may not (waits 20ms ×2 plus U[0,30ms) pool into
+	// the shape of equal jitter).
 	first, last := -1, -1
 	for k, w := range idx {
 		if w.n >= minJitterSamples/2 {
@@ -546,6 +547,15 @@ func jitterKind(gaps [][]float64, idx []waitIndex) (kind JitterKind, fraction, a
 		if idx[last].med >= 1.8*idx[first].med && w1 <= 1.4*w0 && w1 >= 0.6*w0 {
 			return JitterAdditive, 0, (w0 + w1) / 2
 		}
+	}
+	slices.Sort(z)
+	mean, sd := stat.MeanStdDev(z, nil)
+	lo, hi := mean-math.Sqrt(3)*sd, mean+math.Sqrt(3)*sd
+	switch r := lo / hi; {
+	case r < 0.12 && z[0] < 0.2:
+		return JitterFull, 0, 0
+	case math.Abs(r-0.5) < 0.05:
+		return JitterEqual, 0, 0
 	}
 	return JitterProportional, (hi - lo) / (hi + lo), 0
 }

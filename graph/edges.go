@@ -283,32 +283,59 @@ func sortStatuses(s []string) {
 type pendingWait struct {
 	nth      int // the attempt before the wait is the call's nth+1
 	ms       float64
-	pushback bool // the attempt before was refused with a 429 or 503 (or gRPC's equivalents)
+	pushback pushbackKind // the attempt before was refused with a status a server sends its wait with
+	// call tells the waits of one call from another's: the sample key of
+	// the call's first attempt, whichever shard read it.
+	call uint64
 }
 
-// pushback reports whether a status is one that servers send with
-// Retry-After (HTTP 429 and 503) or gRPC pushback.
-func pushback(status label) bool {
+// pushbackKind is how a server may have told the caller when to retry,
+// read from the status of the attempt before a wait.
+type pushbackKind uint8
+
+const (
+	pushbackNone pushbackKind = iota
+	// pushbackHTTP: a 429 or 503, which may carry Retry-After (seconds).
+	pushbackHTTP
+	// pushbackGRPC: RESOURCE_EXHAUSTED or UNAVAILABLE, which may carry
+	// grpc-retry-pushback-ms (gRFC A6), a wait in milliseconds that no
+	// instrumentation records.
+	pushbackGRPC
+)
+
+// pushbackOf is the pushback a status may carry.
+func pushbackOf(status label) pushbackKind {
 	switch status {
-	case httpLabel(429), httpLabel(503), grpcLabel(8), grpcLabel(14): // RESOURCE_EXHAUSTED, UNAVAILABLE
-		return true
+	case httpLabel(429), httpLabel(503):
+		return pushbackHTTP
+	case grpcLabel(8), grpcLabel(14): // RESOURCE_EXHAUSTED, UNAVAILABLE
+		return pushbackGRPC
 	}
-	return false
+	return pushbackNone
 }
 
-// Server-directed waits that no span captured: a wait after a pushback
-// status, at a whole number of seconds (Retry-After's unit) to within
+// Server-directed waits that no span captured are waits after a pushback
+// status that depart from what the schedule waits at the same attempt
+// index: at least offScheduleFactor times its 90th percentile (the other
+// waits there, or, with fewer than minPerIndex of them, offScheduleFactor²
+// times that of the nearest index before). Retry-After counts in seconds,
+// so an HTTP one sits at a whole number of seconds, to within
 // wholeSecondLateMS late (or the edge's timing noise, if more: on a busy
 // host the timer fires late by what its other timings vary) and
-// wholeSecondEarlyMS early, that departs from what the schedule waits at
-// the same attempt index: at least offScheduleFactor times its 90th
-// percentile (or that of the index before when none are left there), or
-// below it (belowSchedule: a server asking for 1s where the schedule
-// waits 2s).
+// wholeSecondEarlyMS early, and may also lie below the schedule
+// (belowSchedule: a server asking for 1s where the schedule waits 2s). A
+// gRPC pushback counts in milliseconds, so its value shows nothing; what
+// shows it is that a server's wait is the server's, unjittered and the
+// same whatever the attempt: at least minAgreeingPushbacks such waits
+// within pushbackAgreeMS plus pushbackAgreeFraction of one another, where
+// backoff jitters and grows and late timers scatter.
 const (
-	wholeSecondEarlyMS = 10
-	wholeSecondLateMS  = 60
-	offScheduleFactor  = 3
+	wholeSecondEarlyMS    = 10
+	wholeSecondLateMS     = 60
+	offScheduleFactor     = 3
+	minAgreeingPushbacks  = 2
+	pushbackAgreeMS       = 2
+	pushbackAgreeFraction = 0.05
 )
 
 // wholeSeconds reports whether ms is a whole number of seconds, up to
@@ -319,35 +346,94 @@ func wholeSeconds(ms, late float64) bool {
 }
 
 // splitServerDirected separates the waits the server directed (a
-// Retry-After not captured in any span) from those that follow the
-// backoff schedule: it returns the latter per attempt index, and how many
-// of the former it found. A whole-second wait that the schedule could
-// have produced, or one with no schedule to compare it with, stays in the
+// Retry-After or gRPC pushback not captured in any span) from those that
+// follow the backoff schedule: it returns the latter per attempt index,
+// and how many of the former it found. A wait the schedule could have
+// produced, or one with no schedule to compare it with, stays in the
 // schedule: a constant 1s backoff is not a server's instruction. noise is
 // the edge's timing noise (ms), how late a whole-second wait may come.
+//
+// After a gRPC pushback the backoff starts over (gRFC A6; grpc-go resets
+// its count of retries since the pushback, grpc-java its next backoff to
+// the initial one), so a call's later waits are indexed from the pushback.
 func splitServerDirected(waits []pendingWait, noise float64) ([][]float64, int) {
-	var gaps, suspects [][]float64
-	at := func(g [][]float64, k int) [][]float64 {
-		for len(g) <= k {
-			g = append(g, nil)
+	directed := make([]bool, len(waits))
+	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback != pushbackNone && wholeSeconds(w.ms, noise) }, false,
+		func(s float64, all []float64) bool { return belowSchedule(s, all, noise) }, func(off []int) []int { return off })
+	// Every retry after UNAVAILABLE is a suspect here: the schedule is
+	// read from all the waits at an index.
+	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback == pushbackGRPC }, true,
+		nil, func(off []int) []int { return agreeing(waits, off) })
+	// The gRPC pushbacks of each call, by the index of the wait.
+	restart := map[uint64][]int{}
+	for i, w := range waits {
+		if directed[i] && w.pushback == pushbackGRPC {
+			restart[w.call] = append(restart[w.call], w.nth)
 		}
-		return g
 	}
-	for _, w := range waits {
-		gaps, suspects = at(gaps, w.nth), at(suspects, w.nth)
-		if w.pushback && wholeSeconds(w.ms, noise) {
-			suspects[w.nth] = append(suspects[w.nth], w.ms)
-		} else {
-			gaps[w.nth] = append(gaps[w.nth], w.ms)
+	var gaps [][]float64
+	for i, w := range waits {
+		if directed[i] {
+			continue
+		}
+		k := w.nth
+		for _, p := range restart[w.call] {
+			if p < w.nth {
+				k = min(k, w.nth-p-1)
+			}
+		}
+		for len(gaps) <= k {
+			gaps = append(gaps, nil)
+		}
+		gaps[k] = append(gaps[k], w.ms)
+	}
+	n := 0
+	for _, d := range directed {
+		if d {
+			n++
 		}
 	}
-	directed := 0
-	ref := -1.0 // the schedule's wait at the index before
-	for k := range gaps {
+	return gaps, n
+}
+
+// markDirected marks as directed the waits suspect(w) picks out that are
+// off the schedule the other waits at their attempt index show (or, with
+// below, below it by below(wait, every wait at the index)) and that
+// confirm keeps of those. With among, the schedule is read from every
+// wait at the index, suspects included, as the lesser of their 90th
+// percentile and twice their median: no backoff waits longer than twice
+// its median at one index (full jitter's ceiling), so long as the
+// server's waits are fewer than half of them.
+func markDirected(waits []pendingWait, directed []bool, suspect func(pendingWait) bool, among bool,
+	below func(s float64, all []float64) bool, confirm func(off []int) []int) {
+	var others, all [][]float64
+	var suspects [][]int
+	for i, w := range waits {
+		for len(others) <= w.nth {
+			others, all, suspects = append(others, nil), append(all, nil), append(suspects, nil)
+		}
+		if directed[i] {
+			continue
+		}
+		all[w.nth] = append(all[w.nth], w.ms)
+		s := suspect(w)
+		if s {
+			suspects[w.nth] = append(suspects[w.nth], i)
+		}
+		if !s || among {
+			others[w.nth] = append(others[w.nth], w.ms)
+		}
+	}
+	var off []int
+	ref := -1.0 // the schedule's wait at the nearest index before
+	for k := range others {
 		here := -1.0
-		if len(gaps[k]) >= minPerIndex {
-			g := slices.Sorted(slices.Values(gaps[k]))
+		if len(others[k]) >= minPerIndex {
+			g := slices.Sorted(slices.Values(others[k]))
 			here = quantile(g, 0.9)
+			if among {
+				here = min(here, 2*quantile(g, 0.5))
+			}
 		}
 		limit := -1.0
 		switch {
@@ -357,19 +443,43 @@ func splitServerDirected(waits []pendingWait, noise float64) ([][]float64, int) 
 			// The schedule may grow: allow it the factor twice over.
 			limit = offScheduleFactor * offScheduleFactor * max(ref, immediateMS)
 		}
-		all := slices.Concat(gaps[k], suspects[k])
-		for _, s := range suspects[k] {
-			if limit >= 0 && s >= limit || belowSchedule(s, all, noise) {
-				directed++
-			} else {
-				gaps[k] = append(gaps[k], s)
+		for _, i := range suspects[k] {
+			if ms := waits[i].ms; limit >= 0 && ms >= limit || below != nil && below(ms, all[k]) {
+				off = append(off, i)
 			}
 		}
 		if here >= 0 {
 			ref = here
 		}
 	}
-	return gaps, directed
+	for _, i := range confirm(off) {
+		directed[i] = true
+	}
+}
+
+// agreeing returns, of the off-schedule waits off, those that at least
+// minAgreeingPushbacks-1 others agree with (within pushbackAgreeMS plus
+// pushbackAgreeFraction of the shorter). It reorders off.
+func agreeing(waits []pendingWait, off []int) []int {
+	slices.SortFunc(off, func(a, b int) int { return cmp.Compare(waits[a].ms, waits[b].ms) })
+	agree := func(a, b int) bool {
+		lo, hi := min(waits[a].ms, waits[b].ms), max(waits[a].ms, waits[b].ms)
+		return hi-lo <= pushbackAgreeMS+pushbackAgreeFraction*lo
+	}
+	var kept []int
+	for j, i := range off {
+		n := 1
+		for l := j - 1; l >= 0 && agree(off[l], i); l-- {
+			n++
+		}
+		for l := j + 1; l < len(off) && agree(i, off[l]); l++ {
+			n++
+		}
+		if n >= minAgreeingPushbacks {
+			kept = append(kept, i)
+		}
+	}
+	return kept
 }
 
 // belowSchedule reports whether whole-second wait s lies below the

@@ -62,7 +62,7 @@ func newEdgeStats(k edgeKey) *edgeStats {
 		evidence: map[string]int{}, methods: map[string]int{}, longestOK: -1, byFinding: map[string]*exampleSet{},
 		hedgeDelays: newSample(cmp.Compare[float64]), legs: newSample(cmp.Compare[float64]),
 		waits: newSample(func(a, b pendingWait) int {
-			return cmp.Or(cmp.Compare(a.nth, b.nth), cmp.Compare(a.ms, b.ms), cmpBool(a.pushback, b.pushback))
+			return cmp.Or(cmp.Compare(a.nth, b.nth), cmp.Compare(a.ms, b.ms), cmp.Compare(a.pushback, b.pushback), cmp.Compare(a.call, b.call))
 		}),
 		abandoned: newSample(cmpAbandoned)}
 }
@@ -168,7 +168,8 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.raIgnored++
 			st.show(ix, FindingRetryAfter, c)
 		}
-		st.waits.add(ix.keyOfAttempt(a, k), pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushback(a.status)})
+		st.waits.add(ix.keyOfAttempt(a, k), pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushbackOf(a.status),
+			call: ix.keyOfAttempt(&c.attempts[0], 0)})
 	}
 	ends := st.byLength[n]
 	if ends == nil {

@@ -99,8 +99,8 @@ type Operation struct {
 	BreakerFastFails int `json:"breaker_fast_fails,omitempty"`
 	// Summarized names the time lists of this operation that held more
 	// than MaxExactValues values, read from a sketch: durations (the
-	// p50–p99), self_times, work and failed_work. Absent when every
-	// quantile is exact.
+	// p50–p99), self_times, work, failed_work, slow_work and
+	// answered_work. Absent when every quantile is exact.
 	Summarized map[string]Summary `json:"summarized,omitempty"`
 }
 
@@ -156,9 +156,12 @@ type Edge struct {
 	RetryAfterHonored    int      `json:"retry_after_honored"`
 	RetryAfterIgnored    int      `json:"retry_after_ignored"`
 	// RetryAfterUncaptured counts the waits in RetryAfterHonored that no
-	// span recorded a Retry-After for: whole-second waits after a 429 or
-	// 503 (or gRPC pushback) well beyond the backoff schedule at the same
-	// attempt, which the backoff fit leaves out.
+	// span recorded a Retry-After or pushback for, well beyond the backoff
+	// schedule at the same attempt, which the backoff fit leaves out:
+	// whole-second waits after a 429 or 503 (or RESOURCE_EXHAUSTED or
+	// UNAVAILABLE), and waits after those gRPC codes that agree with
+	// others where the backoff's would differ (grpc-retry-pushback-ms
+	// counts in milliseconds; no instrumentation records it).
 	RetryAfterUncaptured int `json:"retry_after_uncaptured,omitempty"`
 
 	Hedging *Hedging `json:"hedging"`

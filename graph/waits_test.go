@@ -118,6 +118,159 @@ func TestServerDirectedWaits(t *testing.T) {
 	})
 }
 
+// grpcCalls builds n calls to backend, each failing with codes[k] on its
+// attempt k and then succeeding, the wait after attempt k drawn by
+// wait(rng, k, code).
+func grpcCalls(b *builder, n int, seed uint64, codes []int, wait func(rng *rand.Rand, k, code int) float64) {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	sequential(b, n, "api", func(root, _ int) {
+		t := 10.0
+		for k, code := range codes {
+			b.client(root, "backend", t, 2, grpcCode(code))
+			t += 2 + wait(rng, k, code)
+		}
+		b.client(root, "backend", t, 2, grpcCode(0))
+	})
+}
+
+// grpcBackoff is grpc-go's retryPolicy wait before retry k+1 counted
+// from the last pushback: 25ms·2^k up to 200ms, times 0.8 + 0.4·U.
+func grpcBackoff(rng *rand.Rand, k int) float64 {
+	return min(25*math.Pow(2, float64(k)), 200) * (0.8 + 0.4*rng.Float64())
+}
+
+// TestGRPCPushback: a gRPC server's pushback (grpc-retry-pushback-ms, in
+// milliseconds, which no span records) is told from the backoff by
+// agreeing with itself where the backoff jitters and grows, and the
+// backoff after it is read as starting over (gRFC A6).
+func TestGRPCPushback(t *testing.T) {
+	const unavailable, exhausted = 14, 8
+	schedule := func(b *builder) {
+		grpcCalls(b, 12, 1, []int{unavailable}, func(rng *rand.Rand, k, _ int) float64 { return grpcBackoff(rng, k) })
+		grpcCalls(b, 10, 2, []int{unavailable, unavailable}, func(rng *rand.Rand, k, _ int) float64 { return grpcBackoff(rng, k) })
+		grpcCalls(b, 8, 3, []int{unavailable, unavailable, unavailable}, func(rng *rand.Rand, k, _ int) float64 { return grpcBackoff(rng, k) })
+	}
+	checkSchedule := func(t *testing.T, e Edge) {
+		t.Helper()
+		wantEq(t, "kind", e.Backoff.Kind, BackoffExponential)
+		wantPtr(t, "multiplier", e.Backoff.Multiplier, 2)
+		wantEq(t, "jitter", e.Backoff.Jitter, JitterProportional)
+		if f := e.Backoff.JitterFraction; f == nil || math.Abs(*f-0.2) > 0.05 {
+			t.Errorf("jitter fraction %v, want 0.2", f)
+		}
+		if math.Abs(e.Backoff.BaseMS-25) > 2.5 {
+			t.Errorf("base %vms, want 25", e.Backoff.BaseMS)
+		}
+	}
+	runCases(t, []inferCase{
+		{
+			name: "400ms pushbacks after RESOURCE_EXHAUSTED, the backoff starting over after them",
+			build: func(b *builder) {
+				schedule(b)
+				// Pushed back on the first attempt, or on the second and
+				// then retried from the initial backoff again.
+				grpcCalls(b, 4, 4, []int{exhausted}, func(rng *rand.Rand, _, _ int) float64 { return 400 + rng.Float64() })
+				grpcCalls(b, 4, 5, []int{unavailable, exhausted, unavailable, unavailable}, func(rng *rand.Rand, k, code int) float64 {
+					switch {
+					case code == exhausted:
+						return 400 + rng.Float64()
+					case k > 1:
+						return grpcBackoff(rng, k-2)
+					}
+					return grpcBackoff(rng, k)
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "api", "backend")
+				wantEq(t, "pushbacks honoured", e.RetryAfterHonored, 8)
+				wantEq(t, "of which uncaptured", e.RetryAfterUncaptured, 8)
+				checkSchedule(t, e)
+				wantEq(t, "last step", len(e.Backoff.Schedule), 3)
+			},
+		},
+		{
+			name: "one long wait after UNAVAILABLE agrees with nothing: the schedule's, or late",
+			build: func(b *builder) {
+				schedule(b)
+				grpcCalls(b, 1, 6, []int{unavailable}, func(*rand.Rand, int, int) float64 { return 400 })
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "pushbacks honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+		{
+			name: "late timers scattered far off the schedule do not agree",
+			build: func(b *builder) {
+				schedule(b)
+				for i, late := range []float64{110, 160, 230, 320} {
+					grpcCalls(b, 1, uint64(8+i), []int{unavailable}, func(*rand.Rand, int, int) float64 { return late })
+				}
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "pushbacks honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+		{
+			name: "a constant 400ms gRPC backoff is the schedule, not the server",
+			build: func(b *builder) {
+				grpcCalls(b, 12, 12, []int{unavailable, unavailable}, func(rng *rand.Rand, _, _ int) float64 { return 400 + rng.Float64() })
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "api", "backend")
+				wantEq(t, "pushbacks honoured", e.RetryAfterHonored, 0)
+				wantEq(t, "kind", e.Backoff.Kind, BackoffConstant)
+			},
+		},
+	})
+}
+
+// TestAdditiveBeforeEqual: avast/retry-go's default delay, base·2^k plus
+// U[0,a), pools into the shape of equal jitter; the widths per attempt
+// index, the same while the waits double, say additive.
+func TestAdditiveBeforeEqual(t *testing.T) {
+	runCases(t, []inferCase{{
+		name: "20ms ×2 plus U[0,30ms)",
+		build: func(b *builder) {
+			for i, retries := range []int{1, 2, 3} {
+				chainOf(b, 12, uint64(20+i), retries, func(rng *rand.Rand, k int) float64 { return 20*math.Pow(2, float64(k)) + 30*rng.Float64() })
+			}
+		},
+		check: func(t *testing.T, tp *Topology) {
+			e := edge(t, tp, "api", "backend")
+			wantEq(t, "jitter", e.Backoff.Jitter, JitterAdditive)
+			wantEq(t, "kind", e.Backoff.Kind, BackoffExponential)
+			if a := e.Backoff.JitterAdditiveMS; a == nil || math.Abs(*a-30) > 6 {
+				t.Errorf("additive %v, want 30", a)
+			}
+		},
+	}})
+}
+
+// TestLateTopProportional: a busy host wakes some of ±20% waits late,
+// which stretches the longest; the mid-range the centre is read from moves up with it, and the
+// base range must still hold the configured base (grpc-go's 25ms here).
+func TestLateTopProportional(t *testing.T) {
+	runCases(t, []inferCase{{
+		name: "25ms ±20%, one in seven waits 4-8ms late",
+		build: func(b *builder) {
+			chainOf(b, 30, 31, 1, func(rng *rand.Rand, k int) float64 {
+				w := 25 * (0.8 + 0.4*rng.Float64())
+				if rng.Float64() < 0.15 {
+					w += 4 + 4*rng.Float64() // a late timer
+				}
+				return w
+			})
+		},
+		check: func(t *testing.T, tp *Topology) {
+			e := edge(t, tp, "api", "backend")
+			wantEq(t, "jitter", e.Backoff.Jitter, JitterProportional)
+			if r := e.Backoff.BaseRangeMS; r == nil || r[0] > 25 || r[1] < 25 {
+				t.Errorf("base %vms, range %v excludes the configured 25ms", e.Backoff.BaseMS, r)
+			}
+		},
+	}})
+}
+
 // TestJitterAgainstNoise: timer noise is not jitter, and each jitter kind
 // is told apart with the estimator its formula calls for.
 func TestJitterAgainstNoise(t *testing.T) {

@@ -47,7 +47,8 @@ type callEndsWire struct {
 type waitWire struct {
 	Nth      int
 	MS       float64
-	Pushback bool
+	Pushback pushbackKind
+	Call     uint64
 }
 
 type abandonedWire struct {
@@ -150,7 +151,7 @@ func encodeEdgeStats(st *edgeStats) ([]byte, error) {
 		ProxyRetried: st.proxyRetried, AppRetried: st.appRetried, ProxyMost: st.proxyMostTries, Idem: st.idem, Hedged: st.hedged,
 		Outlived: st.outlived, ProxyShed: st.proxyShed, RAHonored: st.raHonored, RAIgn: st.raIgnored, LongestOK: st.longestOK,
 		HedgeDelays: sampleToWire(&st.hedgeDelays, same[float64]), Legs: sampleToWire(&st.legs, same[float64]),
-		Waits: sampleToWire(&st.waits, func(p pendingWait) waitWire { return waitWire{p.nth, p.ms, p.pushback} }),
+		Waits: sampleToWire(&st.waits, func(p pendingWait) waitWire { return waitWire{p.nth, p.ms, p.pushback, p.call} }),
 		Abandoned: sampleToWire(&st.abandoned, func(a abandonedAttempt) abandonedWire {
 			return abandonedWire{a.ms, a.named, a.timedOut, a.byCaller}
 		}),
@@ -200,7 +201,7 @@ func decodeEdgeStats(data []byte) (*edgeStats, error) {
 	for _, err := range []error{
 		sampleFromWire(&st.hedgeDelays, w.HedgeDelays, same[float64]),
 		sampleFromWire(&st.legs, w.Legs, same[float64]),
-		sampleFromWire(&st.waits, w.Waits, func(p waitWire) pendingWait { return pendingWait{p.Nth, p.MS, p.Pushback} }),
+		sampleFromWire(&st.waits, w.Waits, func(p waitWire) pendingWait { return pendingWait{p.Nth, p.MS, p.Pushback, p.Call} }),
 		sampleFromWire(&st.abandoned, w.Abandoned, func(a abandonedWire) abandonedAttempt {
 			return abandonedAttempt{a.MS, a.Named, a.TimedOut, a.ByCaller}
 		}),

@@ -29,7 +29,11 @@ func sampleScenarios(t testing.TB) []string {
 // their traces hold what it would need, with the defect: a model defect,
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
-var knownMisses = map[string]string{}
+var knownMisses = map[string]string{
+	"grpc-pushback": "gRPC: 3 of the 13 RESOURCE_EXHAUSTED answers carried a negative grpc-retry-pushback-ms, so grpc-go ended those calls " +
+		"without a retry, while the other 10 were retried; the replay retries every retryable failure its policy allows (the first " +
+		"attempt's outcome mix says nothing of whether that answer let the caller retry), so fewer calls fail at the root than traced",
+}
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must

@@ -301,13 +301,16 @@ func (c *caller) sendBackoff(ctx context.Context, r request) (result, error) {
 
 func (c *caller) sendRetryGo(ctx context.Context, r request) (result, error) {
 	p := c.edge.Policy
+	delay := []retry.Option{retry.Delay(p.Backoff.Base), retry.DelayType(retry.FixedDelay)}
+	if p.Backoff.Jitter == "additive" {
+		delay = []retry.Option{retry.Delay(p.Backoff.Base), retry.MaxJitter(p.Backoff.Additive), retry.MaxDelay(p.Backoff.Cap),
+			retry.DelayType(retry.CombineDelay(retry.BackOffDelay, retry.RandomDelay))}
+	}
 	return retry.DoWithData(func() (result, error) { return c.attempt(ctx, r) },
-		retry.Context(ctx),
-		retry.Attempts(uint(p.MaxAttempts)),
-		retry.Delay(p.Backoff.Base),
-		retry.DelayType(retry.FixedDelay),
-		retry.RetryIf(func(err error) bool { return retryable(ctx, err) }),
-		retry.LastErrorOnly(true))
+		append(delay, retry.Context(ctx),
+			retry.Attempts(uint(p.MaxAttempts)),
+			retry.RetryIf(func(err error) bool { return retryable(ctx, err) }),
+			retry.LastErrorOnly(true))...)
 }
 
 func (c *caller) sendRetryablehttp(ctx context.Context, r request) (result, error) {

@@ -17,6 +17,11 @@ type Fault struct {
 	// Delay is spent before answering and ignores cancellation, like a
 	// blocking query that keeps running after its caller gave up.
 	Delay time.Duration
+	// Pushback, at a gRPC endpoint, is sent with Status as the
+	// grpc-retry-pushback-ms trailer ("" for none): the milliseconds the
+	// client is to wait before its retry, or a negative number telling it
+	// not to retry.
+	Pushback string
 }
 
 // The faults the scenarios inject.

@@ -19,22 +19,10 @@ import (
 // deadline are as many as the truth says and ended when gateway's attempt
 // did.
 func TestGRPCDeadlinesScenario(t *testing.T) {
-	sc := grpcDeadlines()
-	sc.Name = "short"
-	for i := range sc.Cases {
-		sc.Cases[i].Count = 1
-	}
-	out := t.TempDir()
-	if _, _, err := runGRPCDeadlines(context.Background(), sc, out, false); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(out, sc.Name)
-	jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
-	if n := spanCount(jsonl); n == 0 || n != spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))) || n != readJaeger(t, filepath.Join(dir, fileJaeger)) {
-		t.Fatal("span counts differ between the three files")
-	}
-	var tr truth
-	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	jsonl, tr := runShortGRPC(t, grpcDeadlines(), func(ctx context.Context, sc Scenario, out string) error {
+		_, _, err := runGRPCDeadlines(ctx, sc, out, false)
+		return err
+	})
 	if len(tr.Edges) != 2 || tr.Edges[0].Operation != ordersMethod[1:] || tr.Edges[1].Operation != warehouseMethod[1:] {
 		t.Fatalf("truth edges %+v", tr.Edges)
 	}
@@ -45,25 +33,7 @@ func TestGRPCDeadlinesScenario(t *testing.T) {
 		t.Errorf("truth: gateway → orders %+v, orders → warehouse %+v", gw, inner)
 	}
 
-	type span struct {
-		service, method, code string
-		kind                  ptrace.SpanKind
-		parent                pcommon.SpanID
-		start, end            pcommon.Timestamp
-	}
-	spans := map[pcommon.SpanID]span{}
-	for _, td := range jsonl {
-		for _, rs := range td.ResourceSpans().All() {
-			svc, _ := rs.Resource().Attributes().Get("service.name")
-			for _, ss := range rs.ScopeSpans().All() {
-				for _, sp := range ss.Spans().All() {
-					m, _ := sp.Attributes().Get("rpc.method")
-					c, _ := sp.Attributes().Get("rpc.response.status_code")
-					spans[sp.SpanID()] = span{svc.Str(), m.Str(), c.Str(), sp.Kind(), sp.ParentSpanID(), sp.StartTimestamp(), sp.EndTimestamp()}
-				}
-			}
-		}
-	}
+	spans := rpcSpans(jsonl)
 	attempts := map[string]int{}
 	cut := 0
 	for _, s := range spans {
@@ -71,7 +41,11 @@ func TestGRPCDeadlinesScenario(t *testing.T) {
 			continue
 		}
 		attempts[s.method]++
-		if s.method == ordersMethod[1:] && s.code == "DEADLINE_EXCEEDED" && s.end-s.start < 60e6 {
+		// The per-retry deadline is set when the interceptor makes the
+		// attempt's context, a moment before otelgrpc starts its span, so
+		// a cut attempt's span can be a few µs short of 60 ms (59.98 ms
+		// seen under load); a millisecond short is a deadline not honoured.
+		if s.method == ordersMethod[1:] && s.code == "DEADLINE_EXCEEDED" && s.end-s.start < 59e6 {
 			t.Errorf("a DEADLINE_EXCEEDED attempt of %v, under the 60ms per-retry timeout", s.end-s.start)
 		}
 		if s.method == warehouseMethod[1:] && (s.code == "DEADLINE_EXCEEDED" || s.code == "CANCELLED") {
@@ -89,6 +63,55 @@ func TestGRPCDeadlinesScenario(t *testing.T) {
 	if !slices.Equal(gw.RetriedCodes, []string{"DEADLINE_EXCEEDED", "UNAVAILABLE"}) {
 		t.Errorf("retried codes %v", gw.RetriedCodes)
 	}
+}
+
+// runShortGRPC runs sc with one root request per case through run into a
+// temporary directory, checks that its three trace files hold the same
+// spans, and returns the OTLP JSON export requests and the truth.
+func runShortGRPC(t *testing.T, sc Scenario, run func(ctx context.Context, sc Scenario, out string) error) ([]ptrace.Traces, truth) {
+	t.Helper()
+	sc.Name = "short"
+	for i := range sc.Cases {
+		sc.Cases[i].Count = 1
+	}
+	out := t.TempDir()
+	if err := run(context.Background(), sc, out); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(out, sc.Name)
+	jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
+	if n := spanCount(jsonl); n == 0 || n != spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))) || n != readJaeger(t, filepath.Join(dir, fileJaeger)) {
+		t.Fatal("span counts differ between the three files")
+	}
+	var tr truth
+	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	return jsonl, tr
+}
+
+// rpcSpan is what the gRPC tests read of a span.
+type rpcSpan struct {
+	service, method, code string
+	kind                  ptrace.SpanKind
+	parent                pcommon.SpanID
+	start, end            pcommon.Timestamp
+}
+
+// rpcSpans reads every span of the export requests by its id.
+func rpcSpans(requests []ptrace.Traces) map[pcommon.SpanID]rpcSpan {
+	spans := map[pcommon.SpanID]rpcSpan{}
+	for _, td := range requests {
+		for _, rs := range td.ResourceSpans().All() {
+			svc, _ := rs.Resource().Attributes().Get("service.name")
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					m, _ := sp.Attributes().Get("rpc.method")
+					c, _ := sp.Attributes().Get("rpc.response.status_code")
+					spans[sp.SpanID()] = rpcSpan{svc.Str(), m.Str(), c.Str(), sp.Kind(), sp.ParentSpanID(), sp.StartTimestamp(), sp.EndTimestamp()}
+				}
+			}
+		}
+	}
+	return spans
 }
 
 // TestGRPCCodeName: codes as the gRPC spec spells them.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -322,14 +321,7 @@ func (m *incidentMesh) drive() (string, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := client.Get(m.gateway + "/quote/" + incidentID(i))
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			answers[i] = resp.StatusCode
+			answers[i], errs[i] = rootRequest(client, http.MethodGet, m.gateway+"/quote/"+incidentID(i))
 		}()
 	}
 	wg.Wait()
@@ -357,24 +349,17 @@ type incidentTruth struct {
 }
 
 func runIncident(ctx context.Context, out string, shape incidentShape) (string, error) {
-	rc, err := startReceiver()
+	var m *incidentMesh
+	requests, sum, err := capture(ctx, shape.Roots, func(otlpURL string) (func() (string, error), func(context.Context) error, error) {
+		var err error
+		if m, err = startIncidentMesh(ctx, otlpURL, shape); err != nil {
+			return nil, nil, err
+		}
+		return m.drive, m.stop, nil
+	})
 	if err != nil {
 		return "", err
 	}
-	m, err := startIncidentMesh(ctx, rc.url, shape)
-	if err != nil {
-		return "", err
-	}
-	answers, err := m.drive()
-	if err != nil {
-		return "", err
-	}
-	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := m.stop(stopCtx); err != nil {
-		return "", err
-	}
-	requests := rc.stop()
 	t := incidentTruth{RatePerS: shape.Rate}
 	t.Scenario, t.RootRequests = incidentName, shape.Roots
 	t.Description = fmt.Sprintf("open-loop at %d/s: the ledger is down for %g s; gateway retries quotes after 600 ms sleeps (retry-go), "+
@@ -402,7 +387,7 @@ func runIncident(ctx context.Context, out string, shape incidentShape) (string, 
 	t.Paths = []truthPath{{Services: []string{"gateway", "quotes", "stock", "ledger"},
 		Operations:             []string{"/quote/{id}", "/quotes/{id}", stockMethod[1:], "/ledger/{sku}"},
 		WorstCaseAmplification: 3 * 4 * 3}}
-	return exportSummary(shape.Roots, answers, requests), writeSample(filepath.Join(out, incidentName), requests, t)
+	return sum, writeSample(filepath.Join(out, incidentName), requests, t)
 }
 
 func ptrTo[T any](v T) *T { return &v }

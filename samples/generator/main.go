@@ -20,7 +20,6 @@ import (
 	"io/fs"
 	"log"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -54,23 +53,32 @@ func main() {
 		}
 		return
 	}
-	found := false
-	if *only == "" || *only == incidentName {
-		found = true
-		start := time.Now()
-		sum, err := runIncident(ctx, *out, incidentCommitted)
-		fmt.Printf("%s (%s)\n%s", incidentName, time.Since(start).Round(time.Millisecond), sum)
-		if err != nil {
-			log.Fatalf("%s: %v", incidentName, err)
-		}
+	// The meshes of their own, run by name.
+	others := []struct {
+		name string
+		run  func() (string, error)
+	}{
+		{incidentName, func() (string, error) { return runIncident(ctx, *out, incidentCommitted) }},
+		{grpcDeadlinesName, func() (string, error) {
+			_, sum, err := runGRPCDeadlines(ctx, grpcDeadlines(), *out, true)
+			return sum, err
+		}},
+		{grpcPushbackName, func() (string, error) {
+			_, sum, err := runGRPCPushback(ctx, grpcPushback(), *out, true)
+			return sum, err
+		}},
 	}
-	if *only == "" || *only == grpcDeadlinesName {
+	found := false
+	for _, o := range others {
+		if *only != "" && *only != o.name {
+			continue
+		}
 		found = true
 		start := time.Now()
-		_, sum, err := runGRPCDeadlines(ctx, grpcDeadlines(), *out, true)
-		fmt.Printf("%s (%s)\n%s", grpcDeadlinesName, time.Since(start).Round(time.Millisecond), sum)
+		sum, err := o.run()
+		fmt.Printf("%s (%s)\n%s", o.name, time.Since(start).Round(time.Millisecond), sum)
 		if err != nil {
-			log.Fatalf("%s: %v", grpcDeadlinesName, err)
+			log.Fatalf("%s: %v", o.name, err)
 		}
 	}
 	for _, sc := range scenarios() {
@@ -110,26 +118,19 @@ var legacyFiles = []string{"traces.otlp.jsonl", "traces.otlp.binpb", "traces.jae
 // before it writes anything.
 func runScenario(ctx context.Context, sc Scenario, out string, requireInferable bool) ([]*caller, string, error) {
 	dir := filepath.Join(out, sc.Name)
-	rc, err := startReceiver()
+	var m *mesh
+	requests, sum, err := capture(ctx, sc.rootRequests(), func(otlpURL string) (func() (string, error), func(context.Context) error, error) {
+		var err error
+		if m, err = startMesh(ctx, sc, otlpURL); err != nil {
+			return nil, nil, err
+		}
+		return func() (string, error) { return drive(sc, m) }, m.stop, nil
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	m, err := startMesh(ctx, sc, rc.url)
-	if err != nil {
-		return nil, "", err
-	}
-	roots, err := drive(sc, m)
-	if err != nil {
-		return nil, "", err
-	}
-	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := m.stop(stopCtx); err != nil {
-		return nil, "", err
-	}
-	requests := rc.stop()
 	var b strings.Builder
-	b.WriteString(exportSummary(sc.rootRequests(), roots, requests))
+	b.WriteString(sum)
 	for _, c := range m.callers {
 		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d", c.edge.Caller, c.edge.Callee, c.edge.Route, c.stats.calls)
 		if c.edge.Policy.retries() {
@@ -161,17 +162,7 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 // order shuffled by the scenario's seed, after planning each one's faults. It
 // returns how the root requests were answered, e.g. "200×35 503×1".
 func drive(sc Scenario, m *mesh) (string, error) {
-	var cases []Case
-	for _, c := range sc.Cases {
-		for range c.Count {
-			cases = append(cases, c)
-		}
-	}
-	if !sc.Ordered {
-		rand.New(rand.NewPCG(sc.Seed, sc.Seed)).Shuffle(len(cases), func(i, j int) {
-			cases[i], cases[j] = cases[j], cases[i]
-		})
-	}
+	cases := sc.order()
 	client := &http.Client{Timeout: 30 * time.Second} // not instrumented: edge's span is the root
 	answers := map[int]int{}
 	for i, c := range cases {
@@ -184,19 +175,29 @@ func drive(sc Scenario, m *mesh) (string, error) {
 		if c.Pay {
 			method, path = http.MethodPost, "/checkout/"+order+"/pay"
 		}
-		req, err := http.NewRequest(method, m.services["edge"].url()+path, nil)
+		code, err := rootRequest(client, method, m.services["edge"].url()+path)
 		if err != nil {
 			return "", err
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		answers[resp.StatusCode]++
+		answers[code]++
 	}
 	return answersOf(answers), nil
+}
+
+// rootRequest sends one root request and returns the status it was
+// answered with, its body read and discarded.
+func rootRequest(client *http.Client, method, url string) (int, error) {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // answersOf spells how root requests were answered, by status code in

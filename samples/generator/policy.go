@@ -17,8 +17,9 @@ const (
 )
 
 // Backoff describes the wait between attempts in the vocabulary of
-// truth.json: Kind is none, constant or exponential; Jitter is none or
-// proportional (±JitterFraction of the computed wait).
+// truth.json: Kind is none, constant or exponential; Jitter is none,
+// proportional (±JitterFraction of the computed wait) or additive
+// (+U[0, Additive) on top of it).
 type Backoff struct {
 	Kind           string
 	Base           time.Duration
@@ -26,6 +27,7 @@ type Backoff struct {
 	Cap            time.Duration
 	Jitter         string
 	JitterFraction float64
+	Additive       time.Duration
 }
 
 // Policy is how a caller retries calls along one edge. The retry adapters in
@@ -158,6 +160,17 @@ func retryGoFixed(attempts int, delay time.Duration) Policy {
 		Library:     libRetryGo,
 		MaxAttempts: attempts,
 		Backoff:     Backoff{Kind: "constant", Base: delay, Jitter: "none"},
+	}
+}
+
+// retryGoBackoffJitter retries with avast/retry-go's default delay,
+// CombineDelay(BackOffDelay, RandomDelay): base·2^(n-1) before retry n
+// plus U[0, maxJitter) (additive jitter), the sum capped at maxDelay.
+func retryGoBackoffJitter(attempts int, base, maxJitter, maxDelay time.Duration) Policy {
+	return Policy{
+		Library:     libRetryGo,
+		MaxAttempts: attempts,
+		Backoff:     Backoff{Kind: "exponential", Base: base, Multiplier: 2, Cap: maxDelay, Jitter: "additive", Additive: maxJitter},
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -147,6 +148,33 @@ func writeFiles(files map[string]func(io.Writer) error) error {
 		}
 	}
 	return nil
+}
+
+// capture starts a receiver, has start bring a mesh up that exports to
+// it, sends the root requests with the drive start returns, shuts the mesh
+// down with its stop (which flushes the spans) and returns the export
+// requests the receiver got, with the summary's first lines for roots
+// root requests.
+func capture(ctx context.Context, roots int, start func(otlpURL string) (drive func() (string, error), stop func(context.Context) error, err error)) ([]ptrace.Traces, string, error) {
+	rc, err := startReceiver()
+	if err != nil {
+		return nil, "", err
+	}
+	drive, stop, err := start(rc.url)
+	if err != nil {
+		return nil, "", err
+	}
+	answers, err := drive()
+	if err != nil {
+		return nil, "", err
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := stop(stopCtx); err != nil {
+		return nil, "", err
+	}
+	requests := rc.stop()
+	return requests, exportSummary(roots, answers, requests), nil
 }
 
 // exportSummary is the first lines every scenario prints: its root

@@ -1,6 +1,9 @@
 package main
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Edge is one caller→callee operation of the mesh with the caller's retry
 // policy for it. Route is the callee's ServeMux pattern ("GET /orders/{id}").
@@ -39,6 +42,21 @@ type Scenario struct {
 	Cases       []Case
 }
 
+// order is the scenario's root requests, one Case each, in the order they
+// are sent: shuffled by Seed unless Ordered.
+func (s Scenario) order() []Case {
+	var cases []Case
+	for _, c := range s.Cases {
+		for range c.Count {
+			cases = append(cases, c)
+		}
+	}
+	if !s.Ordered {
+		rand.New(rand.NewPCG(s.Seed, s.Seed)).Shuffle(len(cases), func(i, j int) { cases[i], cases[j] = cases[j], cases[i] })
+	}
+	return cases
+}
+
 // rootRequests is the number of root requests the scenario sends.
 func (s Scenario) rootRequests() int {
 	n := 0
@@ -53,7 +71,32 @@ const ms = time.Millisecond
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName(),
-		replicas(), retryBelowOtelhttp()}
+		replicas(), retryBelowOtelhttp(), additiveJitter()}
+}
+
+// additiveJitter has api retry inventory with avast/retry-go's default
+// delay, exponential plus additive jitter (issue 11 item 2: a jitter that
+// adds U[0,a) to every wait, whatever its size, rather than scaling it).
+func additiveJitter() Scenario {
+	return Scenario{
+		Name: "additive-jitter",
+		Description: "api retries inventory with retry-go's default delay, CombineDelay(BackOffDelay, RandomDelay): 20ms ×2 " +
+			"plus U[0, 30ms) before each retry (4 attempts, MaxDelay 1s, never reached): additive jitter, the same width at every retry.",
+		Seed: 12,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, retryGoBackoffJitter(4, 20*ms, 30*ms, time.Second)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 10, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 8, Target: inventoryStock, Script: times(2, unavailable)},
+			{Count: 6, Target: inventoryStock, Script: times(3, unavailable)},
+			{Count: 2, Target: inventoryStock, Script: times(4, unavailable)},
+		},
+	}
 }
 
 // retryBelowOtelhttp has inventory retry db through go-retryablehttp used

@@ -147,13 +147,13 @@ func truthOf(c *caller) (truthEdge, error) {
 	method, _, _ := strings.Cut(e.Route, " ")
 	te := truthEdge{
 		Caller: e.Caller, Callee: e.Callee, Operation: httpRoute(e.Route), Method: method,
-		Retries: p.retries(), MaxAttempts: p.MaxAttempts, ExhaustedInTraces: st.exhausted > 0,
-		Backoff:       truthBackoff{Kind: p.Backoff.Kind, Jitter: p.Backoff.Jitter},
-		RetriedStatus: []int{}, NotRetriedStatus: []int{},
-		HonoursRetryAfter: p.HonoursRetryAfter, IdempotencyKey: p.IdempotencyKey,
+		ExhaustedInTraces: st.exhausted > 0,
+		RetriedStatus:     []int{}, NotRetriedStatus: []int{},
+		IdempotencyKey:     p.IdempotencyKey,
 		RetryAfterCaptured: !p.HideRetryAfter, RetryAfterWaits: st.retryAfterWaits,
 		Attempts: st.attempts, BelowInstrumentation: p.BelowInstrumentation,
 	}
+	te.configure(p)
 	if h := p.Hedge; h != nil {
 		te.Hedge = &truthHedge{Library: libFailsafe, DelayMS: h.Delay.Milliseconds(), MaxHedges: h.MaxHedges,
 			HedgedCalls: st.hedgedCalls, MostRequests: st.mostRequests}
@@ -162,25 +162,9 @@ func truthOf(c *caller) (truthEdge, error) {
 		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
 			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails}
 	}
-	if p.Library != "" {
-		te.Library = &p.Library
-	}
 	if _, ok := p.intendedWait(1); ok && p.retries() && sumWaits(st.waits) > 0 {
 		late := math.Round(st.lateMS*10) / 10
 		te.WaitLateMS = &late
-	}
-	if p.PerTryTimeout > 0 {
-		te.PerTryTimeoutMS = millis(p.PerTryTimeout)
-	}
-	if p.Backoff.Kind != "none" {
-		te.Backoff.BaseMS = millis(p.Backoff.Base)
-	}
-	if p.Backoff.Kind == "exponential" {
-		te.Backoff.Multiplier = &p.Backoff.Multiplier
-		te.Backoff.CapMS = millis(p.Backoff.Cap)
-	}
-	if p.Backoff.Jitter != "none" {
-		te.Backoff.JitterFraction = &p.Backoff.JitterFraction
 	}
 	for status := range st.statuses {
 		if p.retries() && retryableStatus(status) {
@@ -192,6 +176,36 @@ func truthOf(c *caller) (truthEdge, error) {
 	slices.Sort(te.RetriedStatus)
 	slices.Sort(te.NotRetriedStatus)
 	return te, nil
+}
+
+// configure writes what p configures into te: library, attempts,
+// backoff, per-try timeout, and whether Retry-After is honoured.
+func (te *truthEdge) configure(p Policy) {
+	te.Retries, te.MaxAttempts, te.HonoursRetryAfter = p.retries(), p.MaxAttempts, p.HonoursRetryAfter
+	te.Backoff = truthBackoff{Kind: p.Backoff.Kind, Jitter: p.Backoff.Jitter}
+	if p.Library != "" {
+		te.Library = &p.Library
+	}
+	if p.PerTryTimeout > 0 {
+		te.PerTryTimeoutMS = millis(p.PerTryTimeout)
+	}
+	if p.Backoff.Kind != "none" {
+		te.Backoff.BaseMS = millis(p.Backoff.Base)
+	}
+	if p.Backoff.Kind == "exponential" {
+		te.Backoff.Multiplier = &p.Backoff.Multiplier
+		if p.Backoff.Cap > 0 {
+			te.Backoff.CapMS = millis(p.Backoff.Cap)
+		}
+	}
+	switch p.Backoff.Jitter {
+	case "none":
+	case "additive":
+		a := float64(p.Backoff.Additive.Milliseconds())
+		te.Backoff.JitterAdditiveMS = &a
+	default:
+		te.Backoff.JitterFraction = &p.Backoff.JitterFraction
+	}
 }
 
 func sumWaits(w []int) int {
