@@ -86,7 +86,7 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 	slices.Sort(all)
 	tol := max(minNoiseMS, noiseFactor*noise)
 	// agree: the spread within which the waits at one index agree.
-	agree, tailed := tol, noise > 3*bulk
+	agree, tailed := tol, tailed(noise, bulk)
 	if tailed {
 		agree = max(minNoiseMS, noiseFactor*bulk)
 		b.NoiseTailMS = ptr(round3(tol))
@@ -116,7 +116,7 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 	// steadyAt: the waits at this index agree so well (four in five
 	// within the noise of their median, or a floor) that this index waits
 	// a fixed time even if others are jittered.
-	steadyAt := make([]bool, len(idx))
+	steadyAt, closeAt := make([]bool, len(idx)), make([]bool, len(idx))
 	// judgeable: at some index the edge's own noise is smaller than the
 	// waits; where it is as large as them at every index, no spread they
 	// could show, from none to full jitter, stands out of it.
@@ -152,11 +152,12 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 		// shortest and jitter spreads them: agreement is none only with a
 		// pile (three waits, and a quarter, within a timer's granularity
 		// of the shortest), a spread jitter only over a bare floor (fewer
-		// than a quarter of minFloor or more within the bulk's noise of
-		// it). Where neither shows, the tail's noise could hide a jitter
-		// as wide as it, or make one of late timers.
+		// than half of minFloor or more within the bulk's noise of it:
+		// most late timers are no later than the bulk). Where neither
+		// shows, the tail's noise could hide a jitter as wide as it, or
+		// make one of late timers.
 		piled := !tailed || pile >= max(minNoJitter-1, (w.n+3)/4)
-		bare := !tailed || w.n >= minFloor && 4*floor < w.n
+		bare := !tailed || w.n >= minFloor && 2*floor < w.n
 		spreadHere := bare && (w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > agree || w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*agree)
 		switch {
 		case piled && w.n >= minNoJitter && (share >= 0.6 || floored(floor)):
@@ -166,9 +167,14 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 		}
 		// The fit reads an index as a fixed wait where its waits agree
 		// within the whole noise, tail included, unless they spread as
-		// jitter does.
+		// jitter does, or, once jitter shows at some index, unless they
+		// also agree within the bulk's noise.
 		tshare, tfloor := agreeing(tol)
 		steadyAt[k] = w.n >= minNoJitter && (tshare >= 0.8 || floored(tfloor)) && !spreadHere
+		closeAt[k] = w.n >= minNoJitter && (share >= 0.8 || floored(floor))
+	}
+	for k := range steadyAt {
+		steadyAt[k] = steadyAt[k] && (!jittered || closeAt[k])
 	}
 	if !judgeable {
 		jittered, steady = false, false
@@ -360,6 +366,12 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 	}
 	return b
 }
+
+// tailed reports whether timings whose central 80% spread noise and
+// whose faster half spread bulk (spread) have a late tail: their slower
+// half spreads more than twice as wide as the faster (a normal spread's
+// halves are alike).
+func tailed(noise, bulk float64) bool { return noise > 3*bulk }
 
 // maxMultiplierSpread is how wide (high over low) a multiplier's range
 // may be for the multiplier to be stated: a third, the step from ×1.5 to

@@ -43,8 +43,10 @@ type Breaker struct {
 // calls; its absence only on an edge that saw minAbsentRun failed calls
 // in a row all sent (common breakers trip at 5; fewer say nothing). An
 // answer is fast below fastShare of the median duration of the requests
-// that did make the call, and a caller operation "normally calls" the
-// callee when at least half its requests do.
+// that did make the call, plus, where the edge's legs have a late tail
+// (a busy host, whose event loop ends fast answers late too), that tail's
+// noise; and a caller operation "normally calls" the callee when at least
+// half its requests do.
 const (
 	minFastFailed = 3
 	minTrip       = 2
@@ -61,7 +63,7 @@ const (
 // operation's requests (requestsByOp), the lists merge, and the reduce
 // puts them in time order (ties by trace and span id, whatever order the
 // shards merged in) and reads each request's calls.
-func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
+func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float64) []*Breaker {
 	bySrc := mapShards(ix, ix.requestsByOp, func(sum, p map[node][]int32) {
 		for n, l := range p {
 			sum[n] = append(sum[n], l...)
@@ -112,7 +114,7 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls) []*Breaker {
 			}
 		}
 		for _, ei := range eis {
-			out[ei] = breakerOf(ix, spans, states[ei])
+			out[ei] = breakerOf(ix, spans, states[ei], tails[ei])
 		}
 	}
 	return out
@@ -162,8 +164,9 @@ const (
 )
 
 // breakerOf reads one edge's breaker from its caller operation's requests
-// in time order and what each did with the callee (state).
-func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
+// in time order and what each did with the callee (state); tail is the
+// edge's late-tail noise (ms, 0 for none).
+func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 	var called []float64
 	for k, s := range spans {
 		if state[k] != noCall {
@@ -174,7 +177,7 @@ func breakerOf(ix *index, spans []int32, state []uint8) *Breaker {
 		return nil // the operation does not normally call this callee
 	}
 	slices.Sort(called)
-	fast := fastShare * quantile(called, 0.5)
+	fast := fastShare*quantile(called, 0.5) + tail*1e6
 	b := &Breaker{}
 	run, open := 0, false
 	var trippedAt, lastFast int64

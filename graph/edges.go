@@ -185,10 +185,12 @@ func (ix *index) endsWithCaller(from int32, end int64) bool {
 // abandoned: the timeout cuts them off at one duration, so they cluster
 // tightly (within 2ms or 5%) at the longest failures, and no success lasts
 // longer. A timer never fires early and a loaded host fires some late, so
-// a tail of later attempts, at most half as many as the cluster and
-// thinning out (no window of it holds three and a quarter of the
-// cluster's count: that would be a second timeout), is the same timeout
-// fired late. When attempts that name a timeout form a cluster, refusals
+// a tail of later attempts is the same timeout fired late: at most as
+// many as the cluster within the edge's timing noise of it (noise, ms: on
+// a busy host a timer is as late as the edge's other timings, and a
+// blocked event loop fires several at once), and beyond that at most half
+// as many, thinning out (no window of them holds three and a quarter of
+// the cluster's count: that would be a second timeout). When attempts that name a timeout form a cluster, refusals
 // and resets do not count. Abandoned attempts that mostly (four in five)
 // ended with their caller's own attempt are the caller's deadline
 // propagated, not a timeout of this edge, whether or not they cluster (a
@@ -197,7 +199,7 @@ func (ix *index) endsWithCaller(from int32, end int64) bool {
 // at no one duration leave the timeout unknown: it returns how many there
 // were (undecided). longestOK is the longest successful attempt (negative
 // when none).
-func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (timeout *float64, cut, undecided int) {
+func perTryTimeout(abandoned []abandonedAttempt, longestOK, noise float64) (timeout *float64, cut, undecided int) {
 	byCaller := 0
 	for _, a := range abandoned {
 		if a.byCaller {
@@ -232,10 +234,11 @@ func perTryTimeout(abandoned []abandonedAttempt, longestOK float64) (timeout *fl
 	if after := abandoned[lo+size:]; len(after) > 0 {
 		// Attempts abandoned later than the cluster: timers fired late
 		// if they are few and sparse; otherwise no one timeout.
-		if 2*len(after) > size {
+		far := slices.DeleteFunc(slices.Clone(after), func(a abandonedAttempt) bool { return a.ms <= hi+noise })
+		if len(after) > size || 2*len(far) > size {
 			return nil, 0, unknown
 		}
-		if _, n := densest(after); n >= 3 && 4*n >= size {
+		if _, n := densest(far); n >= 3 && 4*n >= size {
 			return nil, 0, unknown // a cluster of their own: another timeout
 		}
 	}

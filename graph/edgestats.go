@@ -347,8 +347,11 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	}
 	sortStatuses(e.RetriedStatus)
 	sortStatuses(e.NotRetriedStatus)
+	noise, bulk := spread(st.legs.values())
+	if tailed(noise, bulk) {
+		e.noiseTail = noiseFactor * noise
+	}
 	if e.Retries {
-		noise, bulk := spread(st.legs.values())
 		gaps, directed := splitServerDirected(st.waits.values(), noise)
 		if directed > 0 {
 			e.RetryAfterHonored += directed
@@ -361,7 +364,7 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	// The attempts in one order whatever the order they were gathered in.
 	abandoned := st.abandoned.values()
 	slices.SortFunc(abandoned, cmpAbandoned)
-	e.PerTryTimeoutMS, e.DeadlineFromCaller, e.PerTryTimeoutUnknown = perTryTimeout(abandoned, st.longestOK)
+	e.PerTryTimeoutMS, e.DeadlineFromCaller, e.PerTryTimeoutUnknown = perTryTimeout(abandoned, st.longestOK, max(minNoiseMS, noiseFactor*noise))
 	if st.hedged != nil {
 		h := *st.hedged
 		delays := st.hedgeDelays.values()

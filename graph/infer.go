@@ -99,7 +99,13 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	for i, share := range concurrentShares(ix, ecs, byServer) {
 		t.Edges[i].ConcurrentShare = share
 	}
-	for i, b := range breakers(ix, ecs, byServer) {
+	// The edges' late-tail noise goes to the breakers' reading of fast
+	// answers; it is not part of the topology (nor of its JSON).
+	tails := make([]float64, len(ecs))
+	for i := range ecs {
+		tails[i], t.Edges[i].noiseTail = t.Edges[i].noiseTail, 0
+	}
+	for i, b := range breakers(ix, ecs, byServer, tails) {
 		if n := t.Edges[i].proxyShed; n > 0 {
 			if b == nil {
 				b = &Breaker{}

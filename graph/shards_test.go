@@ -126,7 +126,7 @@ func synthSet(t *testing.T, reqs []ptrace.Traces) *ingest.Set {
 // of different requests ending at the same instant.
 func shardEdgeCases(*testing.T) *ingest.Set {
 	b := newBuilder()
-	breakerTraffic(b, "ooooo"+"xxx"+"ffffff"+"o"+"oooo"+"xxx"+"ffff"+"x"+"fff"+"oo")
+	breakerTraffic(b, "ooooo"+"xxx"+"ffffff"+"o"+"oooo"+"xxx"+"ffff"+"x"+"fff"+"oo", nil)
 	for range 3 {
 		b.newTrace()
 		root := b.server(-1, "web", "GET /", 0, 50)

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -227,6 +229,35 @@ func TestPerTryTimeouts(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestTimeoutsOnABusyHost: cockatiel's aggressive 80ms timeout on a busy
+// Node host: 8 aborted tries end at 80.5-84.4ms and 5 more up to 50ms late,
+// three of them within 5ms of each other (a blocked event loop fires its
+// timers together), as late as the edge's legs show timings come there.
+// They are the one timeout fired late, not a second one or none.
+func TestTimeoutsOnABusyHost(t *testing.T) {
+	b := newBuilder()
+	aborted := []float64{80.5, 80.6, 80.7, 80.8, 81.1, 81.8, 82.7, 84.4, 93.9, 97.0, 99.9, 101.8, 130.3}
+	lag := lagger(rand.New(rand.NewPCG(3, 3)), 2, 30, 60)
+	sequential(b, len(aborted), "front", func(root, i int) {
+		c := b.client(root, "stock", 10, aborted[i], failed("The operation was aborted"), method("GET"))
+		b.server(c, "stock", "GET /stock/:sku", 10.2, aborted[i]-0.3, httpStatus(200))
+		// Two answered tries whose client spans outlive their callee's
+		// by what the busy host adds, most by 1-3ms, a fifth by 30-60ms:
+		// the edge's noise.
+		at := 30 + aborted[i]
+		for k := 0; k < 2; k++ {
+			leg := lag()
+			c := b.client(root, "stock", at, 2+leg, httpStatus(200), method("GET"))
+			b.server(c, "stock", "GET /stock/:sku", at+leg/2, 2, httpStatus(200))
+			at += 10 + leg
+		}
+	})
+	e := edge(t, b.infer(), "front", "stock")
+	if e.PerTryTimeoutMS == nil || math.Abs(*e.PerTryTimeoutMS-80.5) > 0.5 {
+		t.Errorf("per-try timeout %v (unknown %d), want 80.5ms", e.PerTryTimeoutMS, e.PerTryTimeoutUnknown)
+	}
 }
 
 // lateTimeouts builds n gateway requests whose first call to orders ends

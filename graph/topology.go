@@ -138,6 +138,11 @@ type Edge struct {
 	// proxyShed counts the attempts the sidecar's circuit breaker refused
 	// (UO); infer moves it into Breaker.ProxyShed.
 	proxyShed int
+	// noiseTail is the edge's timing noise where its legs have a late
+	// tail (a busy host), 0 elsewhere: how much later than a fast answer
+	// the host may end a request that made no call; infer hands it to
+	// the breakers and clears it.
+	noiseTail float64
 
 	Backoff         Backoff  `json:"backoff"`
 	PerTryTimeoutMS *float64 `json:"per_try_timeout_ms"`

@@ -507,14 +507,20 @@ func TestNoiseAsLargeAsTheWaits(t *testing.T) {
 	}
 }
 
-// busyLate is how late a busy host (a Node event loop) delays a timing:
-// most by a millisecond or two, a fifth by 40-150ms.
-func busyLate(rng *rand.Rand) float64 {
-	if rng.IntN(5) == 0 {
-		return 40 + 110*rng.Float64()
+// lagger returns how late a busy host (a Node event loop) delays one
+// timing after another: most by 1 to 1+small ms, a fifth by lo to hi ms.
+func lagger(rng *rand.Rand, small, lo, hi float64) func() float64 {
+	return func() float64 {
+		if rng.IntN(5) == 0 {
+			return lo + (hi-lo)*rng.Float64()
+		}
+		return 1 + small*rng.Float64()
 	}
-	return 1 + 2*rng.Float64()
 }
+
+// busyLate is one timing's lag on a busy host: most by a millisecond or
+// two, a fifth by 40-150ms.
+func busyLate(rng *rand.Rand) float64 { return lagger(rng, 2, 40, 150)() }
 
 // busyChains builds n calls of three attempts on a busy host: each
 // attempt's client span outlives its server span by busyLate, the first
@@ -601,4 +607,39 @@ func TestRetryAfterOnABusyHost(t *testing.T) {
 	e := edge(t, b.infer(), "api", "backend")
 	wantEq(t, "retry-after honoured", e.RetryAfterHonored, 3)
 	wantEq(t, "kind", e.Backoff.Kind, "exponential")
+}
+
+// TestEqualJitterOnABusyHost: the waits of the cockatiel capture (its
+// halfJitterGenerator, U[d/2, d) with d = 128ms·2^n, on a busy Node host),
+// by attempt index. A third of the first index's waits lie within the
+// bulk's noise of the shortest, as uniform waits may by chance: a bare
+// floor still (late timers would pile half or more there), so the spread
+// is jitter, and equal jitter.
+func TestEqualJitterOnABusyHost(t *testing.T) {
+	waits := [][]float64{
+		{68.8, 71.9, 75.3, 75.5, 75.9, 76.1, 79.1, 79.8, 83.2, 87.2, 93.3, 95.8, 96.2, 103.0, 107.6, 116.9, 117.0, 120.2, 124.5, 129.4, 130.1, 131.2, 243.1},
+		{154.7, 162.0, 183.9, 198.2, 201.2, 203.3, 207.6, 212.4, 216.2, 235.7, 236.1, 238.9, 241.7, 292.4},
+		{318.7, 325.5, 355.7, 359.9, 383.0, 405.1, 450.0},
+	}
+	b := newBuilder()
+	leg := lagger(rand.New(rand.NewPCG(12, 12)), 8, 20, 40)
+	sequential(b, len(waits[0]), "front", func(root, call int) {
+		at := 10.0
+		for k := 0; k < len(waits) && call < len(waits[k]); k++ {
+			l := leg()
+			c := b.client(root, "stock", at, 2+l, httpStatus(503))
+			b.server(c, "stock", "GET /stock/:sku", at+l/2, 2, httpStatus(503))
+			at += 2 + l + waits[k][call]
+		}
+		l := leg()
+		c := b.client(root, "stock", at, 2+l, httpStatus(200))
+		b.server(c, "stock", "GET /stock/:sku", at+l/2, 2, httpStatus(200))
+	})
+	bo := edge(t, b.infer(), "front", "stock").Backoff
+	if bo.Kind != BackoffExponential || bo.Jitter != JitterEqual {
+		t.Errorf("%s, jitter %s, want exponential, equal (%s)", bo.Kind, bo.Jitter, fmtBackoff(bo))
+	}
+	if r := bo.BaseRangeMS; r == nil || r[0] > 128 || r[1] < 128 {
+		t.Errorf("base range %v excludes the configured 128ms", r)
+	}
 }

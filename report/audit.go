@@ -458,6 +458,13 @@ func recommendationText(w io.Writer, r *audit.Recommendation, md bool) error {
 		lines = append(lines, esc(changeWhere(c))+": "+esc(changeText(c)))
 	}
 	section("Changes", lines)
+	if c := r.IfIdempotent; c != nil {
+		lines = []string{esc(c.Sentence())}
+		for _, ch := range c.Changes {
+			lines = append(lines, esc(changeWhere(ch))+": "+esc(changeText(ch)))
+		}
+		section("If idempotent", lines)
+	}
 	if len(r.Ranking) > 1 {
 		names := make([]string, len(r.Ranking))
 		for i, p := range r.Ranking {

@@ -185,6 +185,10 @@ type htmlRecommendation struct {
 	Policy, Reason, Ranking string
 	Changes                 htmlTable
 	Rejected, Safety        []htmlRejection
+	// IfIdempotent is the advice if operations of unknown idempotency
+	// are idempotent, with its changes; "" when there is none.
+	IfIdempotent        string
+	IfIdempotentChanges htmlTable
 }
 
 type htmlRejection struct{ Policy, Why string }
@@ -275,11 +279,17 @@ func newHTMLRecommendation(r *audit.Recommendation) *htmlRecommendation {
 		}
 		return display(s)
 	}
-	g := grid{header: []string{"caller", "callee", "operation", "action", "from", "to", "why"}}
-	for _, c := range r.Changes {
-		g.rows = append(g.rows, []string{dash(c.Caller), dash(c.Callee), dash(c.Operation), dash(c.Action), dash(c.From), dash(c.To), printable(c.Why)})
+	changeTable := func(cs []audit.Change) htmlTable {
+		g := grid{header: []string{"caller", "callee", "operation", "action", "from", "to", "why"}}
+		for _, c := range cs {
+			g.rows = append(g.rows, []string{dash(c.Caller), dash(c.Callee), dash(c.Operation), dash(c.Action), dash(c.From), dash(c.To), printable(c.Why)})
+		}
+		return newHTMLTable(g)
 	}
-	h.Changes = newHTMLTable(g)
+	h.Changes = changeTable(r.Changes)
+	if c := r.IfIdempotent; c != nil {
+		h.IfIdempotent, h.IfIdempotentChanges = printable(c.Sentence()), changeTable(c.Changes)
+	}
 	for _, x := range r.RuledOut {
 		h.Rejected = append(h.Rejected, htmlRejection{Policy: display(x.Policy), Why: printable(x.Why)})
 	}

@@ -38,6 +38,9 @@ type Config struct {
 	// NoSearch skips the critical-utilization searches.
 	NoSearch     bool
 	Declarations Declarations
+	// branch marks the audit Run runs with the operations of unknown
+	// idempotency declared idempotent (Recommendation.IfIdempotent).
+	branch bool
 	// Progress, when set, is called after each run with runs done and an
 	// estimate of the runs in all, which grows when a search needs more.
 	Progress func(done, total int)
@@ -85,6 +88,20 @@ type Recommendation struct {
 	// SizedBudget says how candidate budget-sized was sized, when the
 	// audit added it (today's retry share exceeds the standard budget's).
 	SizedBudget *SizedBudget `json:"sized_budget,omitempty"`
+	// IfIdempotent is the advice if the operations the safety rules
+	// treated as writes only because nothing shows otherwise are in fact
+	// idempotent, when that advice differs: the traces cannot decide it,
+	// the user can (--idempotent).
+	IfIdempotent *Conditional `json:"if_idempotent,omitempty"`
+}
+
+// Conditional is the recommendation of the same audit with Declare
+// declared idempotent.
+type Conditional struct {
+	Declare []string `json:"declare"`
+	Policy  string   `json:"policy"`
+	Reason  string   `json:"reason"`
+	Changes []Change `json:"changes"`
 }
 
 // RuledOut is a candidate policy removed from the ranking, with why.
@@ -97,6 +114,14 @@ type RuledOut struct {
 // safety rules, the ranking and the recommendation. Runs use every core;
 // ctx stops them.
 func Run(ctx context.Context, cfg Config) (*Audit, error) {
+	orig, done := cfg, 0
+	if cfg.Progress != nil {
+		report := cfg.Progress
+		cfg.Progress = func(d, total int) {
+			done = d
+			report(d, total)
+		}
+	}
 	seeds := make([]uint64, max(cfg.Seeds, 1))
 	if cfg.Seeds <= 0 {
 		seeds = make([]uint64, DefaultSeeds)
@@ -249,7 +274,48 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	}
 	a.Recommendation, a.Recommended = recommend(vs, noneAt, verdicts, ordinary, observed, facts, ruled, adj, len(cfg.Utilization) > 0, assumption(assumed))
 	a.Recommendation.SizedBudget = sized
+	if names := undecided(adj); len(names) > 0 && !cfg.branch {
+		alt := orig
+		alt.branch = true
+		alt.Declarations.Idempotent = append(slices.Clip(orig.Declarations.Idempotent), names...)
+		if orig.Progress != nil {
+			alt.Progress = func(d, total int) { orig.Progress(done+d, done+total) }
+		}
+		b, err := Run(ctx, alt)
+		if err != nil {
+			return nil, err
+		}
+		if r := b.Recommendation; r.Policy != a.Recommendation.Policy || !slices.Equal(r.Changes, a.Recommendation.Changes) {
+			a.Recommendation.IfIdempotent = &Conditional{Declare: names, Policy: r.Policy, Reason: r.Reason, Changes: r.Changes}
+		}
+	}
 	return a, nil
+}
+
+// Sentence says what the traces cannot decide and the advice if it is so.
+func (c *Conditional) Sentence() string {
+	names := strings.Join(c.Declare, ", ")
+	flags := make([]string, len(c.Declare))
+	for i, n := range c.Declare {
+		flags[i] = "--idempotent " + n
+	}
+	advice := "no policy to recommend: " + c.Reason
+	if c.Policy != "" {
+		advice = "run " + c.Policy + ": " + c.Reason
+	}
+	return fmt.Sprintf("the traces cannot show whether %s is idempotent, so the safety rules treat it as a write; if it is, declare it (%s) and the advice becomes: %s", names, strings.Join(flags, " "), advice)
+}
+
+// undecided lists the operations a safety rule treated as writes only
+// because nothing shows otherwise, each once, in the order met.
+func undecided(adj []Adjustment) []string {
+	var names []string
+	for _, x := range adj {
+		if x.declare != "" && !slices.Contains(names, x.declare) {
+			names = append(names, x.declare)
+		}
+	}
+	return names
 }
 
 // isOrdinaryDay says a degradation is the traces' own failure timeline

@@ -196,3 +196,47 @@ func TestServiceNamesAreData(t *testing.T) {
 		t.Errorf("a fault on a service the model lacks: %v", err)
 	}
 }
+
+// TestIfIdempotent: on grpc-pushback (grpc-go retrying a gRPC Lookup the
+// traces cannot show to be idempotent) the safety rules stop the retries,
+// and the recommendation says what it would be if Lookup were declared
+// idempotent: the retries kept. Declared by the user, or on a sample whose
+// writes are known (mixed: HTTP POSTs), there is no such branch.
+func TestIfIdempotent(t *testing.T) {
+	const method = "retryaudit.Catalog/Lookup"
+	run := func(scenario string, declared ...string) Recommendation {
+		cfg := sampleConfig(t, scenario, replay.BuildOptions{})
+		cfg.NoSearch, cfg.Seeds = true, 2
+		cfg.Declarations.Idempotent = declared
+		a, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Recommendation
+	}
+	rec := run("grpc-pushback")
+	c := rec.IfIdempotent
+	if c == nil || len(c.Declare) != 1 || c.Declare[0] != method {
+		t.Fatalf("grpc-pushback: recommendation %s, if idempotent %+v; want the branch for %s", rec.Policy, c, method)
+	}
+	stops := func(cs []Change) bool {
+		for _, ch := range cs {
+			if ch.Action == "stop-retrying" {
+				return true
+			}
+		}
+		return false
+	}
+	if !stops(rec.Changes) || stops(c.Changes) || c.Policy == "" {
+		t.Errorf("grpc-pushback: %s %+v, if idempotent %s %+v: want the retries stopped, and kept if idempotent", rec.Policy, rec.Changes, c.Policy, c.Changes)
+	}
+	if !strings.Contains(c.Sentence(), "--idempotent "+method) {
+		t.Errorf("the sentence names no declaration: %s", c.Sentence())
+	}
+	if d := run("grpc-pushback", method); d.IfIdempotent != nil || d.Policy != c.Policy {
+		t.Errorf("declared: %s, if idempotent %+v; want %s and no branch", d.Policy, d.IfIdempotent, c.Policy)
+	}
+	if m := run("mixed"); m.IfIdempotent != nil {
+		t.Errorf("mixed: a branch %+v, though its writes are known", m.IfIdempotent)
+	}
+}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,10 +67,15 @@ func (d Declarations) check(m *replay.Model, top *graph.Topology) error {
 
 // edgeFacts is what the safety rules know about one model edge.
 type edgeFacts struct {
-	write   string // why the operation is not idempotent; "" if it is
-	keyed   bool   // the traces show a key on every retried call
-	dedup   bool   // declared in-flight deduplication
-	retried int    // retried calls seen, for the wording
+	write string // why the operation is not idempotent; "" if it is
+	// declare is the name to declare idempotent (--idempotent) when the
+	// operation is a write only because nothing shows that it is not (an
+	// RPC method not declared, an operation nothing identifies); "" for
+	// a known write or a read.
+	declare string
+	keyed   bool // the traces show a key on every retried call
+	dedup   bool // declared in-flight deduplication
+	retried int  // retried calls seen, for the wording
 	withKey int
 }
 
@@ -85,27 +91,29 @@ var (
 // statements that write; and an operation nothing identifies (no HTTP
 // method, RPC method or verb its name starts with), since unknown is not
 // idempotent. Reads by HTTP semantics and SQL reads are idempotent.
-func classify(method, op string, declared bool) string {
+// unknown says the operation is a write only because nothing shows it is
+// not: the traces cannot decide, and a declaration can.
+func classify(method, op string, declared bool) (why string, unknown bool) {
 	if declared {
-		return ""
+		return "", false
 	}
 	m := strings.ToUpper(method)
 	first := strings.ToUpper(strings.Fields(op + " x")[0])
 	switch {
 	case slices.Contains(httpWrites, m):
-		return "HTTP " + m
+		return "HTTP " + m, false
 	case slices.Contains(httpReads, m):
-		return ""
+		return "", false
 	case method != "":
-		return fmt.Sprintf("RPC method %s, not declared idempotent (--idempotent %s)", method, method)
+		return fmt.Sprintf("RPC method %s, not declared idempotent (--idempotent %s)", method, method), true
 	case slices.Contains(httpWrites, first):
-		return "HTTP " + first
+		return "HTTP " + first, false
 	case slices.Contains(sqlWrites, first):
-		return "SQL " + first
+		return "SQL " + first, false
 	case slices.Contains(httpReads, first), slices.Contains(sqlReads, first):
-		return ""
+		return "", false
 	}
-	return fmt.Sprintf("an operation of unknown idempotency, with no HTTP method, RPC method or SQL verb (--idempotent %q)", op)
+	return fmt.Sprintf("an operation of unknown idempotency, with no HTTP method, RPC method or SQL verb (--idempotent %q)", op), true
 }
 
 // factsOf finds each model edge's topology edge and classifies it.
@@ -133,7 +141,11 @@ func factsOf(m *replay.Model, top *graph.Topology, decl Declarations) []edgeFact
 		}
 		switch declared := decl.matches(decl.Idempotent, ge, op); {
 		case ge != nil || declared:
-			f.write = classify(method, op, declared)
+			var unknown bool
+			f.write, unknown = classify(method, op, declared)
+			if unknown {
+				f.declare = cmp.Or(method, op)
+			}
 		case !me.Idempotent:
 			// No topology edge: the model's own flag (a model built from
 			// traces sets it from the method; a hand-built or preset model
@@ -153,6 +165,9 @@ type Adjustment struct {
 	Operation string `json:"operation"`
 	Rule      string `json:"rule"`
 	Why       string `json:"why"`
+	// declare is the edge's edgeFacts.declare where the rule treated an
+	// operation of unknown idempotency as a write.
+	declare string
 }
 
 // applySafety returns candidate c made safe against the observed model:
@@ -168,8 +183,12 @@ func applySafety(policy string, observed, c *replay.Model, facts []edgeFacts) (*
 		f := facts[i]
 		e.Idempotent = f.write == "" || f.keyed
 		note := func(rule, format string, args ...any) {
-			adj = append(adj, Adjustment{Policy: policy, Caller: out.Services[e.Caller].Name, Callee: out.Services[e.Callee].Name,
-				Operation: out.Services[e.Callee].Ops[e.CalleeOp].Name, Rule: rule, Why: fmt.Sprintf(format, args...)})
+			a := Adjustment{Policy: policy, Caller: out.Services[e.Caller].Name, Callee: out.Services[e.Callee].Name,
+				Operation: out.Services[e.Callee].Ops[e.CalleeOp].Name, Rule: rule, Why: fmt.Sprintf(format, args...)}
+			if rule == RuleNonIdempotent {
+				a.declare = f.declare
+			}
+			adj = append(adj, a)
 		}
 		if f.write != "" && n.HedgeAfter > 0 && !(f.keyed && f.dedup) {
 			n.HedgeAfter, n.MaxAttempts = 0, 1

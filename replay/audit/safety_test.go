@@ -174,25 +174,26 @@ func TestClassify(t *testing.T) {
 		method, op string
 		declared   bool
 		write      bool
+		unknown    bool // a write only because nothing shows otherwise
 	}{
-		{"GET", "GET /inventory/{sku}", false, false},
-		{"PUT", "PUT /items/{id}", false, false},
-		{"POST", "POST /charges", false, true},
-		{"POST", "POST /charges", true, false},
-		{"", "PATCH /orders/{id}", false, true},
-		{"payments.Payments/Charge", "payments.Payments/Charge", false, true},
-		{"payments.Payments/Charge", "payments.Payments/Charge", true, false},
-		{"", "INSERT orders", false, true},
-		{"", "DELETE FROM orders", false, true},
-		{"", "SELECT stock", false, false},
-		{"", "GET order", false, false},
-		{"", "HGETALL cart", false, true},
-		{"", "process", false, true},
-		{"", "", false, true},
+		{"GET", "GET /inventory/{sku}", false, false, false},
+		{"PUT", "PUT /items/{id}", false, false, false},
+		{"POST", "POST /charges", false, true, false},
+		{"POST", "POST /charges", true, false, false},
+		{"", "PATCH /orders/{id}", false, true, false},
+		{"payments.Payments/Charge", "payments.Payments/Charge", false, true, true},
+		{"payments.Payments/Charge", "payments.Payments/Charge", true, false, false},
+		{"", "INSERT orders", false, true, false},
+		{"", "DELETE FROM orders", false, true, false},
+		{"", "SELECT stock", false, false, false},
+		{"", "GET order", false, false, false},
+		{"", "HGETALL cart", false, true, true},
+		{"", "process", false, true, true},
+		{"", "", false, true, true},
 	} {
-		got := classify(tc.method, tc.op, tc.declared)
-		if (got != "") != tc.write {
-			t.Errorf("classify(%q, %q, %v) = %q, want a write: %v", tc.method, tc.op, tc.declared, got, tc.write)
+		got, unknown := classify(tc.method, tc.op, tc.declared)
+		if (got != "") != tc.write || unknown != tc.unknown {
+			t.Errorf("classify(%q, %q, %v) = %q, %v; want a write: %v, unknown: %v", tc.method, tc.op, tc.declared, got, unknown, tc.write, tc.unknown)
 		}
 	}
 }

@@ -30,6 +30,7 @@ var nodeScenarios = []nodeScenario{
 	{Name: "fetch-timeout-signal", Dir: "fetch-timeout", Env: []string{"TIMEOUT_STYLE=signal"}},
 	{Name: "grpc-js-retry", Dir: "grpc-js-retry"},
 	{Name: "got-retry", Dir: "got-retry"},
+	{Name: "cockatiel", Dir: "cockatiel"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO

@@ -59,4 +59,11 @@ function onStop(provider, records, stopServer) {
   });
 }
 
-module.exports = { api, instrument, now, route, faultScripts, onStop };
+// serve listens on a free port of 127.0.0.1, tells main.js the port, and
+// stops serving on its stop message (onStop).
+function serve(server, provider, records) {
+  server.listen(0, '127.0.0.1', () => process.send({ type: 'ready', port: server.address().port }));
+  onStop(provider, records, () => new Promise((r) => server.close(() => r())));
+}
+
+module.exports = { api, instrument, now, route, faultScripts, onStop, serve };

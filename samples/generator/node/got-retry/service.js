@@ -11,7 +11,7 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { faultScripts, instrument, now, onStop, route } = require('../common/service');
+const { faultScripts, instrument, now, route, serve } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation()]);
 
@@ -83,5 +83,4 @@ if (role === 'stock') {
   throw new Error(`unknown role ${role}`);
 }
 
-server.listen(0, '127.0.0.1', () => process.send({ type: 'ready', port: server.address().port }));
-onStop(provider, records, () => new Promise((r) => server.close(() => r())));
+serve(server, provider, records);
