@@ -129,6 +129,13 @@ type Outcomes struct {
 	// rest were absorbed by a fallback).
 	DownstreamFailed int `json:"downstream_failed"`
 	Propagated       int `json:"propagated"`
+	// FirstDownstreamFailed is how many of DownstreamFailed were first
+	// attempts of requests that had not failed before, outside the
+	// incidents: they got past whatever the callee fails on before it
+	// calls anything, so they count towards the first attempts (First
+	// less FirstAfterFailure and FirstAfterOtherFailure) those failures
+	// are a share of.
+	FirstDownstreamFailed int `json:"first_downstream_failed,omitempty"`
 	// RetryAfterMS is the mean Retry-After the callee sent with failures.
 	RetryAfterMS float64 `json:"retry_after_ms"`
 	// Incidents are the time buckets (BucketS wide, from the first root
@@ -456,6 +463,11 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			}
 		}
 	}
+	for _, b := range st.firstDown {
+		if !inIncident[b] {
+			o.FirstDownstreamFailed++
+		}
+	}
 	e.Outcomes = o
 	for k := range st.waits {
 		w := &st.waits[k]
@@ -495,10 +507,13 @@ type outcomeStats struct {
 	runs                         Runs
 	slow                         SlowTries
 	downstreamFailed, propagated int
-	raSum                        float64 // of whole milliseconds: exact in any order
-	raN                          int
-	transit                      dist
-	waits                        []dist // by retry
+	// firstDown: the time buckets of the first attempts, of requests not
+	// failed before, that failed downstream
+	firstDown []int
+	raSum     float64 // of whole milliseconds: exact in any order
+	raN       int
+	transit   dist
+	waits     []dist // by retry
 }
 
 func (st *outcomeStats) merge(o *outcomeStats) {
@@ -509,6 +524,7 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 	}
 	st.slow.merge(&o.slow)
 	st.downstreamFailed += o.downstreamFailed
+	st.firstDown = append(st.firstDown, o.firstDown...)
 	st.propagated += o.propagated
 	st.raSum += o.raSum
 	st.raN += o.raN
@@ -567,8 +583,18 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				// built from the same traces, does so itself.
 				continue
 			}
+			id := ix.spans[a.span].TraceID
+			ff, failed := firstFail[id]
+			af, anyFailed := anyFail[id]
+			// For a retry, a failure before its call began: an earlier call.
+			after := failed && ff <= ix.spans[c.attempts[0].span].Start
+			other := !after && anyFailed && af <= ix.spans[a.span].Start
+			bucket := bucketOf(ix.spans[a.span].Start, t0)
 			if a.server >= 0 && downFailed.has(a.server) {
 				st.downstreamFailed++
+				if k == 0 && !after && !other {
+					st.firstDown = append(st.firstDown, bucket)
+				}
 				if a.outcome.failed() {
 					st.propagated++
 				}
@@ -579,15 +605,9 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				p := &c.attempts[k-1]
 				afterDown = p.server >= 0 && downFailed.has(p.server) && p.outcome.failed()
 			}
-			id := ix.spans[a.span].TraceID
-			ff, failed := firstFail[id]
-			af, anyFailed := anyFail[id]
-			// For a retry, a failure before its call began: an earlier call.
-			after := failed && ff <= ix.spans[c.attempts[0].span].Start
-			other := !after && anyFailed && af <= ix.spans[a.span].Start
 			// (A retry's other is its own call's failure: no bar to run.)
 			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
-			st.recs = append(st.recs, outcomeRec{a: a, k: k, bucket: bucketOf(ix.spans[a.span].Start, t0), after: after, run: run, other: other, afterDown: afterDown})
+			st.recs = append(st.recs, outcomeRec{a: a, k: k, bucket: bucket, after: after, run: run, other: other, afterDown: afterDown})
 		}
 		for k := 1; k < len(c.attempts); k++ {
 			prev, next := &c.attempts[k-1], &c.attempts[k]
@@ -987,6 +1007,7 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topo
 	})
 	for i, o := range os {
 		if o != nil {
+			o.FirstDownstreamFailed = o.DownstreamFailed // a root request is a first attempt
 			t.Edges[i].Outcomes = o
 		}
 	}

@@ -311,20 +311,15 @@ func TestCancelledIsAbandoned(t *testing.T) {
 // shorter than the client's span, yet still at work.
 func TestSlowTries(t *testing.T) {
 	b := newBuilder()
-	for i := range 10 {
-		if i > 0 {
-			b.newTrace()
-		}
-		start := float64(400 * i)
-		root := b.server(-1, "front", "GET /q", start, 300)
+	spaced(b, 10, 400, "front", "GET /q", 300, func(root int, start float64, i int) {
 		if i < 6 {
 			c := b.client(root, "pricing", start+1, 150, method("GET"), target("http://pricing/p/1"))
 			b.server(c, "pricing", "GET /p", start+6, 148, httpStatus(200))
 			b.call(root, "pricing", "GET /p", start+180, 10, httpStatus(200), method("GET"), target("http://pricing/p/1"))
-			continue
+			return
 		}
 		b.call(root, "pricing", "GET /p", start+1, 10, httpStatus(200), method("GET"), target("http://pricing/p/1"))
-	}
+	})
 	tp := b.infer()
 	o := edge(t, tp, "front", "pricing").Outcomes
 	if o == nil || o.SlowTries == nil {
@@ -349,5 +344,49 @@ func TestSlowTries(t *testing.T) {
 	if len(op.SlowWorkQuantilesMS) != len(WorkLevels) || op.SlowWorkQuantilesMS[0] != 148 ||
 		len(op.AnsweredWorkQuantilesMS) != len(WorkLevels) || op.AnsweredWorkQuantilesMS[len(WorkLevels)-1] != 9 {
 		t.Errorf("pricing work on slow tries %v, on answered ones %v: want 148 ms and 9 ms", op.SlowWorkQuantilesMS, op.AnsweredWorkQuantilesMS)
+	}
+}
+
+// TestFirstDownstreamFailed: first attempts whose callee failed because
+// its own call failed are counted apart (they passed whatever the callee
+// fails on before it calls anything); retries are not.
+func TestFirstDownstreamFailed(t *testing.T) {
+	b := newBuilder()
+	spaced(b, 9, 100, "gateway", "GET /o", 60, func(root int, start float64, i int) {
+		switch i % 3 {
+		case 0: // orders fails on its own, calling nothing; the retry succeeds
+			b.call(root, "orders", "Get", start+1, 5, httpStatus(503), method("GET"), target("http://orders/1"))
+			_, srv := b.call(root, "orders", "Get", start+10, 5, httpStatus(200), method("GET"), target("http://orders/1"))
+			b.call(srv, "warehouse", "Count", start+11, 2, httpStatus(200))
+		case 1: // warehouse fails and orders passes it on; then both fail again, then succeed
+			for k, at := range []float64{1, 10, 20} {
+				code := 503
+				if k == 2 {
+					code = 200
+				}
+				_, srv := b.call(root, "orders", "Get", start+at, 5, httpStatus(code), method("GET"), target("http://orders/1"))
+				b.set.Spans[srv].HTTPStatus = uint16(code)
+				b.call(srv, "warehouse", "Count", start+at+1, 2, httpStatus(code))
+			}
+		default:
+			_, srv := b.call(root, "orders", "Get", start+1, 5, httpStatus(200), method("GET"), target("http://orders/1"))
+			b.call(srv, "warehouse", "Count", start+2, 2, httpStatus(200))
+		}
+	})
+	o := edge(t, b.infer(), "gateway", "orders").Outcomes
+	if o == nil || o.DownstreamFailed != 6 || o.FirstDownstreamFailed != 3 {
+		t.Fatalf("downstream failed %d, of them first attempts %d: want 6 and 3 (%+v)", o.DownstreamFailed, o.FirstDownstreamFailed, o)
+	}
+}
+
+// spaced adds n traces whose root SERVER spans of svc serving op last dur
+// ms and start gap ms apart, each filled in by build.
+func spaced(b *builder, n int, gap float64, svc, op string, dur float64, build func(root int, start float64, i int)) {
+	for i := range n {
+		if i > 0 {
+			b.newTrace()
+		}
+		start := gap * float64(i)
+		build(b.server(-1, svc, op, start, dur), start, i)
 	}
 }

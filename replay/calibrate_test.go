@@ -210,3 +210,56 @@ func TestSlowTriesReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestExclusiveFaultsAcrossLayers is a hand-made topology of faults at two
+// layers that exclude each other per request (the first grpc-deadlines:
+// gateway → orders → warehouse). Of 1,000 requests, orders fails 300 on
+// its own on their first try, before it calls warehouse; warehouse fails
+// 200 others on their first try, and orders passes that on; every retry
+// succeeds: 1.5 attempts a call at gateway. The 200 that failed at
+// warehouse got past orders' own failures, which come before its call, so
+// orders fails on its own 300 of 1,000 first tries, not 300 of the 500 +
+// 300 whose outcome was its own (1 + 0.375 + 0.625 × 2/7 = 1.55 attempts
+// a call).
+func TestExclusiveFaultsAcrossLayers(t *testing.T) {
+	op := func(name string, count, own int) graph.Operation {
+		return graph.Operation{Name: name, Count: count, P50MS: 1, OwnFailures: own, FailedWithoutCalls: own}
+	}
+	tp := &graph.Topology{
+		Services: []graph.Service{
+			{Name: "gateway", Operations: []graph.Operation{op("GET /o", 1000, 0)}},
+			{Name: "orders", Operations: []graph.Operation{op("Get", 1500, 300)}},
+			{Name: "warehouse", Operations: []graph.Operation{op("Count", 1200, 200)}},
+		},
+		Edges: []graph.Edge{
+			{Caller: "user", Callee: "gateway", Operation: "GET /o", Calls: 1000, MaxAttempts: 1,
+				Outcomes: &graph.Outcomes{First: graph.OutcomeMix{OK: 1000}}},
+			{Caller: "gateway", CallerOperation: "GET /o", Callee: "orders", Operation: "Get", Calls: 1000, MaxAttempts: 2,
+				Outcomes: &graph.Outcomes{First: graph.OutcomeMix{OK: 500, ServerError: 300}, FirstDownstreamFailed: 200,
+					Retry: graph.OutcomeMix{OK: 300}, RetryByAttempt: []graph.OutcomeMix{{OK: 300}},
+					RetryAfterDownstream: graph.OutcomeMix{OK: 200}, DownstreamFailed: 200, Propagated: 200}},
+			{Caller: "orders", CallerOperation: "Get", Callee: "warehouse", Operation: "Count", Calls: 1200, MaxAttempts: 1,
+				Outcomes: &graph.Outcomes{First: graph.OutcomeMix{OK: 1000, ServerError: 200},
+					FirstAfterFailure: graph.OutcomeMix{OK: 200}, FirstAfterOtherFailure: graph.OutcomeMix{OK: 300}}},
+		},
+		Calibration: &graph.Calibration{RootRatePerS: 20, Sampling: graph.Sampling{Probability: 1, Roots: 1}},
+	}
+	m, err := FromTopology(tp, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(m, nil, RunConfig{Seed: 1, Duration: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range r.Attempts {
+		if a.Edge != "gateway → orders" {
+			continue
+		}
+		if got := float64(a.Attempts) / float64(a.Attempts-a.Retries); math.Abs(got-1.5) > 0.02 {
+			t.Errorf("gateway → orders: %.3f attempts a call, want 1.5", got)
+		}
+		return
+	}
+	t.Fatalf("no gateway → orders attempts in %+v", r.Attempts)
+}

@@ -287,7 +287,17 @@ func minus(a, b graph.OutcomeMix) graph.OutcomeMix {
 
 // failuresOf builds the failure model of an edge from what the traces
 // show, nil when they show nothing (a topology written without outcomes).
-func failuresOf(o *graph.Outcomes) *Failures {
+//
+// failFast is the share of the callee operation's own failures that come
+// before it calls anything. A first attempt that failed because one of
+// the callee's calls failed got past those, so the first attempts' share
+// of own failures is of the attempts whose outcome was the callee's own
+// plus failFast of those (exact where every own failure comes before the
+// calls, as where none does). Retries are not scaled so: an attempt that
+// failed downstream is mostly a retry after another downstream failure,
+// which draws from RetryAfterDownstream, and the traces do not split the
+// retries that failed downstream by what came before them.
+func failuresOf(o *graph.Outcomes, failFast float64) *Failures {
 	if o == nil {
 		return nil
 	}
@@ -314,6 +324,10 @@ func failuresOf(o *graph.Outcomes) *Failures {
 		first = minus(first, o.FirstAfterEdgeFailure)
 	}
 	f.First = mixOf(first, all)
+	if n := first.Total(); n > 0 && failFast > 0 {
+		sc := float64(n) / (float64(n) + failFast*float64(o.FirstDownstreamFailed))
+		f.First = Mix{Fail: f.First.Fail * sc, RetryAfter: f.First.RetryAfter * sc, ClientError: f.First.ClientError * sc}
+	}
 	f.FirstAfterFailure = mixOf(o.FirstAfterFailure, all)
 	f.FirstAfterOtherFailure = mixOf(o.FirstAfterOtherFailure, all)
 	f.RunsUnknown = !runsEnd && f.RunsP < RunsAlpha

@@ -159,7 +159,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	for _, e := range t.Edges {
 		if e.Caller == "user" {
 			si, oi := addOp(e.Callee, e.Operation, Constant(e.CalleeP50MS/1000), e.Calls)
-			m.Entry = append(m.Entry, Entry{Service: si, Op: oi, Weight: float64(e.Calls), Fail: failuresOf(e.Outcomes)})
+			m.Entry = append(m.Entry, Entry{Service: si, Op: oi, Weight: float64(e.Calls), Fail: failuresOf(e.Outcomes, m.Services[si].Ops[oi].FailFast)})
 			continue
 		}
 		ci, coi := addOp(e.Caller, e.CallerOperation, Constant(0), 0)
@@ -176,7 +176,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		per := float64(e.Calls) / math.Max(float64(n), 1)
 		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
 			Idempotent: idempotentEdge(e),
-			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e), Fail: failuresOf(e.Outcomes)}
+			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e), Fail: failuresOf(e.Outcomes, m.Services[ei].Ops[eoi].FailFast)}
 		// Repeat the most calls one execution makes and keep the observed
 		// mean with the probability of making them.
 		ed.Repeat = max(1, int(math.Ceil(per-1e-9)))
