@@ -219,7 +219,10 @@ func (ix *index) request(a *attempt) (target uint64, peer, route ingest.Sym) {
 
 // call is a logical call: the attempts one caller span made for one
 // request. Its fields are ordered so that it packs without padding, and
-// its names are shared (callName): at 10M spans there are millions.
+// it holds no pointers: its names are shared (callName, by id) and the
+// attempts of the few calls that make more than one sit in a table on the
+// index, so that at 10M spans the garbage collector has millions of calls
+// to skip rather than to scan on every cycle.
 type call struct {
 	from int32 // the caller's span the call is made from
 	// app is the application's client span of the latest attempt
@@ -232,19 +235,23 @@ type call struct {
 	// made for one of them.
 	appAttempts, proxyMost int32
 	missing                int32
-	hedged                 bool
+	name                   nameID // read with index.nameOf, change with index.rename
+	// more is 0 while the call has at most one attempt (in inline, when
+	// held is set), else 1 + the index of all its attempts in the
+	// index's table of them (index.attemptsOf).
+	more   int32
+	hedged bool
 	// proxy: the retries were a service-mesh sidecar's (its spans, or its
 	// attempt count); limit: the sidecar said it ran out of retries (URX).
 	proxy, limit bool
-	*callName          // read only: change it with index.rename
+	held         bool
 	hedgeGap     int64 // delay from the first attempt to the hedge
-	attempts     []attempt
-	inline       [1]attempt // backing for the first attempt
+	inline       [1]attempt
 }
 
 // callName is what names a call and how its retries were seen. Calls
-// share one per distinct value (index.name), so a call holds a pointer,
-// not five strings.
+// share one per distinct value (index.name), so a call holds an id, not
+// five strings.
 type callName struct {
 	callee   string
 	op       string // operation as the callee names it
@@ -253,31 +260,68 @@ type callName struct {
 	evidence string // "markers", "below-instrumentation" or "timing"
 }
 
-// name returns the index's one copy of n.
-func (ix *index) name(n callName) *callName {
-	if ix.lastName != nil && *ix.lastName == n {
+// nameID is a callName's position in the index's table of them.
+type nameID int32
+
+// name returns the id of the index's one copy of n.
+func (ix *index) name(n callName) nameID {
+	if len(ix.callNames) > 0 && ix.callNames[ix.lastName] == n {
 		return ix.lastName
 	}
-	p := ix.names[n]
-	if p == nil {
+	id, ok := ix.names[n]
+	if !ok {
 		if ix.names == nil {
-			ix.names = map[callName]*callName{}
+			ix.names = map[callName]nameID{}
 		}
-		p = &n
-		ix.names[n] = p
+		id = nameID(len(ix.callNames))
+		ix.callNames = append(ix.callNames, n)
+		ix.names[n] = id
 	}
-	ix.lastName = p
-	return p
+	ix.lastName = id
+	return id
 }
+
+// nameOf returns c's names.
+func (ix *index) nameOf(c *call) *callName { return &ix.callNames[c.name] }
 
 // rename changes c's names by f.
 func (ix *index) rename(c *call, f func(*callName)) {
-	n := *c.callName
+	n := *ix.nameOf(c)
 	f(&n)
-	c.callName = ix.name(n)
+	c.name = ix.name(n)
 }
 
-func (c *call) last() *attempt { return &c.attempts[len(c.attempts)-1] }
+// attemptsOf returns c's attempts, in order. The slice is c's own: its
+// elements may be changed in place, never appended to (addAttempts).
+func (ix *index) attemptsOf(c *call) []attempt {
+	switch {
+	case c.more > 0:
+		return ix.more[c.more-1]
+	case c.held:
+		return c.inline[:]
+	}
+	return nil
+}
+
+// addAttempts appends as to c's attempts.
+func (ix *index) addAttempts(c *call, as ...attempt) {
+	switch {
+	case len(as) == 0:
+	case c.more > 0:
+		ix.more[c.more-1] = append(ix.more[c.more-1], as...)
+	case !c.held && len(as) == 1:
+		c.inline[0], c.held = as[0], true
+	default: // from the second attempt on, all of them are in the table
+		ix.more = append(ix.more, append(slices.Clip(ix.attemptsOf(c)), as...))
+		c.more = int32(len(ix.more))
+	}
+}
+
+// last returns c's latest attempt.
+func (ix *index) last(c *call) *attempt {
+	as := ix.attemptsOf(c)
+	return &as[len(as)-1]
+}
 
 // callChunk is how many calls the index allocates at once.
 const callChunk = 4096
@@ -290,9 +334,7 @@ func (ix *index) newCall(c call) *call {
 		ix.arena = make([]call, 0, callChunk)
 	}
 	ix.arena = append(ix.arena, c)
-	p := &ix.arena[len(ix.arena)-1]
-	p.attempts = p.inline[:0:1]
-	return p
+	return &ix.arena[len(ix.arena)-1]
 }
 
 // isAttempt reports whether a span is a client-side attempt: a CLIENT or
@@ -478,7 +520,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		}
 		if len(tries) > 1 || len(tries) == 1 && ix.set.Extra(&ix.spans[tries[0]]).RetryCount > 0 {
 			pc := ix.proxyCall(names, p, c, tries)
-			g := groupOf(groupKey{pc.callee, pc.clientOp})
+			g := groupOf(groupKey{ix.nameOf(pc).callee, ix.nameOf(pc).clientOp})
 			g.calls = joinProxy(ix, g.calls, pc)
 			continue
 		}
@@ -506,9 +548,9 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		callee, op := names.resolve(ix, c, server)
 		g := groupOf(groupKey{callee, ix.clientOpName(c)})
 		g.calls = joinAttempt(ix, g.calls, a, sp, func() *call {
-			return ix.newCall(call{from: p, callName: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})})
+			return ix.newCall(call{from: p, name: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})})
 		})
-		if last := g.calls[len(g.calls)-1]; last.op == "" || (server >= 0 && last.op != op) {
+		if last := g.calls[len(g.calls)-1]; ix.nameOf(last).op == "" || (server >= 0 && ix.nameOf(last).op != op) {
 			if server >= 0 {
 				ix.rename(last, func(n *callName) { n.op = op })
 			}
@@ -535,14 +577,14 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 			c.missing = int32(resend)
 		}
 		a.nth = c.missing
-		c.attempts = append(c.attempts, a)
+		ix.addAttempts(c, a)
 		return append(calls, c)
 	}
 	if len(calls) == 0 {
 		return start()
 	}
 	cur := calls[len(calls)-1]
-	prev := cur.last()
+	prev := ix.last(cur)
 	prevTarget, prevPeer, prevRoute := ix.request(prev)
 	target, peer, route := ix.request(&a)
 	switch {
@@ -553,7 +595,7 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 			return start()
 		}
 		ix.rename(cur, func(n *callName) { n.evidence = "markers" })
-		if gap := int32(resend) - int32(len(cur.attempts)) - cur.missing; gap > 0 {
+		if gap := int32(resend) - int32(len(ix.attemptsOf(cur))) - cur.missing; gap > 0 {
 			cur.missing += gap
 		}
 	case ix.spans[prev.span].End <= ix.spans[a.span].Start+overlapTolerance:
@@ -569,12 +611,12 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 		// statement), not a hedge.
 		cur.hedged = true
 		if cur.hedgeGap == 0 {
-			cur.hedgeGap = ix.spans[a.span].Start - ix.spans[cur.attempts[0].span].Start
+			cur.hedgeGap = ix.spans[a.span].Start - ix.spans[ix.attemptsOf(cur)[0].span].Start
 		}
 	default:
 		return start() // parallel fan-out
 	}
-	a.nth = int32(len(cur.attempts)) + cur.missing
+	a.nth = int32(len(ix.attemptsOf(cur))) + cur.missing
 	if cur.appAttempts > 0 {
 		// The application retried a call its sidecar had tried: this
 		// attempt is one try of the proxy's, the first of its own.
@@ -582,7 +624,7 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 		cur.appAttempts++
 		cur.app = a.span
 	}
-	cur.attempts = append(cur.attempts, a)
+	ix.addAttempts(cur, a)
 	return calls
 }
 
@@ -603,14 +645,14 @@ func sameRequest(t1, t2 uint64, peer1, peer2, route1, route2 ingest.Sym) bool {
 func joinProxy(ix *index, calls []*call, pc *call) []*call {
 	if len(calls) > 0 {
 		cur := calls[len(calls)-1]
-		prev, first := cur.last(), &pc.attempts[0]
+		prev, first := ix.last(cur), &ix.attemptsOf(pc)[0]
 		app, prevApp := &ix.spans[pc.app], &ix.spans[prev.span]
 		if cur.appAttempts > 0 {
 			prevApp = &ix.spans[cur.app]
 		}
 		if !cur.hedged && prev.outcome.failed() && ix.spans[prev.span].End <= ix.spans[first.span].Start+overlapTolerance &&
 			sameRequest(prevApp.Target, app.Target, prevApp.Peer, app.Peer, prevApp.Route, app.Route) {
-			cur.attempts = append(cur.attempts, pc.attempts...)
+			ix.addAttempts(cur, ix.attemptsOf(pc)...)
 			cur.missing += pc.missing
 			cur.appAttempts = max(cur.appAttempts, 1) + 1
 			cur.proxy = cur.proxy || pc.proxy
@@ -669,7 +711,7 @@ func (cl *call) nameBy(ix *index, names *naming, first bool, c, server int32, na
 
 // grpcCall builds a call from grpc-go's per-attempt spans under CLIENT span c.
 func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
-	cl := ix.newCall(call{from: p, callName: ix.name(callName{method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"})})
+	cl := ix.newCall(call{from: p, name: ix.name(callName{method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "markers"})})
 	slices.SortFunc(atts, func(a, b int32) int {
 		return int(ix.set.Extra(&ix.spans[a]).PrevAttempts) - int(ix.set.Extra(&ix.spans[b]).PrevAttempts)
 	})
@@ -688,7 +730,7 @@ func (ix *index) grpcCall(names *naming, p, c int32, atts []int32) *call {
 			}
 		}
 		named = cl.nameBy(ix, names, i == 0, c, server, named)
-		cl.attempts = append(cl.attempts, a)
+		ix.addAttempts(cl, a)
 	}
 	if want := int(ix.set.Extra(&ix.spans[atts[len(atts)-1]]).PrevAttempts) + 1; want > len(atts) {
 		cl.missing = int32(want - len(atts))
@@ -718,11 +760,11 @@ func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
 	if len(tries) == 1 && ix.set.Extra(&ix.spans[tries[0]]).RetryCount > 0 {
 		cl := ix.belowCall(names, p, tries[0], ix.serverChildren(tries[0]))
 		ix.rename(cl, func(n *callName) { n.clientOp = ix.clientOpName(c) })
-		cl.app, cl.appAttempts, cl.proxyMost = c, 1, int32(len(cl.attempts))+cl.missing
+		cl.app, cl.appAttempts, cl.proxyMost = c, 1, int32(len(ix.attemptsOf(cl)))+cl.missing
 		cl.proxy = cl.proxyMost > 1
 		return cl
 	}
-	cl := ix.newCall(call{from: p, callName: ix.name(callName{method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "proxy"}),
+	cl := ix.newCall(call{from: p, name: ix.name(callName{method: ix.str(ix.spans[c].Method), clientOp: ix.clientOpName(c), evidence: "proxy"}),
 		app: c, appAttempts: 1})
 	named := false
 	for i, k := range tries {
@@ -734,13 +776,13 @@ func (ix *index) proxyCall(names *naming, p, c int32, tries []int32) *call {
 		}
 		named = cl.nameBy(ix, names, i == 0, k, server, named)
 		cl.limit = cl.limit || ix.spans[k].Has(ingest.FlagRetryLimit) || ix.spans[ix.parent[k]].Has(ingest.FlagRetryLimit)
-		cl.attempts = append(cl.attempts, a)
+		ix.addAttempts(cl, a)
 	}
-	slices.SortStableFunc(cl.attempts, func(x, y attempt) int { return int(x.nth) - int(y.nth) })
-	if last := int(cl.last().nth); last+1 > len(cl.attempts) {
-		cl.missing = int32(last + 1 - len(cl.attempts)) // tries Envoy numbered but did not export
+	slices.SortStableFunc(ix.attemptsOf(cl), func(x, y attempt) int { return int(x.nth) - int(y.nth) })
+	if last := int(ix.last(cl).nth); last+1 > len(ix.attemptsOf(cl)) {
+		cl.missing = int32(last + 1 - len(ix.attemptsOf(cl))) // tries Envoy numbered but did not export
 	}
-	cl.proxyMost = int32(len(cl.attempts)) + cl.missing
+	cl.proxyMost = int32(len(ix.attemptsOf(cl))) + cl.missing
 	cl.proxy = cl.proxyMost > 1
 	return cl
 }
@@ -784,7 +826,7 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	if len(servers) == 0 {
 		n.callee, n.op = names.resolve(ix, c, -1)
 		n.evidence = "markers"
-		cl.callName = ix.name(n)
+		cl.name = ix.name(n)
 		// retry.count is untrusted input: stand in at most maxSynthetic
 		// attempts for it and count the rest as missing, so a hostile span
 		// cannot make inference allocate without bound.
@@ -799,12 +841,12 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 			// Only the whole span's times are known: no wait or duration
 			// of a single attempt can be read from them.
 			a.nth, a.synthetic = -1, true
-			cl.attempts = append(cl.attempts, a)
+			ix.addAttempts(cl, a)
 		}
 		return cl
 	}
 	n.callee, n.op = names.resolve(ix, c, servers[0])
-	cl.callName = ix.name(n)
+	cl.name = ix.name(n)
 	if tries := int(ix.set.Extra(sp).RetryCount) + 1; tries > len(servers) {
 		cl.missing = int32(tries - len(servers))
 	}
@@ -815,7 +857,7 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		if cl.missing > 0 {
 			nth = -1 // which attempts are missing is unknown
 		}
-		cl.attempts = append(cl.attempts, attempt{span: s, server: s, outcome: o, status: status,
+		ix.addAttempts(cl, attempt{span: s, server: s, outcome: o, status: status,
 			retryAfter: ix.set.Extra(srv).RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
 	return cl

@@ -106,7 +106,7 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 				case ix.refused(byServer.call(c)):
 					// A breaker below the instrumentation refused the call:
 					// no request went out, as if no call was made.
-				case byServer.call(c).last().outcome.failed():
+				case ix.last(byServer.call(c)).outcome.failed():
 					st[k] = callFailed
 				case st[k] == noCall:
 					st[k] = callOK
@@ -138,7 +138,7 @@ func (ix *index) requestsByOp(s sel) map[node][]int32 {
 // the client (below or around its instrumentation): every attempt failed
 // at once, reached no server, and says its circuit or breaker is open.
 func (ix *index) refused(c *call) bool {
-	for _, a := range c.attempts {
+	for _, a := range ix.attemptsOf(c) {
 		if a.server >= 0 || !a.outcome.failed() || ix.spans[a.span].Duration() > refusedNS {
 			return false
 		}

@@ -313,7 +313,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 				}
 				srv := ix.serverOf(c.from)
 				sv.calling.set(srv)
-				if c.last().outcome.failed() {
+				if ix.last(c).outcome.failed() {
 					sv.downFailed.set(srv)
 				}
 			}
@@ -366,8 +366,9 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 				if !s.has(c.from) {
 					continue
 				}
-				for k := range c.attempts {
-					if a := &c.attempts[k]; ix.slowTry(a) {
+				as := ix.attemptsOf(c)
+				for k := range as {
+					if a := &as[k]; ix.slowTry(a) {
 						slow.set(a.server)
 					}
 				}
@@ -542,7 +543,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 	st := &outcomeStats{}
 	n := 0
 	for _, c := range ec.calls {
-		n += len(c.attempts)
+		n += len(ix.attemptsOf(c))
 	}
 	st.recs = make([]outcomeRec, 0, n)
 	for ci, c := range ec.calls {
@@ -555,19 +556,20 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				cc = &st.runs.AfterFailure
 			}
 			cc.Calls++
-			if c.last().outcome.failed() {
+			if ix.last(c).outcome.failed() {
 				cc.Failed++
 			}
 		}
-		for k := range c.attempts {
-			a := &c.attempts[k]
+		as := ix.attemptsOf(c)
+		for k := range as {
+			a := &as[k]
 			if a.retryAfter >= 0 && a.outcome.failed() {
 				st.raSum += float64(a.retryAfter)
 				st.raN++
 			}
 			slow := ix.slowTry(a)
 			if a.server >= 0 && a.server != a.span && !a.synthetic {
-				st.slow.count(k, k > 0 && ix.slowTry(&c.attempts[k-1]), slow)
+				st.slow.count(k, k > 0 && ix.slowTry(&as[k-1]), slow)
 			}
 			if slow {
 				// The callee answered too late: its own time, which replay
@@ -587,7 +589,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			ff, failed := firstFail[id]
 			af, anyFailed := anyFail[id]
 			// For a retry, a failure before its call began: an earlier call.
-			after := failed && ff <= ix.spans[c.attempts[0].span].Start
+			after := failed && ff <= ix.spans[as[0].span].Start
 			other := !after && anyFailed && af <= ix.spans[a.span].Start
 			bucket := bucketOf(ix.spans[a.span].Start, t0)
 			if a.server >= 0 && downFailed.has(a.server) {
@@ -602,15 +604,15 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			}
 			afterDown := false
 			if k > 0 {
-				p := &c.attempts[k-1]
+				p := &as[k-1]
 				afterDown = p.server >= 0 && downFailed.has(p.server) && p.outcome.failed()
 			}
 			// (A retry's other is its own call's failure: no bar to run.)
 			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
 			st.recs = append(st.recs, outcomeRec{a: a, k: k, bucket: bucket, after: after, run: run, other: other, afterDown: afterDown})
 		}
-		for k := 1; k < len(c.attempts); k++ {
-			prev, next := &c.attempts[k-1], &c.attempts[k]
+		for k := 1; k < len(as); k++ {
+			prev, next := &as[k-1], &as[k]
 			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 {
 				continue
 			}
@@ -673,7 +675,7 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	for i, c := range ec.calls {
 		// The last call to end strictly before this one began, of another
 		// request.
-		first := c.attempts[0].span
+		first := ix.attemptsOf(c)[0].span
 		k, _ := slices.BinarySearchFunc(sorted, ix.spans[first].Start, func(e callEnd, t int64) int { return cmpInt64(e.at, t) })
 		if k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[first].TraceID {
 			k = int(runStart[k-1])
@@ -704,8 +706,9 @@ func endsOf(ix *index, s sel, ec *edgeCalls) *[]callEnd {
 		if !s.has(c.from) {
 			continue
 		}
-		e := callEnd{at: ix.spans[c.attempts[0].span].End, span: c.attempts[0].span, pos: int32(i), failed: c.last().outcome.failed()}
-		for _, a := range c.attempts[1:] {
+		as := ix.attemptsOf(c)
+		e := callEnd{at: ix.spans[as[0].span].End, span: as[0].span, pos: int32(i), failed: as[len(as)-1].outcome.failed()}
+		for _, a := range as[1:] {
 			e.at = max(e.at, ix.spans[a.span].End)
 		}
 		ends = append(ends, e)
@@ -767,7 +770,7 @@ func firstFailures(ix *index, s sel, ec *edgeCalls) map[ingest.TraceID]int64 {
 		if !s.has(c.from) {
 			continue
 		}
-		for _, a := range c.attempts {
+		for _, a := range ix.attemptsOf(c) {
 			if a.outcome.failed() {
 				earliest(out, ix.spans[a.span].TraceID, ix.spans[a.span].End)
 			}
@@ -1119,9 +1122,9 @@ func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
 				continue
 			}
 			srv := ix.serverOf(c.from)
-			start := ix.spans[c.attempts[0].span].Start
+			start := ix.spans[ix.attemptsOf(c)[0].span].Start
 			edge := int32(i) << 1
-			if c.last().outcome.failed() {
+			if ix.last(c).outcome.failed() {
 				edge |= 1
 			}
 			all = append(all, made{start, srv, edge})
@@ -1240,8 +1243,9 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 			if !s.has(c.from) {
 				continue
 			}
-			for k := 1; k < len(c.attempts); k++ {
-				prev, next := &c.attempts[k-1], &c.attempts[k]
+			as := ix.attemptsOf(c)
+			for k := 1; k < len(as); k++ {
+				prev, next := &as[k-1], &as[k]
 				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
 					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
 				}
@@ -1284,7 +1288,7 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 			if !s.has(c.from) {
 				continue
 			}
-			for _, a := range c.attempts {
+			for _, a := range ix.attemptsOf(c) {
 				k := 0
 				if a.outcome.failed() {
 					k = 1
@@ -1360,7 +1364,7 @@ func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
 			if !s.has(c.from) {
 				continue
 			}
-			for _, a := range c.attempts {
+			for _, a := range ix.attemptsOf(c) {
 				h.attempted[ec.key.callee] = append(h.attempted[ec.key.callee], a.span)
 			}
 		}

@@ -30,7 +30,7 @@ func groupEdges(ix *index, calls []*call) []*edgeCalls {
 	var counts []int
 	edgeOf := make([]int32, len(calls))
 	for i, c := range calls {
-		k := edgeKey{caller: ix.str(ix.spans[c.from].Service), callerOp: ix.opName(ix.serverOf(c.from)), callee: c.callee, op: c.op}
+		k := edgeKey{caller: ix.str(ix.spans[c.from].Service), callerOp: ix.opName(ix.serverOf(c.from)), callee: ix.nameOf(c).callee, op: ix.nameOf(c).op}
 		e, ok := m[k]
 		if !ok {
 			e = int32(len(out))

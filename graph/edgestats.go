@@ -80,11 +80,12 @@ func (ix *index) keyOfAttempt(a *attempt, k int) uint64 {
 // add is the map step: it reads one call of the edge into the statistics.
 // After it the call is not needed any more.
 func (st *edgeStats) add(ix *index, c *call) {
-	n := len(c.attempts) + int(c.missing)
+	as, name := ix.attemptsOf(c), ix.nameOf(c)
+	n := len(as) + int(c.missing)
 	st.calls++
-	st.attempts += len(c.attempts)
+	st.attempts += len(as)
 	st.missing += int(c.missing)
-	st.methods[c.method]++
+	st.methods[name.method]++
 	st.examples.add(ix, c)
 	if c.hedged {
 		if st.hedged == nil {
@@ -92,8 +93,8 @@ func (st *edgeStats) add(ix *index, c *call) {
 		}
 		st.hedged.Calls++
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, n)
-		st.hedgeDelays.add(ix.keyOfAttempt(&c.attempts[0], 0), float64(c.hedgeGap)/1e6)
-		if WriteMethod(c.method) {
+		st.hedgeDelays.add(ix.keyOfAttempt(&as[0], 0), float64(c.hedgeGap)/1e6)
+		if WriteMethod(name.method) {
 			st.hedged.NonIdempotent++
 			st.show(ix, FindingHedgeWrite, c)
 		}
@@ -104,7 +105,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 	}
 	st.hist[n-1]++
 	if n > 1 {
-		st.evidence[c.evidence]++
+		st.evidence[name.evidence]++
 		if c.proxy {
 			st.proxyRetried++
 			st.proxyMostTries = max(st.proxyMostTries, int(c.proxyMost))
@@ -112,9 +113,9 @@ func (st *edgeStats) add(ix *index, c *call) {
 		if !c.proxy || c.appAttempts > 1 {
 			st.appRetried++
 		}
-		if WriteMethod(c.method) {
+		if WriteMethod(name.method) {
 			st.idem.RetriedCalls++
-			if slices.ContainsFunc(c.attempts, func(a attempt) bool { return a.idemKey }) {
+			if slices.ContainsFunc(as, func(a attempt) bool { return a.idemKey }) {
 				st.idem.WithKey++
 			} else {
 				st.show(ix, FindingNoIdempotency, c)
@@ -122,8 +123,8 @@ func (st *edgeStats) add(ix *index, c *call) {
 		}
 	}
 	callerAttempt := ix.callerAttempt(c.from)
-	for k := range c.attempts {
-		a := &c.attempts[k]
+	for k := range as {
+		a := &as[k]
 		if a.outcome.failed() {
 			st.failed++
 		}
@@ -151,11 +152,11 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.outlived++
 			st.show(ix, FindingOutlivedCaller, c)
 		}
-		if k == len(c.attempts)-1 {
+		if k == len(as)-1 {
 			continue
 		}
 		st.retried[a.status.String()] = true
-		next := c.attempts[k+1]
+		next := as[k+1]
 		if a.nth < 0 || next.nth != a.nth+1 {
 			continue // not consecutive attempts: no wait between them is known
 		}
@@ -169,14 +170,14 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.show(ix, FindingRetryAfter, c)
 		}
 		st.waits.add(ix.keyOfAttempt(a, k), pendingWait{nth: int(a.nth), ms: max(wait, 0), pushback: pushbackOf(a.status),
-			call: ix.keyOfAttempt(&c.attempts[0], 0)})
+			call: ix.keyOfAttempt(&as[0], 0)})
 	}
 	ends := st.byLength[n]
 	if ends == nil {
 		ends = &callEnds{failed: map[string]bool{}}
 		st.byLength[n] = ends
 	}
-	l := c.last()
+	l := ix.last(c)
 	ends.limit = ends.limit || c.limit
 	ends.retryable = ends.retryable || l.outcome == outcomeRetryable
 	if l.outcome.failed() {
@@ -437,13 +438,14 @@ func (a *exampleCall) better(b *exampleCall) bool {
 
 func (s *exampleSet) add(ix *index, c *call) {
 	from := &ix.spans[c.from]
-	first := &ix.spans[c.attempts[0].span]
-	x := exampleCall{from: keyOf(from, 0), trace: from.TraceID, attempts: len(c.attempts) + int(c.missing), hedged: c.hedged,
+	as := ix.attemptsOf(c)
+	first := &ix.spans[as[0].span]
+	x := exampleCall{from: keyOf(from, 0), trace: from.TraceID, attempts: len(as) + int(c.missing), hedged: c.hedged,
 		start: first.Start, firstSpan: first.SpanID}
 	if !s.wants(&x) {
 		return
 	}
-	for _, a := range c.attempts {
+	for _, a := range as {
 		id := ix.spans[a.span].SpanID
 		if n := len(x.attemptIDs); n == 0 || x.attemptIDs[n-1] != id { // synthetic attempts share a span
 			x.attemptIDs = append(x.attemptIDs, id)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -46,22 +47,26 @@ type index struct {
 	ops                       []uint32 // each span's operation name, as an index into opNames.list (opName)
 	opNames                   opNames
 	arena                     []call // the current chunk of calls (newCall)
-	names                     map[callName]*callName
-	lastName                  *callName
+	names                     map[callName]nameID
+	callNames                 []callName // by nameID
+	lastName                  nameID
+	more                      [][]attempt // the attempts of calls that made more than one (call.more)
 	// shards deals the traces to the map steps (one shard in Infer).
 	shards shards
 }
 
 // spanKey orders spans by trace id, then span id, then position, as
 // integers: sorting a million of these is several times faster than
-// comparing byte arrays through an index.
+// comparing byte arrays through an index. It carries the parent's id too,
+// so that linking spans to their parents reads the keys alone.
 type spanKey struct {
-	hi, lo, sid uint64
-	idx         int32
+	hi, lo, sid, parent uint64
+	idx                 int32
 }
 
 func keyOf(sp *ingest.Span, i int32) spanKey {
-	return spanKey{binary.BigEndian.Uint64(sp.TraceID[:8]), binary.BigEndian.Uint64(sp.TraceID[8:]), binary.BigEndian.Uint64(sp.SpanID[:]), i}
+	return spanKey{binary.BigEndian.Uint64(sp.TraceID[:8]), binary.BigEndian.Uint64(sp.TraceID[8:]), binary.BigEndian.Uint64(sp.SpanID[:]),
+		binary.BigEndian.Uint64(sp.ParentID[:]), i}
 }
 
 func (a spanKey) cmpID(b spanKey) int {
@@ -83,35 +88,90 @@ func compareKeys(a, b spanKey) int {
 	return cmp.Compare(a.idx, b.idx)
 }
 
-// sortKeys sorts keys on two cores, in place: the keys are split by the
-// top bit of the trace id (every key of the lower half orders before every
-// key of the upper), and each half is sorted on its own. Ids that are not
-// random may split unevenly, which costs parallelism, never order. A merge
-// into a second slice would hold twice the keys (640 MB at 10M spans).
-func sortKeys(keys []spanKey) []spanKey {
-	if len(keys) < 1<<14 {
+// traceHash mixes the key's trace id (the finalizer of SplitMix64), so
+// that its top bits spread ids that are not random (Jaeger's 64-bit ids
+// leave hi zero) as well as random ones.
+func (a *spanKey) traceHash() uint64 {
+	x := a.hi ^ a.lo*0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// keysPerBucket is about how many keys groupByTrace leaves to a
+// comparison sort, firstPassBits how many bits of the trace hash its
+// first pass deals by.
+const (
+	keysPerBucket = 32
+	firstPassBits = 8
+)
+
+// groupByTrace orders keys in place so that the keys of each trace are
+// together and in compareKeys order, the traces in no particular order.
+// It deals the keys to buckets by the top bits of their trace hash, in
+// two passes in place (the first by firstPassBits of them, each of those
+// buckets then by the rest, in cache), and sorts the buckets of a few
+// dozen keys each: linear, where one comparison sort of every key is n
+// log n and its partitions range over all of them. The first pass's
+// buckets are finished on two cores. A trace of many spans is one bucket,
+// sorted as before.
+func groupByTrace(keys []spanKey) {
+	width := bits.Len(uint(len(keys) / keysPerBucket))
+	if width == 0 {
 		slices.SortFunc(keys, compareKeys)
-		return keys
+		return
 	}
-	i, j := 0, len(keys)-1
-	for {
-		for i <= j && keys[i].hi>>63 == 0 {
-			i++
+	first := min(width, firstPassBits)
+	outer := dealKeys(keys, 64-first, first, nil)
+	finish := func(from, to int) {
+		var bounds []int
+		for i := from; i < to; i++ {
+			part := keys[outer[i]:outer[i+1]]
+			if width == first {
+				slices.SortFunc(part, compareKeys)
+				continue
+			}
+			bounds = dealKeys(part, 64-width, width-first, bounds)
+			for j := 1; j < len(bounds); j++ {
+				slices.SortFunc(part[bounds[j-1]:bounds[j]], compareKeys)
+			}
 		}
-		for i <= j && keys[j].hi>>63 == 1 {
-			j--
-		}
-		if i >= j {
-			break
-		}
-		keys[i], keys[j] = keys[j], keys[i]
 	}
-	a, b := keys[:i], keys[i:]
+	half := (len(outer) - 1) / 2
 	done := make(chan struct{})
-	go func() { slices.SortFunc(a, compareKeys); close(done) }()
-	slices.SortFunc(b, compareKeys)
+	go func() { finish(0, half); close(done) }()
+	finish(half, len(outer)-1)
 	<-done
-	return keys
+}
+
+// dealKeys permutes keys in place into 1<<width buckets, in order, by the
+// width bits of their trace hash from bit shift up, and returns where each
+// bucket starts followed by len(keys) (in scratch, when it is big enough).
+func dealKeys(keys []spanKey, shift, width int, scratch []int) []int {
+	n := 1 << width
+	mask := uint64(n - 1)
+	digit := func(k *spanKey) int { return int(k.traceHash() >> shift & mask) }
+	bounds := slices.Grow(scratch[:0], 2*n+1)[:n+1]
+	clear(bounds)
+	for i := range keys {
+		bounds[digit(&keys[i])+1]++
+	}
+	for d := 1; d <= n; d++ {
+		bounds[d] += bounds[d-1]
+	}
+	next := append(bounds[n+1:], bounds[:n]...)
+	for d := range n {
+		for next[d] < bounds[d+1] {
+			k := keys[next[d]]
+			for e := digit(&k); e != d; e = digit(&k) {
+				keys[next[e]], k = k, keys[next[e]]
+				next[e]++
+			}
+			keys[next[d]] = k
+			next[d]++
+		}
+	}
+	return bounds
 }
 
 func newIndex(ctx context.Context, set *ingest.Set) (*index, error) {
@@ -138,51 +198,45 @@ func shardedIndex(ctx context.Context, set *ingest.Set, sh shards) (*index, erro
 	for i := range spans {
 		keys[i] = keyOf(&spans[i], int32(i))
 	}
-	keys = sortKeys(keys)
+	groupByTrace(keys)
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err
 	}
-	for i, k := range keys {
-		if i > 0 && k.cmpID(keys[i-1]) == 0 {
-			ix.dups++
-			continue
-		}
-		if i == 0 || k.hi != keys[i-1].hi || k.lo != keys[i-1].lo {
-			ix.traces++
-		}
-		ix.keep[k.idx] = true
-	}
-	// Walk the sorted keys trace by trace: a parent is searched for only
-	// among the spans of its own trace, which stay in cache.
+	// Walk the keys trace by trace: the first copy of each span is kept,
+	// and a parent is searched for only among the keys of its own trace,
+	// which stay in cache.
 	for i := range ix.parent {
 		ix.parent[i] = -1
 	}
-	counts := make([]int32, n+1)
 	for lo := 0; lo < n; {
 		hi := lo + 1
 		for hi < n && keys[hi].hi == keys[lo].hi && keys[hi].lo == keys[lo].lo {
 			hi++
 		}
+		ix.traces++
 		trace := keys[lo:hi]
-		for _, k := range trace {
-			sp := &spans[k.idx]
-			if !ix.keep[k.idx] || sp.ParentID.IsZero() {
+		for j, k := range trace {
+			if j > 0 && k.cmpID(trace[j-1]) == 0 {
+				ix.dups++
 				continue
 			}
-			want := spanKey{k.hi, k.lo, binary.BigEndian.Uint64(sp.ParentID[:]), 0}
-			j, ok := slices.BinarySearchFunc(trace, want, spanKey.cmpID)
-			if !ok {
+			ix.keep[k.idx] = true
+			if k.parent == 0 {
+				continue
+			}
+			p, ok := slices.BinarySearchFunc(trace, spanKey{hi: k.hi, lo: k.lo, sid: k.parent}, spanKey.cmpID)
+			switch {
+			case !ok:
 				ix.orphans++
-				continue
-			}
-			if p := trace[j].idx; p != k.idx {
-				ix.parent[k.idx] = p
-			} else {
+			case trace[p].idx == k.idx:
 				ix.selfParents++
+			default:
+				ix.parent[k.idx] = trace[p].idx
 			}
 		}
 		lo = hi
 	}
+	counts := make([]int32, n+1)
 	ix.cycles = ix.breakCycles()
 	for _, p := range ix.parent {
 		if p >= 0 {

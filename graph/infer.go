@@ -298,7 +298,7 @@ func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeC
 		// A virtual callee's time is what its callers waited for it.
 		st := ops.get(ec.key.callee, ec.key.op)
 		for _, c := range ec.calls {
-			for _, a := range c.attempts {
+			for _, a := range ix.attemptsOf(c) {
 				d := float64(ix.spans[a.span].Duration()) / 1e6
 				st.dur.add(d)
 				st.self.add(d)

@@ -197,7 +197,7 @@ func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) []int
 		}
 		calls = calls[:0]
 		for _, ec := range here {
-			a := byServer.call(ec).attempts
+			a := ix.attemptsOf(byServer.call(ec))
 			calls = append(calls, span{ix.spans[a[0].span].Start, ix.spans[a[len(a)-1].span].End, int(ec.edge)})
 		}
 		slices.SortFunc(calls, func(x, y span) int { return cmpInt64(x.start, y.start) })
@@ -284,12 +284,12 @@ func (t *chainTrie) observed(chain []int) float64 {
 // amplification). Each call is visited once, so the walk is linear
 // whatever the number of paths or the depth of a trace.
 func observedAmplification(ix *index, byServer *serverCalls, roots map[node][]int32) *chainTrie {
-	return mapShards(ix, func(s sel) *chainTrie { return observedIn(s, byServer, roots) }, (*chainTrie).merge)
+	return mapShards(ix, func(s sel) *chainTrie { return observedIn(ix, s, byServer, roots) }, (*chainTrie).merge)
 }
 
 // observedIn is observedAmplification's map step, over the selected root
 // requests.
-func observedIn(s sel, byServer *serverCalls, roots map[node][]int32) *chainTrie {
+func observedIn(ix *index, s sel, byServer *serverCalls, roots map[node][]int32) *chainTrie {
 	t := &chainTrie{next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
 	var attempts, first []int
 	var touched []int32
@@ -319,11 +319,11 @@ func observedIn(s sel, byServer *serverCalls, roots map[node][]int32) *chainTrie
 					if attempts[n] == 0 && first[n] == 0 {
 						touched = append(touched, n)
 					}
-					attempts[n] += len(c.attempts)
+					attempts[n] += len(ix.attemptsOf(c))
 					if in.allFirst {
 						first[n]++
 					}
-					for k, a := range c.attempts {
+					for k, a := range ix.attemptsOf(c) {
 						if a.server >= 0 {
 							stack = append(stack, inst{a.server, n, in.allFirst && k == 0})
 						}

@@ -225,6 +225,12 @@ func (a *agenda) pop() event {
 	return a.eventHeap.pop()
 }
 
+// empty reports whether nothing is pending: len() == 0, testing the
+// arrival first (an open-loop run always has one pending).
+func (a *agenda) empty() bool {
+	return !a.waiting && len(a.ev) == 0 && a.laneHead == len(a.lane)
+}
+
 func (a *agenda) len() int {
 	n := len(a.ev) + len(a.lane) - a.laneHead
 	if a.waiting {

@@ -51,7 +51,7 @@ type job struct {
 	att    int32   // the attempt it answers
 	svc    int32
 	op     int32
-	pool   int32 // the pool (node or replica) that serves it
+	pool   int32 // the pool (node or replica) that serves it: index into sim.pools
 	part   int32 // its shard or replica, as the faults see it
 	// fail is the failure model of the edge (or root operation) the job
 	// answers, an index into sim.fails: 0 for none.
@@ -79,6 +79,10 @@ type job struct {
 	afterOther bool
 	// afterDown: the attempt before it failed because of the callee's calls.
 	afterDown bool
+	// leaf (set when it starts): its operation calls nothing; faulty:
+	// faults name its service (both static, kept here so that the hot
+	// path reads only the job).
+	leaf, faulty bool
 	// slow: the callee is still at work when the caller gives up (drawn
 	// by the edge's SlowTries).
 	slow bool
@@ -114,6 +118,11 @@ type call struct {
 	// downFailed: the latest attempt failed because the callee's own
 	// calls failed (its failure model draws the next one accordingly).
 	downFailed bool
+	// direct: nothing lies between the client and the callee to lose or
+	// delay a request (no fault on the callee, no network hop, no transit
+	// time on the edge); directBack: nor an answer (no fault, and no hop
+	// back). Both are static, set when the call begins.
+	direct, directBack bool
 	// slow: the latest attempt sent was drawn slow at the callee.
 	slow bool
 	// failedEdges (root requests): the edges on which an attempt serving
@@ -149,10 +158,14 @@ type attempt struct {
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
+// svc and idx name it (the service, and the pool's index among the
+// service's); limits is the service's (see svcState).
 type pool struct {
 	workers, busy int
 	queue         []int32
 	head          int
+	svc, idx      int32
+	limits        bool
 }
 
 func (p *pool) queued() int { return len(p.queue) - p.head }
@@ -170,7 +183,9 @@ func (p *pool) pop() int32 {
 }
 
 type svcState struct {
+	// pools are the service's, a window of sim.pools from pool0 on.
 	pools []pool
+	pool0 int32
 	name  string
 	// faults are the faults that name this service (nil for most): the
 	// only ones degrade.Schedule.Effect would look at, so a service
@@ -181,6 +196,9 @@ type svcState struct {
 	// the service into; part p is served by pool p % len(pools).
 	parts int
 	byKey bool
+	// direct and directBack are what the calls to the service have as
+	// theirs (see call), but for an edge's transit time.
+	direct, directBack bool
 	// eff is what the faults do to every attempt from now until
 	// effUntil, when they start or end, unless it varies by caller or
 	// part: the effect is computed once per such span, not per attempt.
@@ -234,6 +252,7 @@ type sim struct {
 	observed bool
 
 	svcs       []svcState
+	pools      []pool         // every service's pools, service by service
 	effScratch degrade.Effect // see effect
 	jobs       []job
 	calls      []call
@@ -298,18 +317,29 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 				st.limits = st.limits || f.Kind == degrade.DBPool
 			}
 		}
+		st.direct = len(st.faults) == 0 && m.Hop == nil
+		st.directBack = len(st.faults) == 0 && (m.Hop == nil || m.HopRoundTrip)
 		st.parts, st.byKey = faults.Shards(svc.Name), true
 		if r := faults.Replicas(svc.Name); r > 1 {
 			st.parts, st.byKey = r, false
 		}
+	}
+	n := 0
+	for i, svc := range m.Services {
+		n += min(s.svcs[i].parts, svc.Workers)
+	}
+	s.pools = make([]pool, 0, n)
+	for i, svc := range m.Services {
 		// The parts split the service's workers: each pool gets its share,
 		// and a service with fewer workers than parts puts several parts
 		// on one pool, so partitioning never adds capacity.
+		st := &s.svcs[i]
 		n := min(st.parts, svc.Workers)
-		st.pools = make([]pool, n)
+		st.pool0 = int32(len(s.pools))
 		for k := range n {
-			st.pools[k].workers = (svc.Workers + n - 1 - k) / n
+			s.pools = append(s.pools, pool{workers: (svc.Workers + n - 1 - k) / n, svc: int32(i), idx: int32(k), limits: st.limits})
 		}
+		st.pools = s.pools[st.pool0:len(s.pools):len(s.pools)]
 	}
 	shared := map[int]Budget{}
 	s.budgets = make([]Budget, len(m.Edges))
@@ -389,7 +419,7 @@ func (s *sim) run(ctx context.Context) error {
 	}
 	nominal := s.cfg.Duration + s.cfg.Drain
 	s.h.push(nominal, evFreeze, 0, 0)
-	for s.h.len() > 0 {
+	for !s.h.empty() {
 		ev := s.h.pop()
 		t := ev.time()
 		if t > nominal && t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
@@ -409,7 +439,7 @@ func (s *sim) run(ctx context.Context) error {
 		// jump table's indirect jump mispredicted on every change of kind.
 		if k := ev.kind(); k == evServed {
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
-				s.served(ev.id)
+				s.served(ev.id, j)
 			}
 			continue
 		} else if k == evArrival && len(m.Arrivals) == 0 {
@@ -440,7 +470,7 @@ func (s *sim) run(ctx context.Context) error {
 			}
 		case evServed:
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
-				s.served(ev.id)
+				s.served(ev.id, j)
 			}
 		case evTimeout, evHedge, evRequest, evResend, evResponse, evResendAnswer:
 			// Events about an attempt the client still waits for.
@@ -449,7 +479,7 @@ func (s *sim) run(ctx context.Context) error {
 			}
 		case evRetry:
 			if c := &s.calls[ev.id]; c.gen == ev.gen && !c.done {
-				s.send(ev.id)
+				s.send(ev.id, c)
 			}
 		case evCancel:
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state != jobDone {
@@ -460,10 +490,8 @@ func (s *sim) run(ctx context.Context) error {
 		case evFreeze:
 			s.freeze()
 		case evKick:
-			for i := range s.svcs {
-				for k := range s.svcs[i].pools {
-					s.startQueued(int32(i), int32(k))
-				}
+			for pi := range s.pools {
+				s.startQueued(int32(pi))
 			}
 		}
 	}
@@ -475,9 +503,12 @@ func (s *sim) run(ctx context.Context) error {
 
 // attemptEvents handle the events about an open attempt, by kind.
 var attemptEvents = [...]func(s *sim, ai int32){
-	evTimeout:      (*sim).timeout,
-	evHedge:        func(s *sim, ai int32) { s.hedge(s.atts[ai].call) },
-	evRequest:      (*sim).arrive,
+	evTimeout: (*sim).timeout,
+	evHedge:   func(s *sim, ai int32) { s.hedge(s.atts[ai].call) },
+	evRequest: func(s *sim, ai int32) {
+		a := &s.atts[ai]
+		s.arrive(ai, a, &s.calls[a.call])
+	},
 	evResend:       func(s *sim, ai int32) { s.cross(ai, false) },
 	evResponse:     (*sim).answer,
 	evResendAnswer: func(s *sim, ai int32) { s.cross(ai, true) },
@@ -513,12 +544,12 @@ func (s *sim) startRoot(i int, arrived float64) {
 	if s.m.ClientDeadline > 0 {
 		deadline = arrived + s.m.ClientDeadline
 	}
-	key := s.key(int32(e.Service))
+	key, st := s.key(int32(e.Service)), &s.svcs[e.Service]
 	c, cp := s.newCall()
 	cp.job, cp.edge, cp.entry, cp.svc, cp.op = -1, -1, int16(i), int32(e.Service), int32(e.Op)
-	cp.start, cp.deadline, cp.key = arrived, deadline, key
+	cp.start, cp.deadline, cp.key, cp.direct, cp.directBack = arrived, deadline, key, st.direct, st.directBack
 	s.roots++
-	s.send(c)
+	s.send(c, cp)
 }
 
 // admit starts the root requests waiting for the client's limit on
@@ -565,9 +596,8 @@ func (s *sim) policy(c *call) *Policy {
 // rootPolicy is the end user: one attempt, waiting until its deadline.
 var rootPolicy = Policy{MaxAttempts: 1}
 
-// send makes the next attempt of call ci.
-func (s *sim) send(ci int32) {
-	c := &s.calls[ci]
+// send makes the next attempt of call ci (c).
+func (s *sim) send(ci int32, c *call) {
 	p := s.policy(c)
 	if c.edge >= 0 {
 		if br := s.breakers[c.edge]; br != nil && (c.attempts == 0 || !p.Breaker.PerCall) && !br.Allow(s.now) {
@@ -608,6 +638,12 @@ func (s *sim) send(ci int32) {
 	if p.HedgeAfter > 0 && int(n) < p.MaxAttempts {
 		// The next hedge, if this attempt has not answered by then.
 		s.h.later(s.now+p.HedgeAfter, evHedge, a, ap.gen)
+	}
+	if c.direct {
+		// Nothing on the way to lose or delay the request (see cross):
+		// it reaches the callee now.
+		s.arrive(a, ap, c)
+		return
 	}
 	s.cross(a, false)
 }
@@ -683,15 +719,13 @@ func (s *sim) cross(ai int32, answer bool) {
 	case answer:
 		s.answer(ai)
 	default:
-		s.arrive(ai)
+		s.arrive(ai, a, c)
 	}
 }
 
-// arrive delivers attempt ai to its callee, where faults, shedding and the
-// queue decide its fate.
-func (s *sim) arrive(ai int32) {
-	a := &s.atts[ai]
-	c := &s.calls[a.call]
+// arrive delivers attempt ai (a, of call c) to its callee, where faults,
+// shedding and the queue decide its fate.
+func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	svc := &s.m.Services[c.svc]
 	st := &s.svcs[c.svc]
 	part := int32(0)
@@ -704,7 +738,7 @@ func (s *sim) arrive(ai int32) {
 	}
 	if len(st.faults) > 0 {
 		if eff := s.effect(s.caller(c), c.svc, part); eff.Fail || eff.ErrorRate > 0 && s.rngFault.Float64() < eff.ErrorRate {
-			s.reply(ai, false, s.cfg.RetryAfter, 0)
+			s.reply(ai, a, false, s.cfg.RetryAfter, 0)
 			return
 		}
 	}
@@ -713,10 +747,11 @@ func (s *sim) arrive(ai int32) {
 		pi %= n // several parts to a pool (the division only then)
 	}
 	p := &st.pools[pi]
+	pi += st.pool0 // the pool's index in sim.pools
 	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
 		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
 		s.met.shed(s.now)
-		s.reply(ai, false, s.cfg.RetryAfter, 0)
+		s.reply(ai, a, false, s.cfg.RetryAfter, 0)
 		return
 	}
 	deadline := math.Inf(1)
@@ -751,49 +786,55 @@ func (s *sim) arrive(ai int32) {
 	j, jp := s.newJob()
 	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
+	jp.faulty = len(st.faults) > 0
 	if f := s.fails[fail]; f != nil && f.Slow != nil {
 		jp.slow = s.rngOutcome.Float64() < f.Slow.prob(a.n, a.afterSlow)
 		c.slow = jp.slow
 	}
 	a.job = j
-	if p.queued() == 0 && p.busy < s.limit(c.svc, pi) {
-		s.begin(j, c.svc, pi) // what queueing it and startQueued would do
+	if p.queued() == 0 && p.busy < s.limit(p) {
+		s.begin(j, jp) // what queueing it and startQueued would do
 		return
 	}
 	p.push(j)
-	s.startQueued(c.svc, pi)
+	s.startQueued(pi)
 }
 
 // limit is the pool's worker count under active faults.
-func (s *sim) limit(svc, pi int32) int {
-	if !s.svcs[svc].limits {
-		return s.svcs[svc].pools[pi].workers // the common case, inlined
+func (s *sim) limit(p *pool) int {
+	if !p.limits {
+		return p.workers // the common case, inlined
 	}
-	return s.limitFaults(svc, pi)
+	return s.limitFaults(p)
 }
 
-func (s *sim) limitFaults(svc, pi int32) int {
-	p := &s.svcs[svc].pools[pi]
-	if eff := s.effect(-1, svc, pi); eff.Limit > 0 {
-		return min(p.workers, max(1, eff.Limit/len(s.svcs[svc].pools)))
+func (s *sim) limitFaults(p *pool) int {
+	if eff := s.effect(-1, p.svc, p.idx); eff.Limit > 0 {
+		return min(p.workers, max(1, eff.Limit/len(s.svcs[p.svc].pools)))
 	}
 	return p.workers
 }
 
-// startQueued gives free workers to queued jobs.
-func (s *sim) startQueued(svc, pi int32) {
-	p := &s.svcs[svc].pools[pi]
-	for limit := s.limit(svc, pi); p.busy < limit && p.queued() > 0; {
-		s.begin(p.pop(), svc, pi)
+// startQueued gives free workers of pool pi (an index into sim.pools) to
+// its queued jobs.
+func (s *sim) startQueued(pi int32) {
+	if p := &s.pools[pi]; p.head < len(p.queue) { // none queued, the common case, inlined
+		s.startJobs(p)
 	}
 }
 
-// begin gives job ji, off the queue of pool pi of service svc, a worker,
-// unless it was cancelled or its deadline has passed.
-func (s *sim) begin(ji, svc, pi int32) {
-	j := &s.jobs[ji]
+func (s *sim) startJobs(p *pool) {
+	for limit := s.limit(p); p.busy < limit && p.queued() > 0; {
+		ji := p.pop()
+		s.begin(ji, &s.jobs[ji])
+	}
+}
+
+// begin gives job ji (j), off its pool's queue, a worker, unless it was
+// cancelled or its deadline has passed.
+func (s *sim) begin(ji int32, j *job) {
 	if j.cancelled {
-		s.freeJob(ji)
+		s.freeJob(ji, j)
 		return
 	}
 	if s.now >= j.deadline {
@@ -801,17 +842,17 @@ func (s *sim) begin(ji, svc, pi int32) {
 		// the server drops it before starting it.
 		s.met.droppedLate(s.now)
 		ai := j.att
-		s.freeJob(ji)
-		s.reply(ai, false, 0, 0)
+		s.freeJob(ji, j)
+		s.reply(ai, &s.atts[ai], false, 0, 0)
 		return
 	}
-	st := &s.svcs[svc]
-	p := &st.pools[pi]
-	sv := &s.m.Services[svc]
+	p := &s.pools[j.pool]
+	sv := &s.m.Services[j.svc]
 	p.busy++
 	j.state = jobRunning
 	j.start = s.now
 	op := &sv.Ops[j.op]
+	j.leaf = len(op.Calls) == 0
 	dist := op.Time
 	var slow *SlowTries
 	if f := s.fails[j.fail]; f != nil {
@@ -834,8 +875,8 @@ func (s *sim) begin(ji, svc, pi int32) {
 		t = sample(dist, s.rngService)
 	}
 	add := 0.0
-	if len(st.faults) > 0 {
-		eff := s.effect(-1, svc, j.part)
+	if j.faulty {
+		eff := s.effect(-1, j.svc, j.part)
 		t, add = t*eff.Slow, eff.Add
 	}
 	if sv.Thrash > 0 {
@@ -844,14 +885,13 @@ func (s *sim) begin(ji, svc, pi int32) {
 	s.h.later(s.now+(t+add), evServed, ji, j.gen)
 }
 
-// served: the job's own work is done; make its downstream calls.
-func (s *sim) served(ji int32) {
-	j := &s.jobs[ji]
-	op := &s.m.Services[j.svc].Ops[j.op]
-	if len(op.Calls) == 0 {
+// served: job ji's (j's) own work is done; make its downstream calls.
+func (s *sim) served(ji int32, j *job) {
+	if j.leaf {
 		s.complete(ji)
 		return
 	}
+	op := &s.m.Services[j.svc].Ops[j.op]
 	if j.drawn && j.own != outOK && op.FailFast > 0 && s.rngOutcome.Float64() < op.FailFast {
 		// A request the service rejects fails before it calls anything.
 		s.complete(ji)
@@ -912,11 +952,12 @@ func (s *sim) startCall(ji, e int32) {
 	if d := ed.Policy.Deadline; d > 0 {
 		deadline = min(deadline, s.now+d)
 	}
-	key, run := s.key(int32(ed.Callee)), s.lastEnded[e].failedFor(j.root, j.rootGen)
+	key, run, st := s.key(int32(ed.Callee)), s.lastEnded[e].failedFor(j.root, j.rootGen), &s.svcs[ed.Callee]
 	c, cp := s.newCall()
 	cp.job, cp.jobGen, cp.edge, cp.svc, cp.op = ji, j.gen, e, int32(ed.Callee), int32(ed.CalleeOp)
 	cp.start, cp.deadline, cp.key, cp.run = s.now, deadline, key, run
-	s.send(c)
+	cp.direct, cp.directBack = st.direct && ed.Transit == nil, st.directBack
+	s.send(c, cp)
 }
 
 // complete ends a job: its worker is freed and its attempt answered with
@@ -929,37 +970,38 @@ func (s *sim) complete(ji int32) {
 		o, retryAfter = s.ownOutcome(ji)
 		j = &s.jobs[ji]
 	}
-	if o == outOK && len(s.svcs[j.svc].faults) > 0 {
+	if o == outOK && j.faulty {
 		eff := s.effect(-1, j.svc, j.part)
 		if eff.FailAfterWork || eff.ErrorAfterWork > 0 && s.rngFault.Float64() < eff.ErrorAfterWork {
 			o = outFail
 		}
 	}
-	ai, svc, pi := j.att, j.svc, j.pool
-	if a := &s.atts[ai]; a.open {
+	ai, pi := j.att, j.pool
+	a := &s.atts[ai]
+	if a.open {
 		c := &s.calls[a.call]
 		c.downFailed = j.failed
 		c.clientErr = c.clientErr || o == outClientError
 	}
-	work := s.release(ji)
+	work := s.release(ji, j)
 	if o == outOK {
-		s.reply(ai, true, 0, work)
+		s.reply(ai, a, true, 0, work)
 	} else {
 		// A failed answer's work is wasted; only a server error that asks
 		// for it carries a Retry-After (the outcome gives 0 otherwise).
 		s.met.waste(work, s.now)
-		s.reply(ai, false, retryAfter, 0)
+		s.reply(ai, a, false, retryAfter, 0)
 	}
-	s.startQueued(svc, pi)
+	s.startQueued(pi)
 }
 
-// release frees a running job's worker, accounts its work and returns it
-// with the useful work of its calls (what its answer would carry).
-func (s *sim) release(ji int32) float64 {
-	j := &s.jobs[ji]
+// release frees running job ji's (j's) worker, accounts its work and
+// returns it with the useful work of its calls (what its answer would
+// carry).
+func (s *sim) release(ji int32, j *job) float64 {
 	carried := 0.0
 	if j.state == jobRunning || j.state == jobCalling {
-		s.svcs[j.svc].pools[j.pool].busy--
+		s.pools[j.pool].busy--
 		// Work is the job's own service time: while it waits for its
 		// downstream calls it holds a worker but does no work (the callees'
 		// work is counted where it is done).
@@ -971,28 +1013,27 @@ func (s *sim) release(ji int32) float64 {
 		s.met.work(work)
 		carried = work + j.useful
 	}
-	s.freeJob(ji)
+	s.freeJob(ji, j)
 	return carried
 }
 
-// reply sends the server's answer to attempt ai back over the network:
-// ok or not, with a Retry-After (seconds, 0 for none), carrying useful
-// work.
-func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
-	a := &s.atts[ai]
+// reply sends the server's answer to attempt ai (a) back over the
+// network: ok or not, with a Retry-After (seconds, 0 for none), carrying
+// useful work.
+func (s *sim) reply(ai int32, a *attempt, ok bool, retryAfter, useful float64) {
 	if !a.open {
 		s.met.waste(useful, s.now) // the client left: nobody reads this answer
 		return
 	}
-	if c := &s.calls[a.call]; ok && c.edge < 0 && len(s.svcs[c.svc].faults) == 0 && (s.m.Hop == nil || s.m.HopRoundTrip) {
+	if c := &s.calls[a.call]; ok && c.edge < 0 && c.directBack {
 		// A root request's success with nothing between it and the end
 		// user: no fault to lose it, no hop back, no budget or breaker to
 		// tell, and no other attempt out (the end user sends one). The
 		// request ends here, as cross, answer and finish would end it.
-		s.close(ai)
-		s.freeAttempt(ai)
+		s.close(ai, a, c)
+		s.freeAttempt(ai, a)
 		c.done, c.inflight = true, 0
-		s.rootEnded(a.call, true, useful)
+		s.rootEnded(a.call, c, true, useful)
 		return
 	}
 	a.ok, a.ra, a.useful, a.lost = ok, retryAfter, useful, 0
@@ -1001,12 +1042,12 @@ func (s *sim) reply(ai int32, ok bool, retryAfter, useful float64) {
 
 // answer: the client of attempt ai reads its answer.
 func (s *sim) answer(ai int32) {
-	s.close(ai)
 	a := &s.atts[ai]
 	ci, retry, ok, useful, retryAfter := a.call, a.n > 1, a.ok, a.useful, a.ra
-	a.useful = 0
-	s.freeAttempt(ai) // unless a server job still holds it
 	c := &s.calls[ci]
+	s.close(ai, a, c)
+	a.useful = 0
+	s.freeAttempt(ai, a) // unless a server job still holds it
 	c.inflight--
 	s.settle(c, ok, false, retry)
 	if ok {
@@ -1039,17 +1080,17 @@ func (s *sim) settleEdge(c *call, ok, timeout, retry bool) {
 
 // timeout: the client stops waiting for attempt ai.
 func (s *sim) timeout(ai int32) {
-	s.close(ai)
 	a := &s.atts[ai]
 	ci, retry := a.call, a.n > 1
 	c := &s.calls[ci]
+	s.close(ai, a, c)
 	c.inflight--
 	if c.edge >= 0 {
 		s.met.attemptFailed(c.edge)
 		s.taint(ci)
 	}
 	s.abandon(ai, false)
-	s.freeAttempt(ai) // unless a server job still holds it
+	s.freeAttempt(ai, a) // unless a server job still holds it
 	s.settle(c, false, true, retry)
 	s.retryOrFail(ci, 0)
 }
@@ -1090,9 +1131,9 @@ func (s *sim) cancel(ji int32) {
 	case j.state == jobQueued:
 		j.cancelled = true // skipped when it reaches the head of the queue
 	case s.m.Services[j.svc].CancelRunning:
-		svc, pi := j.svc, j.pool
-		s.met.waste(s.release(ji), s.now)
-		s.startQueued(svc, pi)
+		pi := j.pool
+		s.met.waste(s.release(ji, j), s.now)
+		s.startQueued(pi)
 	}
 }
 
@@ -1141,19 +1182,17 @@ func (s *sim) hedge(ci int32) {
 		return
 	}
 	edge, gen, n := c.edge, c.gen, c.attempts
-	s.send(ci)
+	s.send(ci, c)
 	// Count the hedge only if it went out (an open breaker refuses it).
 	if c := &s.calls[ci]; c.gen == gen && c.attempts > n {
 		s.met.hedged(edge)
 	}
 }
 
-// close records that the client of attempt ai no longer waits for it and
-// takes it off its call's chain of open attempts.
-func (s *sim) close(ai int32) {
-	a := &s.atts[ai]
+// close records that the client of attempt ai (a, of call c) no longer
+// waits for it and takes it off its call's chain of open attempts.
+func (s *sim) close(ai int32, a *attempt, c *call) {
 	a.open = false
-	c := &s.calls[a.call]
 	for p := &c.open; *p >= 0; p = &s.atts[*p].next {
 		if *p == ai {
 			*p = a.next
@@ -1182,7 +1221,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		next, retry := a.next, a.n > 1
 		a.open, a.next = false, -1
 		s.abandon(ai, true)
-		s.freeAttempt(ai)
+		s.freeAttempt(ai, a)
 		if c.edge >= 0 && s.budgets[c.edge] != nil {
 			s.budgets[c.edge].Done(s.now, retry)
 		}
@@ -1190,7 +1229,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	}
 	c.open, c.inflight = -1, 0
 	if c.job < 0 {
-		s.rootEnded(ci, ok, useful)
+		s.rootEnded(ci, c, ok, useful)
 		return
 	}
 	ji, gen, clientErr := c.job, c.jobGen, c.clientErr
@@ -1221,10 +1260,9 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	s.nextCall(ji)
 }
 
-// rootEnded ends root request ci, ok or not, with the useful work of a
-// success: a success past the end user's deadline fails.
-func (s *sim) rootEnded(ci int32, ok bool, useful float64) {
-	c := &s.calls[ci]
+// rootEnded ends root request ci (c), ok or not, with the useful work of
+// a success: a success past the end user's deadline fails.
+func (s *sim) rootEnded(ci int32, c *call, ok bool, useful float64) {
 	ok = ok && s.now <= c.deadline
 	if !ok {
 		s.met.waste(useful, s.now)
@@ -1248,10 +1286,8 @@ func (s *sim) tick() {
 	// The backlog: jobs queued at every service, and root requests
 	// waiting for the client's limit on requests in flight.
 	q := len(s.waiting) - s.waitHead
-	for i := range s.svcs {
-		for k := range s.svcs[i].pools {
-			q += s.svcs[i].pools[k].queued()
-		}
+	for k := range s.pools {
+		q += s.pools[k].queued()
 	}
 	s.met.queueDepth(s.now, q)
 	if s.judging && s.verdict.state == "" && s.now >= s.arrivalEnd {
@@ -1318,19 +1354,19 @@ func (s *sim) newJob() (int32, *job) {
 	return i, p
 }
 
-func (s *sim) freeJob(i int32) {
-	j := &s.jobs[i]
+// freeJob frees job i's (j's) slot.
+func (s *sim) freeJob(i int32, j *job) {
 	j.state = jobDone
 	s.freeJobs = append(s.freeJobs, i)
 	if a := &s.atts[j.att]; a.job == i {
 		a.job = -1
-		s.freeAttempt(j.att) // unless its client still waits
+		s.freeAttempt(j.att, a) // unless its client still waits
 	}
 }
 
-// freeAttempt frees attempt i's slot if both sides are done with it.
-func (s *sim) freeAttempt(i int32) {
-	if a := &s.atts[i]; !a.open && a.job == -1 {
+// freeAttempt frees attempt i's slot (a) if both sides are done with it.
+func (s *sim) freeAttempt(i int32, a *attempt) {
+	if !a.open && a.job == -1 {
 		a.job = -2
 		s.freeAtt = append(s.freeAtt, i)
 	}
