@@ -303,7 +303,12 @@ func (c *Conditional) Sentence() string {
 	if c.Policy != "" {
 		advice = "run " + c.Policy + ": " + c.Reason
 	}
-	return fmt.Sprintf("the traces cannot show whether %s is idempotent, so the safety rules treat it as a write; if it is, declare it (%s) and the advice becomes: %s", names, strings.Join(flags, " "), advice)
+	is, it, itIs, writes := "is", "it", "it is", "a write"
+	if len(c.Declare) > 1 {
+		is, it, itIs, writes = "are", "them", "they are", "writes"
+	}
+	return fmt.Sprintf("the traces cannot show whether %s %s idempotent, so the safety rules treat %s as %s; if %s, declare %s (%s) and the advice becomes: %s",
+		names, is, it, writes, itIs, it, strings.Join(flags, " "), advice)
 }
 
 // undecided lists the operations a safety rule treated as writes only

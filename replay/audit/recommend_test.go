@@ -230,8 +230,12 @@ func TestIfIdempotent(t *testing.T) {
 	if !stops(rec.Changes) || stops(c.Changes) || c.Policy == "" {
 		t.Errorf("grpc-pushback: %s %+v, if idempotent %s %+v: want the retries stopped, and kept if idempotent", rec.Policy, rec.Changes, c.Policy, c.Changes)
 	}
-	if !strings.Contains(c.Sentence(), "--idempotent "+method) {
-		t.Errorf("the sentence names no declaration: %s", c.Sentence())
+	if !strings.Contains(c.Sentence(), "whether "+method+" is idempotent, so the safety rules treat it as a write; if it is, declare it (--idempotent "+method+")") {
+		t.Errorf("the sentence: %s", c.Sentence())
+	}
+	two := Conditional{Declare: []string{"a.A/Get", "b.B/Count"}, Policy: "observed", Reason: "r"}
+	if want := "whether a.A/Get, b.B/Count are idempotent, so the safety rules treat them as writes; if they are, declare them (--idempotent a.A/Get --idempotent b.B/Count) and the advice becomes: run observed: r"; !strings.Contains(two.Sentence(), want) {
+		t.Errorf("the sentence for two: %s", two.Sentence())
 	}
 	if d := run("grpc-pushback", method); d.IfIdempotent != nil || d.Policy != c.Policy {
 		t.Errorf("declared: %s, if idempotent %+v; want %s and no branch", d.Policy, d.IfIdempotent, c.Policy)
