@@ -787,8 +787,8 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
 	jp.faulty = len(st.faults) > 0
-	if f := s.fails[fail]; f != nil && f.Slow != nil {
-		jp.slow = s.rngOutcome.Float64() < f.Slow.prob(a.n, a.afterSlow)
+	if fail != 0 && s.fails[fail].Slow != nil { // fails[0] is nil: no failure model
+		jp.slow = s.rngOutcome.Float64() < s.fails[fail].Slow.prob(a.n, a.afterSlow)
 		c.slow = jp.slow
 	}
 	a.job = j
@@ -855,8 +855,8 @@ func (s *sim) begin(ji int32, j *job) {
 	j.leaf = len(op.Calls) == 0
 	dist := op.Time
 	var slow *SlowTries
-	if f := s.fails[j.fail]; f != nil {
-		slow = f.Slow
+	if j.fail != 0 {
+		slow = s.fails[j.fail].Slow
 	}
 	if j.fail != 0 && (op.FailTime != nil || op.FailFast > 0) {
 		// The job's own outcome decides how long it works (an error is
