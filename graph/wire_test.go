@@ -3,6 +3,9 @@ package graph
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -64,4 +67,51 @@ func FuzzDecodePartial(f *testing.F) {
 			services(nil, p.ops, p.instrumented, nil)
 		}
 	})
+}
+
+// TestDecodePartialClaims: bytes that claim a list far longer than they
+// hold are refused without allocating what they claim (a gob map would
+// be made at the claimed size: 268M entries claimed in 66 bytes
+// allocated 13 GB).
+func TestDecodePartialClaims(t *testing.T) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(&partialWire{Ops: &opPartialWire{Instrumented: []string{"a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	data := b.Bytes()
+	// A gob stream is messages, each its length and then its bytes; the
+	// value's message is the last. In it the list is its count (1), then
+	// "a" (1, 'a').
+	msg := 0
+	for {
+		n, size := int(data[msg]), 1
+		if n >= 0x80 { // a length of 256-n bytes, big-endian
+			size += 256 - n
+			n = 0
+			for _, c := range data[msg+1 : msg+size] {
+				n = n<<8 | int(c)
+			}
+		}
+		if msg+size+n >= len(data) {
+			break
+		}
+		msg += size + n
+	}
+	if data[msg] >= 0x80-4 {
+		t.Fatalf("the value's message is too long to lengthen by a byte: % x", data[msg:])
+	}
+	i := bytes.LastIndex(data, []byte{1, 1, 'a'})
+	claim := []byte{0xfc, 0x10, 0, 0, 0} // 1<<28, as a gob uint
+	mut := slices.Concat(data[:i], claim, data[i+1:])
+	mut[msg] += byte(len(claim) - 1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := decodePartial(mut)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a list claiming 1<<28 members in a few bytes decoded")
+	}
+	if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 64 {
+		t.Fatalf("decoding a list claiming 1<<28 members allocated %d MB", mb)
+	}
 }
