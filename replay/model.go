@@ -271,9 +271,9 @@ type Policy struct {
 // Enabled says whether the config is a breaker: the zero config is none.
 func (c BreakerConfig) Enabled() bool { return c != BreakerConfig{} }
 
-// maxOpenClients bounds Model.OpenClients: each client keeps a line, so
+// MaxOpenClients bounds Model.OpenClients: each client keeps a line, so
 // the bound keeps a hostile count from allocating without limit.
-const maxOpenClients = 1 << 20
+const MaxOpenClients = 1 << 20
 
 // Validate reports the first inconsistency in the model.
 func (m *Model) Validate() error {
@@ -297,8 +297,8 @@ func (m *Model) Validate() error {
 	if m.MaxInflight < 0 {
 		return fmt.Errorf("model limit of %d root requests in flight: want 0 (none) or more", m.MaxInflight)
 	}
-	if m.OpenClients < 0 || m.OpenClients > maxOpenClients {
-		return fmt.Errorf("model of %d open-loop clients: want 0 (one client) to %d", m.OpenClients, maxOpenClients)
+	if m.OpenClients < 0 || m.OpenClients > MaxOpenClients {
+		return fmt.Errorf("model of %d open-loop clients: want 0 (one client) to %d", m.OpenClients, MaxOpenClients)
 	}
 	if m.OpenClients > 1 && m.Clients > 0 {
 		return fmt.Errorf("model of %d open-loop clients and %d closed-loop ones: want one kind", m.OpenClients, m.Clients)

@@ -122,8 +122,8 @@ func (s *simFlags) validate() error {
 	if s.maxInflight < 0 {
 		return usageError{fmt.Errorf("--max-inflight %d: want a count ≥ 0 (0: no limit), e.g. 100", s.maxInflight)}
 	}
-	if s.openClients < 0 {
-		return usageError{fmt.Errorf("--open-clients %d: want a count ≥ 0 (0: one client), e.g. 50", s.openClients)}
+	if s.openClients < 0 || s.openClients > replay.MaxOpenClients {
+		return usageError{fmt.Errorf("--open-clients %d: want a count ≥ 0 (0: one client) and at most %d, e.g. 50", s.openClients, replay.MaxOpenClients)}
 	}
 	if s.maxEvents < 1 {
 		return usageError{fmt.Errorf("--max-events %d: want a count ≥ 1, e.g. %d", s.maxEvents, replay.DefaultMaxEvents)}
