@@ -67,9 +67,11 @@
 // Self-contained (no index into the span table; safe to compute in another
 // process): the phase 0 and 1 tables (names, votes, origins by trace and
 // span id), the edge statistics (edgeStats), the operations' statistics
-// (opPartial: times as dists), and calibration's first failures per
-// trace. The edge and operations' statistics have a wire form
-// (encodePartial, decodePartial; FuzzDecodePartial fuzzes the decoder);
+// (opPartial: times as dists), the roots counted by head-sampling
+// probability (headSampling, summed in probability order by the reduce),
+// and calibration's first failures per trace. The edge and operations'
+// statistics and the sampling counts have a wire form (encodePartial,
+// decodePartial; FuzzDecodePartial fuzzes the decoder);
 // TestShardedInfer sends every shard's partial that has one through it
 // and names the partials that have none, which must be the ones below. The per-edge counts and the
 // observed-amplification trie hold no span, but name edges by their
@@ -93,7 +95,6 @@
 //     built over the one table), the virtual services' times and the user
 //     edges (from every attempt and root), leaked attempts per edge,
 //     arrivalWindow (every root start, sorted: a stray is judged against
-//     all the others), sampling (a sum over every root's probability) and
-//     rootStats (order statistics of every root's duration, for exact
+//     all the others) and rootStats (order statistics of every root's duration, for exact
 //     percentile bands).
 package graph

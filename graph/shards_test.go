@@ -118,7 +118,7 @@ func TestShardedInfer(t *testing.T) {
 			}
 		})
 	}
-	if got, want := slices.Sorted(maps.Keys(wired)), []string{"*graph.edgeStats", "*graph.opPartial"}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(wired)), []string{"*graph.edgeStats", "*graph.headSampling", "*graph.opPartial"}; !slices.Equal(got, want) {
 		t.Errorf("partials sent through their wire form: %q, want %q", got, want)
 	}
 	// The partials that still name spans by their place in the one index

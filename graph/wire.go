@@ -33,8 +33,9 @@ var errNoWireForm = errors.New("the partial names spans by their place in one in
 
 // partialWire is one partial on the wire: exactly one field is set.
 type partialWire struct {
-	Edge *edgeStatsWire
-	Ops  *opPartialWire
+	Edge     *edgeStatsWire
+	Ops      *opPartialWire
+	Sampling *headSamplingWire
 }
 
 // encodePartial is p's wire form.
@@ -45,6 +46,8 @@ func encodePartial(p any) ([]byte, error) {
 		w.Edge = edgeStatsToWire(p)
 	case *opPartial:
 		w.Ops = opPartialToWire(p)
+	case *headSampling:
+		w.Sampling = &headSamplingWire{ByP: pairsOf(p.byP, same[int]), Sources: setOf(p.sources)}
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -55,20 +58,30 @@ func encodePartial(p any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// decodePartial reads a partial encodePartial wrote: an *edgeStats or an
-// *opPartial. Bytes that are not one give an error.
+// decodePartial reads a partial encodePartial wrote (an *edgeStats, an
+// *opPartial or a *headSampling). Bytes that are not one give an error.
 func decodePartial(data []byte) (any, error) {
 	var w partialWire
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
 		return nil, fmt.Errorf("decode a partial: %w", err)
 	}
+	if n := btoi(w.Edge != nil) + btoi(w.Ops != nil) + btoi(w.Sampling != nil); n != 1 {
+		return nil, fmt.Errorf("decode a partial: %d partials in it, not one", n)
+	}
 	switch {
-	case w.Edge != nil && w.Ops == nil:
+	case w.Edge != nil:
 		return edgeStatsFromWire(w.Edge)
-	case w.Ops != nil && w.Edge == nil:
+	case w.Ops != nil:
 		return opPartialFromWire(w.Ops)
 	}
-	return nil, errors.New("decode a partial: not exactly one partial in it")
+	return headSamplingFromWire(w.Sampling)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // edgeStatsWire is edgeStats with exported fields, for encoding/gob.
@@ -382,4 +395,27 @@ func opPartialFromWire(w *opPartialWire) (*opPartial, error) {
 		}
 	}
 	return p, nil
+}
+
+// headSamplingWire is headSampling on the wire: root counts by
+// probability (0: unknown), and the sources.
+type headSamplingWire struct {
+	ByP     []pair[float64, int]
+	Sources []string
+}
+
+func headSamplingFromWire(w *headSamplingWire) (*headSampling, error) {
+	h := &headSampling{byP: map[float64]int{}, sources: map[string]bool{}}
+	for _, p := range w.ByP {
+		if !(p.K >= 0 && p.K <= 1) || p.V < 0 {
+			return nil, fmt.Errorf("decode the roots' sampling: %d roots of probability %v", p.V, p.K)
+		}
+	}
+	if err := fromPairs(h.byP, w.ByP, same[int]); err != nil {
+		return nil, fmt.Errorf("decode the roots' sampling: %w", err)
+	}
+	for _, s := range w.Sources {
+		h.sources[s] = true
+	}
+	return h, nil
 }

@@ -65,6 +65,9 @@ func FuzzDecodePartial(f *testing.F) {
 		case *opPartial:
 			p.merge(q.(*opPartial))
 			services(nil, p.ops, p.instrumented, nil)
+		case *headSampling:
+			p.merge(q.(*headSampling))
+			p.sampling()
 		}
 	})
 }
