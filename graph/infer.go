@@ -96,8 +96,8 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	roots, lo, hi := rs.roots, rs.lo, rs.hi
 	t.Edges = append(t.Edges, userEdges(ix, roots)...)
 	byServer := callsByServer(ix, ecs)
-	for i, share := range concurrentShares(ix, ecs, byServer) {
-		t.Edges[i].ConcurrentShare = share
+	for i, c := range concurrencyOf(ix, ecs, byServer) {
+		t.Edges[i].ConcurrentShare, t.Edges[i].ConcurrentOtherShare, t.Edges[i].FanOutWidth = c.Share, c.OtherShare, c.Width
 	}
 	// The edges' late-tail noise goes to the breakers' reading of fast
 	// answers; it is not part of the topology (nor of its JSON).

@@ -34,10 +34,6 @@ var knownMisses = map[string]string{
 		"draws each call's outcome independently of the edge's latest (11 of 14 calls failed after a failed one, 3 of 17 after a success: " +
 		"P = 0.012, not below the runs test's 0.00135), so its breaker (threshold 3, open 36 ms) seldom opens: 46.4 ledger calls replayed, " +
 		"32 traced (15 failed fast); root server errors 49.3% against 44.0%",
-	"hotrod": "HotROD's frontend calls customer, then driver, then route 10 times through a pool of 3 workers; the model makes an " +
-		"operation's calls either all in sequence or all at once, and 3 in 4 of /dispatch's calls overlap, so it makes all 12 at " +
-		"once: root p50 764 ms replayed against 1178 ms traced (FindNearest, ~200 ms, and the route calls, ~215 ms in rounds of 3, " +
-		"run beside the customer call instead of after it, and the 10 route calls all at once)",
 	"grpc-pushback": "gRPC: 3 of the 13 RESOURCE_EXHAUSTED answers carried a negative grpc-retry-pushback-ms, so grpc-go ended those calls " +
 		"without a retry, while the other 10 were retried; the replay retries every retryable failure its policy allows (the first " +
 		"attempt's outcome mix says nothing of whether that answer let the caller retry), so fewer calls fail at the root than traced",
