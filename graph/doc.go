@@ -34,7 +34,8 @@
 //     Map again, with the edges: per edge its statistics (edgeStats: counts,
 //     histograms, waits, durations, examples), per operation its executions
 //     (serverStats), the root requests and the spans' time (rootsOf), the
-//     calls that overlap another of their request (concurrentShares), per
+//     calls that overlap another of their request and each edge's fan-out
+//     width (concurrencyOf: per-edge counts and width histograms), per
 //     chain of edges the highest amplification a root request saw
 //     (observedAmplification), and each caller operation's requests
 //     (requestsByOp). Reduce: the merged partials, then the fits: each
@@ -71,9 +72,9 @@
 // trace. The edge and operations' statistics have a wire form
 // (encodePartial, decodePartial; FuzzDecodePartial fuzzes the decoder);
 // TestShardedInfer sends every shard's partial that has one through it
-// and names the partials that have none, which must be the ones below. The per-edge counts and the
-// observed-amplification trie hold no span, but name edges by their
-// number in the one grouping of all calls.
+// and names the partials that have none, which must be the ones below. The per-edge counts, the
+// overlaps (concurrencyOf) and the observed-amplification trie hold no
+// span, but name edges by their number in the one grouping of all calls.
 //
 // Still global, each for a stated reason:
 //   - The index (newIndex): every span key sorted, parents resolved, cycles
