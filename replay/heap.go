@@ -179,8 +179,7 @@ func (a *agenda) later(t float64, kind evKind, id, gen int32) {
 func (a *agenda) push(t float64, kind evKind, id, gen int32) {
 	switch {
 	case kind == evArrival && !a.waiting:
-		a.next = event{at: timeKey(t), key: a.stamp(kind), id: id, gen: gen}
-		a.waiting = true
+		a.arrival(t, id, gen)
 	case kind == evTimeout && (a.laneHead == len(a.lane) || timeKey(t) >= a.lane[len(a.lane)-1].at):
 		a.lane = append(a.lane, event{at: timeKey(t), key: a.stamp(kind), id: id, gen: gen})
 	default:
@@ -188,13 +187,40 @@ func (a *agenda) push(t float64, kind evKind, id, gen int32) {
 	}
 }
 
+// arrival schedules the next root arrival in its slot, which must be
+// free (!waiting): push's first case, which the engine's arrival handler
+// knows statically (the arrival it handles was the slot's).
+func (a *agenda) arrival(t float64, id, gen int32) {
+	a.next = event{at: timeKey(t), key: a.stamp(evArrival), id: id, gen: gen}
+	a.waiting = true
+}
+
+// arrivalFirst reports whether the pending arrival is the earliest event:
+// pop would return it. The run loop asks first and takes it itself (see
+// takeArrival), without pop's call, for half of an open-loop run's events.
+func (a *agenda) arrivalFirst() bool {
+	return a.waiting && a.laneHead == len(a.lane) && (len(a.ev) == 0 || a.next.before(&a.ev[0]))
+}
+
+// heapOnly reports whether the heap holds the earliest event and the lane
+// none, when the arrival is not first: pop would return the heap's, so
+// the run loop pops the heap itself.
+func (a *agenda) heapOnly() bool {
+	return a.laneHead == len(a.lane) && len(a.ev) > 0
+}
+
+// takeArrival pops the pending arrival.
+func (a *agenda) takeArrival() event {
+	a.waiting = false
+	return a.next
+}
+
 func (a *agenda) pop() event {
 	if a.laneHead == len(a.lane) {
 		// No timeout pending in the lane (one service without timeouts,
 		// or between bursts): the arrival or the heap's earliest.
 		if a.waiting && (len(a.ev) == 0 || a.next.before(&a.ev[0])) {
-			a.waiting = false
-			return a.next
+			return a.takeArrival()
 		}
 		return a.eventHeap.pop()
 	}

@@ -60,6 +60,7 @@ type job struct {
 	repeatLeft int32
 	pending    int32
 	gen        int32
+	nextFree   int32 // while the slot is free: the next free one (see newJob)
 	// root and rootGen name the root request's call the job serves.
 	root, rootGen int32
 	attemptNo     int16
@@ -130,6 +131,7 @@ type call struct {
 	failedEdges []int32
 	entry       int16 // the root operation of a root request
 	gen         int32
+	nextFree    int32 // while the slot is free: the next free one (see newJob)
 }
 
 // attempt is one try of a call. Its slot is reused once both sides are
@@ -155,6 +157,7 @@ type attempt struct {
 	ok        bool    // the answer on its way
 	ra        float64 // the Retry-After it carries (seconds), 0 for none
 	gen       int32
+	nextFree  int32 // while the slot is free: the next free one (see newJob)
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
@@ -257,9 +260,8 @@ type sim struct {
 	jobs       []job
 	calls      []call
 	atts       []attempt
-	freeJobs   []int32
-	freeCalls  []int32
-	freeAtt    []int32
+	// The heads of the slabs' free lists, -1 for none (see newJob).
+	jobFree, callFree, attFree int32
 
 	budgets  []Budget // per edge (shared budgets appear under each of their edges)
 	breakers []*Breaker
@@ -306,7 +308,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	s := &sim{m: m, faults: faults, cfg: cfg, arrivalEnd: cfg.Duration,
 		rngArrival: newRNG(cfg.Seed, 1), rngService: newRNG(cfg.Seed, 2),
 		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4), rngOutcome: newRNG(cfg.Seed, 5),
-		observed: faults.Observed()}
+		observed: faults.Observed(), jobFree: -1, callFree: -1, attFree: -1}
 	s.svcs = make([]svcState, len(m.Services))
 	for i, svc := range m.Services {
 		st := &s.svcs[i]
@@ -419,8 +421,17 @@ func (s *sim) run(ctx context.Context) error {
 	}
 	nominal := s.cfg.Duration + s.cfg.Drain
 	s.h.push(nominal, evFreeze, 0, 0)
-	for !s.h.empty() {
-		ev := s.h.pop()
+	for {
+		var ev event
+		if s.h.arrivalFirst() {
+			ev = s.h.takeArrival()
+		} else if s.h.heapOnly() {
+			ev = s.h.eventHeap.pop()
+		} else if s.h.empty() {
+			break
+		} else {
+			ev = s.h.pop()
+		}
 		t := ev.time()
 		if t > nominal && t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
 			break
@@ -445,7 +456,7 @@ func (s *sim) run(ctx context.Context) error {
 		} else if k == evArrival && len(m.Arrivals) == 0 {
 			if !s.ended(ev) {
 				s.rootRequest(-1)
-				s.h.push(s.now+s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
+				s.h.arrival(s.now+s.rngArrival.ExpFloat64()/m.Rate, 0, 0)
 			}
 			continue
 		}
@@ -1343,21 +1354,25 @@ func (s *sim) freeze() {
 	s.met.frozen = true
 }
 
-// Entity slabs with free lists; a generation counter per slot makes events
-// for a freed entity stale.
+// Entity slabs with free lists. A freed slot goes on its slab's list,
+// which is linked through the free slots themselves (nextFree, from the
+// head in sim, -1 for none), and the slot freed last is reused first. A
+// generation counter per slot makes events for a freed entity stale: a
+// reused slot is cleared but for the next generation.
 
 func (s *sim) newJob() (int32, *job) {
-	i, p, reused := slot(&s.jobs, &s.freeJobs)
-	if reused {
-		*p = job{gen: p.gen + 1}
+	if i := s.jobFree; i >= 0 {
+		p := &s.jobs[i]
+		s.jobFree, *p = p.nextFree, job{gen: p.gen + 1}
+		return i, p
 	}
-	return i, p
+	return grow(&s.jobs)
 }
 
 // freeJob frees job i's (j's) slot.
 func (s *sim) freeJob(i int32, j *job) {
 	j.state = jobDone
-	s.freeJobs = append(s.freeJobs, i)
+	j.nextFree, s.jobFree = s.jobFree, i
 	if a := &s.atts[j.att]; a.job == i {
 		a.job = -1
 		s.freeAttempt(j.att, a) // unless its client still waits
@@ -1368,7 +1383,7 @@ func (s *sim) freeJob(i int32, j *job) {
 func (s *sim) freeAttempt(i int32, a *attempt) {
 	if !a.open && a.job == -1 {
 		a.job = -2
-		s.freeAtt = append(s.freeAtt, i)
+		a.nextFree, s.attFree = s.attFree, i
 	}
 }
 
@@ -1376,40 +1391,38 @@ func (s *sim) freeAttempt(i int32, a *attempt) {
 // zero but its generation. A root request's list of failed edges keeps
 // its storage from the slot's last occupant, emptied.
 func (s *sim) newCall() (int32, *call) {
-	i, p, reused := slot(&s.calls, &s.freeCalls)
-	gen := int32(0)
-	if reused {
-		gen = p.gen + 1
+	i := s.callFree
+	if i < 0 {
+		i, p := grow(&s.calls)
+		p.open = -1
+		return i, p
 	}
-	*p = call{open: -1, gen: gen, failedEdges: p.failedEdges[:0]}
+	p := &s.calls[i]
+	s.callFree = p.nextFree
+	*p = call{open: -1, gen: p.gen + 1, failedEdges: p.failedEdges[:0]}
 	return i, p
 }
 
-func (s *sim) freeCall(i int32) { s.freeCalls = append(s.freeCalls, i) }
+func (s *sim) freeCall(i int32) {
+	s.calls[i].nextFree, s.callFree = s.callFree, i
+}
 
 func (s *sim) newAttempt() (int32, *attempt) {
-	i, p, reused := slot(&s.atts, &s.freeAtt)
-	if reused {
-		*p = attempt{gen: p.gen + 1}
+	if i := s.attFree; i >= 0 {
+		p := &s.atts[i]
+		s.attFree, *p = p.nextFree, attempt{gen: p.gen + 1}
+		return i, p
 	}
-	return i, p
+	return grow(&s.atts)
 }
 
-// slot returns a slot of items for a new entity: a free one if there is
-// one (reused: the caller clears it but for the next generation, so
-// events scheduled for the last occupant are recognised as stale),
-// otherwise a new, zero one at the end. The caller writes the entity in
-// place through the pointer, which is valid until items grows again:
-// building a record on the stack and copying it in cost a stalled
-// 100-byte copy per entity.
-func slot[T any](items *[]T, free *[]int32) (i int32, p *T, reused bool) {
-	if n := len(*free); n > 0 {
-		i = (*free)[n-1]
-		*free = (*free)[:n-1]
-		return i, &(*items)[i], true
-	}
+// grow adds a new, zero slot at the end of items, for a new entity when
+// no slot is free. The caller writes the entity in place through the
+// pointer, which is valid until items grows again: building a record on
+// the stack and copying it in cost a stalled 100-byte copy per entity.
+func grow[T any](items *[]T) (int32, *T) {
 	var zero T
 	*items = append(*items, zero)
-	i = int32(len(*items) - 1)
-	return i, &(*items)[i], false
+	i := int32(len(*items) - 1)
+	return i, &(*items)[i]
 }
