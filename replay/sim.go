@@ -101,7 +101,10 @@ type call struct {
 	open    int32
 	edge    int32 // -1 for a root request
 	svc, op int32 // the callee
-	start   float64
+	// fail is the failure model of the edge (or root operation) the call
+	// is made on, an index into sim.fails (see job.fail).
+	fail  int32
+	start float64
 	// deadline bounds the call (+Inf: none); key in [0,1) is the
 	// request's key, which decides its shard on a sharded callee.
 	deadline, key float64
@@ -122,14 +125,14 @@ type call struct {
 	// direct: nothing lies between the client and the callee to lose or
 	// delay a request (no fault on the callee, no network hop, no transit
 	// time on the edge); directBack: nor an answer (no fault, and no hop
-	// back). Both are static, set when the call begins.
-	direct, directBack bool
+	// back). propagate: the attempts carry their deadline to the callee.
+	// All three are static, set when the call begins.
+	direct, directBack, propagate bool
 	// slow: the latest attempt sent was drawn slow at the callee.
 	slow bool
 	// failedEdges (root requests): the edges on which an attempt serving
 	// it has failed.
 	failedEdges []int32
-	entry       int16 // the root operation of a root request
 	gen         int32
 	nextFree    int32 // while the slot is free: the next free one (see newJob)
 }
@@ -202,6 +205,8 @@ type svcState struct {
 	// direct and directBack are what the calls to the service have as
 	// theirs (see call), but for an edge's transit time.
 	direct, directBack bool
+	// sheds: the service bounds its queue (QueueCap or ShedRetriesAt).
+	sheds bool
 	// eff is what the faults do to every attempt from now until
 	// effUntil, when they start or end, unless it varies by caller or
 	// part: the effect is computed once per such span, not per attempt.
@@ -321,6 +326,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		}
 		st.direct = len(st.faults) == 0 && m.Hop == nil
 		st.directBack = len(st.faults) == 0 && (m.Hop == nil || m.HopRoundTrip)
+		st.sheds = svc.QueueCap > 0 || svc.ShedRetriesAt > 0
 		st.parts, st.byKey = faults.Shards(svc.Name), true
 		if r := faults.Replicas(svc.Name); r > 1 {
 			st.parts, st.byKey = r, false
@@ -550,15 +556,15 @@ func (s *sim) rootRequest(i int) {
 // entry i. Its latency and deadline count from its arrival: the end user
 // waits for the client's turn too.
 func (s *sim) startRoot(i int, arrived float64) {
-	e := s.m.Entry[i]
+	e := &s.m.Entry[i]
 	deadline := math.Inf(1)
 	if s.m.ClientDeadline > 0 {
 		deadline = arrived + s.m.ClientDeadline
 	}
 	key, st := s.key(int32(e.Service)), &s.svcs[e.Service]
 	c, cp := s.newCall()
-	cp.job, cp.edge, cp.entry, cp.svc, cp.op = -1, -1, int16(i), int32(e.Service), int32(e.Op)
-	cp.start, cp.deadline, cp.key, cp.direct, cp.directBack = arrived, deadline, key, st.direct, st.directBack
+	cp.job, cp.edge, cp.fail, cp.svc, cp.op = -1, -1, s.entryFail[i], int32(e.Service), int32(e.Op)
+	cp.start, cp.deadline, cp.key, cp.direct, cp.directBack, cp.propagate = arrived, deadline, key, st.direct, st.directBack, s.m.RootPropagate
 	s.roots++
 	s.send(c, cp)
 }
@@ -737,7 +743,6 @@ func (s *sim) cross(ai int32, answer bool) {
 // arrive delivers attempt ai (a, of call c) to its callee, where faults,
 // shedding and the queue decide its fate.
 func (s *sim) arrive(ai int32, a *attempt, c *call) {
-	svc := &s.m.Services[c.svc]
 	st := &s.svcs[c.svc]
 	part := int32(0)
 	if st.parts > 1 {
@@ -759,23 +764,19 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	}
 	p := &st.pools[pi]
 	pi += st.pool0 // the pool's index in sim.pools
-	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
-		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
+	if st.sheds && s.shed(c.svc, p, a.n) {
 		s.met.shed(s.now)
 		s.reply(ai, a, false, s.cfg.RetryAfter, 0)
 		return
 	}
 	deadline := math.Inf(1)
-	if c.edge >= 0 && s.m.Edges[c.edge].Policy.Propagate || c.edge < 0 && s.m.RootPropagate {
+	if c.propagate {
 		// The attempt's own deadline travels with it (grpc-timeout,
 		// x-envoy-expected-rq-timeout-ms): the per-try timeout's if that
 		// is sooner than the call's.
 		deadline = a.deadline
 	}
-	fail := s.entryFail[c.entry]
-	if c.edge >= 0 {
-		fail = s.edgeFail[c.edge]
-	}
+	fail := c.fail
 	var root, rootGen int32
 	var same, other bool
 	if c.job < 0 {
@@ -809,6 +810,15 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	}
 	p.push(j)
 	s.startQueued(pi)
+}
+
+// shed reports whether service svc sheds attempt number n, which would
+// join pool p's queue: the queue is full, or a retry finds it as long
+// as the service's bound for retries.
+func (s *sim) shed(svc int32, p *pool, n int16) bool {
+	sv := &s.m.Services[svc]
+	return sv.QueueCap > 0 && p.queued() >= sv.QueueCap ||
+		sv.ShedRetriesAt > 0 && n > 1 && p.queued() >= sv.ShedRetriesAt
 }
 
 // limit is the pool's worker count under active faults.
@@ -965,9 +975,9 @@ func (s *sim) startCall(ji, e int32) {
 	}
 	key, run, st := s.key(int32(ed.Callee)), s.lastEnded[e].failedFor(j.root, j.rootGen), &s.svcs[ed.Callee]
 	c, cp := s.newCall()
-	cp.job, cp.jobGen, cp.edge, cp.svc, cp.op = ji, j.gen, e, int32(ed.Callee), int32(ed.CalleeOp)
+	cp.job, cp.jobGen, cp.edge, cp.fail, cp.svc, cp.op = ji, j.gen, e, s.edgeFail[e], int32(ed.Callee), int32(ed.CalleeOp)
 	cp.start, cp.deadline, cp.key, cp.run = s.now, deadline, key, run
-	cp.direct, cp.directBack = st.direct && ed.Transit == nil, st.directBack
+	cp.direct, cp.directBack, cp.propagate = st.direct && ed.Transit == nil, st.directBack, ed.Policy.Propagate
 	s.send(c, cp)
 }
 
@@ -1356,17 +1366,28 @@ func (s *sim) freeze() {
 
 // Entity slabs with free lists. A freed slot goes on its slab's list,
 // which is linked through the free slots themselves (nextFree, from the
-// head in sim, -1 for none), and the slot freed last is reused first. A
-// generation counter per slot makes events for a freed entity stale: a
-// reused slot is cleared but for the next generation.
+// head in sim, -1 for none), and the slot freed last is reused first; a
+// new slot is added, as a free one, when none is. A generation counter
+// per slot makes events for a freed entity stale: a slot is cleared but
+// for the next generation (a new one's first is 0). The caller writes the
+// entity in place through the pointer, which is valid until the slab
+// grows again: building a record on the stack and copying it in cost a
+// stalled 100-byte copy per entity. Each is cleared first and its
+// generation set after, for the same reason: a literal that reads p.gen
+// is built on the stack.
 
 func (s *sim) newJob() (int32, *job) {
-	if i := s.jobFree; i >= 0 {
-		p := &s.jobs[i]
-		s.jobFree, *p = p.nextFree, job{gen: p.gen + 1}
-		return i, p
+	i := s.jobFree
+	if i < 0 {
+		i = int32(len(s.jobs))
+		s.jobs = append(s.jobs, job{gen: -1, nextFree: -1})
 	}
-	return grow(&s.jobs)
+	p := &s.jobs[i]
+	s.jobFree = p.nextFree
+	g := p.gen
+	*p = job{}
+	p.gen = g + 1
+	return i, p
 }
 
 // freeJob frees job i's (j's) slot.
@@ -1393,13 +1414,14 @@ func (s *sim) freeAttempt(i int32, a *attempt) {
 func (s *sim) newCall() (int32, *call) {
 	i := s.callFree
 	if i < 0 {
-		i, p := grow(&s.calls)
-		p.open = -1
-		return i, p
+		i = int32(len(s.calls))
+		s.calls = append(s.calls, call{gen: -1, nextFree: -1})
 	}
 	p := &s.calls[i]
 	s.callFree = p.nextFree
-	*p = call{open: -1, gen: p.gen + 1, failedEdges: p.failedEdges[:0]}
+	g, failed := p.gen, p.failedEdges[:0]
+	*p = call{}
+	p.open, p.gen, p.failedEdges = -1, g+1, failed
 	return i, p
 }
 
@@ -1408,21 +1430,15 @@ func (s *sim) freeCall(i int32) {
 }
 
 func (s *sim) newAttempt() (int32, *attempt) {
-	if i := s.attFree; i >= 0 {
-		p := &s.atts[i]
-		s.attFree, *p = p.nextFree, attempt{gen: p.gen + 1}
-		return i, p
+	i := s.attFree
+	if i < 0 {
+		i = int32(len(s.atts))
+		s.atts = append(s.atts, attempt{gen: -1, nextFree: -1})
 	}
-	return grow(&s.atts)
-}
-
-// grow adds a new, zero slot at the end of items, for a new entity when
-// no slot is free. The caller writes the entity in place through the
-// pointer, which is valid until items grows again: building a record on
-// the stack and copying it in cost a stalled 100-byte copy per entity.
-func grow[T any](items *[]T) (int32, *T) {
-	var zero T
-	*items = append(*items, zero)
-	i := int32(len(*items) - 1)
-	return i, &(*items)[i]
+	p := &s.atts[i]
+	s.attFree = p.nextFree
+	g := p.gen
+	*p = attempt{}
+	p.gen = g + 1
+	return i, p
 }
