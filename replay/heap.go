@@ -195,18 +195,16 @@ func (a *agenda) arrival(t float64, id, gen int32) {
 	a.waiting = true
 }
 
-// arrivalFirst reports whether the pending arrival is the earliest event:
-// pop would return it. The run loop asks first and takes it itself (see
-// takeArrival), without pop's call, for half of an open-loop run's events.
-func (a *agenda) arrivalFirst() bool {
-	return a.waiting && a.laneHead == len(a.lane) && (len(a.ev) == 0 || a.next.before(&a.ev[0]))
-}
+// laneEmpty reports whether the timeout lane holds nothing: then the
+// earliest event is the arrival's or the heap's (see arrivalFirst). The
+// run loop asks, and takes either itself, without pop's call, for almost
+// every event of a run without per-try timeouts.
+func (a *agenda) laneEmpty() bool { return a.laneHead == len(a.lane) }
 
-// heapOnly reports whether the heap holds the earliest event and the lane
-// none, when the arrival is not first: pop would return the heap's, so
-// the run loop pops the heap itself.
-func (a *agenda) heapOnly() bool {
-	return a.laneHead == len(a.lane) && len(a.ev) > 0
+// arrivalFirst reports whether the pending arrival comes before the
+// heap's earliest, when the lane is empty.
+func (a *agenda) arrivalFirst() bool {
+	return a.waiting && (len(a.ev) == 0 || a.next.before(&a.ev[0]))
 }
 
 // takeArrival pops the pending arrival.
@@ -216,10 +214,10 @@ func (a *agenda) takeArrival() event {
 }
 
 func (a *agenda) pop() event {
-	if a.laneHead == len(a.lane) {
+	if a.laneEmpty() {
 		// No timeout pending in the lane (one service without timeouts,
 		// or between bursts): the arrival or the heap's earliest.
-		if a.waiting && (len(a.ev) == 0 || a.next.before(&a.ev[0])) {
+		if a.arrivalFirst() {
 			return a.takeArrival()
 		}
 		return a.eventHeap.pop()
@@ -249,12 +247,6 @@ func (a *agenda) pop() event {
 		return e
 	}
 	return a.eventHeap.pop()
-}
-
-// empty reports whether nothing is pending: len() == 0, testing the
-// arrival first (an open-loop run always has one pending).
-func (a *agenda) empty() bool {
-	return !a.waiting && len(a.ev) == 0 && a.laneHead == len(a.lane)
 }
 
 func (a *agenda) len() int {

@@ -441,15 +441,16 @@ func (s *sim) run(ctx context.Context) error {
 	nominal := s.cfg.Duration + s.cfg.Drain
 	s.h.push(nominal, evFreeze, 0, 0)
 	for {
+		// agenda.pop, with its commonest cases inlined.
 		var ev event
-		if s.h.arrivalFirst() {
-			ev = s.h.takeArrival()
-		} else if s.h.heapOnly() {
-			ev = s.h.eventHeap.pop()
-		} else if s.h.empty() {
-			break
-		} else {
+		if !s.h.laneEmpty() {
 			ev = s.h.pop()
+		} else if s.h.arrivalFirst() {
+			ev = s.h.takeArrival()
+		} else if len(s.h.ev) > 0 {
+			ev = s.h.eventHeap.pop()
+		} else {
+			break // nothing pending
 		}
 		t := ev.time()
 		if t > nominal && t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
@@ -469,7 +470,11 @@ func (s *sim) run(ctx context.Context) error {
 		// jump table's indirect jump mispredicted on every change of kind.
 		if k := ev.kind(); k == evServed {
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
-				s.served(ev.id, j)
+				if j.leaf {
+					s.complete(ev.id, j) // it calls nothing: done
+				} else {
+					s.served(ev.id, j)
+				}
 			}
 			continue
 		} else if k == evArrival && len(m.Arrivals) == 0 {
@@ -484,12 +489,7 @@ func (s *sim) run(ctx context.Context) error {
 			if s.ended(ev) {
 				break
 			}
-			if len(m.Arrivals) == 0 {
-				s.rootRequest(-1)
-				s.h.push(s.now+s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
-				break
-			}
-			// The traces' own arrivals: ev.id counts them across repeats.
+			// The traces' own arrivals (open-loop ones were handled above): ev.id counts them across repeats.
 			k, n := int(ev.id), len(m.Arrivals)
 			s.rootRequest(m.Arrivals[k%n].Entry)
 			k++
@@ -497,10 +497,6 @@ func (s *sim) run(ctx context.Context) error {
 		case evThink:
 			if !s.ended(ev) {
 				s.rootRequest(-1)
-			}
-		case evServed:
-			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
-				s.served(ev.id, j)
 			}
 		case evTimeout, evHedge, evRequest, evResend, evResponse, evResendAnswer:
 			// Events about an attempt the client still waits for.
@@ -929,16 +925,13 @@ func (s *sim) begin(ji int32, j *job) {
 	s.h.later(s.now+(t+add), evServed, ji, j.gen)
 }
 
-// served: job ji's (j's) own work is done; make its downstream calls.
+// served: job ji's (j's) own work is done, and its operation calls
+// others (a leaf's job completes at once); make its downstream calls.
 func (s *sim) served(ji int32, j *job) {
-	if j.leaf {
-		s.complete(ji)
-		return
-	}
 	op := &s.m.Services[j.svc].Ops[j.op]
 	if j.drawn && j.own != outOK && op.FailFast > 0 && s.rngOutcome.Float64() < op.FailFast {
 		// A request the service rejects fails before it calls anything.
-		s.complete(ji)
+		s.complete(ji, j)
 		return
 	}
 	j.state = jobCalling
@@ -954,8 +947,9 @@ func (s *sim) served(ji int32, j *job) {
 				s.startCall(ji, int32(e))
 			}
 		}
-		if s.jobs[ji].pending--; s.jobs[ji].pending == 0 {
-			s.complete(ji)
+		j = &s.jobs[ji] // the calls may have grown the slab
+		if j.pending--; j.pending == 0 {
+			s.complete(ji, j)
 		}
 		return
 	}
@@ -979,7 +973,7 @@ func (s *sim) nextCall(ji int32) {
 	for j.repeatLeft == 0 {
 		j.nextEdge++
 		if int(j.nextEdge) >= len(op.Calls) {
-			s.complete(ji)
+			s.complete(ji, j)
 			return
 		}
 		j.repeatLeft = int32(s.repeats(op.Calls[j.nextEdge]))
@@ -1004,11 +998,10 @@ func (s *sim) startCall(ji, e int32) {
 	s.send(c, cp)
 }
 
-// complete ends a job: its worker is freed and its attempt answered with
+// complete ends job ji (j): its worker is freed and its attempt answered with
 // the outcome the failure model gives. An error-after-work fault decides
 // here, with the work done, that the answer is a 5xx.
-func (s *sim) complete(ji int32) {
-	j := &s.jobs[ji]
+func (s *sim) complete(ji int32, j *job) {
 	o, retryAfter := outOK, 0.0
 	if j.failed || j.fail != 0 { // else it succeeds: no failure model
 		o, retryAfter = s.ownOutcome(ji)
@@ -1297,7 +1290,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	}
 	if op.Parallel {
 		if j.pending == 0 {
-			s.complete(ji)
+			s.complete(ji, j)
 		}
 		return
 	}
