@@ -39,6 +39,16 @@ type Mechanics struct {
 	// still at work when the caller gives up) with the shares the traces
 	// show (see SlowTries); the model notes give their counts.
 	SlowTries []EdgeSlowTries `json:"slow_tries,omitempty"`
+	// RequestLimits are the edges whose caller's proxy bounds the
+	// attempts out (Policy.MaxRequests).
+	RequestLimits []EdgeRequestLimit `json:"request_limits,omitempty"`
+}
+
+// EdgeRequestLimit is one edge's limit on attempts out: one more fails
+// at once with 503 UO and is not retried (Envoy's max_requests).
+type EdgeRequestLimit struct {
+	Edge        string `json:"edge"`
+	MaxRequests int    `json:"max_requests"`
 }
 
 // EdgeSlowTries is one edge's slow-try model: the chance a first try is
@@ -98,11 +108,15 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 		mc.Services = append(mc.Services, sm)
 	}
 	for _, e := range m.Edges {
+		name := fmt.Sprintf("%s → %s %s", m.Services[e.Caller].Name, m.Services[e.Callee].Name, m.Services[e.Callee].Ops[e.CalleeOp].Name)
+		if e.Policy.MaxRequests > 0 {
+			mc.RequestLimits = append(mc.RequestLimits, EdgeRequestLimit{Edge: name, MaxRequests: e.Policy.MaxRequests})
+		}
 		if e.Fail == nil || e.Fail.Slow == nil {
 			continue
 		}
 		sl := e.Fail.Slow
-		es := EdgeSlowTries{Edge: fmt.Sprintf("%s → %s %s", m.Services[e.Caller].Name, m.Services[e.Callee].Name, m.Services[e.Callee].Ops[e.CalleeOp].Name),
+		es := EdgeSlowTries{Edge: name,
 			TimeoutMS: 1000 * sl.Timeout, First: sl.First, RetryByAttempt: sl.By, ByPreviousTry: sl.ByPrevious, P: sl.P, Unknown: sl.Unknown}
 		if sl.ByPrevious {
 			es.AfterSlowByAttempt, es.AfterFailureByAttempt = sl.AfterSlowBy, sl.AfterFailureBy
@@ -152,6 +166,9 @@ func (mc Mechanics) String() string {
 		fmt.Fprintf(&b, "; the client has at most %d requests in flight, the rest wait in order of arrival", mc.MaxInflight)
 	default:
 		b.WriteString("; no client limit on requests in flight")
+	}
+	for _, l := range mc.RequestLimits {
+		fmt.Fprintf(&b, "; %s: at most %d requests out at once, one more failing at once with 503 UO, not retried (Envoy max_requests)", l.Edge, l.MaxRequests)
 	}
 	switch {
 	case mc.HopMS > 0 && mc.HopRoundTrip:
