@@ -563,9 +563,10 @@ func (s *sim) rootRequest(i int) {
 	if s.rngLine != nil {
 		k = s.rngLine.IntN(len(s.lines)) // the client it comes from
 	}
-	if l := &s.lines[k]; s.m.MaxInflight > 0 && l.roots >= s.m.MaxInflight {
+	if lim := s.m.MaxInflight; lim > 0 && s.lines[k].roots >= lim {
 		// The client already has its limit of requests in flight: this
 		// one waits for one of them to end.
+		l := &s.lines[k]
 		l.waiting = append(l.waiting, waitingRoot{at: s.now, entry: i})
 		return
 	}
@@ -858,7 +859,7 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	}
 	a.job = j
 	if p.queued() == 0 && p.busy < s.limit(p) {
-		s.begin(j, jp) // what queueing it and startQueued would do
+		s.begin(j, jp, p) // what queueing it and startQueued would do
 		return
 	}
 	p.push(j)
@@ -900,13 +901,13 @@ func (s *sim) startQueued(pi int32) {
 func (s *sim) startJobs(p *pool) {
 	for limit := s.limit(p); p.busy < limit && p.queued() > 0; {
 		ji := p.pop()
-		s.begin(ji, &s.jobs[ji])
+		s.begin(ji, &s.jobs[ji], p)
 	}
 }
 
-// begin gives job ji (j), off its pool's queue, a worker, unless it was
-// cancelled or its deadline has passed.
-func (s *sim) begin(ji int32, j *job) {
+// begin gives job ji (j), off the queue of its pool p, a worker, unless
+// it was cancelled or its deadline has passed.
+func (s *sim) begin(ji int32, j *job, p *pool) {
 	if j.cancelled {
 		s.freeJob(ji, j)
 		return
@@ -920,7 +921,6 @@ func (s *sim) begin(ji int32, j *job) {
 		s.reply(ai, &s.atts[ai], false, 0, 0)
 		return
 	}
-	p := &s.pools[j.pool]
 	sv := &s.m.Services[j.svc]
 	p.busy++
 	j.state = jobRunning
@@ -1307,7 +1307,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		return
 	}
 	ji, gen, clientErr := c.job, c.jobGen, c.clientErr
-	s.freeCall(ci)
+	s.freeCall(ci, c)
 	j := &s.jobs[ji]
 	if j.gen != gen || j.state != jobCalling {
 		s.met.waste(useful, s.now) // the caller's own work was cancelled meanwhile
@@ -1349,7 +1349,7 @@ func (s *sim) rootEnded(ci int32, c *call, ok bool, useful float64) {
 	if s.rngLine != nil {
 		k = int(s.rootLine[ci])
 	}
-	s.freeCall(ci)
+	s.freeCall(ci, c)
 	l := &s.lines[k]
 	if l.roots--; l.head < len(l.waiting) {
 		s.admit(k)
@@ -1494,8 +1494,9 @@ func (s *sim) newCall() (int32, *call) {
 	return i, p
 }
 
-func (s *sim) freeCall(i int32) {
-	s.calls[i].nextFree, s.callFree = s.callFree, i
+// freeCall frees call i's (c's) slot.
+func (s *sim) freeCall(i int32, c *call) {
+	c.nextFree, s.callFree = s.callFree, i
 }
 
 func (s *sim) newAttempt() (int32, *attempt) {
