@@ -59,8 +59,7 @@ type job struct {
 	nextEdge   int32 // sequential calls: index into the op's Calls
 	repeatLeft int32
 	pending    int32
-	gen        int32
-	nextFree   int32 // while the slot is free: the next free one (see newJob)
+	slotHead
 	// root and rootGen name the root request's call the job serves.
 	root, rootGen int32
 	attemptNo     int16
@@ -159,8 +158,7 @@ type attempt struct {
 	afterSlow bool
 	ok        bool    // the answer on its way
 	ra        float64 // the Retry-After it carries (seconds), 0 for none
-	gen       int32
-	nextFree  int32 // while the slot is free: the next free one (see newJob)
+	slotHead
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
@@ -1441,21 +1439,11 @@ func (s *sim) inFlightWaiting(waiting []waitingRoot) {
 // for the next generation (a new one's first is 0). The caller writes the
 // entity in place through the pointer, which is valid until the slab
 // grows again: building a record on the stack and copying it in cost a
-// stalled 100-byte copy per entity. Each is cleared first and its
-// generation set after, for the same reason: a literal that reads p.gen
-// is built on the stack.
+// stalled 100-byte copy per entity (see newJob).
 
 func (s *sim) newJob() (int32, *job) {
-	i := s.jobFree
-	if i < 0 {
-		i = int32(len(s.jobs))
-		s.jobs = append(s.jobs, job{gen: -1, nextFree: -1})
-	}
-	p := &s.jobs[i]
-	s.jobFree = p.nextFree
-	g := p.gen
-	*p = job{}
-	p.gen = g + 1
+	i, p := slot(&s.jobs, s.jobFree, job{slotHead: freeEnd})
+	*p, p.slotHead = job{}, p.reuse(&s.jobFree) // cleared, then the head set
 	return i, p
 }
 
@@ -1500,15 +1488,32 @@ func (s *sim) freeCall(i int32, c *call) {
 }
 
 func (s *sim) newAttempt() (int32, *attempt) {
-	i := s.attFree
-	if i < 0 {
-		i = int32(len(s.atts))
-		s.atts = append(s.atts, attempt{gen: -1, nextFree: -1})
-	}
-	p := &s.atts[i]
-	s.attFree = p.nextFree
-	g := p.gen
-	*p = attempt{}
-	p.gen = g + 1
+	i, p := slot(&s.atts, s.attFree, attempt{slotHead: freeEnd})
+	*p, p.slotHead = attempt{}, p.reuse(&s.attFree) // as in newJob
 	return i, p
+}
+
+// slotHead is what the free list of a slab keeps in each record: the
+// slot's generation, and while it is free the next free one (-1: none).
+type slotHead struct{ gen, nextFree int32 }
+
+// freeEnd is a new slot's head: the last free one, of generation -1.
+var freeEnd = slotHead{gen: -1, nextFree: -1}
+
+// reuse takes the slot off the free list headed by *free, which it
+// heads, and returns its head for its next occupant.
+func (h *slotHead) reuse(free *int32) slotHead {
+	*free = h.nextFree
+	return slotHead{gen: h.gen + 1, nextFree: -1}
+}
+
+// slot returns slot i of items, the head of its free list, or when the
+// list is empty (-1) a new slot at the end, fresh (a free slot, of
+// generation -1, that ends the list).
+func slot[T any](items *[]T, i int32, fresh T) (int32, *T) {
+	if i < 0 {
+		i = int32(len(*items))
+		*items = append(*items, fresh)
+	}
+	return i, &(*items)[i]
 }
