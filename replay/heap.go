@@ -179,8 +179,7 @@ func (a *agenda) later(t float64, kind evKind, id, gen int32) {
 func (a *agenda) push(t float64, kind evKind, id, gen int32) {
 	switch {
 	case kind == evArrival && !a.waiting:
-		a.next = event{at: timeKey(t), key: a.stamp(kind), id: id, gen: gen}
-		a.waiting = true
+		a.arrival(t, id, gen)
 	case kind == evTimeout && (a.laneHead == len(a.lane) || timeKey(t) >= a.lane[len(a.lane)-1].at):
 		a.lane = append(a.lane, event{at: timeKey(t), key: a.stamp(kind), id: id, gen: gen})
 	default:
@@ -188,13 +187,38 @@ func (a *agenda) push(t float64, kind evKind, id, gen int32) {
 	}
 }
 
+// arrival schedules the next root arrival in its slot, which must be
+// free (!waiting): push's first case, which the engine's arrival handler
+// knows statically (the arrival it handles was the slot's).
+func (a *agenda) arrival(t float64, id, gen int32) {
+	a.next = event{at: timeKey(t), key: a.stamp(evArrival), id: id, gen: gen}
+	a.waiting = true
+}
+
+// laneEmpty reports whether the timeout lane holds nothing: then the
+// earliest event is the arrival's or the heap's (see arrivalFirst). The
+// run loop asks, and takes either itself, without pop's call, for almost
+// every event of a run without per-try timeouts.
+func (a *agenda) laneEmpty() bool { return a.laneHead == len(a.lane) }
+
+// arrivalFirst reports whether the pending arrival comes before the
+// heap's earliest, when the lane is empty.
+func (a *agenda) arrivalFirst() bool {
+	return a.waiting && (len(a.ev) == 0 || a.next.before(&a.ev[0]))
+}
+
+// takeArrival pops the pending arrival.
+func (a *agenda) takeArrival() event {
+	a.waiting = false
+	return a.next
+}
+
 func (a *agenda) pop() event {
-	if a.laneHead == len(a.lane) {
+	if a.laneEmpty() {
 		// No timeout pending in the lane (one service without timeouts,
 		// or between bursts): the arrival or the heap's earliest.
-		if a.waiting && (len(a.ev) == 0 || a.next.before(&a.ev[0])) {
-			a.waiting = false
-			return a.next
+		if a.arrivalFirst() {
+			return a.takeArrival()
 		}
 		return a.eventHeap.pop()
 	}
@@ -223,12 +247,6 @@ func (a *agenda) pop() event {
 		return e
 	}
 	return a.eventHeap.pop()
-}
-
-// empty reports whether nothing is pending: len() == 0, testing the
-// arrival first (an open-loop run always has one pending).
-func (a *agenda) empty() bool {
-	return !a.waiting && len(a.ev) == 0 && a.laneHead == len(a.lane)
 }
 
 func (a *agenda) len() int {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // RunConfig is what one run needs besides the model and the faults. Zero
@@ -72,13 +73,36 @@ func (m *metrics) init(duration float64, edges, expectedRoots int) {
 	m.series = Series{Originals: make([]int, n), Retries: make([]int, n), Goodput: make([]int, n),
 		QueueDepth: make([]int, n), Wasted: make([]float64, n)}
 	m.edgeAttempts = make([]int, edges)
-	m.latencies = make([]float64, 0, expectedRoots)
+	m.latencies = takeFloats(expectedRoots)
 	m.edgeRetries = make([]int, edges)
 	m.edgeFailed = make([]int, edges)
 	m.edgeSeries = make([][]int, edges)
 	for i := range m.edgeSeries {
 		m.edgeSeries[i] = make([]int, n)
 	}
+}
+
+// spareFloats holds latency lists of finished runs (*[]float64) for the
+// next ones: a long run's is megabytes, which as a new allocation each
+// run cost the pages' first touch, their zeroing and the collector's
+// work, in every one of an audit's thousand runs.
+var spareFloats sync.Pool
+
+// takeFloats returns an empty list with room for n values, a spare one
+// if it is large enough.
+func takeFloats(n int) []float64 {
+	if p, ok := spareFloats.Get().(*[]float64); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]float64, 0, n)
+}
+
+// release gives the run's latency list to the next run: the figures are
+// taken (result), and nothing refers to it.
+func (m *metrics) release() {
+	l := m.latencies[:0]
+	m.latencies = nil
+	spareFloats.Put(&l)
 }
 
 // sec is the series bucket of time t (the last bucket takes the drain).
@@ -374,7 +398,10 @@ func percentiles(xs []float64) (p50, p90, p95, p99 float64) {
 		p99 = selectRank(xs[r[2]:], r[3]-r[2])
 		return p50, p90, p95, p99
 	}
-	cnt := make([]int32, 1<<pctBits)
+	cp := spareCounts.Get().(*[1 << pctBits]int32)
+	defer spareCounts.Put(cp)
+	cnt := cp[:]
+	clear(cnt)
 	for _, x := range xs {
 		cnt[orderKey(x)>>(64-pctBits)]++
 	}
@@ -431,6 +458,10 @@ func percentiles(xs []float64) (p50, p90, p95, p99 float64) {
 	}
 	return out[0], out[1], out[2], out[3]
 }
+
+// spareCounts holds percentiles' bucket counts (256 KB) for the next
+// call, for the reason of spareFloats.
+var spareCounts = sync.Pool{New: func() any { return new([1 << pctBits]int32) }}
 
 // pctDirect is the length under which percentiles selects directly;
 // pctBits the width of its buckets' index.

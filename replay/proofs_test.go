@@ -636,16 +636,20 @@ func TestSlotReuse(t *testing.T) {
 	if len(s.atts) > attempts/10 {
 		t.Errorf("%d attempt slots for %d attempts: slots are not reused", len(s.atts), attempts)
 	}
-	for name, free := range map[string][]int32{"jobs": s.freeJobs, "calls": s.freeCalls, "attempts": s.freeAtt} {
+	// A slot freed twice would close its list into a loop.
+	walk := func(name string, head int32, slots int, next func(int32) int32) {
 		seen := map[int32]bool{}
-		for _, i := range free {
-			if seen[i] {
+		for i := head; i >= 0; i = next(i) {
+			if seen[i] || len(seen) > slots {
 				t.Errorf("%s slot %d is on the free list twice", name, i)
-				break
+				return
 			}
 			seen[i] = true
 		}
 	}
+	walk("jobs", s.jobFree, len(s.jobs), func(i int32) int32 { return s.jobs[i].nextFree })
+	walk("calls", s.callFree, len(s.calls), func(i int32) int32 { return s.calls[i].nextFree })
+	walk("attempts", s.attFree, len(s.atts), func(i int32) int32 { return s.atts[i].nextFree })
 }
 
 // TestSelectRank: the selection that computes percentiles agrees with a

@@ -132,7 +132,9 @@ func RunContext(ctx context.Context, m *Model, faults degrade.Schedule, cfg RunC
 	if err := s.run(ctx); err != nil {
 		return Result{}, err
 	}
-	return s.result(), nil
+	r := s.result()
+	s.met.release()
+	return r, nil
 }
 
 // rootRate is the model's root requests a second: its rate, its arrival

@@ -59,7 +59,7 @@ type job struct {
 	nextEdge   int32 // sequential calls: index into the op's Calls
 	repeatLeft int32
 	pending    int32
-	gen        int32
+	slotHead
 	// root and rootGen name the root request's call the job serves.
 	root, rootGen int32
 	attemptNo     int16
@@ -100,7 +100,10 @@ type call struct {
 	open    int32
 	edge    int32 // -1 for a root request
 	svc, op int32 // the callee
-	start   float64
+	// fail is the failure model of the edge (or root operation) the call
+	// is made on, an index into sim.fails (see job.fail).
+	fail  int32
+	start float64
 	// deadline bounds the call (+Inf: none); key in [0,1) is the
 	// request's key, which decides its shard on a sharded callee.
 	deadline, key float64
@@ -121,15 +124,16 @@ type call struct {
 	// direct: nothing lies between the client and the callee to lose or
 	// delay a request (no fault on the callee, no network hop, no transit
 	// time on the edge); directBack: nor an answer (no fault, and no hop
-	// back). Both are static, set when the call begins.
-	direct, directBack bool
+	// back). propagate: the attempts carry their deadline to the callee.
+	// All three are static, set when the call begins.
+	direct, directBack, propagate bool
 	// slow: the latest attempt sent was drawn slow at the callee.
 	slow bool
 	// failedEdges (root requests): the edges on which an attempt serving
 	// it has failed.
 	failedEdges []int32
-	entry       int16 // the root operation of a root request
 	gen         int32
+	nextFree    int32 // while the slot is free: the next free one (see newJob)
 }
 
 // attempt is one try of a call. Its slot is reused once both sides are
@@ -154,7 +158,7 @@ type attempt struct {
 	afterSlow bool
 	ok        bool    // the answer on its way
 	ra        float64 // the Retry-After it carries (seconds), 0 for none
-	gen       int32
+	slotHead
 }
 
 // pool is a service's (or one shard's, or replica's) workers and FIFO queue.
@@ -199,6 +203,8 @@ type svcState struct {
 	// direct and directBack are what the calls to the service have as
 	// theirs (see call), but for an edge's transit time.
 	direct, directBack bool
+	// sheds: the service bounds its queue (QueueCap or ShedRetriesAt).
+	sheds bool
 	// eff is what the faults do to every attempt from now until
 	// effUntil, when they start or end, unless it varies by caller or
 	// part: the effect is computed once per such span, not per attempt.
@@ -257,9 +263,8 @@ type sim struct {
 	jobs       []job
 	calls      []call
 	atts       []attempt
-	freeJobs   []int32
-	freeCalls  []int32
-	freeAtt    []int32
+	// The heads of the slabs' free lists, -1 for none (see newJob).
+	jobFree, callFree, attFree int32
 
 	budgets []Budget // per edge (shared budgets appear under each of their edges)
 	// outstanding counts the attempts out (sent, not yet answered or
@@ -323,7 +328,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	s := &sim{m: m, faults: faults, cfg: cfg, arrivalEnd: cfg.Duration,
 		rngArrival: newRNG(cfg.Seed, 1), rngService: newRNG(cfg.Seed, 2),
 		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4), rngOutcome: newRNG(cfg.Seed, 5),
-		observed: faults.Observed()}
+		observed: faults.Observed(), jobFree: -1, callFree: -1, attFree: -1}
 	s.svcs = make([]svcState, len(m.Services))
 	for i, svc := range m.Services {
 		st := &s.svcs[i]
@@ -336,6 +341,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		}
 		st.direct = len(st.faults) == 0 && m.Hop == nil
 		st.directBack = len(st.faults) == 0 && (m.Hop == nil || m.HopRoundTrip)
+		st.sheds = svc.QueueCap > 0 || svc.ShedRetriesAt > 0
 		st.parts, st.byKey = faults.Shards(svc.Name), true
 		if r := faults.Replicas(svc.Name); r > 1 {
 			st.parts, st.byKey = r, false
@@ -444,8 +450,18 @@ func (s *sim) run(ctx context.Context) error {
 	}
 	nominal := s.cfg.Duration + s.cfg.Drain
 	s.h.push(nominal, evFreeze, 0, 0)
-	for !s.h.empty() {
-		ev := s.h.pop()
+	for {
+		// agenda.pop, with its commonest cases inlined.
+		var ev event
+		if !s.h.laneEmpty() {
+			ev = s.h.pop()
+		} else if s.h.arrivalFirst() {
+			ev = s.h.takeArrival()
+		} else if len(s.h.ev) > 0 {
+			ev = s.h.eventHeap.pop()
+		} else {
+			break // nothing pending
+		}
 		t := ev.time()
 		if t > nominal && t > s.arrivalEnd && (s.verdict.state != "" || !s.judging) {
 			break
@@ -464,13 +480,17 @@ func (s *sim) run(ctx context.Context) error {
 		// jump table's indirect jump mispredicted on every change of kind.
 		if k := ev.kind(); k == evServed {
 			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
-				s.served(ev.id, j)
+				if j.leaf {
+					s.complete(ev.id, j) // it calls nothing: done
+				} else {
+					s.served(ev.id, j)
+				}
 			}
 			continue
 		} else if k == evArrival && len(m.Arrivals) == 0 {
 			if !s.ended(ev) {
 				s.rootRequest(-1)
-				s.h.push(s.now+s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
+				s.h.arrival(s.now+s.rngArrival.ExpFloat64()/m.Rate, 0, 0)
 			}
 			continue
 		}
@@ -479,12 +499,7 @@ func (s *sim) run(ctx context.Context) error {
 			if s.ended(ev) {
 				break
 			}
-			if len(m.Arrivals) == 0 {
-				s.rootRequest(-1)
-				s.h.push(s.now+s.rngArrival.ExpFloat64()/m.Rate, evArrival, 0, 0)
-				break
-			}
-			// The traces' own arrivals: ev.id counts them across repeats.
+			// The traces' own arrivals (open-loop ones were handled above): ev.id counts them across repeats.
 			k, n := int(ev.id), len(m.Arrivals)
 			s.rootRequest(m.Arrivals[k%n].Entry)
 			k++
@@ -492,10 +507,6 @@ func (s *sim) run(ctx context.Context) error {
 		case evThink:
 			if !s.ended(ev) {
 				s.rootRequest(-1)
-			}
-		case evServed:
-			if j := &s.jobs[ev.id]; j.gen == ev.gen && j.state == jobRunning {
-				s.served(ev.id, j)
 			}
 		case evTimeout, evHedge, evRequest, evResend, evResponse, evResendAnswer:
 			// Events about an attempt the client still waits for.
@@ -555,9 +566,10 @@ func (s *sim) rootRequest(i int) {
 	if s.rngLine != nil {
 		k = s.rngLine.IntN(len(s.lines)) // the client it comes from
 	}
-	if l := &s.lines[k]; s.m.MaxInflight > 0 && l.roots >= s.m.MaxInflight {
+	if lim := s.m.MaxInflight; lim > 0 && s.lines[k].roots >= lim {
 		// The client already has its limit of requests in flight: this
 		// one waits for one of them to end.
+		l := &s.lines[k]
 		l.waiting = append(l.waiting, waitingRoot{at: s.now, entry: i})
 		return
 	}
@@ -568,15 +580,15 @@ func (s *sim) rootRequest(i int) {
 // client line k to entry i. Its latency and deadline count from its
 // arrival: the end user waits for the client's turn too.
 func (s *sim) startRoot(i int, arrived float64, k int) {
-	e := s.m.Entry[i]
+	e := &s.m.Entry[i]
 	deadline := math.Inf(1)
 	if s.m.ClientDeadline > 0 {
 		deadline = arrived + s.m.ClientDeadline
 	}
 	key, st := s.key(int32(e.Service)), &s.svcs[e.Service]
 	c, cp := s.newCall()
-	cp.job, cp.edge, cp.entry, cp.svc, cp.op = -1, -1, int16(i), int32(e.Service), int32(e.Op)
-	cp.start, cp.deadline, cp.key, cp.direct, cp.directBack = arrived, deadline, key, st.direct, st.directBack
+	cp.job, cp.edge, cp.fail, cp.svc, cp.op = -1, -1, s.entryFail[i], int32(e.Service), int32(e.Op)
+	cp.start, cp.deadline, cp.key, cp.direct, cp.directBack, cp.propagate = arrived, deadline, key, st.direct, st.directBack, s.m.RootPropagate
 	s.lines[k].roots++
 	if s.rngLine != nil {
 		if int(c) >= len(s.rootLine) {
@@ -802,7 +814,6 @@ func (s *sim) cross(ai int32, answer bool) {
 // arrive delivers attempt ai (a, of call c) to its callee, where faults,
 // shedding and the queue decide its fate.
 func (s *sim) arrive(ai int32, a *attempt, c *call) {
-	svc := &s.m.Services[c.svc]
 	st := &s.svcs[c.svc]
 	part := int32(0)
 	if st.parts > 1 {
@@ -824,23 +835,19 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	}
 	p := &st.pools[pi]
 	pi += st.pool0 // the pool's index in sim.pools
-	if svc.QueueCap > 0 && p.queued() >= svc.QueueCap ||
-		svc.ShedRetriesAt > 0 && a.n > 1 && p.queued() >= svc.ShedRetriesAt {
+	if st.sheds && s.shed(c.svc, p, a.n) {
 		s.met.shed(s.now)
 		s.reply(ai, a, false, s.cfg.RetryAfter, 0)
 		return
 	}
 	deadline := math.Inf(1)
-	if c.edge >= 0 && s.m.Edges[c.edge].Policy.Propagate || c.edge < 0 && s.m.RootPropagate {
+	if c.propagate {
 		// The attempt's own deadline travels with it (grpc-timeout,
 		// x-envoy-expected-rq-timeout-ms): the per-try timeout's if that
 		// is sooner than the call's.
 		deadline = a.deadline
 	}
-	fail := s.entryFail[c.entry]
-	if c.edge >= 0 {
-		fail = s.edgeFail[c.edge]
-	}
+	fail := c.fail
 	var root, rootGen int32
 	var same, other bool
 	if c.job < 0 {
@@ -869,11 +876,20 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	}
 	a.job = j
 	if p.queued() == 0 && p.busy < s.limit(p) {
-		s.begin(j, jp) // what queueing it and startQueued would do
+		s.begin(j, jp, p) // what queueing it and startQueued would do
 		return
 	}
 	p.push(j)
 	s.startQueued(pi)
+}
+
+// shed reports whether service svc sheds attempt number n, which would
+// join pool p's queue: the queue is full, or a retry finds it as long
+// as the service's bound for retries.
+func (s *sim) shed(svc int32, p *pool, n int16) bool {
+	sv := &s.m.Services[svc]
+	return sv.QueueCap > 0 && p.queued() >= sv.QueueCap ||
+		sv.ShedRetriesAt > 0 && n > 1 && p.queued() >= sv.ShedRetriesAt
 }
 
 // limit is the pool's worker count under active faults.
@@ -902,13 +918,13 @@ func (s *sim) startQueued(pi int32) {
 func (s *sim) startJobs(p *pool) {
 	for limit := s.limit(p); p.busy < limit && p.queued() > 0; {
 		ji := p.pop()
-		s.begin(ji, &s.jobs[ji])
+		s.begin(ji, &s.jobs[ji], p)
 	}
 }
 
-// begin gives job ji (j), off its pool's queue, a worker, unless it was
-// cancelled or its deadline has passed.
-func (s *sim) begin(ji int32, j *job) {
+// begin gives job ji (j), off the queue of its pool p, a worker, unless
+// it was cancelled or its deadline has passed.
+func (s *sim) begin(ji int32, j *job, p *pool) {
 	if j.cancelled {
 		s.freeJob(ji, j)
 		return
@@ -922,7 +938,6 @@ func (s *sim) begin(ji int32, j *job) {
 		s.reply(ai, &s.atts[ai], false, 0, 0)
 		return
 	}
-	p := &s.pools[j.pool]
 	sv := &s.m.Services[j.svc]
 	p.busy++
 	j.state = jobRunning
@@ -961,16 +976,13 @@ func (s *sim) begin(ji int32, j *job) {
 	s.h.later(s.now+(t+add), evServed, ji, j.gen)
 }
 
-// served: job ji's (j's) own work is done; make its downstream calls.
+// served: job ji's (j's) own work is done, and its operation calls
+// others (a leaf's job completes at once); make its downstream calls.
 func (s *sim) served(ji int32, j *job) {
-	if j.leaf {
-		s.complete(ji)
-		return
-	}
 	op := &s.m.Services[j.svc].Ops[j.op]
 	if j.drawn && j.own != outOK && op.FailFast > 0 && s.rngOutcome.Float64() < op.FailFast {
 		// A request the service rejects fails before it calls anything.
-		s.complete(ji)
+		s.complete(ji, j)
 		return
 	}
 	j.state = jobCalling
@@ -986,8 +998,9 @@ func (s *sim) served(ji int32, j *job) {
 				s.startCall(ji, int32(e))
 			}
 		}
-		if s.jobs[ji].pending--; s.jobs[ji].pending == 0 {
-			s.complete(ji)
+		j = &s.jobs[ji] // the calls may have grown the slab
+		if j.pending--; j.pending == 0 {
+			s.complete(ji, j)
 		}
 		return
 	}
@@ -1016,7 +1029,7 @@ func (s *sim) nextCall(ji int32) {
 		}
 		j.nextEdge++
 		if int(j.nextEdge) >= len(op.Calls) {
-			s.complete(ji)
+			s.complete(ji, j)
 			return
 		}
 		j.repeatLeft = int32(s.repeats(op.Calls[j.nextEdge]))
@@ -1048,17 +1061,16 @@ func (s *sim) startCall(ji, e int32) {
 	}
 	key, run, st := s.key(int32(ed.Callee)), s.lastEnded[e].failedFor(j.root, j.rootGen), &s.svcs[ed.Callee]
 	c, cp := s.newCall()
-	cp.job, cp.jobGen, cp.edge, cp.svc, cp.op = ji, j.gen, e, int32(ed.Callee), int32(ed.CalleeOp)
+	cp.job, cp.jobGen, cp.edge, cp.fail, cp.svc, cp.op = ji, j.gen, e, s.edgeFail[e], int32(ed.Callee), int32(ed.CalleeOp)
 	cp.start, cp.deadline, cp.key, cp.run = s.now, deadline, key, run
-	cp.direct, cp.directBack = st.direct && ed.Transit == nil, st.directBack
+	cp.direct, cp.directBack, cp.propagate = st.direct && ed.Transit == nil, st.directBack, ed.Policy.Propagate
 	s.send(c, cp)
 }
 
-// complete ends a job: its worker is freed and its attempt answered with
+// complete ends job ji (j): its worker is freed and its attempt answered with
 // the outcome the failure model gives. An error-after-work fault decides
 // here, with the work done, that the answer is a 5xx.
-func (s *sim) complete(ji int32) {
-	j := &s.jobs[ji]
+func (s *sim) complete(ji int32, j *job) {
 	o, retryAfter := outOK, 0.0
 	if j.failed || j.fail != 0 { // else it succeeds: no failure model
 		o, retryAfter = s.ownOutcome(ji)
@@ -1330,7 +1342,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		return
 	}
 	ji, gen, clientErr := c.job, c.jobGen, c.clientErr
-	s.freeCall(ci)
+	s.freeCall(ci, c)
 	j := &s.jobs[ji]
 	if j.gen != gen || j.state != jobCalling {
 		s.met.waste(useful, s.now) // the caller's own work was cancelled meanwhile
@@ -1350,7 +1362,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 	}
 	if op.Parallel {
 		if j.pending == 0 {
-			s.complete(ji)
+			s.complete(ji, j)
 		}
 		return
 	}
@@ -1372,7 +1384,7 @@ func (s *sim) rootEnded(ci int32, c *call, ok bool, useful float64) {
 	if s.rngLine != nil {
 		k = int(s.rootLine[ci])
 	}
-	s.freeCall(ci)
+	s.freeCall(ci, c)
 	l := &s.lines[k]
 	if l.roots--; l.head < len(l.waiting) {
 		s.admit(k)
@@ -1456,21 +1468,26 @@ func (s *sim) inFlightWaiting(waiting []waitingRoot) {
 	}
 }
 
-// Entity slabs with free lists; a generation counter per slot makes events
-// for a freed entity stale.
+// Entity slabs with free lists. A freed slot goes on its slab's list,
+// which is linked through the free slots themselves (nextFree, from the
+// head in sim, -1 for none), and the slot freed last is reused first; a
+// new slot is added, as a free one, when none is. A generation counter
+// per slot makes events for a freed entity stale: a slot is cleared but
+// for the next generation (a new one's first is 0). The caller writes the
+// entity in place through the pointer, which is valid until the slab
+// grows again: building a record on the stack and copying it in cost a
+// stalled 100-byte copy per entity (see newJob).
 
 func (s *sim) newJob() (int32, *job) {
-	i, p, reused := slot(&s.jobs, &s.freeJobs)
-	if reused {
-		*p = job{gen: p.gen + 1}
-	}
+	i, p := slot(&s.jobs, s.jobFree, job{slotHead: freeEnd})
+	*p, p.slotHead = job{}, p.reuse(&s.jobFree) // cleared, then the head set
 	return i, p
 }
 
 // freeJob frees job i's (j's) slot.
 func (s *sim) freeJob(i int32, j *job) {
 	j.state = jobDone
-	s.freeJobs = append(s.freeJobs, i)
+	j.nextFree, s.jobFree = s.jobFree, i
 	if a := &s.atts[j.att]; a.job == i {
 		a.job = -1
 		s.freeAttempt(j.att, a) // unless its client still waits
@@ -1481,7 +1498,7 @@ func (s *sim) freeJob(i int32, j *job) {
 func (s *sim) freeAttempt(i int32, a *attempt) {
 	if !a.open && a.job == -1 {
 		a.job = -2
-		s.freeAtt = append(s.freeAtt, i)
+		a.nextFree, s.attFree = s.attFree, i
 	}
 }
 
@@ -1489,40 +1506,51 @@ func (s *sim) freeAttempt(i int32, a *attempt) {
 // zero but its generation. A root request's list of failed edges keeps
 // its storage from the slot's last occupant, emptied.
 func (s *sim) newCall() (int32, *call) {
-	i, p, reused := slot(&s.calls, &s.freeCalls)
-	gen := int32(0)
-	if reused {
-		gen = p.gen + 1
+	i := s.callFree
+	if i < 0 {
+		i = int32(len(s.calls))
+		s.calls = append(s.calls, call{gen: -1, nextFree: -1})
 	}
-	*p = call{open: -1, gen: gen, failedEdges: p.failedEdges[:0]}
+	p := &s.calls[i]
+	s.callFree = p.nextFree
+	g, failed := p.gen, p.failedEdges[:0]
+	*p = call{}
+	p.open, p.gen, p.failedEdges = -1, g+1, failed
 	return i, p
 }
 
-func (s *sim) freeCall(i int32) { s.freeCalls = append(s.freeCalls, i) }
+// freeCall frees call i's (c's) slot.
+func (s *sim) freeCall(i int32, c *call) {
+	c.nextFree, s.callFree = s.callFree, i
+}
 
 func (s *sim) newAttempt() (int32, *attempt) {
-	i, p, reused := slot(&s.atts, &s.freeAtt)
-	if reused {
-		*p = attempt{gen: p.gen + 1}
-	}
+	i, p := slot(&s.atts, s.attFree, attempt{slotHead: freeEnd})
+	*p, p.slotHead = attempt{}, p.reuse(&s.attFree) // as in newJob
 	return i, p
 }
 
-// slot returns a slot of items for a new entity: a free one if there is
-// one (reused: the caller clears it but for the next generation, so
-// events scheduled for the last occupant are recognised as stale),
-// otherwise a new, zero one at the end. The caller writes the entity in
-// place through the pointer, which is valid until items grows again:
-// building a record on the stack and copying it in cost a stalled
-// 100-byte copy per entity.
-func slot[T any](items *[]T, free *[]int32) (i int32, p *T, reused bool) {
-	if n := len(*free); n > 0 {
-		i = (*free)[n-1]
-		*free = (*free)[:n-1]
-		return i, &(*items)[i], true
+// slotHead is what the free list of a slab keeps in each record: the
+// slot's generation, and while it is free the next free one (-1: none).
+type slotHead struct{ gen, nextFree int32 }
+
+// freeEnd is a new slot's head: the last free one, of generation -1.
+var freeEnd = slotHead{gen: -1, nextFree: -1}
+
+// reuse takes the slot off the free list headed by *free, which it
+// heads, and returns its head for its next occupant.
+func (h *slotHead) reuse(free *int32) slotHead {
+	*free = h.nextFree
+	return slotHead{gen: h.gen + 1, nextFree: -1}
+}
+
+// slot returns slot i of items, the head of its free list, or when the
+// list is empty (-1) a new slot at the end, fresh (a free slot, of
+// generation -1, that ends the list).
+func slot[T any](items *[]T, i int32, fresh T) (int32, *T) {
+	if i < 0 {
+		i = int32(len(*items))
+		*items = append(*items, fresh)
 	}
-	var zero T
-	*items = append(*items, zero)
-	i = int32(len(*items) - 1)
-	return i, &(*items)[i], false
+	return i, &(*items)[i]
 }
