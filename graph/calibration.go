@@ -344,7 +344,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	for i, ec := range ecs {
 		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, breakerFast, perEdge[i], anyFail)
 	}
-	userOutcomes(ix, roots, downFailed, t)
+	userOutcomes(ix, roots, downFailed, breakerFast, t)
 	ownFailed := mapShards(ix, func(s sel) spanSet {
 		own := newSpanSet(len(ix.spans))
 		for i := range ix.spans {
@@ -972,8 +972,11 @@ func quantileBand(n int, p, alpha float64) (int, int) {
 	return lo, max(hi, lo)
 }
 
-// userOutcomes gives every user edge the outcome mix of its root spans.
-func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topology) {
+// userOutcomes gives every user edge the outcome mix of its root spans. A
+// root whose call was failed fast by a circuit breaker (breakerFast) failed
+// below it, as one whose call failed did: the replay's breaker fails that
+// call, so the root's own mix must not count the failure again.
+func userOutcomes(ix *index, roots map[node][]int32, downFailed, breakerFast spanSet, t *Topology) {
 	os := mapShards(ix, func(s sel) []*Outcomes {
 		os := make([]*Outcomes, len(t.Edges))
 		for i := range t.Edges {
@@ -987,7 +990,7 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topo
 					continue
 				}
 				a := ix.newAttempt(r, r)
-				if downFailed.has(r) {
+				if downFailed.has(r) || breakerFast.has(r) {
 					o.DownstreamFailed++
 					if a.outcome.failed() {
 						o.Propagated++

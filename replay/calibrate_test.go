@@ -30,10 +30,11 @@ func sampleScenarios(t testing.TB) []string {
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
 var knownMisses = map[string]string{
-	"cockatiel": "Node: the ledger's failures come in runs (outages of 12, 9 and 2 requests) that open front's breaker, while the replay " +
-		"draws each call's outcome independently of the edge's latest (11 of 14 calls failed after a failed one, 3 of 17 after a success: " +
-		"P = 0.012, not below the runs test's 0.00135), so its breaker (threshold 3, open 36 ms) seldom opens: 46.4 ledger calls replayed, " +
-		"32 traced (15 failed fast); root server errors 49.3% against 44.0%",
+	"cockatiel": "Node: the ledger's failures come in outages (runs of 12, 9 and 2 requests, sent 10-50 ms apart) that open front's breaker " +
+		"(threshold 3, open 36 ms), while the replay draws each call's outcome independently of the edge's latest (11 of 14 calls failed " +
+		"after a failed one, 3 of 17 after a success: P = 0.012, not below the runs test's 0.00135) and its Poisson arrivals at the mean " +
+		"rate (6.5/s) seldom put a request inside an open period: 46.4 ledger calls replayed, 32 traced (15 failed fast); root server " +
+		"errors 33.5% against 44.0%",
 	"grpc-pushback": "gRPC: 3 of the 13 RESOURCE_EXHAUSTED answers carried a negative grpc-retry-pushback-ms, so grpc-go ended those calls " +
 		"without a retry, while the other 10 were retried; the replay retries every retryable failure its policy allows (the first " +
 		"attempt's outcome mix says nothing of whether that answer let the caller retry), so fewer calls fail at the root than traced",
