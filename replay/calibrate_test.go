@@ -35,9 +35,6 @@ var knownMisses = map[string]string{
 		"after a failed one, 3 of 17 after a success: P = 0.012, not below the runs test's 0.00135) and its Poisson arrivals at the mean " +
 		"rate (6.5/s) seldom put a request inside an open period: 46.4 ledger calls replayed, 32 traced (15 failed fast); root server " +
 		"errors 33.5% against 44.0%",
-	"grpc-pushback": "gRPC: 3 of the 13 RESOURCE_EXHAUSTED answers carried a negative grpc-retry-pushback-ms, so grpc-go ended those calls " +
-		"without a retry, while the other 10 were retried; the replay retries every retryable failure its policy allows (the first " +
-		"attempt's outcome mix says nothing of whether that answer let the caller retry), so fewer calls fail at the root than traced",
 }
 
 // TestCalibrateSamples holds every committed scenario to the default
@@ -263,4 +260,53 @@ func TestExclusiveFaultsAcrossLayers(t *testing.T) {
 		return
 	}
 	t.Fatalf("no gateway → orders attempts in %+v", r.Attempts)
+}
+
+// TestGiveUpReplay: a caller retries up to 3 attempts, but the traces show
+// it giving up on half of its throttled failures with attempts left, and
+// on none of the others. Each attempt is throttled with chance 0.3, fails
+// otherwise with 0.2: a call fails with F(n) = 0.3 (½ + ½ F(n−1)) +
+// 0.2 F(n−1), F(1) = 0.5, so F(3) = 0.26375 (0.125 retrying every
+// failure), and makes 1 + 0.35 (1 + 0.35) = 1.4725 attempts.
+func TestGiveUpReplay(t *testing.T) {
+	op := func(name string, count int) graph.Operation {
+		return graph.Operation{Name: name, Count: count, P50MS: 1}
+	}
+	mix := graph.OutcomeMix{OK: 50, Throttled: 30, ServerError: 20}
+	tp := &graph.Topology{
+		Services: []graph.Service{{Name: "gateway", Operations: []graph.Operation{op("GET /o", 1000)}}, {Name: "catalog", Operations: []graph.Operation{op("Lookup", 1500)}}},
+		Edges: []graph.Edge{
+			{Caller: "user", Callee: "gateway", Operation: "GET /o", Calls: 1000, MaxAttempts: 1, Outcomes: &graph.Outcomes{First: graph.OutcomeMix{OK: 1000}}},
+			{Caller: "gateway", CallerOperation: "GET /o", Callee: "catalog", Operation: "Lookup", Calls: 1000, MaxAttempts: 3,
+				Outcomes: &graph.Outcomes{First: mix, Retry: mix, RetryByAttempt: []graph.OutcomeMix{mix, mix}, GivenUp: []graph.StatusRetries{
+					{Status: "grpc RESOURCE_EXHAUSTED", Class: "throttled", Retried: 40, GivenUp: 40, Reason: "unknown: no span says why"},
+					{Status: "grpc UNAVAILABLE", Class: "server_error", Retried: 50}}}},
+		},
+		Calibration: &graph.Calibration{RootRatePerS: 20, Sampling: graph.Sampling{Probability: 1, Roots: 1}},
+	}
+	m, err := FromTopology(tp, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := m.Edges[len(m.Edges)-1].Policy.GiveUp; g != [giveUpClasses]float64{GiveUpThrottled: 0.5} {
+		t.Fatalf("give-up shares %v, want throttled 0.5", g)
+	}
+	r, err := Run(m, nil, RunConfig{Seed: 1, Duration: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := float64(r.ServerErrors)/float64(r.RootRequests), 0.26375; math.Abs(got-want) > 0.05*want {
+		t.Errorf("%.4f of root requests failed, want %.4f", got, want)
+	}
+	a := r.Attempts[len(r.Attempts)-1]
+	if got, want := float64(a.Attempts)/float64(a.Attempts-a.Retries), 1.4725; math.Abs(got-want) > 0.02*want {
+		t.Errorf("%.4f attempts a call, want %.4f", got, want)
+	}
+	// Half the calls' throttled first or second attempts: 0.3 × 0.5 × 1.35.
+	if got, want := float64(a.GivenUp)/float64(a.Attempts-a.Retries), 0.2025; math.Abs(got-want) > 0.05*want {
+		t.Errorf("%.4f of calls given up, want %.4f", got, want)
+	}
+	if len(r.Mechanics.GiveUp) != 1 || r.Mechanics.GiveUp[0].Throttled != 0.5 || !strings.Contains(r.Mechanics.String(), "a throttled one 0.5") {
+		t.Errorf("mechanics %+v: %s", r.Mechanics.GiveUp, r.Mechanics.String())
+	}
 }

@@ -35,6 +35,19 @@ type Mechanics struct {
 	// still at work when the caller gives up) with the shares the traces
 	// show (see SlowTries); the model notes give their counts.
 	SlowTries []EdgeSlowTries `json:"slow_tries,omitempty"`
+	// GiveUp are the edges whose client gives calls up on a failure with
+	// attempts left, with the chance it does by the failure's class
+	// (Policy.GiveUp); the model notes give the traces' counts.
+	GiveUp []EdgeGiveUp `json:"give_up,omitempty"`
+}
+
+// EdgeGiveUp is one edge's Policy.GiveUp: the chance its client ends a
+// call on a failed answer of each class although attempts are left.
+type EdgeGiveUp struct {
+	Edge       string  `json:"edge"`
+	Failure    float64 `json:"failure"`
+	Throttled  float64 `json:"throttled"`
+	RetryAfter float64 `json:"retry_after"`
 }
 
 // EdgeSlowTries is one edge's slow-try model: the chance a first try is
@@ -94,11 +107,14 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 		mc.Services = append(mc.Services, sm)
 	}
 	for _, e := range m.Edges {
+		if g := e.Policy.GiveUp; g != [giveUpClasses]float64{} {
+			mc.GiveUp = append(mc.GiveUp, EdgeGiveUp{Edge: edgeName(m, e), Failure: g[GiveUpFail], Throttled: g[GiveUpThrottled], RetryAfter: g[GiveUpRetryAfter]})
+		}
 		if e.Fail == nil || e.Fail.Slow == nil {
 			continue
 		}
 		sl := e.Fail.Slow
-		es := EdgeSlowTries{Edge: fmt.Sprintf("%s → %s %s", m.Services[e.Caller].Name, m.Services[e.Callee].Name, m.Services[e.Callee].Ops[e.CalleeOp].Name),
+		es := EdgeSlowTries{Edge: edgeName(m, e),
 			TimeoutMS: 1000 * sl.Timeout, First: sl.First, RetryByAttempt: sl.By, ByPreviousTry: sl.ByPrevious, P: sl.P, Unknown: sl.Unknown}
 		if sl.ByPrevious {
 			es.AfterSlowByAttempt, es.AfterFailureByAttempt = sl.AfterSlowBy, sl.AfterFailureBy
@@ -106,6 +122,11 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 		mc.SlowTries = append(mc.SlowTries, es)
 	}
 	return mc
+}
+
+// edgeName names edge e of m as the notes do: caller → callee operation.
+func edgeName(m *Model, e Edge) string {
+	return fmt.Sprintf("%s → %s %s", m.Services[e.Caller].Name, m.Services[e.Callee].Name, m.Services[e.Callee].Ops[e.CalleeOp].Name)
 }
 
 // String renders the mechanics as a note, e.g. "mechanics: server 6
@@ -147,6 +168,10 @@ func (mc Mechanics) String() string {
 		fmt.Fprintf(&b, "; network round trip %g ms an attempt, paid before the callee sees it", mc.HopMS)
 	case mc.HopMS > 0:
 		fmt.Fprintf(&b, "; network hop %g ms a message", mc.HopMS)
+	}
+	for _, g := range mc.GiveUp {
+		fmt.Fprintf(&b, "; %s gives a call up with attempts left on a failure with chance %.3g, a throttled one %.3g, one with a Retry-After %.3g",
+			g.Edge, g.Failure, g.Throttled, g.RetryAfter)
 	}
 	fmt.Fprintf(&b, "; cancels arrive after %g ms; lost packets resent after %g ms, doubling, reset after %d retransmissions", mc.CancelDelayMS, mc.RTOMS, mc.Retransmits)
 	fmt.Fprintf(&b, "; recovered = goodput ≥ %g of its pre-trigger share over %g s with queues drained (queued work at most twice its pre-trigger peak plus 2), collapsed = under %g of it for %g s with a backlog above that bound not draining (with none, low goodput is the callee's own failures, never a collapse), judged up to %g s after the trigger",
