@@ -30,11 +30,11 @@ func sampleScenarios(t testing.TB) []string {
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
 var knownMisses = map[string]string{
-	"cockatiel": "Node: the ledger's failures come in outages (runs of 12, 9 and 2 requests, sent 10-50 ms apart) that open front's breaker " +
-		"(threshold 3, open 36 ms), while the replay draws each call's outcome independently of the edge's latest (11 of 14 calls failed " +
-		"after a failed one, 3 of 17 after a success: P = 0.012, not below the runs test's 0.00135) and its Poisson arrivals at the mean " +
-		"rate (6.5/s) seldom put a request inside an open period: 46.4 ledger calls replayed, 32 traced (15 failed fast); root server " +
-		"errors 33.5% against 44.0%",
+	"cockatiel": "Node: the ledger's failures come in outages (runs of 12, 9 and 2 requests) that open front's breaker (threshold 3, " +
+		"open 36 ms); the replay draws the ledger's calls by how the edge's latest call ended (11 of 14 failed after a failure, 3 of 17 " +
+		"after a success: P = 0.00098), but the balances came 10-50 ms apart in the capture's last 1.2 s, while its Poisson arrivals at " +
+		"the mean rate (6.5/s, quotes and balances mixed) seldom put a request inside an open period: 44.7 ledger calls replayed, 32 " +
+		"traced (15 failed fast); root server errors 35.1% against 44.0%",
 }
 
 // TestCalibrateSamples holds every committed scenario to the default
@@ -103,8 +103,9 @@ func TestCalibrateSamples(t *testing.T) {
 	}
 }
 
-// TestRunsP: the chance of as many failures after failures if calls
-// failed independently at the edge's overall rate (a binomial tail).
+// TestRunsP: the chance of as many failures after failures if a call's
+// outcome did not depend on the edge's latest (Fisher's exact test, the
+// hypergeometric upper tail).
 func TestRunsP(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -113,10 +114,13 @@ func TestRunsP(t *testing.T) {
 	}{
 		{"no call after a failure", graph.Runs{AfterSuccess: graph.CallCount{Calls: 10, Failed: 1}}, 1},
 		{"none failed after a failure", graph.Runs{AfterFailure: graph.CallCount{Calls: 3}, AfterSuccess: graph.CallCount{Calls: 10, Failed: 3}}, 1},
-		// p = 2/4: P(X ≥ 1 | 2, 1/2) = 3/4.
-		{"one of two", graph.Runs{AfterFailure: graph.CallCount{Calls: 2, Failed: 1}, AfterSuccess: graph.CallCount{Calls: 2, Failed: 1}}, 0.75},
-		// p = 4/8: P(X = 4 | 4, 1/2) = 1/16.
-		{"all four", graph.Runs{AfterFailure: graph.CallCount{Calls: 4, Failed: 4}, AfterSuccess: graph.CallCount{Calls: 4}}, 1.0 / 16},
+		// 2 of 4 calls failed: 1 − P(neither of the 2 after a failure) = 1 − 1/6.
+		{"one of two", graph.Runs{AfterFailure: graph.CallCount{Calls: 2, Failed: 1}, AfterSuccess: graph.CallCount{Calls: 2, Failed: 1}}, 5.0 / 6},
+		// 4 of 8 failed, all 4 after a failure: 1 / C(8, 4).
+		{"all four", graph.Runs{AfterFailure: graph.CallCount{Calls: 4, Failed: 4}, AfterSuccess: graph.CallCount{Calls: 4}}, 1.0 / 70},
+		// cockatiel's front → ledger: 14 of 31 failed, 11 of the 14 after
+		// a failure; the binomial tail at 14/31 was 0.0118.
+		{"outages", graph.Runs{AfterFailure: graph.CallCount{Calls: 14, Failed: 11}, AfterSuccess: graph.CallCount{Calls: 17, Failed: 3}}, 52027.0 / 53036505},
 		{"every call failed", graph.Runs{AfterFailure: graph.CallCount{Calls: 4, Failed: 4}, AfterSuccess: graph.CallCount{Calls: 1, Failed: 1}}, 1},
 	} {
 		if got := runsP(tc.runs); math.Abs(got-tc.want) > 1e-12 {
