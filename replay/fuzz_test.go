@@ -11,7 +11,8 @@ import (
 // fuzzModel builds a small model from fuzz bytes: up to 4 services (each
 // calling only later ones, so the graph has no cycle), their workers,
 // service times, queue bounds, thrash and cancellation, each edge's
-// policy, and the client's limit on requests in flight.
+// policy, the client's limit on requests in flight and the count of
+// clients it applies to each of.
 func fuzzModel(data []byte) *Model {
 	at := 0
 	next := func(n int) int {
@@ -63,6 +64,7 @@ func fuzzModel(data []byte) *Model {
 	}
 	m.Entry = []Entry{{Service: 0, Op: 0, Weight: 1}}
 	m.MaxInflight = next(3) * 5 // read last, so older corpus entries keep their meaning
+	m.OpenClients = next(4)     // then the clients, for the same reason
 	return m
 }
 

@@ -19,6 +19,10 @@ type Mechanics struct {
 	// MaxInflight is the client's limit on root requests in flight (see
 	// Model.MaxInflight; 0: none).
 	MaxInflight int `json:"max_inflight"`
+	// OpenClients is how many clients the open-loop arrivals are split
+	// among, MaxInflight then being each one's limit (see
+	// Model.OpenClients; absent: one client).
+	OpenClients int `json:"open_clients,omitempty"`
 	// CancelDelayMS is how long a cancel takes to reach the server.
 	CancelDelayMS float64 `json:"cancel_delay_ms"`
 	// RTOMS is TCP's first retransmission timeout (doubling), and
@@ -89,7 +93,7 @@ type ServiceMechanics struct {
 }
 
 func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
-	mc := Mechanics{MaxInflight: m.MaxInflight, CancelDelayMS: 1000 * cfg.CancelDelay, RTOMS: 1000 * cfg.RTO, Retransmits: cfg.Retransmits,
+	mc := Mechanics{MaxInflight: m.MaxInflight, OpenClients: m.OpenClients, CancelDelayMS: 1000 * cfg.CancelDelay, RTOMS: 1000 * cfg.RTO, Retransmits: cfg.Retransmits,
 		Share: cfg.Share, CollapseShare: cfg.CollapseShare, WindowS: cfg.Window, SettleS: cfg.Settle, MaxJudgeS: cfg.MaxJudge}
 	if m.Hop != nil {
 		mc.HopMS, mc.HopRoundTrip = 1000*m.Hop.Mean(), m.HopRoundTrip
@@ -158,9 +162,16 @@ func (mc Mechanics) String() string {
 			fmt.Fprintf(&b, ", %d replicas on %d pools", s.Parts, s.Pools)
 		}
 	}
-	if mc.MaxInflight > 0 {
+	switch {
+	case mc.OpenClients > 1 && mc.MaxInflight == 1:
+		fmt.Fprintf(&b, "; the arrivals come from %d clients, each with one request in flight at a time, the rest waiting in its own line in order of arrival", mc.OpenClients)
+	case mc.OpenClients > 1 && mc.MaxInflight > 0:
+		fmt.Fprintf(&b, "; the arrivals come from %d clients, each with at most %d requests in flight, the rest waiting in its own line in order of arrival", mc.OpenClients, mc.MaxInflight)
+	case mc.OpenClients > 1:
+		fmt.Fprintf(&b, "; the arrivals come from %d clients, with no limit on requests in flight", mc.OpenClients)
+	case mc.MaxInflight > 0:
 		fmt.Fprintf(&b, "; the client has at most %d requests in flight, the rest wait in order of arrival", mc.MaxInflight)
-	} else {
+	default:
 		b.WriteString("; no client limit on requests in flight")
 	}
 	switch {

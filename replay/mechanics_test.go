@@ -283,6 +283,34 @@ func TestMechanicsReported(t *testing.T) {
 	if note := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 5}).Mechanics.String(); !strings.Contains(note, "no client limit on requests in flight") {
 		t.Errorf("note %q does not say the client has no limit", note)
 	}
+	m.MaxInflight, m.OpenClients = 1, 50
+	r = mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 5})
+	if note, want := r.Mechanics.String(), "the arrivals come from 50 clients, each with one request in flight at a time"; r.Mechanics.OpenClients != 50 || !strings.Contains(note, want) {
+		t.Errorf("open clients %d, note %q; want 50 and %q", r.Mechanics.OpenClients, note, want)
+	}
+}
+
+// TestOpenClients: split among clients, the open-loop arrivals wait in
+// their own client's line. 2 requests a second of a constant 1 s each on
+// 100 workers: 4 clients with one request in flight each are 4 M/D/1
+// queues at utilization 0.5, mean latency S + ρS/(2(1−ρ)) = 1.5 s; one
+// client with 4 in flight is M/D/4 at 0.5, under 1.1 s; and with no
+// limit every request takes 1 s.
+func TestOpenClients(t *testing.T) {
+	m := single("server", 100, Constant(1), 2, 0, Policy{MaxAttempts: 1})
+	m.OpenClients, m.MaxInflight = 4, 1
+	lines := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 4000})
+	m.OpenClients, m.MaxInflight = 0, 4
+	shared := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 4000})
+	m.OpenClients, m.MaxInflight = 4, 0
+	open := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 4000})
+	if math.Abs(lines.MeanMS-1500)/1500 > 0.05 || shared.MeanMS > 1100 || open.MeanMS != 1000 {
+		t.Errorf("mean latency %.0f ms in 4 lines of one, %.0f ms in one line of 4, %.0f ms with no limit; want 1500 (±5%%), under 1100, 1000",
+			lines.MeanMS, shared.MeanMS, open.MeanMS)
+	}
+	if lines.Availability != 1 {
+		t.Errorf("availability %v in 4 lines: want every request served", lines.Availability)
+	}
 }
 
 // TestMaxInflight: the client's limit on requests in flight bounds the
@@ -388,6 +416,9 @@ func TestRefusals(t *testing.T) {
 		"deadline":        {func(m *Model) { m.Edges[0].Policy.Deadline = -2 }, "deadline -2"},
 		"hedge":           {func(m *Model) { m.Edges[0].Policy.HedgeAfter = math.NaN() }, "hedge delay NaN"},
 		"max in flight":   {func(m *Model) { m.MaxInflight = -1 }, "-1 root requests in flight"},
+		"open clients":    {func(m *Model) { m.OpenClients = -1 }, "-1 open-loop clients"},
+		"huge clients":    {func(m *Model) { m.OpenClients = 1 << 30 }, "want 0 (one client) to 1048576"},
+		"both clients":    {func(m *Model) { m.OpenClients, m.Clients = 3, 2 }, "want one kind"},
 	} {
 		bad := single("server", 6, Exponential{MeanS: 0.1}, 40, 0, Policy{MaxAttempts: 2})
 		tc.edit(bad)

@@ -33,6 +33,15 @@ type Model struct {
 	// max_inflight_requests, a semaphore around each logical request).
 	// 0: no limit, a fully open system.
 	MaxInflight int
+	// OpenClients > 1 splits the open-loop arrivals among that many
+	// clients, each arrival from one drawn uniformly at random (so with
+	// Poisson arrivals each client sends a Poisson stream at
+	// Rate/OpenClients), and makes
+	// MaxInflight each client's own limit: a request waits in its own
+	// client's line, even while other clients have room (seed 000's
+	// "fifty clients", each with one request and its retries in flight
+	// at a time under MaxInflight 1). 0 or 1: one client.
+	OpenClients int
 	// ClientDeadline is how long the end user waits for a root request;
 	// a success after it counts as a failure. 0: no deadline.
 	ClientDeadline float64
@@ -279,6 +288,10 @@ const (
 // Enabled says whether the config is a breaker: the zero config is none.
 func (c BreakerConfig) Enabled() bool { return c != BreakerConfig{} }
 
+// MaxOpenClients bounds Model.OpenClients: each client keeps a line, so
+// the bound keeps a hostile count from allocating without limit.
+const MaxOpenClients = 1 << 20
+
 // Validate reports the first inconsistency in the model.
 func (m *Model) Validate() error {
 	if len(m.Entry) == 0 {
@@ -300,6 +313,12 @@ func (m *Model) Validate() error {
 	}
 	if m.MaxInflight < 0 {
 		return fmt.Errorf("model limit of %d root requests in flight: want 0 (none) or more", m.MaxInflight)
+	}
+	if m.OpenClients < 0 || m.OpenClients > MaxOpenClients {
+		return fmt.Errorf("model of %d open-loop clients: want 0 (one client) to %d", m.OpenClients, MaxOpenClients)
+	}
+	if m.OpenClients > 1 && m.Clients > 0 {
+		return fmt.Errorf("model of %d open-loop clients and %d closed-loop ones: want one kind", m.OpenClients, m.Clients)
 	}
 	for _, f := range []struct {
 		name string

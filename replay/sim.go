@@ -284,12 +284,13 @@ type sim struct {
 	verdict            judgement
 	parked             []event
 
-	// roots counts the root requests in flight; waiting holds, in order
-	// of arrival from waitHead on, those that wait for one of them to end
-	// (Model.MaxInflight).
-	roots    int
-	waiting  []waitingRoot
-	waitHead int
+	// lines are the clients' (one, or Model.OpenClients): each counts
+	// its root requests in flight and holds those waiting for its limit
+	// on them (Model.MaxInflight). With several, rootLine is the line of
+	// each root request's call slot, and rngLine draws each arrival's.
+	lines    []clientLine
+	rootLine []int32
+	rngLine  *rand.Rand
 
 	met metrics
 }
@@ -299,6 +300,14 @@ type sim struct {
 type waitingRoot struct {
 	at    float64
 	entry int
+}
+
+// clientLine is one client's root requests: roots in flight, and those
+// waiting, in order of arrival from head on.
+type clientLine struct {
+	roots   int
+	waiting []waitingRoot
+	head    int
 }
 
 func newRNG(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
@@ -374,6 +383,10 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		if e.Policy.Breaker.Enabled() {
 			s.breakers[i] = NewBreaker(e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
 		}
+	}
+	s.lines = make([]clientLine, max(1, m.OpenClients))
+	if m.OpenClients > 1 {
+		s.rngLine = newRNG(cfg.Seed, 6)
 	}
 	total := 0.0
 	for _, e := range m.Entry {
@@ -527,19 +540,23 @@ func (s *sim) rootRequest(i int) {
 	}
 	i = max(i, 0)
 	s.met.rootStarted(s.now, s.now < s.cfg.Duration)
-	if lim := s.m.MaxInflight; lim > 0 && s.roots >= lim {
+	k := 0
+	if s.rngLine != nil {
+		k = s.rngLine.IntN(len(s.lines)) // the client it comes from
+	}
+	if l := &s.lines[k]; s.m.MaxInflight > 0 && l.roots >= s.m.MaxInflight {
 		// The client already has its limit of requests in flight: this
 		// one waits for one of them to end.
-		s.waiting = append(s.waiting, waitingRoot{at: s.now, entry: i})
+		l.waiting = append(l.waiting, waitingRoot{at: s.now, entry: i})
 		return
 	}
-	s.startRoot(i, s.now)
+	s.startRoot(i, s.now, k)
 }
 
-// startRoot sends the root request that arrived at the given time to
-// entry i. Its latency and deadline count from its arrival: the end user
-// waits for the client's turn too.
-func (s *sim) startRoot(i int, arrived float64) {
+// startRoot sends the root request that arrived at the given time from
+// client line k to entry i. Its latency and deadline count from its
+// arrival: the end user waits for the client's turn too.
+func (s *sim) startRoot(i int, arrived float64, k int) {
 	e := s.m.Entry[i]
 	deadline := math.Inf(1)
 	if s.m.ClientDeadline > 0 {
@@ -549,26 +566,32 @@ func (s *sim) startRoot(i int, arrived float64) {
 	c, cp := s.newCall()
 	cp.job, cp.edge, cp.entry, cp.svc, cp.op = -1, -1, int16(i), int32(e.Service), int32(e.Op)
 	cp.start, cp.deadline, cp.key, cp.direct, cp.directBack = arrived, deadline, key, st.direct, st.directBack
-	s.roots++
+	s.lines[k].roots++
+	if s.rngLine != nil {
+		if int(c) >= len(s.rootLine) {
+			s.rootLine = append(s.rootLine, make([]int32, int(c)+1-len(s.rootLine))...)
+		}
+		s.rootLine[c] = int32(k)
+	}
 	s.send(c, cp)
 }
 
-// admit starts the root requests waiting for the client's limit on
+// admit starts the root requests waiting for client line k's limit on
 // requests in flight, in order of arrival, while it has room; one whose
 // end user's deadline passed meanwhile fails without being sent.
-func (s *sim) admit() {
-	for s.waitHead < len(s.waiting) && s.roots < s.m.MaxInflight {
-		w := s.waiting[s.waitHead]
-		s.waitHead++
-		if s.waitHead > 1024 && s.waitHead*2 > len(s.waiting) {
-			s.waiting = append(s.waiting[:0], s.waiting[s.waitHead:]...)
-			s.waitHead = 0
+func (s *sim) admit(k int) {
+	for l := &s.lines[k]; l.head < len(l.waiting) && l.roots < s.m.MaxInflight; {
+		w := l.waiting[l.head]
+		l.head++
+		if l.head > 1024 && l.head*2 > len(l.waiting) {
+			l.waiting = append(l.waiting[:0], l.waiting[l.head:]...)
+			l.head = 0
 		}
 		if s.m.ClientDeadline > 0 && s.now >= w.at+s.m.ClientDeadline {
 			s.met.rootDone(w.at, s.now, false, false, w.at < s.cfg.Duration)
 			continue
 		}
-		s.startRoot(w.entry, w.at)
+		s.startRoot(w.entry, w.at, k)
 	}
 }
 
@@ -1290,9 +1313,14 @@ func (s *sim) rootEnded(ci int32, c *call, ok bool, useful float64) {
 	if s.m.Clients > 0 {
 		s.h.push(s.now+s.m.Think, evThink, 0, 0)
 	}
+	k := 0
+	if s.rngLine != nil {
+		k = int(s.rootLine[ci])
+	}
 	s.freeCall(ci)
-	if s.roots--; s.waitHead < len(s.waiting) {
-		s.admit()
+	l := &s.lines[k]
+	if l.roots--; l.head < len(l.waiting) {
+		s.admit(k)
 	}
 }
 
@@ -1303,8 +1331,11 @@ func (s *sim) rootEnded(ci int32, c *call, ok bool, useful float64) {
 // ended.
 func (s *sim) tick() {
 	// The backlog: jobs queued at every service, and root requests
-	// waiting for the client's limit on requests in flight.
-	q := len(s.waiting) - s.waitHead
+	// waiting for their client's limit on requests in flight.
+	q := 0
+	for k := range s.lines {
+		q += len(s.lines[k].waiting) - s.lines[k].head
+	}
 	for k := range s.pools {
 		q += s.pools[k].queued()
 	}
@@ -1350,7 +1381,16 @@ func (s *sim) freeze() {
 			s.met.inFlight(min(c.deadline, s.now) - c.start)
 		}
 	}
-	for _, w := range s.waiting[s.waitHead:] {
+	for k := range s.lines {
+		s.inFlightWaiting(s.lines[k].waiting[s.lines[k].head:])
+	}
+	s.met.frozen = true
+}
+
+// inFlightWaiting counts root requests still waiting in a client's line
+// at the horizon as failed, at their deadline or the horizon.
+func (s *sim) inFlightWaiting(waiting []waitingRoot) {
+	for _, w := range waiting {
 		if w.at < s.cfg.Duration {
 			deadline := math.Inf(1)
 			if s.m.ClientDeadline > 0 {
@@ -1359,7 +1399,6 @@ func (s *sim) freeze() {
 			s.met.inFlight(min(deadline, s.now) - w.at)
 		}
 	}
-	s.met.frozen = true
 }
 
 // Entity slabs with free lists; a generation counter per slot makes events

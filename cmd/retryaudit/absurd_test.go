@@ -47,6 +47,7 @@ func TestAbsurdParameters(t *testing.T) {
 		{[]string{"replay", "--cancel", "2", sample}, exitUsage, "--cancel 2: want a probability"},
 		{[]string{"replay", "--max-inflight", "-3", sample}, exitUsage, "--max-inflight -3: want a count ≥ 0"},
 		{[]string{"audit", "--max-inflight", "-3", sample}, exitUsage, "--max-inflight -3: want a count ≥ 0"},
+		{[]string{"replay", "--open-clients", "-1", sample}, exitUsage, "--open-clients -1: want a count ≥ 0"},
 		{[]string{"replay", "--duration", "-5s", sample}, exitUsage, "--duration -5s: want a duration > 0"},
 		{[]string{"replay", "--client-deadline", "0s", sample}, exitUsage, "--client-deadline 0s"},
 		{[]string{"replay", "--max-events", "0", sample}, exitUsage, "--max-events 0"},

@@ -152,12 +152,12 @@ func runReplay(cmd *cobra.Command, o *replayOptions) error {
 			return runContention(cmd, o, p)
 		}
 		mx, notes = p.Matrix, []string{p.About}
-		if f := o.sim.flags; f.Changed("thrash") || f.Changed("cancel") || f.Changed("cancel-running") || f.Changed("max-inflight") {
-			notes[0] += "; the flags replace the preset's thrash, cancellation or limit on requests in flight: the mechanics note has the values run"
+		if f := o.sim.flags; f.Changed("thrash") || f.Changed("cancel") || f.Changed("cancel-running") || f.Changed("max-inflight") || f.Changed("open-clients") {
+			notes[0] += "; the flags replace the preset's thrash, cancellation, limit on requests in flight or count of clients: the mechanics note has the values run"
 		}
 		for _, name := range presetFlags {
 			if cmd.Flags().Changed(name) {
-				return usageError{fmt.Errorf("--%s: the %s scenario brings its own traffic and capacities; it takes --seed, --load, --duration, --thrash, --cancel, --cancel-running, --max-inflight, --max-events and the output flags", name, p.Name)}
+				return usageError{fmt.Errorf("--%s: the %s scenario brings its own traffic and capacities; it takes --seed, --load, --duration, --thrash, --cancel, --cancel-running, --max-inflight, --open-clients, --max-events and the output flags", name, p.Name)}
 			}
 		}
 		if o.sim.flags.Changed("duration") {
@@ -264,7 +264,7 @@ var contentionRenderers = map[string]func(io.Writer, *report.ContentionReport) e
 // contentionFlags are the flags that mean nothing to the contention study
 // (it has no services, faults or run length): setting one is an error
 // rather than a knob silently ignored.
-var contentionFlags = []string{"html", "duration", "rate", "thrash", "cancel", "cancel-running", "max-inflight", "max-events", "headroom", "client-deadline", "sample-rate", "clients", "think", "arrivals"}
+var contentionFlags = []string{"html", "duration", "rate", "thrash", "cancel", "cancel-running", "max-inflight", "open-clients", "max-events", "headroom", "client-deadline", "sample-rate", "clients", "think", "arrivals"}
 
 // presetFlags are the flags a preset's own traffic and capacities
 // replace: setting one with --scenario is an error rather than a knob

@@ -81,6 +81,7 @@ type simFlags struct {
 	cancel        float64
 	cancelRunning bool
 	maxInflight   int
+	openClients   int
 	maxEvents     int
 	flags         *pflag.FlagSet
 }
@@ -95,6 +96,7 @@ func (s *simFlags) bind(f *pflag.FlagSet) {
 	f.Float64Var(&s.cancel, "cancel", 0, "probability a service learns that a timed-out caller left and drops its queued work; a preset's own value unless set")
 	f.BoolVar(&s.cancelRunning, "cancel-running", false, "services also stop running work when a cancel arrives (they honour cancellation); a preset's own value unless set")
 	f.IntVar(&s.maxInflight, "max-inflight", 0, "the client's limit on root requests in flight: one that arrives while `N` are out (retries and backoff included) waits in line; 0: none; a preset's own value unless set")
+	f.IntVar(&s.openClients, "open-clients", 0, "split the open-loop arrivals among `N` clients, each arrival from one at random; --max-inflight is then each client's own limit; 0: one client; a preset's own value unless set")
 	f.IntVar(&s.maxEvents, "max-events", replay.DefaultMaxEvents, "refuse or stop a run past this many events (the default keeps a run near 1 GiB)")
 	s.flags = f
 }
@@ -120,6 +122,9 @@ func (s *simFlags) validate() error {
 	if s.maxInflight < 0 {
 		return usageError{fmt.Errorf("--max-inflight %d: want a count ≥ 0 (0: no limit), e.g. 100", s.maxInflight)}
 	}
+	if s.openClients < 0 || s.openClients > replay.MaxOpenClients {
+		return usageError{fmt.Errorf("--open-clients %d: want a count ≥ 0 (0: one client) and at most %d, e.g. 50", s.openClients, replay.MaxOpenClients)}
+	}
 	if s.maxEvents < 1 {
 		return usageError{fmt.Errorf("--max-events %d: want a count ≥ 1, e.g. %d", s.maxEvents, replay.DefaultMaxEvents)}
 	}
@@ -130,18 +135,22 @@ func (s *simFlags) config() replay.RunConfig {
 	return replay.RunConfig{Seed: s.seed, Duration: s.duration.Seconds(), MaxEvents: s.maxEvents}
 }
 
-// mechanics returns m with its services' thrash and cancellation and its
-// client's limit on requests in flight set from the flags that were given
-// (a preset keeps its own values for the others).
+// mechanics returns m with its services' thrash and cancellation, its
+// client's limit on requests in flight and its count of open-loop clients
+// set from the flags that were given (a preset keeps its own values for
+// the others).
 func (s *simFlags) mechanics(m *replay.Model) *replay.Model {
 	thrash, cancel, running := s.flags.Changed("thrash"), s.flags.Changed("cancel"), s.flags.Changed("cancel-running")
-	inflight := s.flags.Changed("max-inflight")
-	if !thrash && !cancel && !running && !inflight {
+	inflight, clients := s.flags.Changed("max-inflight"), s.flags.Changed("open-clients")
+	if !thrash && !cancel && !running && !inflight && !clients {
 		return m
 	}
 	c := *m
 	if inflight {
 		c.MaxInflight = s.maxInflight
+	}
+	if clients {
+		c.OpenClients = s.openClients
 	}
 	c.Services = slices.Clone(m.Services)
 	for k := range c.Services {

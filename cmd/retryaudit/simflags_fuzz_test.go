@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/retryaudit/retryaudit/replay"
 	"github.com/spf13/pflag"
 )
 
@@ -20,6 +21,7 @@ func FuzzSimFlags(f *testing.F) {
 		f.Add("duration", v)
 		f.Add("max-events", v)
 		f.Add("max-inflight", v)
+		f.Add("open-clients", v)
 	}
 	f.Fuzz(func(t *testing.T, name, value string) {
 		var s simFlags
@@ -37,7 +39,7 @@ func FuzzSimFlags(f *testing.F) {
 				t.Fatalf("--%s %q validated to %+v", name, value, s)
 			}
 		}
-		if s.cancel > 1 || s.load <= 0 || s.headroom <= 0 || s.duration <= 0 || s.deadline <= 0 || s.maxEvents < 1 || s.maxInflight < 0 {
+		if s.cancel > 1 || s.load <= 0 || s.headroom <= 0 || s.duration <= 0 || s.deadline <= 0 || s.maxEvents < 1 || s.maxInflight < 0 || s.openClients < 0 || s.openClients > replay.MaxOpenClients {
 			t.Fatalf("--%s %q validated to %+v", name, value, s)
 		}
 	})
