@@ -66,10 +66,12 @@
 //
 // Self-contained (no index into the span table; safe to compute in another
 // process): the phase 0 and 1 tables (names, votes, origins by trace and
-// span id), the edge statistics (edgeStats, with a wire form:
-// encodeEdgeStats; TestEdgeStatsMerge and TestShardedInfer send every
-// shard's statistics through it), the operations' statistics (opPartial: times as dists),
-// and calibration's first failures per trace. The per-edge counts and the
+// span id), the edge statistics (edgeStats), the operations' statistics
+// (opPartial: times as dists), and calibration's first failures per
+// trace. The edge and operations' statistics have a wire form
+// (encodePartial, decodePartial; FuzzDecodePartial fuzzes the decoder);
+// TestShardedInfer sends every shard's partial that has one through it
+// and names the partials that have none, which must be the ones below. The per-edge counts and the
 // observed-amplification trie hold no span, but name edges by their
 // number in the one grouping of all calls.
 //

@@ -135,9 +135,6 @@ func inferEdge(ix *index, ec *edgeCalls) (Edge, map[string][]Example) {
 				st.add(ix, c)
 			}
 		}
-		if ix.shards.sent != nil {
-			return ix.shards.sent(st)
-		}
 		return st
 	}, (*edgeStats).merge)
 	return st.fit()

@@ -39,14 +39,15 @@ func shardedEdges(t *testing.T, ix *index, ecs []*edgeCalls, shards int, rng *ra
 			for _, c := range parts[s] {
 				st.add(ix, c)
 			}
-			data, err := encodeEdgeStats(st)
+			data, err := encodePartial(st)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st, err = decodeEdgeStats(data); err != nil {
+			p, err := decodePartial(data)
+			if err != nil {
 				t.Fatal(err)
 			}
-			sum.merge(st)
+			sum.merge(p.(*edgeStats))
 		}
 		e, show := sum.fit()
 		edges = append(edges, e)

@@ -13,10 +13,10 @@ import "github.com/retryaudit/retryaudit/ingest"
 type shards struct {
 	of    func(ingest.TraceID) int // a trace's shard; nil: one shard of every trace
 	order []int                    // the shards, in the order their partials merge
-	// sent is what a shard's edge statistics go through before they
-	// merge, as from a map step in another process (their wire form);
-	// nil: they merge as they are.
-	sent func(*edgeStats) *edgeStats
+	// sent is what every shard's partial goes through before it merges,
+	// as from a map step in another process (the wire form,
+	// encodePartial); nil: partials merge as they are.
+	sent func(any) any
 }
 
 // sel selects the spans one map or apply step reads: those of the traces
@@ -46,6 +46,9 @@ func mapShards[P any](ix *index, step func(sel) P, merge func(sum, p P)) P {
 	first := true
 	ix.each(func(s sel) {
 		p := step(s)
+		if ix.shards.sent != nil {
+			p = ix.shards.sent(p).(P)
+		}
 		if first {
 			sum, first = p, false
 			return

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -15,8 +18,9 @@ import (
 )
 
 // TestShardedInfer: inference with its traces dealt at random to k shards,
-// every map step run shard by shard (each shard's edge statistics sent
-// through their wire form) and the partials merged in a random order,
+// every map step run shard by shard (each shard's partial sent through
+// its wire form where it has one, and the partials that have none named)
+// and the partials merged in a random order,
 // gives the topology of one pass over all of them, byte for byte,
 // on every committed sample, synthetic traffic and hand-built edge cases
 // (breakers, context leaks with more unretried failures than are kept,
@@ -53,6 +57,7 @@ func TestShardedInfer(t *testing.T) {
 			return set
 		}
 	}
+	wired, unwired := map[string]bool{}, map[string]bool{}
 	for name, load := range inputs {
 		t.Run(name, func(t *testing.T) {
 			set := load(t)
@@ -76,15 +81,25 @@ func TestShardedInfer(t *testing.T) {
 					for _, id := range ids {
 						shardOf[id] = rng.IntN(k)
 					}
-					sh := shards{of: func(id ingest.TraceID) int { return shardOf[id] }, order: rng.Perm(k), sent: func(st *edgeStats) *edgeStats {
-						data, err := encodeEdgeStats(st)
+					sh := shards{of: func(id ingest.TraceID) int { return shardOf[id] }, order: rng.Perm(k), sent: func(p any) any {
+						data, err := encodePartial(p)
+						if errors.Is(err, errNoWireForm) {
+							unwired[fmt.Sprintf("%T", p)] = true
+							return p
+						}
 						if err != nil {
 							t.Fatal(err)
 						}
-						if st, err = decodeEdgeStats(data); err != nil {
+						q, err := decodePartial(data)
+						if err != nil {
 							t.Fatal(err)
 						}
-						return st
+						again, err := encodePartial(q)
+						if err != nil || !bytes.Equal(again, data) {
+							t.Fatalf("a decoded %T encodes otherwise (%v)", p, err)
+						}
+						wired[fmt.Sprintf("%T", p)] = true
+						return q
 					}}
 					ix, err := shardedIndex(context.Background(), set, sh)
 					if err != nil {
@@ -102,6 +117,18 @@ func TestShardedInfer(t *testing.T) {
 				}
 			}
 		})
+	}
+	if got, want := slices.Sorted(maps.Keys(wired)), []string{"*graph.edgeStats", "*graph.opPartial"}; !slices.Equal(got, want) {
+		t.Errorf("partials sent through their wire form: %q, want %q", got, want)
+	}
+	// The partials that still name spans by their place in the one index
+	// (the package comment says why each is global).
+	stillGlobal := []string{"*[]graph.callEnd", "*graph.callOrders", "*graph.chainTrie", "*graph.extracted", "*graph.nameVotes",
+		"*graph.outcomeStats", "*graph.requestsHeld", "*graph.rootSet", "[]*graph.Outcomes", "[]int", "[]map[ingest.TraceID]int64",
+		"graph.origins", "graph.serving", "graph.spanSet", "map[graph.node]*graph.workTimes", "map[graph.node][2]int",
+		"map[graph.node][]int32", "map[graph.node]int", "map[ingest.Sym]bool"}
+	if got := slices.Sorted(maps.Keys(unwired)); !slices.Equal(got, stillGlobal) {
+		t.Errorf("partials with no wire form: %q, want %q", got, stillGlobal)
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 // fuzzModel builds a small model from fuzz bytes: up to 4 services (each
 // calling only later ones, so the graph has no cycle), their workers,
 // service times, queue bounds, thrash and cancellation, each edge's
-// policy, the client's limit on requests in flight and the count of
-// clients it applies to each of.
+// policy, the client's limit on requests in flight, the count of clients
+// it applies to each of, and each edge's limit on requests out.
 func fuzzModel(data []byte) *Model {
 	at := 0
 	next := func(n int) int {
@@ -65,6 +65,9 @@ func fuzzModel(data []byte) *Model {
 	m.Entry = []Entry{{Service: 0, Op: 0, Weight: 1}}
 	m.MaxInflight = next(3) * 5 // read last, so older corpus entries keep their meaning
 	m.OpenClients = next(4)     // then the clients, for the same reason
+	for i := range m.Edges {
+		m.Edges[i].Policy.MaxRequests = next(3) * 2 // and then the edges' limits on requests out
+	}
 	return m
 }
 

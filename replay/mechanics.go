@@ -39,10 +39,20 @@ type Mechanics struct {
 	// still at work when the caller gives up) with the shares the traces
 	// show (see SlowTries); the model notes give their counts.
 	SlowTries []EdgeSlowTries `json:"slow_tries,omitempty"`
+	// RequestLimits are the edges whose caller's proxy bounds the
+	// attempts out (Policy.MaxRequests).
+	RequestLimits []EdgeRequestLimit `json:"request_limits,omitempty"`
 	// GiveUp are the edges whose client gives calls up on a failure with
 	// attempts left, with the chance it does by the failure's class
 	// (Policy.GiveUp); the model notes give the traces' counts.
 	GiveUp []EdgeGiveUp `json:"give_up,omitempty"`
+}
+
+// EdgeRequestLimit is one edge's limit on attempts out: one more fails
+// at once with 503 UO and is not retried (Envoy's max_requests).
+type EdgeRequestLimit struct {
+	Edge        string `json:"edge"`
+	MaxRequests int    `json:"max_requests"`
 }
 
 // EdgeGiveUp is one edge's Policy.GiveUp: the chance its client ends a
@@ -111,14 +121,18 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 		mc.Services = append(mc.Services, sm)
 	}
 	for _, e := range m.Edges {
+		name := fmt.Sprintf("%s → %s %s", m.Services[e.Caller].Name, m.Services[e.Callee].Name, m.Services[e.Callee].Ops[e.CalleeOp].Name)
+		if e.Policy.MaxRequests > 0 {
+			mc.RequestLimits = append(mc.RequestLimits, EdgeRequestLimit{Edge: name, MaxRequests: e.Policy.MaxRequests})
+		}
 		if g := e.Policy.GiveUp; g != [giveUpClasses]float64{} {
-			mc.GiveUp = append(mc.GiveUp, EdgeGiveUp{Edge: edgeName(m, e), Failure: g[GiveUpFail], Throttled: g[GiveUpThrottled], RetryAfter: g[GiveUpRetryAfter]})
+			mc.GiveUp = append(mc.GiveUp, EdgeGiveUp{Edge: name, Failure: g[GiveUpFail], Throttled: g[GiveUpThrottled], RetryAfter: g[GiveUpRetryAfter]})
 		}
 		if e.Fail == nil || e.Fail.Slow == nil {
 			continue
 		}
 		sl := e.Fail.Slow
-		es := EdgeSlowTries{Edge: edgeName(m, e),
+		es := EdgeSlowTries{Edge: name,
 			TimeoutMS: 1000 * sl.Timeout, First: sl.First, RetryByAttempt: sl.By, ByPreviousTry: sl.ByPrevious, P: sl.P, Unknown: sl.Unknown}
 		if sl.ByPrevious {
 			es.AfterSlowByAttempt, es.AfterFailureByAttempt = sl.AfterSlowBy, sl.AfterFailureBy
@@ -126,11 +140,6 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 		mc.SlowTries = append(mc.SlowTries, es)
 	}
 	return mc
-}
-
-// edgeName names edge e of m as the notes do: caller → callee operation.
-func edgeName(m *Model, e Edge) string {
-	return fmt.Sprintf("%s → %s %s", m.Services[e.Caller].Name, m.Services[e.Callee].Name, m.Services[e.Callee].Ops[e.CalleeOp].Name)
 }
 
 // String renders the mechanics as a note, e.g. "mechanics: server 6
@@ -173,6 +182,9 @@ func (mc Mechanics) String() string {
 		fmt.Fprintf(&b, "; the client has at most %d requests in flight, the rest wait in order of arrival", mc.MaxInflight)
 	default:
 		b.WriteString("; no client limit on requests in flight")
+	}
+	for _, l := range mc.RequestLimits {
+		fmt.Fprintf(&b, "; %s: at most %d requests out at once, one more failing at once with 503 UO, not retried (Envoy max_requests)", l.Edge, l.MaxRequests)
 	}
 	switch {
 	case mc.HopMS > 0 && mc.HopRoundTrip:

@@ -417,6 +417,7 @@ func TestRefusals(t *testing.T) {
 		"hedge":           {func(m *Model) { m.Edges[0].Policy.HedgeAfter = math.NaN() }, "hedge delay NaN"},
 		"max in flight":   {func(m *Model) { m.MaxInflight = -1 }, "-1 root requests in flight"},
 		"open clients":    {func(m *Model) { m.OpenClients = -1 }, "-1 open-loop clients"},
+		"max requests":    {func(m *Model) { m.Edges[0].Policy.MaxRequests = -1 }, "max requests -1: want 0 (no limit)"},
 		"huge clients":    {func(m *Model) { m.OpenClients = 1 << 30 }, "want 0 (one client) to 1048576"},
 		"both clients":    {func(m *Model) { m.OpenClients, m.Clients = 3, 2 }, "want one kind"},
 	} {
@@ -499,4 +500,77 @@ func TestRatioBudgetBistability(t *testing.T) {
 			t.Errorf("λ %g, %s trigger: the verdict matched the dynamics and the theory (collapse %v) in %d of 20 seeds", tc.rate, tc.trigger, tc.collapse, held)
 		}
 	}
+}
+
+// TestRequestLimit: an edge's limit on requests out (Envoy's
+// max_requests) fails the one past it at once instead of queueing it.
+// λ 100 on 4 workers of 100 ms (μ 40): with no limit the queue grows
+// without bound; with 20 out at most, at most 16 wait and 60% overflow;
+// with three attempts allowed none of the overflows is retried.
+func TestRequestLimit(t *testing.T) {
+	m := single("server", 4, Exponential{MeanS: 0.1}, 100, 0, Policy{MaxAttempts: 3})
+	open := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 20})
+	m.Edges[0].Policy.MaxRequests = 20
+	limited := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 20})
+	if q := open.Series.QueueDepth[10]; q < 500 {
+		t.Errorf("no limit: %d queued at 11 s, want the queue growing (about 660)", q)
+	}
+	for sec, q := range limited.Series.QueueDepth {
+		if q > 16 {
+			t.Errorf("20 out at most on 4 workers: %d queued at %d s, want at most 16", q, sec+1)
+		}
+	}
+	share := float64(limited.Overflowed) / float64(limited.RootRequests)
+	if math.Abs(share-0.6) > 0.03 || limited.RetryShare != 0 || open.Overflowed != 0 {
+		t.Errorf("overflow share %.3f, retry share %v (no limit: %d overflowed); want 0.6, none retried, none", share, limited.RetryShare, open.Overflowed)
+	}
+	note := limited.Mechanics.String()
+	if want := "client → server serve: at most 20 requests out at once, one more failing at once with 503 UO, not retried"; !strings.Contains(note, want) ||
+		len(limited.Mechanics.RequestLimits) != 1 || limited.Mechanics.RequestLimits[0].MaxRequests != 20 || len(open.Mechanics.RequestLimits) != 0 {
+		t.Errorf("limits %+v, note %q; want the edge's 20 and %q", limited.Mechanics.RequestLimits, note, want)
+	}
+	// A client that stops waiting frees its place (Envoy resets the
+	// stream at the per-try timeout) while the callee still works: 5 out
+	// at most, each for the 0.5 s timeout, on a server taking 10 s, is
+	// Erlang's loss system at a = 20 × 0.5 (B(5, 10) = 0.564), and the
+	// callee's queue still grows.
+	m = single("server", 1, Constant(10), 20, 0, Policy{MaxAttempts: 1, PerTryTimeout: 0.5})
+	m.Edges[0].Policy.MaxRequests = 5
+	r := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 100})
+	if share, want := float64(r.Overflowed)/float64(r.RootRequests), mmckBlocking(10, 5, 5); math.Abs(share-want) > 0.02 || r.Series.QueueDepth[20] < 150 {
+		t.Errorf("overflow share %.3f, %d queued at 21 s; want %.3f and the callee's queue growing", share, r.Series.QueueDepth[20], want)
+	}
+}
+
+// TestRequestLimitBlocking: with Poisson arrivals, exponential service on
+// c workers and at most K requests out, the callee is M/M/c/K, and the
+// share of requests that overflow is its blocking probability
+// P_K = a^K/(c!·c^(K−c))·p0 (a = λ/μ), within 0.01.
+func TestRequestLimitBlocking(t *testing.T) {
+	for _, tc := range []struct {
+		c, k int
+		rate float64 // a second, on workers of 100 ms
+	}{{2, 2, 15}, {4, 6, 36}, {4, 10, 50}, {8, 8, 60}} {
+		m := single("server", tc.c, Exponential{MeanS: 0.1}, tc.rate, 0, Policy{MaxAttempts: 1})
+		m.Edges[0].Policy.MaxRequests = tc.k
+		r := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 3000})
+		got := float64(r.Overflowed) / float64(r.RootRequests)
+		if want := mmckBlocking(tc.rate*0.1, tc.c, tc.k); math.Abs(got-want) > 0.01 {
+			t.Errorf("c %d, K %d, λ %g: %.4f overflowed, want M/M/c/K's %.4f", tc.c, tc.k, tc.rate, got, want)
+		}
+	}
+}
+
+// mmckBlocking is M/M/c/K's blocking probability at offered load a.
+func mmckBlocking(a float64, c, k int) float64 {
+	p := make([]float64, k+1) // unnormalised state probabilities
+	p[0] = 1
+	for n := 1; n <= k; n++ {
+		p[n] = p[n-1] * a / float64(min(n, c))
+	}
+	sum := 0.0
+	for _, x := range p {
+		sum += x
+	}
+	return p[k] / sum
 }

@@ -60,6 +60,7 @@ type metrics struct {
 	edgeAttempts, edgeRetries []int
 	edgeSeries                [][]int // attempts sent per edge per second
 	nBudget, nBreaker         int
+	nOverflow                 int
 	shedN, lateN, hedges      int
 	workS, wastedS            float64
 	series                    Series
@@ -153,6 +154,12 @@ func (m *metrics) gaveUp(edge int32) {
 func (m *metrics) refusedBudget(int32, float64) {
 	if !m.frozen {
 		m.nBudget++
+	}
+}
+
+func (m *metrics) overflowed(float64) {
+	if !m.frozen {
+		m.nOverflow++
 	}
 }
 
@@ -279,6 +286,9 @@ type Result struct {
 	Shed             int            `json:"shed"`
 	DroppedLate      int            `json:"dropped_past_deadline"`
 	Hedges           int            `json:"hedges"`
+	// Overflowed are the attempts an edge's limit on requests out failed
+	// at once (Policy.MaxRequests; Envoy's UO), never sent.
+	Overflowed int `json:"overflowed,omitempty"`
 
 	// Triggered says the run had a fault that started and ended in time
 	// to judge recovery: Verdict is then recovered or collapsed.
@@ -311,7 +321,7 @@ func (s *sim) result() Result {
 	m := &s.met
 	m.trim(s.arrivalEnd)
 	r := Result{Seed: s.cfg.Seed, RootRequests: m.roots, Succeeded: m.ok, WorkS: m.workS, WastedS: m.wastedS,
-		RefusedByBudget: m.nBudget, RefusedByBreaker: m.nBreaker, Shed: m.shedN, DroppedLate: m.lateN,
+		RefusedByBudget: m.nBudget, RefusedByBreaker: m.nBreaker, Overflowed: m.nOverflow, Shed: m.shedN, DroppedLate: m.lateN,
 		Hedges: m.hedges, Events: s.ends, Series: m.series, ServerErrors: m.failed - m.clientErrors}
 	if m.roots > 0 {
 		r.Availability = float64(m.ok) / float64(m.roots)

@@ -260,6 +260,14 @@ type Policy struct {
 	SharedBudget bool
 	// Breaker is the client's circuit breaker; the zero config: none.
 	Breaker BreakerConfig
+	// MaxRequests > 0 bounds the attempts out on the edge at once, from
+	// their sending to their answer or the client's giving up (a per-try
+	// timeout resets the stream): the caller's proxy fails one more at
+	// once with 503, response flag UO, and does not retry it, as Envoy's
+	// cluster circuit breaker max_requests does (Envoy never retries an
+	// overflow). It is the edge's own: one caller's proxy and one upstream
+	// cluster. 0: no limit.
+	MaxRequests int
 	// HedgeAfter > 0 hedges: while the latest attempt has not answered
 	// after that many seconds, another is sent, up to MaxAttempts in all
 	// (gRPC's hedgingPolicy counts the same way; failsafe-go's max hedges
@@ -366,6 +374,9 @@ func (m *Model) Validate() error {
 		}
 		if e.Repeat < 1 {
 			return fmt.Errorf("edge %d: repeat %d: want 1 or more", i, e.Repeat)
+		}
+		if e.Policy.MaxRequests < 0 || e.Policy.MaxRequests > math.MaxInt32 {
+			return fmt.Errorf("edge %d (%s → %s): max requests %d: want 0 (no limit) to %d", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, e.Policy.MaxRequests, math.MaxInt32)
 		}
 		for _, f := range []struct {
 			name string

@@ -262,8 +262,12 @@ type sim struct {
 	freeCalls  []int32
 	freeAtt    []int32
 
-	budgets  []Budget // per edge (shared budgets appear under each of their edges)
-	breakers []*Breaker
+	budgets []Budget // per edge (shared budgets appear under each of their edges)
+	// outstanding counts each edge's attempts out (sent, not yet answered
+	// or given up on), when some edge limits them (Policy.MaxRequests);
+	// nil otherwise.
+	outstanding []int32
+	breakers    []*Breaker
 	// lastEnded: per edge, how its latest calls to end had ended (see
 	// edgeRun).
 	lastEnded []edgeRun
@@ -382,6 +386,9 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		}
 		if e.Policy.Breaker.Enabled() {
 			s.breakers[i] = NewBreaker(e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
+		}
+		if e.Policy.MaxRequests > 0 && s.outstanding == nil {
+			s.outstanding = make([]int32, len(m.Edges))
 		}
 	}
 	s.lines = make([]clientLine, max(1, m.OpenClients))
@@ -620,20 +627,44 @@ func (s *sim) policy(c *call) *Policy {
 // rootPolicy is the end user: one attempt, waiting until its deadline.
 var rootPolicy = Policy{MaxAttempts: 1}
 
+// refuse ends an attempt of call ci (c) refused before it was sent (by
+// an open breaker, or the proxy's limit on requests out): a retry or hedge
+// the budget granted gives its slot back, and the call fails unless an
+// attempt of it is still out (a refused hedge).
+func (s *sim) refuse(ci int32, c *call) {
+	if c.attempts > 0 && s.budgets[c.edge] != nil {
+		s.budgets[c.edge].Done(s.now, true)
+	}
+	if c.inflight > 0 {
+		return
+	}
+	s.finish(ci, false, 0)
+}
+
+// unout counts n attempts of call c as no longer out on its edge (the
+// answer came, or the client stopped waiting), for the edge's limit on
+// requests out.
+func (s *sim) unout(c *call, n int16) {
+	if s.outstanding != nil && c.edge >= 0 {
+		s.outstanding[c.edge] -= int32(n)
+	}
+}
+
 // send makes the next attempt of call ci (c).
 func (s *sim) send(ci int32, c *call) {
 	p := s.policy(c)
 	if c.edge >= 0 {
 		if br := s.breakers[c.edge]; br != nil && (c.attempts == 0 || !p.Breaker.PerCall) && !br.Allow(s.now) {
 			s.met.refusedBreaker(c.edge, s.now)
-			if c.attempts > 0 && s.budgets[c.edge] != nil {
-				// A retry or hedge the budget granted is not sent after all.
-				s.budgets[c.edge].Done(s.now, true)
-			}
-			if c.inflight > 0 {
-				return // a refused hedge: the attempt already out still counts
-			}
-			s.finish(ci, false, 0)
+			s.refuse(ci, c)
+			return
+		}
+		if s.outstanding != nil && p.MaxRequests > 0 && s.outstanding[c.edge] >= int32(p.MaxRequests) {
+			// The caller's proxy has the edge's limit of requests out
+			// (Envoy's max_requests): it fails this one at once, 503 UO,
+			// and never retries an overflow.
+			s.met.overflowed(s.now)
+			s.refuse(ci, c)
 			return
 		}
 	}
@@ -641,6 +672,9 @@ func (s *sim) send(ci int32, c *call) {
 	c.inflight++
 	n := c.attempts
 	if c.edge >= 0 {
+		if s.outstanding != nil {
+			s.outstanding[c.edge]++
+		}
 		if b := s.budgets[c.edge]; b != nil && n == 1 {
 			b.Request(s.now)
 		}
@@ -1081,6 +1115,7 @@ func (s *sim) answer(ai int32) {
 	a.useful = 0
 	s.freeAttempt(ai, a) // unless a server job still holds it
 	c.inflight--
+	s.unout(c, 1)
 	s.settle(c, ok, false, retry)
 	if ok {
 		s.finish(ci, true, useful)
@@ -1117,6 +1152,7 @@ func (s *sim) timeout(ai int32) {
 	c := &s.calls[ci]
 	s.close(ai, a, c)
 	c.inflight--
+	s.unout(c, 1)
 	if c.edge >= 0 {
 		s.met.attemptFailed(c.edge)
 		s.taint(ci)
@@ -1269,6 +1305,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		}
 		ai = next
 	}
+	s.unout(c, c.inflight)
 	c.open, c.inflight = -1, 0
 	if c.job < 0 {
 		s.rootEnded(ci, c, ok, useful)
