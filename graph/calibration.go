@@ -1050,37 +1050,70 @@ func kept(starts []int64, strays int) (int64, float64, int) {
 }
 
 // sampling weighs every root by its own head-sampling probability: the
-// effective probability is roots / Σ 1/p.
+// probability is the roots' count over their weights' sum (a root of
+// unknown probability weighs 1). Its map step counts the roots of each
+// shard by probability; the reduce sums the weights in probability order,
+// so no split of the traces changes the sum.
 func sampling(ix *index, roots []int32) Sampling {
-	s := Sampling{Probability: 1, Source: "none seen", LowerBound: true}
-	inv := 0.0
-	sources := map[string]bool{} // where probabilities were read, or that they could not be
+	return mapShards(ix, func(s sel) *headSampling { return samplingOf(ix, s, roots) }, (*headSampling).merge).sampling()
+}
+
+// headSampling is sampling's partial: the roots of some traces counted by
+// their head-sampling probability (0 for the roots whose probability is
+// unknown), and where the probabilities were read or could not be.
+type headSampling struct {
+	byP     map[float64]int
+	sources map[string]bool
+}
+
+// samplingOf is sampling's map step, over the selected roots.
+func samplingOf(ix *index, s sel, roots []int32) *headSampling {
+	h := &headSampling{byP: map[float64]int{}, sources: map[string]bool{}}
 	for _, r := range roots {
-		sp := &ix.spans[r]
-		smp := ix.set.Sampling(sp)
-		src := smp.Source
-		if p := smp.P; p > 0 && p <= 1 {
-			s.Roots++
-			inv += 1 / p
-			sources[src] = true
+		if !s.has(r) {
 			continue
 		}
-		inv++
-		if src != "" {
-			sources[src+" (probability unknown)"] = true
+		smp := ix.set.Sampling(&ix.spans[r])
+		switch p := smp.P; {
+		case p > 0 && p <= 1:
+			h.byP[p]++
+			h.sources[smp.Source] = true
+		default:
+			h.byP[0]++
+			if smp.Source != "" {
+				h.sources[smp.Source+" (probability unknown)"] = true
+			}
 		}
 	}
-	if len(sources) > 0 {
-		names := make([]string, 0, len(sources))
-		for n := range sources {
-			names = append(names, n)
+	return h
+}
+
+// merge adds o's roots (of other traces) to h.
+func (h *headSampling) merge(o *headSampling) {
+	addCounts(h.byP, o.byP)
+	maps.Copy(h.sources, o.sources)
+}
+
+// sampling is the reduce: the probability of all the roots counted.
+func (h *headSampling) sampling() Sampling {
+	s := Sampling{Probability: 1, Source: "none seen", LowerBound: true}
+	roots, inv := 0, 0.0
+	for _, p := range slices.Sorted(maps.Keys(h.byP)) {
+		n := h.byP[p]
+		roots += n
+		if p == 0 {
+			inv += float64(n)
+			continue
 		}
-		sort.Strings(names)
-		s.Source = strings.Join(names, " + ")
+		s.Roots += n
+		inv += float64(n) / p
+	}
+	if len(h.sources) > 0 {
+		s.Source = strings.Join(slices.Sorted(maps.Keys(h.sources)), " + ")
 	}
 	if s.Roots > 0 {
-		s.Probability = round6(float64(len(roots)) / inv)
-		s.LowerBound = s.Roots < len(roots)
+		s.Probability = round6(float64(roots) / inv)
+		s.LowerBound = s.Roots < roots
 	}
 	return s
 }

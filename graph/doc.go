@@ -65,15 +65,19 @@
 // # What is self-contained, and what is still global
 //
 // Self-contained (no index into the span table; safe to compute in another
-// process): the phase 0 and 1 tables (names, votes, origins by trace and
-// span id), the edge statistics (edgeStats), the operations' statistics
-// (opPartial: times as dists), and calibration's first failures per
-// trace. The edge and operations' statistics have a wire form
-// (encodePartial, decodePartial; FuzzDecodePartial fuzzes the decoder);
-// TestShardedInfer sends every shard's partial that has one through it
-// and names the partials that have none, which must be the ones below. The per-edge counts and the
-// observed-amplification trie hold no span, but name edges by their
-// number in the one grouping of all calls.
+// process), each with a wire form (encodePartial, decodePartial; names the
+// partial holds as symbols go as the names): the phase 0 and 1 tables
+// (service names, name votes, the leak rule's origins by trace and span
+// id), the edge statistics (edgeStats), the operations' statistics
+// (opPartial: times as dists), the roots counted by head-sampling
+// probability (headSampling, summed in probability order by the reduce),
+// and calibration's counts by operation (breakers' fast failures, own
+// failures). TestShardedInfer sends every shard's partial that has a wire
+// form through it, and names the partials that have none, which must be
+// the ones below; FuzzDecodePartial fuzzes the decoder. Calibration's
+// first failures per trace hold no span either, but are kept per edge
+// number, as are the per-edge counts and the observed-amplification trie:
+// numbers in the one grouping of all calls.
 //
 // Still global, each for a stated reason:
 //   - The index (newIndex): every span key sorted, parents resolved, cycles
@@ -93,7 +97,6 @@
 //     built over the one table), the virtual services' times and the user
 //     edges (from every attempt and root), leaked attempts per edge,
 //     arrivalWindow (every root start, sorted: a stray is judged against
-//     all the others), sampling (a sum over every root's probability) and
-//     rootStats (order statistics of every root's duration, for exact
+//     all the others) and rootStats (order statistics of every root's duration, for exact
 //     percentile bands).
 package graph

@@ -354,7 +354,8 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	}
 	if e.Retries {
 		gaps, directed := splitServerDirected(st.waits.values(), noise)
-		if directed > 0 {
+		// Counts of values read from a sample stand for the population.
+		if directed = st.waits.scale(directed); directed > 0 {
 			e.RetryAfterHonored += directed
 			e.RetryAfterUncaptured = directed
 		}
@@ -365,7 +366,9 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 	// The attempts in one order whatever the order they were gathered in.
 	abandoned := st.abandoned.values()
 	slices.SortFunc(abandoned, cmpAbandoned)
-	e.PerTryTimeoutMS, e.DeadlineFromCaller, e.PerTryTimeoutUnknown = perTryTimeout(abandoned, st.longestOK, max(minNoiseMS, noiseFactor*noise))
+	var cut, undecided int
+	e.PerTryTimeoutMS, cut, undecided = perTryTimeout(abandoned, st.longestOK, max(minNoiseMS, noiseFactor*noise))
+	e.DeadlineFromCaller, e.PerTryTimeoutUnknown = st.abandoned.scale(cut), st.abandoned.scale(undecided)
 	if st.hedged != nil {
 		h := *st.hedged
 		delays := st.hedgeDelays.values()

@@ -39,11 +39,11 @@ func shardedEdges(t *testing.T, ix *index, ecs []*edgeCalls, shards int, rng *ra
 			for _, c := range parts[s] {
 				st.add(ix, c)
 			}
-			data, err := encodePartial(st)
+			data, err := encodePartial(ix.set, st)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := decodePartial(data)
+			p, err := decodePartial(ix.set, data)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -100,6 +101,17 @@ func (s *sample[T]) values() []T {
 		out[i] = k.v
 	}
 	return out
+}
+
+// scale is how many of the values seen n of the kept values stand for:
+// n while the sample keeps every value, else n·seen/kept rounded, the
+// estimate a uniform sample gives (its standard error is about
+// √n·seen/kept, less as kept nears seen).
+func (s *sample[T]) scale(n int) int {
+	if s.seen <= MaxExactValues {
+		return n
+	}
+	return int(math.Round(float64(n) * float64(s.seen) / MaxExactValues))
 }
 
 // summary says how a fit read the values: nil when it read all of them.

@@ -224,3 +224,44 @@ func TestSummarizedEdge(t *testing.T) {
 		t.Fatalf("callee p50 %v, p99 %v", e.CalleeP50MS, e.CalleeP99MS)
 	}
 }
+
+// TestScaledCounts: counts a fit picks out of a sample of waits or of
+// abandoned attempts stand for every value seen, not for the sample: a
+// third of 6000 calls waiting an uncaptured Retry-After of one second
+// give about 2000 uncaptured waits (within four standard errors of the
+// sample's estimate), and 6000 attempts timing out at two durations
+// leave exactly 6000 attempts of unknown timeout (every kept value picked
+// stands for every value seen).
+func TestScaledCounts(t *testing.T) {
+	const n = MaxExactValues + 1904
+	b := newBuilder()
+	rng := rand.New(rand.NewPCG(5, 6))
+	directed := 0
+	sequential(b, n, "web", func(root, i int) {
+		wait := 40 + rng.Float64()*20
+		if i%3 == 0 {
+			wait, directed = 1000.4+rng.Float64(), directed+1
+		}
+		b.client(root, "backend", 10, 5, httpStatus(503))
+		b.client(root, "backend", 15+wait, 5, httpStatus(200))
+		d := 60.1 + rng.Float64()*0.05
+		if i%4 == 0 {
+			d = 100.2 + rng.Float64()*0.05
+		}
+		c := b.client(root, "orders", 10, d, grpcCode(4), method("Get"))
+		b.server(c, "orders", "retryaudit.Orders/Get", 10.2, d-0.3, grpcCode(1))
+		b.call(root, "orders", "retryaudit.Orders/Get", 20+d, 2, grpcCode(0), method("Get"))
+	})
+	tp := b.infer()
+	e := edge(t, tp, "web", "backend")
+	wantEq(t, "waits", e.Summarized["waits"], Summary{Seen: n, Kept: MaxExactValues})
+	se := math.Sqrt(float64(directed)) * n / MaxExactValues
+	if d := math.Abs(float64(e.RetryAfterUncaptured - directed)); d > 4*se {
+		t.Errorf("%d uncaptured Retry-After waits, want %d ± %.0f", e.RetryAfterUncaptured, directed, 4*se)
+	}
+	wantEq(t, "retry-after honoured", e.RetryAfterHonored, e.RetryAfterUncaptured)
+	o := edge(t, tp, "web", "orders")
+	wantEq(t, "abandoned attempts", o.Summarized["abandoned_attempts"], Summary{Seen: n, Kept: MaxExactValues})
+	wantNil(t, "per-try timeout", o.PerTryTimeoutMS)
+	wantEq(t, "timed-out attempts leaving the timeout unknown", o.PerTryTimeoutUnknown, n)
+}

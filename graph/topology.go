@@ -148,13 +148,15 @@ type Edge struct {
 	PerTryTimeoutMS *float64 `json:"per_try_timeout_ms"`
 	// DeadlineFromCaller counts failed attempts cut when the caller's own
 	// attempt ended: its deadline propagated. They set no per-try timeout
-	// of this edge.
+	// of this edge. Past MaxExactValues abandoned attempts, an estimate
+	// scaled from their sample (Summary.Kept).
 	DeadlineFromCaller int `json:"deadline_from_caller,omitempty"`
 	// PerTryTimeoutUnknown counts failed attempts that said they timed
 	// out (DEADLINE_EXCEEDED, a timeout or cancel error) but at no one
 	// duration a per-try timeout can be read from (two clusters, or too
 	// many later ones): per_try_timeout_ms is null for want of evidence,
-	// not because there is none. 0 otherwise.
+	// not because there is none. 0 otherwise. Past MaxExactValues
+	// abandoned attempts, an estimate scaled from their sample.
 	PerTryTimeoutUnknown int      `json:"per_try_timeout_unknown,omitempty"`
 	RetriedStatus        []string `json:"retried_status"`
 	NotRetriedStatus     []string `json:"not_retried_status"`
@@ -166,7 +168,8 @@ type Edge struct {
 	// whole-second waits after a 429 or 503 (or RESOURCE_EXHAUSTED or
 	// UNAVAILABLE), and waits after those gRPC codes that agree with
 	// others where the backoff's would differ (grpc-retry-pushback-ms
-	// counts in milliseconds; no instrumentation records it).
+	// counts in milliseconds; no instrumentation records it). Past
+	// MaxExactValues waits, an estimate scaled from their sample.
 	RetryAfterUncaptured int `json:"retry_after_uncaptured,omitempty"`
 
 	Hedging *Hedging `json:"hedging"`
@@ -237,10 +240,14 @@ type Summary struct {
 	// Seen is how many values the traces gave.
 	Seen int `json:"seen"`
 	// Kept is, for a sample, how many of them the fit read: those of
-	// lowest hash of their trace and span id, a uniform sample. Counts
-	// the fit derives from the values (retry_after_uncaptured,
-	// per_try_timeout_unknown, deadline_from_caller, backoff.samples,
-	// the schedule's waits) count the sample.
+	// lowest hash of their trace and span id, a uniform sample. The
+	// counts of values a fit picks out of a sample of waits or of
+	// abandoned attempts (retry_after_uncaptured and its share of
+	// retry_after_honored, per_try_timeout_unknown, deadline_from_caller)
+	// are scaled to the population: n·seen/kept, rounded, the uniform
+	// sample's estimate (standard error about √n·seen/kept; exact when
+	// the fit picks every kept value). backoff.samples and the schedule's
+	// waits count the sample: the waits the fit read, of Seen.
 	Kept int `json:"kept,omitempty"`
 	// RelativeAccuracy is, for a sketch, how close its quantiles are
 	// to the population's: within this fraction of a value at that rank.
@@ -296,7 +303,8 @@ type Backoff struct {
 	// scheduling noise; null with fewer than three waits. Jitter can be
 	// unknown while this is true: present, but too few samples to name.
 	JitterPresent *bool `json:"jitter_present"`
-	// Samples is how many gaps between attempts the inference used.
+	// Samples is how many gaps between attempts the inference used: of a
+	// sample, when the edge's waits are summarized (Summary.Kept of Seen).
 	Samples int `json:"samples"`
 	// Schedule is the fit per retry: the wait the schedule sets before
 	// each retry, read with the same estimator as BaseMS, with its 99%

@@ -31,20 +31,58 @@ import (
 // by their place in one index.
 var errNoWireForm = errors.New("the partial names spans by their place in one index: it has no wire form")
 
-// partialWire is one partial on the wire: exactly one field is set.
+// partialWire is one partial on the wire: which kind it is, and the
+// field of that kind (gob leaves an empty one out).
 type partialWire struct {
-	Edge *edgeStatsWire
-	Ops  *opPartialWire
+	Kind     partialKind
+	Edge     edgeStatsWire
+	Ops      opPartialWire
+	Sampling headSamplingWire
+	// Names are phase 0's service names (true: a placeholder for none).
+	Names []pair[string, bool]
+	Votes nameVotesWire
+	// Origins are the leak rule's unretried failures per request.
+	Origins []originsWire
+	// OpCounts and OpPairs are counts by operation (breakers' fast
+	// failures; own failures and executions).
+	OpCounts []opCount[int]
+	OpPairs  []opCount[[2]int]
 }
 
-// encodePartial is p's wire form.
-func encodePartial(p any) ([]byte, error) {
+type partialKind uint8
+
+const (
+	kindEdge partialKind = 1 + iota
+	kindOps
+	kindSampling
+	kindNames
+	kindVotes
+	kindOrigins
+	kindOpCounts
+	kindOpPairs
+)
+
+// encodePartial is p's wire form. Names a partial holds as symbols of set
+// go as the names themselves.
+func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 	var w partialWire
 	switch p := p.(type) {
 	case *edgeStats:
-		w.Edge = edgeStatsToWire(p)
+		w.Kind, w.Edge = kindEdge, edgeStatsToWire(p)
 	case *opPartial:
-		w.Ops = opPartialToWire(p)
+		w.Kind, w.Ops = kindOps, opPartialToWire(p)
+	case *headSampling:
+		w.Kind, w.Sampling = kindSampling, headSamplingWire{ByP: pairsOf(p.byP, same[int]), Sources: setOf(p.sources)}
+	case map[ingest.Sym]bool:
+		w.Kind, w.Names = kindNames, pairsOf(symKeyed(set, p), same[bool])
+	case *nameVotes:
+		w.Kind, w.Votes = kindVotes, nameVotesToWire(set, p)
+	case origins:
+		w.Kind, w.Origins = kindOrigins, originsToWire(set, p)
+	case map[node]int:
+		w.Kind, w.OpCounts = kindOpCounts, opCountsOf(p)
+	case map[node][2]int:
+		w.Kind, w.OpPairs = kindOpPairs, opCountsOf(p)
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -55,20 +93,36 @@ func encodePartial(p any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// decodePartial reads a partial encodePartial wrote: an *edgeStats or an
-// *opPartial. Bytes that are not one give an error.
-func decodePartial(data []byte) (any, error) {
+// decodePartial reads a partial encodePartial wrote, with its names as
+// symbols of set. Bytes that are not one give an error.
+func decodePartial(set *ingest.Set, data []byte) (any, error) {
 	var w partialWire
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
 		return nil, fmt.Errorf("decode a partial: %w", err)
 	}
-	switch {
-	case w.Edge != nil && w.Ops == nil:
-		return edgeStatsFromWire(w.Edge)
-	case w.Ops != nil && w.Edge == nil:
-		return opPartialFromWire(w.Ops)
+	switch w.Kind {
+	case kindEdge:
+		return edgeStatsFromWire(&w.Edge)
+	case kindOps:
+		return opPartialFromWire(&w.Ops)
+	case kindSampling:
+		return headSamplingFromWire(&w.Sampling)
+	case kindNames:
+		names := map[ingest.Sym]bool{}
+		for _, p := range w.Names {
+			names[set.Intern(p.K)] = p.V
+		}
+		return names, nil
+	case kindVotes:
+		return nameVotesFromWire(set, &w.Votes)
+	case kindOrigins:
+		return originsFromWire(set, w.Origins)
+	case kindOpCounts:
+		return opCountsFrom(w.OpCounts, func(n int) bool { return n >= 0 })
+	case kindOpPairs:
+		return opCountsFrom(w.OpPairs, func(n [2]int) bool { return n[0] >= 0 && n[1] >= 0 })
 	}
-	return nil, errors.New("decode a partial: not exactly one partial in it")
+	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }
 
 // edgeStatsWire is edgeStats with exported fields, for encoding/gob.
@@ -273,8 +327,8 @@ func examplesFromWire(ws []exampleWire) *exampleSet {
 	return &s
 }
 
-func edgeStatsToWire(st *edgeStats) *edgeStatsWire {
-	return &edgeStatsWire{Caller: st.key.caller, CallerOp: st.key.callerOp, Callee: st.key.callee, Op: st.key.op,
+func edgeStatsToWire(st *edgeStats) edgeStatsWire {
+	return edgeStatsWire{Caller: st.key.caller, CallerOp: st.key.callerOp, Callee: st.key.callee, Op: st.key.op,
 		Calls: st.calls, Attempts: st.attempts, Missing: st.missing, Failed: st.failed, Hist: st.hist,
 		ByLength: pairsOf(st.byLength, func(e *callEnds) callEndsWire { return callEndsWire{e.limit, e.retryable, setOf(e.failed)} }),
 		GaveUp:   pairsOf(st.gaveUp, same[int]), Retried: setOf(st.retried),
@@ -353,8 +407,8 @@ type opWire struct {
 	Failed      int
 }
 
-func opPartialToWire(p *opPartial) *opPartialWire {
-	w := &opPartialWire{Instrumented: setOf(p.instrumented)}
+func opPartialToWire(p *opPartial) opPartialWire {
+	w := opPartialWire{Instrumented: setOf(p.instrumented)}
 	for _, svc := range slices.Sorted(maps.Keys(p.ops)) {
 		for _, op := range slices.Sorted(maps.Keys(p.ops[svc])) {
 			st := p.ops[svc][op]
@@ -382,4 +436,178 @@ func opPartialFromWire(w *opPartialWire) (*opPartial, error) {
 		}
 	}
 	return p, nil
+}
+
+// headSamplingWire is headSampling on the wire: root counts by
+// probability (0: unknown), and the sources.
+type headSamplingWire struct {
+	ByP     []pair[float64, int]
+	Sources []string
+}
+
+func headSamplingFromWire(w *headSamplingWire) (*headSampling, error) {
+	h := &headSampling{byP: map[float64]int{}, sources: map[string]bool{}}
+	for _, p := range w.ByP {
+		if !(p.K >= 0 && p.K <= 1) || p.V < 0 {
+			return nil, fmt.Errorf("decode the roots' sampling: %d roots of probability %v", p.V, p.K)
+		}
+	}
+	if err := fromPairs(h.byP, w.ByP, same[int]); err != nil {
+		return nil, fmt.Errorf("decode the roots' sampling: %w", err)
+	}
+	for _, s := range w.Sources {
+		h.sources[s] = true
+	}
+	return h, nil
+}
+
+// symKeyed is m with its symbols as the names they stand for.
+func symKeyed[V any](set *ingest.Set, m map[ingest.Sym]V) map[string]V {
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[set.Str(k)] = v
+	}
+	return out
+}
+
+// nameVotesWire is nameVotes on the wire: each vote's key as names (the
+// caller, then the peer, the host, or the callee and the client's
+// operation), with the names voted for and their counts.
+type nameVotesWire struct {
+	Peers, Hosts, Ops []voteWire
+	Services          []string
+}
+
+type voteWire struct {
+	Key   []string
+	Names []pair[string, int]
+}
+
+func votesToWire[K comparable](v votes[K], key func(K) []string) []voteWire {
+	var out []voteWire
+	for k, m := range v {
+		out = append(out, voteWire{key(k), pairsOf(m, same[int])})
+	}
+	slices.SortFunc(out, func(a, b voteWire) int { return slices.Compare(a.Key, b.Key) })
+	return out
+}
+
+func votesFromWire[K comparable](v votes[K], ws []voteWire, parts int, key func([]string) K) error {
+	for _, w := range ws {
+		if len(w.Key) != parts {
+			return fmt.Errorf("a vote keyed by %d names, not %d", len(w.Key), parts)
+		}
+		k := key(w.Key)
+		if v[k] != nil {
+			return fmt.Errorf("votes for %q twice", w.Key)
+		}
+		v[k] = map[string]int{}
+		for _, p := range w.Names {
+			if p.V <= 0 {
+				return fmt.Errorf("%d votes for %q", p.V, p.K)
+			}
+		}
+		if err := fromPairs(v[k], w.Names, same[int]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nameVotesToWire(set *ingest.Set, v *nameVotes) nameVotesWire {
+	return nameVotesWire{
+		Peers:    votesToWire(v.peers, func(k peerKey) []string { return []string{set.Str(k.caller), set.Str(k.peer)} }),
+		Hosts:    votesToWire(v.hosts, func(k hostKey) []string { return []string{set.Str(k.caller), k.host} }),
+		Ops:      votesToWire(v.ops, func(k opKey) []string { return []string{set.Str(k.caller), k.callee, k.clientOp} }),
+		Services: setOf(v.services),
+	}
+}
+
+func nameVotesFromWire(set *ingest.Set, w *nameVotesWire) (*nameVotes, error) {
+	v := &nameVotes{peers: votes[peerKey]{}, hosts: votes[hostKey]{}, ops: votes[opKey]{}, services: map[string]bool{}}
+	for _, s := range w.Services {
+		v.services[s] = true
+	}
+	for _, err := range []error{
+		votesFromWire(v.peers, w.Peers, 2, func(k []string) peerKey { return peerKey{set.Intern(k[0]), set.Intern(k[1])} }),
+		votesFromWire(v.hosts, w.Hosts, 2, func(k []string) hostKey { return hostKey{set.Intern(k[0]), k[1]} }),
+		votesFromWire(v.ops, w.Ops, 3, func(k []string) opKey { return opKey{set.Intern(k[0]), k[1], k[2]} }),
+	} {
+		if err != nil {
+			return nil, fmt.Errorf("decode the name votes: %w", err)
+		}
+	}
+	return v, nil
+}
+
+// originsWire is one request's unretried failures on the wire.
+type originsWire struct {
+	Target           uint64
+	Callee, Op, Peer string
+	Traces           []ingest.TraceID
+	Parents          []ingest.SpanID
+	FailedAt, Waited []int64
+}
+
+func originsToWire(set *ingest.Set, os origins) []originsWire {
+	var out []originsWire
+	for k, l := range os {
+		w := originsWire{Target: k.target, Callee: set.Str(k.callee), Op: k.op, Peer: k.peer}
+		for _, o := range l {
+			w.Traces, w.Parents = append(w.Traces, o.trace), append(w.Parents, o.parent)
+			w.FailedAt, w.Waited = append(w.FailedAt, o.failedAt), append(w.Waited, o.waitedTo)
+		}
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b originsWire) int {
+		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Callee, b.Callee), cmp.Compare(a.Op, b.Op), cmp.Compare(a.Peer, b.Peer))
+	})
+	return out
+}
+
+// originsFromWire reads requests' failures: each request's at most
+// maxOrigins, which it keeps in their order as origins.add does.
+func originsFromWire(set *ingest.Set, ws []originsWire) (origins, error) {
+	os := origins{}
+	for _, w := range ws {
+		n := len(w.Traces)
+		if len(w.Parents) != n || len(w.FailedAt) != n || len(w.Waited) != n || n == 0 || n > maxOrigins {
+			return nil, fmt.Errorf("decode the unretried failures: a request of %d, %d, %d and %d", n, len(w.Parents), len(w.FailedAt), len(w.Waited))
+		}
+		k := repeatKey{target: w.Target, callee: set.Intern(w.Callee), op: w.Op, peer: w.Peer}
+		if os[k] != nil {
+			return nil, fmt.Errorf("decode the unretried failures: %s %s twice", w.Callee, w.Op)
+		}
+		for i := range n {
+			os.add(k, origin{trace: w.Traces[i], parent: w.Parents[i], failedAt: w.FailedAt[i], waitedTo: w.Waited[i]})
+		}
+	}
+	return os, nil
+}
+
+// opCount is one operation's count on the wire.
+type opCount[V any] struct {
+	Service, Op string
+	N           V
+}
+
+func opCountsOf[V any](m map[node]V) []opCount[V] {
+	out := make([]opCount[V], 0, len(m))
+	for n, v := range m {
+		out = append(out, opCount[V]{n.svc, n.op, v})
+	}
+	slices.SortFunc(out, func(a, b opCount[V]) int { return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Op, b.Op)) })
+	return out
+}
+
+func opCountsFrom[V any](cs []opCount[V], valid func(V) bool) (map[node]V, error) {
+	m := map[node]V{}
+	for _, c := range cs {
+		n := node{c.Service, c.Op}
+		if _, ok := m[n]; ok || !valid(c.N) {
+			return nil, fmt.Errorf("decode counts by operation: %v for %s %s", c.N, c.Service, c.Op)
+		}
+		m[n] = c.N
+	}
+	return m, nil
 }

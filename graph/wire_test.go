@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -15,8 +16,11 @@ import (
 // steps of inference over set in three shards send them.
 func partialsOf(tb testing.TB, set *ingest.Set) [][]byte {
 	var out [][]byte
+	var mu sync.Mutex // serverStats' map step runs beside extraction's
 	sh := shards{of: func(id ingest.TraceID) int { return int(id[15] % 3) }, order: []int{0, 1, 2}, sent: func(p any) any {
-		if data, err := encodePartial(p); err == nil {
+		mu.Lock()
+		defer mu.Unlock()
+		if data, err := encodePartial(set, p); err == nil {
 			out = append(out, data)
 		}
 		return p
@@ -43,19 +47,20 @@ func FuzzDecodePartial(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := decodePartial(data)
+		set := ingest.NewSet()
+		p, err := decodePartial(set, data)
 		if err != nil {
 			return
 		}
-		once, err := encodePartial(p)
+		once, err := encodePartial(set, p)
 		if err != nil {
 			t.Fatalf("a decoded %T does not encode: %v", p, err)
 		}
-		q, err := decodePartial(once)
+		q, err := decodePartial(set, once)
 		if err != nil {
 			t.Fatalf("a decoded %T, encoded again, does not decode: %v", p, err)
 		}
-		if twice, _ := encodePartial(q); !bytes.Equal(once, twice) {
+		if twice, _ := encodePartial(set, q); !bytes.Equal(once, twice) {
 			t.Fatalf("a decoded %T encodes otherwise each time", p)
 		}
 		switch p := p.(type) {
@@ -65,6 +70,14 @@ func FuzzDecodePartial(f *testing.F) {
 		case *opPartial:
 			p.merge(q.(*opPartial))
 			services(nil, p.ops, p.instrumented, nil)
+		case *headSampling:
+			p.merge(q.(*headSampling))
+			p.sampling()
+		case *nameVotes:
+			p.merge(q.(*nameVotes))
+			p.peers.winners()
+		case origins:
+			p.merge(q.(origins))
 		}
 	})
 }
@@ -75,7 +88,7 @@ func FuzzDecodePartial(f *testing.F) {
 // allocated 13 GB).
 func TestDecodePartialClaims(t *testing.T) {
 	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(&partialWire{Ops: &opPartialWire{Instrumented: []string{"a"}}}); err != nil {
+	if err := gob.NewEncoder(&b).Encode(&partialWire{Kind: kindOps, Ops: opPartialWire{Instrumented: []string{"a"}}}); err != nil {
 		t.Fatal(err)
 	}
 	data := b.Bytes()
@@ -106,7 +119,7 @@ func TestDecodePartialClaims(t *testing.T) {
 	mut[msg] += byte(len(claim) - 1)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := decodePartial(mut)
+	_, err := decodePartial(ingest.NewSet(), mut)
 	runtime.ReadMemStats(&after)
 	if err == nil {
 		t.Fatal("a list claiming 1<<28 members in a few bytes decoded")
