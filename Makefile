@@ -5,7 +5,7 @@ FUZZTIME ?= 4s
 FUZZLONG ?= 3m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples samples-node golden clean
+.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples samples-node samples-hotrod golden clean
 
 ## help: list the targets
 help:
@@ -73,6 +73,11 @@ seed-stability:
 ## samples: regenerate the sample traces (runs a real instrumented mesh on 127.0.0.1)
 samples:
 	cd samples/generator && $(GO) run . -out ..
+
+## samples-hotrod: regenerate samples/hotrod by running Jaeger's HotROD demo itself (built from the Jaeger module, cached in .cache/)
+samples-hotrod:
+	@bin=$$(scripts/build-jaeger.sh $(JAEGER_VERSION) $(JAEGER_CACHE) examples/hotrod) && \
+	cd samples/generator && $(GO) run . -out .. -hotrod $$bin
 
 ## samples-node: regenerate the Node.js samples (needs node >= 20.6 and npm; npm ci in each samples/generator/node/*)
 samples-node:

@@ -1563,9 +1563,8 @@ func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
 		if !ix.keep[i] || !s.has(int32(i)) {
 			continue
 		}
-		svc := ix.str(sp.Service)
-		instrumented[svc] = true
-		if isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
+		if svc := ix.str(sp.Service); isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
+			instrumented[svc] = true
 			h.served[svc] = append(h.served[svc], int32(i))
 		}
 	}

@@ -34,7 +34,8 @@
 //     Map again, with the edges: per edge its statistics (edgeStats: counts,
 //     histograms, waits, durations, examples), per operation its executions
 //     (serverStats), the root requests and the spans' time (rootsOf), the
-//     calls that overlap another of their request (concurrentShares), per
+//     calls that overlap another of their request and each edge's fan-out
+//     width (concurrencyOf: per-edge counts and width histograms), per
 //     chain of edges the highest amplification a root request saw
 //     (observedAmplification), and each caller operation's requests
 //     (requestsByOp). Reduce: the merged partials, then the fits: each
@@ -76,8 +77,9 @@
 // form through it, and names the partials that have none, which must be
 // the ones below; FuzzDecodePartial fuzzes the decoder. Calibration's
 // first failures per trace hold no span either, but are kept per edge
-// number, as are the per-edge counts and the observed-amplification trie:
-// numbers in the one grouping of all calls.
+// number, as are the per-edge counts, the overlaps (concurrencyOf) and
+// the observed-amplification trie: numbers in the one grouping of all
+// calls.
 //
 // Still global, each for a stated reason:
 //   - The index (newIndex): every span key sorted, parents resolved, cycles

@@ -96,8 +96,8 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	roots, lo, hi := rs.roots, rs.lo, rs.hi
 	t.Edges = append(t.Edges, userEdges(ix, roots)...)
 	byServer := callsByServer(ix, ecs)
-	for i, share := range concurrentShares(ix, ecs, byServer) {
-		t.Edges[i].ConcurrentShare = share
+	for i, c := range concurrencyOf(ix, ecs, byServer) {
+		t.Edges[i].ConcurrentShare, t.Edges[i].ConcurrentOtherShare, t.Edges[i].FanOutWidth = c.Share, c.OtherShare, c.Width
 	}
 	// The edges' late-tail noise goes to the breakers' reading of fast
 	// answers; it is not part of the topology (nor of its JSON).
@@ -238,8 +238,12 @@ func (t opTable) get(svc, op string) *opStats {
 }
 
 // serverStats measures every operation of the instrumented services from
-// their SERVER spans (and local roots). It reads the index only, so Infer
-// runs it beside call extraction.
+// their SERVER spans (and local roots). A service is instrumented when it
+// has such a span: one seen only in spans under another service's (a
+// database client span emitted under the database's name, as HotROD's
+// mysql and redis-manual are) serves nothing of its own that a span shows,
+// so it is virtual, timed by its callers' attempts. It reads the index
+// only, so Infer runs it beside call extraction.
 func serverStats(ix *index) (opTable, map[string]bool) {
 	st := mapShards(ix, ix.serverStatsIn, (*opPartial).merge)
 	return st.ops, st.instrumented
@@ -273,10 +277,10 @@ func (ix *index) serverStatsIn(s sel) *opPartial {
 		if !ix.keep[i] || !s.has(int32(i)) {
 			continue
 		}
-		instrumented[ix.str(sp.Service)] = true
 		if !isServer(sp) && ix.parent[i] >= 0 {
 			continue
 		}
+		instrumented[ix.str(sp.Service)] = true
 		st := ops.get(ix.str(sp.Service), ix.opName(int32(i)))
 		st.dur.add(float64(sp.Duration()) / 1e6)
 		st.self.add(float64(selfTime(ix, int32(i))) / 1e6)

@@ -485,6 +485,37 @@ func TestBackoff(t *testing.T) {
 			},
 		},
 		{
+			name: "immediate retries with one late wait (a busy host's): still immediate",
+			build: func(b *builder) {
+				sequential(b, 20, "api", func(root, k int) {
+					w := 0.2
+					if k == 19 {
+						w = 4.1 // HotROD's driver at 4 dispatches at a time: 99 waits under 0.35 ms, one of 4.1
+					}
+					b.chain(root, "backend", 10, []float64{w}, 5, httpStatus(200))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "api", "backend")
+				if e.Backoff.Kind != BackoffImmediate || e.Backoff.Jitter != JitterNone {
+					t.Errorf("backoff %s, want immediate with no jitter", fmtBackoff(e.Backoff))
+				}
+			},
+		},
+		{
+			name: "waits spread from 0 to 6 ms are no immediate retry",
+			build: func(b *builder) {
+				sequential(b, 20, "api", func(root, k int) {
+					b.chain(root, "backend", 10, []float64{0.3 * float64(k)}, 5, httpStatus(200))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				if e := edge(t, tp, "api", "backend"); e.Backoff.Kind == BackoffImmediate {
+					t.Errorf("backoff %s, want anything but immediate", fmtBackoff(e.Backoff))
+				}
+			},
+		},
+		{
 			name: "immediate retries across enough calls: no backoff, no jitter",
 			build: func(b *builder) {
 				sequential(b, 5, "api", func(root, _ int) {

@@ -28,6 +28,19 @@ func TestCalleeNaming(t *testing.T) {
 						t.Errorf("edge to unknown: %s", edgeList(tp))
 					}
 				}
+				// redis-manual has spans, but none of its own serving: it is
+				// timed by the attempts its caller waited for, as any
+				// uninstrumented callee (replay reads its service time here).
+				for _, s := range tp.Services {
+					if s.Name != "redis-manual" {
+						continue
+					}
+					if !s.Virtual || len(s.Operations) != 1 || s.Operations[0].Count != 3 || s.Operations[0].P50MS != 10 {
+						t.Errorf("redis-manual: %+v, want virtual with GetDriver timed by its 3 attempts of 10ms", s)
+					}
+					return
+				}
+				t.Errorf("no service redis-manual in %+v", tp.Services)
 			},
 		},
 		{

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -170,26 +171,76 @@ func callsByServer(ix *index, ecs []*edgeCalls) *serverCalls {
 	return sc
 }
 
-// concurrentShares measures, per edge, the share of its calls that
-// overlapped another call made while serving the same request.
-func concurrentShares(ix *index, ecs []*edgeCalls, byServer *serverCalls) []float64 {
-	overlapping := mapShards(ix, func(s sel) []int { return overlappingCalls(ix, s, len(ecs), byServer) }, addInts)
-	out := make([]float64, len(ecs))
+// concurrency is how an edge's calls overlap others made while serving
+// the same request.
+type concurrency struct {
+	// Share overlapped any other call; OtherShare a call of another edge.
+	Share, OtherShare float64
+	// Width is the median, over the requests that made several calls of
+	// the edge, of the most of them in flight at once: 1 for a loop that
+	// waits for each call, N for a pool of N workers or a fan-out of N.
+	// 0 where no request made more than one.
+	Width int
+}
+
+// concurrencyOf measures, per edge, how its calls overlapped other calls
+// made while serving the same request.
+func concurrencyOf(ix *index, ecs []*edgeCalls, byServer *serverCalls) []concurrency {
+	o := mapShards(ix, func(s sel) *overlaps { return overlappingCalls(ix, s, len(ecs), byServer) }, (*overlaps).merge)
+	out := make([]concurrency, len(ecs))
 	for i, ec := range ecs {
-		out[i] = round3(float64(overlapping[i]) / float64(len(ec.calls)))
+		out[i] = concurrency{Share: round3(float64(o.any[i]) / float64(len(ec.calls))),
+			OtherShare: round3(float64(o.other[i]) / float64(len(ec.calls))), Width: medianCount(o.widths[i])}
 	}
 	return out
 }
 
-// overlappingCalls counts, per edge, the calls of the selected requests
-// that overlapped another call made while serving the same request.
-func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) []int {
-	overlapping := make([]int, edges)
+// overlaps is concurrencyOf's map step: per edge, the calls that
+// overlapped any other call of their request and those that overlapped a
+// call of another edge, and how many requests had each width.
+type overlaps struct {
+	any, other []int
+	widths     []map[int]int
+}
+
+func (o *overlaps) merge(p *overlaps) {
+	addInts(o.any, p.any)
+	addInts(o.other, p.other)
+	for i, w := range p.widths {
+		addCounts(o.widths[i], w)
+	}
+}
+
+// medianCount is the median of values given as counts (the lower of the
+// middle two), 0 for none.
+func medianCount(counts map[int]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	seen := 0
+	for _, v := range slices.Sorted(maps.Keys(counts)) {
+		if seen += counts[v]; 2*seen >= n {
+			return v
+		}
+	}
+	return 0
+}
+
+// overlappingCalls is the map step of concurrencyOf over the selected
+// requests.
+func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) *overlaps {
+	o := &overlaps{any: make([]int, edges), other: make([]int, edges), widths: make([]map[int]int, edges)}
+	for i := range o.widths {
+		o.widths[i] = map[int]int{}
+	}
 	type span struct {
 		start, end int64
 		edge       int
 	}
 	var calls []span
+	var ends []int64
+	var marked []bool
 	for s := range ix.spans {
 		here := byServer.of(int32(s))
 		if len(here) < 2 || !sl.has(int32(s)) {
@@ -200,18 +251,105 @@ func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) []int
 			a := ix.attemptsOf(byServer.call(ec))
 			calls = append(calls, span{ix.spans[a[0].span].Start, ix.spans[a[len(a)-1].span].End, int(ec.edge)})
 		}
+		// By edge, then start: each edge's calls in order, for its width.
+		slices.SortFunc(calls, func(x, y span) int {
+			return cmp.Or(cmp.Compare(x.edge, y.edge), cmpInt64(x.start, y.start))
+		})
+		for lo := 0; lo < len(calls); {
+			hi := lo + 1
+			for hi < len(calls) && calls[hi].edge == calls[lo].edge {
+				hi++
+			}
+			if hi-lo > 1 {
+				// The most calls in flight at once: each start against the
+				// ends so far still to come.
+				ends, most := ends[:0], 0
+				for _, c := range calls[lo:hi] {
+					for k := 0; k < len(ends); {
+						if ends[k] <= c.start+overlapTolerance {
+							ends[k] = ends[len(ends)-1]
+							ends = ends[:len(ends)-1]
+							continue
+						}
+						k++
+					}
+					ends = append(ends, c.end)
+					most = max(most, len(ends))
+				}
+				o.widths[calls[lo].edge][most]++
+			}
+			lo = hi
+		}
 		slices.SortFunc(calls, func(x, y span) int { return cmpInt64(x.start, y.start) })
 		// A call overlaps another when it starts before the latest end so
 		// far, or the next call starts before it ends.
 		latest := int64(math.MinInt64)
 		for i, c := range calls {
 			if c.start+overlapTolerance < latest || i+1 < len(calls) && calls[i+1].start+overlapTolerance < c.end {
-				overlapping[c.edge]++
+				o.any[c.edge]++
 			}
 			latest = max(latest, c.end)
 		}
+		// And a call of another edge: one started before it and still
+		// running, or one started after it and before it ended.
+		marked = append(marked[:0], make([]bool, len(calls))...)
+		before := newExtremes(func(x, y int64) bool { return x > y })
+		for i, c := range calls {
+			if end, ok := before.other(c.edge); ok && c.start+overlapTolerance < end {
+				marked[i] = true
+			}
+			before.add(c.end, c.edge)
+		}
+		after := newExtremes(func(x, y int64) bool { return x < y })
+		for i := len(calls) - 1; i >= 0; i-- {
+			c := calls[i]
+			if start, ok := after.other(c.edge); ok && start+overlapTolerance < c.end {
+				marked[i] = true
+			}
+			after.add(c.start, c.edge)
+		}
+		for i, m := range marked {
+			if m {
+				o.other[calls[i].edge]++
+			}
+		}
 	}
-	return overlapping
+	return o
+}
+
+// extremes keeps the two most extreme values seen (by beats) that come
+// from different edges, so that the most extreme of any edge but one is
+// at hand.
+type extremes struct {
+	beats func(x, y int64) bool
+	v     [2]int64
+	edge  [2]int // -1: none yet
+}
+
+func newExtremes(beats func(x, y int64) bool) *extremes {
+	return &extremes{beats: beats, edge: [2]int{-1, -1}}
+}
+
+func (e *extremes) add(v int64, edge int) {
+	switch {
+	case e.edge[0] < 0 || edge == e.edge[0]:
+		if e.edge[0] < 0 || e.beats(v, e.v[0]) {
+			e.v[0], e.edge[0] = v, edge
+		}
+	case e.beats(v, e.v[0]):
+		e.v[1], e.edge[1] = e.v[0], e.edge[0]
+		e.v[0], e.edge[0] = v, edge
+	case e.edge[1] < 0 || e.beats(v, e.v[1]):
+		e.v[1], e.edge[1] = v, edge
+	}
+}
+
+// other is the most extreme value of an edge other than edge.
+func (e *extremes) other(edge int) (int64, bool) {
+	if e.edge[0] >= 0 && e.edge[0] != edge {
+		return e.v[0], true
+	}
+	return e.v[1], e.edge[1] >= 0
 }
 
 func cmpInt64(a, b int64) int {

@@ -128,7 +128,7 @@ func TestShardedInfer(t *testing.T) {
 	// The partials that still name spans by their place in the one index
 	// (the package comment says why each is global).
 	stillGlobal := []string{"*[]graph.callEnd", "*graph.callOrders", "*graph.chainTrie", "*graph.extracted",
-		"*graph.outcomeStats", "*graph.requestsHeld", "*graph.rootSet", "[]*graph.Outcomes", "[]int", "[]map[ingest.TraceID]int64",
+		"*graph.outcomeStats", "*graph.overlaps", "*graph.requestsHeld", "*graph.rootSet", "[]*graph.Outcomes", "[]int", "[]map[ingest.TraceID]int64",
 		"graph.serving", "graph.spanSet", "map[graph.node]*graph.workTimes", "map[graph.node][]int32"}
 	if got := slices.Sorted(maps.Keys(unwired)); !slices.Equal(got, stillGlobal) {
 		t.Errorf("partials with no wire form: %q, want %q", got, stillGlobal)

@@ -191,6 +191,16 @@ type Edge struct {
 	// another call made while serving the same request: near 1 for
 	// parallel fan-out, 0 for calls made one after another.
 	ConcurrentShare float64 `json:"concurrent_share"`
+	// ConcurrentOtherShare is the share that overlapped a call of another
+	// edge (the caller runs different calls at once), FanOutWidth the
+	// median, over the requests that made several calls of this edge, of
+	// the most of them in flight at once (1: one after another, as a loop
+	// that waits for each; N: a pool of N workers, or N at once); 0 where
+	// no request made more than one. Replay makes an operation's calls at
+	// once where most overlapped another edge's, and otherwise in order,
+	// each edge's up to FanOutWidth at a time.
+	ConcurrentOtherShare float64 `json:"concurrent_other_share"`
+	FanOutWidth          int     `json:"fan_out_width"`
 
 	CalleeP50MS float64 `json:"callee_p50_ms"`
 	CalleeP95MS float64 `json:"callee_p95_ms"`

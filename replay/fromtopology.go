@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -181,6 +182,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		// mean with the probability of making them.
 		ed.Repeat = max(1, int(math.Ceil(per-1e-9)))
 		ed.Prob = math.Min(1, per/float64(ed.Repeat))
+		if e.FanOutWidth > 1 {
+			ed.Width = min(e.FanOutWidth, ed.Repeat)
+		}
 		if len(e.WaitQuantilesMS) > 0 && ed.Policy.MaxAttempts > 1 {
 			ow := &ObservedWaits{}
 			for i, q := range e.WaitQuantilesMS {
@@ -232,13 +236,29 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		m.Edges = append(m.Edges, ed)
 		offset = append(offset, e.CallOffsetMS)
 		m.Services[ci].Ops[coi].Calls = append(m.Services[ci].Ops[coi].Calls, len(m.Edges)-1)
-		concurrent[[2]int{ci, coi}] += e.ConcurrentShare * float64(e.Calls)
+		other := e.ConcurrentOtherShare
+		if e.ConcurrentShare > 0 && other == 0 && e.FanOutWidth == 0 {
+			// A topology written before fan-out widths were measured:
+			// calls that overlapped but neither another edge's nor each
+			// other's cannot come out of infer today.
+			other = e.ConcurrentShare
+		}
+		concurrent[[2]int{ci, coi}] += other * float64(e.Calls)
 		total[[2]int{ci, coi}] += float64(e.Calls)
 	}
-	// An operation whose calls mostly overlapped makes them in parallel;
-	// sequential calls go in the order the traces show them made.
-	for k, c := range concurrent {
-		m.Services[k[0]].Ops[k[1]].Parallel = c >= 0.5*total[k]
+	// An operation whose calls mostly overlapped another edge's makes them
+	// all at once; otherwise they go in the order the traces show them
+	// made, each edge's up to its fan-out width at a time.
+	for _, k := range slices.SortedFunc(maps.Keys(concurrent), func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }) {
+		c := concurrent[k]
+		op := &m.Services[k[0]].Ops[k[1]]
+		op.Parallel = c >= 0.5*total[k]
+		for _, ei := range op.Calls {
+			if ed := &m.Edges[ei]; !op.Parallel && ed.Width > 1 {
+				m.Assumed = append(m.Assumed, fmt.Sprintf("%s %s: calls %s %s up to %d at a time (the most one request had in flight, median over the requests that made several), after its calls before them have ended",
+					m.Services[k[0]].Name, op.Name, m.Services[ed.Callee].Name, m.Services[ed.Callee].Ops[ed.CalleeOp].Name, ed.Width))
+			}
+		}
 	}
 	for si := range m.Services {
 		for oi := range m.Services[si].Ops {

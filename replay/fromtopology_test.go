@@ -197,4 +197,14 @@ func TestParallelStructure(t *testing.T) {
 	if !m.Services[0].Ops[0].Parallel {
 		t.Error("api's calls overlapped in the traces but the model makes them one after another")
 	}
+	// Calls that overlapped only each other, through a pool of 3 (as
+	// infer measures them now): in order, the pool's up to 3 at a time.
+	top.Edges[1].ConcurrentShare, top.Edges[1].ConcurrentOtherShare, top.Edges[1].FanOutWidth = 0, 0, 1
+	top.Edges[2].Calls, top.Edges[2].ConcurrentShare, top.Edges[2].ConcurrentOtherShare, top.Edges[2].FanOutWidth = 1000, 0.9, 0, 3
+	if m, err = FromTopology(top, BuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if op := m.Services[0].Ops[0]; op.Parallel || m.Edges[op.Calls[1]].Width != 3 || m.Edges[op.Calls[1]].Repeat != 10 {
+		t.Errorf("api's calls: parallel %v, cart's %d calls %d at a time; want in order, 10 calls 3 at a time", op.Parallel, m.Edges[op.Calls[1]].Repeat, m.Edges[op.Calls[1]].Width)
+	}
 }

@@ -119,7 +119,11 @@ type Edge struct {
 	// Prob is the chance one execution of the caller op makes these calls.
 	Prob float64
 	// Repeat is how many calls one execution makes (a fan-out loop), ≥ 1.
-	Repeat     int
+	Repeat int
+	// Width is how many of them a sequential operation makes at once (a
+	// pool of Width workers); 0 or 1: one after another. An operation
+	// whose calls are Parallel makes them all at once.
+	Width      int
 	Idempotent bool
 	// Fail is the callee's own failure model as the caller saw it; nil:
 	// the callee fails only under faults.
@@ -371,6 +375,9 @@ func (m *Model) Validate() error {
 		}
 		if e.Policy.MaxAttempts < 1 {
 			return fmt.Errorf("edge %d (%s → %s): max attempts %d: want 1 or more", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, e.Policy.MaxAttempts)
+		}
+		if e.Width < 0 {
+			return fmt.Errorf("edge %d: width %d: want 0 or more", i, e.Width)
 		}
 		if e.Repeat < 1 {
 			return fmt.Errorf("edge %d: repeat %d: want 1 or more", i, e.Repeat)

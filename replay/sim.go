@@ -986,11 +986,16 @@ func (s *sim) repeats(e int) int {
 	return ed.Repeat
 }
 
-// nextCall makes a sequential job's next call, or completes it.
+// nextCall makes a sequential job's next call (those of its edge's Width
+// still to make), or, once the calls of every edge have ended, completes
+// it.
 func (s *sim) nextCall(ji int32) {
 	j := &s.jobs[ji]
 	op := &s.m.Services[j.svc].Ops[j.op]
 	for j.repeatLeft == 0 {
+		if j.pending > 0 {
+			return // the edge's other calls are still out
+		}
 		j.nextEdge++
 		if int(j.nextEdge) >= len(op.Calls) {
 			s.complete(ji)
@@ -998,9 +1003,22 @@ func (s *sim) nextCall(ji int32) {
 		}
 		j.repeatLeft = int32(s.repeats(op.Calls[j.nextEdge]))
 	}
+	e, at, gen := int32(op.Calls[j.nextEdge]), j.nextEdge, j.gen
 	j.repeatLeft--
 	j.pending++
-	s.startCall(ji, int32(op.Calls[j.nextEdge]))
+	s.startCall(ji, e)
+	// A pool of Width: the rest of its first calls. startCall may end a
+	// call at once (and make the next through callDone, or end the job),
+	// and may grow the job slab: read the job again each time.
+	for w := int32(s.m.Edges[e].Width); w > 1; {
+		j = &s.jobs[ji]
+		if j.gen != gen || j.state != jobCalling || j.nextEdge != at || j.repeatLeft == 0 || j.pending >= w {
+			return
+		}
+		j.repeatLeft--
+		j.pending++
+		s.startCall(ji, e)
+	}
 }
 
 func (s *sim) startCall(ji, e int32) {

@@ -9,6 +9,7 @@
 //	go run . -out ..                     # every scenario
 //	go run . -out .. -scenario incident  # one scenario alone
 //	go run . -out .. -node all           # the Node.js scenarios (node.go)
+//	go run . -out .. -hotrod BIN         # Jaeger's HotROD demo itself (hotrod.go)
 package main
 
 import (
@@ -32,8 +33,18 @@ func main() {
 	out := flag.String("out", "..", "directory that receives one sub-directory per scenario")
 	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one; the others' files are left as they are)")
 	nodeOnly := flag.String("node", "", "run the Node.js scenario of this `NAME` under node/ instead (\"all\": every one; needs node and `npm ci` in node/)")
+	hotrod := flag.String("hotrod", "", "run Jaeger's HotROD demo, the binary at `PATH` (make samples-hotrod builds it), and write the hotrod scenario instead")
 	flag.Parse()
 	ctx := context.Background()
+	if *hotrod != "" {
+		start := time.Now()
+		sum, err := runHotROD(ctx, *hotrod, *out)
+		fmt.Printf("%s (%s)\n%s", hotrodName, time.Since(start).Round(time.Millisecond), sum)
+		if err != nil {
+			log.Fatalf("%s: %v", hotrodName, err)
+		}
+		return
+	}
 	if *nodeOnly != "" {
 		found := false
 		for _, sc := range nodeScenarios {

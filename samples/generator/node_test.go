@@ -46,7 +46,7 @@ func TestNodeSamples(t *testing.T) {
 			for _, c := range tr.RootAnswers {
 				answered += c
 			}
-			roots, servers := serverSpans(jsonl)
+			roots, servers := spansOfKind(jsonl, ptrace.SpanKindServer)
 			if roots != tr.RootRequests || answered != tr.RootRequests {
 				t.Errorf("%d root SERVER spans, %d answers; truth has %d root requests", roots, answered, tr.RootRequests)
 			}
@@ -65,10 +65,10 @@ func TestNodeSamples(t *testing.T) {
 	}
 }
 
-// serverSpans counts the root spans and the SERVER spans per "service
+// spansOfKind counts the root spans and the spans of kind per "service
 // operation", the operation being http.route or, for RPCs,
 // rpc.service/rpc.method (else the span name).
-func serverSpans(requests []ptrace.Traces) (roots int, byOp map[string]int) {
+func spansOfKind(requests []ptrace.Traces, kind ptrace.SpanKind) (roots int, byOp map[string]int) {
 	byOp = map[string]int{}
 	for _, td := range requests {
 		for _, rs := range td.ResourceSpans().All() {
@@ -78,7 +78,7 @@ func serverSpans(requests []ptrace.Traces) (roots int, byOp map[string]int) {
 					if sp.ParentSpanID().IsEmpty() {
 						roots++
 					}
-					if sp.Kind() != ptrace.SpanKindServer {
+					if sp.Kind() != kind {
 						continue
 					}
 					op := sp.Name()
