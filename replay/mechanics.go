@@ -184,7 +184,11 @@ func (mc Mechanics) String() string {
 		b.WriteString("; no client limit on requests in flight")
 	}
 	for _, l := range mc.RequestLimits {
-		fmt.Fprintf(&b, "; %s: at most %d requests out at once, one more failing at once with 503 UO, not retried (Envoy max_requests)", l.Edge, l.MaxRequests)
+		out := fmt.Sprintf("at most %d requests out at once", l.MaxRequests)
+		if l.MaxRequests == 1 {
+			out = "one request out at a time"
+		}
+		fmt.Fprintf(&b, "; %s: %s from the caller to the callee, one more failing at once with 503 UO, not retried (Envoy max_requests)", l.Edge, out)
 	}
 	switch {
 	case mc.HopMS > 0 && mc.HopRoundTrip:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -525,7 +526,7 @@ func TestRequestLimit(t *testing.T) {
 		t.Errorf("overflow share %.3f, retry share %v (no limit: %d overflowed); want 0.6, none retried, none", share, limited.RetryShare, open.Overflowed)
 	}
 	note := limited.Mechanics.String()
-	if want := "client → server serve: at most 20 requests out at once, one more failing at once with 503 UO, not retried"; !strings.Contains(note, want) ||
+	if want := "client → server serve: at most 20 requests out at once from the caller to the callee, one more failing at once with 503 UO, not retried"; !strings.Contains(note, want) ||
 		len(limited.Mechanics.RequestLimits) != 1 || limited.Mechanics.RequestLimits[0].MaxRequests != 20 || len(open.Mechanics.RequestLimits) != 0 {
 		t.Errorf("limits %+v, note %q; want the edge's 20 and %q", limited.Mechanics.RequestLimits, note, want)
 	}
@@ -539,6 +540,18 @@ func TestRequestLimit(t *testing.T) {
 	r := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 100})
 	if share, want := float64(r.Overflowed)/float64(r.RootRequests), mmckBlocking(10, 5, 5); math.Abs(share-want) > 0.02 || r.Series.QueueDepth[20] < 150 {
 		t.Errorf("overflow share %.3f, %d queued at 21 s; want %.3f and the callee's queue growing", share, r.Series.QueueDepth[20], want)
+	}
+	// Every edge from the caller into the callee counts against one
+	// limit, as every route into an Envoy cluster does: two operations
+	// called at once, 4 out at most on each edge, one worker of 1 s, so
+	// at most 3 wait (7 if each edge counted its own).
+	m = single("server", 1, Constant(1), 10, 0, Policy{MaxAttempts: 1, MaxRequests: 4})
+	m.Services[1].Ops = append(m.Services[1].Ops, Op{Name: "other", Time: Constant(1)})
+	m.Edges = append(m.Edges, Edge{Caller: 0, Callee: 1, CalleeOp: 1, Prob: 1, Repeat: 1, Policy: m.Edges[0].Policy})
+	m.Services[0].Ops[0].Calls, m.Services[0].Ops[0].Parallel = []int{0, 1}, true
+	r = mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 20})
+	if q := slices.Max(r.Series.QueueDepth); q != 3 {
+		t.Errorf("two edges into one callee, 4 out at most: up to %d queued, want 3", q)
 	}
 }
 

@@ -269,8 +269,10 @@ type Policy struct {
 	// timeout resets the stream): the caller's proxy fails one more at
 	// once with 503, response flag UO, and does not retry it, as Envoy's
 	// cluster circuit breaker max_requests does (Envoy never retries an
-	// overflow). It is the edge's own: one caller's proxy and one upstream
-	// cluster. 0: no limit.
+	// overflow). The attempts out are counted over every edge from the
+	// same caller to the same callee (the caller's proxy, the callee's
+	// cluster), each edge comparing the count with its own limit. 0: no
+	// limit.
 	MaxRequests int
 	// HedgeAfter > 0 hedges: while the latest attempt has not answered
 	// after that many seconds, another is sent, up to MaxAttempts in all

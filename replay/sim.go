@@ -263,10 +263,14 @@ type sim struct {
 	freeAtt    []int32
 
 	budgets []Budget // per edge (shared budgets appear under each of their edges)
-	// outstanding counts each edge's attempts out (sent, not yet answered
-	// or given up on), when some edge limits them (Policy.MaxRequests);
-	// nil otherwise.
+	// outstanding counts the attempts out (sent, not yet answered or
+	// given up on) from each caller to each callee, when some edge limits
+	// them (Policy.MaxRequests), and outSlot is each edge's count: one for
+	// every edge between the same two services, as Envoy's cluster
+	// circuit breaker counts every route of the caller's proxy into the
+	// cluster. Both nil otherwise.
 	outstanding []int32
+	outSlot     []int32
 	breakers    []*Breaker
 	// lastEnded: per edge, how its latest calls to end had ended (see
 	// edgeRun).
@@ -387,7 +391,8 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		if e.Policy.Breaker.Enabled() {
 			s.breakers[i] = NewBreaker(e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
 		}
-		if e.Policy.MaxRequests > 0 && s.outstanding == nil {
+		if e.Policy.MaxRequests > 0 && s.outSlot == nil {
+			s.outSlot = outSlots(m.Edges)
 			s.outstanding = make([]int32, len(m.Edges))
 		}
 	}
@@ -641,12 +646,26 @@ func (s *sim) refuse(ci int32, c *call) {
 	s.finish(ci, false, 0)
 }
 
+// outSlots numbers the pairs of caller and callee, giving each edge its
+// pair's number (see sim.outSlot).
+func outSlots(edges []Edge) []int32 {
+	slots, pairs := make([]int32, len(edges)), map[[2]int]int32{}
+	for i, e := range edges {
+		k := [2]int{e.Caller, e.Callee}
+		if _, ok := pairs[k]; !ok {
+			pairs[k] = int32(len(pairs))
+		}
+		slots[i] = pairs[k]
+	}
+	return slots
+}
+
 // unout counts n attempts of call c as no longer out on its edge (the
 // answer came, or the client stopped waiting), for the edge's limit on
 // requests out.
 func (s *sim) unout(c *call, n int16) {
 	if s.outstanding != nil && c.edge >= 0 {
-		s.outstanding[c.edge] -= int32(n)
+		s.outstanding[s.outSlot[c.edge]] -= int32(n)
 	}
 }
 
@@ -659,7 +678,7 @@ func (s *sim) send(ci int32, c *call) {
 			s.refuse(ci, c)
 			return
 		}
-		if s.outstanding != nil && p.MaxRequests > 0 && s.outstanding[c.edge] >= int32(p.MaxRequests) {
+		if s.outstanding != nil && p.MaxRequests > 0 && s.outstanding[s.outSlot[c.edge]] >= int32(p.MaxRequests) {
 			// The caller's proxy has the edge's limit of requests out
 			// (Envoy's max_requests): it fails this one at once, 503 UO,
 			// and never retries an overflow.
@@ -673,7 +692,7 @@ func (s *sim) send(ci int32, c *call) {
 	n := c.attempts
 	if c.edge >= 0 {
 		if s.outstanding != nil {
-			s.outstanding[c.edge]++
+			s.outstanding[s.outSlot[c.edge]]++
 		}
 		if b := s.budgets[c.edge]; b != nil && n == 1 {
 			b.Request(s.now)

@@ -180,9 +180,12 @@ type envoyCircuitBreakers struct {
 }
 
 type envoyThresholds struct {
-	Priority    string            `yaml:"priority,omitempty"`
-	RetryBudget *EnvoyRetryBudget `yaml:"retry_budget,omitempty"`
-	MaxRetries  *int              `yaml:"max_retries,omitempty"`
+	Priority           string            `yaml:"priority,omitempty"`
+	RetryBudget        *EnvoyRetryBudget `yaml:"retry_budget,omitempty"`
+	MaxRetries         *int              `yaml:"max_retries,omitempty"`
+	MaxRequests        *int              `yaml:"max_requests,omitempty"`
+	MaxPendingRequests *int              `yaml:"max_pending_requests,omitempty"`
+	MaxConnections     *int              `yaml:"max_connections,omitempty"`
 }
 
 type envoyBootstrap struct {
@@ -324,7 +327,9 @@ func (f *PolicyFile) readRouteConfig(src *pfSource, rc envoyRouteConfig, node as
 	return nil
 }
 
-// addCluster reads a cluster's retry budget (the DEFAULT priority's).
+// addCluster reads a cluster's circuit breakers (the DEFAULT
+// priority's): its retry budget, or else max_retries as the same kind of
+// cap on retries out, and max_requests as the edge's limit on requests out.
 func (f *PolicyFile) addCluster(c envoyCluster, where string) {
 	if c.OutlierDetection != nil {
 		f.note("%s: outlier_detection ejects hosts; not simulated (the simulator has one pool per service)", where)
@@ -332,15 +337,34 @@ func (f *PolicyFile) addCluster(c envoyCluster, where string) {
 	if c.CircuitBreakers == nil {
 		return
 	}
+	limit := func(n *int) bool { return n != nil && *n != math.MaxUint32 } // MaxUint32: no limit, as Istio writes it
 	for _, t := range c.CircuitBreakers.Thresholds {
 		if t.Priority != "" && t.Priority != "DEFAULT" {
 			continue
 		}
-		if t.RetryBudget != nil {
-			f.add(&target{hosts: []string{c.Name}, origin: where}, PolicySpec{EnvoyRetryBudget: t.RetryBudget})
+		var spec PolicySpec
+		switch {
+		case t.RetryBudget != nil:
+			spec.EnvoyRetryBudget = t.RetryBudget
+			if limit(t.MaxRetries) {
+				f.note("%s: max_retries %d bounds concurrent retries only without a retry_budget, which this threshold has: Envoy uses the budget", where, *t.MaxRetries)
+			}
+		case limit(t.MaxRetries):
+			// Envoy's retry budget limits retries out to max(percent of
+			// requests out, min_retry_concurrency): at 0% that is
+			// max_retries' fixed cap, counted the same way.
+			n := *t.MaxRetries
+			spec.EnvoyRetryBudget = &EnvoyRetryBudget{BudgetPercent: &EnvoyPercent{}, MinRetryConcurrency: &n}
 		}
-		if t.MaxRetries != nil && *t.MaxRetries != math.MaxUint32 { // MaxUint32: no limit, as Istio writes it
-			f.note("%s: max_retries %d bounds concurrent retries to the whole cluster; not simulated", where, *t.MaxRetries)
+		if limit(t.MaxRequests) {
+			n := *t.MaxRequests
+			spec.MaxRequests = &n
+		}
+		if limit(t.MaxPendingRequests) || limit(t.MaxConnections) {
+			f.note("%s: max_connections and max_pending_requests bound a connection pool, which is not simulated (max_requests bounds the requests out)", where)
+		}
+		if spec != (PolicySpec{}) {
+			f.add(&target{hosts: []string{c.Name}, origin: where}, spec)
 		}
 	}
 }

@@ -76,6 +76,11 @@ import (
 //	                                host_selection_retry_max_attempts are kept.
 //	         retry_budget           Budget = NewEnvoyBudget(budget_percent.value,
 //	                                min_retry_concurrency), defaults 20 and 3.
+//	         cluster circuit_breakers, DEFAULT priority: max_requests sets
+//	                                MaxRequests; max_retries, without a
+//	                                retry_budget (which overrides it, as in
+//	                                Envoy), Budget = NewEnvoyBudget(0,
+//	                                max_retries): the same cap on retries out.
 //	Finagle  finagle                Budget = NewFinagleBudget(ttl, minRetriesPerSec,
 //	                                percentCanRetry), defaults 10s, 10, 0.2.
 //	retryaudit (each key sets one field and keeps the rest)
@@ -87,7 +92,10 @@ import (
 //	         jitter, jitterFraction Backoff.Jitter, Backoff.Fraction (proportional
 //	                                only), applied after the backoff of the entry.
 //	         perTryTimeout, deadline, propagateDeadline, honorRetryAfter,
-//	         hedgeAfter             the Policy fields of the same names.
+//	         hedgeAfter, maxRequests
+//	                                the Policy fields of the same names
+//	                                (maxRequests: requests out on the edge at
+//	                                most, one more failing at once with UO).
 //	         breaker                Breaker, key by key over the edge's breaker
 //	                                (consecutiveFailures, failureRate, window,
 //	                                minRequests, openFor, jitter, halfOpenProbes);
@@ -159,6 +167,7 @@ type PolicySpec struct {
 	PropagateDeadline *bool             `yaml:"propagateDeadline,omitempty"`
 	HonorRetryAfter   *bool             `yaml:"honorRetryAfter,omitempty"`
 	HedgeAfter        *Duration         `yaml:"hedgeAfter,omitempty"`
+	MaxRequests       *int              `yaml:"maxRequests,omitempty"`
 	Breaker           *BreakerSpec      `yaml:"breaker,omitempty"`
 	Budget            *NativeBudget     `yaml:"budget,omitempty"`
 	// Idempotent declares the calls safe to repeat, or not: a gRPC
@@ -529,6 +538,9 @@ func (s *PolicySpec) validate(p pfPath, e *pfErrs) {
 	dur(p.with("perTryTimeout"), s.PerTryTimeout, false)
 	dur(p.with("deadline"), s.Deadline, false)
 	dur(p.with("hedgeAfter"), s.HedgeAfter, false)
+	if n := s.MaxRequests; n != nil && (*n < 0 || *n > math.MaxInt32) {
+		e.add(p.with("maxRequests"), "%d: want 0 (no limit) to %d requests out", *n, math.MaxInt32)
+	}
 	if b := s.Breaker; b != nil {
 		q := p.with("breaker")
 		if b.Disabled && *b != (BreakerSpec{Disabled: true}) {
@@ -800,6 +812,9 @@ func (s *PolicySpec) applyTo(p *replay.Policy) string {
 	}
 	if s.HedgeAfter != nil {
 		p.HedgeAfter = s.HedgeAfter.Seconds()
+	}
+	if s.MaxRequests != nil {
+		p.MaxRequests = *s.MaxRequests
 	}
 	if b := s.Breaker; b != nil {
 		if b.Disabled {

@@ -27,6 +27,9 @@ func emitNative(edges []Edge) (*Emitted, error) {
 func nativeSpec(p replay.Policy) PolicySpec {
 	s := PolicySpec{MaxAttempts: &p.MaxAttempts, PropagateDeadline: &p.Propagate, HonorRetryAfter: &p.HonorRetryAfter,
 		PerTryTimeout: durPtr(p.PerTryTimeout), Deadline: durPtr(p.Deadline), HedgeAfter: durPtr(p.HedgeAfter)}
+	if p.MaxRequests > 0 {
+		s.MaxRequests = &p.MaxRequests // written only when set, so files without a limit read as before
+	}
 	b := p.Backoff
 	kind := b.Kind
 	if kind == "" {

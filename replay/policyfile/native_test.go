@@ -184,6 +184,11 @@ func TestPolicyFileApply(t *testing.T) {
 			},
 		},
 		{
+			name: "maxRequests: the edge's limit on requests out",
+			yaml: "default: {maxRequests: 8}\n",
+			want: func(p *replay.Policy) { p.MaxRequests = 8 },
+		},
+		{
 			name:   "Envoy retry_budget defaults 20% and 3",
 			yaml:   "default: {retry_budget: {}}\n",
 			want:   func(p *replay.Policy) {},
@@ -416,6 +421,8 @@ func TestPolicyFileErrors(t *testing.T) {
 			want: []string{"default.retryThrottling: gRPC requires both maxTokens and tokenRatio"}},
 		{name: "Finagle ttl under a second", yaml: "default:\n  finagle: {ttl: 500ms}\n",
 			want: []string{"default.finagle: finagle retry budget: ttl 0.5 s"}},
+		{name: "negative maxRequests", yaml: "default:\n  maxRequests: -1\n", line: 2,
+			want: []string{"default.maxRequests: -1: want 0 (no limit)"}},
 		{name: "Envoy budget percent above 100", yaml: "default:\n  retry_budget: {budget_percent: {value: 120}}\n",
 			want: []string{"default.retry_budget: envoy retry budget: budget_percent 120"}},
 		{name: "Envoy max_interval below base_interval", yaml: "default:\n  retry_policy: {retry_back_off: {base_interval: 1s, max_interval: 100ms}}\n",

@@ -181,3 +181,51 @@ items:
 		t.Errorf("notes:\n%s", notes)
 	}
 }
+
+// TestEnvoyCircuitBreakers: a cluster's DEFAULT-priority circuit breakers
+// set the edge's limit on requests out (max_requests) and, without a
+// retry_budget, max_retries' cap on retries out, as a retry budget of 0%
+// with that floor; a retry_budget overrides max_retries, as in Envoy;
+// MaxUint32 is no limit; other priorities are not read.
+func TestEnvoyCircuitBreakers(t *testing.T) {
+	file := `name: inventory
+circuit_breakers:
+  thresholds:
+    - {max_requests: 100, max_retries: 3, max_pending_requests: 50}
+    - {priority: HIGH, max_requests: 5}
+---
+name: payments
+circuit_breakers:
+  thresholds:
+    - {max_retries: 10, retry_budget: {budget_percent: {value: 30}, min_retry_concurrency: 2}}
+---
+name: stock
+circuit_breakers:
+  thresholds:
+    - {max_requests: 4294967295, max_retries: 4294967295}
+`
+	f, err := Read("clusters.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Apply(readModel())
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := replay.Policy{MaxAttempts: 1, MaxRequests: 100, Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 0, Min: 3}}
+	for e, want := range map[int]replay.Policy{
+		eInvRead: capped, eInvWrite: capped,
+		ePayments: {MaxAttempts: 1, Budget: replay.BudgetSpec{Kind: replay.BudgetEnvoy, Percent: 30, Min: 2}},
+		eStock:    {MaxAttempts: 1},
+	} {
+		if g := got.Edges[e].Policy; !reflect.DeepEqual(g, want) {
+			t.Errorf("edge %d:\n got %+v\nwant %+v", e, g, want)
+		}
+	}
+	notes := strings.Join(f.Notes(), "\n")
+	for _, s := range []string{"max_retries 10 bounds concurrent retries only without a retry_budget", "max_pending_requests bound a connection pool, which is not simulated"} {
+		if !strings.Contains(notes, s) {
+			t.Errorf("notes lack %q:\n%s", s, notes)
+		}
+	}
+}
