@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -63,7 +64,12 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // could hide a jitter as wide as it: a pile of waits at the floor for
 // none, a bare floor for jitter (see below). The tail still bounds what
 // the waits can show at all.
-func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
+//
+// chains are the same waits call by call (splitServerDirected): how one
+// call's consecutive waits depend on each other tells decorrelated
+// jitter from the kinds that draw each wait on its own (see
+// dependence).
+func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Backoff {
 	b := Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown}
 	var all []float64
 	var idx []waitIndex // per attempt index, while samples last
@@ -122,6 +128,8 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 	// within the noise of their median, or a floor) that this index waits
 	// a fixed time even if others are jittered.
 	steadyAt, closeAt := make([]bool, len(idx)), make([]bool, len(idx))
+	// wide: the waits at this index spread beyond the bulk's noise.
+	wide := false
 	// judgeable: at some index the edge's own noise is smaller than the
 	// waits; where it is as large as them at every index, no spread they
 	// could show, from none to full jitter, stands out of it.
@@ -163,7 +171,9 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 		// make one of late timers.
 		piled := !tailed || pile >= max(minNoJitter-1, (w.n+3)/4)
 		bare := !tailed || w.n >= minFloor && 2*floor < w.n
-		spreadHere := bare && (w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > agree || w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*agree)
+		spreadWide := w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > agree || w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*agree
+		wide = wide || spreadWide
+		spreadHere := bare && spreadWide
 		switch {
 		case piled && w.n >= minNoJitter && (share >= 0.6 || floored(floor)):
 			steady = true
@@ -181,8 +191,26 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 	for k := range steadyAt {
 		steadyAt[k] = steadyAt[k] && (!jittered || closeAt[k])
 	}
+	// How one call's consecutive waits depend on each other, over the
+	// indices whose waits are not fixed.
+	use := make([]bool, len(idx))
+	for k := range use {
+		use[k] = !judgeable || !steadyAt[k]
+	}
+	dep, weight := dependence(chains, use)
+	b.WaitDependence = dep
+	// Timer noise only ever lengthens a wait, and a loaded host lengthens
+	// a call's consecutive waits alike if at all: it cannot make a long
+	// wait be followed by a short one. So waits that spread beyond the
+	// bulk's noise and depend on each other negatively are jittered (and
+	// decorrelated, below) even where the edge's noise is as large as the
+	// waits; a positive dependence there could be the host's.
+	negative := wide && dep != nil && dep.Z <= -zDependent
 	if !judgeable {
-		jittered, steady = false, false
+		jittered, steady = negative, false
+		if negative {
+			clear(steadyAt)
+		}
 	}
 	if jittered || steady {
 		b.JitterPresent = &jittered
@@ -209,8 +237,18 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 				jk, jg = append(jk, k), append(jg, gaps[k])
 			}
 		}
-		if decorrelated(jg) {
+		// Decorrelated: one call's consecutive waits depend on each
+		// other; or, where too few calls waited twice for that to show
+		// (and what pairs there are do not lean the other way), a floor
+		// that stays at the base while the waits spread ever wider, as
+		// drawn from the previous wait.
+		few := weight < pairsToTell
+		if negative || dep != nil && dep.Z >= zDependent || few && (dep == nil || dep.Z >= 0) && decorrelated(jg) {
 			kind = JitterDecorrelated
+			b.DecorrelatedForm = DecorrelatedFromPrevious
+			if negative {
+				b.DecorrelatedForm = DecorrelatedTimeline
+			}
 			break
 		}
 		// The fit reads copies: late tails left out, then the overhead
@@ -241,6 +279,12 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 			jg, ji = append(jg, gaps[k]), append(ji, idx[k])
 		}
 		kind, fraction, additive = jitterKind(jg, ji)
+		if kind == JitterFull && few {
+			// Decorrelated jitter as the steps of one timeline spreads its
+			// waits from zero at every index, as full jitter does: too few
+			// pairs to have shown the dependence cannot tell them apart.
+			kind = JitterUnknown
+		}
 	}
 	b.Jitter = kind
 	switch kind {
@@ -280,8 +324,27 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 			sched[k], slo[k], shi[k] = t*(n+1)/n, t, max(t*(1+tail99/n), rawTop[k])
 		case kind == JitterAdditive:
 			sched[k], slo[k], shi[k] = max(g[0]-additive/(n+1), 0), max(g[0]-tail99*additive/n, 0), g[0]
+		case kind == JitterDecorrelated && b.DecorrelatedForm == DecorrelatedTimeline:
+			// The waits are steps of one jittered timeline: what follows
+			// the schedule is the time waited in all up to this retry, read
+			// at its median (the formula's centre: Polly's "V2" scales
+			// it to about base·multiplierⁿ).
+			if e := elapsed(chains, k); len(e) >= 3 {
+				w := summarise(e)
+				sym(w.med, 1.25*max(w.hi-w.lo, tol)/math.Sqrt(float64(len(e))))
+				break
+			}
+			// Too few calls waited at every index up to this one: the
+			// timeline goes on by this index's median wait.
+			prev := 0.0
+			if k > 0 {
+				prev = sched[k-1]
+			}
+			sym(prev+w.med, 1.25*max(w.hi-w.lo, tol)/math.Sqrt(n))
 		case kind == JitterDecorrelated:
-			sched[k], slo[k], shi[k] = w.lo, w.lo-tail99*(w.med-w.lo)/n, w.lo
+			// The first wait is uniform over [base, 3·base], twice as wide
+			// as from its floor to its median.
+			sched[k], slo[k], shi[k] = w.lo, w.lo-tail99*2*(w.med-w.lo)/n, w.lo
 		default: // proportional: the centre between the bounds
 			// The midrange of n uniform waits over a width W errs by
 			// W/√(2(n+1)(n+2)); the observed range understates W by
@@ -332,8 +395,9 @@ func inferBackoff(gaps [][]float64, noise, bulk float64) Backoff {
 	}
 	first := ratios[0]
 	switch {
-	case kind == JitterDecorrelated || first < 1.3 && first > 0.77:
-		// Decorrelated jitter's floor stays at its base whatever the attempt.
+	case b.DecorrelatedForm == DecorrelatedFromPrevious || first < 1.3 && first > 0.77:
+		// Decorrelated jitter drawn from the previous wait keeps its floor
+		// at its base whatever the attempt.
 		b.Kind = BackoffConstant
 	case first >= 1.3:
 		b.Kind = BackoffExponential
@@ -575,6 +639,108 @@ func jitterKind(gaps [][]float64, idx []waitIndex) (kind JitterKind, fraction, a
 		return JitterEqual, 0, 0
 	}
 	return JitterProportional, (hi - lo) / (hi + lo), 0
+}
+
+// Thresholds of the dependence test. zDependent: how many standard
+// errors from zero one call's consecutive waits must depend on each other
+// to be read as decorrelated jitter (waits drawn on their own show that
+// one time in 370). minPairs: the fewest calls with waits at both of two
+// consecutive indices for their rank correlation to count.
+// weakestDependence: the weakest rank correlation between consecutive
+// waits of the published decorrelated formulas (Polly's "V2", cockatiel's
+// default: −0.35 between the second and third waits, −0.57 between the
+// first two; Brooker's min(cap, U[base, 3·previous]): +0.46 and +0.6), so
+// pairsToTell, the weight (pairs less one per index) the test needs for
+// that dependence to reach zDependent on average.
+const (
+	zDependent        = 3.0
+	minPairs          = 5
+	weakestDependence = 0.35
+)
+
+var pairsToTell = math.Pow(zDependent/weakestDependence, 2)
+
+// dependence measures how one call's consecutive waits depend on each
+// other: Spearman's rank correlation between the waits at indices k and
+// k+1 of the calls that waited at both, for every k where use[k] and
+// use[k+1] and at least minPairs calls did, pooled with weights n−1 (a
+// coefficient's variance over n independent pairs), and its z score. A
+// schedule that draws each wait on its own (none, full, equal,
+// proportional, additive jitter) leaves them independent; decorrelated
+// jitter does not: drawn from the previous wait (min(cap, U[base,
+// 3·previous])) a long wait is followed by a long one; as the steps of one
+// jittered timeline (Polly's "V2": the time waited in all up to retry n is
+// f(n+u)·c) a long wait is followed by a short one. nil where no two
+// indices have the pairs. weight is the pairs less one per index (the
+// z score's denominator squared).
+func dependence(chains [][]float64, use []bool) (dep *WaitDependence, weight float64) {
+	var sum float64
+	pairs := 0
+	for k := 0; k+1 < len(use); k++ {
+		if !use[k] || !use[k+1] {
+			continue
+		}
+		var xs, ys []float64
+		for _, c := range chains {
+			if len(c) > k+1 {
+				xs, ys = append(xs, c[k]), append(ys, c[k+1])
+			}
+		}
+		if len(xs) < minPairs {
+			continue
+		}
+		rho := stat.Correlation(ranks(xs), ranks(ys), nil)
+		if math.IsNaN(rho) {
+			rho = 0 // every wait alike at one index: no order to correlate
+		}
+		n := float64(len(xs))
+		sum += rho * (n - 1)
+		weight += n - 1
+		pairs += len(xs)
+	}
+	if pairs == 0 {
+		return nil, 0
+	}
+	return &WaitDependence{Pairs: pairs, RankCorrelation: round3(sum / weight), Z: math.Round(100*sum/math.Sqrt(weight)) / 100}, weight
+}
+
+// ranks returns the rank of each of xs (from 1; ties share their mean
+// rank), whatever their order.
+func ranks(xs []float64) []float64 {
+	order := make([]int, len(xs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
+	r := make([]float64, len(xs))
+	for i := 0; i < len(order); {
+		j := i
+		for j+1 < len(order) && xs[order[j+1]] == xs[order[i]] {
+			j++
+		}
+		for _, o := range order[i : j+1] {
+			r[o] = float64(i+j)/2 + 1
+		}
+		i = j + 1
+	}
+	return r
+}
+
+// elapsed returns, sorted, the time each call that waited before retry
+// k+1 had waited in all by then (its waits at indices 0..k).
+func elapsed(chains [][]float64, k int) []float64 {
+	var e []float64
+	for _, c := range chains {
+		if len(c) > k {
+			sum := 0.0
+			for _, w := range c[:k+1] {
+				sum += w
+			}
+			e = append(e, sum)
+		}
+	}
+	slices.Sort(e)
+	return e
 }
 
 // decorrelated recognises Brooker's decorrelated jitter, sleep =

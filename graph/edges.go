@@ -359,10 +359,17 @@ func wholeSeconds(ms, late float64) bool {
 // After a gRPC pushback the backoff starts over (gRFC A6; grpc-go resets
 // its count of retries since the pushback, grpc-java its next backoff to
 // the initial one), so a call's later waits are indexed from the pushback.
-func splitServerDirected(waits []pendingWait, noise float64) ([][]float64, int) {
+//
+// chains are the same schedule waits call by call: each call's waits in
+// the order of their attempt index, from the first up to the first index
+// it has none at (a server's wait ends the chain: the waits on either
+// side of it are not consecutive draws of the schedule), in the order the
+// calls' first waits come in waits; they show how one call's waits depend
+// on each other (decorrelated jitter).
+func splitServerDirected(waits []pendingWait, noise float64) (gaps [][]float64, n int, chains [][]float64) {
 	directed := make([]bool, len(waits))
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback != pushbackNone && wholeSeconds(w.ms, noise) }, false,
-		func(s float64, all []float64) bool { return belowSchedule(s, all, noise) }, func(off []int) []int { return off })
+		func(s float64, all []float64) bool { return belowSchedule(s, all, noise) }, func(off []int) []int { return sameSecond(waits, off) })
 	// Every retry after UNAVAILABLE is a suspect here: the schedule is
 	// read from all the waits at an index.
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback == pushbackGRPC }, true,
@@ -374,9 +381,11 @@ func splitServerDirected(waits []pendingWait, noise float64) ([][]float64, int) 
 			restart[w.call] = append(restart[w.call], w.nth)
 		}
 	}
-	var gaps [][]float64
+	byCall := map[uint64]map[int]float64{}
+	var order []uint64
 	for i, w := range waits {
 		if directed[i] {
+			n++
 			continue
 		}
 		k := w.nth
@@ -389,14 +398,29 @@ func splitServerDirected(waits []pendingWait, noise float64) ([][]float64, int) 
 			gaps = append(gaps, nil)
 		}
 		gaps[k] = append(gaps[k], w.ms)
+		if len(restart[w.call]) > 0 {
+			continue // its waits were reindexed from a pushback: no chain
+		}
+		if byCall[w.call] == nil {
+			byCall[w.call] = map[int]float64{}
+			order = append(order, w.call)
+		}
+		byCall[w.call][k] = w.ms
 	}
-	n := 0
-	for _, d := range directed {
-		if d {
-			n++
+	for _, c := range order {
+		var ch []float64
+		for k := 0; ; k++ {
+			ms, ok := byCall[c][k]
+			if !ok {
+				break
+			}
+			ch = append(ch, ms)
+		}
+		if len(ch) > 0 {
+			chains = append(chains, ch)
 		}
 	}
-	return gaps, n
+	return gaps, n, chains
 }
 
 // markDirected marks as directed the waits suspect(w) picks out that are
@@ -458,6 +482,26 @@ func markDirected(waits []pendingWait, directed []bool, suspect func(pendingWait
 	for _, i := range confirm(off) {
 		directed[i] = true
 	}
+}
+
+// sameSecond returns, of the off-schedule whole-second waits off, those
+// that at least minAgreeingPushbacks-1 others share their whole second
+// with. A busy host fires some timers seconds late (a Node event loop
+// stalled 1.6s past a 364ms wait); one of them lands on a whole second by
+// chance, as often as the allowance for lateness is wide against a
+// second; a server's Retry-After directs every caller it refuses alike.
+func sameSecond(waits []pendingWait, off []int) []int {
+	per := map[float64]int{}
+	for _, i := range off {
+		per[math.Round(waits[i].ms/1000)]++
+	}
+	var kept []int
+	for _, i := range off {
+		if per[math.Round(waits[i].ms/1000)] >= minAgreeingPushbacks {
+			kept = append(kept, i)
+		}
+	}
+	return kept
 }
 
 // agreeing returns, of the off-schedule waits off, those that at least

@@ -353,13 +353,13 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 		e.noiseTail = noiseFactor * noise
 	}
 	if e.Retries {
-		gaps, directed := splitServerDirected(st.waits.values(), noise)
+		gaps, directed, chains := splitServerDirected(st.waits.values(), noise)
 		// Counts of values read from a sample stand for the population.
 		if directed = st.waits.scale(directed); directed > 0 {
 			e.RetryAfterHonored += directed
 			e.RetryAfterUncaptured = directed
 		}
-		e.Backoff = inferBackoff(gaps, noise, bulk)
+		e.Backoff = inferBackoff(gaps, chains, noise, bulk)
 	} else {
 		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}

@@ -27,3 +27,17 @@ const (
 	// JitterAdditive adds U[0, a] to the wait (got's +0–100 ms).
 	JitterAdditive JitterKind = "additive"
 )
+
+// DecorrelatedForm is which way a decorrelated jitter's waits depend on
+// each other (Backoff.DecorrelatedForm).
+type DecorrelatedForm string
+
+// The forms of decorrelated jitter.
+const (
+	// DecorrelatedFromPrevious: each wait drawn from a range the previous
+	// one sets (Brooker's min(cap, U[base, 3·previous])).
+	DecorrelatedFromPrevious DecorrelatedForm = "from-previous"
+	// DecorrelatedTimeline: the waits are the steps of one jittered
+	// timeline (Polly's decorrelated jitter "V2").
+	DecorrelatedTimeline DecorrelatedForm = "timeline"
+)

@@ -313,6 +313,18 @@ type Backoff struct {
 	// scheduling noise; null with fewer than three waits. Jitter can be
 	// unknown while this is true: present, but too few samples to name.
 	JitterPresent *bool `json:"jitter_present"`
+	// DecorrelatedForm, where Jitter is decorrelated, says which way one
+	// call's waits depend on each other: from-previous (each drawn from a
+	// range the previous one sets, min(cap, U[base, 3·previous]): a long
+	// wait is followed by a long one; the schedule is the floor, the base,
+	// and the kind constant) or timeline (the steps of one jittered
+	// timeline, Polly's "V2": a long wait is followed by a short one; the
+	// schedule is the time waited in all up to each retry, at its median).
+	DecorrelatedForm DecorrelatedForm `json:"decorrelated_form,omitempty"`
+	// WaitDependence is the evidence for or against decorrelated jitter:
+	// how one call's consecutive waits depend on each other. Absent where
+	// too few calls waited twice.
+	WaitDependence *WaitDependence `json:"wait_dependence,omitempty"`
 	// Samples is how many gaps between attempts the inference used: of a
 	// sample, when the edge's waits are summarized (Summary.Kept of Seen).
 	Samples int `json:"samples"`
@@ -322,6 +334,17 @@ type Backoff struct {
 	// BaseRangeMS). Absent where no schedule was read (immediate retries,
 	// or none seen).
 	Schedule []WaitStep `json:"schedule,omitempty"`
+}
+
+// WaitDependence is how one call's consecutive waits depend on each
+// other: Spearman's rank correlation between the waits before retries k
+// and k+1 of the calls that waited both, pooled over the attempt indices
+// with enough pairs, and how many standard errors it lies from zero (Z;
+// waits drawn on their own lie within 3 of it but one time in 370).
+type WaitDependence struct {
+	Pairs           int     `json:"pairs"`
+	RankCorrelation float64 `json:"rank_correlation"`
+	Z               float64 `json:"z"`
 }
 
 // WaitStep is the schedule's wait before one retry as the fit reads it.

@@ -80,6 +80,25 @@ func TestServerDirectedWaits(t *testing.T) {
 			},
 		},
 		{
+			// A busy host fired one retry's timer 1.6s late: a single wait
+			// on a whole second, far off a schedule of 100-350ms, after a
+			// 503 as every other. A server directs every caller it refuses
+			// alike; one late timer lands on a whole second by chance.
+			name: "one late timer on a whole second is not the server's",
+			build: func(b *builder) {
+				chainOf(b, 30, 8, 2, func(rng *rand.Rand, k int) float64 { return 100*math.Pow(2, float64(k)) + 50*rng.Float64() })
+				chainOf(b, 1, 9, 2, func(rng *rand.Rand, k int) float64 {
+					if k == 1 {
+						return 2014.2
+					}
+					return 100 + 50*rng.Float64()
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+		{
 			// Full jitter up to 2s spreads the schedule's own waits down to
 			// near zero: a 1s wait after a 503 is one of them.
 			name: "a whole-second wait inside a full-jitter schedule stays in it",
@@ -614,12 +633,19 @@ func TestRetryAfterOnABusyHost(t *testing.T) {
 // by attempt index. A third of the first index's waits lie within the
 // bulk's noise of the shortest, as uniform waits may by chance: a bare
 // floor still (late timers would pile half or more there), so the spread
-// is jitter, and equal jitter.
+// is jitter, and equal jitter. The waits are listed sorted; each index's
+// are dealt to the calls in an order of their own, as the capture's calls
+// drew them (taken in their sorted order, one call's waits would rise
+// together, as only decorrelated jitter's do).
 func TestEqualJitterOnABusyHost(t *testing.T) {
 	waits := [][]float64{
 		{68.8, 71.9, 75.3, 75.5, 75.9, 76.1, 79.1, 79.8, 83.2, 87.2, 93.3, 95.8, 96.2, 103.0, 107.6, 116.9, 117.0, 120.2, 124.5, 129.4, 130.1, 131.2, 243.1},
 		{154.7, 162.0, 183.9, 198.2, 201.2, 203.3, 207.6, 212.4, 216.2, 235.7, 236.1, 238.9, 241.7, 292.4},
 		{318.7, 325.5, 355.7, 359.9, 383.0, 405.1, 450.0},
+	}
+	deal := rand.New(rand.NewPCG(13, 13))
+	for _, w := range waits {
+		deal.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
 	}
 	b := newBuilder()
 	leg := lagger(rand.New(rand.NewPCG(12, 12)), 8, 20, 40)

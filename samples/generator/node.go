@@ -31,6 +31,8 @@ var nodeScenarios = []nodeScenario{
 	{Name: "grpc-js-retry", Dir: "grpc-js-retry"},
 	{Name: "got-retry", Dir: "got-retry"},
 	{Name: "cockatiel", Dir: "cockatiel"},
+	// cockatiel's default ExponentialBackoff: decorrelated jitter.
+	{Name: "cockatiel-decorrelated", Dir: "cockatiel"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO

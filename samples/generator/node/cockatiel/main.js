@@ -4,7 +4,7 @@
 // {maxAttempts, backoff: new ExponentialBackoff({generator:
 // halfJitterGenerator})}) — maxAttempts counts the retries; the generator
 // is cockatiel's equal jitter, not its default (Polly's decorrelated
-// jitter "V2", which inference does not read yet: see samples/README.md) —
+// jitter "V2": scenario cockatiel-decorrelated, below) —
 // around an aggressive per-try timeout; and it reads the ledger through
 // circuitBreaker(handleAll, {halfOpenAfter, breaker: new
 // ConsecutiveBreaker(n)}), which fails calls at once while open.
@@ -26,14 +26,26 @@ const { rng, shuffle, sleep, start, stop, get } = require('../common/harness');
 
 const SEED = 21;
 const PACE_MS = 5;
+// SCENARIO cockatiel-decorrelated runs the same program with cockatiel's
+// default backoff (ExponentialBackoff() as it comes: its
+// decorrelatedJitterGenerator) and no per-try timeout, for stock only, with
+// most calls retrying three times: what tells decorrelated jitter from the
+// others is how one call's consecutive waits depend on each other.
+const DECORRELATED = process.env.SCENARIO === 'cockatiel-decorrelated';
 // cockatiel's ExponentialBackoff defaults (initialDelay 128 ms, exponent
-// 2, maxDelay 30 s) with its halfJitterGenerator; 3 retries, 4 attempts.
-const STOCK_POLICY = { maxAttempts: 3, generator: 'halfJitterGenerator', initialDelay: 128, exponent: 2, maxDelay: 30000, timeoutMS: 80 };
+// 2, maxDelay 30 s); in cockatiel with its halfJitterGenerator; 3
+// retries, 4 attempts.
+const STOCK_POLICY = DECORRELATED
+  ? { maxAttempts: 3, generator: null, initialDelay: 128, exponent: 2, maxDelay: 30000, timeoutMS: null }
+  : { maxAttempts: 3, generator: 'halfJitterGenerator', initialDelay: 128, exponent: 2, maxDelay: 30000, timeoutMS: 80 };
 const LEDGER_BREAKER = { consecutive: 3, halfOpenAfter: 40 };
 const SLOW_MS = 300;
 // Stock cases: a script for the request's sku, each entry one request
 // stock receives.
-const STOCK_CASES = [
+const STOCK_CASES = DECORRELATED ? [
+  [4, []], [6, ['503']], [8, ['503', '503']], [30, ['503', '503', '503']],
+  [6, ['503', '503', '503', '503']], // every attempt fails: the call gives up
+] : [
   [5, []], [6, ['503']], [5, ['503', '503']], [3, ['slow']], [2, ['503', 'slow']],
   [3, ['503', '503', '503']],
   [2, ['503', '503', '503', '503']], // every attempt fails: the call gives up
@@ -41,7 +53,7 @@ const STOCK_CASES = [
 ];
 // Ledger runs, in order: how many balances in a row find the ledger up or
 // down (503). A down run longer than the breaker's threshold opens it.
-const LEDGER_RUNS = [['up', 6], ['down', 12], ['up', 8], ['down', 9], ['up', 6], ['down', 2], ['up', 4]];
+const LEDGER_RUNS = DECORRELATED ? [] : [['up', 6], ['down', 12], ['up', 8], ['down', 9], ['up', 6], ['down', 2], ['up', 4]];
 
 async function main() {
   const env = { SLOW_MS: String(SLOW_MS) };
@@ -108,28 +120,53 @@ function buildTruth(fronts, stocks, ledgers, answers) {
     for (let i = 1; i < as.length; i++) waits[i]++;
   }
   if (s.exhausted === 0 || s.most !== maxAttempts) problems.push(`stock: most attempts ${s.most}, exhausted ${s.exhausted}`);
-  if (l.fastFailed === 0) problems.push('the ledger breaker failed no call fast');
+  if (!DECORRELATED && l.fastFailed === 0) problems.push('the ledger breaker failed no call fast');
   if (waits[1] < 8 || waits[2] < 4) problems.push(`stock waits ${JSON.stringify(waits)}`);
+  if (DECORRELATED && waits[3] < 20) problems.push(`stock waits ${JSON.stringify(waits)}: too few calls retried three times`);
   if (problems.length) throw new Error(`the run did not show what the scenario is for:\n  ${problems.join('\n  ')}`);
   const base = { caller: 'front', method: 'GET', idempotency_key: false, honours_retry_after: false, retry_after_captured: true, retry_after_waits: 0, retries_after_caller_gave_up: 0 };
+  const stockEdge = {
+    ...base, callee: 'stock', operation: '/stock/:sku', library: 'cockatiel@3 (retry + timeout)',
+    retries: true, max_attempts: maxAttempts, exhausted_in_traces: s.exhausted > 0,
+    // cockatiel 3 (backoff/ExponentialBackoffGenerators.js
+    // halfJitterGenerator): the wait before retry n (from 0) is
+    // floor((d + U[0,1)·d) / 2), d = min(maxDelay, initialDelay·2^n).
+    backoff: { kind: 'exponential', base_ms: STOCK_POLICY.initialDelay, multiplier: STOCK_POLICY.exponent, cap_ms: STOCK_POLICY.maxDelay, jitter: 'equal', jitter_fraction: null },
+    per_try_timeout_ms: STOCK_POLICY.timeoutMS,
+    retried_status: stocks.some((a) => a.step === '503') ? [503] : [], not_retried_status: [],
+    attempts: s.attempts, calls: s.calls, timed_out_attempts: s.timedOut,
+    waits_by_attempt_index: waits,
+    wait_late_median_ms: round1(median(fronts.flatMap((r) => lateness(r, byCall.get(r.call))))),
+  };
+  if (DECORRELATED) {
+    // cockatiel 3 (decorrelatedJitterGenerator, ExponentialBackoff's
+    // default): the wait before retry n (from 0) is
+    // min(maxDelay, max(0, f(n+u) − f(n−1+u′))·initialDelay/1.4), f(t) =
+    // exponent^t·tanh(√(4t)), u fresh from U[0,1) at every retry and u′
+    // the previous retry's (f(n−1+u′) = 0 before the first): the time
+    // from the first failure to retry n is f(n+u)·initialDelay/1.4, whose
+    // median is about initialDelay·exponent^n, and one call's
+    // consecutive waits share u′ (a long wait is followed by a short one).
+    return {
+      scenario: 'cockatiel-decorrelated',
+      description: `Node: front retries stock with cockatiel 3 (retry(handleAll, {maxAttempts: ${STOCK_POLICY.maxAttempts}, backoff: new ExponentialBackoff()}): ${maxAttempts} attempts, its default backoff, decorrelated jitter "V2" from ${STOCK_POLICY.initialDelay} ms ×${STOCK_POLICY.exponent}, no per-try timeout).`,
+      root_requests: fronts.length,
+      root_answers: answers,
+      // No answer carries a Retry-After, and instrumentation-http records
+      // no response header: a wait on a whole second is a late timer.
+      edges: [{
+        ...stockEdge, library: 'cockatiel@3 (retry, default ExponentialBackoff)', backoff: { ...stockEdge.backoff, jitter: 'decorrelated' },
+        retry_after_captured: false, timed_out_attempts: undefined,
+      }],
+      paths: [{ services: ['front', 'stock'], operations: ['/quotes/:id', '/stock/:sku'], worst_case_amplification: maxAttempts, observed_max_amplification: s.most }],
+    };
+  }
   return {
     scenario: 'cockatiel',
     description: `Node: front retries stock with cockatiel 3 (retry(handleAll, {maxAttempts: ${STOCK_POLICY.maxAttempts}}): ${maxAttempts} attempts, ExponentialBackoff from ${STOCK_POLICY.initialDelay} ms ×${STOCK_POLICY.exponent} with its halfJitterGenerator: each wait uniform in [d/2, d), each try under an aggressive ${STOCK_POLICY.timeoutMS} ms timeout), and reads the ledger through a circuit breaker (ConsecutiveBreaker(${LEDGER_BREAKER.consecutive}), halfOpenAfter ${LEDGER_BREAKER.halfOpenAfter} ms) without retries.`,
     root_requests: fronts.length,
     root_answers: answers,
-    edges: [{
-      ...base, callee: 'stock', operation: '/stock/:sku', library: 'cockatiel@3 (retry + timeout)',
-      retries: true, max_attempts: maxAttempts, exhausted_in_traces: s.exhausted > 0,
-      // cockatiel 3 (backoff/ExponentialBackoffGenerators.js
-      // halfJitterGenerator): the wait before retry n (from 0) is
-      // floor((d + U[0,1)·d) / 2), d = min(maxDelay, initialDelay·2^n).
-      backoff: { kind: 'exponential', base_ms: STOCK_POLICY.initialDelay, multiplier: STOCK_POLICY.exponent, cap_ms: STOCK_POLICY.maxDelay, jitter: 'equal', jitter_fraction: null },
-      per_try_timeout_ms: STOCK_POLICY.timeoutMS,
-      retried_status: stocks.some((a) => a.step === '503') ? [503] : [], not_retried_status: [],
-      attempts: s.attempts, calls: s.calls, timed_out_attempts: s.timedOut,
-      waits_by_attempt_index: waits,
-      wait_late_median_ms: round1(median(fronts.flatMap((r) => lateness(r, byCall.get(r.call))))),
-    }, {
+    edges: [stockEdge, {
       ...base, callee: 'ledger', operation: '/ledger/:id', library: null,
       retries: false, max_attempts: 1, exhausted_in_traces: l.failedUnretried > 0,
       backoff: { kind: 'none', base_ms: null, multiplier: null, cap_ms: null, jitter: 'none', jitter_fraction: null },

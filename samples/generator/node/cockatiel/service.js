@@ -48,11 +48,14 @@ if (role === 'stock' || role === 'ledger') {
   const c = require('cockatiel');
   const sp = JSON.parse(process.env.STOCK_POLICY);
   const bp = JSON.parse(process.env.LEDGER_BREAKER);
+  // No generator named: ExponentialBackoff() as it comes (its defaults are
+  // the initialDelay, exponent and maxDelay in sp); no timeout: the retry
+  // alone.
   const retry = c.retry(c.handleAll, {
     maxAttempts: sp.maxAttempts,
-    backoff: new c.ExponentialBackoff({ generator: c[sp.generator], initialDelay: sp.initialDelay, exponent: sp.exponent, maxDelay: sp.maxDelay }),
+    backoff: sp.generator ? new c.ExponentialBackoff({ generator: c[sp.generator], initialDelay: sp.initialDelay, exponent: sp.exponent, maxDelay: sp.maxDelay }) : new c.ExponentialBackoff(),
   });
-  const stockPolicy = c.wrap(retry, c.timeout(sp.timeoutMS, c.TimeoutStrategy.Aggressive));
+  const stockPolicy = sp.timeoutMS ? c.wrap(retry, c.timeout(sp.timeoutMS, c.TimeoutStrategy.Aggressive)) : retry;
   const breaker = c.circuitBreaker(c.handleAll, { halfOpenAfter: bp.halfOpenAfter, breaker: new c.ConsecutiveBreaker(bp.consecutive) });
   // The delay cockatiel chose for every retry, for the truth; calls run one
   // at a time per call id (the retry policy's listener sees them all).
