@@ -144,3 +144,25 @@ func TestQuick4xxIsNoBreaker(t *testing.T) {
 		t.Errorf("breaker %+v, want null (unknown)", *br)
 	}
 }
+
+// TestBreakerFastFailsAreNotTheRootsOwn: a root request whose call a
+// breaker failed fast failed below the root, as one whose call failed did;
+// the root's own outcome mix (what the replay draws the root's own
+// failures from) must not count it, or the replay fails it twice: once by
+// its breaker, once by the root's own mix.
+func TestBreakerFastFailsAreNotTheRootsOwn(t *testing.T) {
+	b := newBuilder()
+	breakerTraffic(b, "ooooo"+"xxx"+"ffffff"+"o"+"oooo"+"xxx"+"ffff"+"x"+"fff"+"oo", nil)
+	o := edge(t, b.infer(), "user", "gateway").Outcomes
+	if o == nil {
+		t.Fatal("no outcomes on the user edge")
+	}
+	// 13 roots failed fast and 7 failed because payments did: 20 failed
+	// below the root, none on its own; the 12 others succeeded.
+	if got := (OutcomeMix{OK: 12}); o.First != got {
+		t.Errorf("root's own outcomes %+v, want %+v", o.First, got)
+	}
+	if o.DownstreamFailed != 20 || o.Propagated != 20 || o.FirstDownstreamFailed != 20 {
+		t.Errorf("failed below the root %d (propagated %d, first %d), want 20", o.DownstreamFailed, o.Propagated, o.FirstDownstreamFailed)
+	}
+}

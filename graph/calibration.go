@@ -2,6 +2,7 @@ package graph
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -136,6 +137,12 @@ type Outcomes struct {
 	// less FirstAfterFailure and FirstAfterOtherFailure) those failures
 	// are a share of.
 	FirstDownstreamFailed int `json:"first_downstream_failed,omitempty"`
+	// GivenUp lists, on an edge whose caller retries, every status its
+	// calls failed with, where some call ended failing with attempts left
+	// (fewer attempts than the most the edge made): how often the caller
+	// retried a failure with that status and how often it gave the call
+	// up instead. Nil when no call was given up so.
+	GivenUp []StatusRetries `json:"given_up,omitempty"`
 	// RetryAfterMS is the mean Retry-After the callee sent with failures.
 	RetryAfterMS float64 `json:"retry_after_ms"`
 	// Incidents are the time buckets (BucketS wide, from the first root
@@ -214,6 +221,108 @@ func (st *SlowTries) merge(o *SlowTries) {
 	}
 }
 
+// StatusRetries is how a caller went on after attempts that failed with
+// one status (of one outcome class): it retried Retried of them, and
+// GivenUp calls ended failing with it although they had attempts left.
+// StopAsked counts the given-up answers that told the caller not to retry
+// (a negative grpc-retry-pushback-ms, gRFC A6); Reason says why the caller
+// gave up where a span shows it, and "unknown" otherwise.
+type StatusRetries struct {
+	Status    string `json:"status"`
+	Class     string `json:"class"`
+	Retried   int    `json:"retried"`
+	GivenUp   int    `json:"given_up"`
+	StopAsked int    `json:"stop_asked,omitempty"`
+	Reason    string `json:"reason"`
+	// Unknown: attempts of the edge ran in other requests' contexts
+	// (context leaks), so a call may have made more attempts than it
+	// shows: the traces cannot tell a call given up from one whose later
+	// attempts are elsewhere.
+	Unknown bool `json:"unknown,omitempty"`
+}
+
+// GiveUpShare is the share of the failures of the classes named (OutcomeMix
+// field names: server_error, throttled, retry_after, timeout, transport)
+// with attempts left that the caller gave up on, with how many it gave up
+// on of how many such failures; 0 of 0 when the traces show none, or
+// cannot tell (Unknown).
+func GiveUpShare(rs []StatusRetries, classes ...string) (share float64, given, failures int) {
+	for _, r := range rs {
+		if slices.Contains(classes, r.Class) && !r.Unknown {
+			given += r.GivenUp
+			failures += r.Retried + r.GivenUp
+		}
+	}
+	if failures == 0 {
+		return 0, 0, 0
+	}
+	return float64(given) / float64(failures), given, failures
+}
+
+// statusClass is a status and the outcome class an attempt that failed
+// with it falls in.
+type statusClass struct {
+	status label
+	class  mixClass
+}
+
+// statusRetries counts, for one status and class, the failed attempts a
+// call went on from (retried) and, by the attempts of the call, the calls
+// that ended on it (ended[n-1]: after n attempts), stop of them with an
+// answer that asked not to be retried.
+type statusRetries struct {
+	retried int
+	ended   []int
+	stop    []int
+}
+
+func (r *statusRetries) merge(o *statusRetries) {
+	r.retried += o.retried
+	for len(r.ended) < len(o.ended) {
+		r.ended = append(r.ended, 0)
+		r.stop = append(r.stop, 0)
+	}
+	for i := range o.ended {
+		r.ended[i] += o.ended[i]
+		r.stop[i] += o.stop[i]
+	}
+}
+
+// givenUp is the statuses' counts where calls ended with attempts left
+// (fewer than most), sorted by status and class; nil when none did.
+// leaked: how many of the edge's attempts ran in other requests' contexts.
+func givenUp(decisions map[statusClass]*statusRetries, most, leaked int) []StatusRetries {
+	var out []StatusRetries
+	anyGivenUp := false
+	for sc, r := range decisions {
+		sr := StatusRetries{Status: sc.status.String(), Class: sc.class.String(), Retried: r.retried, Reason: "unknown: no span says why"}
+		for n := 1; n < most && n <= len(r.ended); n++ {
+			sr.GivenUp += r.ended[n-1]
+			sr.StopAsked += r.stop[n-1]
+		}
+		switch {
+		case sr.GivenUp == 0:
+			sr.Reason = ""
+		case leaked > 0:
+			sr.Unknown = true
+			sr.Reason = fmt.Sprintf("unknown: %d of the edge's attempts ran in other requests' contexts (context leaks), so these calls may have made more attempts than they show", leaked)
+		case sr.StopAsked == sr.GivenUp:
+			sr.Reason = "the answers asked not to retry (grpc-retry-pushback-ms < 0)"
+		case sr.StopAsked > 0:
+			sr.Reason = fmt.Sprintf("%d of the answers asked not to retry (grpc-retry-pushback-ms < 0); for the others no span says why", sr.StopAsked)
+		}
+		anyGivenUp = anyGivenUp || sr.GivenUp > 0
+		out = append(out, sr)
+	}
+	if !anyGivenUp {
+		return nil
+	}
+	slices.SortFunc(out, func(a, b StatusRetries) int {
+		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Class, b.Class))
+	})
+	return out
+}
+
 // CallCount is a number of calls and how many of them failed.
 type CallCount struct {
 	Calls  int `json:"calls"`
@@ -248,25 +357,47 @@ func (m OutcomeMix) Failed() int {
 	return m.ServerError + m.Throttled + m.RetryAfter + m.ClientError + m.Timeout + m.Transport
 }
 
-func (m *OutcomeMix) add(a *attempt) {
+// mixClass is the OutcomeMix field an attempt counts in.
+type mixClass uint8
+
+const (
+	classOK mixClass = iota
+	classServerError
+	classThrottled
+	classRetryAfter
+	classClientError
+	classTimeout
+	classTransport
+)
+
+// String is the class's JSON field name in OutcomeMix.
+func (c mixClass) String() string {
+	return [...]string{"ok", "server_error", "throttled", "retry_after", "client_error", "timeout", "transport"}[c]
+}
+
+// classOf is the class attempt a counts in.
+func classOf(a *attempt) mixClass {
 	switch {
 	case a.status == grpcLabel(1): // CANCELLED: the client gave up, nothing answered
-		m.Timeout++
+		return classTimeout
 	case a.outcome == outcomeClientError:
-		m.ClientError++
+		return classClientError
 	case !a.outcome.failed():
-		m.OK++
+		return classOK
 	case a.retryAfter >= 0:
-		m.RetryAfter++
+		return classRetryAfter
 	case a.status == httpLabel(429) || a.status == grpcLabel(8): // RESOURCE_EXHAUSTED
-		m.Throttled++
+		return classThrottled
 	case a.status == labelTimeout || a.status == httpLabel(408) || a.status == grpcLabel(4): // DEADLINE_EXCEEDED
-		m.Timeout++
+		return classTimeout
 	case a.transport:
-		m.Transport++
-	default:
-		m.ServerError++
+		return classTransport
 	}
+	return classServerError
+}
+
+func (m *OutcomeMix) add(a *attempt) {
+	*[...]*int{&m.OK, &m.ServerError, &m.Throttled, &m.RetryAfter, &m.ClientError, &m.Timeout, &m.Transport}[classOf(a)]++
 }
 
 // merge adds o's counts to m.
@@ -344,7 +475,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	for i, ec := range ecs {
 		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, breakerFast, perEdge[i], anyFail)
 	}
-	userOutcomes(ix, roots, downFailed, t)
+	userOutcomes(ix, roots, downFailed, breakerFast, t)
 	ownFailed := mapShards(ix, func(s sel) spanSet {
 		own := newSpanSet(len(ix.spans))
 		for i := range ix.spans {
@@ -400,6 +531,9 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 	}
 	if st.raN > 0 {
 		o.RetryAfterMS = round3(st.raSum / float64(st.raN))
+	}
+	if e.MaxAttempts > 1 {
+		o.GivenUp = givenUp(st.decisions, e.MaxAttempts, e.LeakedAttempts)
 	}
 	// Incidents: buckets whose first attempts failed far beyond the rest.
 	type split struct{ first, retry OutcomeMix }
@@ -515,6 +649,8 @@ type outcomeStats struct {
 	raN       int
 	transit   dist
 	waits     []dist // by retry
+	// decisions: how calls went on after failed attempts, by status
+	decisions map[statusClass]*statusRetries
 }
 
 func (st *outcomeStats) merge(o *outcomeStats) {
@@ -530,6 +666,12 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 	st.raSum += o.raSum
 	st.raN += o.raN
 	st.transit.merge(&o.transit)
+	for sc, r := range o.decisions {
+		if st.decisions[sc] == nil {
+			st.decisions[sc] = &statusRetries{}
+		}
+		st.decisions[sc].merge(r)
+	}
 	for len(st.waits) < len(o.waits) {
 		st.waits = append(st.waits, dist{})
 	}
@@ -540,7 +682,7 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 
 // outcomesOf is edgeOutcomes' map step, over the selected calls.
 func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64, prevFailed []int8) *outcomeStats {
-	st := &outcomeStats{}
+	st := &outcomeStats{decisions: map[statusClass]*statusRetries{}}
 	n := 0
 	for _, c := range ec.calls {
 		n += len(ix.attemptsOf(c))
@@ -561,6 +703,9 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			}
 		}
 		as := ix.attemptsOf(c)
+		if !c.hedged {
+			st.countDecisions(as, len(as)+int(c.missing))
+		}
 		for k := range as {
 			a := &as[k]
 			if a.retryAfter >= 0 && a.outcome.failed() {
@@ -623,6 +768,38 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 	}
 	return st
+}
+
+// countDecisions counts how a call of n attempts (as, and any not
+// exported) went on after each failed attempt: retried, or ended on it. A
+// client error is not retried by any caller, and a CANCELLED attempt is
+// the caller's own context ending, not its choice: neither counts.
+func (st *outcomeStats) countDecisions(as []attempt, n int) {
+	for k := range as {
+		a := &as[k]
+		cl := classOf(a)
+		if cl == classOK || cl == classClientError || a.status == grpcLabel(1) {
+			continue
+		}
+		sc := statusClass{a.status, cl}
+		r := st.decisions[sc]
+		if r == nil {
+			r = &statusRetries{}
+			st.decisions[sc] = r
+		}
+		if k < len(as)-1 {
+			r.retried++
+			continue
+		}
+		for len(r.ended) < n {
+			r.ended = append(r.ended, 0)
+			r.stop = append(r.stop, 0)
+		}
+		r.ended[n-1]++
+		if a.retryAfter == ingest.NoRetry {
+			r.stop[n-1]++
+		}
+	}
 }
 
 // slowTry reports whether the callee was still at work on attempt a when
@@ -1005,8 +1182,11 @@ func quantileBand(n int, p, alpha float64) (int, int) {
 	return lo, max(hi, lo)
 }
 
-// userOutcomes gives every user edge the outcome mix of its root spans.
-func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topology) {
+// userOutcomes gives every user edge the outcome mix of its root spans. A
+// root whose call was failed fast by a circuit breaker (breakerFast) failed
+// below it, as one whose call failed did: the replay's breaker fails that
+// call, so the root's own mix must not count the failure again.
+func userOutcomes(ix *index, roots map[node][]int32, downFailed, breakerFast spanSet, t *Topology) {
 	os := mapShards(ix, func(s sel) []*Outcomes {
 		os := make([]*Outcomes, len(t.Edges))
 		for i := range t.Edges {
@@ -1020,7 +1200,7 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed spanSet, t *Topo
 					continue
 				}
 				a := ix.newAttempt(r, r)
-				if downFailed.has(r) {
+				if downFailed.has(r) || breakerFast.has(r) {
 					o.DownstreamFailed++
 					if a.outcome.failed() {
 						o.Propagated++

@@ -390,3 +390,73 @@ func spaced(b *builder, n int, gap float64, svc, op string, dur float64, build f
 		build(b.server(-1, svc, op, start, dur), start, i)
 	}
 }
+
+// TestGivenUpWithAttemptsLeft: a gRPC caller that retries
+// RESOURCE_EXHAUSTED and UNAVAILABLE up to 3 attempts, but ends 3 calls on
+// a RESOURCE_EXHAUSTED at the first attempt, 2 of whose answers asked not
+// to be retried (grpc-retry-pushback-ms -1): the edge's outcomes count,
+// per status, the failures retried and the calls given up with attempts
+// left (not those that ran out of attempts), with the reason where a span
+// shows it.
+func TestGivenUpWithAttemptsLeft(t *testing.T) {
+	b := newBuilder()
+	calls := [][]opt{}
+	for range 4 {
+		calls = append(calls, []opt{grpcCode(8), grpcCode(8), grpcCode(0)})
+	}
+	for range 2 {
+		calls = append(calls, []opt{grpcCode(14), grpcCode(14), grpcCode(14)})
+	}
+	calls = append(calls, []opt{grpcCode(8)})
+	for range 2 {
+		calls = append(calls, []opt{func(s *ingest.Set, sp *ingest.Record) { grpcCode(8)(s, sp); retryAfter(ingest.NoRetry)(s, sp) }})
+	}
+	for range 3 {
+		calls = append(calls, []opt{grpcCode(0)})
+	}
+	for i, as := range calls {
+		if i > 0 {
+			b.newTrace()
+		}
+		at := float64(1000 * i)
+		root := b.server(-1, "gateway", "GET /order", at, 200)
+		for k, o := range as {
+			b.call(root, "catalog", "Lookup", at+1+30*float64(k), 3, o)
+		}
+	}
+	e := edge(t, b.infer(), "gateway", "catalog")
+	if e.MaxAttempts != 3 {
+		t.Fatalf("max attempts %d, want 3", e.MaxAttempts)
+	}
+	want := []StatusRetries{
+		{Status: "grpc RESOURCE_EXHAUSTED", Class: "throttled", Retried: 8, GivenUp: 3, StopAsked: 2,
+			Reason: "2 of the answers asked not to retry (grpc-retry-pushback-ms < 0); for the others no span says why"},
+		{Status: "grpc UNAVAILABLE", Class: "server_error", Retried: 4},
+	}
+	if e.Outcomes == nil || !slices.Equal(e.Outcomes.GivenUp, want) {
+		t.Fatalf("given up\n got %+v\nwant %+v", e.Outcomes.GivenUp, want)
+	}
+	if g, given, n := GiveUpShare(e.Outcomes.GivenUp, "throttled"); given != 3 || n != 11 || g != 3.0/11 {
+		t.Errorf("throttled share %v (%d of %d), want 3 of 11", g, given, n)
+	}
+	if _, given, n := GiveUpShare(e.Outcomes.GivenUp, "server_error", "timeout", "transport"); given != 0 || n != 4 {
+		t.Errorf("failures given up %d of %d, want 0 of 4", given, n)
+	}
+}
+
+// TestGivenUpUnknownWithLeaks: where attempts of the edge ran in other
+// requests' contexts, a call that shows fewer attempts may have made more:
+// the give-ups are unknown, and no share is read from them.
+func TestGivenUpUnknownWithLeaks(t *testing.T) {
+	d := map[statusClass]*statusRetries{{httpLabel(503), classServerError}: {retried: 5, ended: []int{2, 0, 1}, stop: []int{0, 0, 0}}}
+	rs := givenUp(d, 3, 4)
+	if len(rs) != 1 || !rs[0].Unknown || rs[0].GivenUp != 2 || rs[0].Retried != 5 {
+		t.Fatalf("given up %+v, want 2 of 7 unknown", rs)
+	}
+	if _, given, n := GiveUpShare(rs, "server_error"); given != 0 || n != 0 {
+		t.Errorf("share of %d of %d, want none", given, n)
+	}
+	if rs := givenUp(d, 3, 0); len(rs) != 1 || rs[0].Unknown || rs[0].Reason != "unknown: no span says why" {
+		t.Errorf("without leaks %+v", rs)
+	}
+}

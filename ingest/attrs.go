@@ -591,16 +591,21 @@ func (a *attrs) intern(set *Set, v string) Sym {
 }
 
 // retryAfterMS parses a Retry-After value: delta-seconds, an HTTP-date
-// (relative to the span's end), or "ms:N" for gRPC pushback.
+// (relative to the span's end), or "ms:N" for gRPC pushback, whose
+// negative N says not to retry (NoRetry).
 func retryAfterMS(v string, endNanos int64) int {
 	if v == "" {
 		return Absent
 	}
 	if ms, ok := strings.CutPrefix(v, "ms:"); ok {
-		if n, err := strconv.ParseInt(ms, 10, 32); err == nil && n >= 0 {
-			return int(n)
+		n, err := strconv.ParseInt(ms, 10, 32)
+		switch {
+		case err != nil:
+			return Absent
+		case n < 0:
+			return NoRetry
 		}
-		return Absent
+		return int(n)
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
 		if s < 0 || s > 1e6 {

@@ -266,6 +266,8 @@ func TestAttributes(t *testing.T) {
 			with(func(w *want) { w.retryAfterMS = 2780 })}, // span ends 05:28:29.219712
 		{"grpc pushback", "3", str("rpc.grpc.response.metadata.grpc-retry-pushback-ms", "150"),
 			with(func(w *want) { w.retryAfterMS = 150 })},
+		{"grpc pushback: do not retry", "3", str("rpc.grpc.response.metadata.grpc-retry-pushback-ms", "-1"),
+			with(func(w *want) { w.retryAfterMS = NoRetry })},
 		{"server span has no peer", "2", str("server.address", "me") + "," + str("http.route", "/x"),
 			with(func(w *want) { w.route = "/x" })},
 	} {

@@ -98,6 +98,10 @@ type Sym uint32
 // gRPC status, Retry-After) that the span did not carry.
 const Absent = -1
 
+// NoRetry is the RetryAfterMS of an answer that asked not to be retried:
+// a negative grpc-retry-pushback-ms (gRFC A6: the client must not retry).
+const NoRetry = -2
+
 // Span flag bits.
 const (
 	// FlagTransparentRetry is grpc-go's transparent-retry attempt marker.
@@ -175,7 +179,8 @@ type SpanExtra struct {
 	StatusMessage Sym
 	ErrorType     Sym // error.type
 	// RetryAfterMS is a captured Retry-After (or gRPC pushback) in
-	// milliseconds, or Absent.
+	// milliseconds, NoRetry for a pushback that said not to retry, or
+	// Absent.
 	RetryAfterMS int32
 	// FirstLink and NumLinks index Set.Links.
 	FirstLink uint32

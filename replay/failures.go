@@ -10,10 +10,12 @@ import (
 )
 
 // Mix is how attempts end when the callee's own calls succeeded: the
-// probabilities of a retryable failure, of one that carries Retry-After,
-// and of a client error (a 4xx callers do not retry). The rest succeed.
+// probabilities of a retryable failure (Throttled of them a 429 or
+// RESOURCE_EXHAUSTED, which a policy's GiveUp tells apart), of one that
+// carries Retry-After, and of a client error (a 4xx callers do not retry).
+// The rest succeed.
 type Mix struct {
-	Fail, RetryAfter, ClientError float64
+	Fail, Throttled, RetryAfter, ClientError float64
 }
 
 // Failures is the failure model of an edge (or of a root operation): the
@@ -77,10 +79,13 @@ const (
 	outFail
 	outRetryAfter
 	outClientError
+	outThrottled // a failure that is a 429 or RESOURCE_EXHAUSTED
 )
 
 func (m Mix) draw(u float64) outcome {
 	switch {
+	case u < m.Throttled:
+		return outThrottled
 	case u < m.Fail:
 		return outFail
 	case u < m.Fail+m.RetryAfter:
@@ -139,7 +144,8 @@ func mixOf(m graph.OutcomeMix, fallback Mix) Mix {
 		return fallback
 	}
 	ra := float64(m.RetryAfter)
-	return Mix{Fail: float64(m.Failed()-m.RetryAfter-m.ClientError) / n, RetryAfter: ra / n, ClientError: float64(m.ClientError) / n}
+	return Mix{Fail: float64(m.Failed()-m.RetryAfter-m.ClientError) / n, Throttled: float64(m.Throttled) / n, RetryAfter: ra / n,
+		ClientError: float64(m.ClientError) / n}
 }
 
 // RunsAlpha is the significance below which an edge's failures count as
@@ -147,17 +153,42 @@ func mixOf(m graph.OutcomeMix, fallback Mix) Mix {
 // normal, the bar incidents clear too.
 const RunsAlpha = 0.00135
 
-// runsP is the probability that, if every call failed independently at
-// the edge's overall rate, the calls after a failed call would fail at
-// least as often as the traces show: the binomial upper tail
-// P(X ≥ failed | calls, rate). 1 when no call followed a failure.
+// runsP is the probability that, if a call's outcome did not depend on
+// how the edge's latest call had ended, the calls after a failed call
+// would fail at least as often as the traces show: Fisher's exact test of
+// the 2×2 table of calls (after a failure, after a success) × (failed,
+// not), one-sided, the upper tail of the hypergeometric distribution of
+// the failures among the calls after a failure given how many calls
+// failed in all. It conditions on the edge's failures rather than taking
+// their share as known, which a binomial tail at the pooled rate does
+// while the rate counts the very failures tested (conservative: on
+// 11 of 14 after a failure and 3 of 17 after a success it gives 0.012,
+// the exact test 0.00098). 1 when no call followed a failure.
 func runsP(r graph.Runs) float64 {
 	n, k := r.AfterFailure.Calls, r.AfterFailure.Failed
-	total := n + r.AfterSuccess.Calls
-	if total == 0 {
+	return hypergeometricTail(n+r.AfterSuccess.Calls, k+r.AfterSuccess.Failed, n, k)
+}
+
+// hypergeometricTail is P(X ≥ k) for X the marked items among n drawn
+// without replacement from total of which marked are marked; 1 when k is
+// 0 or nothing is drawn.
+func hypergeometricTail(total, marked, n, k int) float64 {
+	if n == 0 || k <= 0 {
 		return 1
 	}
-	return binomialTail(n, k, float64(k+r.AfterSuccess.Failed)/float64(total))
+	lc := func(a, b int) float64 {
+		x, _ := math.Lgamma(float64(a) + 1)
+		y, _ := math.Lgamma(float64(b) + 1)
+		z, _ := math.Lgamma(float64(a-b) + 1)
+		return x - y - z
+	}
+	tail := 0.0
+	for x := k; x <= min(n, marked); x++ {
+		if n-x <= total-marked {
+			tail += math.Exp(lc(marked, x) + lc(total-marked, n-x) - lc(total, n))
+		}
+	}
+	return min(tail, 1)
 }
 
 // binomialTail is P(X ≥ k) for X ~ Binomial(n, p); 1 when k is 0 or p is
@@ -326,7 +357,7 @@ func failuresOf(o *graph.Outcomes, failFast float64) *Failures {
 	f.First = mixOf(first, all)
 	if n := first.Total(); n > 0 && failFast > 0 {
 		sc := float64(n) / (float64(n) + failFast*float64(o.FirstDownstreamFailed))
-		f.First = Mix{Fail: f.First.Fail * sc, RetryAfter: f.First.RetryAfter * sc, ClientError: f.First.ClientError * sc}
+		f.First = Mix{Fail: f.First.Fail * sc, Throttled: f.First.Throttled * sc, RetryAfter: f.First.RetryAfter * sc, ClientError: f.First.ClientError * sc}
 	}
 	f.FirstAfterFailure = mixOf(o.FirstAfterFailure, all)
 	f.FirstAfterOtherFailure = mixOf(o.FirstAfterOtherFailure, all)

@@ -213,6 +213,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
 		}
+		if n := giveUpNote(e); n != "" {
+			m.Assumed = append(m.Assumed, n)
+		}
 		if f := ed.Fail; f != nil && f.Slow != nil {
 			if e.PerTryTimeoutMS == nil || *e.PerTryTimeoutMS <= 0 {
 				// No timeout to place slow times by: they come out of the
@@ -388,6 +391,44 @@ func quantileDist(levels, q []float64) (Dist, error) {
 	return NewEmpirical(levels, vals)
 }
 
+// giveUpClassNames are, by a policy's GiveUp class, the graph's outcome
+// classes (graph.OutcomeMix's fields) it pools: the replay draws a
+// throttled answer and one with a Retry-After apart from other failures.
+var giveUpClassNames = [giveUpClasses][]string{
+	GiveUpFail:       {"server_error", "timeout", "transport"},
+	GiveUpThrottled:  {"throttled"},
+	GiveUpRetryAfter: {"retry_after"},
+}
+
+// giveUpNote says, for an edge whose caller gave calls up with attempts
+// left, on which answers and how often, and what the replay does with it;
+// "" when it did not.
+func giveUpNote(e graph.Edge) string {
+	if e.Outcomes == nil || len(e.Outcomes.GivenUp) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, r := range e.Outcomes.GivenUp {
+		if r.GivenUp > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s (%s) failures of %d with attempts left (%s)", r.GivenUp, r.Status, r.Class, r.Retried+r.GivenUp, r.Reason))
+		}
+	}
+	var shares []string
+	for class, names := range giveUpClassNames {
+		if g, given, n := graph.GiveUpShare(e.Outcomes.GivenUp, names...); given > 0 {
+			shares = append(shares, fmt.Sprintf("%s %d of %d (%.3g)", giveUpClassLabels[class], given, n, g))
+		}
+	}
+	use := "the observed policy gives a call up on such a failure as often as the traces show: " + strings.Join(shares, ", ")
+	if len(shares) == 0 {
+		use = "the traces cannot tell a give-up from a call whose later attempts are elsewhere, so the observed policy retries every retryable failure"
+	}
+	return fmt.Sprintf("%s → %s %s: the caller gave up on %s; %s", e.Caller, e.Callee, e.Operation, strings.Join(parts, ", "), use)
+}
+
+// giveUpClassLabels name a policy's GiveUp classes in notes and JSON.
+var giveUpClassLabels = [giveUpClasses]string{GiveUpFail: "failure", GiveUpThrottled: "throttled", GiveUpRetryAfter: "retry-after"}
+
 // observedPolicy is an edge's inferred policy as a client policy.
 func observedPolicy(e graph.Edge) Policy {
 	p := Policy{MaxAttempts: max(1, e.MaxAttempts), HonorRetryAfter: e.RetryAfterHonored > 0}
@@ -432,6 +473,11 @@ func observedPolicy(e graph.Edge) Policy {
 			p.Backoff.Fraction = half / (p.Backoff.Base + half)
 			p.Backoff.Base += half
 			p.Backoff.Jitter = JitterProportional
+		}
+	}
+	if o := e.Outcomes; o != nil {
+		for class, names := range giveUpClassNames {
+			p.GiveUp[class], _, _ = graph.GiveUpShare(o.GivenUp, names...)
 		}
 	}
 	if br := e.Breaker; br != nil && br.Detected {

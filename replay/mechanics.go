@@ -42,6 +42,10 @@ type Mechanics struct {
 	// RequestLimits are the edges whose caller's proxy bounds the
 	// attempts out (Policy.MaxRequests).
 	RequestLimits []EdgeRequestLimit `json:"request_limits,omitempty"`
+	// GiveUp are the edges whose client gives calls up on a failure with
+	// attempts left, with the chance it does by the failure's class
+	// (Policy.GiveUp); the model notes give the traces' counts.
+	GiveUp []EdgeGiveUp `json:"give_up,omitempty"`
 }
 
 // EdgeRequestLimit is one edge's limit on attempts out: one more fails
@@ -49,6 +53,15 @@ type Mechanics struct {
 type EdgeRequestLimit struct {
 	Edge        string `json:"edge"`
 	MaxRequests int    `json:"max_requests"`
+}
+
+// EdgeGiveUp is one edge's Policy.GiveUp: the chance its client ends a
+// call on a failed answer of each class although attempts are left.
+type EdgeGiveUp struct {
+	Edge       string  `json:"edge"`
+	Failure    float64 `json:"failure"`
+	Throttled  float64 `json:"throttled"`
+	RetryAfter float64 `json:"retry_after"`
 }
 
 // EdgeSlowTries is one edge's slow-try model: the chance a first try is
@@ -111,6 +124,9 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 		name := fmt.Sprintf("%s → %s %s", m.Services[e.Caller].Name, m.Services[e.Callee].Name, m.Services[e.Callee].Ops[e.CalleeOp].Name)
 		if e.Policy.MaxRequests > 0 {
 			mc.RequestLimits = append(mc.RequestLimits, EdgeRequestLimit{Edge: name, MaxRequests: e.Policy.MaxRequests})
+		}
+		if g := e.Policy.GiveUp; g != [giveUpClasses]float64{} {
+			mc.GiveUp = append(mc.GiveUp, EdgeGiveUp{Edge: name, Failure: g[GiveUpFail], Throttled: g[GiveUpThrottled], RetryAfter: g[GiveUpRetryAfter]})
 		}
 		if e.Fail == nil || e.Fail.Slow == nil {
 			continue
@@ -179,6 +195,10 @@ func (mc Mechanics) String() string {
 		fmt.Fprintf(&b, "; network round trip %g ms an attempt, paid before the callee sees it", mc.HopMS)
 	case mc.HopMS > 0:
 		fmt.Fprintf(&b, "; network hop %g ms a message", mc.HopMS)
+	}
+	for _, g := range mc.GiveUp {
+		fmt.Fprintf(&b, "; %s gives a call up with attempts left on a failure with chance %.3g, a throttled one %.3g, one with a Retry-After %.3g",
+			g.Edge, g.Failure, g.Throttled, g.RetryAfter)
 	}
 	fmt.Fprintf(&b, "; cancels arrive after %g ms; lost packets resent after %g ms, doubling, reset after %d retransmissions", mc.CancelDelayMS, mc.RTOMS, mc.Retransmits)
 	fmt.Fprintf(&b, "; recovered = goodput ≥ %g of its pre-trigger share over %g s with queues drained (queued work at most twice its pre-trigger peak plus 2), collapsed = under %g of it for %g s with a backlog above that bound not draining (with none, low goodput is the callee's own failures, never a collapse), judged up to %g s after the trigger",

@@ -55,7 +55,7 @@ type Series struct {
 type metrics struct {
 	roots, ok, failed         int
 	clientErrors              int
-	edgeFailed                []int
+	edgeFailed, edgeGivenUp   []int
 	latencies                 []float64
 	firstAttempts, retries    int
 	edgeAttempts, edgeRetries []int
@@ -76,6 +76,7 @@ func (m *metrics) init(duration float64, edges, expectedRoots int) {
 	m.latencies = takeFloats(expectedRoots)
 	m.edgeRetries = make([]int, edges)
 	m.edgeFailed = make([]int, edges)
+	m.edgeGivenUp = make([]int, edges)
 	m.edgeSeries = make([][]int, edges)
 	for i := range m.edgeSeries {
 		m.edgeSeries[i] = make([]int, n)
@@ -168,6 +169,12 @@ func (m *metrics) attemptSent(edge int32, retry bool, t float64) {
 	}
 }
 
+func (m *metrics) gaveUp(edge int32) {
+	if !m.frozen {
+		m.edgeGivenUp[edge]++
+	}
+}
+
 func (m *metrics) refusedBudget(int32, float64) {
 	if !m.frozen {
 		m.nBudget++
@@ -255,6 +262,9 @@ type EdgeAttempts struct {
 	Attempts int    `json:"attempts"`
 	Retries  int    `json:"retries"`
 	Failed   int    `json:"failed"`
+	// GivenUp counts the calls the client ended on a failure with
+	// attempts left, by its policy's GiveUp shares.
+	GivenUp int `json:"given_up,omitempty"`
 	// Callee names the service the attempts went to; PerSecond counts
 	// them by the second they were sent in (the audit's load forecast).
 	Callee    string `json:"-"`
@@ -355,7 +365,7 @@ func (s *sim) result() Result {
 	r.P50MS, r.P90MS, r.P95MS, r.P99MS = 1000*p50, 1000*p90, 1000*p95, 1000*p99
 	for i, e := range s.m.Edges {
 		r.Attempts = append(r.Attempts, EdgeAttempts{Edge: s.m.Services[e.Caller].Name + " → " + s.m.Services[e.Callee].Name,
-			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i], Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
+			Attempts: m.edgeAttempts[i], Retries: m.edgeRetries[i], Failed: m.edgeFailed[i], GivenUp: m.edgeGivenUp[i], Callee: s.m.Services[e.Callee].Name, PerSecond: m.edgeSeries[i]})
 	}
 	if start, end, ok := s.faults.Trigger(); ok {
 		r.Trigger = &Window{AtS: start}

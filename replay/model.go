@@ -280,7 +280,24 @@ type Policy struct {
 	// n is MaxAttempts n+1). The first success wins and the losers are
 	// cancelled.
 	HedgeAfter float64
+	// GiveUp is, by the class of a failed attempt's answer (GiveUpFail,
+	// GiveUpThrottled, GiveUpRetryAfter), the chance that the client ends
+	// the call on it although attempts are left: the share of such
+	// failures the traces show it giving up on (graph.Outcomes.GivenUp:
+	// the answer asked not to be retried, a status it retries only
+	// sometimes, a refusal no span shows). Zero: it retries every one.
+	GiveUp [giveUpClasses]float64
 }
+
+// The classes of failed answers a policy's GiveUp tells apart: throttled
+// (429, RESOURCE_EXHAUSTED without a Retry-After), with a Retry-After, and
+// every other failure (5xx, error statuses, timeouts, no answer).
+const (
+	GiveUpFail = iota
+	GiveUpThrottled
+	GiveUpRetryAfter
+	giveUpClasses
+)
 
 // Enabled says whether the config is a breaker: the zero config is none.
 func (c BreakerConfig) Enabled() bool { return c != BreakerConfig{} }
@@ -385,6 +402,11 @@ func (m *Model) Validate() error {
 		}
 		if err := e.Policy.Budget.Validate(); err != nil {
 			return fmt.Errorf("edge %d (%s → %s): %w", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, err)
+		}
+		for _, g := range e.Policy.GiveUp {
+			if !(g >= 0 && g <= 1) {
+				return fmt.Errorf("edge %d (%s → %s): give-up share %v: want a probability in [0, 1]", i, m.Services[e.Caller].Name, m.Services[e.Callee].Name, g)
+			}
 		}
 	}
 	return nil

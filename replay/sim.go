@@ -157,6 +157,7 @@ type attempt struct {
 	// afterSlow: the attempt its call sent before it was drawn slow.
 	afterSlow bool
 	ok        bool    // the answer on its way
+	throttled bool    // it is a failure the callee throttled (outThrottled)
 	ra        float64 // the Retry-After it carries (seconds), 0 for none
 	slotHead
 }
@@ -1096,6 +1097,7 @@ func (s *sim) complete(ji int32, j *job) {
 		// A failed answer's work is wasted; only a server error that asks
 		// for it carries a Retry-After (the outcome gives 0 otherwise).
 		s.met.waste(work, s.now)
+		a.throttled = o == outThrottled
 		s.reply(ai, a, false, retryAfter, 0)
 	}
 	s.startQueued(pi)
@@ -1150,6 +1152,13 @@ func (s *sim) reply(ai int32, a *attempt, ok bool, retryAfter, useful float64) {
 func (s *sim) answer(ai int32) {
 	a := &s.atts[ai]
 	ci, retry, ok, useful, retryAfter := a.call, a.n > 1, a.ok, a.useful, a.ra
+	class := GiveUpFail
+	switch {
+	case retryAfter > 0:
+		class = GiveUpRetryAfter
+	case a.throttled:
+		class = GiveUpThrottled
+	}
 	c := &s.calls[ci]
 	s.close(ai, a, c)
 	a.useful = 0
@@ -1165,7 +1174,7 @@ func (s *sim) answer(ai int32) {
 		s.met.attemptFailed(c.edge)
 		s.taint(ci)
 	}
-	s.retryOrFail(ci, retryAfter)
+	s.retryOrFail(ci, retryAfter, class)
 }
 
 // settle tells the edge's budget and breaker how an attempt ended.
@@ -1200,7 +1209,7 @@ func (s *sim) timeout(ai int32) {
 	s.abandon(ai, false)
 	s.freeAttempt(ai, a) // unless a server job still holds it
 	s.settle(c, false, true, retry)
-	s.retryOrFail(ci, 0)
+	s.retryOrFail(ci, 0, GiveUpFail)
 }
 
 // abandon records that the client no longer waits for attempt ai: the
@@ -1245,14 +1254,24 @@ func (s *sim) cancel(ji int32) {
 	}
 }
 
-// retryOrFail decides what follows a failed attempt of call ci.
-func (s *sim) retryOrFail(ci int32, retryAfter float64) {
+// retryOrFail decides what follows a failed attempt of call ci, whose
+// answer carried retryAfter (seconds) and is of class (GiveUpFail, …).
+func (s *sim) retryOrFail(ci int32, retryAfter float64, class int) {
 	c := &s.calls[ci]
 	if c.done || c.inflight > 0 {
 		return // a hedged attempt is still out
 	}
 	p := s.policy(c)
 	if c.clientErr || int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
+		s.finish(ci, false, 0)
+		return
+	}
+	if g := p.GiveUp[class]; g > 0 && s.rngClient.Float64() < g {
+		// The client gives the call up with attempts left, as often as
+		// the traces show it doing on such an answer.
+		if c.edge >= 0 {
+			s.met.gaveUp(c.edge)
+		}
 		s.finish(ci, false, 0)
 		return
 	}
