@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,22 +14,8 @@ import (
 // SERVER spans, or, for mysql and redis-manual (CLIENT spans under their
 // own names, no server side), theirs.
 func TestHotRODSample(t *testing.T) {
-	dir := filepath.Join("..", hotrodName)
-	b, err := os.ReadFile(filepath.Join(dir, fileTruth))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tr hotrodTruthFile
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&tr); err != nil {
-		t.Fatalf("truth.json: %v", err)
-	}
-	jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
-	n, nProto, nJaeger := spanCount(jsonl), spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))), readJaeger(t, filepath.Join(dir, fileJaeger))
-	if n == 0 || n != nProto || n != nJaeger {
-		t.Fatalf("span counts differ: jsonl %d, binpb %d, jaeger %d", n, nProto, nJaeger)
-	}
+	jsonl := readProgramSample(t, filepath.Join("..", hotrodName), &tr)
 	roots, servers := spansOfKind(jsonl, ptrace.SpanKindServer)
 	_, clients := spansOfKind(jsonl, ptrace.SpanKindClient)
 	if roots != tr.RootRequests || tr.RootAnswers["200"] != tr.RootRequests {

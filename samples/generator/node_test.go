@@ -26,22 +26,8 @@ func TestNodeSamples(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			dir := filepath.Join("..", name)
-			b, err := os.ReadFile(filepath.Join(dir, fileTruth))
-			if err != nil {
-				t.Fatal(err)
-			}
 			var tr nodeTruth
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&tr); err != nil {
-				t.Fatalf("truth.json: %v", err)
-			}
-			jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
-			n, nProto, nJaeger := spanCount(jsonl), spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))), readJaeger(t, filepath.Join(dir, fileJaeger))
-			if n == 0 || n != nProto || n != nJaeger {
-				t.Fatalf("span counts differ: jsonl %d, binpb %d, jaeger %d", n, nProto, nJaeger)
-			}
+			jsonl := readProgramSample(t, filepath.Join("..", name), &tr)
 			answered := 0
 			for _, c := range tr.RootAnswers {
 				answered += c
@@ -63,6 +49,29 @@ func TestNodeSamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readProgramSample reads a committed scenario whose truth a program wrote:
+// its truth.json into tr, holding exactly the fields tr knows, and its
+// OTLP JSON lines, after checking that the three trace files hold the same
+// spans.
+func readProgramSample(t *testing.T, dir string, tr any) []ptrace.Traces {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, fileTruth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(tr); err != nil {
+		t.Fatalf("truth.json: %v", err)
+	}
+	jsonl := readJSONL(t, filepath.Join(dir, fileOTLPJSON))
+	n, nProto, nJaeger := spanCount(jsonl), spanCount(readBinpb(t, filepath.Join(dir, fileOTLPProto))), readJaeger(t, filepath.Join(dir, fileJaeger))
+	if n == 0 || n != nProto || n != nJaeger {
+		t.Fatalf("span counts differ: jsonl %d, binpb %d, jaeger %d", n, nProto, nJaeger)
+	}
+	return jsonl
 }
 
 // spansOfKind counts the root spans and the spans of kind per "service
