@@ -292,7 +292,8 @@ func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) *over
 		}
 		// And a call of another edge: one started before it and still
 		// running, or one started after it and before it ended.
-		marked = append(marked[:0], make([]bool, len(calls))...)
+		marked = slices.Grow(marked[:0], len(calls))[:len(calls)]
+		clear(marked)
 		before := newExtremes(func(x, y int64) bool { return x > y })
 		for i, c := range calls {
 			if end, ok := before.other(c.edge); ok && c.start+overlapTolerance < end {
