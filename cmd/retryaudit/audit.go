@@ -66,7 +66,9 @@ at which the policy still recovers after the trigger in every seed, to
 load each policy sends that dependency during the trigger, applies the
 safety rules (no hedge, added or kept retry on a write without idempotency
 keys; hedge delays between the callee's p95 and the per-try timeout;
-breakers seen are kept), rules out every policy whose availability on an
+breakers seen are kept; where today's policies break one, observed+safe is
+today's with the rules applied and, where that stops retries of writes sent
+without a key, observed+keys keeps them with a key on every call), rules out every policy whose availability on an
 ordinary day (degradation "observed", always replayed) is below today's
 policies' beyond the seed spread, ranks the rest (never collapsing at the
 utilization you give with --utilization, or else the largest critical

@@ -18,6 +18,12 @@ const DefaultSeeds = 5
 // a candidate of its own when the observed policy breaks a rule.
 const SafeSuffix = "+safe"
 
+// KeysSuffix names the observed policy with an idempotency key sent on
+// every retried write that lacks one, so that its retries are kept: the
+// other safe way out of a keyless retry, a candidate where observed+safe
+// stops retries today's failures may need.
+const KeysSuffix = "+keys"
+
 // Config is what an audit runs.
 type Config struct {
 	// Variants are the policies to compare, each with its model; policy
@@ -349,8 +355,13 @@ func bisections() int {
 // safeVariants applies the safety rules to every candidate. The observed
 // baseline is kept as it is (it is today's behaviour); when a rule would
 // change it, "observed+safe" is added as a candidate and observed itself
-// is ruled out. A candidate the rules leave equal to an earlier one is
-// ruled out as the same.
+// is ruled out. Where the rule stops retries of writes sent without an
+// idempotency key, "observed+keys" is added too: the same retries with a
+// key on every call, which the safety rules allow (stopping retries is
+// safe, but not if it ends the availability they bought: on an operation
+// the traces cannot even show to be a write, it would be advice that hurts
+// whoever follows it). A candidate the rules leave equal to an earlier one
+// is ruled out as the same.
 func safeVariants(in []replay.Variant, observed *replay.Model, facts []edgeFacts) ([]variant, []RuledOut, []Adjustment) {
 	var vs []variant
 	var ruled []RuledOut
@@ -368,10 +379,17 @@ func safeVariants(in []replay.Variant, observed *replay.Model, facts []edgeFacts
 				continue
 			}
 			ruled = append(ruled, RuledOut{Policy: v.Policy, Why: "breaks a safety rule as it is: " + adj[0].Caller + " → " + adj[0].Callee + " " + adj[0].Operation + ": " + adj[0].Why})
-			v.Policy += SafeSuffix
+			safe := v.Policy + SafeSuffix
 			for i := range adj {
-				adj[i].Policy = v.Policy
+				adj[i].Policy = safe
 			}
+			all = append(all, adj...)
+			vs = append(vs, variant{policy: safe, model: m, adjusted: adj})
+			if k, ok := withKeys(v.Policy+KeysSuffix, observed, facts); ok {
+				all = append(all, k.adjusted...)
+				vs = append(vs, k)
+			}
+			continue
 		}
 		all = append(all, adj...)
 		vs = append(vs, variant{policy: v.Policy, model: m, adjusted: adj})
@@ -389,6 +407,26 @@ func safeVariants(in []replay.Variant, observed *replay.Model, facts []edgeFacts
 		}
 	}
 	return vs, ruled, all
+}
+
+// withKeys is the observed policy with an idempotency key on every edge
+// that retries a write without one, and the safety rules applied to the
+// rest (a keyed write is still not hedged without in-flight
+// deduplication); ok is false where no such edge retries.
+func withKeys(policy string, observed *replay.Model, facts []edgeFacts) (variant, bool) {
+	keyedFacts := slices.Clone(facts)
+	var keyed []int
+	for i, e := range observed.Edges {
+		if f := facts[i]; f.write != "" && !f.keyed && e.Policy.MaxAttempts > 1 && e.Policy.HedgeAfter == 0 {
+			keyedFacts[i].keyed = true
+			keyed = append(keyed, i)
+		}
+	}
+	if len(keyed) == 0 {
+		return variant{}, false
+	}
+	m, adj := applySafety(policy, observed, observed, keyedFacts)
+	return variant{policy: policy, model: m, adjusted: adj, keyed: keyed}, true
 }
 
 // recommend ranks the candidates and words the winner's changes.
@@ -417,7 +455,7 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, ob
 	for i := range st {
 		for _, v := range vs {
 			if v.policy == st[i].policy {
-				st[i].changed, st[i].attempts = changedFrom(observed, v.model)
+				st[i].changed, st[i].attempts = changedFrom(observed, v)
 			}
 		}
 	}
@@ -440,7 +478,7 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, ob
 	for _, v := range vs {
 		if v.policy == w.policy {
 			m = v.model
-			rec.Changes = changes(observed, m, facts, v.adjusted)
+			rec.Changes = changes(observed, v, facts)
 		}
 	}
 	return rec, m
@@ -481,12 +519,14 @@ func uniq(xs []string) []string {
 	return out
 }
 
-// changedFrom counts the edges and services whose policy in m differs
-// from observed, and the attempts m's edges allow, summed.
-func changedFrom(observed, m *replay.Model) (changed, attempts int) {
+// changedFrom counts the edges and services whose policy in v differs
+// from observed (a key sent where today's calls send none is a change),
+// and the attempts v's edges allow, summed.
+func changedFrom(observed *replay.Model, v variant) (changed, attempts int) {
+	m := v.model
 	for i, e := range m.Edges {
 		attempts += max(e.Policy.MaxAttempts, 1)
-		if i >= len(observed.Edges) || !samePolicy(observed.Edges[i].Policy, e.Policy) {
+		if i >= len(observed.Edges) || !samePolicy(observed.Edges[i].Policy, e.Policy) || slices.Contains(v.keyed, i) {
 			changed++
 		}
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/retryaudit/retryaudit/replay"
 )
@@ -34,16 +35,17 @@ type Change struct {
 	Why       string `json:"why"`
 }
 
-// changes lists how the recommended model differs from observed, edge by
-// edge; edges where nothing changes are not listed. adj are the safety
-// rules' adjustments to the recommendation, which give the why where a
-// rule made the change.
-func changes(observed, rec *replay.Model, facts []edgeFacts, adj []Adjustment) []Change {
+// changes lists how the recommended variant differs from observed, edge
+// by edge; edges where nothing changes are not listed. The variant's
+// safety adjustments give the why where a rule made the change.
+func changes(observed *replay.Model, v variant, facts []edgeFacts) []Change {
 	out := []Change{}
+	rec, adj := v.model, v.adjusted
 	for i := range rec.Edges {
 		e := rec.Edges[i]
 		o, n := observed.Edges[i].Policy, e.Policy
-		if samePolicy(o, n) {
+		keyed := slices.Contains(v.keyed, i)
+		if samePolicy(o, n) && !keyed {
 			continue
 		}
 		caller, callee := rec.Services[e.Caller].Name, rec.Services[e.Callee].Name
@@ -58,6 +60,11 @@ func changes(observed, rec *replay.Model, facts []edgeFacts, adj []Adjustment) [
 		}
 		add := func(action, from, to, why string) {
 			out = append(out, Change{Caller: caller, Callee: callee, Operation: op, Action: action, From: from, To: to, Why: why})
+		}
+		if keyed {
+			f := facts[i]
+			add(ActionSendIdempotencyKey, keyWords(f), "a key on every call, deduplicated by "+callee+"; retries kept ("+attempts(n)+")",
+				fmt.Sprintf("%s, retried without a key, may repeat a write; with a key the callee answers a repeat from its record, and the retries today's failures need stay", f.write))
 		}
 		retries, hedges := n.MaxAttempts > 1 && n.HedgeAfter == 0, n.HedgeAfter > 0
 		switch {

@@ -6,7 +6,10 @@
 // (per-edge changes) that report words and policy files write.
 //
 // The decision rule, in order: the safety rules change or remove
-// candidates; then the ordinary-day gate rules out every candidate whose
+// candidates (when today's policies break one, observed+safe is today's
+// with the rules applied, and where they stop retries of writes sent
+// without an idempotency key, observed+keys keeps those retries with a key
+// on every call); then the ordinary-day gate rules out every candidate whose
 // availability on an ordinary day (degradation observed: the traces' own
 // failures, with no fault added, always part of the matrix) is below that
 // of today's policies (observed, or observed+safe when observed breaks a

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,6 +80,10 @@ func TestRecommendationAcrossSeeds(t *testing.T) {
 					keyed = te.Idempotency.RetriedCalls > 0 && te.Idempotency.WithKey == te.Idempotency.RetriedCalls
 				}
 			}
+			// Or the recommendation sends a key there (observed+keys).
+			keyed = keyed || slices.ContainsFunc(rec.Changes, func(c Change) bool {
+				return c.Action == ActionSendIdempotencyKey && c.Operation == op && strings.Contains(c.To, "retries kept")
+			})
 			if p := e.Policy; p.HedgeAfter > 0 || p.MaxAttempts > 1 && !keyed {
 				t.Errorf("seed %d: %s edge %d (%s) under %s: %d attempts, hedge after %g", seed, rec.Policy, i, op, rec.Policy, p.MaxAttempts, p.HedgeAfter)
 			}
@@ -95,8 +100,8 @@ func TestRecommendationAcrossSeeds(t *testing.T) {
 		if sz == nil || sz.Ratio <= 0.1 || sz.Calls == 0 {
 			t.Errorf("seed %d: sized budget %+v", seed, sz)
 		}
-		if len(a.Verdicts) != (len(cfg.Degradations)+1)*(len(cfg.Variants)+2) {
-			t.Errorf("%d verdicts for %d degradations + the ordinary day × %d policies (+ observed+safe, budget-sized)", len(a.Verdicts), len(cfg.Degradations), len(cfg.Variants))
+		if len(a.Verdicts) != (len(cfg.Degradations)+1)*(len(cfg.Variants)+3) {
+			t.Errorf("%d verdicts for %d degradations + the ordinary day × %d policies (+ observed+safe, observed+keys, budget-sized)", len(a.Verdicts), len(cfg.Degradations), len(cfg.Variants))
 		}
 		// The recommendation is not below today's safe policies on an
 		// ordinary day beyond the seed spread.
@@ -219,16 +224,15 @@ func TestIfIdempotent(t *testing.T) {
 	if c == nil || len(c.Declare) != 1 || c.Declare[0] != method {
 		t.Fatalf("grpc-pushback: recommendation %s, if idempotent %+v; want the branch for %s", rec.Policy, c, method)
 	}
-	stops := func(cs []Change) bool {
-		for _, ch := range cs {
-			if ch.Action == "stop-retrying" {
-				return true
-			}
-		}
-		return false
+	has := func(cs []Change, action, to string) bool {
+		return slices.ContainsFunc(cs, func(ch Change) bool { return ch.Action == action && strings.Contains(ch.To, to) })
 	}
-	if !stops(rec.Changes) || stops(c.Changes) || c.Policy == "" {
-		t.Errorf("grpc-pushback: %s %+v, if idempotent %s %+v: want the retries stopped, and kept if idempotent", rec.Policy, rec.Changes, c.Policy, c.Changes)
+	// Stopping Lookup's retries ends the availability they buy (the
+	// outage plan: about 0.3 against 0.9), so the safe advice keeps them
+	// with a key, and the branch keeps them as they are.
+	if has(rec.Changes, ActionStopRetrying, "") || !has(rec.Changes, ActionSendIdempotencyKey, "retries kept") ||
+		has(c.Changes, ActionStopRetrying, "") || has(c.Changes, ActionSendIdempotencyKey, "") || c.Policy == "" {
+		t.Errorf("grpc-pushback: %s %+v, if idempotent %s %+v: want the retries kept with a key, and kept as they are if idempotent", rec.Policy, rec.Changes, c.Policy, c.Changes)
 	}
 	if !strings.Contains(c.Sentence(), "whether "+method+" is idempotent, so the safety rules treat it as a write; if it is, declare it (--idempotent "+method+")") {
 		t.Errorf("the sentence: %s", c.Sentence())
@@ -242,5 +246,45 @@ func TestIfIdempotent(t *testing.T) {
 	}
 	if m := run("mixed"); m.IfIdempotent != nil {
 		t.Errorf("mixed: a branch %+v, though its writes are known", m.IfIdempotent)
+	}
+}
+
+// TestNoAdviceThatEndsAvailability: on Jaeger's HotROD, driver retries
+// GetDriver (an operation nothing shows to be a read or a write) and a
+// dispatch needs ten of them to succeed, with one first attempt in four
+// failing. Stopping those retries (observed+safe) ends nearly every
+// dispatch, so the advice must keep them: with a key (observed+keys),
+// and as they are if GetDriver is declared idempotent. It must never
+// cost the availability today's policies have on an ordinary day.
+func TestNoAdviceThatEndsAvailability(t *testing.T) {
+	cfg := sampleConfig(t, "hotrod", replay.BuildOptions{})
+	cfg.NoSearch, cfg.Seeds = true, 2
+	a, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := a.Recommendation
+	day := map[string]Stat{}
+	for _, v := range a.Verdicts {
+		if v.Degradation == "observed" {
+			day[v.Policy] = v.Availability
+		}
+	}
+	if r, o, s := day[rec.Policy], day["observed"], day["observed"+SafeSuffix]; rec.Policy == "" || !r.Overlaps(o) && r.Mean < o.Mean || s.Mean > 0.5*o.Mean {
+		t.Fatalf("recommends %q with availability %+v on an ordinary day, observed %+v, observed+safe %+v: want today's availability kept where stopping retries would end it",
+			rec.Policy, r, o, s)
+	}
+	keeps := false
+	for _, c := range rec.Changes {
+		if c.Operation == "GetDriver" && c.Action == ActionStopRetrying {
+			t.Errorf("stops GetDriver's retries: %+v", c)
+		}
+		keeps = keeps || c.Operation == "GetDriver" && c.Action == ActionSendIdempotencyKey && strings.Contains(c.To, "retries kept")
+	}
+	if rec.Policy != "observed"+KeysSuffix || !keeps {
+		t.Errorf("recommends %s %+v: want observed+keys, a key on GetDriver with its retries kept", rec.Policy, rec.Changes)
+	}
+	if c := rec.IfIdempotent; c == nil || c.Policy != "observed" || !slices.Contains(c.Declare, "GetDriver") {
+		t.Errorf("if idempotent: %+v; want observed, with GetDriver declared", c)
 	}
 }

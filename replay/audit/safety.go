@@ -98,7 +98,13 @@ func classify(method, op string, declared bool) (why string, unknown bool) {
 		return "", false
 	}
 	m := strings.ToUpper(method)
-	first := strings.ToUpper(strings.Fields(op + " x")[0])
+	words := strings.Fields(strings.ToUpper(op) + " x")
+	first := words[0]
+	if first == "SQL" && len(words) > 2 {
+		// "SQL SELECT": a database client naming its span by the language
+		// and then the statement's verb (Jaeger's HotROD does).
+		first = words[1]
+	}
 	switch {
 	case slices.Contains(httpWrites, m):
 		return "HTTP " + m, false

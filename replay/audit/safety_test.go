@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,7 +99,7 @@ func TestChangesWords(t *testing.T) {
 	proposed, _ := fanOut(edges, []replay.Policy{three, {MaxAttempts: 2, HedgeAfter: 0.06}, {MaxAttempts: 2, HedgeAfter: 0.06}, three})
 	facts := factsOf(observed, top, Declarations{})
 	safe, adj := applySafety("p", observed, proposed, facts)
-	got := changes(observed, safe, facts, adj)
+	got := changes(observed, variant{model: safe, adjusted: adj}, facts)
 	byOp := map[string][]Change{}
 	for _, c := range got {
 		byOp[c.Operation] = append(byOp[c.Operation], c)
@@ -137,13 +138,20 @@ func TestSafeVariants(t *testing.T) {
 	for _, v := range vs {
 		names = append(names, v.policy)
 	}
-	if strings.Join(names, " ") != "observed observed+safe none get-only everywhere" {
-		t.Errorf("variants %v", names)
+	if strings.Join(names, " ") != "observed observed+safe observed+keys none get-only everywhere" {
+		t.Fatalf("variants %v", names)
 	}
 	if vs[0].model.Edges[1].Policy.MaxAttempts != 3 {
 		t.Error("the observed baseline was changed: it must run as it is")
 	}
-	if vs[2].model.Edges[0].Policy.MaxAttempts != 1 {
+	if k := vs[2]; k.model.Edges[1].Policy.MaxAttempts != 3 || !slices.Equal(k.keyed, []int{1}) || len(k.adjusted) != 0 || !sameRuns(k.model, vs[0].model) {
+		t.Errorf("observed+keys: %d attempts on POST /b, keyed %v, adjusted %+v: want the retries kept with a key on that edge alone, replayed as observed",
+			k.model.Edges[1].Policy.MaxAttempts, k.keyed, k.adjusted)
+	}
+	if vs[1].model.Edges[1].Policy.MaxAttempts != 1 || sameRuns(vs[1].model, vs[0].model) {
+		t.Error("observed+safe kept the keyless retries")
+	}
+	if vs[3].model.Edges[0].Policy.MaxAttempts != 1 {
 		t.Error("none was given retries")
 	}
 	want := map[string]string{
@@ -188,6 +196,9 @@ func TestClassify(t *testing.T) {
 		{"", "SELECT stock", false, false, false},
 		{"", "GET order", false, false, false},
 		{"", "HGETALL cart", false, true, true},
+		{"", "SQL SELECT", false, false, false},
+		{"", "sql update orders", false, true, false},
+		{"", "SQL", false, true, true},
 		{"", "process", false, true, true},
 		{"", "", false, true, true},
 	} {
