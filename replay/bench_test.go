@@ -88,16 +88,75 @@ func BenchmarkEventLoop(b *testing.B) {
 	}
 }
 
+// loopEvents and loopPending are what BenchmarkEventLoop/mmc's run does:
+// its events (Result.Events) and the events it holds pending
+// (pendingEvents). TestLoopCounts checks them.
+const (
+	loopEvents  = 997_510
+	loopPending = 77
+)
+
+// BenchmarkLoopOnce does one of BenchmarkEventLoop/mmc's two halves per
+// op, for an instruction counter: "engine" one Run of benchLoopModel,
+// "bare" one bareLoop with as many events and as many pending, "none"
+// nothing (the process's own start and end). Under callgrind, with one op
+// (-test.benchtime 1x), a half's instructions are its process's total less
+// none's:
+//
+//	go test -c -o /tmp/replay.test ./replay
+//	GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind /tmp/replay.test \
+//	    -test.run '^$' -test.bench 'LoopOnce/engine' -test.benchtime 1x -test.cpu 1
+//
+// (and LoopOnce/bare, LoopOnce/none). Instruction counts hold still on a
+// shared machine, where the timed ratio of BenchmarkEventLoop moves by a
+// third between runs.
+func BenchmarkLoopOnce(b *testing.B) {
+	b.Run("engine", func(b *testing.B) {
+		m, cfg := benchLoopModel()
+		for b.Loop() {
+			if _, err := Run(m, nil, cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("bare", func(b *testing.B) {
+		for b.Loop() {
+			bareLoop(loopEvents, loopPending)
+		}
+	})
+	b.Run("none", func(b *testing.B) {
+		for b.Loop() {
+		}
+	})
+}
+
+// TestLoopCounts checks that the bare loop of BenchmarkLoopOnce does as
+// many events, with as many pending, as the engine's run it is set
+// against.
+func TestLoopCounts(t *testing.T) {
+	m, cfg := benchLoopModel()
+	r, err := Run(m, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Events != loopEvents {
+		t.Errorf("the run took %d events, want loopEvents %d", r.Events, loopEvents)
+	}
+	if p := pendingEvents(t, m, cfg); p != loopPending {
+		t.Errorf("the run left %d events pending, want loopPending %d", p, loopPending)
+	}
+}
+
 // pendingEvents is how many events the engine has pending in a steady run
 // of the model: those left when the run stops, which for these models (no
 // fault, the same load throughout, no drain) is what it holds all along.
 // The bare loop keeps as many, so its heap is as deep as the engine's:
 // the mmc run holds about 80 (the jobs in service, the next arrival, the
 // next tick), the client-edge run about 1,100 (each attempt's timeout).
-func pendingEvents(b *testing.B, m *Model, cfg RunConfig) int {
+func pendingEvents(tb testing.TB, m *Model, cfg RunConfig) int {
 	s := newSim(m, nil, cfg.withDefaults())
 	if err := s.run(context.Background()); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return s.h.len()
 }

@@ -48,7 +48,7 @@ type job struct {
 	// handed to it: it reaches the root with the job's answer, or is wasted.
 	useful float64
 	ownRA  float64 // the Retry-After of its own outcome (drawn)
-	att    int32   // the attempt it answers
+	att    int32   // the attempt it answers; -1: its root request's, which has no record (see startRoot)
 	svc    int32
 	op     int32
 	pool   int32 // the pool (node or replica) that serves it: index into sim.pools
@@ -264,6 +264,11 @@ type sim struct {
 	jobs       []job
 	calls      []call
 	atts       []attempt
+	// endUser describes the one attempt of a root request that has no
+	// record of its own (see startRoot), for the code written for an
+	// attempt's: n 1, open, no deadline, and call the request's, set
+	// before each use. It is never in the slab, and never freed.
+	endUser attempt
 	// The heads of the slabs' free lists, -1 for none (see newJob).
 	jobFree, callFree, attFree int32
 
@@ -329,7 +334,8 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	s := &sim{m: m, faults: faults, cfg: cfg, arrivalEnd: cfg.Duration,
 		rngArrival: newRNG(cfg.Seed, 1), rngService: newRNG(cfg.Seed, 2),
 		rngClient: newRNG(cfg.Seed, 3), rngFault: newRNG(cfg.Seed, 4), rngOutcome: newRNG(cfg.Seed, 5),
-		observed: faults.Observed(), jobFree: -1, callFree: -1, attFree: -1}
+		observed: faults.Observed(), jobFree: -1, callFree: -1, attFree: -1,
+		endUser: attempt{job: -1, n: 1, open: true, deadline: math.Inf(1), next: -1}}
 	s.svcs = make([]svcState, len(m.Services))
 	for i, svc := range m.Services {
 		st := &s.svcs[i]
@@ -596,6 +602,17 @@ func (s *sim) startRoot(i int, arrived float64, k int) {
 			s.rootLine = append(s.rootLine, make([]int32, int(c)+1-len(s.rootLine))...)
 		}
 		s.rootLine[c] = int32(k)
+	}
+	if cp.direct && cp.directBack && math.IsInf(deadline, 1) {
+		// Nothing can happen to the end user's one attempt (rootPolicy)
+		// on its way there or back (no fault, no hop) or while it waits
+		// (no deadline: no timeout, hence no cancel): it needs no record.
+		// Its job answers the request itself (job.att -1, job.root the
+		// request), and send's steps for it are these two counts.
+		cp.attempts, cp.inflight = 1, 1
+		s.endUser.call = c
+		s.arrive(-1, &s.endUser, cp)
+		return
 	}
 	s.send(c, cp)
 }
@@ -934,9 +951,9 @@ func (s *sim) begin(ji int32, j *job, p *pool) {
 		// The deadline the request carried has passed while it waited:
 		// the server drops it before starting it.
 		s.met.droppedLate(s.now)
-		ai := j.att
+		ai, a := j.att, s.attemptOf(j)
 		s.freeJob(ji, j)
-		s.reply(ai, &s.atts[ai], false, 0, 0)
+		s.reply(ai, a, false, 0, 0)
 		return
 	}
 	sv := &s.m.Services[j.svc]
@@ -1084,7 +1101,7 @@ func (s *sim) complete(ji int32, j *job) {
 		}
 	}
 	ai, pi := j.att, j.pool
-	a := &s.atts[ai]
+	a := s.attemptOf(j)
 	if a.open {
 		c := &s.calls[a.call]
 		c.downFailed = j.failed
@@ -1127,7 +1144,8 @@ func (s *sim) release(ji int32, j *job) float64 {
 
 // reply sends the server's answer to attempt ai (a) back over the
 // network: ok or not, with a Retry-After (seconds, 0 for none), carrying
-// useful work.
+// useful work. ai -1 is the end user's attempt without a record (a is
+// s.endUser, see startRoot).
 func (s *sim) reply(ai int32, a *attempt, ok bool, retryAfter, useful float64) {
 	if !a.open {
 		s.met.waste(useful, s.now) // the client left: nobody reads this answer
@@ -1138,10 +1156,19 @@ func (s *sim) reply(ai int32, a *attempt, ok bool, retryAfter, useful float64) {
 		// user: no fault to lose it, no hop back, no budget or breaker to
 		// tell, and no other attempt out (the end user sends one). The
 		// request ends here, as cross, answer and finish would end it.
-		s.close(ai, a, c)
-		s.freeAttempt(ai, a)
+		if ai >= 0 {
+			s.close(ai, a, c)
+			s.freeAttempt(ai, a)
+		}
 		c.done, c.inflight = true, 0
 		s.rootEnded(a.call, c, true, useful)
+		return
+	}
+	if ai < 0 {
+		// The end user's attempt without a record failed: with nothing on
+		// the way back, answer would read it at once, and with no attempt
+		// left (rootPolicy) retryOrFail would end the request so.
+		s.finish(a.call, false, 0)
 		return
 	}
 	a.ok, a.ra, a.useful, a.lost = ok, retryAfter, useful, 0
@@ -1507,10 +1534,23 @@ func (s *sim) newJob() (int32, *job) {
 func (s *sim) freeJob(i int32, j *job) {
 	j.state = jobDone
 	j.nextFree, s.jobFree = s.jobFree, i
+	if j.att < 0 {
+		return // the end user's attempt, without a record (see startRoot)
+	}
 	if a := &s.atts[j.att]; a.job == i {
 		a.job = -1
 		s.freeAttempt(j.att, a) // unless its client still waits
 	}
+}
+
+// attemptOf returns the attempt job j answers: its record, or the end
+// user's (s.endUser) for a root request's job without one (see startRoot).
+func (s *sim) attemptOf(j *job) *attempt {
+	if j.att < 0 {
+		s.endUser.call = j.root
+		return &s.endUser
+	}
+	return &s.atts[j.att]
 }
 
 // freeAttempt frees attempt i's slot (a) if both sides are done with it.

@@ -2,7 +2,10 @@ package replay
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/degrade"
@@ -227,5 +230,70 @@ func TestPresetBudgets(t *testing.T) {
 	}
 	if _, err := NewRatioBudget(0.1, 10); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestEndUserAttemptWithoutRecord holds the root request whose one
+// attempt has no record (no client deadline, nothing between the end user
+// and the entry service: see startRoot) to the one that has: the same
+// model with a client deadline no run reaches takes the attempt's record
+// and its timeout (which never fires), and must give the same result,
+// bit for bit. The models answer their end users every way: successes,
+// failures drawn by the traces' failure models, sheds, client errors,
+// answers after downstream calls, retries and hedges.
+func TestEndUserAttemptWithoutRecord(t *testing.T) {
+	type model struct {
+		name   string
+		m      *Model
+		faults degrade.Schedule
+	}
+	var models []model
+	for _, sc := range []string{"mixed", "breaker", "hedging"} {
+		m, err := FromTopology(sampleTopology(t, sc), BuildOptions{Load: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		models = append(models, model{sc, m, nil})
+	}
+	rng := newRNG(1, 1)
+	for i := range 40 {
+		data := make([]byte, 64)
+		for k := range data {
+			data[k] = byte(rng.Uint32())
+		}
+		m := fuzzModel(data)
+		m.Hop = nil // the end user's attempt needs its record over a hop
+		// A fault on a callee (never the entry service, whose faults need
+		// the record too), on every other model.
+		var faults degrade.Schedule
+		if len(m.Services) > 1 && i%2 == 1 {
+			faults = schedule("outage:svc=b,at=3s,for=2s")
+		}
+		models = append(models, model{fmt.Sprintf("fuzz-%d", i), m, faults})
+	}
+	ran := 0
+	for _, tc := range models {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := RunConfig{Seed: 3, Duration: 8, Drain: 2, MaxJudge: 10, MaxEvents: 400_000}
+			without := *tc.m
+			without.ClientDeadline = 0
+			with := without
+			with.ClientDeadline = 1e6
+			a, errA := Run(&without, tc.faults, cfg)
+			b, errB := Run(&with, tc.faults, cfg)
+			if errors.Is(errA, ErrEventBudget) && errors.Is(errB, ErrEventBudget) {
+				return
+			}
+			if errA != nil || errB != nil {
+				t.Fatalf("without a deadline: %v; with one: %v", errA, errB)
+			}
+			ran++
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("without a deadline:\n%v\n%+v\nwith one no run reaches:\n%v\n%+v", a, a, b, b)
+			}
+		})
+	}
+	if ran < len(models)/2 {
+		t.Errorf("%d of %d models ran within the event budget", ran, len(models))
 	}
 }
