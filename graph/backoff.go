@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Thresholds of the backoff and jitter inference. A wait shorter than
@@ -216,6 +217,9 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		b.JitterPresent = &jittered
 	}
 	kind, fraction, additive := JitterUnknown, 0.0, 0.0
+	// fullOrTimeline: the waits spread as full jitter's do, and too few
+	// pairs tell it from decorrelated jitter's timeline form.
+	fullOrTimeline := false
 	// rawTop[k] > 0: the waits at index k had a tail of late ones left
 	// out of the fit; rawTop is the longest of them (less the overhead),
 	// which the schedule's range must still allow.
@@ -283,7 +287,11 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			// Decorrelated jitter as the steps of one timeline spreads its
 			// waits from zero at every index, as full jitter does: too few
 			// pairs to have shown the dependence cannot tell them apart.
+			// The kind is unknown, the candidates stated, and the
+			// schedule read as both allow (fullOrTimeline, below).
 			kind = JitterUnknown
+			fullOrTimeline = true
+			b.JitterCandidates = []JitterKind{JitterDecorrelated, JitterFull}
 		}
 	}
 	b.Jitter = kind
@@ -300,12 +308,24 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	// Jittered waits are uniform between bounds the formula sets: the
 	// bounds are best read from the extreme waits, corrected for the
 	// distance n waits leave on average from the true bound (the second
-	// from the end when the extreme stands apart: a late timer).
+	// from the end when the extreme stands apart: a late timer; for the
+	// ceiling of full and equal jitter, one a few waits from the end,
+	// ceilingOf).
 	// Each estimate comes with the range the true schedule may lie in
 	// (99%: [slo, shi]), from which the multiplier's range follows. An
 	// extreme wait errs on one side only: n uniform waits fall short of
 	// their bound by more than 4.6/n of the width one time in a hundred.
 	sched, slo, shi := make([]float64, len(idx)), make([]float64, len(idx)), make([]float64, len(idx))
+	// mlo, mhi: the ranges the multiplier is read from, those of the
+	// schedule unless the jitter is full or decorrelated's timeline
+	// (fullOrTimeline): there the multiplier is the growth of the waits'
+	// ceilings, which both share, while each step's range also holds the
+	// timeline's own reading, which does not grow from the same base.
+	mlo, mhi := slo, shi
+	if fullOrTimeline {
+		mlo, mhi = make([]float64, len(idx)), make([]float64, len(idx))
+	}
+	timeline := 0.0 // the timeline form's reading at the index before
 	const z99 = 2.58
 	for k, w := range idx {
 		g := gaps[k]
@@ -316,31 +336,24 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			// Without jitter the schedule is the floor: a timer never
 			// fires early, and a loaded machine fires many late.
 			sym(w.q10, tol/math.Sqrt(n))
-		case kind == JitterUnknown || len(g) < 3:
+		case kind == JitterUnknown && !fullOrTimeline || len(g) < 3:
 			sym(w.med, 1.25*max(w.hi-w.lo, tol)/math.Sqrt(n))
-		case kind == JitterFull || kind == JitterEqual:
+		case kind == JitterFull || kind == JitterEqual || fullOrTimeline:
 			// The ceiling: the median of a full-jitter wait is half of it.
-			t := top(g)
-			sched[k], slo[k], shi[k] = t*(n+1)/n, t, max(t*(1+tail99/n), rawTop[k])
+			floor := 0.0
+			if kind == JitterEqual {
+				floor = 0.5
+			}
+			c, lo, hi := ceilingOf(g, floor)
+			sched[k], slo[k], shi[k] = c, lo, max(hi, rawTop[k])
 		case kind == JitterAdditive:
 			sched[k], slo[k], shi[k] = max(g[0]-additive/(n+1), 0), max(g[0]-tail99*additive/n, 0), g[0]
 		case kind == JitterDecorrelated && b.DecorrelatedForm == DecorrelatedTimeline:
-			// The waits are steps of one jittered timeline: what follows
-			// the schedule is the time waited in all up to this retry, read
-			// at its median (the formula's centre: Polly's "V2" scales
-			// it to about base·multiplierⁿ).
-			if e := elapsed(chains, k); len(e) >= 3 {
-				w := summarise(e)
-				sym(w.med, 1.25*max(w.hi-w.lo, tol)/math.Sqrt(float64(len(e))))
-				break
-			}
-			// Too few calls waited at every index up to this one: the
-			// timeline goes on by this index's median wait.
 			prev := 0.0
 			if k > 0 {
 				prev = sched[k-1]
 			}
-			sym(prev+w.med, 1.25*max(w.hi-w.lo, tol)/math.Sqrt(n))
+			sym(timelineReading(chains, k, prev, w, tol))
 		case kind == JitterDecorrelated:
 			// The first wait is uniform over [base, 3·base], twice as wide
 			// as from its floor to its median.
@@ -364,6 +377,15 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 				rawWidth := (rawTop[k] - g[0]) * (n + 1) / max(n-1, 1)
 				shi[k] = max(shi[k], (g[0]+rawTop[k])/2+z99*rawWidth/math.Sqrt(2*(n+1)*(n+2)))
 			}
+		}
+		if fullOrTimeline {
+			// The ceiling is full jitter's schedule; were the waits
+			// decorrelated's timeline, the schedule would be its own
+			// reading, which the range holds too.
+			mlo[k], mhi[k] = slo[k], shi[k]
+			v, se := timelineReading(chains, k, timeline, w, tol)
+			timeline = v
+			slo[k], shi[k] = min(slo[k], v-z99*se), max(shi[k], v+z99*se)
 		}
 	}
 	b.BaseMS = round3(sched[0])
@@ -420,9 +442,20 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		// its range is that of the first and last estimates, and of an
 		// overhead up to oMax, which adds the same to both and pulls the
 		// ratio towards 1.
+		if fullOrTimeline && !oneGrowth(mlo[:n+1], mhi[:n+1], oMax) {
+			// Full jitter's ceilings grow by one multiplier up to the
+			// cap; the timeline form's by f(k+2)−f(k) over f(k+1)−f(k−1)
+			// (for Polly's "V2": ×2.06, ×1.53, ×1.98, then ×2), which
+			// enough waits tell from any one growth. Here no one growth
+			// fits, so the two candidates share no schedule: no kind and
+			// no multiplier is claimed, the steps (ceilings, with ranges
+			// that hold both readings) stand as read.
+			b.Kind = BackoffUnknown
+			return b
+		}
 		root := 1 / float64(n)
-		lo := math.Pow(max(slo[n], 0)/max(shi[0], immediateMS), root)
-		hi := math.Pow(max(shi[n]-oMax, 0)/max(slo[0]-oMax, immediateMS), root)
+		lo := math.Pow(max(mlo[n], 0)/max(mhi[0], immediateMS), root)
+		hi := math.Pow(max(mhi[n]-oMax, 0)/max(mlo[0]-oMax, immediateMS), root)
 		fit := roundMultiplier(m, lo, hi)
 		b.MultiplierFit = ptr(fit)
 		if hi <= maxMultiplierSpread*lo {
@@ -555,6 +588,58 @@ func top(g []float64) float64 {
 		return g[n-2]
 	}
 	return g[n-1]
+}
+
+// lateShare is the share of the waits at one attempt index (at least
+// one) that ceilingOf lets be late: a timer that fired late on a loaded
+// host, by any amount. lateAlpha is how often ceilingOf takes on-time
+// waits for late ones.
+const (
+	lateShare = 0.05
+	lateAlpha = 0.01
+)
+
+// ceilingOf reads the ceiling C of sorted waits g (three or more) drawn
+// uniformly from [a·C, C]: full jitter (a = 0) or equal jitter (a = ½).
+// It returns the estimate and its 99% range, tolerating up to
+// j = ⌈lateShare·n⌉ waits (at least one) fired late by any amount: a
+// timer never fires early, so late waits only ever lengthen.
+//
+// The range rests on x, the (n−j)-th smallest wait, not on the longest,
+// which one late timer sets: the share of the width below the (n−j)-th of
+// n uniform draws is Beta(n−j, j+1) distributed, so with q its 0.5%
+// quantile, [x, x/(a+(1−a)q)] holds C at least 99.5% of the time whatever
+// m ≤ j late waits did (x ≤ C always, as at least n−j waits are on time
+// and at most C; x is no shorter than the on-time (n−j)-th smallest).
+//
+// The estimate is the longest wait's, unbiased for uniform waits,
+// top/(a+(1−a)n/(n+1)) (standard error about (1−a)/n of C), unless the
+// top j waits stand apart from the rest: (x−g₀)/(top−g₀), which for n
+// uniform waits is Beta(n−j−1, j) whatever the bounds, falls below its
+// lateAlpha quantile t*. Then it is x's, x/(a+(1−a)(n−j)/(n+1)), also
+// unbiased without late waits (standard error about √(j+1)/n of C).
+// Error bound with m ≤ j late waits: where they are seen apart, the
+// estimate errs upward by at most a factor 1/(a+(1−a)(n−j)/(n+1))
+// (full jitter: (n+1)/(n−j), 1.5 at n = 5, 1.11 at n = 20, 1.06 at
+// n ≥ 100) and on average by (n+1)/(n+1−m); where they are not, the
+// longest wait is within x/t* of the floor, so for full jitter the
+// estimate is at most C(n+1)/(n·t*) (5.6 C at n = 5, 1.36 C at n = 20,
+// 1.14 C at n = 100, 1.08 C at n = 500) and lies inside the range, which is
+// stretched to hold it. More than j late waits (a busy host's tail)
+// are trimLate's to set aside first.
+func ceilingOf(g []float64, a float64) (c, lo, hi float64) {
+	n := len(g)
+	j := min(max(1, int(math.Ceil(lateShare*float64(n)))), n-2)
+	r := n - j
+	x, top := g[r-1], g[n-1]
+	q := distuv.Beta{Alpha: float64(r), Beta: float64(j + 1)}.Quantile(0.005)
+	lo, hi = x, x/(a+(1-a)*q)
+	c = x / (a + (1-a)*float64(r)/float64(n+1))
+	apart := distuv.Beta{Alpha: float64(r - 1), Beta: float64(j)}.Quantile(lateAlpha)
+	if top > g[0] && (x-g[0])/(top-g[0]) >= apart {
+		c = top / (a + (1-a)*float64(n)/float64(n+1))
+	}
+	return c, lo, max(hi, c)
 }
 
 // capShortfall: a ratio between consecutive waits below this share of
@@ -724,6 +809,36 @@ func ranks(xs []float64) []float64 {
 		i = j + 1
 	}
 	return r
+}
+
+// timelineReading is the schedule of decorrelated jitter's timeline form
+// before retry k+1, as sym takes it (a value and its standard error):
+// the waits are steps of one jittered timeline, so what follows the
+// schedule is the time waited in all up to this retry, read at its
+// median (the formula's centre: Polly's "V2" scales it to about
+// base·multiplierⁿ; the median of n values errs by about 1.25 times
+// their spread over √n). Where fewer than three calls waited at every
+// index up to this one, the timeline goes on from the reading before
+// (prev) by this index's median wait w.
+func timelineReading(chains [][]float64, k int, prev float64, w waitIndex, tol float64) (v, se float64) {
+	if e := elapsed(chains, k); len(e) >= 3 {
+		s := summarise(e)
+		return s.med, 1.25 * max(s.hi-s.lo, tol) / math.Sqrt(float64(len(e)))
+	}
+	return prev + w.med, 1.25 * max(w.hi-w.lo, tol) / math.Sqrt(float64(w.n))
+}
+
+// oneGrowth reports whether one multiplier fits every step of a schedule
+// whose 99% ranges are [lo[k], hi[k]]: the ratios each pair of
+// consecutive ranges allows (an overhead up to oMax, which pulls a
+// ratio towards 1, included) have one in common.
+func oneGrowth(lo, hi []float64, oMax float64) bool {
+	rlo, rhi := 0.0, math.Inf(1)
+	for k := 1; k < len(lo); k++ {
+		rlo = max(rlo, max(lo[k], 0)/max(hi[k-1], immediateMS))
+		rhi = min(rhi, max(hi[k]-oMax, 0)/max(lo[k-1]-oMax, immediateMS))
+	}
+	return rlo <= rhi
 }
 
 // elapsed returns, sorted, the time each call that waited before retry

@@ -3,6 +3,7 @@ package graph
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -49,16 +50,35 @@ func dealt(seed uint64, n int, wait func(rng *rand.Rand, k int, prev float64) fl
 	return w
 }
 
+// fewTwice keeps all three waits of the first calls only, two of the
+// next, and one of the rest: many waits at the first attempt index, few
+// calls that waited twice.
+func fewTwice(w [][]float64, twice, thrice int) [][]float64 {
+	for i := range w {
+		switch {
+		case i >= twice:
+			w[i] = w[i][:1]
+		case i >= thrice:
+			w[i] = w[i][:2]
+		}
+	}
+	return w
+}
+
 // TestDecorrelatedJitter: decorrelated jitter is told by how one call's
 // consecutive waits depend on each other, never by each attempt index's
 // spread alone, in both published forms, over many seeds (80 calls of
 // three retries: a pooled weight of 158, where the weaker form's
 // dependence lies 5.8 standard errors from zero on average); where too
 // few calls waited twice for that dependence to show, waits spread from
-// zero (full jitter's, and the timeline form's) are unknown.
+// zero (full jitter's, and the timeline form's) are left between the two
+// (jitter unknown, candidates decorrelated and full), and the schedule
+// read as full jitter's ceilings with ranges that hold either kind's own.
 func TestDecorrelatedJitter(t *testing.T) {
 	const base = 128.0
 	full := func(rng *rand.Rand, k int, _ float64) float64 { return rng.Float64() * base * math.Pow(2, float64(k)) }
+	ceiling := func(k int) float64 { return base * math.Pow(2, float64(k)) }
+	medianElapsed := func(k int) float64 { return pollyF(float64(k)+0.5) * base / 1.4 }
 	cases := []struct {
 		name  string
 		calls int
@@ -68,6 +88,16 @@ func TestDecorrelatedJitter(t *testing.T) {
 		want, never JitterKind
 		form        DecorrelatedForm
 		kind        BackoffKind
+		// schedule is the policy's wait before retry k+1 as its own
+		// kind reads it (full jitter's ceiling, the timeline's median
+		// time waited in all): where the jitter is left between full and
+		// decorrelated, every step's range must hold it; candidates, that
+		// it is left so every time; between, in at least that many seeds
+		// (36 waits from zero are sometimes read as proportional ±65% or
+		// wider, never as full).
+		schedule   func(k int) float64
+		candidates bool
+		between    int
 	}{
 		// A long wait is followed by a short one: the steps of one timeline.
 		{name: "timeline (Polly V2, cockatiel's default)", calls: 80, waits: func(s uint64, n int) [][]float64 { return jitterWaits(s, n, pollyV2(base)) },
@@ -87,14 +117,20 @@ func TestDecorrelatedJitter(t *testing.T) {
 		// dependence to show; full jitter's floor is zero at every index,
 		// as the timeline form's is.
 		{name: "full jitter, 12 calls", calls: 12, waits: func(s uint64, n int) [][]float64 { return jitterWaits(s, n, full) },
-			never: JitterFull},
+			never: JitterFull, kind: BackoffExponential, schedule: ceiling, between: 17},
 		// Named decorrelated where its dependence shows even so, never the
 		// other form.
 		{name: "timeline, 12 calls", calls: 12, waits: func(s uint64, n int) [][]float64 { return jitterWaits(s, n, pollyV2(base)) },
-			never: JitterFull, form: DecorrelatedTimeline},
+			never: JitterFull, form: DecorrelatedTimeline, schedule: medianElapsed},
+		// Many calls retried once, 40 twice (weight 72, just short of
+		// pairsToTell): the ceilings are read from many waits, so full
+		// jitter's schedule, multiplier included, is stated.
+		{name: "full jitter, 200 calls, 40 retried twice", calls: 200, waits: func(s uint64, n int) [][]float64 { return fewTwice(jitterWaits(s, n, full), 40, 34) },
+			want: JitterUnknown, candidates: true, kind: BackoffExponential, schedule: ceiling},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			betweenSeeds := 0
 			for seed := uint64(1); seed <= jitterSeeds; seed++ {
 				b := newBuilder()
 				waits := tc.waits(seed, tc.calls)
@@ -114,6 +150,32 @@ func TestDecorrelatedJitter(t *testing.T) {
 				case tc.kind != "" && bo.Kind != tc.kind:
 					t.Errorf("seed %d: kind %s, want %s (%s)", seed, bo.Kind, tc.kind, fmtBackoff(bo))
 				}
+				between := bo.Jitter == JitterUnknown && len(bo.JitterCandidates) > 0
+				switch {
+				case tc.candidates && !between:
+					t.Errorf("seed %d: jitter %s, candidates %v; want it left between decorrelated and full (%s)", seed, bo.Jitter, bo.JitterCandidates, fmtBackoff(bo))
+				case between && !slices.Equal(bo.JitterCandidates, []JitterKind{JitterDecorrelated, JitterFull}):
+					t.Errorf("seed %d: candidates %v, want [decorrelated full]", seed, bo.JitterCandidates)
+				case between && bo.Kind == BackoffConstant:
+					t.Errorf("seed %d: constant backoff from waits spread from zero (%s)", seed, fmtBackoff(bo))
+				}
+				if between {
+					betweenSeeds++
+					for k, s := range bo.Schedule {
+						if want := tc.schedule(k); s.RangeMS[0] > want || s.RangeMS[1] < want {
+							t.Errorf("seed %d: retry %d range %v excludes the schedule %.1fms (%s)", seed, s.Retry, s.RangeMS, want, fmtBackoff(bo))
+						}
+					}
+					if tc.schedule(0) == base && math.Abs(bo.BaseMS-base) > 0.25*base {
+						t.Errorf("seed %d: base %vms, want full jitter's ceiling %vms ±25%%", seed, bo.BaseMS, base)
+					}
+					if m := bo.Multiplier; m != nil && *m != 2 {
+						t.Errorf("seed %d: multiplier %v, want 2 or unknown", seed, *m)
+					}
+					if r := bo.MultiplierRange; bo.Kind == BackoffExponential && (r == nil || r[0] > 2 || r[1] < 2) {
+						t.Errorf("seed %d: multiplier range %v excludes ×2", seed, r)
+					}
+				}
 				if bo.Jitter != JitterDecorrelated {
 					continue
 				}
@@ -132,6 +194,43 @@ func TestDecorrelatedJitter(t *testing.T) {
 					}
 				}
 			}
+			if betweenSeeds < tc.between {
+				t.Errorf("left between decorrelated and full in %d of %d seeds, want at least %d", betweenSeeds, jitterSeeds, tc.between)
+			}
 		})
+	}
+}
+
+// TestOneGrowth: full jitter's ceilings grow by one multiplier; the
+// timeline form's (Polly's "V2", ×2.06 then ×1.53) do not, which ranges
+// narrow enough tell and wide ones cannot; an overhead every wait shares
+// pulls the ratios towards 1, so it may reconcile them.
+func TestOneGrowth(t *testing.T) {
+	c := 128 / 1.4
+	polly := []float64{pollyF(1) * c, (pollyF(2) - pollyF(0)) * c, (pollyF(3) - pollyF(1)) * c}
+	within := func(steps []float64, share float64) (lo, hi []float64) {
+		for _, s := range steps {
+			lo, hi = append(lo, s*(1-share)), append(hi, s*(1+share))
+		}
+		return lo, hi
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []float64
+		share float64 // each range ±share of its step
+		oMax  float64
+		want  bool
+	}{
+		{"×2, ranges ±2%", []float64{100, 200, 400}, 0.02, 0, true},
+		{"×2 then capped, read before the cap", []float64{100, 200}, 0.02, 0, true},
+		{"the timeline's ceilings, ranges ±5%", polly, 0.05, 0, false},
+		{"the timeline's ceilings, ranges ±30%", polly, 0.30, 0, true},
+		{"×2.5 then ×2.2, ranges ±1%", []float64{20.5, 50.5, 110.5}, 0.01, 0, false},
+		{"the same with up to 10ms of overhead", []float64{20.5, 50.5, 110.5}, 0.01, 10, true},
+	} {
+		lo, hi := within(tc.steps, tc.share)
+		if got := oneGrowth(lo, hi, tc.oMax); got != tc.want {
+			t.Errorf("%s: oneGrowth(%v, %v, %v) = %v, want %v", tc.name, lo, hi, tc.oMax, got, tc.want)
+		}
 	}
 }

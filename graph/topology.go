@@ -293,9 +293,22 @@ type Backoff struct {
 	// Jitter is none, full, equal, decorrelated, proportional (±x of the
 	// wait, in JitterFraction), additive (+U[0, JitterAdditiveMS] on the
 	// wait), or unknown.
-	Jitter           JitterKind `json:"jitter"`
-	JitterFraction   *float64   `json:"jitter_fraction"`
-	JitterAdditiveMS *float64   `json:"jitter_additive_ms,omitempty"`
+	Jitter JitterKind `json:"jitter"`
+	// JitterCandidates, where Jitter is unknown but the waits narrow it to
+	// a few kinds, lists them (sorted). ["decorrelated", "full"]: the
+	// waits spread from zero at every attempt index, as full jitter's do
+	// and as decorrelated jitter's do in its timeline form (Polly's "V2"),
+	// and too few calls waited twice (WaitDependence) for one call's
+	// consecutive waits to tell the two apart. The schedule is then read
+	// as the ceiling of the waits at each index (full jitter's
+	// base·multiplierⁿ, whose growth the timeline form shares); each
+	// range also holds the timeline form's own reading, the time waited
+	// in all up to the retry at its median, whose base lies lower (its
+	// first waits' median). Where the ceilings fit no single growth the
+	// two do not share a schedule, and the kind is unknown.
+	JitterCandidates []JitterKind `json:"jitter_candidates,omitempty"`
+	JitterFraction   *float64     `json:"jitter_fraction"`
+	JitterAdditiveMS *float64     `json:"jitter_additive_ms,omitempty"`
 	// NoiseMS is the spread below which waits are taken to agree: the
 	// edge's own timing noise (how much the network legs of its attempts
 	// vary: their central 80%, or where those have a late tail, from

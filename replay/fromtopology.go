@@ -459,6 +459,14 @@ func observedPolicy(e graph.Edge) Policy {
 	switch b.Jitter {
 	case JitterFull, JitterEqual, JitterDecorrelated:
 		p.Backoff.Jitter = b.Jitter
+	case graph.JitterUnknown:
+		// Left between full jitter and decorrelated's timeline form: the
+		// schedule is the ceilings of waits both spread from zero, which
+		// full jitter replays (a fixed wait at the ceiling would double
+		// the mean).
+		if slices.Contains(b.JitterCandidates, JitterFull) {
+			p.Backoff.Jitter = JitterFull
+		}
 	case JitterProportional:
 		p.Backoff.Jitter = JitterProportional
 		if b.JitterFraction != nil {

@@ -31,6 +31,27 @@ func TestObservedPolicyFromInference(t *testing.T) {
 	}
 }
 
+// TestObservedJitterBetweenKinds: jitter inference left between full and
+// decorrelated (the schedule their shared ceilings) is replayed as full
+// jitter; unknown for want of waits, as none.
+func TestObservedJitterBetweenKinds(t *testing.T) {
+	m := 2.0
+	for _, tc := range []struct {
+		name       string
+		candidates []graph.JitterKind
+		want       JitterKind
+	}{
+		{"between decorrelated and full", []graph.JitterKind{graph.JitterDecorrelated, graph.JitterFull}, JitterFull},
+		{"unknown, no candidates", nil, JitterNone},
+	} {
+		e := graph.Edge{MaxAttempts: 4, Retries: true, Backoff: graph.Backoff{Kind: "exponential", BaseMS: 30, Multiplier: &m,
+			Jitter: graph.JitterUnknown, JitterCandidates: tc.candidates}}
+		if p := observedPolicy(e); p.Backoff.Jitter != tc.want || p.Backoff.Base != 0.03 || p.Backoff.Multiplier != 2 {
+			t.Errorf("%s: backoff %+v, want 30ms ×2 with jitter %s", tc.name, p.Backoff, tc.want)
+		}
+	}
+}
+
 // TestProxyShedIsNoted: attempts a sidecar's circuit breaker refused at
 // its limits (Envoy UO) are a concurrency limit the traces do not size:
 // no breaker opening on failures is replayed, and the notes say so.

@@ -264,8 +264,9 @@ func backoffShort(b graph.Backoff) string {
 }
 
 // jitterText is "none", "proportional ±50%", "full", "present (3 waits)"
-// when waits vary but too few were seen to name the kind, or "unknown";
-// "-" on an edge that does not retry.
+// when waits vary but too few were seen to name the kind, "decorrelated or
+// full (54 waits)" when they narrow it to candidates, or "unknown"; "-" on
+// an edge that does not retry.
 func jitterText(e graph.Edge) string {
 	if !e.Retries {
 		return "-"
@@ -283,6 +284,13 @@ func jitterText(e graph.Edge) string {
 		}
 		return "proportional"
 	case "unknown", "":
+		if len(b.JitterCandidates) > 0 {
+			kinds := make([]string, len(b.JitterCandidates))
+			for i, k := range b.JitterCandidates {
+				kinds[i] = display(string(k))
+			}
+			return fmt.Sprintf("%s (%s)", strings.Join(kinds, " or "), plural(b.Samples, "wait"))
+		}
 		if b.JitterPresent != nil && *b.JitterPresent {
 			return fmt.Sprintf("present (%s)", plural(b.Samples, "wait"))
 		}

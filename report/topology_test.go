@@ -410,6 +410,28 @@ func TestTextHelpers(t *testing.T) {
 	}
 }
 
+// TestJitterText: the jitter column names the kind, says it varies where
+// too few waits name none, and lists the candidates the waits leave.
+func TestJitterText(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name string
+		b    graph.Backoff
+		want string
+	}{
+		{"named", graph.Backoff{Jitter: graph.JitterFull}, "full"},
+		{"present, too few to name", graph.Backoff{Jitter: graph.JitterUnknown, JitterPresent: &yes, Samples: 3}, "present (3 waits)"},
+		{"absent, too few to name", graph.Backoff{Jitter: graph.JitterUnknown, JitterPresent: &no, Samples: 2}, "none (2 waits)"},
+		{"between two kinds", graph.Backoff{Jitter: graph.JitterUnknown, JitterPresent: &yes, Samples: 54,
+			JitterCandidates: []graph.JitterKind{graph.JitterDecorrelated, graph.JitterFull}}, "decorrelated or full (54 waits)"},
+		{"unknown", graph.Backoff{Jitter: graph.JitterUnknown}, "unknown"},
+	} {
+		if got := jitterText(graph.Edge{Retries: true, Backoff: tc.b}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestWaitsPerRetry: the fit's wait before each retry, with its range, is
 // shown in Markdown and HTML for the edges whose schedule has more than
 // one step, and nowhere else.

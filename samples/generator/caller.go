@@ -299,15 +299,25 @@ func (c *caller) sendBackoff(ctx context.Context, r request) (result, error) {
 	}, backoff.WithBackOff(b), backoff.WithMaxTries(uint(p.MaxAttempts)))
 }
 
+// retryGoDelay configures retry-go's delay from the policy's backoff.
+func retryGoDelay(b Backoff) []retry.Option {
+	switch b.Jitter {
+	case "additive":
+		return []retry.Option{retry.Delay(b.Base), retry.MaxJitter(b.Additive), retry.MaxDelay(b.Cap),
+			retry.DelayType(retry.CombineDelay(retry.BackOffDelay, retry.RandomDelay))}
+	case "full":
+		// FullJitterBackoffDelay draws U[0, Delay·2ⁿ) before retry n (n
+		// from 1): the first retry's ceiling, the policy's base, is twice
+		// Delay.
+		return []retry.Option{retry.Delay(b.Base / 2), retry.MaxDelay(b.Cap), retry.DelayType(retry.FullJitterBackoffDelay)}
+	}
+	return []retry.Option{retry.Delay(b.Base), retry.DelayType(retry.FixedDelay)}
+}
+
 func (c *caller) sendRetryGo(ctx context.Context, r request) (result, error) {
 	p := c.edge.Policy
-	delay := []retry.Option{retry.Delay(p.Backoff.Base), retry.DelayType(retry.FixedDelay)}
-	if p.Backoff.Jitter == "additive" {
-		delay = []retry.Option{retry.Delay(p.Backoff.Base), retry.MaxJitter(p.Backoff.Additive), retry.MaxDelay(p.Backoff.Cap),
-			retry.DelayType(retry.CombineDelay(retry.BackOffDelay, retry.RandomDelay))}
-	}
 	return retry.DoWithData(func() (result, error) { return c.attempt(ctx, r) },
-		append(delay, retry.Context(ctx),
+		append(retryGoDelay(p.Backoff), retry.Context(ctx),
 			retry.Attempts(uint(p.MaxAttempts)),
 			retry.RetryIf(func(err error) bool { return retryable(ctx, err) }),
 			retry.LastErrorOnly(true))...)

@@ -8,12 +8,15 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/avast/retry-go/v4"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -301,5 +304,77 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestShortFullJitter runs full-jitter end to end the same way: both
+// edges retry through retry-go's FullJitterBackoffDelay.
+func TestShortFullJitter(t *testing.T) {
+	checkShortRun(t, fullJitter())
+}
+
+// recordingTimer is a retry-go timer that records each delay asked for
+// and fires at once.
+type recordingTimer struct{ delays []time.Duration }
+
+func (r *recordingTimer) After(d time.Duration) <-chan time.Time {
+	r.delays = append(r.delays, d)
+	c := make(chan time.Time, 1)
+	c <- time.Time{}
+	return c
+}
+
+// TestRetryGoDelay holds what truth.json says of a retry-go policy to
+// the delays the library itself asks for: before retry n, FixedDelay
+// waits the base; the default delay base·2ⁿ⁻¹ plus U[0, a); the full
+// jitter delay U[0, base·2ⁿ⁻¹), the base (the first retry's ceiling)
+// being twice the Delay the library is given. Over 4000 calls the draws
+// must fill their range: the mean within 3% of its centre, the extremes
+// within 1% of its bounds.
+func TestRetryGoDelay(t *testing.T) {
+	const calls = 4000
+	for _, tc := range []struct {
+		name   string
+		p      Policy
+		lo, hi func(n int) time.Duration // bounds before retry n
+	}{
+		{"fixed", retryGoFixed(4, 20*ms),
+			func(int) time.Duration { return 20 * ms }, func(int) time.Duration { return 20 * ms }},
+		{"additive", retryGoBackoffJitter(4, 20*ms, 30*ms, time.Second),
+			func(n int) time.Duration { return 20 * ms << (n - 1) }, func(n int) time.Duration { return 20*ms<<(n-1) + 30*ms }},
+		{"full", retryGoFullJitter(4, 30*ms, time.Second),
+			func(int) time.Duration { return 0 }, func(n int) time.Duration { return 30 * ms << (n - 1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			draws := make([][]time.Duration, tc.p.MaxAttempts)
+			for range calls {
+				timer := &recordingTimer{}
+				err := retry.Do(func() error { return errors.New("fail") },
+					append(retryGoDelay(tc.p.Backoff), retry.Attempts(uint(tc.p.MaxAttempts)), retry.WithTimer(timer))...)
+				if err == nil || len(timer.delays) != tc.p.MaxAttempts-1 {
+					t.Fatalf("%d delays (error %v), want %d", len(timer.delays), err, tc.p.MaxAttempts-1)
+				}
+				for i, d := range timer.delays {
+					draws[i+1] = append(draws[i+1], d)
+				}
+			}
+			for n := 1; n < tc.p.MaxAttempts; n++ {
+				lo, hi := tc.lo(n), tc.hi(n)
+				var sum time.Duration
+				for _, d := range draws[n] {
+					if d < lo || d > hi || d == hi && hi > lo {
+						t.Fatalf("retry %d: delay %v outside [%v, %v)", n, d, lo, hi)
+					}
+					sum += d
+				}
+				mean, centre, width := sum/calls, (lo+hi)/2, hi-lo
+				if diff := mean - centre; diff > width*3/100 || -diff > width*3/100 {
+					t.Errorf("retry %d: mean delay %v, want %v ±3%% of %v", n, mean, centre, width)
+				}
+				if width > 0 && (slices.Min(draws[n])-lo > width/100 || hi-slices.Max(draws[n]) > width/100) {
+					t.Errorf("retry %d: delays %v to %v do not fill [%v, %v)", n, slices.Min(draws[n]), slices.Max(draws[n]), lo, hi)
+				}
+			}
+		})
 	}
 }

@@ -18,8 +18,8 @@ const (
 
 // Backoff describes the wait between attempts in the vocabulary of
 // truth.json: Kind is none, constant or exponential; Jitter is none,
-// proportional (±JitterFraction of the computed wait) or additive
-// (+U[0, Additive) on top of it).
+// proportional (±JitterFraction of the computed wait), additive
+// (+U[0, Additive) on top of it), equal (U[d/2, d)) or full (U[0, d)).
 type Backoff struct {
 	Kind           string
 	Base           time.Duration
@@ -171,6 +171,17 @@ func retryGoBackoffJitter(attempts int, base, maxJitter, maxDelay time.Duration)
 		Library:     libRetryGo,
 		MaxAttempts: attempts,
 		Backoff:     Backoff{Kind: "exponential", Base: base, Multiplier: 2, Cap: maxDelay, Jitter: "additive", Additive: maxJitter},
+	}
+}
+
+// retryGoFullJitter retries with avast/retry-go's FullJitterBackoffDelay:
+// U[0, min(maxDelay, base·2ⁿ⁻¹)) before retry n, base being twice the
+// Delay the library is given (its ceiling is Delay·2ⁿ): full jitter.
+func retryGoFullJitter(attempts int, base, maxDelay time.Duration) Policy {
+	return Policy{
+		Library:     libRetryGo,
+		MaxAttempts: attempts,
+		Backoff:     Backoff{Kind: "exponential", Base: base, Multiplier: 2, Cap: maxDelay, Jitter: "full"},
 	}
 }
 

@@ -71,7 +71,41 @@ const ms = time.Millisecond
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName(),
-		replicas(), retryBelowOtelhttp(), additiveJitter()}
+		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter()}
+}
+
+// fullJitter has two edges retry with avast/retry-go's full-jitter delay
+// (issue 11 items 2 and 3: the median of a full-jitter wait is half its
+// ceiling, which the schedule is). inventory retries db often enough
+// that 80 pairs of one call's consecutive waits show them independent
+// (full jitter, not decorrelated's timeline, which also spreads waits
+// from zero); api retries inventory with 24 pairs, too few to tell the
+// two: the traces leave that jitter between them, and its ceilings give
+// the schedule both share.
+func fullJitter() Scenario {
+	return Scenario{
+		Name: "full-jitter",
+		Description: "inventory retries db and api retries inventory with retry-go's FullJitterBackoffDelay, U[0, Delay·2ⁿ) " +
+			"before retry n (4 attempts, MaxDelay 1s, never reached): ceilings 20, 40, 80ms (Delay 10ms) and 30, 60, 120ms (Delay 15ms).",
+		Seed: 13,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, retryGoFullJitter(4, 30*ms, time.Second)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, retryGoFullJitter(4, 20*ms, time.Second)},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 15, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 25, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 25, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 4, Target: dbStock, Script: times(4, unavailable)},
+			{Count: 10, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 8, Target: inventoryStock, Script: times(2, unavailable)},
+			{Count: 6, Target: inventoryStock, Script: times(3, unavailable)},
+			{Count: 2, Target: inventoryStock, Script: times(4, unavailable)},
+		},
+	}
 }
 
 // additiveJitter has api retry inventory with avast/retry-go's default

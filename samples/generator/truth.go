@@ -199,7 +199,7 @@ func (te *truthEdge) configure(p Policy) {
 		}
 	}
 	switch p.Backoff.Jitter {
-	case "none":
+	case "none", "full":
 	case "additive":
 		a := float64(p.Backoff.Additive.Milliseconds())
 		te.Backoff.JitterAdditiveMS = &a
