@@ -388,6 +388,9 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			slo[k], shi[k] = min(slo[k], v-z99*se), max(shi[k], v+z99*se)
 		}
 	}
+	if kind == JitterUnknown && jittered {
+		widenUnknownJitter(gaps, rawTop, slo, shi)
+	}
 	b.BaseMS = round3(sched[0])
 	// A fixed overhead in every wait (time between attempts the policy
 	// does not sleep: the client's, the network's) adds to every wait
@@ -570,6 +573,28 @@ func commonFloor(gaps [][]float64, idx []waitIndex, steady []bool, tol float64) 
 		return 0
 	}
 	return floor
+}
+
+// widenUnknownJitter widens the 99% ranges [slo[k], shi[k]] of a schedule
+// whose waits are jittered by a formula the traces cannot name: the
+// figure the policy configured is the waits' ceiling under full or equal
+// jitter, their centre under proportional jitter and about their floor
+// under additive or decorrelated jitter, so its range has to hold every
+// one of those readings, not only the median the schedule states. Up to
+// the ceiling: n waits uniform below a bound c all lie below t one time
+// in a hundred when t = c·0.01^(1/n), so c ≤ t·100^(1/n) (or the longest
+// wait left out as late, rawTop[k]). Down to the floor: the shortest
+// wait lies above the floor of an additive jitter as wide as the spread
+// by more than tail99/n of it one time in a hundred.
+func widenUnknownJitter(gaps [][]float64, rawTop, slo, shi []float64) {
+	for k, g := range gaps {
+		if k >= len(shi) || len(g) == 0 {
+			continue
+		}
+		n, t := float64(len(g)), top(g)
+		shi[k] = max(shi[k], t*math.Pow(100, 1/n), rawTop[k])
+		slo[k] = min(slo[k], max(g[0]-tail99*(t-g[0])/n, 0))
+	}
 }
 
 // tail99: the shortest of n waits uniform over a width W lies more than

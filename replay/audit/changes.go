@@ -98,7 +98,14 @@ func changes(observed *replay.Model, v variant, facts []edgeFacts) []Change {
 			if n.SharedBudget {
 				to += ", shared by every caller of " + callee
 			}
-			add(ActionAddBudget, "no retry budget", to, why)
+			from := "no retry budget"
+			if f := facts[i]; f.givenUp > 0 {
+				// Something already stops some retries: the traces cannot
+				// tell a budget from any other reason.
+				from = fmt.Sprintf("no retry budget seen (%d of %d failures given up with attempts left, for a reason no span shows: a budget would look so)",
+					f.givenUp, f.failures)
+			}
+			add(ActionAddBudget, from, to, why)
 		}
 		if n.MaxAttempts > 1 && n.HonorRetryAfter && !o.HonorRetryAfter {
 			add(ActionHonourRetryAfter, "Retry-After ignored", "wait at least Retry-After", "the callee says when it can take work again")

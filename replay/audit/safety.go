@@ -77,6 +77,11 @@ type edgeFacts struct {
 	dedup   bool // declared in-flight deduplication
 	retried int  // retried calls seen, for the wording
 	withKey int
+	// givenUp of failures were calls the caller gave up with attempts
+	// left, for no reason a span shows (graph.GiveUpShare): a retry
+	// budget the caller already has would show so, so the traces cannot
+	// say it has none.
+	givenUp, failures int
 }
 
 var (
@@ -140,6 +145,9 @@ func factsOf(m *replay.Model, top *graph.Topology, decl Declarations) []edgeFact
 		method := ""
 		if ge != nil {
 			method = ge.Method
+			if o := ge.Outcomes; o != nil {
+				_, f.givenUp, f.failures = graph.GiveUpShare(unexplained(o.GivenUp), "server_error", "throttled", "retry_after", "timeout", "transport")
+			}
 			if id := ge.Idempotency; id != nil {
 				f.retried, f.withKey = id.RetriedCalls, id.WithKey
 				f.keyed = id.RetriedCalls > 0 && id.WithKey == id.RetriedCalls
@@ -159,6 +167,18 @@ func factsOf(m *replay.Model, top *graph.Topology, decl Declarations) []edgeFact
 			f.write = "not idempotent in the model"
 		}
 		f.dedup = decl.matches(decl.InflightDedup, ge, op)
+	}
+	return out
+}
+
+// unexplained is rs without the calls the callee asked not to retry
+// (a negative grpc-retry-pushback-ms): those gave up for a reason the
+// traces show.
+func unexplained(rs []graph.StatusRetries) []graph.StatusRetries {
+	out := make([]graph.StatusRetries, len(rs))
+	for i, r := range rs {
+		r.GivenUp -= r.StopAsked
+		out[i] = r
 	}
 	return out
 }

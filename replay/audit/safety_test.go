@@ -258,3 +258,47 @@ func TestDeclarationsCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetFromWords: adding a budget says "no retry budget" only where
+// the traces show none stopping retries; where calls were given up with
+// attempts left for a reason no span shows, a budget the caller already
+// has would look so, and the change says what the traces show instead.
+// Calls the callee asked not to retry gave up for a reason they show.
+func TestBudgetFromWords(t *testing.T) {
+	three := replay.Policy{MaxAttempts: 3, Backoff: replay.DefaultBackoff}
+	budgeted := three
+	budgeted.Budget = replay.BudgetSpec{Kind: replay.BudgetRatio, Ratio: 0.2, Window: 10}
+	givenUp := func(rs ...graph.StatusRetries) *graph.Outcomes { return &graph.Outcomes{GivenUp: rs} }
+	for _, tc := range []struct {
+		name     string
+		outcomes *graph.Outcomes
+		want     string
+	}{
+		{"no outcomes", nil, "no retry budget"},
+		{"every failure retried", givenUp(), "no retry budget"},
+		{"given up, no span says why", givenUp(graph.StatusRetries{Status: "503", Class: "server_error", Retried: 53, GivenUp: 6}),
+			"no retry budget seen (6 of 59 failures given up with attempts left"},
+		{"only client errors given up", givenUp(graph.StatusRetries{Status: "400", Class: "client_error", GivenUp: 2}), "no retry budget"},
+		{"the callee asked not to retry", givenUp(graph.StatusRetries{Status: "RESOURCE_EXHAUSTED", Class: "throttled", Retried: 10, GivenUp: 3, StopAsked: 3}),
+			"no retry budget"},
+		{"some asked not to retry", givenUp(graph.StatusRetries{Status: "RESOURCE_EXHAUSTED", Class: "throttled", Retried: 10, GivenUp: 3, StopAsked: 1}),
+			"no retry budget seen (2 of 12 failures"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			edges := []graph.Edge{{Operation: "GET /a", Method: "GET", Outcomes: tc.outcomes}}
+			observed, top := fanOut(edges, []replay.Policy{three})
+			proposed, _ := fanOut(edges, []replay.Policy{budgeted})
+			facts := factsOf(observed, top, Declarations{})
+			safe, adj := applySafety("p", observed, proposed, facts)
+			var from []string
+			for _, c := range changes(observed, safe, facts, adj) {
+				if c.Action == ActionAddBudget {
+					from = append(from, c.From)
+				}
+			}
+			if len(from) != 1 || !strings.HasPrefix(from[0], tc.want) || tc.want == "no retry budget" && from[0] != tc.want {
+				t.Errorf("add-budget from %q, want %q", from, tc.want)
+			}
+		})
+	}
+}

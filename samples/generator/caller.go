@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/avast/retry-go/v4"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/cenkalti/backoff/v5"
+	"github.com/eapache/go-resiliency/retrier"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"github.com/go-resty/resty/v2"
@@ -40,6 +43,14 @@ type result struct {
 type statusError struct{ res result }
 
 func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d", e.res.status) }
+
+// HTTPStatusCode is how the AWS SDK's retryables read an error's status
+// (awsretry.RetryableHTTPStatusCode).
+func (e *statusError) HTTPStatusCode() int { return e.res.status }
+
+// errPermanent marks an attempt's error that must not be retried, for
+// go-resiliency's retrier.BlacklistClassifier.
+var errPermanent = errors.New("not retryable")
 
 // retryableStatus is the one retry predicate every caller uses: 408, 429 and
 // the transient 5xx are retried; every other 4xx is permanent.
@@ -81,7 +92,9 @@ type caller struct {
 	hedge  hedgepolicy.HedgePolicy[*http.Response] // only for libFailsafe
 	// replicas are the callee's base URLs, one per replica (base is the first).
 	replicas []string
-	resty    *resty.Client // only for libResty
+	resty    *resty.Client      // only for libResty
+	retrier  *retrier.Retrier   // only for libResiliency
+	aws      *awsretry.Standard // only for libAWSRetry
 }
 
 func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
@@ -117,6 +130,22 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 				return nil
 			})
 		c.send = c.sendResty
+	case libResiliency:
+		c.retrier = retrier.New(retrier.ExponentialBackoff(p.MaxAttempts-1, p.Backoff.Base), retrier.BlacklistClassifier{errPermanent})
+		c.retrier.SetJitter(p.Backoff.JitterFraction)
+		c.send = c.sendResiliency
+	case libAWSRetry:
+		q := p.Quota
+		c.aws = awsretry.NewStandard(func(o *awsretry.StandardOptions) {
+			o.MaxAttempts = p.MaxAttempts
+			o.BaseDelay = p.Backoff.Base
+			o.MaxBackoff = p.Backoff.Cap
+			o.RateLimiter = ratelimit.NewTokenRateLimit(q.Capacity)
+			o.RetryCost = q.RetryCost
+			o.ThrottlingRetryCost = q.ThrottlingRetryCost
+			o.NoRetryIncrement = q.NoRetryIncrement
+		})
+		c.send = c.sendAWS
 	case libFailsafe:
 		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
 		c.send = c.sendHedged
@@ -323,6 +352,71 @@ func (c *caller) sendRetryGo(ctx context.Context, r request) (result, error) {
 			retry.LastErrorOnly(true))...)
 }
 
+// sendResiliency retries r with go-resiliency's retrier, which sleeps
+// before retry n the n-th entry of its backoff slice, jittered. An
+// attempt the shared predicate does not retry is marked errPermanent, the
+// error the retrier's BlacklistClassifier fails fast on.
+func (c *caller) sendResiliency(ctx context.Context, r request) (result, error) {
+	var res result
+	err := c.retrier.RunCtx(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = c.attempt(ctx, r)
+		if err != nil && !retryable(ctx, err) {
+			return fmt.Errorf("%w: %w", errPermanent, err)
+		}
+		return err
+	})
+	return res, err
+}
+
+// sendAWS retries r with the AWS SDK's standard retryer, driven through
+// its Retryer interface the way the SDK's retry middleware
+// (retry.Attempt.handleAttempt) drives it: the first attempt takes an
+// attempt token (later attempts take none: the SDK's retry metadata
+// marks them), each attempt's outcome releases the tokens it holds (a
+// success refunds the retry token, or adds the no-retry increment after
+// a first attempt), a failure is retried if the retryer calls it
+// retryable, attempts are left and the quota grants a retry token, after
+// the retryer's delay. A refused token ends the call with the attempt's
+// error, as the SDK does (it joins the quota error to it).
+func (c *caller) sendAWS(ctx context.Context, r request) (result, error) {
+	release := func(error) error { return nil }
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return result{}, err
+		}
+		releaseAttempt := func(error) error { return nil }
+		if attempt == 1 {
+			var err error
+			if releaseAttempt, err = c.aws.GetAttemptToken(ctx); err != nil {
+				return result{}, err
+			}
+		}
+		res, err := c.attempt(ctx, r)
+		release(err)
+		releaseAttempt(err)
+		if err == nil || !c.aws.IsErrorRetryable(err) || attempt >= c.aws.MaxAttempts() {
+			return res, err
+		}
+		var tokenErr error
+		if release, tokenErr = c.aws.GetRetryToken(ctx, err); tokenErr != nil {
+			c.stats.refused()
+			return res, err
+		}
+		delay, derr := c.aws.RetryDelay(attempt, err)
+		if derr != nil {
+			return res, derr
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return res, ctx.Err()
+		}
+	}
+}
+
 func (c *caller) sendRetryablehttp(ctx context.Context, r request) (result, error) {
 	var body any // a typed nil []byte would make retryablehttp send an empty chunked body
 	if r.body != nil {
@@ -427,6 +521,16 @@ type edgeStats struct {
 	// hedgedCalls counts calls that sent hedges; mostRequests is the most
 	// requests one of them sent.
 	hedgedCalls, mostRequests int
+	// quotaRefused counts calls that ended with attempts left because
+	// the retry quota refused their retry.
+	quotaRefused int
+}
+
+// refused counts a call whose retry the retry quota refused.
+func (s *edgeStats) refused() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.quotaRefused++
 }
 
 func (s *edgeStats) fastFailed() {

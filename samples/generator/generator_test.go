@@ -35,10 +35,43 @@ func TestShortRetryBelowOtelhttp(t *testing.T) {
 	checkShortRun(t, retryBelowOtelhttp())
 }
 
+// TestShortGoResiliency does the same for go-resiliency: its retrier's
+// attempts, per-try timeouts included, are the simulation's.
+func TestShortGoResiliency(t *testing.T) {
+	checkShortRun(t, goResiliency())
+}
+
+// TestShortAWSStandard runs aws-standard with one root request per case
+// and a quota of 28 tokens, two retries' worth, so that the short run
+// drains it too: the calls the real SDK bucket refused a retry are the
+// ones the simulation's refused, and the truth counts them.
+func TestShortAWSStandard(t *testing.T) {
+	sc := awsStandardQuota()
+	var quota *QuotaPolicy
+	for _, e := range sc.Edges {
+		if e.Policy.Quota != nil {
+			quota = e.Policy.Quota
+		}
+	}
+	quota.Capacity = 2 * quota.RetryCost
+	callers, tr := checkShortRun(t, sc)
+	for i, c := range callers {
+		if c.edge.Policy.Quota == nil {
+			continue
+		}
+		c.stats.mu.Lock()
+		refused := c.stats.quotaRefused
+		c.stats.mu.Unlock()
+		if q := tr.Edges[i].RetryQuota; refused == 0 || q == nil || q.RefusedCalls != refused || q.Capacity != quota.Capacity {
+			t.Errorf("%s → %s: %d calls refused a retry, truth %+v", c.edge.Caller, c.edge.Callee, refused, q)
+		}
+	}
+}
+
 // checkShortRun runs sc with one root request per case and holds its
 // files, its truth and the generator's counts to each other and to the
-// simulation.
-func checkShortRun(t *testing.T, sc Scenario) {
+// simulation. It returns the run's callers and truth.
+func checkShortRun(t *testing.T, sc Scenario) ([]*caller, truth) {
 	sc.Name = "short"
 	for i := range sc.Cases {
 		sc.Cases[i].Count = 1
@@ -106,6 +139,7 @@ func checkShortRun(t *testing.T, sc Scenario) {
 			t.Errorf("%s → %s %s: run %s; simulation %s", sim.edge.Caller, sim.edge.Callee, sim.edge.Route, got, want)
 		}
 	}
+	return callers, tr
 }
 
 func sumInts(xs []int) int {

@@ -4,7 +4,9 @@ go 1.26.0
 
 require (
 	github.com/avast/retry-go/v4 v4.7.0
+	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/cenkalti/backoff/v5 v5.0.3
+	github.com/eapache/go-resiliency v1.7.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/go-resty/resty/v2 v2.16.5
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
@@ -25,6 +27,7 @@ require (
 
 require (
 	github.com/apache/thrift v0.24.0 // indirect
+	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect

@@ -147,6 +147,9 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 		if c.edge.Policy.retries() {
 			fmt.Fprintf(&b, ", gave up after %d attempts: %d, %s", c.edge.Policy.MaxAttempts, c.stats.exhausted, describeWaits(c.stats))
 		}
+		if c.edge.Policy.Quota != nil {
+			fmt.Fprintf(&b, ", refused a retry by the quota: %d", c.stats.quotaRefused)
+		}
 		b.WriteString("\n")
 	}
 	if requireInferable {

@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"time"
+
+	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 )
 
 // Module paths of the retry libraries the callers use. They double as the
@@ -14,6 +16,8 @@ const (
 	libGobreaker     = "github.com/sony/gobreaker/v2"
 	libFailsafe      = "github.com/failsafe-go/failsafe-go"
 	libResty         = "github.com/go-resty/resty/v2"
+	libResiliency    = "github.com/eapache/go-resiliency/retrier"
+	libAWSRetry      = "github.com/aws/aws-sdk-go-v2/aws/retry"
 )
 
 // Backoff describes the wait between attempts in the vocabulary of
@@ -63,6 +67,19 @@ type Policy struct {
 	// go-retryablehttp RoundTripper as the transport otelhttp wraps): one
 	// CLIENT span per call, one callee SERVER span per attempt under it.
 	BelowInstrumentation bool
+	// Quota, when set, is a retry budget shared by all the edge's calls:
+	// a token bucket every retry draws from (the AWS SDK's retry quota).
+	Quota *QuotaPolicy
+}
+
+// QuotaPolicy is the AWS SDK for Go v2 standard retryer's retry quota
+// (aws/ratelimit.TokenRateLimit): a bucket of Capacity tokens; a retry
+// takes RetryCost of them (ThrottlingRetryCost after a throttling
+// error), and is refused, ending its call, when fewer are left; a retry
+// that succeeds gives its cost back, and a call whose first attempt
+// succeeds adds NoRetryIncrement, never above Capacity.
+type QuotaPolicy struct {
+	Capacity, RetryCost, ThrottlingRetryCost, NoRetryIncrement uint
 }
 
 // withRetriesBelowInstrumentation returns p retrying below otelhttp.
@@ -182,6 +199,39 @@ func retryGoFullJitter(attempts int, base, maxDelay time.Duration) Policy {
 		Library:     libRetryGo,
 		MaxAttempts: attempts,
 		Backoff:     Backoff{Kind: "exponential", Base: base, Multiplier: 2, Cap: maxDelay, Jitter: "full"},
+	}
+}
+
+// resiliencyExponential retries with eapache/go-resiliency's retrier:
+// retrier.ExponentialBackoff(attempts-1, base) waits base·2^(n-1) before
+// retry n, without a cap, and SetJitter(fraction) moves each wait by
+// (2·U[0,1) − 1)·fraction of it: proportional jitter, ±fraction.
+func resiliencyExponential(attempts int, base time.Duration, fraction float64) Policy {
+	return Policy{
+		Library:     libResiliency,
+		MaxAttempts: attempts,
+		Backoff: Backoff{Kind: "exponential", Base: base, Multiplier: 2,
+			Jitter: "proportional", JitterFraction: fraction},
+	}
+}
+
+// awsStandard retries with the AWS SDK for Go v2 standard retryer
+// (retry.NewStandard) and its defaults: 3 attempts, and before retry n a
+// wait of U[0,1)·min(base·2^(n-1), maxBackoff) (ExponentialJitterBackoff,
+// full jitter; base 50ms, maxBackoff 20s; throttling errors, which the
+// scenarios here never send, use a 1s base), retries drawn from a quota
+// of 500 tokens, 14 a retry (5 after a throttling error), a successful
+// retry refunded and a first-attempt success adding 1. The quota figures
+// are the SDK's defaults (its exported constants; the 14 is the
+// unexported defaultRetryCost), set explicitly on the retryer so that
+// truth.json says what ran.
+func awsStandard(attempts int, base, maxBackoff time.Duration) Policy {
+	return Policy{
+		Library:     libAWSRetry,
+		MaxAttempts: attempts,
+		Backoff:     Backoff{Kind: "exponential", Base: base, Multiplier: 2, Cap: maxBackoff, Jitter: "full"},
+		Quota: &QuotaPolicy{Capacity: awsretry.DefaultRetryRateTokens, RetryCost: 14,
+			ThrottlingRetryCost: awsretry.DefaultThrottlingRetryCost, NoRetryIncrement: awsretry.DefaultNoRetryIncrement},
 	}
 }
 

@@ -71,7 +71,7 @@ const ms = time.Millisecond
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName(),
-		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter()}
+		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota()}
 }
 
 // fullJitter has two edges retry with avast/retry-go's full-jitter delay
@@ -104,6 +104,74 @@ func fullJitter() Scenario {
 			{Count: 8, Target: inventoryStock, Script: times(2, unavailable)},
 			{Count: 6, Target: inventoryStock, Script: times(3, unavailable)},
 			{Count: 2, Target: inventoryStock, Script: times(4, unavailable)},
+		},
+	}
+}
+
+// goResiliency has inventory retry db with eapache/go-resiliency's
+// retrier: retrier.ExponentialBackoff(3, 20ms) with SetJitter(0.25), so
+// 4 attempts and before retry n a wait of 20ms·2^(n-1) moved by
+// (2·U[0,1) − 1)·0.25 of itself (proportional jitter, ±25%, no cap),
+// each attempt bounded by a 100ms http.Client timeout. db also answers
+// some requests 429 with Retry-After, which the retrier knows nothing of:
+// it backs off as from any failure.
+func goResiliency() Scenario {
+	return Scenario{
+		Name: "go-resiliency",
+		Description: "inventory retries db with go-resiliency's retrier (retrier.ExponentialBackoff(3, 20ms), SetJitter(0.25)): " +
+			"4 attempts, before retry n 20ms·2^(n-1) + (2·U[0,1) − 1)·0.25·20ms·2^(n-1), no cap, 100ms per-try timeout; " +
+			"429s with Retry-After: 1 are retried on the retrier's own schedule (it reads no header).",
+		Seed: 13,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, resiliencyExponential(4, 20*ms, 0.25).withPerTryTimeout(100 * ms)},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 10, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 8, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 2, Target: dbStock, Script: times(4, unavailable)},
+			{Count: 3, Target: dbStock, Script: times(1, slow)},
+			{Count: 2, Target: dbStock, Script: times(1, throttled)},
+			{Count: 2, Target: dbStock, Script: times(1, badRequest)},
+		},
+	}
+}
+
+// awsStandardQuota has api retry inventory with the AWS SDK for Go v2
+// standard retryer and its defaults (3 attempts, full jitter from a 50ms
+// base, a retry quota of 500 tokens at 14 a retry). The requests come in
+// order through an outage of inventory deep enough to drain the quota:
+// after 14 calls that failed all 3 attempts (28 tokens each, on top of
+// the 14 each call that succeeded on its third attempt kept), the 15th
+// is refused its second retry and the next 5 their first; a refused call
+// fails with attempts left, and nothing in its spans says why.
+func awsStandardQuota() Scenario {
+	return Scenario{
+		Name: "aws-standard",
+		Description: "api retries inventory with the AWS SDK for Go v2 standard retryer (retry.NewStandard defaults: 3 attempts, " +
+			"before retry n U[0,1)·min(50ms·2^(n-1), 20s), full jitter; a retry quota of 500 tokens, 14 a retry, a successful retry " +
+			"refunded, +1 for a first-attempt success). Requests come in order through an inventory outage that drains the quota: " +
+			"6 calls are refused a retry and fail with attempts left.",
+		Ordered: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, awsStandard(3, 50*ms, 20*time.Second)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{
+			{Count: 15},
+			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 6, Target: inventoryStock, Script: times(2, unavailable)},
+			{Count: 20, Target: inventoryStock, Script: times(3, unavailable)},
+			{Count: 10},
+			{Count: 4, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 2, Target: inventoryStock, Script: times(1, badRequest)},
+			{Count: 5},
 		},
 	}
 }

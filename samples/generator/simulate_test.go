@@ -19,12 +19,15 @@ import (
 // It models the handlers in mesh.go, the shared retry predicate, relay and
 // per-try timeouts for slow faults at the endpoint a caller calls directly.
 func simulate(sc Scenario) []*caller {
-	s := &simMesh{callers: map[string]*caller{}, faults: newFaultTable()}
+	s := &simMesh{callers: map[string]*caller{}, faults: newFaultTable(), tokens: map[string]uint{}}
 	var callers []*caller
 	for _, e := range sc.Edges {
 		c := newCaller(e, []string{""}, nil)
 		s.callers[e.Route] = c
 		callers = append(callers, c)
+		if q := e.Policy.Quota; q != nil {
+			s.tokens[e.Route] = q.Capacity
+		}
 	}
 	i := 0
 	for _, c := range sc.Cases {
@@ -47,6 +50,8 @@ func simulate(sc Scenario) []*caller {
 type simMesh struct {
 	callers map[string]*caller // by callee route
 	faults  *faultTable
+	// tokens is what is left of each retry quota, by callee route.
+	tokens map[string]uint
 }
 
 // simResult is one attempt's or call's outcome as its caller sees it.
@@ -65,11 +70,29 @@ func (s *simMesh) call(route string, serve func(Policy) simResult) simResult {
 	p := c.edge.Policy
 	log := &attemptLog{}
 	var r simResult
-	for range p.MaxAttempts {
+	var held uint // the retry token the attempt under way holds
+	for attempt := 1; attempt <= p.MaxAttempts; attempt++ {
 		r = serve(p)
 		log.add(r.status, r.retryAfter, time.Time{}, time.Time{})
-		if !r.failed() || (r.status != 0 && !retryableStatus(r.status)) {
+		if q := p.Quota; q != nil && !r.failed() {
+			// A success refunds its retry's token, or adds the no-retry
+			// increment after a first attempt (never above capacity).
+			if attempt == 1 {
+				held = q.NoRetryIncrement
+			}
+			s.tokens[route] = min(s.tokens[route]+held, q.Capacity)
+		}
+		if !r.failed() || (r.status != 0 && !retryableStatus(r.status)) || attempt == p.MaxAttempts {
 			break
+		}
+		if q := p.Quota; q != nil {
+			// The scenarios send no throttling error: every retry costs RetryCost.
+			if s.tokens[route] < q.RetryCost {
+				c.stats.refused()
+				break
+			}
+			s.tokens[route] -= q.RetryCost
+			held = q.RetryCost
 		}
 	}
 	c.stats.record(context.Background(), p, log)
@@ -190,6 +213,6 @@ func statsOf(c *caller) string {
 		statuses = append(statuses, s)
 	}
 	slices.Sort(statuses)
-	return fmt.Sprintf("calls %d, exhausted %d, statuses %v, waits %v, Retry-After waits %d",
-		st.calls, st.exhausted, statuses, st.waits, st.retryAfterWaits)
+	return fmt.Sprintf("calls %d, exhausted %d, statuses %v, waits %v, Retry-After waits %d, refused by the quota %d",
+		st.calls, st.exhausted, statuses, st.waits, st.retryAfterWaits, st.quotaRefused)
 }

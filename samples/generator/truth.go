@@ -53,6 +53,8 @@ type truthEdge struct {
 	Breaker *truthBreaker `json:"breaker,omitempty"`
 	// Hedge is the hedge policy of the edge's calls, if any.
 	Hedge *truthHedge `json:"hedge,omitempty"`
+	// RetryQuota is the retry budget the edge's calls share, if any.
+	RetryQuota *truthQuota `json:"retry_quota,omitempty"`
 	// Attempts counts the requests the caller's calls sent (each answered
 	// or timed out); absent in samples written before it was recorded.
 	Attempts int `json:"attempts,omitempty"`
@@ -85,6 +87,18 @@ type truthHedge struct {
 	MaxHedges    int    `json:"max_hedges"`
 	HedgedCalls  int    `json:"hedged_calls"`
 	MostRequests int    `json:"most_requests"`
+}
+
+// truthQuota is an AWS SDK retry quota (a token bucket retries draw
+// from) and how many calls it refused a retry: each of those ended
+// failing with attempts left.
+type truthQuota struct {
+	Library             string `json:"library"`
+	Capacity            uint   `json:"capacity"`
+	RetryCost           uint   `json:"retry_cost"`
+	ThrottlingRetryCost uint   `json:"throttling_retry_cost"`
+	NoRetryIncrement    uint   `json:"no_retry_increment"`
+	RefusedCalls        int    `json:"refused_calls"`
 }
 
 type truthBackoff struct {
@@ -157,6 +171,10 @@ func truthOf(c *caller) (truthEdge, error) {
 	if h := p.Hedge; h != nil {
 		te.Hedge = &truthHedge{Library: libFailsafe, DelayMS: h.Delay.Milliseconds(), MaxHedges: h.MaxHedges,
 			HedgedCalls: st.hedgedCalls, MostRequests: st.mostRequests}
+	}
+	if q := p.Quota; q != nil {
+		te.RetryQuota = &truthQuota{Library: p.Library, Capacity: q.Capacity, RetryCost: q.RetryCost,
+			ThrottlingRetryCost: q.ThrottlingRetryCost, NoRetryIncrement: q.NoRetryIncrement, RefusedCalls: st.quotaRefused}
 	}
 	if b := p.Breaker; b != nil {
 		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
