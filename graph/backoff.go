@@ -131,6 +131,8 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	steadyAt, closeAt := make([]bool, len(idx)), make([]bool, len(idx))
 	// wide: the waits at this index spread beyond the bulk's noise.
 	wide := false
+	// spreadBeyond: at some index the waits spread beyond the noise.
+	spreadBeyond := false
 	// judgeable: at some index the edge's own noise is smaller than the
 	// waits; where it is as large as them at every index, no spread they
 	// could show, from none to full jitter, stands out of it.
@@ -175,9 +177,27 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		spreadWide := w.n >= minNoJitter && share < 0.4 && w.q75-w.q25 > agree || w.n < minNoJitter && w.n >= 2 && w.hi-w.lo > 3*agree
 		wide = wide || spreadWide
 		spreadHere := bare && spreadWide
+		// Like with like: the edge's noise is the width of the central
+		// 80% of its timings, so waits that agree spread their own
+		// central 80% no wider than the whole noise allows (within), or
+		// spread as late timers do: piled at a floor (the shortest
+		// quarter far tighter than the middle half) or with a
+		// late tail (their central 80% over three times as wide as their
+		// 10th percentile to median, as tailed() reads the edge's noise). A
+		// uniform jitter of width W does none of these once 0.8·W passes
+		// tol, yet puts three in five waits within agree of their median,
+		// or half within agree of the shortest, up to W = 10/3·agree:
+		// those shares alone would call it none.
+		late := w.q25-w.lo <= 0.15*(w.q75-w.q25) || w.q90-w.q10 > 3*(w.med-w.q10)
+		within := w.q90-w.q10 <= tol || late
+		// And timer noise does not grow with the wait: an index whose
+		// waits spread beyond it shows that the waits are not fixed, even
+		// where too little to name a jitter, so no other index's agreeing
+		// waits (a shorter wait, whose jitter is narrower) can claim none.
+		spreadBeyond = spreadBeyond || w.n >= minNoJitter && !within
 		switch {
 		case piled && w.n >= minNoJitter && (share >= 0.6 || floored(floor)):
-			steady = true
+			steady = steady || within
 		case spreadHere:
 			jittered = true
 		}
@@ -189,6 +209,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		steadyAt[k] = w.n >= minNoJitter && (tshare >= 0.8 || floored(tfloor)) && !spreadHere
 		closeAt[k] = w.n >= minNoJitter && (share >= 0.8 || floored(floor))
 	}
+	steady = steady && !spreadBeyond
 	for k := range steadyAt {
 		steadyAt[k] = steadyAt[k] && (!jittered || closeAt[k])
 	}
@@ -685,13 +706,13 @@ func roundMultiplier(m, lo, hi float64) float64 {
 
 // waitIndex summarises the sorted waits at one attempt index.
 type waitIndex struct {
-	n                          int
-	lo, q10, q25, med, q75, hi float64
+	n                               int
+	lo, q10, q25, med, q75, q90, hi float64
 }
 
 func summarise(g []float64) waitIndex {
 	return waitIndex{n: len(g), lo: g[0], q10: quantile(g, 0.1), q25: quantile(g, 0.25), med: quantile(g, 0.5),
-		q75: quantile(g, 0.75), hi: g[len(g)-1]}
+		q75: quantile(g, 0.75), q90: quantile(g, 0.9), hi: g[len(g)-1]}
 }
 
 // jitterKind names the jitter of waits that spread beyond the noise.

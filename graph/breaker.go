@@ -8,8 +8,11 @@ import (
 // Breaker is what the traces show of a circuit breaker on an edge: calls
 // that failed fast without any attempt (a SERVER span of the caller's
 // operation answering an error quickly with no call to the callee) in runs
-// that follow consecutive failed calls and end when a call goes through
-// again (the half-open probe).
+// that follow a failed call and end when a call goes through again (the
+// half-open probe). Every breaker opens on a failure, whether it counts
+// failures in a row (gobreaker, cockatiel's ConsecutiveBreaker) or their
+// share over a rolling window (opossum, resilience4j, Hystrix, Polly's
+// advanced breaker): TripRule says which the traces are consistent with.
 type Breaker struct {
 	Detected bool `json:"detected"`
 	// FastFailedCalls counts requests answered without calling the callee
@@ -18,8 +21,20 @@ type Breaker struct {
 	// OpenPeriods counts runs of fast failures.
 	OpenPeriods int `json:"open_periods"`
 	// TripAfter is the fewest consecutive failed calls seen before an open
-	// period: the breaker's threshold, as far as the traces show.
+	// period: the breaker's threshold, as far as the traces show, if it
+	// counts failures in a row.
 	TripAfter int `json:"trip_after_failures,omitempty"`
+	// TripRule is "consecutive" where a threshold of TripAfter failures
+	// in a row explains every open period and every call let through, or
+	// "failure-rate" where none can: after TripAfter or more failures in
+	// a row a request was let through while the breaker, had it opened,
+	// would still have been open (sooner after the failure than half the
+	// time it stays open), so it counts something else, a share of
+	// failures over a window. Empty where no breaker is detected.
+	TripRule string `json:"trip_rule,omitempty"`
+	// PassedRuns counts those let-through calls: the evidence for
+	// "failure-rate".
+	PassedRuns int `json:"passed_runs,omitempty"`
 	// OpenMS is the median time the breaker stayed open: from the end of
 	// the request whose failed call tripped it (when the breaker heard the
 	// failure) to the middle between the last request it failed fast and
@@ -39,17 +54,24 @@ type Breaker struct {
 }
 
 // Breaker evidence thresholds: a breaker is claimed from at least
-// minFastFailed fast failures after at least minTrip consecutive failed
-// calls; its absence only on an edge that saw minAbsentRun failed calls
+// minFastFailed fast failures after a failed call (minTrip: a breaker
+// opens on a failure; how many failures it counts, in a row or over a
+// window, is its own); its absence only on an edge that saw minAbsentRun failed calls
 // in a row all sent (common breakers trip at 5; fewer say nothing). An
 // answer is fast below fastShare of the median duration of the requests
 // that did make the call, plus, where the edge's legs have a late tail
 // (a busy host, whose event loop ends fast answers late too), that tail's
 // noise; and a caller operation "normally calls" the callee when at least
 // half its requests do.
+// Trip rules (Breaker.TripRule).
+const (
+	TripConsecutive = "consecutive"
+	TripFailureRate = "failure-rate"
+)
+
 const (
 	minFastFailed = 3
-	minTrip       = 2
+	minTrip       = 1
 	minAbsentRun  = 5
 	fastShare     = 0.5
 )
@@ -182,6 +204,14 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 	run, open := 0, false
 	var trippedAt, lastFast int64
 	var opens, unclosed []float64
+	// passed: failure runs after which a request made the call while the
+	// breaker was closed, with how soon after the run's last failure ended
+	// (ms): read against TripAfter and OpenMS once both are known.
+	type passedRun struct {
+		run   int
+		after float64
+	}
+	var passed []passedRun
 	// Requests seen while the callee's calls were healthy and while they
 	// had failed minTrip times in a row (or a breaker was open), and the
 	// quick server errors without a call among the healthy ones: a handler
@@ -194,6 +224,9 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 			tripped++
 		} else {
 			healthy++
+		}
+		if state[k] != noCall && !open && run > 0 {
+			passed = append(passed, passedRun{run, float64(sp.Start-trippedAt) / 1e6})
 		}
 		switch state[k] {
 		case callFailed:
@@ -255,6 +288,15 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 	if len(opens) > 0 {
 		slices.Sort(opens)
 		b.OpenMS = round3(quantile(opens, 0.5))
+	}
+	b.TripRule = TripConsecutive
+	for _, p := range passed {
+		if p.run >= b.TripAfter && p.after < b.OpenMS/2 {
+			b.PassedRuns++
+		}
+	}
+	if b.PassedRuns > 0 {
+		b.TripRule = TripFailureRate
 	}
 	return b
 }

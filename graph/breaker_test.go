@@ -48,11 +48,33 @@ func TestBreaker(t *testing.T) {
 				if br == nil {
 					t.Fatal("no breaker")
 				}
-				want := Breaker{Detected: true, FastFailedCalls: 13, OpenPeriods: 3, TripAfter: 3, OpenMS: 32, LongestFailureRun: 4}
+				want := Breaker{Detected: true, FastFailedCalls: 13, OpenPeriods: 3, TripAfter: 3, TripRule: TripConsecutive, OpenMS: 32, LongestFailureRun: 4}
 				if *br != want {
 					t.Errorf("breaker\n got %+v\nwant %+v", *br, want)
 				}
 				wantFindings(t, tp)
+			},
+		},
+		{
+			// opossum, resilience4j, Hystrix: open when the share of failed
+			// calls over a window passes a threshold. Single failures among
+			// successes are let through, then one opens it; after a good
+			// probe, one failure opens it again (the window still holds the
+			// failures before). No threshold of failures in a row explains
+			// both: a failure rate.
+			name: "fast failures after failures mixed with successes: a breaker on a failure rate",
+			build: func(b *builder) {
+				breakerTraffic(b, "ooooo"+"xoxoxx"+"fff"+"o"+"x"+"ffff"+"oo"+"ooo", nil)
+			},
+			check: func(t *testing.T, tp *Topology) {
+				br := edge(t, tp, "gateway", "payments").Breaker
+				if br == nil {
+					t.Fatal("no breaker")
+				}
+				want := Breaker{Detected: true, FastFailedCalls: 7, OpenPeriods: 2, TripAfter: 1, TripRule: TripFailureRate, PassedRuns: 3, OpenMS: 27, LongestFailureRun: 2}
+				if *br != want {
+					t.Errorf("breaker\n got %+v\nwant %+v", *br, want)
+				}
 			},
 		},
 		{

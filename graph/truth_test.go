@@ -51,9 +51,14 @@ type truth struct {
 		// absent (captured, no breaker) in the older ones.
 		RetryAfterCaptured *bool `json:"retry_after_captured"`
 		RetryAfterWaits    int   `json:"retry_after_waits"`
-		Breaker            *struct {
-			ConsecutiveFailures int `json:"consecutive_failures"`
-			FastFailedCalls     int `json:"fast_failed_calls"`
+		// Breaker: consecutive_failures for a breaker that counts
+		// failures in a row, error_threshold_percentage for one that
+		// counts their share over a window; open_periods where written.
+		Breaker *struct {
+			ConsecutiveFailures      int `json:"consecutive_failures"`
+			ErrorThresholdPercentage int `json:"error_threshold_percentage"`
+			FastFailedCalls          int `json:"fast_failed_calls"`
+			OpenPeriods              int `json:"open_periods"`
 		} `json:"breaker"`
 		// RetryQuota: a retry budget the edge's calls share (the AWS
 		// SDK's token bucket); RefusedCalls ended failing with attempts
@@ -157,9 +162,14 @@ func TestTruth(t *testing.T) {
 				switch b := te.Breaker; {
 				case b != nil && (e.Breaker == nil || !e.Breaker.Detected):
 					t.Errorf("%s: breaker %+v, want one detected", loc, e.Breaker)
-				case b != nil && (e.Breaker.FastFailedCalls != b.FastFailedCalls || e.Breaker.TripAfter != b.ConsecutiveFailures):
-					t.Errorf("%s: breaker fast-failed %d calls after %d failures, want %d after %d", loc,
-						e.Breaker.FastFailedCalls, e.Breaker.TripAfter, b.FastFailedCalls, b.ConsecutiveFailures)
+				case b != nil && b.ConsecutiveFailures > 0 && (e.Breaker.FastFailedCalls != b.FastFailedCalls || e.Breaker.TripAfter != b.ConsecutiveFailures || e.Breaker.TripRule != TripConsecutive):
+					t.Errorf("%s: breaker fast-failed %d calls after %d failures (%s), want %d after %d in a row", loc,
+						e.Breaker.FastFailedCalls, e.Breaker.TripAfter, e.Breaker.TripRule, b.FastFailedCalls, b.ConsecutiveFailures)
+				case b != nil && b.ErrorThresholdPercentage > 0 && (e.Breaker.FastFailedCalls != b.FastFailedCalls || e.Breaker.TripRule != TripFailureRate):
+					t.Errorf("%s: breaker fast-failed %d calls (%s), want %d on a failure rate", loc,
+						e.Breaker.FastFailedCalls, e.Breaker.TripRule, b.FastFailedCalls)
+				case b != nil && b.OpenPeriods > 0 && e.Breaker.OpenPeriods != b.OpenPeriods:
+					t.Errorf("%s: breaker opened %d times, want %d", loc, e.Breaker.OpenPeriods, b.OpenPeriods)
 				case b == nil && e.Breaker != nil && e.Breaker.Detected:
 					t.Errorf("%s: breaker detected where there is none: %+v", loc, *e.Breaker)
 				}

@@ -526,6 +526,61 @@ func TestNoiseAsLargeAsTheWaits(t *testing.T) {
 	}
 }
 
+// TestJitterUnderTheEdgesNoise: axios-retry's exponentialDelay waits
+// 2^n·100ms plus U[0, 20%) of it (200, 400, 800ms: a one-sided ±1/11
+// around 1.1×) on an edge whose network legs vary by 0-4 or 0-8ms each
+// way. At the first retry the jitter's 40ms are within three times the
+// legs' noise, so three in five waits lie near their median; at the next
+// retries they spread past it, as timer noise never does: the waits are
+// not unjittered, whatever the first index shows (jittered, or unknown
+// where no index spreads enough to name it). The same edge with fixed
+// waits still reads none.
+func TestJitterUnderTheEdgesNoise(t *testing.T) {
+	axios := func(rng *rand.Rand, k int) float64 { return 200 * math.Pow(2, float64(k)) * (1 + 0.2*rng.Float64()) }
+	fixed := func(rng *rand.Rand, k int) float64 { return 200*math.Pow(2, float64(k)) + 0.5*rng.Float64() }
+	for _, tc := range []struct {
+		name    string
+		legMS   float64
+		retries int
+		wait    func(rng *rand.Rand, k int) float64
+		none    bool // want none; else anything but none
+	}{
+		{"axios, legs 0-4ms, 2 retries", 4, 2, axios, false},
+		{"axios, legs 0-4ms, 3 retries", 4, 3, axios, false},
+		{"axios, legs 0-8ms, 2 retries", 8, 2, axios, false},
+		{"axios, legs 0-8ms, 3 retries", 8, 3, axios, false},
+		{"fixed, legs 0-4ms, 2 retries", 4, 2, fixed, true},
+		{"fixed, legs 0-8ms, 3 retries", 8, 3, fixed, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 5; seed++ {
+				b := newBuilder()
+				rng := rand.New(rand.NewPCG(seed, 11))
+				sequential(b, 40, "api", func(root, _ int) {
+					at := 10.0
+					for k := 0; k <= tc.retries; k++ {
+						leg := tc.legMS * rng.Float64()
+						status := 503
+						if k == tc.retries {
+							status = 200
+						}
+						c := b.client(root, "backend", at, 10+2*leg, httpStatus(status))
+						b.server(c, "backend", "GET /x", at+leg, 10, httpStatus(status))
+						at += 10 + 2*leg + tc.wait(rng, k)
+					}
+				})
+				bo := edge(t, b.infer(), "api", "backend").Backoff
+				if none := bo.Jitter == JitterNone; none != tc.none {
+					t.Errorf("seed %d: jitter %s, want none %v (noise %vms; %s)", seed, bo.Jitter, tc.none, bo.NoiseMS, fmtBackoff(bo))
+				}
+				if bo.Jitter == JitterUnknown && bo.JitterPresent != nil {
+					t.Errorf("seed %d: jitter unknown yet present %v", seed, *bo.JitterPresent)
+				}
+			}
+		})
+	}
+}
+
 // lagger returns how late a busy host (a Node event loop) delays one
 // timing after another: most by 1 to 1+small ms, a fifth by lo to hi ms.
 func lagger(rng *rand.Rand, small, lo, hi float64) func() float64 {
