@@ -291,7 +291,7 @@ func TestBudgetFromWords(t *testing.T) {
 			facts := factsOf(observed, top, Declarations{})
 			safe, adj := applySafety("p", observed, proposed, facts)
 			var from []string
-			for _, c := range changes(observed, safe, facts, adj) {
+			for _, c := range changes(observed, variant{model: safe, adjusted: adj}, facts) {
 				if c.Action == ActionAddBudget {
 					from = append(from, c.From)
 				}
