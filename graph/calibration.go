@@ -28,10 +28,14 @@ type Calibration struct {
 	ArrivalWindowS float64 `json:"arrival_window_s"`
 	// RootRatePerS is the root requests per second over the arrival
 	// window, before any scaling for sampling.
-	RootRatePerS float64   `json:"root_rate_per_s"`
-	BucketS      float64   `json:"bucket_s"`
-	Sampling     Sampling  `json:"sampling"`
-	Root         RootStats `json:"root"`
+	RootRatePerS float64 `json:"root_rate_per_s"`
+	// Arrivals is when the root requests of the arrival window came, and
+	// to which root operation; nil with fewer than two, or when some are
+	// no root operation of the topology (see arrivalTimeline).
+	Arrivals *ArrivalTimeline `json:"arrivals,omitempty"`
+	BucketS  float64          `json:"bucket_s"`
+	Sampling Sampling         `json:"sampling"`
+	Root     RootStats        `json:"root"`
 	// InFlight is each service's mean number of requests in flight by
 	// Little's law: the sum of its span durations over the arrival window.
 	InFlight []ServiceLoad `json:"in_flight"`
@@ -424,11 +428,12 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	}
 	slices.Sort(all)
 	cal := &Calibration{BucketS: BucketS, InFlight: []ServiceLoad{}}
-	t0, window, strays := arrivalWindow(ix, all)
+	t0, hi, window, strays := arrivalWindow(ix, all)
 	ix.strayRoots = strays
 	cal.ArrivalWindowS = round3(window)
 	if window > 0 {
 		cal.RootRatePerS = round3(float64(len(all)-strays) / window)
+		cal.Arrivals = arrivalTimeline(ix, roots, t0, hi, MaxTimelineArrivals)
 	}
 	cal.Sampling = sampling(ix, all)
 	cal.Root = rootStats(ix, all)
@@ -1003,7 +1008,7 @@ func bucketOf(start, t0 int64) int {
 // others as a stray (arrivalWindow): a day.
 const strayGap = 24 * 3600 * 1e9
 
-// arrivalWindow returns the first root start and the window of root
+// arrivalWindow returns the first and last root starts kept and the window of root
 // arrivals in seconds (0 when there are fewer than two roots or they all
 // started within a millisecond), and how many roots it left out as strays.
 // A stray is one of a few roots (at most 1% of them, at least one) that
@@ -1013,9 +1018,9 @@ const strayGap = 24 * 3600 * 1e9
 // such start stretches the window to years and turns the root rate into
 // 0; traffic that really pauses for a day is more than 1% of the roots on
 // either side and is kept.
-func arrivalWindow(ix *index, roots []int32) (lo int64, window float64, strays int) {
+func arrivalWindow(ix *index, roots []int32) (lo, hi int64, window float64, strays int) {
 	if len(roots) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	starts := make([]int64, len(roots))
 	for i, r := range roots {
@@ -1040,13 +1045,13 @@ func arrivalWindow(ix *index, roots []int32) (lo int64, window float64, strays i
 }
 
 // kept is arrivalWindow's answer for the sorted starts it kept.
-func kept(starts []int64, strays int) (int64, float64, int) {
-	lo := starts[0]
-	span := float64(starts[len(starts)-1]-lo) / 1e9
+func kept(starts []int64, strays int) (int64, int64, float64, int) {
+	lo, hi := starts[0], starts[len(starts)-1]
+	span := float64(hi-lo) / 1e9
 	if len(starts) < 2 || span < 1e-3 {
-		return lo, 0, strays
+		return lo, hi, 0, strays
 	}
-	return lo, span + span/float64(len(starts)-1), strays
+	return lo, hi, span + span/float64(len(starts)-1), strays
 }
 
 // sampling weighs every root by its own head-sampling probability: the

@@ -64,6 +64,13 @@ type BuildOptions struct {
 	// Arrivals, when set, replay the traces' own root requests (graph.
 	// InferWithArrivals) instead of a Poisson stream, time compressed by Load.
 	Arrivals []graph.Arrival
+	// Timeline replays the root requests at the times and to the root
+	// operations the topology's arrival timeline holds (graph.Calibration.
+	// Arrivals), time compressed by Load, instead of a Poisson stream at
+	// their mean rate; where the topology holds none, or the traces were
+	// head-sampled (a thinned timeline is not the traffic's), arrivals are
+	// Poisson and Model.Assumed says why.
+	Timeline bool
 }
 
 // Defaults for BuildOptions.
@@ -281,7 +288,16 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 	}
 	rootRate /= prob
+	timeline, why := timelineOf(t, o, prob)
 	switch {
+	case timeline != nil:
+		if err := traceArrivals(m, timeline, o.Load); err != nil {
+			return nil, fmt.Errorf("topology calibration: %w", err)
+		}
+		// The arrival window's start is the failure timeline's: a period
+		// of the window keeps the two in step.
+		m.Period = max(t.Calibration.ArrivalWindowS/o.Load, m.Arrivals[len(m.Arrivals)-1].At)
+		m.Assumed = append(m.Assumed, why)
 	case len(o.Arrivals) > 0:
 		if err := traceArrivals(m, o.Arrivals, o.Load); err != nil {
 			return nil, err
@@ -292,6 +308,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	case rootRate > 0:
 		m.Rate = rootRate * o.Load
 		m.Assumed = append(m.Assumed, fmt.Sprintf("root rate %.3g/s: the traces' %.3g/s × load %g", m.Rate, rootRate, o.Load))
+		if why != "" {
+			m.Assumed = append(m.Assumed, why)
+		}
 	case o.Clients == 0:
 		return nil, fmt.Errorf("the traces show no root rate (window under a millisecond): give --rate")
 	}
@@ -317,6 +336,43 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 	}
 	return m, m.Validate()
+}
+
+// ArrivalsTimeline and ArrivalsPoisson name the arrival processes a
+// model built from a topology replays (Model.Arrivals set, or not).
+const (
+	ArrivalsTimeline = "traces' timeline"
+	ArrivalsPoisson  = "poisson"
+)
+
+// timelineOf is, when o asks for the topology's arrival timeline, the
+// root requests it holds and the note that says they are replayed, or nil
+// and why they cannot be (Poisson arrivals are replayed instead); nil and
+// "" when o does not ask.
+func timelineOf(t *graph.Topology, o BuildOptions, prob float64) ([]graph.Arrival, string) {
+	if !o.Timeline {
+		return nil, ""
+	}
+	c := t.Calibration
+	switch {
+	case c == nil || c.Arrivals == nil || c.ArrivalWindowS <= 0:
+		return nil, "arrivals: Poisson at the traces' mean rate, not their own timeline: the topology carries none (fewer than two root requests, " +
+			"root spans that are no SERVER span, or a topology written before timelines were kept)"
+	case prob < 1:
+		return nil, fmt.Sprintf("arrivals: Poisson at the traces' mean rate scaled by 1/%.3g, not their own timeline: the traces were head-sampled, "+
+			"and the kept requests' times are a thinned sample of the traffic's, not its bursts", prob)
+	}
+	arr, err := c.Arrivals.Arrivals()
+	if err != nil {
+		return nil, fmt.Sprintf("arrivals: Poisson at the traces' mean rate, not their own timeline: %v", err)
+	}
+	tl := c.Arrivals
+	how := "each at its traced offset and root operation"
+	if tl.Binned() {
+		how = fmt.Sprintf("counted per %.3gms bin (more than %d to list) and spread evenly over each bin, the root operations by their shares", float64(tl.BinUS)/1000, graph.MaxTimelineArrivals)
+	}
+	return arr, fmt.Sprintf("arrivals: the traces' own timeline, not Poisson: their %d root requests %s, repeated every %.4gs (the arrival window, in step with the failure timeline; load %g compresses time)",
+		tl.Requests, how, c.ArrivalWindowS/o.Load, o.Load)
 }
 
 // traceArrivals schedules the traces' own root requests.
