@@ -167,7 +167,9 @@ type Runs struct {
 
 // SlowTries count an edge's tries by what came before them in their call,
 // and how many of each were slow: the callee had not answered when the
-// caller gave up on the try (it failed without an answer) and its span
+// caller gave up on the try (it failed without an answer, or timed out
+// when the attempt that caused the caller's work ended: a deadline the
+// caller's own caller propagated, gRPC's grpc-timeout) and its span
 // lasted longer than the caller's or ended after it (it was still at
 // work). A request that is slow
 // is often slow on every try (a slow key, a poison request): tries after
@@ -504,7 +506,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 				}
 				as := ix.attemptsOf(c)
 				for k := range as {
-					if a := &as[k]; ix.slowTry(a) {
+					if a := &as[k]; ix.slowTry(a, c.from) {
 						slow.set(a.server)
 					}
 				}
@@ -533,6 +535,11 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}, Runs: st.runs, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated}
 	if st.slow.seen() {
 		o.SlowTries = &st.slow
+		// An edge without retries has slow first tries only: its lists
+		// are empty, not null.
+		if o.SlowTries.AfterSlowByAttempt == nil {
+			o.SlowTries.AfterSlowByAttempt, o.SlowTries.AfterFailureByAttempt = []TryCount{}, []TryCount{}
+		}
 	}
 	if st.raN > 0 {
 		o.RetryAfterMS = round3(st.raSum / float64(st.raN))
@@ -717,14 +724,15 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				st.raSum += float64(a.retryAfter)
 				st.raN++
 			}
-			slow := ix.slowTry(a)
+			slow := ix.slowTry(a, c.from)
 			if a.server >= 0 && a.server != a.span && !a.synthetic {
-				st.slow.count(k, k > 0 && ix.slowTry(&as[k-1]), slow)
+				st.slow.count(k, k > 0 && ix.slowTry(&as[k-1], c.from), slow)
 			}
 			if slow {
 				// The callee answered too late: its own time, which replay
-				// draws, times the attempt out again. Counting the timeout
-				// here as well would fail it twice.
+				// draws, times the attempt out again (its per-try timeout,
+				// or the caller's deadline it propagated). Counting the
+				// timeout here as well would fail it twice.
 				continue
 			}
 			if a.server >= 0 {
@@ -807,17 +815,27 @@ func (st *outcomeStats) countDecisions(as []attempt, n int) {
 	}
 }
 
-// slowTry reports whether the callee was still at work on attempt a when
-// its caller gave up: the attempt failed without an answer and the
-// callee's span lasted longer than the client's or ended after it (a
-// callee host that starts serving late and ends its span when the client
-// hangs up, as Node's http server does, is shorter but ends later).
-func (ix *index) slowTry(a *attempt) bool {
-	if a.server < 0 || !a.transport {
+// slowTry reports whether the callee was still at work on attempt a
+// (made from span from) when its caller gave up: the attempt failed
+// without an answer, or was cut by the deadline its caller's own caller
+// propagated (a DEADLINE_EXCEEDED or CANCELLED that ended with the
+// attempt that caused from's work: gRPC's grpc-timeout), and the callee's
+// span lasted longer than the client's or ended after it (a callee host
+// that starts serving late and ends its span when the client hangs up, as
+// Node's http server does, is shorter but ends later).
+func (ix *index) slowTry(a *attempt, from int32) bool {
+	if a.server < 0 || !a.transport && !ix.deadlineCut(a, from) {
 		return false
 	}
 	cl, sv := &ix.spans[a.span], &ix.spans[a.server]
 	return cl.Duration() < sv.Duration() || a.server != a.span && sv.End > cl.End+overlapTolerance
+}
+
+// deadlineCut reports whether attempt a, made from span from, said it
+// timed out or was cancelled when the attempt that caused from's work
+// ended: its caller's deadline, propagated, cut it (endsWithCaller).
+func (ix *index) deadlineCut(a *attempt, from int32) bool {
+	return timedOut(a.status) && ix.endsWithCaller(from, ix.spans[a.span].End)
 }
 
 // seen reports whether any try was slow.
@@ -1485,7 +1503,10 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 			continue
 		}
 		k := 0
-		if ownFailed.has(int32(i)) {
+		if ownFailed.has(int32(i)) && !slowServed.has(int32(i)) {
+			// A failed execution its caller gave up on while it worked
+			// (cut by a propagated deadline) is a slow one: its time is
+			// not that of a failure of the callee's own.
 			k = 1
 		}
 		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})

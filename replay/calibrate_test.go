@@ -36,10 +36,6 @@ var knownMisses = map[string]string{
 		"What is left is the failure model: the replay draws each ledger call by how the edge's latest call ended (a two-state chain, " +
 		"11 of 14 failed after a failure, 3 of 17 after a success), so its runs end after a geometric number of calls, while the " +
 		"outages are stretches of time that outlast several open periods of the breaker",
-	"grpc-deadlines": "the callee's DEADLINE_EXCEEDED counted twice: orders → warehouse's 26 tries cut by gateway's propagated " +
-		"60 ms deadline are in warehouse's outcome mix as its own failures and their 150 ms in its failure times, so gateway's per-try " +
-		"timeout fires on them again while orders learns of the failure 150 ms in, after gateway's retry went out: 2.074 attempts per call " +
-		"replayed vs 1.960 traced with the traces' arrivals (2.048 with Poisson ones, inside the tolerance by chance)",
 	"edge-only": "root server errors 5.9% replayed vs 4.3% traced (3 of 70): before the traces' arrivals were replayed it passed at " +
 		"seed 1 only (5.75%), and missed at seeds 2, 3 and 4 (5.97%, 6.05%, 6.12%), so the model's bias was there before; the per-edge " +
 		"figures are within (attempts per call 1.525 vs 1.543, failure rates within a point): the replay's requests that fail twice " +
