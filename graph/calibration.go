@@ -28,10 +28,14 @@ type Calibration struct {
 	ArrivalWindowS float64 `json:"arrival_window_s"`
 	// RootRatePerS is the root requests per second over the arrival
 	// window, before any scaling for sampling.
-	RootRatePerS float64   `json:"root_rate_per_s"`
-	BucketS      float64   `json:"bucket_s"`
-	Sampling     Sampling  `json:"sampling"`
-	Root         RootStats `json:"root"`
+	RootRatePerS float64 `json:"root_rate_per_s"`
+	// Arrivals is when the root requests of the arrival window came, and
+	// to which root operation; nil with fewer than two, or when some are
+	// no root operation of the topology (see arrivalTimeline).
+	Arrivals *ArrivalTimeline `json:"arrivals,omitempty"`
+	BucketS  float64          `json:"bucket_s"`
+	Sampling Sampling         `json:"sampling"`
+	Root     RootStats        `json:"root"`
 	// InFlight is each service's mean number of requests in flight by
 	// Little's law: the sum of its span durations over the arrival window.
 	InFlight []ServiceLoad `json:"in_flight"`
@@ -163,7 +167,9 @@ type Runs struct {
 
 // SlowTries count an edge's tries by what came before them in their call,
 // and how many of each were slow: the callee had not answered when the
-// caller gave up on the try (it failed without an answer) and its span
+// caller gave up on the try (it failed without an answer, or timed out
+// when the attempt that caused the caller's work ended: a deadline the
+// caller's own caller propagated, gRPC's grpc-timeout) and its span
 // lasted longer than the caller's or ended after it (it was still at
 // work). A request that is slow
 // is often slow on every try (a slow key, a poison request): tries after
@@ -424,11 +430,12 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	}
 	slices.Sort(all)
 	cal := &Calibration{BucketS: BucketS, InFlight: []ServiceLoad{}}
-	t0, window, strays := arrivalWindow(ix, all)
+	t0, hi, window, strays := arrivalWindow(ix, all)
 	ix.strayRoots = strays
 	cal.ArrivalWindowS = round3(window)
 	if window > 0 {
 		cal.RootRatePerS = round3(float64(len(all)-strays) / window)
+		cal.Arrivals = arrivalTimeline(ix, roots, t0, hi, MaxTimelineArrivals)
 	}
 	cal.Sampling = sampling(ix, all)
 	cal.Root = rootStats(ix, all)
@@ -499,7 +506,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 				}
 				as := ix.attemptsOf(c)
 				for k := range as {
-					if a := &as[k]; ix.slowTry(a) {
+					if a := &as[k]; ix.slowTry(a, c.from) {
 						slow.set(a.server)
 					}
 				}
@@ -528,6 +535,11 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}, Runs: st.runs, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated}
 	if st.slow.seen() {
 		o.SlowTries = &st.slow
+		// An edge without retries has slow first tries only: its lists
+		// are empty, not null.
+		if o.SlowTries.AfterSlowByAttempt == nil {
+			o.SlowTries.AfterSlowByAttempt, o.SlowTries.AfterFailureByAttempt = []TryCount{}, []TryCount{}
+		}
 	}
 	if st.raN > 0 {
 		o.RetryAfterMS = round3(st.raSum / float64(st.raN))
@@ -712,14 +724,15 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				st.raSum += float64(a.retryAfter)
 				st.raN++
 			}
-			slow := ix.slowTry(a)
+			slow := ix.slowTry(a, c.from)
 			if a.server >= 0 && a.server != a.span && !a.synthetic {
-				st.slow.count(k, k > 0 && ix.slowTry(&as[k-1]), slow)
+				st.slow.count(k, k > 0 && ix.slowTry(&as[k-1], c.from), slow)
 			}
 			if slow {
 				// The callee answered too late: its own time, which replay
-				// draws, times the attempt out again. Counting the timeout
-				// here as well would fail it twice.
+				// draws, times the attempt out again (its per-try timeout,
+				// or the caller's deadline it propagated). Counting the
+				// timeout here as well would fail it twice.
 				continue
 			}
 			if a.server >= 0 {
@@ -802,17 +815,27 @@ func (st *outcomeStats) countDecisions(as []attempt, n int) {
 	}
 }
 
-// slowTry reports whether the callee was still at work on attempt a when
-// its caller gave up: the attempt failed without an answer and the
-// callee's span lasted longer than the client's or ended after it (a
-// callee host that starts serving late and ends its span when the client
-// hangs up, as Node's http server does, is shorter but ends later).
-func (ix *index) slowTry(a *attempt) bool {
-	if a.server < 0 || !a.transport {
+// slowTry reports whether the callee was still at work on attempt a
+// (made from span from) when its caller gave up: the attempt failed
+// without an answer, or was cut by the deadline its caller's own caller
+// propagated (a DEADLINE_EXCEEDED or CANCELLED that ended with the
+// attempt that caused from's work: gRPC's grpc-timeout), and the callee's
+// span lasted longer than the client's or ended after it (a callee host
+// that starts serving late and ends its span when the client hangs up, as
+// Node's http server does, is shorter but ends later).
+func (ix *index) slowTry(a *attempt, from int32) bool {
+	if a.server < 0 || !a.transport && !ix.deadlineCut(a, from) {
 		return false
 	}
 	cl, sv := &ix.spans[a.span], &ix.spans[a.server]
 	return cl.Duration() < sv.Duration() || a.server != a.span && sv.End > cl.End+overlapTolerance
+}
+
+// deadlineCut reports whether attempt a, made from span from, said it
+// timed out or was cancelled when the attempt that caused from's work
+// ended: its caller's deadline, propagated, cut it (endsWithCaller).
+func (ix *index) deadlineCut(a *attempt, from int32) bool {
+	return timedOut(a.status) && ix.endsWithCaller(from, ix.spans[a.span].End)
 }
 
 // seen reports whether any try was slow.
@@ -1003,7 +1026,7 @@ func bucketOf(start, t0 int64) int {
 // others as a stray (arrivalWindow): a day.
 const strayGap = 24 * 3600 * 1e9
 
-// arrivalWindow returns the first root start and the window of root
+// arrivalWindow returns the first and last root starts kept and the window of root
 // arrivals in seconds (0 when there are fewer than two roots or they all
 // started within a millisecond), and how many roots it left out as strays.
 // A stray is one of a few roots (at most 1% of them, at least one) that
@@ -1013,9 +1036,9 @@ const strayGap = 24 * 3600 * 1e9
 // such start stretches the window to years and turns the root rate into
 // 0; traffic that really pauses for a day is more than 1% of the roots on
 // either side and is kept.
-func arrivalWindow(ix *index, roots []int32) (lo int64, window float64, strays int) {
+func arrivalWindow(ix *index, roots []int32) (lo, hi int64, window float64, strays int) {
 	if len(roots) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	starts := make([]int64, len(roots))
 	for i, r := range roots {
@@ -1040,13 +1063,13 @@ func arrivalWindow(ix *index, roots []int32) (lo int64, window float64, strays i
 }
 
 // kept is arrivalWindow's answer for the sorted starts it kept.
-func kept(starts []int64, strays int) (int64, float64, int) {
-	lo := starts[0]
-	span := float64(starts[len(starts)-1]-lo) / 1e9
+func kept(starts []int64, strays int) (int64, int64, float64, int) {
+	lo, hi := starts[0], starts[len(starts)-1]
+	span := float64(hi-lo) / 1e9
 	if len(starts) < 2 || span < 1e-3 {
-		return lo, 0, strays
+		return lo, hi, 0, strays
 	}
-	return lo, span + span/float64(len(starts)-1), strays
+	return lo, hi, span + span/float64(len(starts)-1), strays
 }
 
 // sampling weighs every root by its own head-sampling probability: the
@@ -1480,7 +1503,10 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 			continue
 		}
 		k := 0
-		if ownFailed.has(int32(i)) {
+		if ownFailed.has(int32(i)) && !slowServed.has(int32(i)) {
+			// A failed execution its caller gave up on while it worked
+			// (cut by a propagated deadline) is a slow one: its time is
+			// not that of a failure of the callee's own.
 			k = 1
 		}
 		x := at(node{ix.str(sp.Service), ix.opName(int32(i))})

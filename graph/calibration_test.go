@@ -460,3 +460,70 @@ func TestGivenUpUnknownWithLeaks(t *testing.T) {
 		t.Errorf("without leaks %+v", rs)
 	}
 }
+
+// TestDeadlineCutTries: tries cut by the deadline the caller's own caller
+// propagated (gRPC's grpc-timeout: gateway's 60 ms per-try timeout ends
+// orders' call to warehouse at the same moment) are slow tries, as those
+// a per-try timeout of the edge's own cuts, where warehouse was still at
+// work: kept out of the outcome mix, so that a replay which cuts them by
+// the propagated deadline does not also draw them as warehouse's own
+// failures, and warehouse's work on them kept apart from its failures'.
+// Where warehouse stopped at the deadline too, it answered
+// DEADLINE_EXCEEDED itself: a failure of its own, in the mix.
+func TestDeadlineCutTries(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cutWork   float64 // warehouse's span on a cut try (ms)
+		first     OutcomeMix
+		slow      *TryCount
+		slowWork  bool // the cut tries' time is warehouse's slow work, not its failures'
+		failedMax float64
+	}{
+		{"callee at work past the deadline", 150, OutcomeMix{OK: 6}, &TryCount{Tries: 9, Slow: 3}, true, 0},
+		{"callee stopped at the deadline", 59.1, OutcomeMix{OK: 6, Timeout: 3}, nil, false, 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			spaced(b, 6, 400, "gateway", "GET /order", 150, func(root int, start float64, i int) {
+				at := start + 1
+				if i < 3 {
+					c := b.client(root, "orders", at, 60, grpcCode(4), method("Get"))
+					o := b.server(c, "orders", "Get", at+0.2, 59.9, grpcCode(4))
+					w := b.client(o, "warehouse", at+0.5, 59.5, grpcCode(4), method("Count"))
+					b.server(w, "warehouse", "Count", at+0.7, tc.cutWork, grpcCode(4))
+					at += 80
+				}
+				c := b.client(root, "orders", at, 3, grpcCode(0), method("Get"))
+				o := b.server(c, "orders", "Get", at+0.2, 2.6, grpcCode(0))
+				b.call(o, "warehouse", "Count", at+0.5, 2, grpcCode(0), method("Count"))
+			})
+			tp := b.infer()
+			e := edge(t, tp, "orders", "warehouse")
+			o := e.Outcomes
+			if e.DeadlineFromCaller != 3 || o == nil {
+				t.Fatalf("deadline_from_caller %d, outcomes %+v: want 3 tries cut by gateway's deadline", e.DeadlineFromCaller, o)
+			}
+			if o.First != tc.first {
+				t.Errorf("first tries %+v, want %+v", o.First, tc.first)
+			}
+			switch {
+			case tc.slow == nil && o.SlowTries != nil:
+				t.Errorf("slow tries %+v, want none: warehouse ended with the try", *o.SlowTries)
+			case tc.slow != nil && (o.SlowTries == nil || o.SlowTries.First != *tc.slow || o.SlowTries.AfterSlowByAttempt == nil || o.SlowTries.AfterFailureByAttempt == nil):
+				t.Errorf("slow tries %+v, want first %+v and empty (not null) lists on an edge without retries", o.SlowTries, *tc.slow)
+			}
+			for _, s := range tp.Services {
+				if s.Name != "warehouse" {
+					continue
+				}
+				for _, op := range s.Operations {
+					slow := len(op.SlowWorkQuantilesMS) > 0 && op.SlowWorkQuantilesMS[0] >= 149
+					failed := slices.Max(append([]float64{0}, op.FailedWorkQuantilesMS...))
+					if slow != tc.slowWork || failed > tc.failedMax+1 || tc.failedMax > 0 && failed < tc.failedMax-1 {
+						t.Errorf("warehouse work: slow %v, failed %v; want the cut tries' time as slow work %v, failures' up to %v ms", op.SlowWorkQuantilesMS, op.FailedWorkQuantilesMS, tc.slowWork, tc.failedMax)
+					}
+				}
+			}
+		})
+	}
+}

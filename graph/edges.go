@@ -153,8 +153,7 @@ type abandonedAttempt struct {
 // after a client span that records no answer's status ended. An error returned after a fixed delay is
 // none of these: a callee that fails slowly has no timeout.
 func (ix *index) abandoned(a attempt) bool {
-	switch a.status {
-	case labelTimeout, labelNoResponse, grpcLabel(4), grpcLabel(1): // DEADLINE_EXCEEDED, CANCELLED
+	if timedOut(a.status) || a.status == labelNoResponse {
 		return true
 	}
 	if ix.spans[a.span].HTTPStatus != 0 {
@@ -164,6 +163,17 @@ func (ix *index) abandoned(a attempt) bool {
 		return false
 	}
 	return a.server >= 0 && a.server != a.span && ix.spans[a.server].End > ix.spans[a.span].End+overlapTolerance
+}
+
+// timedOut reports whether an attempt's error says it timed out or was
+// cancelled: a timeout or cancel error, gRPC DEADLINE_EXCEEDED or
+// CANCELLED.
+func timedOut(status label) bool {
+	switch status {
+	case labelTimeout, grpcLabel(4), grpcLabel(1): // DEADLINE_EXCEEDED, CANCELLED
+		return true
+	}
+	return false
 }
 
 // endsWithCaller reports whether an attempt made from span from ended when

@@ -145,7 +145,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.longestOK = max(st.longestOK, float64(ix.spans[a.span].Duration())/1e6)
 		case a.outcome.failed() && ix.abandoned(*a):
 			st.abandoned.add(ix.keyOfAttempt(a, k), abandonedAttempt{ms: float64(ix.spans[a.span].Duration()) / 1e6, named: a.status != labelNoResponse && a.status != labelTransport,
-				timedOut: a.status == labelTimeout || a.status == grpcLabel(4) || a.status == grpcLabel(1), // DEADLINE_EXCEEDED, CANCELLED
+				timedOut: timedOut(a.status),
 				byCaller: ix.endsWithCaller(c.from, ix.spans[a.span].End)})
 		}
 		if callerAttempt >= 0 && ix.spans[a.span].Start > ix.spans[callerAttempt].End {

@@ -76,6 +76,10 @@ type Operation struct {
 	// WorkLevels, of executions that did not fail on their own and of
 	// those that did (errors are often answered fast), without the waits
 	// between attempts of their calls; replay draws service times from them.
+	// An execution whose caller gave up on it while it worked (a slow
+	// try, see SlowTries, such as one cut by a propagated deadline that
+	// then reports DEADLINE_EXCEEDED itself) counts with the first: its
+	// time is not that of a failure of its own.
 	WorkQuantilesMS []float64 `json:"work_quantiles_ms,omitempty"`
 	// StoppedAfterFailure counts executions whose last call failed
 	// (handlers that return on the first error); ContinuedAfterFailure

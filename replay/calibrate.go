@@ -65,7 +65,11 @@ type Calibration struct {
 	Tolerances Tolerances        `json:"tolerances"`
 	Root       RootCalibration   `json:"root"`
 	Edges      []EdgeCalibration `json:"edges"`
-	Pass       bool              `json:"pass"`
+	// Arrivals is the arrival process replayed: ArrivalsTimeline (the
+	// traces' own root requests, at their times) or ArrivalsPoisson (at
+	// the traces' mean rate); the notes say why.
+	Arrivals string `json:"arrivals"`
+	Pass     bool   `json:"pass"`
 	// Misses say, one line each, which figure lies outside its tolerance.
 	Misses []string `json:"misses"`
 	// Notes are the model's assumptions (capacities, sampling, rate).
@@ -132,7 +136,10 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 		o.Tolerances = &d
 	}
 	b := o.Build
-	b.Load, b.Rate, b.Arrivals, b.Clients = 1, 0, nil, 0
+	// The traces' own arrivals where the topology keeps them: a breaker,
+	// a budget or a queue answers to bursts a Poisson stream at the mean
+	// rate does not have.
+	b.Load, b.Rate, b.Arrivals, b.Clients, b.Timeline = 1, 0, nil, 0, true
 	unknownRate := t.Calibration.RootRatePerS <= 0 && t.Source.RootRatePerS <= 0
 	if unknownRate {
 		// One root request, or all within a millisecond: no rate to read.
@@ -147,15 +154,16 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 	if unknownRate {
 		m.Assumed = append(m.Assumed, "arrival rate unknown (one root request, or all within a millisecond): replayed at 1 root request/s, so requests hardly meet and capacity is not put to the test")
 	}
-	duration := max(minCalibrationS, minCalibrationRoots/m.Rate)
+	rate := m.rootRate()
+	duration := max(minCalibrationS, minCalibrationRoots/rate)
 	if p := m.TimelinePeriod; p > 0 {
 		duration = p * math.Ceil(duration/p)
 	}
-	if m.Rate*duration > maxCalibrationRoots {
+	if rate*duration > maxCalibrationRoots {
 		// A topology claiming an enormous rate (an edited or hostile file)
 		// is replayed for as long as a bounded number of requests takes.
-		duration = maxCalibrationRoots / m.Rate
-		m.Assumed = append(m.Assumed, fmt.Sprintf("replayed for %.3gs only: %.3g root requests/s would make more than %d requests in a minute", duration, m.Rate, int(maxCalibrationRoots)))
+		duration = maxCalibrationRoots / rate
+		m.Assumed = append(m.Assumed, fmt.Sprintf("replayed for %.3gs only: %.3g root requests/s would make more than %d requests in a minute", duration, rate, int(maxCalibrationRoots)))
 	}
 	results := make([]Result, o.Seeds)
 	err = parallel(o.Seeds, func(i int) error {
@@ -176,7 +184,10 @@ func Calibrate(ctx context.Context, t *graph.Topology, o CalibrateOptions) (*Cal
 // and holds every figure to its tolerance.
 func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions) *Calibration {
 	tol := *o.Tolerances
-	c := &Calibration{Seeds: len(runs), Tolerances: tol, Edges: []EdgeCalibration{}, Misses: []string{}, Notes: m.Assumed}
+	c := &Calibration{Seeds: len(runs), Tolerances: tol, Edges: []EdgeCalibration{}, Misses: []string{}, Notes: m.Assumed, Arrivals: ArrivalsPoisson}
+	if len(m.Arrivals) > 0 {
+		c.Arrivals = ArrivalsTimeline
+	}
 	tr := t.Calibration.Root
 	c.Root.Traced = RootFigures{Requests: float64(tr.Requests), SuccessRate: tr.SuccessRate, ServerErrorRate: tr.ServerErrorRate,
 		P50MS: tr.P50MS, P90MS: tr.P90MS, P99MS: tr.P99MS, P50BandMS: &tr.P50BandMS, P90BandMS: &tr.P90BandMS}

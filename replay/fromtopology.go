@@ -64,6 +64,13 @@ type BuildOptions struct {
 	// Arrivals, when set, replay the traces' own root requests (graph.
 	// InferWithArrivals) instead of a Poisson stream, time compressed by Load.
 	Arrivals []graph.Arrival
+	// Timeline replays the root requests at the times and to the root
+	// operations the topology's arrival timeline holds (graph.Calibration.
+	// Arrivals), time compressed by Load, instead of a Poisson stream at
+	// their mean rate; where the topology holds none, or the traces were
+	// head-sampled (a thinned timeline is not the traffic's), arrivals are
+	// Poisson and Model.Assumed says why.
+	Timeline bool
 }
 
 // Defaults for BuildOptions.
@@ -155,6 +162,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 		}
 	}
+	cut := deadlineCuts(t)
 	concurrent, total := map[[2]int]float64{}, map[[2]int]float64{}
 	var offset []float64 // per model edge: when the caller makes it
 	for _, e := range t.Edges {
@@ -178,6 +186,14 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		ed := Edge{Caller: ci, CallerOp: coi, Callee: ei, CalleeOp: eoi, Prob: 1, Repeat: 1,
 			Idempotent: idempotentEdge(e),
 			CalleeP95:  e.CalleeP95MS / 1000, Policy: observedPolicy(e), Fail: failuresOf(e.Outcomes, m.Services[ei].Ops[eoi].FailFast)}
+		if n := cut[[2]string{e.Callee, e.Operation}]; n > 0 {
+			// The callee's calls ended with this edge's attempts: the
+			// caller sends its attempt's deadline along (gRPC's
+			// grpc-timeout), the per-try timeout's where that is sooner.
+			ed.Policy.Propagate = true
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: the caller propagates each attempt's deadline (the per-try timeout's, or the call's if sooner) to %s, "+
+				"which stops work past it: %d of %s's calls were cut when the attempt that caused them ended", e.Caller, e.Callee, e.Operation, e.Callee, n, e.Callee))
+		}
 		// Repeat the most calls one execution makes and keep the observed
 		// mean with the probability of making them.
 		ed.Repeat = max(1, int(math.Ceil(per-1e-9)))
@@ -217,13 +233,20 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			m.Assumed = append(m.Assumed, n)
 		}
 		if f := ed.Fail; f != nil && f.Slow != nil {
-			if e.PerTryTimeoutMS == nil || *e.PerTryTimeoutMS <= 0 {
+			switch {
+			case (e.PerTryTimeoutMS == nil || *e.PerTryTimeoutMS <= 0) && e.DeadlineFromCaller > 0 && propagatedTo(t, cut, e.Caller, e.CallerOperation):
+				// Tries cut by the deadline the caller's own caller sent
+				// along: a slow try's callee works as long as its slow
+				// tries did, and the propagated deadline ends the try.
+				f.Slow.SlowTime, f.Slow.Time = slowTimes[[2]string{e.Callee, e.Operation}][0], slowTimes[[2]string{e.Callee, e.Operation}][1]
+				m.Assumed = append(m.Assumed, slowNote(e, f.Slow))
+			case e.PerTryTimeoutMS == nil || *e.PerTryTimeoutMS <= 0:
 				// No timeout to place slow times by: they come out of the
 				// callee's drawn times, each try's drawn alone.
 				f.Slow = nil
 				m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: %s, but the per-try timeout is unknown: each try's callee time is drawn from all of its times, independently of the try before",
 					e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries)))
-			} else {
+			default:
 				f.Slow.Timeout = *e.PerTryTimeoutMS / 1000
 				f.Slow.SlowTime, f.Slow.Time = slowTimes[[2]string{e.Callee, e.Operation}][0], slowTimes[[2]string{e.Callee, e.Operation}][1]
 				m.Assumed = append(m.Assumed, slowNote(e, f.Slow))
@@ -281,7 +304,16 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 	}
 	rootRate /= prob
+	timeline, why := timelineOf(t, o, prob)
 	switch {
+	case timeline != nil:
+		if err := traceArrivals(m, timeline, o.Load); err != nil {
+			return nil, fmt.Errorf("topology calibration: %w", err)
+		}
+		// The arrival window's start is the failure timeline's: a period
+		// of the window keeps the two in step.
+		m.Period = max(t.Calibration.ArrivalWindowS/o.Load, m.Arrivals[len(m.Arrivals)-1].At)
+		m.Assumed = append(m.Assumed, why)
 	case len(o.Arrivals) > 0:
 		if err := traceArrivals(m, o.Arrivals, o.Load); err != nil {
 			return nil, err
@@ -292,6 +324,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	case rootRate > 0:
 		m.Rate = rootRate * o.Load
 		m.Assumed = append(m.Assumed, fmt.Sprintf("root rate %.3g/s: the traces' %.3g/s × load %g", m.Rate, rootRate, o.Load))
+		if why != "" {
+			m.Assumed = append(m.Assumed, why)
+		}
 	case o.Clients == 0:
 		return nil, fmt.Errorf("the traces show no root rate (window under a millisecond): give --rate")
 	}
@@ -317,6 +352,72 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		}
 	}
 	return m, m.Validate()
+}
+
+// ArrivalsTimeline and ArrivalsPoisson name the arrival processes a
+// model built from a topology replays (Model.Arrivals set, or not).
+const (
+	ArrivalsTimeline = "traces' timeline"
+	ArrivalsPoisson  = "poisson"
+)
+
+// timelineOf is, when o asks for the topology's arrival timeline, the
+// root requests it holds and the note that says they are replayed, or nil
+// and why they cannot be (Poisson arrivals are replayed instead); nil and
+// "" when o does not ask.
+func timelineOf(t *graph.Topology, o BuildOptions, prob float64) ([]graph.Arrival, string) {
+	if !o.Timeline {
+		return nil, ""
+	}
+	c := t.Calibration
+	switch {
+	case c == nil || c.Arrivals == nil || c.ArrivalWindowS <= 0:
+		return nil, "arrivals: Poisson at the traces' mean rate, not their own timeline: the topology carries none (fewer than two root requests, " +
+			"root spans that are no SERVER span, or a topology written before timelines were kept)"
+	case prob < 1:
+		return nil, fmt.Sprintf("arrivals: Poisson at the traces' mean rate scaled by 1/%.3g, not their own timeline: the traces were head-sampled, "+
+			"and the kept requests' times are a thinned sample of the traffic's, not its bursts", prob)
+	}
+	arr, err := c.Arrivals.Arrivals()
+	if err != nil {
+		return nil, fmt.Sprintf("arrivals: Poisson at the traces' mean rate, not their own timeline: %v", err)
+	}
+	tl := c.Arrivals
+	how := "each at its traced offset and root operation"
+	if tl.Binned() {
+		how = fmt.Sprintf("counted per %.3gms bin (more than %d to list) and spread evenly over each bin, the root operations by their shares", float64(tl.BinUS)/1000, graph.MaxTimelineArrivals)
+	}
+	return arr, fmt.Sprintf("arrivals: the traces' own timeline, not Poisson: their %d root requests %s, repeated every %.4gs (the arrival window, in step with the failure timeline; load %g compresses time)",
+		tl.Requests, how, c.ArrivalWindowS/o.Load, o.Load)
+}
+
+// deadlineCuts counts, per service and operation, the calls it made that
+// were cut by the deadline its caller propagated (graph.Edge.
+// DeadlineFromCaller): the edges into it propagate their attempts'
+// deadlines.
+func deadlineCuts(t *graph.Topology) map[[2]string]int {
+	cut := map[[2]string]int{}
+	for _, e := range t.Edges {
+		if e.DeadlineFromCaller > 0 && e.Caller != "user" {
+			cut[[2]string{e.Caller, e.CallerOperation}] += e.DeadlineFromCaller
+		}
+	}
+	return cut
+}
+
+// propagatedTo reports whether an edge into service svc's operation op
+// other than the end user's propagates its deadline (see deadlineCuts):
+// the replay then cuts svc's calls when the attempt that caused them ends.
+func propagatedTo(t *graph.Topology, cut map[[2]string]int, svc, op string) bool {
+	if cut[[2]string{svc, op}] == 0 {
+		return false
+	}
+	for _, e := range t.Edges {
+		if e.Callee == svc && e.Operation == op && e.Caller != "user" {
+			return true
+		}
+	}
+	return false
 }
 
 // traceArrivals schedules the traces' own root requests.
@@ -558,6 +659,8 @@ func slowCounts(c *graph.SlowTries) string {
 func slowNote(e graph.Edge, sl *SlowTries) string {
 	var how string
 	switch {
+	case len(sl.Counts.AfterSlowByAttempt) == 0:
+		how = "no retries on the edge: the replay draws each try slow with the first tries' share"
 	case sl.Unknown:
 		how = fmt.Sprintf("whether a try after a slow one is likelier slow is unknown (%d tries after a slow one: even all of them slow would not be below %g): "+
 			"the replay draws each try slow by its attempt number alone, independently of the try before", sl.AfterSlow, RunsAlpha)
@@ -571,6 +674,10 @@ func slowNote(e graph.Edge, sl *SlowTries) string {
 	from := "its work on the tries its callers gave up on, any other try from its work on the others"
 	if sl.SlowTime == nil {
 		from = "all of its work times, as any other try"
+	}
+	if sl.Timeout == 0 {
+		return fmt.Sprintf("%s → %s %s: %s, cut by the deadline %s's caller propagated; %s; a slow try's callee works as long as drawn from %s, and the propagated deadline ends the try",
+			e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries), e.Caller, how, from)
 	}
 	return fmt.Sprintf("%s → %s %s: %s; %s; a slow try's callee works at least the %.4g ms per-try timeout, drawn from %s",
 		e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries), how, 1000*sl.Timeout, from)

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,5 +207,60 @@ func TestParallelStructure(t *testing.T) {
 	}
 	if op := m.Services[0].Ops[0]; op.Parallel || m.Edges[op.Calls[1]].Width != 3 || m.Edges[op.Calls[1]].Repeat != 10 {
 		t.Errorf("api's calls: parallel %v, cart's %d calls %d at a time; want in order, 10 calls 3 at a time", op.Parallel, m.Edges[op.Calls[1]].Repeat, m.Edges[op.Calls[1]].Width)
+	}
+}
+
+// TestPropagatedDeadlineFromTopology: where a service's calls were cut
+// when the attempt that caused its work ended (deadline_from_caller:
+// grpc-deadlines' orders passes gateway's 60 ms per-try deadline on to
+// warehouse as grpc-timeout), the observed policy of the edges into it
+// propagates each attempt's deadline, and the cut tries are replayed as
+// slow tries that deadline ends, with no per-try timeout of their own;
+// without such cuts nothing propagates and slow tries without a per-try
+// timeout are drawn from the callee's times.
+func TestPropagatedDeadlineFromTopology(t *testing.T) {
+	for _, tc := range []struct {
+		name, sample string
+		noCuts       bool     // clear deadline_from_caller on every edge
+		propagate    []string // caller→callee edges that propagate
+		slowCut      string   // an edge whose slow tries the propagated deadline ends
+	}{
+		{"grpc-timeout", "grpc-deadlines", false, []string{"gateway→orders"}, "orders→warehouse"},
+		{"no cut seen", "grpc-deadlines", true, nil, ""},
+		{"no deadlines", "mixed", false, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top := sampleTopology(t, tc.sample)
+			if tc.noCuts {
+				for i := range top.Edges {
+					top.Edges[i].DeadlineFromCaller = 0
+				}
+			}
+			m, err := FromTopology(top, BuildOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range m.Edges {
+				name := m.Services[e.Caller].Name + "→" + m.Services[e.Callee].Name
+				if e.Policy.Propagate {
+					got = append(got, name)
+				}
+				var sl *SlowTries
+				if e.Fail != nil {
+					sl = e.Fail.Slow
+				}
+				if cut := sl != nil && sl.Timeout == 0; cut != (name == tc.slowCut) || cut && sl.SlowTime == nil {
+					t.Errorf("%s: slow tries %+v; want them ended by the propagated deadline, drawn from the slow tries' work: %v", name, sl, name == tc.slowCut)
+				}
+			}
+			if !slices.Equal(got, tc.propagate) {
+				t.Errorf("edges propagating their deadline %v, want %v", got, tc.propagate)
+			}
+			notes, want := strings.Join(m.Assumed, "\n"), len(tc.propagate) > 0
+			if said := strings.Contains(notes, "propagates each attempt's deadline"); said != want {
+				t.Errorf("notes say the deadline propagates: %v, want %v:\n%s", said, want, notes)
+			}
+		})
 	}
 }

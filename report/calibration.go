@@ -16,10 +16,13 @@ const CalibrationSchema = "retryaudit.calibration/v1"
 // calibrationView is what the table and Markdown renderers show.
 type calibrationView struct {
 	verdict string
-	root    grid
-	edges   grid
-	misses  []string
-	notes   []string
+	// arrivals names the arrival process replayed ("" for a calibration
+	// that does not say).
+	arrivals string
+	root     grid
+	edges    grid
+	misses   []string
+	notes    []string
 }
 
 // figures is "1 figure" or "N figures".
@@ -51,6 +54,12 @@ func pct(x float64) string { return fixed(100*x, 1) + "%" }
 
 func newCalibrationView(c *replay.Calibration) calibrationView {
 	v := calibrationView{misses: c.Misses, notes: c.Notes}
+	switch c.Arrivals {
+	case replay.ArrivalsTimeline:
+		v.arrivals = "arrivals replayed: the traces' own timeline (each root request at its traced time and root operation)"
+	case replay.ArrivalsPoisson:
+		v.arrivals = "arrivals replayed: Poisson at the traces' mean rate (the model notes say why not their own timeline)"
+	}
 	if c.Pass {
 		v.verdict = fmt.Sprintf("calibration: pass — the replay of the observed policies under the traces' own failure timeline reproduces the traces (mean of %d seeds)", c.Seeds)
 	} else {
@@ -91,6 +100,9 @@ func CalibrationTable(w io.Writer, c *replay.Calibration) error {
 	v := newCalibrationView(c)
 	sw := &stickyWriter{w: w}
 	hanging(sw, "", v.verdict)
+	if v.arrivals != "" {
+		hanging(sw, "", v.arrivals)
+	}
 	for _, g := range []grid{v.root, v.edges} {
 		if err := renderGrid(sw, g, true); err != nil {
 			return err
@@ -117,6 +129,9 @@ func CalibrationMarkdown(w io.Writer, c *replay.Calibration) error {
 	v := newCalibrationView(c)
 	sw := &stickyWriter{w: w}
 	fmt.Fprintf(sw, "## Calibration\n\n**%s**\n\n", mdEscape(v.verdict))
+	if v.arrivals != "" {
+		fmt.Fprintf(sw, "%s\n\n", mdEscape(v.arrivals))
+	}
 	markdownTable(sw, v.root)
 	if len(v.edges.rows) > 0 {
 		fmt.Fprintln(sw)

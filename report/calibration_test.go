@@ -34,7 +34,9 @@ func handCalibration(pass bool) *replay.Calibration {
 		Misses: []string{},
 		Notes:  []string{"db: 4 workers (mean in flight 0.26 by Little's law × headroom 2, at least 4; held at any --load)"},
 	}
+	c.Arrivals = replay.ArrivalsTimeline
 	if !pass {
+		c.Arrivals = replay.ArrivalsPoisson
 		c.Misses = []string{"root p90 213ms replayed vs 303ms traced (-30%, tolerance 25%)",
 			"inventory → db GET /db: 1.525 attempts per call replayed vs 1.372 traced (tolerance ±0.069)"}
 	}
