@@ -33,6 +33,9 @@ var nodeScenarios = []nodeScenario{
 	{Name: "cockatiel", Dir: "cockatiel"},
 	// cockatiel's default ExponentialBackoff: decorrelated jitter.
 	{Name: "cockatiel-decorrelated", Dir: "cockatiel"},
+	// axios-retry's exponentialDelay: [d, 1.2·d), a one-sided
+	// proportional jitter; Retry-After captured on the CLIENT spans.
+	{Name: "axios-retry", Dir: "axios-retry"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO
