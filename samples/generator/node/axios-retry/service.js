@@ -45,8 +45,11 @@ if (role === 'stock') {
   // retries, retryDelay axios-retry's own exponentialDelay, retryCondition
   // its default (isNetworkOrIdempotentRequestError: a network error, or a
   // 429 or 5xx answer to GET, HEAD, OPTIONS, PUT or DELETE — never a
-  // POST, never a timeout). front answers 200, passes a 4xx on, and
-  // answers 503 for a 5xx or 429 it gave up on.
+  // POST, never a timeout). axios's timeout stays at its default 0 (none),
+  // so shouldResetTimeout (default false: the retries share what is left
+  // of the first request's timeout, less the delay) plays no part. front
+  // answers 200, passes a 4xx on, and answers 503 for a 5xx or 429 it gave
+  // up on.
   const axios = require('axios');
   const axiosRetry = require('axios-retry').default;
   const rp = JSON.parse(process.env.RETRY);
