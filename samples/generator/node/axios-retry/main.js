@@ -117,7 +117,7 @@ function buildTruth(fronts, stocks, answers) {
   const first = RETRY.delayFactorMS * RETRY.multiplier;
   return {
     scenario: 'axios-retry',
-    description: `Node: front calls stock through axios with axios-retry 4 (retries ${RETRY.retries}, retryDelay exponentialDelay, the default retryCondition): GET retried on 429/5xx, waiting 2^n·${RETRY.delayFactorMS} ms before retry n (${first}, ${2 * first}, ${4 * first} ms) plus U[0, 20%) of it — the centre 1.1× that, ±1/11 — or the Retry-After: 1 a 429 names, jittered alike (the header is on the CLIENT spans); POST never retried. Root requests arrive open loop, ${PACE_MS} ms apart.`,
+    description: `Node: front calls stock through axios with axios-retry 4.5 (retries ${RETRY.retries}, retryDelay its exponentialDelay, the default retryCondition isNetworkOrIdempotentRequestError: a network error, or a 429 or 5xx answer to GET, HEAD, OPTIONS, PUT or DELETE; never a POST, never a timeout; axios's timeout unset, so shouldResetTimeout plays no part). Before retry n exponentialDelay waits max(2^n·${RETRY.delayFactorMS} ms, Retry-After) · (1 + 0.2·U[0,1)): ${first}, ${2 * first}, ${4 * first} ms plus up to 20% of it — the centre 1.1× that, ±1/11 — or, after a 429 with Retry-After: 1, 1000 ms jittered alike (the header is on the CLIENT spans). GET /stock/:sku is retried on 429 and 503; POST /reservations/:sku never. Root requests arrive open loop, ${PACE_MS} ms apart.`,
     root_requests: fronts.length,
     root_answers: answers,
     edges: [{
