@@ -59,6 +59,9 @@ type truth struct {
 			ErrorThresholdPercentage int `json:"error_threshold_percentage"`
 			FastFailedCalls          int `json:"fast_failed_calls"`
 			OpenPeriods              int `json:"open_periods"`
+			// FewestFailuresInARow, where written: the fewest failed
+			// calls in a row before an open period.
+			FewestFailuresInARow int `json:"fewest_failures_in_a_row_before_open"`
 		} `json:"breaker"`
 		// RetryQuota: a retry budget the edge's calls share (the AWS
 		// SDK's token bucket); RefusedCalls ended failing with attempts
@@ -170,6 +173,8 @@ func TestTruth(t *testing.T) {
 						e.Breaker.FastFailedCalls, e.Breaker.TripRule, b.FastFailedCalls)
 				case b != nil && b.OpenPeriods > 0 && e.Breaker.OpenPeriods != b.OpenPeriods:
 					t.Errorf("%s: breaker opened %d times, want %d", loc, e.Breaker.OpenPeriods, b.OpenPeriods)
+				case b != nil && b.FewestFailuresInARow > 0 && e.Breaker.TripAfter != b.FewestFailuresInARow:
+					t.Errorf("%s: breaker opened after %d failures in a row at fewest, want %d", loc, e.Breaker.TripAfter, b.FewestFailuresInARow)
 				case b == nil && e.Breaker != nil && e.Breaker.Detected:
 					t.Errorf("%s: breaker detected where there is none: %+v", loc, *e.Breaker)
 				}

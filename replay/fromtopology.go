@@ -226,6 +226,14 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				"a concurrency limit the traces do not size, so it is not simulated as a limit; those fast failures are replayed in the edge's outcome mix",
 				e.Caller, e.Callee, e.Operation, br.ProxyShed))
 		}
+		if br := e.Breaker; br != nil && br.Detected && br.TripRule == graph.TripFailureRate {
+			// observedPolicy replays every breaker the traces show as one
+			// that counts failures in a row; this one let calls through
+			// after as many, so the replay opens it where it did not.
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: the breaker trips on a failure rate (%d calls let through after %d or more failed calls in a row), "+
+				"whose window, share and minimum calls the traces do not size: the replay opens it after %d failures in a row for %.3gms, also where the traced one let calls through, so it fails more calls fast",
+				e.Caller, e.Callee, e.Operation, br.PassedRuns, br.TripAfter, max(br.TripAfter, 1), max(br.OpenMS, 1)))
+		}
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
 		}

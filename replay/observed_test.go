@@ -52,6 +52,36 @@ func TestObservedJitterBetweenKinds(t *testing.T) {
 	}
 }
 
+// TestFailureRateBreakerIsNoted: a breaker that let calls through after
+// as many failures in a row as it opened after (a failure-rate rule) is
+// replayed as one counting failures in a row, and the notes say what that
+// overstates; a consecutive-failure breaker needs no such note.
+func TestFailureRateBreakerIsNoted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rule string
+		want bool
+	}{
+		{"failure rate", graph.TripFailureRate, true},
+		{"failures in a row", graph.TripConsecutive, false},
+	} {
+		top := sampleTopology(t, "retry-everywhere")
+		e := &top.Edges[0]
+		e.Breaker = &graph.Breaker{Detected: true, FastFailedCalls: 38, OpenPeriods: 4, TripAfter: 3, TripRule: tc.rule, PassedRuns: 21, OpenMS: 45}
+		if p := observedPolicy(*e); p.Breaker.ConsecutiveFailures != 3 || p.Breaker.OpenFor != 0.045 {
+			t.Errorf("%s: breaker %+v, want 3 failures in a row, 45ms open", tc.name, p.Breaker)
+		}
+		m, err := FromTopology(top, BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		note := e.Caller + " → " + e.Callee + " " + e.Operation + ": the breaker trips on a failure rate (21 calls let through after 3 or more failed calls in a row)"
+		if got := strings.Contains(strings.Join(m.Assumed, "\n"), note); got != tc.want {
+			t.Errorf("%s: note %q in %q: %v, want %v", tc.name, note, m.Assumed, got, tc.want)
+		}
+	}
+}
+
 // TestProxyShedIsNoted: attempts a sidecar's circuit breaker refused at
 // its limits (Envoy UO) are a concurrency limit the traces do not size:
 // no breaker opening on failures is replayed, and the notes say so.

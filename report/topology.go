@@ -311,10 +311,12 @@ func hedgingText(h *graph.Hedging) string {
 	return fmt.Sprintf("after %s, ≤%d", ms(h.DelayMS), h.MaxRequests)
 }
 
-// breakerText is "opened 3×, 13 fast-failed", "none (12 failed in a row)"
-// when failures in a row were all sent on, or "-" when the traces cannot
-// tell; "proxy limit shed 3 (UO)" is added when the caller's sidecar
-// refused attempts because its circuit breaker's limits were full.
+// breakerText is "opened 3×, 13 fast-failed" ("…, on a failure rate" where
+// the traces show it does not count failures in a row, whose threshold a
+// reader would otherwise assume), "none (12 failed in a row)" when
+// failures in a row were all sent on, or "-" when the traces cannot tell;
+// "proxy limit shed 3 (UO)" is added when the caller's sidecar refused
+// attempts because its circuit breaker's limits were full.
 func breakerText(b *graph.Breaker) string {
 	shed := ""
 	if b != nil && b.ProxyShed > 0 {
@@ -324,7 +326,11 @@ func breakerText(b *graph.Breaker) string {
 	case b == nil:
 		return "-"
 	case b.Detected:
-		return strings.TrimSuffix(fmt.Sprintf("opened %d×, %d fast-failed; %s", b.OpenPeriods, b.FastFailedCalls, shed), "; ")
+		rule := ""
+		if b.TripRule == graph.TripFailureRate {
+			rule = ", on a failure rate"
+		}
+		return strings.TrimSuffix(fmt.Sprintf("opened %d×, %d fast-failed%s; %s", b.OpenPeriods, b.FastFailedCalls, rule, shed), "; ")
 	case shed != "" && b.LongestFailureRun < minShownRun:
 		return shed
 	case shed != "":

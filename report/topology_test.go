@@ -403,6 +403,12 @@ func TestTextHelpers(t *testing.T) {
 		{"md", mdEscape("a|b`c\\d*<e>"), "a\\|b\\`c\\\\d\\*\\<e\\>"},
 		{"dot", dotQuote("a\"b\\c\nd"), `"a\"b\\c\nd"`},
 		{"mermaid", mermaidEscape(`<a href="#x">&` + "`"), "#lt;a href=#quot;#35;x#quot;#gt;#amp;#96;"},
+		{"breaker none seen", breakerText(nil), "-"},
+		{"breaker in a row", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 3, FastFailedCalls: 13, TripAfter: 3, TripRule: graph.TripConsecutive}), "opened 3×, 13 fast-failed"},
+		{"breaker on a failure rate", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripAfter: 3, TripRule: graph.TripFailureRate, PassedRuns: 21}),
+			"opened 4×, 38 fast-failed, on a failure rate"},
+		{"breaker on a failure rate and a proxy limit", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripRule: graph.TripFailureRate, ProxyShed: 2}),
+			"opened 4×, 38 fast-failed, on a failure rate; proxy limit shed 2 (UO)"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.name, tc.got, tc.want)

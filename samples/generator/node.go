@@ -33,6 +33,12 @@ var nodeScenarios = []nodeScenario{
 	{Name: "cockatiel", Dir: "cockatiel"},
 	// cockatiel's default ExponentialBackoff: decorrelated jitter.
 	{Name: "cockatiel-decorrelated", Dir: "cockatiel"},
+	// axios-retry's exponentialDelay: [d, 1.2·d), a one-sided
+	// proportional jitter; Retry-After captured on the CLIENT spans.
+	{Name: "axios-retry", Dir: "axios-retry"},
+	// opossum's CircuitBreaker: trips on a failure rate over a rolling
+	// window, not on failures in a row.
+	{Name: "opossum", Dir: "opossum"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO

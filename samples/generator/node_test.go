@@ -43,11 +43,32 @@ func TestNodeSamples(t *testing.T) {
 				if o := e.AttemptsInOwnTrace; o != nil && (*o > e.Attempts || *o < e.Calls) {
 					t.Errorf("%s → %s: %d attempts in their own traces of %d, for %d calls", e.Caller, e.Callee, *o, e.Attempts, e.Calls)
 				}
+				checkBreakerTruth(t, e)
 			}
 			if l := tr.ContextLeaks; l != nil && l.Late+l.Repeated == 0 {
 				t.Error("context_leaks written with none")
 			}
 		})
+	}
+}
+
+// checkBreakerTruth holds a breaker's truth to itself: around a call that
+// does not retry, the calls it failed fast are the calls that sent no
+// request; and a breaker that trips on a failure rate must have shown it,
+// letting a call through after as many failures in a row as the fewest it
+// opened after (else a consecutive-failure rule explains the run).
+func checkBreakerTruth(t *testing.T, e nodeEdge) {
+	t.Helper()
+	b := e.Breaker
+	if b == nil {
+		return
+	}
+	if !e.Retries && e.Calls-e.Attempts != b.FastFailedCalls {
+		t.Errorf("%s → %s: %d calls, %d attempts, yet %d failed fast", e.Caller, e.Callee, e.Calls, e.Attempts, b.FastFailedCalls)
+	}
+	if b.ErrorThresholdPercentage > 0 && (b.OpenPeriods == 0 || b.FewestFailuresInARow == 0 || b.MostLetThrough < b.FewestFailuresInARow) {
+		t.Errorf("%s → %s: a failure-rate breaker opened %d times, after %d failures in a row at fewest, let a call through after %d: the run does not tell its rule",
+			e.Caller, e.Callee, b.OpenPeriods, b.FewestFailuresInARow, b.MostLetThrough)
 	}
 }
 

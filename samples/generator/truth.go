@@ -71,13 +71,28 @@ type truthEdge struct {
 	NotRetriedCodes []string `json:"not_retried_codes,omitempty"`
 }
 
-// truthBreaker is a gobreaker configuration and how many calls it failed
-// without an attempt.
+// truthBreaker is a circuit breaker's configuration and how many calls it
+// failed without an attempt. A breaker that trips on failures in a row
+// (gobreaker, cockatiel's ConsecutiveBreaker) sets ConsecutiveFailures; one
+// that trips on a failure rate over a rolling window (opossum) sets
+// ErrorThresholdPercentage, VolumeThreshold and RollingWindowMS instead.
 type truthBreaker struct {
-	Library             string `json:"library"`
-	ConsecutiveFailures int    `json:"consecutive_failures"`
-	OpenForMS           int64  `json:"open_for_ms"`
-	FastFailedCalls     int    `json:"fast_failed_calls"`
+	Library                  string `json:"library"`
+	ConsecutiveFailures      int    `json:"consecutive_failures,omitempty"`
+	ErrorThresholdPercentage int    `json:"error_threshold_percentage,omitempty"`
+	VolumeThreshold          int    `json:"volume_threshold,omitempty"`
+	RollingWindowMS          int64  `json:"rolling_window_ms,omitempty"`
+	OpenForMS                int64  `json:"open_for_ms"`
+	FastFailedCalls          int    `json:"fast_failed_calls"`
+	// OpenPeriods counts the times the breaker opened and rejected at
+	// least one call before its next probe; FewestFailuresInARow is the
+	// fewest failed calls in a row before one of those, MostLetThrough the
+	// most after which the breaker, still closed, let a call through
+	// (written by the scenarios that record them). A breaker counting
+	// failures in a row has MostLetThrough < FewestFailuresInARow.
+	OpenPeriods          int `json:"open_periods,omitempty"`
+	FewestFailuresInARow int `json:"fewest_failures_in_a_row_before_open,omitempty"`
+	MostLetThrough       int `json:"most_failures_in_a_row_let_through,omitempty"`
 }
 
 // truthHedge is a failsafe-go hedge policy and what it did.

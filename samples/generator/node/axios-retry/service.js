@@ -1,0 +1,97 @@
+'use strict';
+// One instrumented service of the axios-retry scenario, run as a child
+// process of main.js (one process per service, so that each has its own
+// TracerProvider and service.name): `node service.js front|stock`.
+//
+// The OpenTelemetry SDK is set up before node:http is loaded, as `node
+// --require` would: instrumentation-http makes the SERVER spans and, as
+// axios's http adapter sends every attempt through http.request, one CLIENT
+// span per attempt, each a child of front's SERVER span. front's
+// instrumentation records the Retry-After response header on its CLIENT
+// spans (headersToSpanAttributes), as an operator who wants to see
+// throttling would configure it.
+
+const role = process.argv[2];
+const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
+const { faultScripts, instrument, now, route, serve } = require('../common/service');
+
+const provider = instrument(role, [new HttpInstrumentation({ headersToSpanAttributes: { client: { responseHeaders: ['retry-after'] } } })]);
+
+const http = require('node:http');
+
+const records = [];
+let server;
+
+if (role === 'stock') {
+  // GET /stock/:sku and POST /reservations/:sku answer from a fault script
+  // per sku, one entry per request: "503"; "429" with Retry-After: 1;
+  // "400"; past the end of the script 200.
+  const nextStep = faultScripts('ok');
+  server = http.createServer((req, res) => {
+    const m = req.method === 'GET' ? /^\/stock\/([^/?]+)$/.exec(req.url) : /^\/reservations\/([^/?]+)$/.exec(req.url);
+    if (!m) { res.writeHead(404).end(); return; }
+    route(req.method === 'GET' ? '/stock/:sku' : '/reservations/:sku');
+    req.resume();
+    const step = nextStep(m[1]);
+    records.push({ call: String(req.headers['x-call-id'] || ''), method: req.method, at: now(), step });
+    const status = step === 'ok' ? 200 : Number(step);
+    const headers = { 'content-type': 'application/json' };
+    if (status === 429) headers['retry-after'] = '1';
+    res.writeHead(status, headers).end(status === 200 ? JSON.stringify({ sku: m[1], available: 7 }) : '');
+  });
+} else if (role === 'front') {
+  // GET /quotes/:id looks sku-<id> up in stock, POST /orders/:id reserves
+  // it, both through one axios instance with axios-retry: RETRY.retries
+  // retries, retryDelay axios-retry's own exponentialDelay, retryCondition
+  // its default (isNetworkOrIdempotentRequestError: a network error, or a
+  // 429 or 5xx answer to GET, HEAD, OPTIONS, PUT or DELETE — never a
+  // POST, never a timeout). axios's timeout stays at its default 0 (none),
+  // so shouldResetTimeout (default false: the retries share what is left
+  // of the first request's timeout, less the delay) plays no part. front
+  // answers 200, passes a 4xx on, and answers 503 for a 5xx or 429 it gave
+  // up on.
+  const axios = require('axios');
+  const axiosRetry = require('axios-retry').default;
+  const rp = JSON.parse(process.env.RETRY);
+  const client = axios.create({ headers: { 'content-type': 'application/json' } });
+  // The delay exponentialDelay chose for every retry (call id → list), for
+  // the truth: the library's function, called as axios-retry calls it.
+  const delays = new Map();
+  axiosRetry(client, {
+    retries: rp.retries,
+    retryDelay: (n, err) => {
+      const delay = axiosRetry.exponentialDelay(n, err);
+      const call = err.config.headers['x-call-id'];
+      if (!delays.has(call)) delays.set(call, []);
+      delays.get(call).push({ retry: n, delay, status: err.response?.status, retryAfter: Boolean(err.response?.headers['retry-after']) });
+      return delay;
+    },
+  });
+  let seq = 0;
+  server = http.createServer(async (req, res) => {
+    const get = req.method === 'GET' && /^\/quotes\/([^/?]+)$/.exec(req.url);
+    const post = req.method === 'POST' && /^\/orders\/([^/?]+)$/.exec(req.url);
+    if (!get && !post) { res.writeHead(404).end(); return; }
+    req.resume();
+    route(get ? '/quotes/:id' : '/orders/:id');
+    const id = (get || post)[1];
+    const rec = { call: `${id}#${++seq}`, method: req.method, start: now() };
+    records.push(rec);
+    let status = 200;
+    try {
+      const headers = { 'x-call-id': rec.call };
+      if (get) await client.get(`${process.env.STOCK_URL}/stock/sku-${id}`, { headers });
+      else await client.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { qty: 1 }, { headers });
+    } catch (err) {
+      const s = err.response?.status;
+      status = s >= 400 && s < 500 && s !== 408 && s !== 429 ? s : 503;
+    }
+    rec.delays = delays.get(rec.call) || [];
+    rec.status = status;
+    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+  });
+} else {
+  throw new Error(`unknown role ${role}`);
+}
+
+serve(server, provider, records);
