@@ -68,9 +68,11 @@ safety rules (no hedge, added or kept retry on a write without idempotency
 keys; hedge delays between the callee's p95 and the per-try timeout;
 breakers seen are kept; where today's policies break one, observed+safe is
 today's with the rules applied and, where that stops retries of writes sent
-without a key, observed+keys keeps them with a key on every call), rules out every policy whose availability on an
-ordinary day (degradation "observed", always replayed) is below today's
-policies' beyond the seed spread, ranks the rest (never collapsing at the
+without a key, observed+keys keeps them with a key on every call, and
+budget-sized+keys the sized budget's), rules out every policy whose
+availability on an ordinary day (degradation "observed", always replayed)
+is below today's policies' (observed, or the better of observed+safe and
+observed+keys) beyond the seed spread, ranks the rest (never collapsing at the
 utilization you give with --utilization, or else the largest critical
 utilization; then availability; then least extra work, differences within
 the seed spread counting as ties; candidates tied on every key go to the

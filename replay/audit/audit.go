@@ -385,7 +385,7 @@ func safeVariants(in []replay.Variant, observed *replay.Model, facts []edgeFacts
 			}
 			all = append(all, adj...)
 			vs = append(vs, variant{policy: safe, model: m, adjusted: adj})
-			if k, ok := withKeys(v.Policy+KeysSuffix, observed, facts); ok {
+			if k, ok := withKeys(v.Policy+KeysSuffix, observed, v.Model, facts); ok {
 				all = append(all, k.adjusted...)
 				vs = append(vs, k)
 			}
@@ -393,6 +393,16 @@ func safeVariants(in []replay.Variant, observed *replay.Model, facts []edgeFacts
 		}
 		all = append(all, adj...)
 		vs = append(vs, variant{policy: v.Policy, model: m, adjusted: adj})
+		if v.Policy != SizedBudgetPolicy || len(adj) == 0 {
+			continue
+		}
+		// The sized budget bounds today's retries; where the rules stop
+		// some of them for want of a key, it is a candidate with the key
+		// too, as observed is.
+		if k, ok := withKeys(v.Policy+KeysSuffix, observed, v.Model, facts); ok {
+			all = append(all, k.adjusted...)
+			vs = append(vs, k)
+		}
 	}
 	isRuled := func(p string) bool { return slices.ContainsFunc(ruled, func(r RuledOut) bool { return r.Policy == p }) }
 	for i := range vs {
@@ -409,14 +419,15 @@ func safeVariants(in []replay.Variant, observed *replay.Model, facts []edgeFacts
 	return vs, ruled, all
 }
 
-// withKeys is the observed policy with an idempotency key on every edge
-// that retries a write without one, and the safety rules applied to the
-// rest (a keyed write is still not hedged without in-flight
-// deduplication); ok is false where no such edge retries.
-func withKeys(policy string, observed *replay.Model, facts []edgeFacts) (variant, bool) {
+// withKeys is candidate proposed (today's policies, or the budget sized to
+// them) with an idempotency key on every edge where it retries a write
+// sent without one, and the safety rules applied to the rest (a keyed
+// write is still not hedged without in-flight deduplication); ok is false
+// where no such edge retries.
+func withKeys(policy string, observed, proposed *replay.Model, facts []edgeFacts) (variant, bool) {
 	keyedFacts := slices.Clone(facts)
 	var keyed []int
-	for i, e := range observed.Edges {
+	for i, e := range proposed.Edges {
 		if f := facts[i]; f.write != "" && !f.keyed && e.Policy.MaxAttempts > 1 && e.Policy.HedgeAfter == 0 {
 			keyedFacts[i].keyed = true
 			keyed = append(keyed, i)
@@ -425,7 +436,7 @@ func withKeys(policy string, observed *replay.Model, facts []edgeFacts) (variant
 	if len(keyed) == 0 {
 		return variant{}, false
 	}
-	m, adj := applySafety(policy, observed, observed, keyedFacts)
+	m, adj := applySafety(policy, observed, proposed, keyedFacts)
 	return variant{policy: policy, model: m, adjusted: adj, keyed: keyed}, true
 }
 

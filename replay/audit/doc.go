@@ -9,11 +9,12 @@
 // candidates (when today's policies break one, observed+safe is today's
 // with the rules applied, and where they stop retries of writes sent
 // without an idempotency key, observed+keys keeps those retries with a key
-// on every call); then the ordinary-day gate rules out every candidate whose
+// on every call, and budget-sized+keys the sized budget's); then the ordinary-day gate rules out every candidate whose
 // availability on an ordinary day (degradation observed: the traces' own
 // failures, with no fault added, always part of the matrix) is below that
-// of today's policies (observed, or observed+safe when observed breaks a
-// safety rule) beyond the seed spread, because headroom on a bad day does
+// of today's policies (observed, or when observed breaks a safety rule the
+// better of observed+safe and observed+keys there) beyond the seed spread,
+// because headroom on a bad day does
 // not pay for availability lost every day; then the survivors rank by never
 // collapsing at the given utilization, or else the largest critical
 // utilization, then availability during the faults, then the least extra

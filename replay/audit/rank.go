@@ -203,22 +203,31 @@ func reason(w standing, key string, given bool, assumption string) string {
 // failures, with no fault added) is below that of today's policies beyond
 // the seed spread. Headroom on a bad day does not pay for availability lost
 // every day: a policy that refuses the retries today's failures need would
-// win on critical utilization alone. Today's policies are observed, or
-// observed+safe when observed breaks a safety rule (what the rules cost is
-// accepted; what a candidate refuses beyond them is not). Without an
-// ordinary day among the verdicts, or without the baseline, nothing is
-// ruled out.
+// win on critical utilization alone. Today's policies are observed, or,
+// when observed breaks a safety rule, the better on an ordinary day of
+// observed+safe (the rules applied: what they cost is accepted, what a
+// candidate refuses beyond them is not) and observed+keys (the retries
+// the rules stop for want of an idempotency key kept, with the key): where
+// a key keeps today's availability, stopping those retries is a loss the
+// rules do not require. Without an ordinary day among the verdicts, or
+// without the baseline, nothing is ruled out.
 func ordinaryDayGate(cands []string, vs []Verdict, ordinary string) ([]string, []RuledOut) {
-	base := "observed"
-	if !slices.Contains(cands, base) {
-		base += SafeSuffix
-	}
 	day := func(p string) (Stat, bool) {
 		i := slices.IndexFunc(vs, func(v Verdict) bool { return v.Degradation == ordinary && v.Policy == p })
 		if i < 0 {
 			return Stat{}, false
 		}
 		return vs[i].Availability, true
+	}
+	base := "observed"
+	if !slices.Contains(cands, base) {
+		base += SafeSuffix
+		keys := "observed" + KeysSuffix
+		k, kok := day(keys)
+		s, sok := day(base)
+		if kok && slices.Contains(cands, keys) && (!sok || !slices.Contains(cands, base) || k.Mean > s.Mean) {
+			base = keys
+		}
 	}
 	b, ok := day(base)
 	if !ok || !slices.Contains(cands, base) {

@@ -100,19 +100,25 @@ func TestRecommendationAcrossSeeds(t *testing.T) {
 		if sz == nil || sz.Ratio <= 0.1 || sz.Calls == 0 {
 			t.Errorf("seed %d: sized budget %+v", seed, sz)
 		}
-		if len(a.Verdicts) != (len(cfg.Degradations)+1)*(len(cfg.Variants)+3) {
-			t.Errorf("%d verdicts for %d degradations + the ordinary day × %d policies (+ observed+safe, observed+keys, budget-sized)", len(a.Verdicts), len(cfg.Degradations), len(cfg.Variants))
+		// POST /reservations is retried without a key: observed+keys and
+		// budget-sized+keys keep those retries with one.
+		if len(a.Verdicts) != (len(cfg.Degradations)+1)*(len(cfg.Variants)+4) {
+			t.Errorf("%d verdicts for %d degradations + the ordinary day × %d policies (+ observed+safe, observed+keys, budget-sized, budget-sized+keys)",
+				len(a.Verdicts), len(cfg.Degradations), len(cfg.Variants))
 		}
 		// The recommendation is not below today's safe policies on an
-		// ordinary day beyond the seed spread.
+		// ordinary day beyond the seed spread: neither observed+safe nor
+		// observed+keys.
 		day := map[string]Stat{}
 		for _, v := range a.Verdicts {
 			if v.Degradation == "observed" {
 				day[v.Policy] = v.Availability
 			}
 		}
-		if r, b := day[rec.Policy], day["observed"+SafeSuffix]; !r.Overlaps(b) && r.Mean < b.Mean {
-			t.Errorf("seed %d recommends %s, available %v on an ordinary day against observed+safe's %v", seed, rec.Policy, r, b)
+		for _, base := range []string{"observed" + SafeSuffix, "observed" + KeysSuffix} {
+			if r, b := day[rec.Policy], day[base]; !r.Overlaps(b) && r.Mean < b.Mean {
+				t.Errorf("seed %d recommends %s, available %v on an ordinary day against %s's %v", seed, rec.Policy, r, base, b)
+			}
 		}
 	}
 }
@@ -257,34 +263,46 @@ func TestIfIdempotent(t *testing.T) {
 // and as they are if GetDriver is declared idempotent. It must never
 // cost the availability today's policies have on an ordinary day.
 func TestNoAdviceThatEndsAvailability(t *testing.T) {
-	cfg := sampleConfig(t, "hotrod", replay.BuildOptions{})
-	cfg.NoSearch, cfg.Seeds = true, 2
-	a, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := a.Recommendation
-	day := map[string]Stat{}
-	for _, v := range a.Verdicts {
-		if v.Degradation == "observed" {
-			day[v.Policy] = v.Availability
-		}
-	}
-	if r, o, s := day[rec.Policy], day["observed"], day["observed"+SafeSuffix]; rec.Policy == "" || !r.Overlaps(o) && r.Mean < o.Mean || s.Mean > 0.5*o.Mean {
-		t.Fatalf("recommends %q with availability %+v on an ordinary day, observed %+v, observed+safe %+v: want today's availability kept where stopping retries would end it",
-			rec.Policy, r, o, s)
-	}
-	keeps := false
-	for _, c := range rec.Changes {
-		if c.Operation == "GetDriver" && c.Action == ActionStopRetrying {
-			t.Errorf("stops GetDriver's retries: %+v", c)
-		}
-		keeps = keeps || c.Operation == "GetDriver" && c.Action == ActionSendIdempotencyKey && strings.Contains(c.To, "retries kept")
-	}
-	if rec.Policy != "observed"+KeysSuffix || !keeps {
-		t.Errorf("recommends %s %+v: want observed+keys, a key on GetDriver with its retries kept", rec.Policy, rec.Changes)
-	}
-	if c := rec.IfIdempotent; c == nil || c.Policy != "observed" || !slices.Contains(c.Declare, "GetDriver") {
-		t.Errorf("if idempotent: %+v; want observed, with GetDriver declared", c)
+	for _, tc := range []struct {
+		sample string
+		// op is the operation of unknown idempotency whose retries
+		// observed+safe stops, at a loss of most of today's availability.
+		op string
+	}{
+		{"hotrod", "GetDriver"},
+		{"grpc-deadlines", "retryaudit.Orders/Get"},
+	} {
+		t.Run(tc.sample, func(t *testing.T) {
+			cfg := sampleConfig(t, tc.sample, replay.BuildOptions{})
+			cfg.NoSearch, cfg.Seeds = true, 2
+			a, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := a.Recommendation
+			day := map[string]Stat{}
+			for _, v := range a.Verdicts {
+				if v.Degradation == "observed" {
+					day[v.Policy] = v.Availability
+				}
+			}
+			if r, o, s := day[rec.Policy], day["observed"], day["observed"+SafeSuffix]; rec.Policy == "" || !r.Overlaps(o) && r.Mean < o.Mean || s.Mean > 0.5*o.Mean {
+				t.Fatalf("recommends %q with availability %+v on an ordinary day, observed %+v, observed+safe %+v: want today's availability kept where stopping retries would end it",
+					rec.Policy, r, o, s)
+			}
+			keeps := false
+			for _, c := range rec.Changes {
+				if strings.HasPrefix(c.Operation, tc.op) && c.Action == ActionStopRetrying {
+					t.Errorf("stops %s's retries: %+v", tc.op, c)
+				}
+				keeps = keeps || strings.HasPrefix(c.Operation, tc.op) && c.Action == ActionSendIdempotencyKey && strings.Contains(c.To, "retries kept")
+			}
+			if !strings.HasSuffix(rec.Policy, KeysSuffix) || !keeps {
+				t.Errorf("recommends %s %+v: want a +keys candidate, a key on %s with its retries kept", rec.Policy, rec.Changes, tc.op)
+			}
+			if c := rec.IfIdempotent; c == nil || !slices.Contains(c.Declare, tc.op) {
+				t.Errorf("if idempotent: %+v; want %s declared", c, tc.op)
+			}
+		})
 	}
 }
