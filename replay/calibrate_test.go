@@ -30,16 +30,6 @@ func sampleScenarios(t testing.TB) []string {
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
 var knownMisses = map[string]string{
-	"cockatiel": "Node: the ledger's failures come in outages (runs of 12, 9 and 2 requests) that open front's breaker (threshold 3, " +
-		"open 36 ms). Replaying the traces' own arrivals (the balances 5-50 ms apart in the capture's last 1.2 s) took root server errors " +
-		"from 35.1% (Poisson at the mean 6.5/s) to 39.6%, against 44.0% traced: 35.2 ledger calls replayed, 32 traced (15 failed fast). " +
-		"What is left is the failure model: the replay draws each ledger call by how the edge's latest call ended (a two-state chain, " +
-		"11 of 14 failed after a failure, 3 of 17 after a success), so its runs end after a geometric number of calls, while the " +
-		"outages are stretches of time that outlast several open periods of the breaker",
-	"edge-only": "root server errors 5.9% replayed vs 4.3% traced (3 of 70): before the traces' arrivals were replayed it passed at " +
-		"seed 1 only (5.75%), and missed at seeds 2, 3 and 4 (5.97%, 6.05%, 6.12%), so the model's bias was there before; the per-edge " +
-		"figures are within (attempts per call 1.525 vs 1.543, failure rates within a point): the replay's requests that fail twice " +
-		"fail a third time more often than the traces' (3 of 11, a share the traces know within ±14 points)",
 	"aws-standard": "Go: api → inventory fails in one outage of 20 calls in a row (requests sent one at a time, each after the one " +
 		"before ended), so the replay draws the calls by how the edge's latest call to end had ended (20 of 22 failed after a failure, " +
 		"2 of 47 after a success: P = 4.3e-13); replayed at their traced times, the requests overlap the outage's slower replayed calls " +
@@ -325,5 +315,53 @@ func TestGiveUpReplay(t *testing.T) {
 	}
 	if len(r.Mechanics.GiveUp) != 1 || r.Mechanics.GiveUp[0].Throttled != 0.5 || !strings.Contains(r.Mechanics.String(), "a throttled one 0.5") {
 		t.Errorf("mechanics %+v: %s", r.Mechanics.GiveUp, r.Mechanics.String())
+	}
+}
+
+// TestRateBand: the server-error rate's one-sigma Clopper–Pearson band,
+// and calibration's judgement with it: within the tolerance of the band,
+// not only of the traced rate, and a miss beyond it.
+func TestRateBand(t *testing.T) {
+	for _, tc := range []struct {
+		k, n   int
+		lo, hi float64 // the exact bounds to 1e-3
+	}{
+		{0, 70, 0, 0.0259},       // 1 − (α/2)^(1/70)
+		{70, 70, 0.9741, 1},      // the mirror
+		{3, 70, 0.0201, 0.0826},  // edge-only: 3 of 70
+		{33, 75, 0.3770, 0.5041}, // cockatiel: 33 of 75
+		{500, 1000, 0.4841, 0.5159},
+	} {
+		b := rateBand(tc.k, tc.n)
+		if math.Abs(b[0]-tc.lo) > 1e-3 || math.Abs(b[1]-tc.hi) > 1e-3 {
+			t.Errorf("%d of %d: band %v, want [%v, %v]", tc.k, tc.n, b, tc.lo, tc.hi)
+		}
+		if p := float64(tc.k) / float64(tc.n); b[0] > p || b[1] < p {
+			t.Errorf("%d of %d: band %v does not hold the rate %v", tc.k, tc.n, b, p)
+		}
+	}
+	// Seventy roots, three server errors: 5.9% replayed is inside the
+	// band (what the traces cannot tell from 4.3%), as are 9.7% and 0.5%
+	// (1.5 points beyond its 2.0–8.3%), while 10% and 0.3% are not.
+	top := sampleTopology(t, "edge-only")
+	m, err := FromTopology(top, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := Run(m, nil, RunConfig{Seed: 1, Duration: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		replayed float64
+		want     bool
+	}{{0.043, true}, {0.059, true}, {0.097, true}, {0.10, false}, {0.005, true}, {0.003, false}} {
+		top.Calibration.Root.Requests, top.Calibration.Root.ServerErrorRate = 70, 3.0/70
+		run := base
+		run.RootRequests, run.ServerErrors = 1000, int(math.Round(tc.replayed*1000))
+		c := compareRuns(top, m, []Result{run}, CalibrateOptions{Tolerances: &Tolerances{ServerErrorPoints: 0.015, LatencyRel: 0.25, AttemptsRel: 0.05, AttemptsAbs: 0.03}})
+		if c.Root.ServerError != tc.want {
+			t.Errorf("replayed %.1f%% against 3 of 70 traced (band %v): within %v, want %v", 100*tc.replayed, *c.Root.Traced.ServerErrorBand, c.Root.ServerError, tc.want)
+		}
 	}
 }

@@ -50,6 +50,16 @@ func latencyMark(ok bool, band *[2]float64, rel float64) string {
 	return s + ")"
 }
 
+// rateMark is "yes (±1.5 points of 2.2–7.3%)": the tolerance around the
+// traced rate's confidence band, when there is one.
+func rateMark(ok bool, band *[2]float64, points float64) string {
+	s := fmt.Sprintf("%s (±%s points", mark(ok), decimal(100*points, 2))
+	if band != nil && band[1] > 0 {
+		s += " of " + decimal(100*band[0], 1) + "–" + decimal(100*band[1], 1) + "%"
+	}
+	return s + ")"
+}
+
 func pct(x float64) string { return fixed(100*x, 1) + "%" }
 
 func newCalibrationView(c *replay.Calibration) calibrationView {
@@ -72,7 +82,7 @@ func newCalibrationView(c *replay.Calibration) calibrationView {
 	v.root.rows = [][]string{
 		{"requests", decimal(t.Requests, 0), decimal(r.Requests, 0), ""},
 		{"success rate", pct(t.SuccessRate), pct(r.SuccessRate), ""},
-		{"server-error rate", pct(t.ServerErrorRate), pct(r.ServerErrorRate), fmt.Sprintf("%s (±%s points)", mark(c.Root.ServerError), decimal(100*tol.ServerErrorPoints, 2))},
+		{"server-error rate", pct(t.ServerErrorRate), pct(r.ServerErrorRate), rateMark(c.Root.ServerError, t.ServerErrorBand, tol.ServerErrorPoints)},
 		{"p50 (ms)", fixed(t.P50MS, 1), fixed(r.P50MS, 1), latencyMark(c.Root.P50, t.P50BandMS, tol.LatencyRel)},
 		{"p90 (ms)", fixed(t.P90MS, 1), fixed(r.P90MS, 1), latencyMark(c.Root.P90, t.P90BandMS, tol.LatencyRel)},
 		{"p99 (ms)", fixed(t.P99MS, 1), fixed(r.P99MS, 1), ""},

@@ -35,6 +35,9 @@ func handCalibration(pass bool) *replay.Calibration {
 		Notes:  []string{"db: 4 workers (mean in flight 0.26 by Little's law × headroom 2, at least 4; held at any --load)"},
 	}
 	c.Arrivals = replay.ArrivalsTimeline
+	// The traced figures' one-sigma bands, as compareRuns sets them.
+	c.Root.Traced.P50BandMS, c.Root.Traced.P90BandMS = &[2]float64{1.4, 20.7}, &[2]float64{144.3, 341.8}
+	c.Root.Traced.ServerErrorBand = &[2]float64{0.032, 0.082}
 	if !pass {
 		c.Arrivals = replay.ArrivalsPoisson
 		c.Misses = []string{"root p90 213ms replayed vs 303ms traced (-30%, tolerance 25%)",
@@ -76,7 +79,8 @@ func TestCalibrationJSONContract(t *testing.T) {
 		Schema string `json:"schema"`
 		Seeds  int    `json:"seeds"`
 		Root   struct {
-			Traced, Replayed map[string]float64
+			Traced   map[string]any
+			Replayed map[string]float64
 		} `json:"root"`
 		Edges []struct {
 			Caller, Callee, Operation string
@@ -96,6 +100,15 @@ func TestCalibrationJSONContract(t *testing.T) {
 		if _, ok := got.Root.Replayed[k]; !ok {
 			t.Errorf("root.replayed lacks %s", k)
 		}
+	}
+	// The traced side adds its figures' one-sigma bands, [low, high].
+	for _, k := range []string{"server_error_rate", "p50_band_ms", "p90_band_ms", "server_error_band"} {
+		if _, ok := got.Root.Traced[k]; !ok {
+			t.Errorf("root.traced lacks %s", k)
+		}
+	}
+	if b, ok := got.Root.Traced["server_error_band"].([]any); !ok || len(b) != 2 {
+		t.Errorf("root.traced.server_error_band %v, want [low, high]", got.Root.Traced["server_error_band"])
 	}
 	for _, k := range []string{"calls", "attempts", "attempts_per_call", "failure_rate"} {
 		if _, ok := got.Edges[0].Traced[k]; !ok {
