@@ -798,12 +798,12 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKi
 			fraction = sum / sw
 		}
 	}
-	if verdict == growthUntold && kind != JitterFull {
+	if verdict == growthUntold && kind == JitterProportional && floorHigh(gaps, idx) {
 		// The widths fit a spread that stays put and one that grows
-		// with the wait alike (or neither): no kind is claimed. Not
-		// for full jitter, whose shortest waits stay near zero at every
-		// index: an additive jitter's floor is the schedule itself,
-		// which grows with the medians.
+		// with the wait alike (or neither): no kind is claimed. Only
+		// where the waits sit about a centre, as both do: full and
+		// equal jitter, and waits spread from near zero, keep the
+		// pooled shape's kind.
 		return JitterUnknown, 0, 0, []JitterKind{JitterAdditive, kind}
 	}
 	return kind, fraction, 0, nil
@@ -818,7 +818,7 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKi
 // reach the r-th.
 func bulkWidth(g []float64) (w, rel float64) {
 	n := len(g)
-	r := max(2, int(math.Ceil(0.75*float64(n))))
+	r := max(2, int(math.Ceil(0.5*float64(n))))
 	return (g[r-1] - g[0]) * float64(n+1) / float64(r-1), math.Sqrt(float64(n-r+2) / (float64(r-1) * float64(n+2)))
 }
 
@@ -842,6 +842,19 @@ func widthOf(g []float64) (w, rel float64) {
 		return bw, brel
 	}
 	return rw, rrel
+}
+
+// floorHigh reports whether, at every index with minJitterSamples/2 or
+// more waits, the shortest wait is at least half the median: waits about
+// a centre (proportional jitter up to ±50%, additive jitter up to twice
+// the schedule), not spread from near zero.
+func floorHigh(gaps [][]float64, idx []waitIndex) bool {
+	for k, g := range gaps {
+		if len(g) >= minJitterSamples/2 && g[0] < 0.5*idx[k].med {
+			return false
+		}
+	}
+	return true
 }
 
 // What the widths of the waits at several attempt indices say of how
