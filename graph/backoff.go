@@ -386,15 +386,16 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			// (n-1)/(n+1).
 			width := (top(g) - g[0]) * (n + 1) / max(n-1, 1)
 			sym((g[0]+top(g))/2, width/math.Sqrt(2*(n+1)*(n+2)))
-			// Unless late timers stretched it: the bulk's width (which a
-			// late quarter does not reach, bulkWidth) puts the centre at
+			// Unless late timers stretched it: the bulk's width (which
+			// late waits up to half do not reach, bulkWidth) puts the centre at
 			// the floor, g[0] less the W/(n+1) the shortest of n waits
 			// lies above it on average, plus W/2, erring by about half
 			// the width's error. Where the midrange lies above that by
 			// more than z99 of their errors combined, the longest waits
 			// are late, and the centre is the bulk's; the range still
 			// holds the midrange.
-			if bw, rel := bulkWidth(g); len(g) >= minJitterSamples/2 {
+			if len(g) >= minJitterSamples/2 {
+				bw, rel := bulkWidth(g)
 				c, se := g[0]+bw*(0.5-1/(n+1)), rel*bw/2
 				if mid := sched[k]; mid-c > z99*math.Hypot(se, (shi[k]-mid)/z99) {
 					sched[k], slo[k] = c, c-z99*se
@@ -811,11 +812,13 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKi
 
 // bulkWidth estimates the width W of sorted jittered waits g (two or
 // more) from the bulk that late timers leave alone: the spacing D from
-// the shortest wait to the r-th, r = ⌈¾n⌉ (at least the second), which
+// the shortest wait to the r-th, r = ⌈n/2⌉ (at least the second), which
 // for n waits uniform over W is W·Beta(r−1, n−r+2) distributed, so W is
 // D·(n+1)/(r−1); rel is its relative standard error,
 // √((n−r+2)/((r−1)(n+2))). Up to n−r late waits, by any amount, do not
-// reach the r-th.
+// reach the r-th: a busy host that wakes a fifth of its sleepers late
+// puts more than half of six waits there 1.7% of the time (more than a
+// quarter, 34%: the third quartile would not do).
 func bulkWidth(g []float64) (w, rel float64) {
 	n := len(g)
 	r := max(2, int(math.Ceil(0.5*float64(n))))
@@ -878,13 +881,11 @@ const (
 // sleepers late by any amount, which stretches the longest waits, the
 // standard deviation and the range, and so widens the shortest wait's
 // index most against its jitter (as late timers do not grow with the
-// wait, they make any jitter look additive). The width is read from the
-// spacing D between the shortest wait and the r-th, r = ⌈¾n⌉: up to a
-// quarter of the waits may be late (the most trimLate lets a tail hold)
-// without reaching it. For n uniform waits over a width W, D/W is
-// Beta(r−1, n−r+2) distributed, so W is estimated D·(n+1)/(r−1), with
-// relative standard error √((n−r+2)/((r−1)(n+2))) (0.2 at 20 waits, 0.3
-// at 8: the width's own sampling uncertainty at small n): bulkWidth.
+// wait, they make any jitter look additive). The width is the range's
+// where the range agrees with the bulk's, else the bulk's (widthOf,
+// bulkWidth), each with its own sampling uncertainty (the bulk's relative
+// standard error 0.25 at 20 waits, 0.45 at 8), so few waits rule little
+// out.
 //
 // Timers that fire late by up to the noise widen every index by as much
 // whatever the wait, which pulls a growth towards none; so the widths,

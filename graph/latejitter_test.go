@@ -133,3 +133,41 @@ func TestWidthGrowth(t *testing.T) {
 		})
 	}
 }
+
+// TestJitterKindCandidates: what jitterKind names from the widths' verdict
+// and the pooled shape. Widths that cannot tell additive from proportional
+// jitter leave the kind unknown with both as candidates; widths that can
+// name it; waits spread from near zero (full jitter's) keep the pooled
+// shape's kind whatever the widths.
+func TestJitterKindCandidates(t *testing.T) {
+	// spread returns n waits evenly over [lo, lo+w].
+	spread := func(n int, lo, w float64) []float64 {
+		g := make([]float64, n)
+		for i := range g {
+			g[i] = lo + w*(float64(i)+0.5)/float64(n)
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		name       string
+		gaps       [][]float64
+		want       JitterKind
+		candidates []JitterKind
+	}{
+		{"±10%, five waits at each of two indices", [][]float64{spread(5, 200, 40), spread(5, 400, 80)}, JitterUnknown, []JitterKind{JitterAdditive, JitterProportional}},
+		{"±10%, thirty waits at each of three indices", [][]float64{spread(30, 200, 40), spread(30, 400, 80), spread(30, 800, 160)}, JitterProportional, nil},
+		{"+U[0,100ms), thirty waits at each of three indices", [][]float64{spread(30, 1000, 100), spread(30, 2000, 100), spread(30, 4000, 100)}, JitterAdditive, nil},
+		{"full jitter, five waits at each of two indices", [][]float64{{2, 20, 50, 80, 98}, {4, 40, 100, 160, 196}}, JitterFull, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := make([]waitIndex, len(tc.gaps))
+			for k, g := range tc.gaps {
+				idx[k] = summarise(g)
+			}
+			kind, _, _, cands := jitterKind(tc.gaps, idx, 2)
+			if kind != tc.want || !slices.Equal(cands, tc.candidates) {
+				t.Errorf("jitter %s %v, want %s %v", kind, cands, tc.want, tc.candidates)
+			}
+		})
+	}
+}
