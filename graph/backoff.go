@@ -790,7 +790,7 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKi
 			if len(g) < minJitterSamples/2 || idx[k].med < immediateMS {
 				continue
 			}
-			w, rel := widthOf(g)
+			w, rel, _ := widthOf(g, noise)
 			if c := g[0] + w*(0.5-1/float64(len(g)+1)); c > 0 {
 				sum, sw = sum+w/(2*c)/(rel*rel), sw+1/(rel*rel)
 			}
@@ -814,37 +814,54 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKi
 // more) from the bulk that late timers leave alone: the spacing D from
 // the shortest wait to the r-th, r = ⌈n/2⌉ (at least the second), which
 // for n waits uniform over W is W·Beta(r−1, n−r+2) distributed, so W is
-// D·(n+1)/(r−1); rel is its relative standard error,
-// √((n−r+2)/((r−1)(n+2))). Up to n−r late waits, by any amount, do not
-// reach the r-th: a busy host that wakes a fifth of its sleepers late
-// puts more than half of six waits there 1.7% of the time (more than a
-// quarter, 34%: the third quartile would not do).
+// D·(n+1)/(r−1); rel is the standard deviation of its logarithm
+// (logBetaSD(r−1, n+1): 0.26 at 20 waits, 0.53 at 8). Up to n−r late
+// waits, by any amount, do not reach the r-th: a busy host that wakes a
+// fifth of its sleepers late puts more than half of six waits there 1.7%
+// of the time (more than a quarter, 34%: the third quartile would not
+// do).
 func bulkWidth(g []float64) (w, rel float64) {
 	n := len(g)
 	r := max(2, int(math.Ceil(0.5*float64(n))))
-	return (g[r-1] - g[0]) * float64(n+1) / float64(r-1), math.Sqrt(float64(n-r+2) / (float64(r-1) * float64(n+2)))
+	return (g[r-1] - g[0]) * float64(n+1) / float64(r-1), logBetaSD(r-1, n+1)
+}
+
+// logBetaSD is the standard deviation of log X for X ~ Beta(a, b−a),
+// integers 0 < a < b: ψ₁(a) − ψ₁(b) is the variance (ψ₁ the trigamma
+// function), which for integers is the sum of 1/i² from a to b−1. The
+// widths are compared as logarithms, whose spread this is (a spacing
+// of few waits has a long tail towards zero, which a relative standard
+// error understates).
+func logBetaSD(a, b int) float64 {
+	v := 0.0
+	for i := a; i < b; i++ {
+		v += 1 / float64(i*i)
+	}
+	return math.Sqrt(v)
 }
 
 // widthOf estimates the width W of sorted jittered waits g (four or
-// more) and its relative standard error: from their range (the longest
-// wait top's, unless it stands apart), which n uniform waits understate
-// by (n−1)/(n+1) and whose share of W is Beta(n−1, 2) distributed
-// (relative error √(2/((n−1)(n+2))), a tenth of the bulk's at 20
-// waits), unless late timers stretched it: the range's width exceeds the
-// bulk's (bulkWidth) by more than z99 of their errors combined. Then the
-// bulk's.
-func widthOf(g []float64) (w, rel float64) {
+// more) and the standard deviation of its logarithm, and reports whether
+// late timers stretched their range (stretched). From the range (the
+// longest wait top's, unless it stands apart), which n uniform waits
+// understate by (n−1)/(n+1) and whose share of W is Beta(n−1, 2)
+// distributed (logBetaSD(n−1, n+1): 0.07 at 20 waits, a quarter of the
+// bulk's), unless late timers stretched it: trimLate, at the noise
+// within which waits agree, sets a late tail aside, or the range's width
+// exceeds the bulk's (bulkWidth) by more than z99 of their errors
+// combined. Then the bulk's.
+func widthOf(g []float64, noise float64) (w, rel float64, stretched bool) {
 	bw, brel := bulkWidth(g)
 	t := top(g)
 	n := float64(len(g))
 	if t < g[len(g)-1] {
 		n-- // the longest stands apart: n−1 waits span the range
 	}
-	rw, rrel := (t-g[0])*(n+1)/(n-1), math.Sqrt(2/((n-1)*(n+2)))
-	if rw-bw > z99*math.Hypot(brel*bw, rrel*rw) {
-		return bw, brel
+	rw, rrel := (t-g[0])*(n+1)/(n-1), logBetaSD(int(n)-1, int(n)+1)
+	if len(trimLate(g, noise)) < len(g) || rw-bw > z99*math.Hypot(brel*bw, rrel*rw) {
+		return bw, brel, true
 	}
-	return rw, rrel
+	return rw, rrel, false
 }
 
 // floorHigh reports whether, at every index with minJitterSamples/2 or
@@ -882,10 +899,10 @@ const (
 // standard deviation and the range, and so widens the shortest wait's
 // index most against its jitter (as late timers do not grow with the
 // wait, they make any jitter look additive). The width is the range's
-// where the range agrees with the bulk's, else the bulk's (widthOf,
-// bulkWidth), each with its own sampling uncertainty (the bulk's relative
-// standard error 0.25 at 20 waits, 0.45 at 8), so few waits rule little
-// out.
+// where at every index the range agrees with the bulk's, else the
+// bulk's at every index (widthOf, bulkWidth), each with its own sampling
+// uncertainty (the standard deviation of the bulk's logarithm 0.26 at 20
+// waits, 0.53 at 8), so few waits rule little out.
 //
 // Timers that fire late by up to the noise widen every index by as much
 // whatever the wait, which pulls a growth towards none; so the widths,
@@ -911,9 +928,22 @@ func widthGrowth(gaps [][]float64, idx []waitIndex, noise float64) (growth, floa
 		return growthAbsent, 0
 	}
 	xs, ws, ses := make([]float64, len(use)), make([]float64, len(use)), make([]float64, len(use))
+	anyStretched := false
 	for i, k := range use {
+		var stretched bool
 		xs[i] = math.Log(idx[k].med)
-		ws[i], ses[i] = widthOf(gaps[k])
+		ws[i], ses[i], stretched = widthOf(gaps[k], noise)
+		anyStretched = anyStretched || stretched
+	}
+	if anyStretched {
+		// One estimator at every index: late waits, a share of every
+		// index's alike, shift the bulk's r-th wait up the on-time
+		// waits by the same factor (1/(1−share)) at every index, which
+		// the slope does not see, but not the range of an index with
+		// none late.
+		for i, k := range use {
+			ws[i], ses[i] = bulkWidth(gaps[k])
+		}
 	}
 	// slope fits log(W−off) on xs; ok false where a width is within off.
 	slope := func(off float64) (beta, se float64, ok bool) {
@@ -923,7 +953,7 @@ func widthGrowth(gaps [][]float64, idx []waitIndex, noise float64) (growth, floa
 			if w-off <= 0 {
 				return 0, 0, false
 			}
-			rel := ses[i] * w / (w - off) // the width's relative error, less the noise
+			rel := ses[i] * w / (w - off) // the spread of log(W−off)
 			ys[i], wt[i] = math.Log(w-off), 1/(rel*rel)
 			sw, sx, sy = sw+wt[i], sx+wt[i]*xs[i], sy+wt[i]*ys[i]
 		}
