@@ -303,7 +303,9 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		for _, k := range jk {
 			jg, ji = append(jg, gaps[k]), append(ji, idx[k])
 		}
-		kind, fraction, additive = jitterKind(jg, ji)
+		var candidates []JitterKind
+		kind, fraction, additive, candidates = jitterKind(jg, ji, agree)
+		b.JitterCandidates = candidates
 		if kind == JitterFull && few {
 			// Decorrelated jitter as the steps of one timeline spreads its
 			// waits from zero at every index, as full jitter does: too few
@@ -347,7 +349,6 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		mlo, mhi = make([]float64, len(idx)), make([]float64, len(idx))
 	}
 	timeline := 0.0 // the timeline form's reading at the index before
-	const z99 = 2.58
 	for k, w := range idx {
 		g := gaps[k]
 		n := float64(len(g))
@@ -385,6 +386,22 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			// (n-1)/(n+1).
 			width := (top(g) - g[0]) * (n + 1) / max(n-1, 1)
 			sym((g[0]+top(g))/2, width/math.Sqrt(2*(n+1)*(n+2)))
+			// Unless late timers stretched it: the bulk's width (which
+			// late waits up to half do not reach, bulkWidth) puts the centre at
+			// the floor, g[0] less the W/(n+1) the shortest of n waits
+			// lies above it on average, plus W/2, erring by about half
+			// the width's error. Where the midrange lies above that by
+			// more than z99 of their errors combined, the longest waits
+			// are late, and the centre is the bulk's; the range still
+			// holds the midrange.
+			if len(g) >= minJitterSamples/2 {
+				bw, rel := bulkWidth(g)
+				c, se := g[0]+bw*(0.5-1/(n+1)), rel*bw/2
+				if mid := sched[k]; mid-c > z99*math.Hypot(se, (shi[k]-mid)/z99) {
+					sched[k], slo[k] = c, c-z99*se
+					shi[k] = max(shi[k], c+z99*se)
+				}
+			}
 			// A late timer stretches the longest wait, which the midrange
 			// rests on, and a busy host has many: the centre may lie lower
 			// by as much. The median stands a late tail, so the range
@@ -618,6 +635,10 @@ func widenUnknownJitter(gaps [][]float64, rawTop, slo, shi []float64) {
 	}
 }
 
+// z99: a normal variable lies within z99 standard deviations of its mean
+// 99% of the time.
+const z99 = 2.58
+
 // tail99: the shortest of n waits uniform over a width W lies more than
 // tail99/n·W above the bound one time in a hundred.
 const tail99 = 4.6
@@ -715,7 +736,8 @@ func summarise(g []float64) waitIndex {
 		q75: quantile(g, 0.75), q90: quantile(g, 0.9), hi: g[len(g)-1]}
 }
 
-// jitterKind names the jitter of waits that spread beyond the noise.
+// jitterKind names the jitter of waits that spread beyond the noise
+// (noise: the spread within which the edge's waits agree, NoiseMS).
 // A wait drawn uniformly from [L, H] has mean (L+H)/2 and standard
 // deviation (H-L)/√12, so the moments give the bounds more steadily than
 // the extremes, which few samples understate. Over the waits pooled (each
@@ -724,9 +746,10 @@ func summarise(g []float64) waitIndex {
 // sit at ±x around a centre. Whether x scales with the wait
 // (multiplicative, ±x%) or the spread stays the same width while the waits
 // grow (additive, +U[0,a]) only attempt indices with different waits can
-// tell; with one index or a constant schedule the two are the same
-// distribution, reported as proportional.
-func jitterKind(gaps [][]float64, idx []waitIndex) (kind JitterKind, fraction, additive float64) {
+// tell (widthGrowth); with one index or a constant schedule the two are
+// the same distribution, reported as proportional. Where the indices
+// cannot tell them apart, the kind is unknown and candidates names both.
+func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKind, fraction, additive float64, candidates []JitterKind) {
 	var z []float64
 	for k, g := range gaps {
 		if idx[k].med < immediateMS {
@@ -737,39 +760,227 @@ func jitterKind(gaps [][]float64, idx []waitIndex) (kind JitterKind, fraction, a
 		}
 	}
 	if len(z) < minJitterSamples {
-		return JitterUnknown, 0, 0
+		return JitterUnknown, 0, 0, nil
 	}
-	// Additive: two indices whose medians differ at least 1.8-fold with
-	// widths within 40% of each other. Asked first: every other kind
-	// widens with the wait, so the per-index widths tell them apart where
-	// the pooled shape may not (waits 20ms ×2 plus U[0,30ms) pool into
-	// the shape of equal jitter).
-	first, last := -1, -1
-	for k, w := range idx {
-		if w.n >= minJitterSamples/2 {
-			if first < 0 {
-				first = k
-			}
-			last = k
-		}
-	}
-	if first >= 0 && last > first {
-		width := func(g []float64) float64 { _, sd := stat.MeanStdDev(g, nil); return 2 * math.Sqrt(3) * sd }
-		w0, w1 := width(gaps[first]), width(gaps[last])
-		if idx[last].med >= 1.8*idx[first].med && w1 <= 1.4*w0 && w1 >= 0.6*w0 {
-			return JitterAdditive, 0, (w0 + w1) / 2
-		}
+	// Additive or a kind that widens with the wait, asked first: the
+	// per-index widths tell them apart where the pooled shape may not
+	// (waits 20ms ×2 plus U[0,30ms) pool into the shape of equal jitter).
+	// Only where the medians of two indices differ at least 1.8-fold.
+	verdict, a := widthGrowth(gaps, idx, noise)
+	if verdict == growthNone {
+		return JitterAdditive, 0, a, nil
 	}
 	slices.Sort(z)
 	mean, sd := stat.MeanStdDev(z, nil)
 	lo, hi := mean-math.Sqrt(3)*sd, mean+math.Sqrt(3)*sd
 	switch r := lo / hi; {
 	case r < 0.12 && z[0] < 0.2:
-		return JitterFull, 0, 0
+		kind = JitterFull
 	case math.Abs(r-0.5) < 0.05:
-		return JitterEqual, 0, 0
+		kind = JitterEqual
+	default:
+		kind, fraction = JitterProportional, (hi-lo)/(hi+lo)
+		// The pooled moments take in every late timer; where an index
+		// has the waits for widthOf, its width W and centre (the floor,
+		// g[0] less the W/(n+1) the shortest lies above it on average,
+		// plus W/2) give the fraction W/(2·centre) instead, weighted
+		// by the inverse of the width's variance.
+		var sum, sw float64
+		for k, g := range gaps {
+			if len(g) < minJitterSamples/2 || idx[k].med < immediateMS {
+				continue
+			}
+			w, rel, _ := widthOf(g, noise)
+			if c := g[0] + w*(0.5-1/float64(len(g)+1)); c > 0 {
+				sum, sw = sum+w/(2*c)/(rel*rel), sw+1/(rel*rel)
+			}
+		}
+		if sw > 0 {
+			fraction = sum / sw
+		}
 	}
-	return JitterProportional, (hi - lo) / (hi + lo), 0
+	if verdict == growthUntold && kind == JitterProportional && floorHigh(gaps, idx) {
+		// The widths fit a spread that stays put and one that grows
+		// with the wait alike (or neither): no kind is claimed. Only
+		// where the waits sit about a centre, as both do: full and
+		// equal jitter, and waits spread from near zero, keep the
+		// pooled shape's kind.
+		return JitterUnknown, 0, 0, []JitterKind{JitterAdditive, kind}
+	}
+	return kind, fraction, 0, nil
+}
+
+// bulkWidth estimates the width W of sorted jittered waits g (two or
+// more) from the bulk that late timers leave alone: the spacing D from
+// the shortest wait to the r-th, r = ⌈n/2⌉ (at least the second), which
+// for n waits uniform over W is W·Beta(r−1, n−r+2) distributed, so W is
+// D·(n+1)/(r−1); rel is the standard deviation of its logarithm
+// (logBetaSD(r−1, n+1): 0.26 at 20 waits, 0.53 at 8). Up to n−r late
+// waits, by any amount, do not reach the r-th: a busy host that wakes a
+// fifth of its sleepers late puts more than half of six waits there 1.7%
+// of the time (more than a quarter, 34%: the third quartile would not
+// do).
+func bulkWidth(g []float64) (w, rel float64) {
+	n := len(g)
+	r := max(2, int(math.Ceil(0.5*float64(n))))
+	return (g[r-1] - g[0]) * float64(n+1) / float64(r-1), logBetaSD(r-1, n+1)
+}
+
+// logBetaSD is the standard deviation of log X for X ~ Beta(a, b−a),
+// integers 0 < a < b: ψ₁(a) − ψ₁(b) is the variance (ψ₁ the trigamma
+// function), which for integers is the sum of 1/i² from a to b−1. The
+// widths are compared as logarithms, whose spread this is (a spacing
+// of few waits has a long tail towards zero, which a relative standard
+// error understates).
+func logBetaSD(a, b int) float64 {
+	v := 0.0
+	for i := a; i < b; i++ {
+		v += 1 / float64(i*i)
+	}
+	return math.Sqrt(v)
+}
+
+// widthOf estimates the width W of sorted jittered waits g (four or
+// more) and the standard deviation of its logarithm, and reports whether
+// late timers stretched their range (stretched). From the range (the
+// longest wait top's, unless it stands apart), which n uniform waits
+// understate by (n−1)/(n+1) and whose share of W is Beta(n−1, 2)
+// distributed (logBetaSD(n−1, n+1): 0.07 at 20 waits, a quarter of the
+// bulk's), unless late timers stretched it: trimLate, at the noise
+// within which waits agree, sets a late tail aside, or the range's width
+// exceeds the bulk's (bulkWidth) by more than z99 of their errors
+// combined. Then the bulk's.
+func widthOf(g []float64, noise float64) (w, rel float64, stretched bool) {
+	bw, brel := bulkWidth(g)
+	t := top(g)
+	n := float64(len(g))
+	if t < g[len(g)-1] {
+		n-- // the longest stands apart: n−1 waits span the range
+	}
+	rw, rrel := (t-g[0])*(n+1)/(n-1), logBetaSD(int(n)-1, int(n)+1)
+	if len(trimLate(g, noise)) < len(g) || rw-bw > z99*math.Hypot(brel*bw, rrel*rw) {
+		return bw, brel, true
+	}
+	return rw, rrel, false
+}
+
+// floorHigh reports whether, at every index with minJitterSamples/2 or
+// more waits, the shortest wait is at least half the median: waits about
+// a centre (proportional jitter up to ±50%, additive jitter up to twice
+// the schedule), not spread from near zero.
+func floorHigh(gaps [][]float64, idx []waitIndex) bool {
+	for k, g := range gaps {
+		if len(g) >= minJitterSamples/2 && g[0] < 0.5*idx[k].med {
+			return false
+		}
+	}
+	return true
+}
+
+// What the widths of the waits at several attempt indices say of how
+// their jitter grows with the wait (widthGrowth).
+type growth int
+
+const (
+	growthAbsent growth = iota // too few indices, or too alike, to ask
+	growthNone                 // the same width at every index: additive
+	growthScales               // widths grow with the wait
+	growthUntold               // the widths cannot tell the two apart
+)
+
+// widthGrowth asks whether the jitter's width grows with the wait
+// (proportional, full, equal jitter: width ∝ the wait's centre) or stays
+// the same (additive, +U[0,a]), from the indices with at least
+// minJitterSamples/2 waits whose medians span 1.8-fold or more, and
+// returns the additive width where it stays.
+//
+// Each index's width resists late timers: a busy host wakes some
+// sleepers late by any amount, which stretches the longest waits, the
+// standard deviation and the range, and so widens the shortest wait's
+// index most against its jitter (as late timers do not grow with the
+// wait, they make any jitter look additive). The width is the range's
+// where at every index the range agrees with the bulk's, else the
+// bulk's at every index (widthOf, bulkWidth), each with its own sampling
+// uncertainty (the standard deviation of the bulk's logarithm 0.26 at 20
+// waits, 0.53 at 8), so few waits rule little out.
+//
+// Timers that fire late by up to the noise widen every index by as much
+// whatever the wait, which pulls a growth towards none; so the widths,
+// log W against the log of the index's median (slope β: 0 for additive,
+// 1 for any width that scales with the wait), are fitted twice (weighted
+// by the inverse of each width's variance). Additive is ruled out only
+// where β exceeds 0 by z99 standard errors with the widths as read (the
+// reading most favourable to it); growth is ruled out only where β falls
+// short of 1 by z99 standard errors with the noise taken off every
+// width (the reading most favourable to growth; an index whose width is
+// within the noise rules nothing out). One ruled out and the other not
+// names the kind; neither or both, the widths cannot tell.
+func widthGrowth(gaps [][]float64, idx []waitIndex, noise float64) (growth, float64) {
+	var use []int
+	lo, hi := math.Inf(1), 0.0
+	for k, w := range idx {
+		if w.n >= minJitterSamples/2 && w.med >= immediateMS {
+			use = append(use, k)
+			lo, hi = min(lo, w.med), max(hi, w.med)
+		}
+	}
+	if len(use) < 2 || hi < 1.8*lo {
+		return growthAbsent, 0
+	}
+	xs, ws, ses := make([]float64, len(use)), make([]float64, len(use)), make([]float64, len(use))
+	anyStretched := false
+	for i, k := range use {
+		var stretched bool
+		xs[i] = math.Log(idx[k].med)
+		ws[i], ses[i], stretched = widthOf(gaps[k], noise)
+		anyStretched = anyStretched || stretched
+	}
+	if anyStretched {
+		// One estimator at every index: late waits, a share of every
+		// index's alike, shift the bulk's r-th wait up the on-time
+		// waits by the same factor (1/(1−share)) at every index, which
+		// the slope does not see, but not the range of an index with
+		// none late.
+		for i, k := range use {
+			ws[i], ses[i] = bulkWidth(gaps[k])
+		}
+	}
+	// slope fits log(W−off) on xs; ok false where a width is within off.
+	slope := func(off float64) (beta, se float64, ok bool) {
+		var sw, sx, sy float64
+		ys, wt := make([]float64, len(ws)), make([]float64, len(ws))
+		for i, w := range ws {
+			if w-off <= 0 {
+				return 0, 0, false
+			}
+			rel := ses[i] * w / (w - off) // the spread of log(W−off)
+			ys[i], wt[i] = math.Log(w-off), 1/(rel*rel)
+			sw, sx, sy = sw+wt[i], sx+wt[i]*xs[i], sy+wt[i]*ys[i]
+		}
+		var sxx, sxy float64
+		for i := range ws {
+			dx := xs[i] - sx/sw
+			sxx, sxy = sxx+wt[i]*dx*dx, sxy+wt[i]*dx*(ys[i]-sy/sw)
+		}
+		return sxy / sxx, 1 / math.Sqrt(sxx), true
+	}
+	b0, se0, _ := slope(0)
+	notAdditive := b0-z99*se0 > 0
+	bn, sen, ok := slope(noise)
+	notScaling := ok && bn+z99*sen < 1
+	switch {
+	case notScaling && !notAdditive:
+		// The additive width: the widths' weighted mean.
+		var sum, sw float64
+		for i, w := range ws {
+			wt := 1 / (ses[i] * ses[i])
+			sum, sw = sum+wt*w, sw+wt
+		}
+		return growthNone, sum / sw
+	case notAdditive && !notScaling:
+		return growthScales, 0
+	}
+	return growthUntold, 0
 }
 
 // Thresholds of the dependence test. zDependent: how many standard

@@ -310,6 +310,11 @@ type Backoff struct {
 	// in all up to the retry at its median, whose base lies lower (its
 	// first waits' median). Where the ceilings fit no single growth the
 	// two do not share a schedule, and the kind is unknown.
+	// ["additive", "proportional"]: the waits sit about a centre at every
+	// attempt index, and their widths, read so that late timers do not
+	// widen them, fit one that stays put and one that grows with the
+	// wait alike; the schedule is read at the waits' medians (the centre
+	// of either), each range holding either kind's reading.
 	JitterCandidates []JitterKind `json:"jitter_candidates,omitempty"`
 	JitterFraction   *float64     `json:"jitter_fraction"`
 	JitterAdditiveMS *float64     `json:"jitter_additive_ms,omitempty"`

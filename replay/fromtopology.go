@@ -572,7 +572,9 @@ func observedPolicy(e graph.Edge) Policy {
 		// Left between full jitter and decorrelated's timeline form: the
 		// schedule is the ceilings of waits both spread from zero, which
 		// full jitter replays (a fixed wait at the ceiling would double
-		// the mean).
+		// the mean). Left between additive and proportional jitter, or
+		// unnamed: the schedule is the waits' medians, the centre of
+		// either, replayed as fixed waits there (the mean wait kept).
 		if slices.Contains(b.JitterCandidates, JitterFull) {
 			p.Backoff.Jitter = JitterFull
 		}

@@ -33,7 +33,9 @@ func TestObservedPolicyFromInference(t *testing.T) {
 
 // TestObservedJitterBetweenKinds: jitter inference left between full and
 // decorrelated (the schedule their shared ceilings) is replayed as full
-// jitter; unknown for want of waits, as none.
+// jitter; left between additive and proportional (the schedule the
+// waits' medians, the centre of either) or unknown for want of waits, as
+// none.
 func TestObservedJitterBetweenKinds(t *testing.T) {
 	m := 2.0
 	for _, tc := range []struct {
@@ -42,6 +44,7 @@ func TestObservedJitterBetweenKinds(t *testing.T) {
 		want       JitterKind
 	}{
 		{"between decorrelated and full", []graph.JitterKind{graph.JitterDecorrelated, graph.JitterFull}, JitterFull},
+		{"between additive and proportional (the schedule their centres)", []graph.JitterKind{graph.JitterAdditive, graph.JitterProportional}, JitterNone},
 		{"unknown, no candidates", nil, JitterNone},
 	} {
 		e := graph.Edge{MaxAttempts: 4, Retries: true, Backoff: graph.Backoff{Kind: "exponential", BaseMS: 30, Multiplier: &m,

@@ -430,6 +430,8 @@ func TestJitterText(t *testing.T) {
 		{"absent, too few to name", graph.Backoff{Jitter: graph.JitterUnknown, JitterPresent: &no, Samples: 2}, "none (2 waits)"},
 		{"between two kinds", graph.Backoff{Jitter: graph.JitterUnknown, JitterPresent: &yes, Samples: 54,
 			JitterCandidates: []graph.JitterKind{graph.JitterDecorrelated, graph.JitterFull}}, "decorrelated or full (54 waits)"},
+		{"between additive and proportional", graph.Backoff{Jitter: graph.JitterUnknown, JitterPresent: &yes, Samples: 16,
+			JitterCandidates: []graph.JitterKind{graph.JitterAdditive, graph.JitterProportional}}, "additive or proportional (16 waits)"},
 		{"unknown", graph.Backoff{Jitter: graph.JitterUnknown}, "unknown"},
 	} {
 		if got := jitterText(graph.Edge{Retries: true, Backoff: tc.b}); got != tc.want {
