@@ -1428,18 +1428,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 	for _, s := range t.Services {
 		instrumented[s.Name] = !s.Virtual
 	}
-	self := mapShards(ix, func(s sel) map[node]*workTimes { return workOf(ix, s, ecs, ownFailed, slowServed, instrumented) },
-		func(sum, p map[node]*workTimes) {
-			for n, x := range p {
-				if y := sum[n]; y != nil {
-					for k := range y {
-						y[k].merge(&x[k])
-					}
-				} else {
-					sum[n] = x
-				}
-			}
-		})
+	self := mapShards(ix, func(s sel) map[node]*workTimes { return workOf(ix, s, ecs, ownFailed, slowServed, instrumented) }, mergeWork)
 	for si := range t.Services {
 		s := &t.Services[si]
 		for oi := range s.Operations {
@@ -1469,6 +1458,19 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 // ([1]), of those whose caller gave up on them while they worked ([2]),
 // and of the executions in [0] that are not in [2] ([3]).
 type workTimes [4]dist
+
+// mergeWork adds p's work times (of other executions) to sum's.
+func mergeWork(sum, p map[node]*workTimes) {
+	for n, x := range p {
+		if y := sum[n]; y != nil {
+			for k := range y {
+				y[k].merge(&x[k])
+			}
+		} else {
+			sum[n] = x
+		}
+	}
+}
 
 // workOf is workSelfTimes' map step: per operation, the work times of the
 // selected executions.

@@ -47,6 +47,8 @@ type partialWire struct {
 	// failures; own failures and executions).
 	OpCounts []opCount[int]
 	OpPairs  []opCount[[2]int]
+	// Work is calibration's work times by operation.
+	Work []opCount[[4]distWire]
 }
 
 type partialKind uint8
@@ -60,6 +62,7 @@ const (
 	kindOrigins
 	kindOpCounts
 	kindOpPairs
+	kindWork
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -83,6 +86,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.OpCounts = kindOpCounts, opCountsOf(p)
 	case map[node][2]int:
 		w.Kind, w.OpPairs = kindOpPairs, opCountsOf(p)
+	case map[node]*workTimes:
+		w.Kind, w.Work = kindWork, workToWire(p)
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -121,6 +126,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return opCountsFrom(w.OpCounts, func(n int) bool { return n >= 0 })
 	case kindOpPairs:
 		return opCountsFrom(w.OpPairs, func(n [2]int) bool { return n[0] >= 0 && n[1] >= 0 })
+	case kindWork:
+		return workFromWire(w.Work)
 	}
 	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }
@@ -608,6 +615,37 @@ func opCountsFrom[V any](cs []opCount[V], valid func(V) bool) (map[node]V, error
 			return nil, fmt.Errorf("decode counts by operation: %v for %s %s", c.N, c.Service, c.Op)
 		}
 		m[n] = c.N
+	}
+	return m, nil
+}
+
+func workToWire(m map[node]*workTimes) []opCount[[4]distWire] {
+	out := make([]opCount[[4]distWire], 0, len(m))
+	for _, c := range opCountsOf(m) {
+		var d [4]distWire
+		for k := range d {
+			d[k] = c.N[k].toWire()
+		}
+		out = append(out, opCount[[4]distWire]{c.Service, c.Op, d})
+	}
+	return out
+}
+
+// workFromWire reads operations' work times, each operation once.
+func workFromWire(cs []opCount[[4]distWire]) (map[node]*workTimes, error) {
+	m := map[node]*workTimes{}
+	for _, c := range cs {
+		n := node{c.Service, c.Op}
+		if m[n] != nil {
+			return nil, fmt.Errorf("decode the work times: %s %s twice", c.Service, c.Op)
+		}
+		x := &workTimes{}
+		for k := range x {
+			if err := x[k].fromWire(c.N[k]); err != nil {
+				return nil, fmt.Errorf("decode the work times of %s %s: %w", c.Service, c.Op, err)
+			}
+		}
+		m[n] = x
 	}
 	return m, nil
 }

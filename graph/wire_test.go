@@ -78,6 +78,13 @@ func FuzzDecodePartial(f *testing.F) {
 			p.peers.winners()
 		case origins:
 			p.merge(q.(origins))
+		case map[node]*workTimes:
+			mergeWork(p, q.(map[node]*workTimes))
+			for _, x := range p {
+				for k := range x {
+					x[k].quantiles(WorkLevels)
+				}
+			}
 		}
 	})
 }
