@@ -122,13 +122,13 @@ func TestShardedInfer(t *testing.T) {
 			}
 		})
 	}
-	if got, want := slices.Sorted(maps.Keys(wired)), []string{"*graph.edgeStats", "*graph.headSampling", "*graph.nameVotes", "*graph.opPartial", "graph.origins", "map[graph.node]*graph.workTimes", "map[graph.node][2]int", "map[graph.node]int", "map[ingest.Sym]bool"}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(wired)), []string{"*graph.edgeStats", "*graph.headSampling", "*graph.nameVotes", "*graph.opPartial", "*graph.perEdge[int]", "graph.origins", "map[graph.node]*graph.workTimes", "map[graph.node][2]int", "map[graph.node]int", "map[ingest.Sym]bool"}; !slices.Equal(got, want) {
 		t.Errorf("partials sent through their wire form: %q, want %q", got, want)
 	}
 	// The partials that still name spans by their place in the one index
 	// (the package comment says why each is global).
 	stillGlobal := []string{"*[]graph.callEnd", "*graph.callOrders", "*graph.chainTrie", "*graph.extracted",
-		"*graph.outcomeStats", "*graph.overlaps", "*graph.requestsHeld", "*graph.rootSet", "[]*graph.Outcomes", "[]int", "[]map[ingest.TraceID]int64",
+		"*graph.outcomeStats", "*graph.overlaps", "*graph.requestsHeld", "*graph.rootSet", "[]*graph.Outcomes", "[]map[ingest.TraceID]int64",
 		"graph.serving", "graph.spanSet", "map[graph.node][]int32"}
 	if got := slices.Sorted(maps.Keys(unwired)); !slices.Equal(got, stillGlobal) {
 		t.Errorf("partials with no wire form: %q, want %q", got, stillGlobal)
@@ -244,4 +244,30 @@ func manyOrigins(*testing.T) *ingest.Set {
 		b.call(other, "api", "GET /a", 1, 10, httpStatus(503), method("GET"), target("http://api/a/1"))
 	}
 	return b.set
+}
+
+// TestPerEdgeMerge: per-edge partials merge by the edges' keys, whatever
+// order each lists its edges in and whichever edges it has, and read back
+// in the order of the edges asked for.
+func TestPerEdgeMerge(t *testing.T) {
+	a, b, c := edgeKey{"a", "GET /", "b", "GET /b"}, edgeKey{"a", "GET /", "c", "GET /c"}, edgeKey{"b", "GET /b", "c", "GET /c"}
+	for _, tc := range []struct {
+		name string
+		sum  *perEdge[int]
+		p    *perEdge[int]
+		keys []edgeKey
+		want []int
+	}{
+		{"same edges", &perEdge[int]{[]edgeKey{a, b}, []int{1, 2}}, &perEdge[int]{[]edgeKey{a, b}, []int{10, 20}}, []edgeKey{a, b}, []int{11, 22}},
+		{"other order", &perEdge[int]{[]edgeKey{a, b}, []int{1, 2}}, &perEdge[int]{[]edgeKey{b, a}, []int{20, 10}}, []edgeKey{a, b}, []int{11, 22}},
+		{"an edge more", &perEdge[int]{[]edgeKey{a}, []int{1}}, &perEdge[int]{[]edgeKey{c, a}, []int{5, 10}}, []edgeKey{a, b, c}, []int{11, 0, 5}},
+		{"read in another order", &perEdge[int]{[]edgeKey{a, b}, []int{1, 2}}, &perEdge[int]{}, []edgeKey{b, a}, []int{2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.sum.merge(tc.p, addInt)
+			if got := tc.sum.in(tc.keys); !slices.Equal(got, tc.want) {
+				t.Errorf("merged: %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

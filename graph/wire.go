@@ -49,6 +49,8 @@ type partialWire struct {
 	OpPairs  []opCount[[2]int]
 	// Work is calibration's work times by operation.
 	Work []opCount[[4]distWire]
+	// Leaked is the leaked attempts per edge.
+	Leaked perEdgeWire[int]
 }
 
 type partialKind uint8
@@ -63,6 +65,7 @@ const (
 	kindOpCounts
 	kindOpPairs
 	kindWork
+	kindLeaked
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -88,6 +91,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.OpPairs = kindOpPairs, opCountsOf(p)
 	case map[node]*workTimes:
 		w.Kind, w.Work = kindWork, workToWire(p)
+	case *perEdge[int]:
+		w.Kind, w.Leaked = kindLeaked, perEdgeToWire(p, same[int])
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -128,6 +133,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return opCountsFrom(w.OpPairs, func(n [2]int) bool { return n[0] >= 0 && n[1] >= 0 })
 	case kindWork:
 		return workFromWire(w.Work)
+	case kindLeaked:
+		return perEdgeFromWire(&w.Leaked, func(n int) (int, error) { return n, counts([]int{n}) })
 	}
 	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }
@@ -648,4 +655,45 @@ func workFromWire(cs []opCount[[4]distWire]) (map[node]*workTimes, error) {
 		m[n] = x
 	}
 	return m, nil
+}
+
+// perEdgeWire is a per-edge partial on the wire: each edge by its key,
+// and its value.
+type perEdgeWire[W any] struct {
+	Keys   []edgeKeyWire
+	Values []W
+}
+
+type edgeKeyWire struct{ Caller, CallerOp, Callee, Op string }
+
+func perEdgeToWire[T, W any](e *perEdge[T], to func(T) W) perEdgeWire[W] {
+	w := perEdgeWire[W]{Keys: make([]edgeKeyWire, len(e.keys)), Values: make([]W, len(e.of))}
+	for i, k := range e.keys {
+		w.Keys[i] = edgeKeyWire{k.caller, k.callerOp, k.callee, k.op}
+		w.Values[i] = to(e.of[i])
+	}
+	return w
+}
+
+// perEdgeFromWire reads a per-edge partial: a value for each key, each
+// key once.
+func perEdgeFromWire[T, W any](w *perEdgeWire[W], from func(W) (T, error)) (*perEdge[T], error) {
+	if len(w.Keys) != len(w.Values) {
+		return nil, fmt.Errorf("decode a per-edge partial: %d edges and %d values", len(w.Keys), len(w.Values))
+	}
+	e := &perEdge[T]{keys: make([]edgeKey, len(w.Keys)), of: make([]T, len(w.Keys))}
+	seen := make(map[edgeKey]bool, len(w.Keys))
+	for i, k := range w.Keys {
+		e.keys[i] = edgeKey{k.Caller, k.CallerOp, k.Callee, k.Op}
+		if seen[e.keys[i]] {
+			return nil, fmt.Errorf("decode a per-edge partial: %s → %s %s twice", k.Caller, k.Callee, k.Op)
+		}
+		seen[e.keys[i]] = true
+		v, err := from(w.Values[i])
+		if err != nil {
+			return nil, fmt.Errorf("decode a per-edge partial, of %s → %s %s: %w", k.Caller, k.Callee, k.Op, err)
+		}
+		e.of[i] = v
+	}
+	return e, nil
 }

@@ -78,6 +78,9 @@ func FuzzDecodePartial(f *testing.F) {
 			p.peers.winners()
 		case origins:
 			p.merge(q.(origins))
+		case *perEdge[int]:
+			p.merge(q.(*perEdge[int]), addInt)
+			p.in(p.keys)
 		case map[node]*workTimes:
 			mergeWork(p, q.(map[node]*workTimes))
 			for _, x := range p {
