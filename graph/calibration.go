@@ -459,19 +459,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 		return sv
 	}, func(sum, p serving) { sum.downFailed.or(p.downFailed); sum.calling.or(p.calling) })
 	downFailed, calling := sv.downFailed, sv.calling
-	perEdge := mapShards(ix, func(s sel) []map[ingest.TraceID]int64 {
-		out := make([]map[ingest.TraceID]int64, len(ecs))
+	keys := edgeKeys(ecs)
+	perEdge := mapShards(ix, func(s sel) *perEdge[map[ingest.TraceID]int64] {
+		out := newPerEdge[map[ingest.TraceID]int64](keys, nil)
 		for i, ec := range ecs {
-			out[i] = firstFailures(ix, s, ec)
+			out.of[i] = firstFailures(ix, s, ec)
 		}
 		return out
-	}, func(sum, p []map[ingest.TraceID]int64) {
-		for i := range p {
-			for id, t := range p[i] {
-				earliest(sum[i], id, t)
-			}
-		}
-	})
+	}, func(sum, p *perEdge[map[ingest.TraceID]int64]) { sum.merge(p, mergeEarliest) }).in(keys)
 	anyFail := map[ingest.TraceID]int64{}
 	for i := range ecs {
 		for id, t := range perEdge[i] {
@@ -977,6 +972,16 @@ func firstFailures(ix *index, s sel, ec *edgeCalls) map[ingest.TraceID]int64 {
 		}
 	}
 	return out
+}
+
+// mergeEarliest keeps in *sum, per trace, the earlier of its time and p's.
+func mergeEarliest(sum *map[ingest.TraceID]int64, p map[ingest.TraceID]int64) {
+	if *sum == nil {
+		*sum = map[ingest.TraceID]int64{}
+	}
+	for id, t := range p {
+		earliest(*sum, id, t)
+	}
 }
 
 // earliest keeps in m the earlier of m[id] and t.

@@ -51,6 +51,8 @@ type partialWire struct {
 	Work []opCount[[4]distWire]
 	// Leaked is the leaked attempts per edge.
 	Leaked perEdgeWire[int]
+	// FirstFailed is calibration's first failure per edge and trace.
+	FirstFailed perEdgeWire[[]traceTime]
 }
 
 type partialKind uint8
@@ -66,6 +68,7 @@ const (
 	kindOpPairs
 	kindWork
 	kindLeaked
+	kindFirstFailed
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -93,6 +96,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.Work = kindWork, workToWire(p)
 	case *perEdge[int]:
 		w.Kind, w.Leaked = kindLeaked, perEdgeToWire(p, same[int])
+	case *perEdge[map[ingest.TraceID]int64]:
+		w.Kind, w.FirstFailed = kindFirstFailed, perEdgeToWire(p, traceTimesOf)
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -135,6 +140,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return workFromWire(w.Work)
 	case kindLeaked:
 		return perEdgeFromWire(&w.Leaked, func(n int) (int, error) { return n, counts([]int{n}) })
+	case kindFirstFailed:
+		return perEdgeFromWire(&w.FirstFailed, traceTimesFrom)
 	}
 	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }
@@ -696,4 +703,32 @@ func perEdgeFromWire[T, W any](w *perEdgeWire[W], from func(W) (T, error)) (*per
 		e.of[i] = v
 	}
 	return e, nil
+}
+
+// traceTime is a time of one trace on the wire.
+type traceTime struct {
+	Trace ingest.TraceID
+	At    int64
+}
+
+// traceTimesOf is m's entries in trace id order.
+func traceTimesOf(m map[ingest.TraceID]int64) []traceTime {
+	out := make([]traceTime, 0, len(m))
+	for id, at := range m {
+		out = append(out, traceTime{id, at})
+	}
+	slices.SortFunc(out, func(a, b traceTime) int { return bytes.Compare(a.Trace[:], b.Trace[:]) })
+	return out
+}
+
+// traceTimesFrom reads times by trace, each trace once.
+func traceTimesFrom(ts []traceTime) (map[ingest.TraceID]int64, error) {
+	m := make(map[ingest.TraceID]int64, len(ts))
+	for _, t := range ts {
+		if _, ok := m[t.Trace]; ok {
+			return nil, fmt.Errorf("trace %x twice", t.Trace)
+		}
+		m[t.Trace] = t.At
+	}
+	return m, nil
 }

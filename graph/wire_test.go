@@ -81,6 +81,9 @@ func FuzzDecodePartial(f *testing.F) {
 		case *perEdge[int]:
 			p.merge(q.(*perEdge[int]), addInt)
 			p.in(p.keys)
+		case *perEdge[map[ingest.TraceID]int64]:
+			p.merge(q.(*perEdge[map[ingest.TraceID]int64]), mergeEarliest)
+			p.in(p.keys)
 		case map[node]*workTimes:
 			mergeWork(p, q.(map[node]*workTimes))
 			for _, x := range p {
