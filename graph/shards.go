@@ -62,13 +62,6 @@ func mapShards[P any](ix *index, step func(sel) P, merge func(sum, p P)) P {
 	return sum
 }
 
-// addInts is the merge of per-edge counts: it adds p's to sum.
-func addInts(sum, p []int) {
-	for i, n := range p {
-		sum[i] += n
-	}
-}
-
 // addCounts is the merge of counts by key: it adds p's to sum.
 func addCounts[K comparable](sum, p map[K]int) {
 	for k, n := range p {

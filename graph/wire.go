@@ -53,6 +53,8 @@ type partialWire struct {
 	Leaked perEdgeWire[int]
 	// FirstFailed is calibration's first failure per edge and trace.
 	FirstFailed perEdgeWire[[]traceTime]
+	// Overlaps is concurrency's overlapping calls and widths per edge.
+	Overlaps perEdgeWire[overlapsWire]
 }
 
 type partialKind uint8
@@ -69,6 +71,7 @@ const (
 	kindWork
 	kindLeaked
 	kindFirstFailed
+	kindOverlaps
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -98,6 +101,10 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.Leaked = kindLeaked, perEdgeToWire(p, same[int])
 	case *perEdge[map[ingest.TraceID]int64]:
 		w.Kind, w.FirstFailed = kindFirstFailed, perEdgeToWire(p, traceTimesOf)
+	case *perEdge[overlaps]:
+		w.Kind, w.Overlaps = kindOverlaps, perEdgeToWire(p, func(o overlaps) overlapsWire {
+			return overlapsWire{o.any, o.other, pairsOf(o.widths, same[int])}
+		})
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -142,6 +149,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return perEdgeFromWire(&w.Leaked, func(n int) (int, error) { return n, counts([]int{n}) })
 	case kindFirstFailed:
 		return perEdgeFromWire(&w.FirstFailed, traceTimesFrom)
+	case kindOverlaps:
+		return perEdgeFromWire(&w.Overlaps, overlapsFromWire)
 	}
 	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }
@@ -731,4 +740,18 @@ func traceTimesFrom(ts []traceTime) (map[ingest.TraceID]int64, error) {
 		m[t.Trace] = t.At
 	}
 	return m, nil
+}
+
+type overlapsWire struct {
+	Any, Other int
+	Widths     []pair[int, int]
+}
+
+func overlapsFromWire(w overlapsWire) (overlaps, error) {
+	o := overlaps{any: w.Any, other: w.Other, widths: map[int]int{}}
+	ns := []int{w.Any, w.Other}
+	for _, p := range w.Widths {
+		ns = append(ns, p.K, p.V)
+	}
+	return o, cmp.Or(counts(ns), fromPairs(o.widths, w.Widths, same[int]))
 }

@@ -84,6 +84,11 @@ func FuzzDecodePartial(f *testing.F) {
 		case *perEdge[map[ingest.TraceID]int64]:
 			p.merge(q.(*perEdge[map[ingest.TraceID]int64]), mergeEarliest)
 			p.in(p.keys)
+		case *perEdge[overlaps]:
+			p.merge(q.(*perEdge[overlaps]), (*overlaps).merge)
+			for _, o := range p.in(p.keys) {
+				medianCount(o.widths)
+			}
 		case map[node]*workTimes:
 			mergeWork(p, q.(map[node]*workTimes))
 			for _, x := range p {
