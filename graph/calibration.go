@@ -1302,12 +1302,13 @@ func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 // the operation goes on after failures) and when, after the execution
 // starts, it is made.
 func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
-	o := mapShards(ix, func(s sel) *callOrders { return callOrderOf(ix, s, ecs) }, (*callOrders).merge)
-	for i := range ecs {
+	keys := edgeKeys(ecs)
+	o := mapShards(ix, func(s sel) *callOrders { return callOrderOf(ix, s, ecs, keys) }, (*callOrders).merge)
+	for i, eo := range o.edges.in(keys) {
 		e := &t.Edges[i]
-		e.NotReached = o.failedRuns[node{ecs[i].key.caller, ecs[i].key.callerOp}] - o.reached[i]
-		slices.Sort(o.offsets[i])
-		e.CallOffsetMS = round3(quantile(o.offsets[i], 0.5))
+		e.NotReached = o.failedRuns[node{ecs[i].key.caller, ecs[i].key.callerOp}] - eo.reached
+		slices.Sort(eo.offsets)
+		e.CallOffsetMS = round3(quantile(eo.offsets, 0.5))
 	}
 	for si := range t.Services {
 		s := &t.Services[si]
@@ -1321,27 +1322,35 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 
 // callOrders is what callOrder counts: per caller operation its executions
 // with a failed call (failedRuns), those that stopped at it and the calls
-// made after one; per edge the failed executions that made it (reached)
-// and when after the execution's start its calls were made (offsets, in
-// no particular order).
+// made after one; per edge what edgeOrder counts.
 type callOrders struct {
 	failedRuns, stopped, continued map[node]int
-	reached                        []int
-	offsets                        [][]float64
+	edges                          *perEdge[edgeOrder]
+}
+
+// edgeOrder is, of one edge, the failed executions that made it (reached)
+// and when after the execution's start its calls were made (offsets, in
+// no particular order).
+type edgeOrder struct {
+	reached int
+	offsets []float64
 }
 
 func (o *callOrders) merge(p *callOrders) {
 	addCounts(o.failedRuns, p.failedRuns)
 	addCounts(o.stopped, p.stopped)
 	addCounts(o.continued, p.continued)
-	for i := range p.reached {
-		o.reached[i] += p.reached[i]
-		o.offsets[i] = append(o.offsets[i], p.offsets[i]...)
-	}
+	o.edges.merge(p.edges, (*edgeOrder).merge)
 }
 
-// callOrderOf is callOrder's map step, over the selected calls.
-func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
+func (e *edgeOrder) merge(p edgeOrder) {
+	e.reached += p.reached
+	e.offsets = append(e.offsets, p.offsets...)
+}
+
+// callOrderOf is callOrder's map step, over the selected calls of ecs
+// (whose keys are keys).
+func callOrderOf(ix *index, s sel, ecs []*edgeCalls, keys []edgeKey) *callOrders {
 	// 16 bytes a call; the sort compares server, start and edge, so the
 	// order comes out the same whatever else is held.
 	type made struct {
@@ -1355,9 +1364,10 @@ func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
 	}
 	all := make([]made, 0, total)
 	o := &callOrders{failedRuns: map[node]int{}, stopped: map[node]int{}, continued: map[node]int{},
-		reached: make([]int, len(ecs)), offsets: make([][]float64, len(ecs))}
+		edges: newPerEdge[edgeOrder](keys, nil)}
 	for i, ec := range ecs {
-		o.offsets[i] = make([]float64, 0, len(ec.calls))
+		eo := &o.edges.of[i]
+		eo.offsets = make([]float64, 0, len(ec.calls))
 		for _, c := range ec.calls {
 			if !s.has(c.from) {
 				continue
@@ -1369,7 +1379,7 @@ func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
 				edge |= 1
 			}
 			all = append(all, made{start, srv, edge})
-			o.offsets[i] = append(o.offsets[i], float64(start-ix.spans[srv].Start)/1e6)
+			eo.offsets = append(eo.offsets, float64(start-ix.spans[srv].Start)/1e6)
 		}
 	}
 	slices.SortFunc(all, func(a, b made) int {
@@ -1417,7 +1427,7 @@ func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
 		for _, c := range calls {
 			if e := c.edge >> 1; seen[e] != run && edgeNode[e] == n {
 				seen[e] = run
-				o.reached[e]++
+				o.edges.of[e].reached++
 			}
 		}
 	}

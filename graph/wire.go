@@ -55,6 +55,8 @@ type partialWire struct {
 	FirstFailed perEdgeWire[[]traceTime]
 	// Overlaps is concurrency's overlapping calls and widths per edge.
 	Overlaps perEdgeWire[overlapsWire]
+	// Orders is calibration's call order.
+	Orders callOrdersWire
 }
 
 type partialKind uint8
@@ -72,6 +74,7 @@ const (
 	kindLeaked
 	kindFirstFailed
 	kindOverlaps
+	kindOrders
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -101,6 +104,9 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.Leaked = kindLeaked, perEdgeToWire(p, same[int])
 	case *perEdge[map[ingest.TraceID]int64]:
 		w.Kind, w.FirstFailed = kindFirstFailed, perEdgeToWire(p, traceTimesOf)
+	case *callOrders:
+		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
+			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
 	case *perEdge[overlaps]:
 		w.Kind, w.Overlaps = kindOverlaps, perEdgeToWire(p, func(o overlaps) overlapsWire {
 			return overlapsWire{o.any, o.other, pairsOf(o.widths, same[int])}
@@ -149,6 +155,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return perEdgeFromWire(&w.Leaked, func(n int) (int, error) { return n, counts([]int{n}) })
 	case kindFirstFailed:
 		return perEdgeFromWire(&w.FirstFailed, traceTimesFrom)
+	case kindOrders:
+		return callOrdersFromWire(&w.Orders)
 	case kindOverlaps:
 		return perEdgeFromWire(&w.Overlaps, overlapsFromWire)
 	}
@@ -754,4 +762,37 @@ func overlapsFromWire(w overlapsWire) (overlaps, error) {
 		ns = append(ns, p.K, p.V)
 	}
 	return o, cmp.Or(counts(ns), fromPairs(o.widths, w.Widths, same[int]))
+}
+
+// callOrdersWire is callOrders on the wire: counts by caller operation,
+// and per edge the failed executions that made it and its calls' offsets.
+type callOrdersWire struct {
+	FailedRuns, Stopped, Continued []opCount[int]
+	Edges                          perEdgeWire[edgeOrderWire]
+}
+
+type edgeOrderWire struct {
+	Reached int
+	Offsets []float64
+}
+
+func callOrdersFromWire(w *callOrdersWire) (*callOrders, error) {
+	o := &callOrders{}
+	var errs [4]error
+	valid := func(n int) bool { return n >= 0 }
+	o.failedRuns, errs[0] = opCountsFrom(w.FailedRuns, valid)
+	o.stopped, errs[1] = opCountsFrom(w.Stopped, valid)
+	o.continued, errs[2] = opCountsFrom(w.Continued, valid)
+	o.edges, errs[3] = perEdgeFromWire(&w.Edges, func(e edgeOrderWire) (edgeOrder, error) {
+		for _, v := range e.Offsets {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return edgeOrder{}, fmt.Errorf("an offset of %v", v)
+			}
+		}
+		return edgeOrder{e.Reached, e.Offsets}, counts([]int{e.Reached})
+	})
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("decode the call order: %w", err)
+	}
+	return o, nil
 }

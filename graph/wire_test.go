@@ -89,6 +89,12 @@ func FuzzDecodePartial(f *testing.F) {
 			for _, o := range p.in(p.keys) {
 				medianCount(o.widths)
 			}
+		case *callOrders:
+			p.merge(q.(*callOrders))
+			for _, e := range p.edges.in(p.edges.keys) {
+				slices.Sort(e.offsets)
+				quantile(e.offsets, 0.5)
+			}
 		case map[node]*workTimes:
 			mergeWork(p, q.(map[node]*workTimes))
 			for _, x := range p {
