@@ -402,8 +402,11 @@ func classOf(a *attempt) mixClass {
 	return classServerError
 }
 
-func (m *OutcomeMix) add(a *attempt) {
-	*[...]*int{&m.OK, &m.ServerError, &m.Throttled, &m.RetryAfter, &m.ClientError, &m.Timeout, &m.Transport}[classOf(a)]++
+func (m *OutcomeMix) add(a *attempt) { m.addClass(classOf(a)) }
+
+// addClass counts one attempt of class c.
+func (m *OutcomeMix) addClass(c mixClass) {
+	*[...]*int{&m.OK, &m.ServerError, &m.Throttled, &m.RetryAfter, &m.ClientError, &m.Timeout, &m.Transport}[c]++
 }
 
 // merge adds o's counts to m.
@@ -523,9 +526,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 // and counts the attempts outside them.
 func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
 	prevFailed := previousCallFailed(ix, ec)
-	st := mapShards(ix, func(s sel) *outcomeStats {
+	mapShards(ix, func(s sel) *outcomeStats {
 		return outcomesOf(ix, s, ec, t0, downFailed, breakerFast, firstFail, anyFail, prevFailed)
-	}, (*outcomeStats).merge)
+	}, (*outcomeStats).merge).reduce(e)
+}
+
+// reduce sets e's outcomes, waits and transit times from st, the merged
+// partials of e's calls.
+func (st *outcomeStats) reduce(e *Edge) {
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{},
 		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}, Runs: st.runs, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated}
 	if st.slow.seen() {
@@ -553,10 +561,10 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			buckets[r.bucket] = sp
 		}
 		if r.k == 0 {
-			sp.first.add(r.a)
-			whole.add(r.a)
+			sp.first.addClass(r.class)
+			whole.addClass(r.class)
 		} else {
-			sp.retry.add(r.a)
+			sp.retry.addClass(r.class)
 		}
 	}
 	incident := incidentTest(whole)
@@ -576,32 +584,32 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		switch {
 		case inIncident[r.bucket]:
 		case r.k == 0:
-			o.First.add(r.a)
+			o.First.addClass(r.class)
 			if r.other {
-				o.FirstAfterOtherFailure.add(r.a)
+				o.FirstAfterOtherFailure.addClass(r.class)
 			}
 			if r.after {
-				o.FirstAfterFailure.add(r.a)
+				o.FirstAfterFailure.addClass(r.class)
 			}
 			if r.run {
-				o.FirstAfterEdgeFailure.add(r.a)
+				o.FirstAfterEdgeFailure.addClass(r.class)
 			}
 		case r.afterDown:
-			o.Retry.add(r.a)
-			o.RetryAfterDownstream.add(r.a)
+			o.Retry.addClass(r.class)
+			o.RetryAfterDownstream.addClass(r.class)
 		default:
-			o.Retry.add(r.a)
+			o.Retry.addClass(r.class)
 			for len(o.RetryByAttempt) < r.k {
 				o.RetryByAttempt = append(o.RetryByAttempt, OutcomeMix{})
 				o.RetryAfterFailureByAttempt = append(o.RetryAfterFailureByAttempt, OutcomeMix{})
 				o.RetryAfterEdgeFailureByAttempt = append(o.RetryAfterEdgeFailureByAttempt, OutcomeMix{})
 			}
-			o.RetryByAttempt[r.k-1].add(r.a)
+			o.RetryByAttempt[r.k-1].addClass(r.class)
 			if r.after {
-				o.RetryAfterFailureByAttempt[r.k-1].add(r.a)
+				o.RetryAfterFailureByAttempt[r.k-1].addClass(r.class)
 			}
 			if r.run {
-				o.RetryAfterEdgeFailureByAttempt[r.k-1].add(r.a)
+				o.RetryAfterEdgeFailureByAttempt[r.k-1].addClass(r.class)
 			}
 		}
 	}
@@ -625,9 +633,10 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 	}
 }
 
-// outcomeRec is one attempt whose outcome is the callee's own.
+// outcomeRec is one attempt whose outcome is the callee's own, by value:
+// its class, and what came before it.
 type outcomeRec struct {
-	a      *attempt
+	class  mixClass
 	k      int // its index in the call
 	bucket int
 	after  bool // the request had failed on this edge before
@@ -645,6 +654,7 @@ type outcomeRec struct {
 // which the callee's own calls failed, the Retry-After sent with failures,
 // transit times and the waits between attempts by index.
 type outcomeStats struct {
+	key                          edgeKey // the edge's
 	recs                         []outcomeRec
 	runs                         Runs
 	slow                         SlowTries
@@ -689,7 +699,7 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 
 // outcomesOf is edgeOutcomes' map step, over the selected calls.
 func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64, prevFailed []int8) *outcomeStats {
-	st := &outcomeStats{decisions: map[statusClass]*statusRetries{}}
+	st := &outcomeStats{key: ec.key, decisions: map[statusClass]*statusRetries{}}
 	n := 0
 	for _, c := range ec.calls {
 		n += len(ix.attemptsOf(c))
@@ -762,7 +772,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			}
 			// (A retry's other is its own call's failure: no bar to run.)
 			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
-			st.recs = append(st.recs, outcomeRec{a: a, k: k, bucket: bucket, after: after, run: run, other: other, afterDown: afterDown})
+			st.recs = append(st.recs, outcomeRec{class: classOf(a), k: k, bucket: bucket, after: after, run: run, other: other, afterDown: afterDown})
 		}
 		for k := 1; k < len(as); k++ {
 			prev, next := &as[k-1], &as[k]

@@ -57,6 +57,8 @@ type partialWire struct {
 	Overlaps perEdgeWire[overlapsWire]
 	// Orders is calibration's call order.
 	Orders callOrdersWire
+	// Outcomes is calibration's outcomes of one edge's attempts.
+	Outcomes outcomeStatsWire
 }
 
 type partialKind uint8
@@ -75,6 +77,7 @@ const (
 	kindFirstFailed
 	kindOverlaps
 	kindOrders
+	kindOutcomes
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -104,6 +107,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.Leaked = kindLeaked, perEdgeToWire(p, same[int])
 	case *perEdge[map[ingest.TraceID]int64]:
 		w.Kind, w.FirstFailed = kindFirstFailed, perEdgeToWire(p, traceTimesOf)
+	case *outcomeStats:
+		w.Kind, w.Outcomes = kindOutcomes, outcomeStatsToWire(p)
 	case *callOrders:
 		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
 			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
@@ -155,6 +160,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return perEdgeFromWire(&w.Leaked, func(n int) (int, error) { return n, counts([]int{n}) })
 	case kindFirstFailed:
 		return perEdgeFromWire(&w.FirstFailed, traceTimesFrom)
+	case kindOutcomes:
+		return outcomeStatsFromWire(&w.Outcomes)
 	case kindOrders:
 		return callOrdersFromWire(&w.Orders)
 	case kindOverlaps:
@@ -795,4 +802,126 @@ func callOrdersFromWire(w *callOrdersWire) (*callOrders, error) {
 		return nil, fmt.Errorf("decode the call order: %w", err)
 	}
 	return o, nil
+}
+
+// outcomeStatsWire is outcomeStats on the wire. Its attempts are listed by
+// their index in the call (ByAttempt[k]: the k+1st attempts), so that an
+// index the reduce lays out a count for costs the bytes of a list.
+type outcomeStatsWire struct {
+	Edge                         edgeKeyWire
+	ByAttempt                    [][]outcomeRecWire
+	Runs                         Runs
+	Slow                         SlowTries
+	DownstreamFailed, Propagated int
+	FirstDown                    []int
+	RASum                        float64
+	RAN                          int
+	Transit                      distWire
+	Waits                        []distWire
+	Decisions                    []decisionWire
+}
+
+// outcomeRecWire is an attempt's outcome class, time bucket and what came
+// before it (outcomeFlags).
+type outcomeRecWire struct {
+	Class  mixClass
+	Bucket int
+	Flags  uint8
+}
+
+const (
+	flagAfter uint8 = 1 << iota
+	flagOther
+	flagRun
+	flagAfterDown
+)
+
+type decisionWire struct {
+	Status      label
+	Class       mixClass
+	Retried     int
+	Ended, Stop []int
+}
+
+func outcomeStatsToWire(st *outcomeStats) outcomeStatsWire {
+	w := outcomeStatsWire{Edge: edgeKeyWire{st.key.caller, st.key.callerOp, st.key.callee, st.key.op},
+		Runs: st.runs, Slow: st.slow, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated,
+		FirstDown: st.firstDown, RASum: st.raSum, RAN: st.raN, Transit: st.transit.toWire()}
+	for _, r := range st.recs {
+		for len(w.ByAttempt) <= r.k {
+			w.ByAttempt = append(w.ByAttempt, nil)
+		}
+		var f uint8
+		for i, b := range []bool{r.after, r.other, r.run, r.afterDown} {
+			if b {
+				f |= 1 << i
+			}
+		}
+		w.ByAttempt[r.k] = append(w.ByAttempt[r.k], outcomeRecWire{r.class, r.bucket, f})
+	}
+	for k := range st.waits {
+		w.Waits = append(w.Waits, st.waits[k].toWire())
+	}
+	for sc, r := range st.decisions {
+		w.Decisions = append(w.Decisions, decisionWire{sc.status, sc.class, r.retried, r.ended, r.stop})
+	}
+	slices.SortFunc(w.Decisions, func(a, b decisionWire) int {
+		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Class, b.Class))
+	})
+	return w
+}
+
+// outcomeStatsFromWire reads one edge's outcomes: classes that are
+// classes, counts that are counts, and lists paired as they are kept.
+func outcomeStatsFromWire(w *outcomeStatsWire) (*outcomeStats, error) {
+	st := &outcomeStats{key: edgeKey{w.Edge.Caller, w.Edge.CallerOp, w.Edge.Callee, w.Edge.Op}, runs: w.Runs, slow: w.Slow,
+		downstreamFailed: w.DownstreamFailed, propagated: w.Propagated, firstDown: w.FirstDown, raSum: w.RASum, raN: w.RAN,
+		decisions: map[statusClass]*statusRetries{}}
+	fail := func(err error) (*outcomeStats, error) {
+		return nil, fmt.Errorf("decode the outcomes of %s → %s %s: %w", w.Edge.Caller, w.Edge.Callee, w.Edge.Op, err)
+	}
+	ns := append([]int{w.Runs.AfterFailure.Calls, w.Runs.AfterFailure.Failed, w.Runs.AfterSuccess.Calls, w.Runs.AfterSuccess.Failed,
+		w.Slow.First.Tries, w.Slow.First.Slow, w.DownstreamFailed, w.Propagated, w.RAN}, w.FirstDown...)
+	if len(w.Slow.AfterSlowByAttempt) != len(w.Slow.AfterFailureByAttempt) {
+		return fail(fmt.Errorf("%d and %d slow-try counts", len(w.Slow.AfterSlowByAttempt), len(w.Slow.AfterFailureByAttempt)))
+	}
+	for k := range w.Slow.AfterSlowByAttempt {
+		a, b := w.Slow.AfterSlowByAttempt[k], w.Slow.AfterFailureByAttempt[k]
+		ns = append(ns, a.Tries, a.Slow, b.Tries, b.Slow)
+	}
+	if err := counts(ns); err != nil {
+		return fail(err)
+	}
+	if !(w.RASum >= 0) || math.IsInf(w.RASum, 0) {
+		return fail(fmt.Errorf("a Retry-After sum of %v", w.RASum))
+	}
+	for k, recs := range w.ByAttempt {
+		for _, r := range recs {
+			if r.Class > classTransport || r.Bucket < 0 || r.Flags >= flagAfterDown<<1 {
+				return fail(fmt.Errorf("an attempt of class %d, bucket %d and flags %#x", r.Class, r.Bucket, r.Flags))
+			}
+			st.recs = append(st.recs, outcomeRec{class: r.Class, k: k, bucket: r.Bucket, after: r.Flags&flagAfter != 0,
+				other: r.Flags&flagOther != 0, run: r.Flags&flagRun != 0, afterDown: r.Flags&flagAfterDown != 0})
+		}
+	}
+	if err := st.transit.fromWire(w.Transit); err != nil {
+		return fail(err)
+	}
+	st.waits = make([]dist, len(w.Waits))
+	for k := range w.Waits {
+		if err := st.waits[k].fromWire(w.Waits[k]); err != nil {
+			return fail(err)
+		}
+	}
+	for _, d := range w.Decisions {
+		sc := statusClass{d.Status, d.Class}
+		if st.decisions[sc] != nil || d.Class > classTransport || len(d.Ended) != len(d.Stop) {
+			return fail(fmt.Errorf("decisions on %v of class %d: twice, or of %d and %d counts", d.Status, d.Class, len(d.Ended), len(d.Stop)))
+		}
+		if err := counts(append(append([]int{d.Retried}, d.Ended...), d.Stop...)); err != nil {
+			return fail(err)
+		}
+		st.decisions[sc] = &statusRetries{d.Retried, d.Ended, d.Stop}
+	}
+	return st, nil
 }

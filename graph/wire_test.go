@@ -89,6 +89,9 @@ func FuzzDecodePartial(f *testing.F) {
 			for _, o := range p.in(p.keys) {
 				medianCount(o.widths)
 			}
+		case *outcomeStats:
+			p.merge(q.(*outcomeStats))
+			p.reduce(&Edge{MaxAttempts: 3})
 		case *callOrders:
 			p.merge(q.(*callOrders))
 			for _, e := range p.edges.in(p.edges.keys) {
