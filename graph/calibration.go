@@ -862,7 +862,7 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	// The calls' ends cross traces: each shard lists its calls' (map), the
 	// lists join and are sorted by time, ties in the edge's call order
 	// whichever order the shards merged in (reduce).
-	sorted := *mapShards(ix, func(s sel) *[]callEnd { return endsOf(ix, s, ec) }, func(sum, p *[]callEnd) { *sum = append(*sum, *p...) })
+	sorted := mapShards(ix, func(s sel) *callEndList { return endsOf(ix, s, ec) }, (*callEndList).merge).ends
 	slices.SortFunc(sorted, func(a, b callEnd) int { return cmp.Or(cmpInt64(a.at, b.at), cmp.Compare(a.pos, b.pos)) })
 	// runStart[j] is where the run of same-request calls that ends at
 	// sorted[j] begins: skipping the request's own calls is one step, not
@@ -870,7 +870,7 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	// times in sequence made that quadratic).
 	runStart := make([]int32, len(sorted))
 	for j := 1; j < len(sorted); j++ {
-		if ix.spans[sorted[j].span].TraceID == ix.spans[sorted[j-1].span].TraceID {
+		if sorted[j].trace == sorted[j-1].trace {
 			runStart[j] = runStart[j-1]
 		} else {
 			runStart[j] = int32(j)
@@ -882,7 +882,7 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 		// request.
 		first := ix.attemptsOf(c)[0].span
 		k, _ := slices.BinarySearchFunc(sorted, ix.spans[first].Start, func(e callEnd, t int64) int { return cmpInt64(e.at, t) })
-		if k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[first].TraceID {
+		if k > 0 && sorted[k-1].trace == ix.spans[first].TraceID {
 			k = int(runStart[k-1])
 		}
 		switch {
@@ -896,29 +896,41 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	return out
 }
 
-// callEnd is when a call ended and whether it failed: 24 bytes, the trace
-// read from the span of its first attempt, pos its place in the edge's calls.
+// callEnd is when a call ended, whether it failed and its trace, by
+// value (32 bytes); pos is its place in the edge's calls, the order the
+// reduce of the calls gave every map step (the input's span order), which
+// orders calls that ended at the same instant.
 type callEnd struct {
-	at        int64
-	span, pos int32
-	failed    bool
+	at     int64
+	trace  ingest.TraceID
+	pos    int32
+	failed bool
 }
 
+// callEndList is the ends of some of an edge's calls.
+type callEndList struct {
+	key  edgeKey
+	ends []callEnd
+}
+
+// merge adds p's ends (of other calls of the edge) to l's.
+func (l *callEndList) merge(p *callEndList) { l.ends = append(l.ends, p.ends...) }
+
 // endsOf is previousCallFailed's map step: the ends of the selected calls.
-func endsOf(ix *index, s sel, ec *edgeCalls) *[]callEnd {
+func endsOf(ix *index, s sel, ec *edgeCalls) *callEndList {
 	ends := make([]callEnd, 0, len(ec.calls))
 	for i, c := range ec.calls {
 		if !s.has(c.from) {
 			continue
 		}
 		as := ix.attemptsOf(c)
-		e := callEnd{at: ix.spans[as[0].span].End, span: as[0].span, pos: int32(i), failed: as[len(as)-1].outcome.failed()}
+		e := callEnd{at: ix.spans[as[0].span].End, trace: ix.spans[as[0].span].TraceID, pos: int32(i), failed: as[len(as)-1].outcome.failed()}
 		for _, a := range as[1:] {
 			e.at = max(e.at, ix.spans[a.span].End)
 		}
 		ends = append(ends, e)
 	}
-	return &ends
+	return &callEndList{ec.key, ends}
 }
 
 // breakerFastFails marks the executions a circuit breaker failed fast: of

@@ -59,6 +59,8 @@ type partialWire struct {
 	Orders callOrdersWire
 	// Outcomes is calibration's outcomes of one edge's attempts.
 	Outcomes outcomeStatsWire
+	// Ends is the ends of some of an edge's calls.
+	Ends callEndListWire
 }
 
 type partialKind uint8
@@ -78,6 +80,7 @@ const (
 	kindOverlaps
 	kindOrders
 	kindOutcomes
+	kindEnds
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -109,6 +112,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.FirstFailed = kindFirstFailed, perEdgeToWire(p, traceTimesOf)
 	case *outcomeStats:
 		w.Kind, w.Outcomes = kindOutcomes, outcomeStatsToWire(p)
+	case *callEndList:
+		w.Kind, w.Ends = kindEnds, callEndListToWire(p)
 	case *callOrders:
 		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
 			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
@@ -162,6 +167,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return perEdgeFromWire(&w.FirstFailed, traceTimesFrom)
 	case kindOutcomes:
 		return outcomeStatsFromWire(&w.Outcomes)
+	case kindEnds:
+		return callEndListFromWire(&w.Ends)
 	case kindOrders:
 		return callOrdersFromWire(&w.Orders)
 	case kindOverlaps:
@@ -924,4 +931,36 @@ func outcomeStatsFromWire(w *outcomeStatsWire) (*outcomeStats, error) {
 		st.decisions[sc] = &statusRetries{d.Retried, d.Ended, d.Stop}
 	}
 	return st, nil
+}
+
+// callEndListWire is callEndList on the wire: the edge, and its calls'
+// ends as parallel lists.
+type callEndListWire struct {
+	Edge   edgeKeyWire
+	At     []int64
+	Traces []ingest.TraceID
+	Pos    []int32
+	Failed []bool
+}
+
+func callEndListToWire(l *callEndList) callEndListWire {
+	w := callEndListWire{Edge: edgeKeyWire{l.key.caller, l.key.callerOp, l.key.callee, l.key.op}}
+	for _, e := range l.ends {
+		w.At, w.Traces = append(w.At, e.at), append(w.Traces, e.trace)
+		w.Pos, w.Failed = append(w.Pos, e.pos), append(w.Failed, e.failed)
+	}
+	return w
+}
+
+func callEndListFromWire(w *callEndListWire) (*callEndList, error) {
+	n := len(w.At)
+	if len(w.Traces) != n || len(w.Pos) != n || len(w.Failed) != n {
+		return nil, fmt.Errorf("decode the call ends of %s → %s %s: %d, %d, %d and %d", w.Edge.Caller, w.Edge.Callee, w.Edge.Op,
+			n, len(w.Traces), len(w.Pos), len(w.Failed))
+	}
+	l := &callEndList{key: edgeKey{w.Edge.Caller, w.Edge.CallerOp, w.Edge.Callee, w.Edge.Op}, ends: make([]callEnd, n)}
+	for i := range n {
+		l.ends[i] = callEnd{at: w.At[i], trace: w.Traces[i], pos: w.Pos[i], failed: w.Failed[i]}
+	}
+	return l, nil
 }

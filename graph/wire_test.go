@@ -92,6 +92,8 @@ func FuzzDecodePartial(f *testing.F) {
 		case *outcomeStats:
 			p.merge(q.(*outcomeStats))
 			p.reduce(&Edge{MaxAttempts: 3})
+		case *callEndList:
+			p.merge(q.(*callEndList))
 		case *callOrders:
 			p.merge(q.(*callOrders))
 			for _, e := range p.edges.in(p.edges.keys) {
