@@ -1600,28 +1600,56 @@ var WorkLevels = func() []float64 {
 	return l
 }()
 
-// requestsHeld is, per service, the requests it held, each as the span it
-// is timed by (4 bytes, not 16): the SERVER spans and local roots of the
-// services with spans (served), and the attempts of calls to each callee
-// (attempted), which time it only if no trace has spans of it
-// (instrumented).
+// requestsHeld is, per service, the times of the requests it held, by
+// value: the SERVER spans and local roots of the services with spans
+// (served), and the attempts of calls to each callee (attempted), which
+// time it only if no trace has spans of it (instrumented).
 type requestsHeld struct {
-	served, attempted map[string][]int32
+	served, attempted map[string]*heldTimes
 	instrumented      map[string]bool
 }
 
+// heldTimes is some of a service's requests: the sum of their durations
+// in whole nanoseconds (exact in any order), and their starts and ends,
+// which the reduce sorts for the peak (16 bytes a request, the lists the
+// reduce would otherwise make from the spans).
+type heldTimes struct {
+	busy         int64
+	starts, ends []int64
+}
+
+func (h *heldTimes) add(sp *ingest.Span) {
+	h.busy += sp.End - sp.Start
+	h.starts, h.ends = append(h.starts, sp.Start), append(h.ends, sp.End)
+}
+
 func (h *requestsHeld) merge(o *requestsHeld) {
-	for _, m := range [][2]map[string][]int32{{h.served, o.served}, {h.attempted, o.attempted}} {
-		for svc, l := range m[1] {
-			m[0][svc] = append(m[0][svc], l...)
+	for _, m := range [][2]map[string]*heldTimes{{h.served, o.served}, {h.attempted, o.attempted}} {
+		for svc, t := range m[1] {
+			if sum := m[0][svc]; sum != nil {
+				sum.busy += t.busy
+				sum.starts, sum.ends = append(sum.starts, t.starts...), append(sum.ends, t.ends...)
+			} else {
+				m[0][svc] = t
+			}
 		}
 	}
 	maps.Copy(h.instrumented, o.instrumented)
 }
 
+// timesOf is m[svc], made if m has none.
+func timesOf(m map[string]*heldTimes, svc string) *heldTimes {
+	t := m[svc]
+	if t == nil {
+		t = &heldTimes{}
+		m[svc] = t
+	}
+	return t
+}
+
 // heldBy is inFlight's map step, over the selected spans and calls.
 func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
-	h := &requestsHeld{served: map[string][]int32{}, attempted: map[string][]int32{}, instrumented: map[string]bool{}}
+	h := &requestsHeld{served: map[string]*heldTimes{}, attempted: map[string]*heldTimes{}, instrumented: map[string]bool{}}
 	instrumented := h.instrumented
 	for i := range ix.spans {
 		sp := &ix.spans[i]
@@ -1630,7 +1658,7 @@ func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
 		}
 		if svc := ix.str(sp.Service); isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
 			instrumented[svc] = true
-			h.served[svc] = append(h.served[svc], int32(i))
+			timesOf(h.served, svc).add(sp)
 		}
 	}
 	for _, ec := range ecs {
@@ -1641,8 +1669,9 @@ func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
 			if !s.has(c.from) {
 				continue
 			}
+			t := timesOf(h.attempted, ec.key.callee)
 			for _, a := range ix.attemptsOf(c) {
-				h.attempted[ec.key.callee] = append(h.attempted[ec.key.callee], a.span)
+				t.add(&ix.spans[a.span])
 			}
 		}
 	}
@@ -1710,26 +1739,18 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 	// One pass to name the requests each service held, as intervals; then
 	// per service its busy time and, sweeping starts and ends in order,
 	// its peak.
-	// Each request held as the span it is timed by: 4 bytes, not 16.
 	// The services' instrumented spans and virtual attempts are listed
 	// per shard (map) and joined (reduce); the busy time is summed in
 	// whole nanoseconds, exact in any order.
 	held := mapShards(ix, func(s sel) *requestsHeld { return heldBy(ix, s, ecs) }, (*requestsHeld).merge)
 	bySvc := held.served
-	for svc, l := range held.attempted {
+	for svc, t := range held.attempted {
 		if !held.instrumented[svc] {
-			bySvc[svc] = l
+			bySvc[svc] = t
 		}
 	}
-	for svc, hs := range bySvc {
-		busy := int64(0)
-		starts, ends := make([]int64, len(hs)), make([]int64, len(hs))
-		for k, h := range hs {
-			sp := &ix.spans[h]
-			busy += sp.End - sp.Start
-			starts[k], ends[k] = sp.Start, sp.End
-		}
-		out = append(out, ServiceLoad{Service: svc, InFlight: round3(float64(busy) / 1e9 / window), PeakInFlight: peak(starts, ends)})
+	for svc, t := range bySvc {
+		out = append(out, ServiceLoad{Service: svc, InFlight: round3(float64(t.busy) / 1e9 / window), PeakInFlight: peak(t.starts, t.ends)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out

@@ -61,6 +61,8 @@ type partialWire struct {
 	Outcomes outcomeStatsWire
 	// Ends is the ends of some of an edge's calls.
 	Ends callEndListWire
+	// Held is the requests each service held.
+	Held requestsHeldWire
 }
 
 type partialKind uint8
@@ -81,6 +83,7 @@ const (
 	kindOrders
 	kindOutcomes
 	kindEnds
+	kindHeld
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -114,6 +117,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.Outcomes = kindOutcomes, outcomeStatsToWire(p)
 	case *callEndList:
 		w.Kind, w.Ends = kindEnds, callEndListToWire(p)
+	case *requestsHeld:
+		w.Kind, w.Held = kindHeld, requestsHeldWire{heldToWire(p.served), heldToWire(p.attempted), setOf(p.instrumented)}
 	case *callOrders:
 		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
 			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
@@ -169,6 +174,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return outcomeStatsFromWire(&w.Outcomes)
 	case kindEnds:
 		return callEndListFromWire(&w.Ends)
+	case kindHeld:
+		return requestsHeldFromWire(&w.Held)
 	case kindOrders:
 		return callOrdersFromWire(&w.Orders)
 	case kindOverlaps:
@@ -963,4 +970,44 @@ func callEndListFromWire(w *callEndListWire) (*callEndList, error) {
 		l.ends[i] = callEnd{at: w.At[i], trace: w.Traces[i], pos: w.Pos[i], failed: w.Failed[i]}
 	}
 	return l, nil
+}
+
+// requestsHeldWire is requestsHeld on the wire: each service's requests
+// by name, and the services with spans of their own.
+type requestsHeldWire struct {
+	Served, Attempted []heldWire
+	Instrumented      []string
+}
+
+type heldWire struct {
+	Service      string
+	Busy         int64
+	Starts, Ends []int64
+}
+
+func heldToWire(m map[string]*heldTimes) []heldWire {
+	out := make([]heldWire, 0, len(m))
+	for _, svc := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, heldWire{svc, m[svc].busy, m[svc].starts, m[svc].ends})
+	}
+	return out
+}
+
+func requestsHeldFromWire(w *requestsHeldWire) (*requestsHeld, error) {
+	h := &requestsHeld{served: map[string]*heldTimes{}, attempted: map[string]*heldTimes{}, instrumented: map[string]bool{}}
+	for _, s := range w.Instrumented {
+		h.instrumented[s] = true
+	}
+	for _, l := range []struct {
+		to   map[string]*heldTimes
+		from []heldWire
+	}{{h.served, w.Served}, {h.attempted, w.Attempted}} {
+		for _, t := range l.from {
+			if l.to[t.Service] != nil || len(t.Starts) != len(t.Ends) {
+				return nil, fmt.Errorf("decode the requests held: %s twice, or of %d starts and %d ends", t.Service, len(t.Starts), len(t.Ends))
+			}
+			l.to[t.Service] = &heldTimes{t.Busy, t.Starts, t.Ends}
+		}
+	}
+	return h, nil
 }

@@ -94,6 +94,11 @@ func FuzzDecodePartial(f *testing.F) {
 			p.reduce(&Edge{MaxAttempts: 3})
 		case *callEndList:
 			p.merge(q.(*callEndList))
+		case *requestsHeld:
+			p.merge(q.(*requestsHeld))
+			for _, t := range p.served {
+				peak(t.starts, t.ends)
+			}
 		case *callOrders:
 			p.merge(q.(*callOrders))
 			for _, e := range p.edges.in(p.edges.keys) {
