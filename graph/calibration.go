@@ -1611,16 +1611,11 @@ type requestsHeld struct {
 
 // heldTimes is some of a service's requests: the sum of their durations
 // in whole nanoseconds (exact in any order), and their starts and ends,
-// which the reduce sorts for the peak (16 bytes a request, the lists the
-// reduce would otherwise make from the spans).
+// which the reduce sorts for the peak (16 bytes a request: the lists the
+// reduce made from the spans before).
 type heldTimes struct {
 	busy         int64
 	starts, ends []int64
-}
-
-func (h *heldTimes) add(sp *ingest.Span) {
-	h.busy += sp.End - sp.Start
-	h.starts, h.ends = append(h.starts, sp.Start), append(h.ends, sp.End)
 }
 
 func (h *requestsHeld) merge(o *requestsHeld) {
@@ -1637,20 +1632,12 @@ func (h *requestsHeld) merge(o *requestsHeld) {
 	maps.Copy(h.instrumented, o.instrumented)
 }
 
-// timesOf is m[svc], made if m has none.
-func timesOf(m map[string]*heldTimes, svc string) *heldTimes {
-	t := m[svc]
-	if t == nil {
-		t = &heldTimes{}
-		m[svc] = t
-	}
-	return t
-}
-
 // heldBy is inFlight's map step, over the selected spans and calls.
 func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
-	h := &requestsHeld{served: map[string]*heldTimes{}, attempted: map[string]*heldTimes{}, instrumented: map[string]bool{}}
-	instrumented := h.instrumented
+	// The spans are listed by index while the step runs (4 bytes a
+	// request), then read into lists of their exact size.
+	served, attempted := map[string][]int32{}, map[string][]int32{}
+	instrumented := map[string]bool{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
 		if !ix.keep[i] || !s.has(int32(i)) {
@@ -1658,7 +1645,7 @@ func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
 		}
 		if svc := ix.str(sp.Service); isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
 			instrumented[svc] = true
-			timesOf(h.served, svc).add(sp)
+			served[svc] = append(served[svc], int32(i))
 		}
 	}
 	for _, ec := range ecs {
@@ -1669,10 +1656,25 @@ func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
 			if !s.has(c.from) {
 				continue
 			}
-			t := timesOf(h.attempted, ec.key.callee)
 			for _, a := range ix.attemptsOf(c) {
-				t.add(&ix.spans[a.span])
+				attempted[ec.key.callee] = append(attempted[ec.key.callee], a.span)
 			}
+		}
+	}
+	h := &requestsHeld{served: make(map[string]*heldTimes, len(served)), attempted: make(map[string]*heldTimes, len(attempted)),
+		instrumented: instrumented}
+	for _, m := range []struct {
+		to   map[string]*heldTimes
+		from map[string][]int32
+	}{{h.served, served}, {h.attempted, attempted}} {
+		for svc, l := range m.from {
+			t := &heldTimes{starts: make([]int64, len(l)), ends: make([]int64, len(l))}
+			for k, i := range l {
+				sp := &ix.spans[i]
+				t.busy += sp.End - sp.Start
+				t.starts[k], t.ends[k] = sp.Start, sp.End
+			}
+			m.to[svc] = t
 		}
 	}
 	return h
