@@ -711,10 +711,14 @@ type perEdgeWire[W any] struct {
 
 type edgeKeyWire struct{ Caller, CallerOp, Callee, Op string }
 
+func (k edgeKey) toWire() edgeKeyWire { return edgeKeyWire{k.caller, k.callerOp, k.callee, k.op} }
+
+func (w edgeKeyWire) key() edgeKey { return edgeKey{w.Caller, w.CallerOp, w.Callee, w.Op} }
+
 func perEdgeToWire[T, W any](e *perEdge[T], to func(T) W) perEdgeWire[W] {
 	w := perEdgeWire[W]{Keys: make([]edgeKeyWire, len(e.keys)), Values: make([]W, len(e.of))}
 	for i, k := range e.keys {
-		w.Keys[i] = edgeKeyWire{k.caller, k.callerOp, k.callee, k.op}
+		w.Keys[i] = k.toWire()
 		w.Values[i] = to(e.of[i])
 	}
 	return w
@@ -729,7 +733,7 @@ func perEdgeFromWire[T, W any](w *perEdgeWire[W], from func(W) (T, error)) (*per
 	e := &perEdge[T]{keys: make([]edgeKey, len(w.Keys)), of: make([]T, len(w.Keys))}
 	seen := make(map[edgeKey]bool, len(w.Keys))
 	for i, k := range w.Keys {
-		e.keys[i] = edgeKey{k.Caller, k.CallerOp, k.Callee, k.Op}
+		e.keys[i] = k.key()
 		if seen[e.keys[i]] {
 			return nil, fmt.Errorf("decode a per-edge partial: %s → %s %s twice", k.Caller, k.Callee, k.Op)
 		}
@@ -858,7 +862,7 @@ type decisionWire struct {
 }
 
 func outcomeStatsToWire(st *outcomeStats) outcomeStatsWire {
-	w := outcomeStatsWire{Edge: edgeKeyWire{st.key.caller, st.key.callerOp, st.key.callee, st.key.op},
+	w := outcomeStatsWire{Edge: st.key.toWire(),
 		Runs: st.runs, Slow: st.slow, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated,
 		FirstDown: st.firstDown, RASum: st.raSum, RAN: st.raN, Transit: st.transit.toWire()}
 	for _, r := range st.recs {
@@ -888,7 +892,7 @@ func outcomeStatsToWire(st *outcomeStats) outcomeStatsWire {
 // outcomeStatsFromWire reads one edge's outcomes: classes that are
 // classes, counts that are counts, and lists paired as they are kept.
 func outcomeStatsFromWire(w *outcomeStatsWire) (*outcomeStats, error) {
-	st := &outcomeStats{key: edgeKey{w.Edge.Caller, w.Edge.CallerOp, w.Edge.Callee, w.Edge.Op}, runs: w.Runs, slow: w.Slow,
+	st := &outcomeStats{key: w.Edge.key(), runs: w.Runs, slow: w.Slow,
 		downstreamFailed: w.DownstreamFailed, propagated: w.Propagated, firstDown: w.FirstDown, raSum: w.RASum, raN: w.RAN,
 		decisions: map[statusClass]*statusRetries{}}
 	fail := func(err error) (*outcomeStats, error) {
@@ -951,7 +955,7 @@ type callEndListWire struct {
 }
 
 func callEndListToWire(l *callEndList) callEndListWire {
-	w := callEndListWire{Edge: edgeKeyWire{l.key.caller, l.key.callerOp, l.key.callee, l.key.op}}
+	w := callEndListWire{Edge: l.key.toWire()}
 	for _, e := range l.ends {
 		w.At, w.Traces = append(w.At, e.at), append(w.Traces, e.trace)
 		w.Pos, w.Failed = append(w.Pos, e.pos), append(w.Failed, e.failed)
@@ -965,7 +969,7 @@ func callEndListFromWire(w *callEndListWire) (*callEndList, error) {
 		return nil, fmt.Errorf("decode the call ends of %s → %s %s: %d, %d, %d and %d", w.Edge.Caller, w.Edge.Callee, w.Edge.Op,
 			n, len(w.Traces), len(w.Pos), len(w.Failed))
 	}
-	l := &callEndList{key: edgeKey{w.Edge.Caller, w.Edge.CallerOp, w.Edge.Callee, w.Edge.Op}, ends: make([]callEnd, n)}
+	l := &callEndList{key: w.Edge.key(), ends: make([]callEnd, n)}
 	for i := range n {
 		l.ends[i] = callEnd{at: w.At[i], trace: w.Traces[i], pos: w.Pos[i], failed: w.Failed[i]}
 	}
