@@ -1237,46 +1237,54 @@ func quantileBand(n int, p, alpha float64) (int, int) {
 // below it, as one whose call failed did: the replay's breaker fails that
 // call, so the root's own mix must not count the failure again.
 func userOutcomes(ix *index, roots map[node][]int32, downFailed, breakerFast spanSet, t *Topology) {
-	os := mapShards(ix, func(s sel) []*Outcomes {
-		os := make([]*Outcomes, len(t.Edges))
-		for i := range t.Edges {
-			e := &t.Edges[i]
-			if e.Caller != userCaller {
-				continue
-			}
-			o := &Outcomes{Incidents: []Incident{}}
-			for _, r := range roots[node{e.Callee, e.Operation}] {
+	var keys []edgeKey
+	var at []int // the user edges' places in t.Edges
+	for i := range t.Edges {
+		if e := &t.Edges[i]; e.Caller == userCaller {
+			keys = append(keys, edgeKey{e.Caller, e.CallerOperation, e.Callee, e.Operation})
+			at = append(at, i)
+		}
+	}
+	os := mapShards(ix, func(s sel) *perEdge[rootOutcomes] {
+		p := newPerEdge[rootOutcomes](keys, nil)
+		for j, k := range keys {
+			o := &p.of[j]
+			for _, r := range roots[node{k.callee, k.op}] {
 				if !s.has(r) {
 					continue
 				}
 				a := ix.newAttempt(r, r)
 				if downFailed.has(r) || breakerFast.has(r) {
-					o.DownstreamFailed++
+					o.downstreamFailed++
 					if a.outcome.failed() {
-						o.Propagated++
+						o.propagated++
 					}
 					continue
 				}
-				o.First.add(&a)
-			}
-			os[i] = o
-		}
-		return os
-	}, func(sum, p []*Outcomes) {
-		for i, o := range p {
-			if o != nil {
-				sum[i].DownstreamFailed += o.DownstreamFailed
-				sum[i].Propagated += o.Propagated
-				sum[i].First.merge(o.First)
+				o.first.add(&a)
 			}
 		}
-	})
-	for i, o := range os {
-		if o != nil {
-			o.FirstDownstreamFailed = o.DownstreamFailed // a root request is a first attempt
-			t.Edges[i].Outcomes = o
-		}
+		return p
+	}, func(sum, p *perEdge[rootOutcomes]) { sum.merge(p, (*rootOutcomes).merge) }).in(keys)
+	for j, o := range os {
+		// A root request is a first attempt.
+		t.Edges[at[j]].Outcomes = &Outcomes{Incidents: []Incident{}, First: o.first,
+			DownstreamFailed: o.downstreamFailed, FirstDownstreamFailed: o.downstreamFailed, Propagated: o.propagated}
 	}
+}
+
+// rootOutcomes is what a user edge's root requests say of its failure
+// model: those whose outcome is the callee's own (first), and those
+// during which the callee's own calls failed.
+type rootOutcomes struct {
+	first                        OutcomeMix
+	downstreamFailed, propagated int
+}
+
+func (o *rootOutcomes) merge(p rootOutcomes) {
+	o.first.merge(p.first)
+	o.downstreamFailed += p.downstreamFailed
+	o.propagated += p.propagated
 }
 
 // ownFailures counts, per operation of the instrumented services, the

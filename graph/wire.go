@@ -63,6 +63,8 @@ type partialWire struct {
 	Ends callEndListWire
 	// Held is the requests each service held.
 	Held requestsHeldWire
+	// Roots is the user edges' root requests' outcomes.
+	Roots perEdgeWire[rootOutcomesWire]
 }
 
 type partialKind uint8
@@ -84,6 +86,7 @@ const (
 	kindOutcomes
 	kindEnds
 	kindHeld
+	kindRoots
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -119,6 +122,10 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.Ends = kindEnds, callEndListToWire(p)
 	case *requestsHeld:
 		w.Kind, w.Held = kindHeld, requestsHeldWire{heldToWire(p.served), heldToWire(p.attempted), setOf(p.instrumented)}
+	case *perEdge[rootOutcomes]:
+		w.Kind, w.Roots = kindRoots, perEdgeToWire(p, func(o rootOutcomes) rootOutcomesWire {
+			return rootOutcomesWire{o.first, o.downstreamFailed, o.propagated}
+		})
 	case *callOrders:
 		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
 			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
@@ -176,6 +183,12 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return callEndListFromWire(&w.Ends)
 	case kindHeld:
 		return requestsHeldFromWire(&w.Held)
+	case kindRoots:
+		return perEdgeFromWire(&w.Roots, func(o rootOutcomesWire) (rootOutcomes, error) {
+			m := o.First
+			return rootOutcomes{o.First, o.DownstreamFailed, o.Propagated},
+				counts([]int{m.OK, m.ServerError, m.Throttled, m.RetryAfter, m.ClientError, m.Timeout, m.Transport, o.DownstreamFailed, o.Propagated})
+		})
 	case kindOrders:
 		return callOrdersFromWire(&w.Orders)
 	case kindOverlaps:
@@ -1014,4 +1027,9 @@ func requestsHeldFromWire(w *requestsHeldWire) (*requestsHeld, error) {
 		}
 	}
 	return h, nil
+}
+
+type rootOutcomesWire struct {
+	First                        OutcomeMix
+	DownstreamFailed, Propagated int
 }

@@ -99,6 +99,8 @@ func FuzzDecodePartial(f *testing.F) {
 			for _, t := range p.served {
 				peak(t.starts, t.ends)
 			}
+		case *perEdge[rootOutcomes]:
+			p.merge(q.(*perEdge[rootOutcomes]), (*rootOutcomes).merge)
 		case *callOrders:
 			p.merge(q.(*callOrders))
 			for _, e := range p.edges.in(p.edges.keys) {
