@@ -369,8 +369,10 @@ type edgeCall struct{ edge, k int32 }
 
 // chainTrie holds, for every chain of edges some root request followed
 // (a trie of edge indices from the root), the highest amplification one
-// root request saw at the chain's last hop.
+// root request saw at the chain's last hop. An edge index is its place in
+// keys, the edges by value, so that tries of different edges merge.
 type chainTrie struct {
+	keys []edgeKey
 	next map[chainStep]int32
 	best []float64
 	from []chainStep // how each chain was reached: its chain without the last hop, and that hop
@@ -394,10 +396,28 @@ func (t *chainTrie) step(at int32, edge int) int32 {
 // amplification of each. A chain is numbered after the chain it extends,
 // so o's are walked in number order.
 func (t *chainTrie) merge(o *chainTrie) {
+	edge := func(e int32) int32 { return e }
+	if !slices.Equal(t.keys, o.keys) {
+		// o's edges as t's: a key t does not have is added after its own.
+		at := make(map[edgeKey]int32, len(t.keys))
+		for i, k := range t.keys {
+			at[k] = int32(i)
+		}
+		ours := make([]int32, len(o.keys))
+		for i, k := range o.keys {
+			e, ok := at[k]
+			if !ok {
+				e = int32(len(t.keys))
+				t.keys = append(slices.Clip(t.keys), k)
+			}
+			ours[i] = e
+		}
+		edge = func(e int32) int32 { return ours[e] }
+	}
 	to := make([]int32, len(o.best))
 	for n := 1; n < len(o.best); n++ {
 		k := o.from[n]
-		to[n] = t.step(to[k.at], int(k.edge))
+		to[n] = t.step(to[k.at], int(edge(k.edge)))
 		t.best[to[n]] = max(t.best[to[n]], o.best[n])
 	}
 }
@@ -423,13 +443,14 @@ func (t *chainTrie) observed(chain []int) float64 {
 // amplification). Each call is visited once, so the walk is linear
 // whatever the number of paths or the depth of a trace.
 func observedAmplification(ix *index, byServer *serverCalls, roots map[node][]int32) *chainTrie {
-	return mapShards(ix, func(s sel) *chainTrie { return observedIn(ix, s, byServer, roots) }, (*chainTrie).merge)
+	keys := edgeKeys(byServer.ecs)
+	return mapShards(ix, func(s sel) *chainTrie { return observedIn(ix, s, byServer, roots, keys) }, (*chainTrie).merge)
 }
 
 // observedIn is observedAmplification's map step, over the selected root
-// requests.
-func observedIn(ix *index, s sel, byServer *serverCalls, roots map[node][]int32) *chainTrie {
-	t := &chainTrie{next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
+// requests (keys: the edges of byServer).
+func observedIn(ix *index, s sel, byServer *serverCalls, roots map[node][]int32, keys []edgeKey) *chainTrie {
+	t := &chainTrie{keys: keys, next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
 	var attempts, first []int
 	var touched []int32
 	type inst struct {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,7 +123,7 @@ func TestShardedInfer(t *testing.T) {
 			}
 		})
 	}
-	wantWired := []string{"*graph.callEndList", "*graph.callOrders", "*graph.edgeStats", "*graph.headSampling",
+	wantWired := []string{"*graph.callEndList", "*graph.callOrders", "*graph.chainTrie", "*graph.edgeStats", "*graph.headSampling",
 		"*graph.nameVotes", "*graph.opPartial", "*graph.outcomeStats",
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.overlaps]",
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.rootOutcomes]",
@@ -135,7 +136,7 @@ func TestShardedInfer(t *testing.T) {
 	}
 	// The partials that still name spans by their place in the one index
 	// (the package comment says why each is global).
-	stillGlobal := []string{"*graph.chainTrie", "*graph.extracted", "*graph.rootSet", "graph.serving", "graph.spanSet",
+	stillGlobal := []string{"*graph.extracted", "*graph.rootSet", "graph.serving", "graph.spanSet",
 		"map[graph.node][]int32"}
 	if got := slices.Sorted(maps.Keys(unwired)); !slices.Equal(got, stillGlobal) {
 		t.Errorf("partials with no wire form: %q, want %q", got, stillGlobal)
@@ -274,6 +275,40 @@ func TestPerEdgeMerge(t *testing.T) {
 			tc.sum.merge(tc.p, addInt)
 			if got := tc.sum.in(tc.keys); !slices.Equal(got, tc.want) {
 				t.Errorf("merged: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChainTrieMerge: tries of the observed amplification merge by the
+// edges' keys: the same chain is the same whatever number each trie gave
+// its edges, and a chain over an edge one trie lacks is kept.
+func TestChainTrieMerge(t *testing.T) {
+	a, b, c := edgeKey{"u", "", "a", "GET /"}, edgeKey{"a", "GET /", "b", "GET /b"}, edgeKey{"a", "GET /", "c", "GET /c"}
+	trie := func(keys []edgeKey, chains map[[2]edgeKey]float64) *chainTrie {
+		tr := &chainTrie{keys: keys, next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
+		for _, ch := range slices.SortedFunc(maps.Keys(chains), func(x, y [2]edgeKey) int { return cmp.Compare(x[1].callee, y[1].callee) }) {
+			at := tr.step(0, slices.Index(keys, ch[0]))
+			n := tr.step(at, slices.Index(keys, ch[1]))
+			tr.best[n] = chains[ch]
+		}
+		return tr
+	}
+	for _, tc := range []struct {
+		name  string
+		x, y  *chainTrie
+		chain [2]edgeKey
+		want  float64
+	}{
+		{"same numbering", trie([]edgeKey{a, b}, map[[2]edgeKey]float64{{a, b}: 2}), trie([]edgeKey{a, b}, map[[2]edgeKey]float64{{a, b}: 3}), [2]edgeKey{a, b}, 3},
+		{"other numbering", trie([]edgeKey{a, b}, map[[2]edgeKey]float64{{a, b}: 3}), trie([]edgeKey{b, a}, map[[2]edgeKey]float64{{a, b}: 4}), [2]edgeKey{a, b}, 4},
+		{"an edge more", trie([]edgeKey{a, b}, map[[2]edgeKey]float64{{a, b}: 2}), trie([]edgeKey{c, a}, map[[2]edgeKey]float64{{a, c}: 5}), [2]edgeKey{a, c}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.x.merge(tc.y)
+			chain := []int{slices.Index(tc.x.keys, tc.chain[0]), slices.Index(tc.x.keys, tc.chain[1])}
+			if got := tc.x.observed(chain); got != tc.want {
+				t.Errorf("observed %v, want %v (keys %v)", got, tc.want, tc.x.keys)
 			}
 		})
 	}

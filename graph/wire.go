@@ -65,6 +65,8 @@ type partialWire struct {
 	Held requestsHeldWire
 	// Roots is the user edges' root requests' outcomes.
 	Roots perEdgeWire[rootOutcomesWire]
+	// Chains is the observed amplification by chain of edges.
+	Chains chainTrieWire
 }
 
 type partialKind uint8
@@ -87,6 +89,7 @@ const (
 	kindEnds
 	kindHeld
 	kindRoots
+	kindChains
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -126,6 +129,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.Roots = kindRoots, perEdgeToWire(p, func(o rootOutcomes) rootOutcomesWire {
 			return rootOutcomesWire{o.first, o.downstreamFailed, o.propagated}
 		})
+	case *chainTrie:
+		w.Kind, w.Chains = kindChains, chainTrieToWire(p)
 	case *callOrders:
 		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
 			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
@@ -189,6 +194,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 			return rootOutcomes{o.First, o.DownstreamFailed, o.Propagated},
 				counts([]int{m.OK, m.ServerError, m.Throttled, m.RetryAfter, m.ClientError, m.Timeout, m.Transport, o.DownstreamFailed, o.Propagated})
 		})
+	case kindChains:
+		return chainTrieFromWire(&w.Chains)
 	case kindOrders:
 		return callOrdersFromWire(&w.Orders)
 	case kindOverlaps:
@@ -1032,4 +1039,50 @@ func requestsHeldFromWire(w *requestsHeldWire) (*requestsHeld, error) {
 type rootOutcomesWire struct {
 	First                        OutcomeMix
 	DownstreamFailed, Propagated int
+}
+
+// chainTrieWire is chainTrie on the wire: its edges by key, and each chain
+// but the empty one (numbered from 1) as the chain it extends, the edge it
+// extends it by, and its highest amplification.
+type chainTrieWire struct {
+	Keys     []edgeKeyWire
+	At, Edge []int32
+	Best     []float64
+}
+
+func chainTrieToWire(t *chainTrie) chainTrieWire {
+	w := chainTrieWire{Keys: make([]edgeKeyWire, len(t.keys))}
+	for i, k := range t.keys {
+		w.Keys[i] = k.toWire()
+	}
+	for n := 1; n < len(t.best); n++ {
+		w.At, w.Edge, w.Best = append(w.At, t.from[n].at), append(w.Edge, t.from[n].edge), append(w.Best, t.best[n])
+	}
+	return w
+}
+
+// chainTrieFromWire reads a trie: each chain after the chain it extends,
+// by an edge it names, once.
+func chainTrieFromWire(w *chainTrieWire) (*chainTrie, error) {
+	n := len(w.Best)
+	if len(w.At) != n || len(w.Edge) != n {
+		return nil, fmt.Errorf("decode the observed amplification: %d, %d and %d", len(w.At), len(w.Edge), n)
+	}
+	t := &chainTrie{keys: make([]edgeKey, len(w.Keys)), next: make(map[chainStep]int32, n), best: []float64{0}, from: []chainStep{{}}}
+	seen := make(map[edgeKey]bool, len(w.Keys))
+	for i, k := range w.Keys {
+		if t.keys[i] = k.key(); seen[t.keys[i]] {
+			return nil, fmt.Errorf("decode the observed amplification: %s → %s %s twice", k.Caller, k.Callee, k.Op)
+		}
+		seen[t.keys[i]] = true
+	}
+	for i := range n {
+		k, b := chainStep{w.At[i], w.Edge[i]}, w.Best[i]
+		if _, ok := t.next[k]; ok || k.at < 0 || int(k.at) > i || k.edge < 0 || int(k.edge) >= len(t.keys) || !(b >= 0) || math.IsInf(b, 0) {
+			return nil, fmt.Errorf("decode the observed amplification: chain %d extends %d by edge %d (again?) to %v", i+1, k.at, k.edge, b)
+		}
+		t.next[k] = int32(i + 1)
+		t.best, t.from = append(t.best, b), append(t.from, k)
+	}
+	return t, nil
 }

@@ -101,6 +101,9 @@ func FuzzDecodePartial(f *testing.F) {
 			}
 		case *perEdge[rootOutcomes]:
 			p.merge(q.(*perEdge[rootOutcomes]), (*rootOutcomes).merge)
+		case *chainTrie:
+			p.merge(q.(*chainTrie))
+			p.observed([]int{0, 0})
 		case *callOrders:
 			p.merge(q.(*callOrders))
 			for _, e := range p.edges.in(p.edges.keys) {
