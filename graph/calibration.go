@@ -402,8 +402,11 @@ func classOf(a *attempt) mixClass {
 	return classServerError
 }
 
-func (m *OutcomeMix) add(a *attempt) {
-	*[...]*int{&m.OK, &m.ServerError, &m.Throttled, &m.RetryAfter, &m.ClientError, &m.Timeout, &m.Transport}[classOf(a)]++
+func (m *OutcomeMix) add(a *attempt) { m.addClass(classOf(a)) }
+
+// addClass counts one attempt of class c.
+func (m *OutcomeMix) addClass(c mixClass) {
+	*[...]*int{&m.OK, &m.ServerError, &m.Throttled, &m.RetryAfter, &m.ClientError, &m.Timeout, &m.Transport}[c]++
 }
 
 // merge adds o's counts to m.
@@ -459,19 +462,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 		return sv
 	}, func(sum, p serving) { sum.downFailed.or(p.downFailed); sum.calling.or(p.calling) })
 	downFailed, calling := sv.downFailed, sv.calling
-	perEdge := mapShards(ix, func(s sel) []map[ingest.TraceID]int64 {
-		out := make([]map[ingest.TraceID]int64, len(ecs))
+	keys := edgeKeys(ecs)
+	perEdge := mapShards(ix, func(s sel) *perEdge[map[ingest.TraceID]int64] {
+		out := newPerEdge[map[ingest.TraceID]int64](keys, nil)
 		for i, ec := range ecs {
-			out[i] = firstFailures(ix, s, ec)
+			out.of[i] = firstFailures(ix, s, ec)
 		}
 		return out
-	}, func(sum, p []map[ingest.TraceID]int64) {
-		for i := range p {
-			for id, t := range p[i] {
-				earliest(sum[i], id, t)
-			}
-		}
-	})
+	}, func(sum, p *perEdge[map[ingest.TraceID]int64]) { sum.merge(p, mergeEarliest) }).in(keys)
 	anyFail := map[ingest.TraceID]int64{}
 	for i := range ecs {
 		for id, t := range perEdge[i] {
@@ -528,9 +526,14 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 // and counts the attempts outside them.
 func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64) {
 	prevFailed := previousCallFailed(ix, ec)
-	st := mapShards(ix, func(s sel) *outcomeStats {
+	mapShards(ix, func(s sel) *outcomeStats {
 		return outcomesOf(ix, s, ec, t0, downFailed, breakerFast, firstFail, anyFail, prevFailed)
-	}, (*outcomeStats).merge)
+	}, (*outcomeStats).merge).reduce(e)
+}
+
+// reduce sets e's outcomes, waits and transit times from st, the merged
+// partials of e's calls.
+func (st *outcomeStats) reduce(e *Edge) {
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{},
 		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}, Runs: st.runs, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated}
 	if st.slow.seen() {
@@ -558,10 +561,10 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 			buckets[r.bucket] = sp
 		}
 		if r.k == 0 {
-			sp.first.add(r.a)
-			whole.add(r.a)
+			sp.first.addClass(r.class)
+			whole.addClass(r.class)
 		} else {
-			sp.retry.add(r.a)
+			sp.retry.addClass(r.class)
 		}
 	}
 	incident := incidentTest(whole)
@@ -581,32 +584,32 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 		switch {
 		case inIncident[r.bucket]:
 		case r.k == 0:
-			o.First.add(r.a)
+			o.First.addClass(r.class)
 			if r.other {
-				o.FirstAfterOtherFailure.add(r.a)
+				o.FirstAfterOtherFailure.addClass(r.class)
 			}
 			if r.after {
-				o.FirstAfterFailure.add(r.a)
+				o.FirstAfterFailure.addClass(r.class)
 			}
 			if r.run {
-				o.FirstAfterEdgeFailure.add(r.a)
+				o.FirstAfterEdgeFailure.addClass(r.class)
 			}
 		case r.afterDown:
-			o.Retry.add(r.a)
-			o.RetryAfterDownstream.add(r.a)
+			o.Retry.addClass(r.class)
+			o.RetryAfterDownstream.addClass(r.class)
 		default:
-			o.Retry.add(r.a)
+			o.Retry.addClass(r.class)
 			for len(o.RetryByAttempt) < r.k {
 				o.RetryByAttempt = append(o.RetryByAttempt, OutcomeMix{})
 				o.RetryAfterFailureByAttempt = append(o.RetryAfterFailureByAttempt, OutcomeMix{})
 				o.RetryAfterEdgeFailureByAttempt = append(o.RetryAfterEdgeFailureByAttempt, OutcomeMix{})
 			}
-			o.RetryByAttempt[r.k-1].add(r.a)
+			o.RetryByAttempt[r.k-1].addClass(r.class)
 			if r.after {
-				o.RetryAfterFailureByAttempt[r.k-1].add(r.a)
+				o.RetryAfterFailureByAttempt[r.k-1].addClass(r.class)
 			}
 			if r.run {
-				o.RetryAfterEdgeFailureByAttempt[r.k-1].add(r.a)
+				o.RetryAfterEdgeFailureByAttempt[r.k-1].addClass(r.class)
 			}
 		}
 	}
@@ -630,9 +633,10 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 	}
 }
 
-// outcomeRec is one attempt whose outcome is the callee's own.
+// outcomeRec is one attempt whose outcome is the callee's own, by value:
+// its class, and what came before it.
 type outcomeRec struct {
-	a      *attempt
+	class  mixClass
 	k      int // its index in the call
 	bucket int
 	after  bool // the request had failed on this edge before
@@ -650,6 +654,7 @@ type outcomeRec struct {
 // which the callee's own calls failed, the Retry-After sent with failures,
 // transit times and the waits between attempts by index.
 type outcomeStats struct {
+	key                          edgeKey // the edge's
 	recs                         []outcomeRec
 	runs                         Runs
 	slow                         SlowTries
@@ -694,7 +699,7 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 
 // outcomesOf is edgeOutcomes' map step, over the selected calls.
 func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFast spanSet, firstFail, anyFail map[ingest.TraceID]int64, prevFailed []int8) *outcomeStats {
-	st := &outcomeStats{decisions: map[statusClass]*statusRetries{}}
+	st := &outcomeStats{key: ec.key, decisions: map[statusClass]*statusRetries{}}
 	n := 0
 	for _, c := range ec.calls {
 		n += len(ix.attemptsOf(c))
@@ -767,7 +772,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			}
 			// (A retry's other is its own call's failure: no bar to run.)
 			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
-			st.recs = append(st.recs, outcomeRec{a: a, k: k, bucket: bucket, after: after, run: run, other: other, afterDown: afterDown})
+			st.recs = append(st.recs, outcomeRec{class: classOf(a), k: k, bucket: bucket, after: after, run: run, other: other, afterDown: afterDown})
 		}
 		for k := 1; k < len(as); k++ {
 			prev, next := &as[k-1], &as[k]
@@ -857,7 +862,7 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	// The calls' ends cross traces: each shard lists its calls' (map), the
 	// lists join and are sorted by time, ties in the edge's call order
 	// whichever order the shards merged in (reduce).
-	sorted := *mapShards(ix, func(s sel) *[]callEnd { return endsOf(ix, s, ec) }, func(sum, p *[]callEnd) { *sum = append(*sum, *p...) })
+	sorted := mapShards(ix, func(s sel) *callEndList { return endsOf(ix, s, ec) }, (*callEndList).merge).ends
 	slices.SortFunc(sorted, func(a, b callEnd) int { return cmp.Or(cmpInt64(a.at, b.at), cmp.Compare(a.pos, b.pos)) })
 	// runStart[j] is where the run of same-request calls that ends at
 	// sorted[j] begins: skipping the request's own calls is one step, not
@@ -865,7 +870,7 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	// times in sequence made that quadratic).
 	runStart := make([]int32, len(sorted))
 	for j := 1; j < len(sorted); j++ {
-		if ix.spans[sorted[j].span].TraceID == ix.spans[sorted[j-1].span].TraceID {
+		if sorted[j].trace == sorted[j-1].trace {
 			runStart[j] = runStart[j-1]
 		} else {
 			runStart[j] = int32(j)
@@ -877,7 +882,7 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 		// request.
 		first := ix.attemptsOf(c)[0].span
 		k, _ := slices.BinarySearchFunc(sorted, ix.spans[first].Start, func(e callEnd, t int64) int { return cmpInt64(e.at, t) })
-		if k > 0 && ix.spans[sorted[k-1].span].TraceID == ix.spans[first].TraceID {
+		if k > 0 && sorted[k-1].trace == ix.spans[first].TraceID {
 			k = int(runStart[k-1])
 		}
 		switch {
@@ -891,29 +896,41 @@ func previousCallFailed(ix *index, ec *edgeCalls) []int8 {
 	return out
 }
 
-// callEnd is when a call ended and whether it failed: 24 bytes, the trace
-// read from the span of its first attempt, pos its place in the edge's calls.
+// callEnd is when a call ended, whether it failed and its trace, by
+// value (32 bytes); pos is its place in the edge's calls, the order the
+// reduce of the calls gave every map step (the input's span order), which
+// orders calls that ended at the same instant.
 type callEnd struct {
-	at        int64
-	span, pos int32
-	failed    bool
+	at     int64
+	trace  ingest.TraceID
+	pos    int32
+	failed bool
 }
 
+// callEndList is the ends of some of an edge's calls.
+type callEndList struct {
+	key  edgeKey
+	ends []callEnd
+}
+
+// merge adds p's ends (of other calls of the edge) to l's.
+func (l *callEndList) merge(p *callEndList) { l.ends = append(l.ends, p.ends...) }
+
 // endsOf is previousCallFailed's map step: the ends of the selected calls.
-func endsOf(ix *index, s sel, ec *edgeCalls) *[]callEnd {
+func endsOf(ix *index, s sel, ec *edgeCalls) *callEndList {
 	ends := make([]callEnd, 0, len(ec.calls))
 	for i, c := range ec.calls {
 		if !s.has(c.from) {
 			continue
 		}
 		as := ix.attemptsOf(c)
-		e := callEnd{at: ix.spans[as[0].span].End, span: as[0].span, pos: int32(i), failed: as[len(as)-1].outcome.failed()}
+		e := callEnd{at: ix.spans[as[0].span].End, trace: ix.spans[as[0].span].TraceID, pos: int32(i), failed: as[len(as)-1].outcome.failed()}
 		for _, a := range as[1:] {
 			e.at = max(e.at, ix.spans[a.span].End)
 		}
 		ends = append(ends, e)
 	}
-	return &ends
+	return &callEndList{ec.key, ends}
 }
 
 // breakerFastFails marks the executions a circuit breaker failed fast: of
@@ -977,6 +994,16 @@ func firstFailures(ix *index, s sel, ec *edgeCalls) map[ingest.TraceID]int64 {
 		}
 	}
 	return out
+}
+
+// mergeEarliest keeps in *sum, per trace, the earlier of its time and p's.
+func mergeEarliest(sum *map[ingest.TraceID]int64, p map[ingest.TraceID]int64) {
+	if *sum == nil {
+		*sum = map[ingest.TraceID]int64{}
+	}
+	for id, t := range p {
+		earliest(*sum, id, t)
+	}
 }
 
 // earliest keeps in m the earlier of m[id] and t.
@@ -1210,46 +1237,54 @@ func quantileBand(n int, p, alpha float64) (int, int) {
 // below it, as one whose call failed did: the replay's breaker fails that
 // call, so the root's own mix must not count the failure again.
 func userOutcomes(ix *index, roots map[node][]int32, downFailed, breakerFast spanSet, t *Topology) {
-	os := mapShards(ix, func(s sel) []*Outcomes {
-		os := make([]*Outcomes, len(t.Edges))
-		for i := range t.Edges {
-			e := &t.Edges[i]
-			if e.Caller != userCaller {
-				continue
-			}
-			o := &Outcomes{Incidents: []Incident{}}
-			for _, r := range roots[node{e.Callee, e.Operation}] {
+	var keys []edgeKey
+	var at []int // the user edges' places in t.Edges
+	for i := range t.Edges {
+		if e := &t.Edges[i]; e.Caller == userCaller {
+			keys = append(keys, edgeKey{e.Caller, e.CallerOperation, e.Callee, e.Operation})
+			at = append(at, i)
+		}
+	}
+	os := mapShards(ix, func(s sel) *perEdge[rootOutcomes] {
+		p := newPerEdge[rootOutcomes](keys, nil)
+		for j, k := range keys {
+			o := &p.of[j]
+			for _, r := range roots[node{k.callee, k.op}] {
 				if !s.has(r) {
 					continue
 				}
 				a := ix.newAttempt(r, r)
 				if downFailed.has(r) || breakerFast.has(r) {
-					o.DownstreamFailed++
+					o.downstreamFailed++
 					if a.outcome.failed() {
-						o.Propagated++
+						o.propagated++
 					}
 					continue
 				}
-				o.First.add(&a)
-			}
-			os[i] = o
-		}
-		return os
-	}, func(sum, p []*Outcomes) {
-		for i, o := range p {
-			if o != nil {
-				sum[i].DownstreamFailed += o.DownstreamFailed
-				sum[i].Propagated += o.Propagated
-				sum[i].First.merge(o.First)
+				o.first.add(&a)
 			}
 		}
-	})
-	for i, o := range os {
-		if o != nil {
-			o.FirstDownstreamFailed = o.DownstreamFailed // a root request is a first attempt
-			t.Edges[i].Outcomes = o
-		}
+		return p
+	}, func(sum, p *perEdge[rootOutcomes]) { sum.merge(p, (*rootOutcomes).merge) }).in(keys)
+	for j, o := range os {
+		// A root request is a first attempt.
+		t.Edges[at[j]].Outcomes = &Outcomes{Incidents: []Incident{}, First: o.first,
+			DownstreamFailed: o.downstreamFailed, FirstDownstreamFailed: o.downstreamFailed, Propagated: o.propagated}
 	}
+}
+
+// rootOutcomes is what a user edge's root requests say of its failure
+// model: those whose outcome is the callee's own (first), and those
+// during which the callee's own calls failed.
+type rootOutcomes struct {
+	first                        OutcomeMix
+	downstreamFailed, propagated int
+}
+
+func (o *rootOutcomes) merge(p rootOutcomes) {
+	o.first.merge(p.first)
+	o.downstreamFailed += p.downstreamFailed
+	o.propagated += p.propagated
 }
 
 // ownFailures counts, per operation of the instrumented services, the
@@ -1297,12 +1332,13 @@ func ownFailures(ix *index, ownFailed, calling spanSet, t *Topology) {
 // the operation goes on after failures) and when, after the execution
 // starts, it is made.
 func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
-	o := mapShards(ix, func(s sel) *callOrders { return callOrderOf(ix, s, ecs) }, (*callOrders).merge)
-	for i := range ecs {
+	keys := edgeKeys(ecs)
+	o := mapShards(ix, func(s sel) *callOrders { return callOrderOf(ix, s, ecs, keys) }, (*callOrders).merge)
+	for i, eo := range o.edges.in(keys) {
 		e := &t.Edges[i]
-		e.NotReached = o.failedRuns[node{ecs[i].key.caller, ecs[i].key.callerOp}] - o.reached[i]
-		slices.Sort(o.offsets[i])
-		e.CallOffsetMS = round3(quantile(o.offsets[i], 0.5))
+		e.NotReached = o.failedRuns[node{ecs[i].key.caller, ecs[i].key.callerOp}] - eo.reached
+		slices.Sort(eo.offsets)
+		e.CallOffsetMS = round3(quantile(eo.offsets, 0.5))
 	}
 	for si := range t.Services {
 		s := &t.Services[si]
@@ -1316,27 +1352,35 @@ func callOrder(ix *index, ecs []*edgeCalls, t *Topology) {
 
 // callOrders is what callOrder counts: per caller operation its executions
 // with a failed call (failedRuns), those that stopped at it and the calls
-// made after one; per edge the failed executions that made it (reached)
-// and when after the execution's start its calls were made (offsets, in
-// no particular order).
+// made after one; per edge what edgeOrder counts.
 type callOrders struct {
 	failedRuns, stopped, continued map[node]int
-	reached                        []int
-	offsets                        [][]float64
+	edges                          *perEdge[edgeOrder]
+}
+
+// edgeOrder is, of one edge, the failed executions that made it (reached)
+// and when after the execution's start its calls were made (offsets, in
+// no particular order).
+type edgeOrder struct {
+	reached int
+	offsets []float64
 }
 
 func (o *callOrders) merge(p *callOrders) {
 	addCounts(o.failedRuns, p.failedRuns)
 	addCounts(o.stopped, p.stopped)
 	addCounts(o.continued, p.continued)
-	for i := range p.reached {
-		o.reached[i] += p.reached[i]
-		o.offsets[i] = append(o.offsets[i], p.offsets[i]...)
-	}
+	o.edges.merge(p.edges, (*edgeOrder).merge)
 }
 
-// callOrderOf is callOrder's map step, over the selected calls.
-func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
+func (e *edgeOrder) merge(p edgeOrder) {
+	e.reached += p.reached
+	e.offsets = append(e.offsets, p.offsets...)
+}
+
+// callOrderOf is callOrder's map step, over the selected calls of ecs
+// (whose keys are keys).
+func callOrderOf(ix *index, s sel, ecs []*edgeCalls, keys []edgeKey) *callOrders {
 	// 16 bytes a call; the sort compares server, start and edge, so the
 	// order comes out the same whatever else is held.
 	type made struct {
@@ -1350,9 +1394,10 @@ func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
 	}
 	all := make([]made, 0, total)
 	o := &callOrders{failedRuns: map[node]int{}, stopped: map[node]int{}, continued: map[node]int{},
-		reached: make([]int, len(ecs)), offsets: make([][]float64, len(ecs))}
+		edges: newPerEdge[edgeOrder](keys, nil)}
 	for i, ec := range ecs {
-		o.offsets[i] = make([]float64, 0, len(ec.calls))
+		eo := &o.edges.of[i]
+		eo.offsets = make([]float64, 0, len(ec.calls))
 		for _, c := range ec.calls {
 			if !s.has(c.from) {
 				continue
@@ -1364,7 +1409,7 @@ func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
 				edge |= 1
 			}
 			all = append(all, made{start, srv, edge})
-			o.offsets[i] = append(o.offsets[i], float64(start-ix.spans[srv].Start)/1e6)
+			eo.offsets = append(eo.offsets, float64(start-ix.spans[srv].Start)/1e6)
 		}
 	}
 	slices.SortFunc(all, func(a, b made) int {
@@ -1412,7 +1457,7 @@ func callOrderOf(ix *index, s sel, ecs []*edgeCalls) *callOrders {
 		for _, c := range calls {
 			if e := c.edge >> 1; seen[e] != run && edgeNode[e] == n {
 				seen[e] = run
-				o.reached[e]++
+				o.edges.of[e].reached++
 			}
 		}
 	}
@@ -1428,18 +1473,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 	for _, s := range t.Services {
 		instrumented[s.Name] = !s.Virtual
 	}
-	self := mapShards(ix, func(s sel) map[node]*workTimes { return workOf(ix, s, ecs, ownFailed, slowServed, instrumented) },
-		func(sum, p map[node]*workTimes) {
-			for n, x := range p {
-				if y := sum[n]; y != nil {
-					for k := range y {
-						y[k].merge(&x[k])
-					}
-				} else {
-					sum[n] = x
-				}
-			}
-		})
+	self := mapShards(ix, func(s sel) map[node]*workTimes { return workOf(ix, s, ecs, ownFailed, slowServed, instrumented) }, mergeWork)
 	for si := range t.Services {
 		s := &t.Services[si]
 		for oi := range s.Operations {
@@ -1469,6 +1503,19 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 // ([1]), of those whose caller gave up on them while they worked ([2]),
 // and of the executions in [0] that are not in [2] ([3]).
 type workTimes [4]dist
+
+// mergeWork adds p's work times (of other executions) to sum's.
+func mergeWork(sum, p map[node]*workTimes) {
+	for n, x := range p {
+		if y := sum[n]; y != nil {
+			for k := range y {
+				y[k].merge(&x[k])
+			}
+		} else {
+			sum[n] = x
+		}
+	}
+}
 
 // workOf is workSelfTimes' map step: per operation, the work times of the
 // selected executions.
@@ -1561,20 +1608,33 @@ var WorkLevels = func() []float64 {
 	return l
 }()
 
-// requestsHeld is, per service, the requests it held, each as the span it
-// is timed by (4 bytes, not 16): the SERVER spans and local roots of the
-// services with spans (served), and the attempts of calls to each callee
-// (attempted), which time it only if no trace has spans of it
-// (instrumented).
+// requestsHeld is, per service, the times of the requests it held, by
+// value: the SERVER spans and local roots of the services with spans
+// (served), and the attempts of calls to each callee (attempted), which
+// time it only if no trace has spans of it (instrumented).
 type requestsHeld struct {
-	served, attempted map[string][]int32
+	served, attempted map[string]*heldTimes
 	instrumented      map[string]bool
 }
 
+// heldTimes is some of a service's requests: the sum of their durations
+// in whole nanoseconds (exact in any order), and their starts and ends,
+// which the reduce sorts for the peak (16 bytes a request: the lists the
+// reduce made from the spans before).
+type heldTimes struct {
+	busy         int64
+	starts, ends []int64
+}
+
 func (h *requestsHeld) merge(o *requestsHeld) {
-	for _, m := range [][2]map[string][]int32{{h.served, o.served}, {h.attempted, o.attempted}} {
-		for svc, l := range m[1] {
-			m[0][svc] = append(m[0][svc], l...)
+	for _, m := range [][2]map[string]*heldTimes{{h.served, o.served}, {h.attempted, o.attempted}} {
+		for svc, t := range m[1] {
+			if sum := m[0][svc]; sum != nil {
+				sum.busy += t.busy
+				sum.starts, sum.ends = append(sum.starts, t.starts...), append(sum.ends, t.ends...)
+			} else {
+				m[0][svc] = t
+			}
 		}
 	}
 	maps.Copy(h.instrumented, o.instrumented)
@@ -1582,8 +1642,10 @@ func (h *requestsHeld) merge(o *requestsHeld) {
 
 // heldBy is inFlight's map step, over the selected spans and calls.
 func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
-	h := &requestsHeld{served: map[string][]int32{}, attempted: map[string][]int32{}, instrumented: map[string]bool{}}
-	instrumented := h.instrumented
+	// The spans are listed by index while the step runs (4 bytes a
+	// request), then read into lists of their exact size.
+	served, attempted := map[string][]int32{}, map[string][]int32{}
+	instrumented := map[string]bool{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
 		if !ix.keep[i] || !s.has(int32(i)) {
@@ -1591,7 +1653,7 @@ func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
 		}
 		if svc := ix.str(sp.Service); isServer(sp) || ix.parent[i] < 0 && !isAttempt(sp) {
 			instrumented[svc] = true
-			h.served[svc] = append(h.served[svc], int32(i))
+			served[svc] = append(served[svc], int32(i))
 		}
 	}
 	for _, ec := range ecs {
@@ -1603,8 +1665,24 @@ func heldBy(ix *index, s sel, ecs []*edgeCalls) *requestsHeld {
 				continue
 			}
 			for _, a := range ix.attemptsOf(c) {
-				h.attempted[ec.key.callee] = append(h.attempted[ec.key.callee], a.span)
+				attempted[ec.key.callee] = append(attempted[ec.key.callee], a.span)
 			}
+		}
+	}
+	h := &requestsHeld{served: make(map[string]*heldTimes, len(served)), attempted: make(map[string]*heldTimes, len(attempted)),
+		instrumented: instrumented}
+	for _, m := range []struct {
+		to   map[string]*heldTimes
+		from map[string][]int32
+	}{{h.served, served}, {h.attempted, attempted}} {
+		for svc, l := range m.from {
+			t := &heldTimes{starts: make([]int64, len(l)), ends: make([]int64, len(l))}
+			for k, i := range l {
+				sp := &ix.spans[i]
+				t.busy += sp.End - sp.Start
+				t.starts[k], t.ends[k] = sp.Start, sp.End
+			}
+			m.to[svc] = t
 		}
 	}
 	return h
@@ -1671,26 +1749,18 @@ func inFlight(ix *index, ecs []*edgeCalls, window float64) []ServiceLoad {
 	// One pass to name the requests each service held, as intervals; then
 	// per service its busy time and, sweeping starts and ends in order,
 	// its peak.
-	// Each request held as the span it is timed by: 4 bytes, not 16.
 	// The services' instrumented spans and virtual attempts are listed
 	// per shard (map) and joined (reduce); the busy time is summed in
 	// whole nanoseconds, exact in any order.
 	held := mapShards(ix, func(s sel) *requestsHeld { return heldBy(ix, s, ecs) }, (*requestsHeld).merge)
 	bySvc := held.served
-	for svc, l := range held.attempted {
+	for svc, t := range held.attempted {
 		if !held.instrumented[svc] {
-			bySvc[svc] = l
+			bySvc[svc] = t
 		}
 	}
-	for svc, hs := range bySvc {
-		busy := int64(0)
-		starts, ends := make([]int64, len(hs)), make([]int64, len(hs))
-		for k, h := range hs {
-			sp := &ix.spans[h]
-			busy += sp.End - sp.Start
-			starts[k], ends[k] = sp.Start, sp.End
-		}
-		out = append(out, ServiceLoad{Service: svc, InFlight: round3(float64(busy) / 1e9 / window), PeakInFlight: peak(starts, ends)})
+	for svc, t := range bySvc {
+		out = append(out, ServiceLoad{Service: svc, InFlight: round3(float64(t.busy) / 1e9 / window), PeakInFlight: peak(t.starts, t.ends)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
 	return out

@@ -73,32 +73,69 @@
 // (opPartial: times as dists), the roots counted by head-sampling
 // probability (headSampling, summed in probability order by the reduce),
 // and calibration's counts by operation (breakers' fast failures, own
-// failures). TestShardedInfer sends every shard's partial that has a wire
-// form through it, and names the partials that have none, which must be
-// the ones below; FuzzDecodePartial fuzzes the decoder. Calibration's
-// first failures per trace hold no span either, but are kept per edge
-// number, as are the per-edge counts, the overlaps (concurrencyOf) and
-// the observed-amplification trie: numbers in the one grouping of all
-// calls.
+// failures) and work times by operation (four dists each). The per-edge
+// partials name their edges by key, not by their place in the one
+// grouping of the calls (perEdge; merge and read by key, an edge a partial
+// lacks added): the leaked attempts per edge, calibration's first failure
+// per edge and trace, the overlaps and fan-out widths (concurrencyOf), the
+// user edges' root outcomes, and the per-edge half of the call order
+// (callOrders: failed executions that reached the edge, call offsets);
+// the observed-amplification trie (chainTrie) names its edges by key too.
+// The partials of one edge name it: its outcome records (outcomeStats:
+// each attempt's class, time bucket and what came before it, by value),
+// and its calls' ends (callEndList: time, outcome and trace id by value).
+// The requests each service held (requestsHeld) are their busy time and
+// starts and ends. TestShardedInfer sends every shard's partial that has a
+// wire form through it, and names the partials that have none, which must
+// be the ones below; FuzzDecodePartial fuzzes the decoder, and merges and
+// reduces what it decodes.
+//
+// One order in them is the one grouping's: a call end's pos, its place in
+// its edge's calls (the input's span order), orders calls that ended at
+// the same instant, as the edge's call order always has. A collector would
+// need an order of its own (trace and span id), which would change which
+// of two simultaneous ends is the latest before a call: an output change,
+// not made here.
 //
 // Still global, each for a stated reason:
 //   - The index (newIndex): every span key sorted, parents resolved, cycles
 //     cut, duplicates and orphans counted over all spans at once. It is per
 //     trace in nature, but a trace's spans may come from any input in any
 //     order; a collector would need them grouped by trace first.
-//   - Partials that name spans by their index, because a later step reads
-//     the span's own facts (times, status, its calls): the extracted calls
-//     (groupEdges reorders them in place, and every later step walks an
-//     edge's calls), the root requests (rootSet), breakers' requests per
-//     operation, calibration's span sets (bitsets over the table), call
-//     ends, outcome records and the requests each service held. To run
-//     apart they would carry those facts by value, as edgeStats does.
+//   - The extracted calls (extracted), which groupEdges reorders in place
+//     into the edges: every later map step walks an edge's calls, the
+//     attempts' spans and their children, so the calls are the map steps'
+//     input, not a partial to merge; a collector would keep its own
+//     traces' calls and send only the partials made from them.
+//   - The root requests (rootSet, by span index): later map steps walk
+//     down from them (observed amplification, the user edges' outcomes,
+//     sampling), and the reduces arrivalWindow (every root start, sorted: a
+//     stray is judged against all the others) and rootStats (order
+//     statistics of every root's duration, for exact percentile bands)
+//     read every root's times.
+//   - Breakers' requests per caller operation (requestsByOp, span
+//     indices): the reduce puts every request of an operation in time
+//     order and reads, per request, its times, its own outcome and what
+//     each of its calls did with each callee, choosing the edges to walk
+//     by counts known only after the merge. By value this is a record a
+//     SERVER span (times, trace and span id, its own outcome: 56 bytes
+//     for a 4-byte index) and an entry a callee it called, alive only in
+//     the breakers step; tried, it took inference from 346 to 522 bytes
+//     allocated a span at 1M synthetic spans (lists grown by appending),
+//     past the 10% the map and reduce shape may cost.
+//   - Calibration's span sets (serving, spanSet: a bit a span): the
+//     executions that made calls, had one fail, failed on their own, were
+//     given up on while they worked, or were failed fast by a breaker.
+//     Each marks spans by what happened in their own trace (the breakers'
+//     fast failures also by the topology's breakers, a reduce every shard
+//     is given), and only map steps over the same traces read them: a
+//     collector would keep its shard's marks and merge nothing. Here they
+//     are bits over the one table, merged by or.
 //   - Reduces that read the merged calls or spans: callsByServer (an index
 //     of every call by the server span it was made under, which
 //     concurrency, breakers and paths read: within one trace each, but
 //     built over the one table), the virtual services' times and the user
-//     edges (from every attempt and root), leaked attempts per edge,
-//     arrivalWindow (every root start, sorted: a stray is judged against
-//     all the others) and rootStats (order statistics of every root's duration, for exact
-//     percentile bands).
+//     edges (from every attempt and root), and previousCallFailed's lookup
+//     of each call's start against the sorted ends (it walks the edge's
+//     calls).
 package graph

@@ -275,8 +275,9 @@ func leakedAttempts(ix *index, names *naming, ecs []*edgeCalls) []int {
 	for i, ec := range ecs {
 		at[ec.key] = i
 	}
-	return mapShards(ix, func(s sel) []int {
-		out := make([]int, len(ecs))
+	keys := edgeKeys(ecs)
+	return mapShards(ix, func(s sel) *perEdge[int] {
+		out := newPerEdge[int](keys, nil)
 		for _, r := range ix.leakRoots {
 			p := ix.parent[r]
 			if p < 0 || !s.has(r) {
@@ -285,9 +286,9 @@ func leakedAttempts(ix *index, names *naming, ecs []*edgeCalls) []int {
 			callee, op := names.resolve(ix, r, ix.firstServer(r))
 			k := edgeKey{caller: ix.str(ix.spans[p].Service), callerOp: ix.opName(ix.serverOf(p)), callee: callee, op: op}
 			if i, ok := at[k]; ok {
-				out[i]++
+				out.of[i]++
 			}
 		}
 		return out
-	}, addInts)
+	}, func(sum, p *perEdge[int]) { sum.merge(p, addInt) }).in(keys)
 }

@@ -186,29 +186,32 @@ type concurrency struct {
 // concurrencyOf measures, per edge, how its calls overlapped other calls
 // made while serving the same request.
 func concurrencyOf(ix *index, ecs []*edgeCalls, byServer *serverCalls) []concurrency {
-	o := mapShards(ix, func(s sel) *overlaps { return overlappingCalls(ix, s, len(ecs), byServer) }, (*overlaps).merge)
+	keys := edgeKeys(ecs)
+	o := mapShards(ix, func(s sel) *perEdge[overlaps] { return overlappingCalls(ix, s, keys, byServer) },
+		func(sum, p *perEdge[overlaps]) { sum.merge(p, (*overlaps).merge) }).in(keys)
 	out := make([]concurrency, len(ecs))
 	for i, ec := range ecs {
-		out[i] = concurrency{Share: round3(float64(o.any[i]) / float64(len(ec.calls))),
-			OtherShare: round3(float64(o.other[i]) / float64(len(ec.calls))), Width: medianCount(o.widths[i])}
+		out[i] = concurrency{Share: round3(float64(o[i].any) / float64(len(ec.calls))),
+			OtherShare: round3(float64(o[i].other) / float64(len(ec.calls))), Width: medianCount(o[i].widths)}
 	}
 	return out
 }
 
-// overlaps is concurrencyOf's map step: per edge, the calls that
-// overlapped any other call of their request and those that overlapped a
-// call of another edge, and how many requests had each width.
+// overlaps is what concurrencyOf's map step counts of one edge: the calls
+// that overlapped any other call of their request and those that
+// overlapped a call of another edge, and how many requests had each width.
 type overlaps struct {
-	any, other []int
-	widths     []map[int]int
+	any, other int
+	widths     map[int]int
 }
 
-func (o *overlaps) merge(p *overlaps) {
-	addInts(o.any, p.any)
-	addInts(o.other, p.other)
-	for i, w := range p.widths {
-		addCounts(o.widths[i], w)
+func (o *overlaps) merge(p overlaps) {
+	o.any += p.any
+	o.other += p.other
+	if o.widths == nil {
+		o.widths = map[int]int{}
 	}
+	addCounts(o.widths, p.widths)
 }
 
 // medianCount is the median of values given as counts (the lower of the
@@ -229,11 +232,8 @@ func medianCount(counts map[int]int) int {
 
 // overlappingCalls is the map step of concurrencyOf over the selected
 // requests.
-func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) *overlaps {
-	o := &overlaps{any: make([]int, edges), other: make([]int, edges), widths: make([]map[int]int, edges)}
-	for i := range o.widths {
-		o.widths[i] = map[int]int{}
-	}
+func overlappingCalls(ix *index, sl sel, keys []edgeKey, byServer *serverCalls) *perEdge[overlaps] {
+	o := newPerEdge(keys, func() overlaps { return overlaps{widths: map[int]int{}} })
 	type span struct {
 		start, end int64
 		edge       int
@@ -276,7 +276,7 @@ func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) *over
 					ends = append(ends, c.end)
 					most = max(most, len(ends))
 				}
-				o.widths[calls[lo].edge][most]++
+				o.of[calls[lo].edge].widths[most]++
 			}
 			lo = hi
 		}
@@ -286,7 +286,7 @@ func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) *over
 		latest := int64(math.MinInt64)
 		for i, c := range calls {
 			if c.start+overlapTolerance < latest || i+1 < len(calls) && calls[i+1].start+overlapTolerance < c.end {
-				o.any[c.edge]++
+				o.of[c.edge].any++
 			}
 			latest = max(latest, c.end)
 		}
@@ -311,7 +311,7 @@ func overlappingCalls(ix *index, sl sel, edges int, byServer *serverCalls) *over
 		}
 		for i, m := range marked {
 			if m {
-				o.other[calls[i].edge]++
+				o.of[calls[i].edge].other++
 			}
 		}
 	}
@@ -369,8 +369,10 @@ type edgeCall struct{ edge, k int32 }
 
 // chainTrie holds, for every chain of edges some root request followed
 // (a trie of edge indices from the root), the highest amplification one
-// root request saw at the chain's last hop.
+// root request saw at the chain's last hop. An edge index is its place in
+// keys, the edges by value, so that tries of different edges merge.
 type chainTrie struct {
+	keys []edgeKey
 	next map[chainStep]int32
 	best []float64
 	from []chainStep // how each chain was reached: its chain without the last hop, and that hop
@@ -394,10 +396,28 @@ func (t *chainTrie) step(at int32, edge int) int32 {
 // amplification of each. A chain is numbered after the chain it extends,
 // so o's are walked in number order.
 func (t *chainTrie) merge(o *chainTrie) {
+	edge := func(e int32) int32 { return e }
+	if !slices.Equal(t.keys, o.keys) {
+		// o's edges as t's: a key t does not have is added after its own.
+		at := make(map[edgeKey]int32, len(t.keys))
+		for i, k := range t.keys {
+			at[k] = int32(i)
+		}
+		ours := make([]int32, len(o.keys))
+		for i, k := range o.keys {
+			e, ok := at[k]
+			if !ok {
+				e = int32(len(t.keys))
+				t.keys = append(slices.Clip(t.keys), k)
+			}
+			ours[i] = e
+		}
+		edge = func(e int32) int32 { return ours[e] }
+	}
 	to := make([]int32, len(o.best))
 	for n := 1; n < len(o.best); n++ {
 		k := o.from[n]
-		to[n] = t.step(to[k.at], int(k.edge))
+		to[n] = t.step(to[k.at], int(edge(k.edge)))
 		t.best[to[n]] = max(t.best[to[n]], o.best[n])
 	}
 }
@@ -423,13 +443,14 @@ func (t *chainTrie) observed(chain []int) float64 {
 // amplification). Each call is visited once, so the walk is linear
 // whatever the number of paths or the depth of a trace.
 func observedAmplification(ix *index, byServer *serverCalls, roots map[node][]int32) *chainTrie {
-	return mapShards(ix, func(s sel) *chainTrie { return observedIn(ix, s, byServer, roots) }, (*chainTrie).merge)
+	keys := edgeKeys(byServer.ecs)
+	return mapShards(ix, func(s sel) *chainTrie { return observedIn(ix, s, byServer, roots, keys) }, (*chainTrie).merge)
 }
 
 // observedIn is observedAmplification's map step, over the selected root
-// requests.
-func observedIn(ix *index, s sel, byServer *serverCalls, roots map[node][]int32) *chainTrie {
-	t := &chainTrie{next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
+// requests (keys: the edges of byServer).
+func observedIn(ix *index, s sel, byServer *serverCalls, roots map[node][]int32, keys []edgeKey) *chainTrie {
+	t := &chainTrie{keys: keys, next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
 	var attempts, first []int
 	var touched []int32
 	type inst struct {

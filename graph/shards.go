@@ -1,6 +1,10 @@
 package graph
 
-import "github.com/retryaudit/retryaudit/ingest"
+import (
+	"slices"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
 
 // shards deals the traces to inference's map steps (see the package
 // comment for the phases). A map step reads the traces of one shard into a
@@ -58,16 +62,88 @@ func mapShards[P any](ix *index, step func(sel) P, merge func(sum, p P)) P {
 	return sum
 }
 
-// addInts is the merge of per-edge counts: it adds p's to sum.
-func addInts(sum, p []int) {
-	for i, n := range p {
-		sum[i] += n
-	}
-}
-
 // addCounts is the merge of counts by key: it adds p's to sum.
 func addCounts[K comparable](sum, p map[K]int) {
 	for k, n := range p {
 		sum[k] += n
 	}
+}
+
+// perEdge is a per-edge partial: a value for each edge, named by the
+// edge's key (its services and operations), not by its place in one
+// grouping of the calls, so that a partial read in another process merges
+// with the others by key. Every map step is given the same edges (the
+// reduce of the calls), and its partial lists them in their order, so the
+// merged partial's values are the edges' in that order.
+type perEdge[T any] struct {
+	keys []edgeKey
+	of   []T
+}
+
+// edgeKeys is the keys of ecs, in order: the edges a per-edge partial is
+// of (shared by the partials of every shard).
+func edgeKeys(ecs []*edgeCalls) []edgeKey {
+	keys := make([]edgeKey, len(ecs))
+	for i, ec := range ecs {
+		keys[i] = ec.key
+	}
+	return keys
+}
+
+// newPerEdge is a partial of keys' edges, each value made by zero (nil:
+// T's zero value).
+func newPerEdge[T any](keys []edgeKey, zero func() T) *perEdge[T] {
+	e := &perEdge[T]{keys: keys, of: make([]T, len(keys))}
+	if zero != nil {
+		for i := range e.of {
+			e.of[i] = zero()
+		}
+	}
+	return e
+}
+
+// merge adds p's values to e's by add, edge by edge, matched by key; an
+// edge that e does not have is added after its own.
+func (e *perEdge[T]) merge(p *perEdge[T], add func(sum *T, v T)) {
+	if slices.Equal(e.keys, p.keys) {
+		for i, v := range p.of {
+			add(&e.of[i], v)
+		}
+		return
+	}
+	at := make(map[edgeKey]int, len(e.keys))
+	for i, k := range e.keys {
+		at[k] = i
+	}
+	for j, k := range p.keys {
+		i, ok := at[k]
+		if !ok {
+			e.keys = append(slices.Clip(e.keys), k)
+			e.of = append(e.of, p.of[j])
+			continue
+		}
+		add(&e.of[i], p.of[j])
+	}
+}
+
+// addInt is the merge of a count.
+func addInt(sum *int, n int) { *sum += n }
+
+// in is e's values for the edges of keys, in their order (the zero value
+// for an edge e does not have).
+func (e *perEdge[T]) in(keys []edgeKey) []T {
+	if len(e.keys) >= len(keys) && slices.Equal(e.keys[:len(keys)], keys) {
+		return e.of[:len(keys)]
+	}
+	at := make(map[edgeKey]int, len(e.keys))
+	for i, k := range e.keys {
+		at[k] = i
+	}
+	out := make([]T, len(keys))
+	for i, k := range keys {
+		if j, ok := at[k]; ok {
+			out[i] = e.of[j]
+		}
+	}
+	return out
 }

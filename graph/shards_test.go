@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,14 +123,21 @@ func TestShardedInfer(t *testing.T) {
 			}
 		})
 	}
-	if got, want := slices.Sorted(maps.Keys(wired)), []string{"*graph.edgeStats", "*graph.headSampling", "*graph.nameVotes", "*graph.opPartial", "graph.origins", "map[graph.node][2]int", "map[graph.node]int", "map[ingest.Sym]bool"}; !slices.Equal(got, want) {
-		t.Errorf("partials sent through their wire form: %q, want %q", got, want)
+	wantWired := []string{"*graph.callEndList", "*graph.callOrders", "*graph.chainTrie", "*graph.edgeStats", "*graph.headSampling",
+		"*graph.nameVotes", "*graph.opPartial", "*graph.outcomeStats",
+		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.overlaps]",
+		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.rootOutcomes]",
+		"*graph.perEdge[int]",
+		"*graph.perEdge[map[github.com/retryaudit/retryaudit/ingest.TraceID]int64]",
+		"*graph.requestsHeld", "graph.origins", "map[graph.node]*graph.workTimes", "map[graph.node][2]int",
+		"map[graph.node]int", "map[ingest.Sym]bool"}
+	if got := slices.Sorted(maps.Keys(wired)); !slices.Equal(got, wantWired) {
+		t.Errorf("partials sent through their wire form: %q, want %q", got, wantWired)
 	}
 	// The partials that still name spans by their place in the one index
 	// (the package comment says why each is global).
-	stillGlobal := []string{"*[]graph.callEnd", "*graph.callOrders", "*graph.chainTrie", "*graph.extracted",
-		"*graph.outcomeStats", "*graph.overlaps", "*graph.requestsHeld", "*graph.rootSet", "[]*graph.Outcomes", "[]int", "[]map[ingest.TraceID]int64",
-		"graph.serving", "graph.spanSet", "map[graph.node]*graph.workTimes", "map[graph.node][]int32"}
+	stillGlobal := []string{"*graph.extracted", "*graph.rootSet", "graph.serving", "graph.spanSet",
+		"map[graph.node][]int32"}
 	if got := slices.Sorted(maps.Keys(unwired)); !slices.Equal(got, stillGlobal) {
 		t.Errorf("partials with no wire form: %q, want %q", got, stillGlobal)
 	}
@@ -244,4 +252,64 @@ func manyOrigins(*testing.T) *ingest.Set {
 		b.call(other, "api", "GET /a", 1, 10, httpStatus(503), method("GET"), target("http://api/a/1"))
 	}
 	return b.set
+}
+
+// TestPerEdgeMerge: per-edge partials merge by the edges' keys, whatever
+// order each lists its edges in and whichever edges it has, and read back
+// in the order of the edges asked for.
+func TestPerEdgeMerge(t *testing.T) {
+	a, b, c := edgeKey{"a", "GET /", "b", "GET /b"}, edgeKey{"a", "GET /", "c", "GET /c"}, edgeKey{"b", "GET /b", "c", "GET /c"}
+	for _, tc := range []struct {
+		name string
+		sum  *perEdge[int]
+		p    *perEdge[int]
+		keys []edgeKey
+		want []int
+	}{
+		{"same edges", &perEdge[int]{[]edgeKey{a, b}, []int{1, 2}}, &perEdge[int]{[]edgeKey{a, b}, []int{10, 20}}, []edgeKey{a, b}, []int{11, 22}},
+		{"other order", &perEdge[int]{[]edgeKey{a, b}, []int{1, 2}}, &perEdge[int]{[]edgeKey{b, a}, []int{20, 10}}, []edgeKey{a, b}, []int{11, 22}},
+		{"an edge more", &perEdge[int]{[]edgeKey{a}, []int{1}}, &perEdge[int]{[]edgeKey{c, a}, []int{5, 10}}, []edgeKey{a, b, c}, []int{11, 0, 5}},
+		{"read in another order", &perEdge[int]{[]edgeKey{a, b}, []int{1, 2}}, &perEdge[int]{}, []edgeKey{b, a}, []int{2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.sum.merge(tc.p, addInt)
+			if got := tc.sum.in(tc.keys); !slices.Equal(got, tc.want) {
+				t.Errorf("merged: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChainTrieMerge: tries of the observed amplification merge by the
+// edges' keys: the same chain is the same whatever number each trie gave
+// its edges, and a chain over an edge one trie lacks is kept.
+func TestChainTrieMerge(t *testing.T) {
+	a, b, c := edgeKey{"u", "", "a", "GET /"}, edgeKey{"a", "GET /", "b", "GET /b"}, edgeKey{"a", "GET /", "c", "GET /c"}
+	trie := func(keys []edgeKey, chains map[[2]edgeKey]float64) *chainTrie {
+		tr := &chainTrie{keys: keys, next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
+		for _, ch := range slices.SortedFunc(maps.Keys(chains), func(x, y [2]edgeKey) int { return cmp.Compare(x[1].callee, y[1].callee) }) {
+			at := tr.step(0, slices.Index(keys, ch[0]))
+			n := tr.step(at, slices.Index(keys, ch[1]))
+			tr.best[n] = chains[ch]
+		}
+		return tr
+	}
+	for _, tc := range []struct {
+		name  string
+		x, y  *chainTrie
+		chain [2]edgeKey
+		want  float64
+	}{
+		{"same numbering", trie([]edgeKey{a, b}, map[[2]edgeKey]float64{{a, b}: 2}), trie([]edgeKey{a, b}, map[[2]edgeKey]float64{{a, b}: 3}), [2]edgeKey{a, b}, 3},
+		{"other numbering", trie([]edgeKey{a, b}, map[[2]edgeKey]float64{{a, b}: 3}), trie([]edgeKey{b, a}, map[[2]edgeKey]float64{{a, b}: 4}), [2]edgeKey{a, b}, 4},
+		{"an edge more", trie([]edgeKey{a, b}, map[[2]edgeKey]float64{{a, b}: 2}), trie([]edgeKey{c, a}, map[[2]edgeKey]float64{{a, c}: 5}), [2]edgeKey{a, c}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.x.merge(tc.y)
+			chain := []int{slices.Index(tc.x.keys, tc.chain[0]), slices.Index(tc.x.keys, tc.chain[1])}
+			if got := tc.x.observed(chain); got != tc.want {
+				t.Errorf("observed %v, want %v (keys %v)", got, tc.want, tc.x.keys)
+			}
+		})
+	}
 }

@@ -47,6 +47,26 @@ type partialWire struct {
 	// failures; own failures and executions).
 	OpCounts []opCount[int]
 	OpPairs  []opCount[[2]int]
+	// Work is calibration's work times by operation.
+	Work []opCount[[4]distWire]
+	// Leaked is the leaked attempts per edge.
+	Leaked perEdgeWire[int]
+	// FirstFailed is calibration's first failure per edge and trace.
+	FirstFailed perEdgeWire[[]traceTime]
+	// Overlaps is concurrency's overlapping calls and widths per edge.
+	Overlaps perEdgeWire[overlapsWire]
+	// Orders is calibration's call order.
+	Orders callOrdersWire
+	// Outcomes is calibration's outcomes of one edge's attempts.
+	Outcomes outcomeStatsWire
+	// Ends is the ends of some of an edge's calls.
+	Ends callEndListWire
+	// Held is the requests each service held.
+	Held requestsHeldWire
+	// Roots is the user edges' root requests' outcomes.
+	Roots perEdgeWire[rootOutcomesWire]
+	// Chains is the observed amplification by chain of edges.
+	Chains chainTrieWire
 }
 
 type partialKind uint8
@@ -60,6 +80,16 @@ const (
 	kindOrigins
 	kindOpCounts
 	kindOpPairs
+	kindWork
+	kindLeaked
+	kindFirstFailed
+	kindOverlaps
+	kindOrders
+	kindOutcomes
+	kindEnds
+	kindHeld
+	kindRoots
+	kindChains
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -83,6 +113,31 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.OpCounts = kindOpCounts, opCountsOf(p)
 	case map[node][2]int:
 		w.Kind, w.OpPairs = kindOpPairs, opCountsOf(p)
+	case map[node]*workTimes:
+		w.Kind, w.Work = kindWork, workToWire(p)
+	case *perEdge[int]:
+		w.Kind, w.Leaked = kindLeaked, perEdgeToWire(p, same[int])
+	case *perEdge[map[ingest.TraceID]int64]:
+		w.Kind, w.FirstFailed = kindFirstFailed, perEdgeToWire(p, traceTimesOf)
+	case *outcomeStats:
+		w.Kind, w.Outcomes = kindOutcomes, outcomeStatsToWire(p)
+	case *callEndList:
+		w.Kind, w.Ends = kindEnds, callEndListToWire(p)
+	case *requestsHeld:
+		w.Kind, w.Held = kindHeld, requestsHeldWire{heldToWire(p.served), heldToWire(p.attempted), setOf(p.instrumented)}
+	case *perEdge[rootOutcomes]:
+		w.Kind, w.Roots = kindRoots, perEdgeToWire(p, func(o rootOutcomes) rootOutcomesWire {
+			return rootOutcomesWire{o.first, o.downstreamFailed, o.propagated}
+		})
+	case *chainTrie:
+		w.Kind, w.Chains = kindChains, chainTrieToWire(p)
+	case *callOrders:
+		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
+			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
+	case *perEdge[overlaps]:
+		w.Kind, w.Overlaps = kindOverlaps, perEdgeToWire(p, func(o overlaps) overlapsWire {
+			return overlapsWire{o.any, o.other, pairsOf(o.widths, same[int])}
+		})
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -121,6 +176,30 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return opCountsFrom(w.OpCounts, func(n int) bool { return n >= 0 })
 	case kindOpPairs:
 		return opCountsFrom(w.OpPairs, func(n [2]int) bool { return n[0] >= 0 && n[1] >= 0 })
+	case kindWork:
+		return workFromWire(w.Work)
+	case kindLeaked:
+		return perEdgeFromWire(&w.Leaked, func(n int) (int, error) { return n, counts([]int{n}) })
+	case kindFirstFailed:
+		return perEdgeFromWire(&w.FirstFailed, traceTimesFrom)
+	case kindOutcomes:
+		return outcomeStatsFromWire(&w.Outcomes)
+	case kindEnds:
+		return callEndListFromWire(&w.Ends)
+	case kindHeld:
+		return requestsHeldFromWire(&w.Held)
+	case kindRoots:
+		return perEdgeFromWire(&w.Roots, func(o rootOutcomesWire) (rootOutcomes, error) {
+			m := o.First
+			return rootOutcomes{o.First, o.DownstreamFailed, o.Propagated},
+				counts([]int{m.OK, m.ServerError, m.Throttled, m.RetryAfter, m.ClientError, m.Timeout, m.Transport, o.DownstreamFailed, o.Propagated})
+		})
+	case kindChains:
+		return chainTrieFromWire(&w.Chains)
+	case kindOrders:
+		return callOrdersFromWire(&w.Orders)
+	case kindOverlaps:
+		return perEdgeFromWire(&w.Overlaps, overlapsFromWire)
 	}
 	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }
@@ -610,4 +689,400 @@ func opCountsFrom[V any](cs []opCount[V], valid func(V) bool) (map[node]V, error
 		m[n] = c.N
 	}
 	return m, nil
+}
+
+func workToWire(m map[node]*workTimes) []opCount[[4]distWire] {
+	out := make([]opCount[[4]distWire], 0, len(m))
+	for _, c := range opCountsOf(m) {
+		var d [4]distWire
+		for k := range d {
+			d[k] = c.N[k].toWire()
+		}
+		out = append(out, opCount[[4]distWire]{c.Service, c.Op, d})
+	}
+	return out
+}
+
+// workFromWire reads operations' work times, each operation once.
+func workFromWire(cs []opCount[[4]distWire]) (map[node]*workTimes, error) {
+	m := map[node]*workTimes{}
+	for _, c := range cs {
+		n := node{c.Service, c.Op}
+		if m[n] != nil {
+			return nil, fmt.Errorf("decode the work times: %s %s twice", c.Service, c.Op)
+		}
+		x := &workTimes{}
+		for k := range x {
+			if err := x[k].fromWire(c.N[k]); err != nil {
+				return nil, fmt.Errorf("decode the work times of %s %s: %w", c.Service, c.Op, err)
+			}
+		}
+		m[n] = x
+	}
+	return m, nil
+}
+
+// perEdgeWire is a per-edge partial on the wire: each edge by its key,
+// and its value.
+type perEdgeWire[W any] struct {
+	Keys   []edgeKeyWire
+	Values []W
+}
+
+type edgeKeyWire struct{ Caller, CallerOp, Callee, Op string }
+
+func (k edgeKey) toWire() edgeKeyWire { return edgeKeyWire{k.caller, k.callerOp, k.callee, k.op} }
+
+func (w edgeKeyWire) key() edgeKey { return edgeKey{w.Caller, w.CallerOp, w.Callee, w.Op} }
+
+func perEdgeToWire[T, W any](e *perEdge[T], to func(T) W) perEdgeWire[W] {
+	w := perEdgeWire[W]{Keys: make([]edgeKeyWire, len(e.keys)), Values: make([]W, len(e.of))}
+	for i, k := range e.keys {
+		w.Keys[i] = k.toWire()
+		w.Values[i] = to(e.of[i])
+	}
+	return w
+}
+
+// perEdgeFromWire reads a per-edge partial: a value for each key, each
+// key once.
+func perEdgeFromWire[T, W any](w *perEdgeWire[W], from func(W) (T, error)) (*perEdge[T], error) {
+	if len(w.Keys) != len(w.Values) {
+		return nil, fmt.Errorf("decode a per-edge partial: %d edges and %d values", len(w.Keys), len(w.Values))
+	}
+	e := &perEdge[T]{keys: make([]edgeKey, len(w.Keys)), of: make([]T, len(w.Keys))}
+	seen := make(map[edgeKey]bool, len(w.Keys))
+	for i, k := range w.Keys {
+		e.keys[i] = k.key()
+		if seen[e.keys[i]] {
+			return nil, fmt.Errorf("decode a per-edge partial: %s → %s %s twice", k.Caller, k.Callee, k.Op)
+		}
+		seen[e.keys[i]] = true
+		v, err := from(w.Values[i])
+		if err != nil {
+			return nil, fmt.Errorf("decode a per-edge partial, of %s → %s %s: %w", k.Caller, k.Callee, k.Op, err)
+		}
+		e.of[i] = v
+	}
+	return e, nil
+}
+
+// traceTime is a time of one trace on the wire.
+type traceTime struct {
+	Trace ingest.TraceID
+	At    int64
+}
+
+// traceTimesOf is m's entries in trace id order.
+func traceTimesOf(m map[ingest.TraceID]int64) []traceTime {
+	out := make([]traceTime, 0, len(m))
+	for id, at := range m {
+		out = append(out, traceTime{id, at})
+	}
+	slices.SortFunc(out, func(a, b traceTime) int { return bytes.Compare(a.Trace[:], b.Trace[:]) })
+	return out
+}
+
+// traceTimesFrom reads times by trace, each trace once.
+func traceTimesFrom(ts []traceTime) (map[ingest.TraceID]int64, error) {
+	m := make(map[ingest.TraceID]int64, len(ts))
+	for _, t := range ts {
+		if _, ok := m[t.Trace]; ok {
+			return nil, fmt.Errorf("trace %x twice", t.Trace)
+		}
+		m[t.Trace] = t.At
+	}
+	return m, nil
+}
+
+type overlapsWire struct {
+	Any, Other int
+	Widths     []pair[int, int]
+}
+
+func overlapsFromWire(w overlapsWire) (overlaps, error) {
+	o := overlaps{any: w.Any, other: w.Other, widths: map[int]int{}}
+	ns := []int{w.Any, w.Other}
+	for _, p := range w.Widths {
+		ns = append(ns, p.K, p.V)
+	}
+	return o, cmp.Or(counts(ns), fromPairs(o.widths, w.Widths, same[int]))
+}
+
+// callOrdersWire is callOrders on the wire: counts by caller operation,
+// and per edge the failed executions that made it and its calls' offsets.
+type callOrdersWire struct {
+	FailedRuns, Stopped, Continued []opCount[int]
+	Edges                          perEdgeWire[edgeOrderWire]
+}
+
+type edgeOrderWire struct {
+	Reached int
+	Offsets []float64
+}
+
+func callOrdersFromWire(w *callOrdersWire) (*callOrders, error) {
+	o := &callOrders{}
+	var errs [4]error
+	valid := func(n int) bool { return n >= 0 }
+	o.failedRuns, errs[0] = opCountsFrom(w.FailedRuns, valid)
+	o.stopped, errs[1] = opCountsFrom(w.Stopped, valid)
+	o.continued, errs[2] = opCountsFrom(w.Continued, valid)
+	o.edges, errs[3] = perEdgeFromWire(&w.Edges, func(e edgeOrderWire) (edgeOrder, error) {
+		for _, v := range e.Offsets {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return edgeOrder{}, fmt.Errorf("an offset of %v", v)
+			}
+		}
+		return edgeOrder{e.Reached, e.Offsets}, counts([]int{e.Reached})
+	})
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("decode the call order: %w", err)
+	}
+	return o, nil
+}
+
+// outcomeStatsWire is outcomeStats on the wire. Its attempts are listed by
+// their index in the call (ByAttempt[k]: the k+1st attempts), so that an
+// index the reduce lays out a count for costs the bytes of a list.
+type outcomeStatsWire struct {
+	Edge                         edgeKeyWire
+	ByAttempt                    [][]outcomeRecWire
+	Runs                         Runs
+	Slow                         SlowTries
+	DownstreamFailed, Propagated int
+	FirstDown                    []int
+	RASum                        float64
+	RAN                          int
+	Transit                      distWire
+	Waits                        []distWire
+	Decisions                    []decisionWire
+}
+
+// outcomeRecWire is an attempt's outcome class, time bucket and what came
+// before it (outcomeFlags).
+type outcomeRecWire struct {
+	Class  mixClass
+	Bucket int
+	Flags  uint8
+}
+
+const (
+	flagAfter uint8 = 1 << iota
+	flagOther
+	flagRun
+	flagAfterDown
+)
+
+type decisionWire struct {
+	Status      label
+	Class       mixClass
+	Retried     int
+	Ended, Stop []int
+}
+
+func outcomeStatsToWire(st *outcomeStats) outcomeStatsWire {
+	w := outcomeStatsWire{Edge: st.key.toWire(),
+		Runs: st.runs, Slow: st.slow, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated,
+		FirstDown: st.firstDown, RASum: st.raSum, RAN: st.raN, Transit: st.transit.toWire()}
+	for _, r := range st.recs {
+		for len(w.ByAttempt) <= r.k {
+			w.ByAttempt = append(w.ByAttempt, nil)
+		}
+		var f uint8
+		for i, b := range []bool{r.after, r.other, r.run, r.afterDown} {
+			if b {
+				f |= 1 << i
+			}
+		}
+		w.ByAttempt[r.k] = append(w.ByAttempt[r.k], outcomeRecWire{r.class, r.bucket, f})
+	}
+	for k := range st.waits {
+		w.Waits = append(w.Waits, st.waits[k].toWire())
+	}
+	for sc, r := range st.decisions {
+		w.Decisions = append(w.Decisions, decisionWire{sc.status, sc.class, r.retried, r.ended, r.stop})
+	}
+	slices.SortFunc(w.Decisions, func(a, b decisionWire) int {
+		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Class, b.Class))
+	})
+	return w
+}
+
+// outcomeStatsFromWire reads one edge's outcomes: classes that are
+// classes, counts that are counts, and lists paired as they are kept.
+func outcomeStatsFromWire(w *outcomeStatsWire) (*outcomeStats, error) {
+	st := &outcomeStats{key: w.Edge.key(), runs: w.Runs, slow: w.Slow,
+		downstreamFailed: w.DownstreamFailed, propagated: w.Propagated, firstDown: w.FirstDown, raSum: w.RASum, raN: w.RAN,
+		decisions: map[statusClass]*statusRetries{}}
+	fail := func(err error) (*outcomeStats, error) {
+		return nil, fmt.Errorf("decode the outcomes of %s → %s %s: %w", w.Edge.Caller, w.Edge.Callee, w.Edge.Op, err)
+	}
+	ns := append([]int{w.Runs.AfterFailure.Calls, w.Runs.AfterFailure.Failed, w.Runs.AfterSuccess.Calls, w.Runs.AfterSuccess.Failed,
+		w.Slow.First.Tries, w.Slow.First.Slow, w.DownstreamFailed, w.Propagated, w.RAN}, w.FirstDown...)
+	if len(w.Slow.AfterSlowByAttempt) != len(w.Slow.AfterFailureByAttempt) {
+		return fail(fmt.Errorf("%d and %d slow-try counts", len(w.Slow.AfterSlowByAttempt), len(w.Slow.AfterFailureByAttempt)))
+	}
+	for k := range w.Slow.AfterSlowByAttempt {
+		a, b := w.Slow.AfterSlowByAttempt[k], w.Slow.AfterFailureByAttempt[k]
+		ns = append(ns, a.Tries, a.Slow, b.Tries, b.Slow)
+	}
+	if err := counts(ns); err != nil {
+		return fail(err)
+	}
+	if !(w.RASum >= 0) || math.IsInf(w.RASum, 0) {
+		return fail(fmt.Errorf("a Retry-After sum of %v", w.RASum))
+	}
+	for k, recs := range w.ByAttempt {
+		for _, r := range recs {
+			if r.Class > classTransport || r.Bucket < 0 || r.Flags >= flagAfterDown<<1 {
+				return fail(fmt.Errorf("an attempt of class %d, bucket %d and flags %#x", r.Class, r.Bucket, r.Flags))
+			}
+			st.recs = append(st.recs, outcomeRec{class: r.Class, k: k, bucket: r.Bucket, after: r.Flags&flagAfter != 0,
+				other: r.Flags&flagOther != 0, run: r.Flags&flagRun != 0, afterDown: r.Flags&flagAfterDown != 0})
+		}
+	}
+	if err := st.transit.fromWire(w.Transit); err != nil {
+		return fail(err)
+	}
+	st.waits = make([]dist, len(w.Waits))
+	for k := range w.Waits {
+		if err := st.waits[k].fromWire(w.Waits[k]); err != nil {
+			return fail(err)
+		}
+	}
+	for _, d := range w.Decisions {
+		sc := statusClass{d.Status, d.Class}
+		if st.decisions[sc] != nil || d.Class > classTransport || len(d.Ended) != len(d.Stop) {
+			return fail(fmt.Errorf("decisions on %v of class %d: twice, or of %d and %d counts", d.Status, d.Class, len(d.Ended), len(d.Stop)))
+		}
+		if err := counts(append(append([]int{d.Retried}, d.Ended...), d.Stop...)); err != nil {
+			return fail(err)
+		}
+		st.decisions[sc] = &statusRetries{d.Retried, d.Ended, d.Stop}
+	}
+	return st, nil
+}
+
+// callEndListWire is callEndList on the wire: the edge, and its calls'
+// ends as parallel lists.
+type callEndListWire struct {
+	Edge   edgeKeyWire
+	At     []int64
+	Traces []ingest.TraceID
+	Pos    []int32
+	Failed []bool
+}
+
+func callEndListToWire(l *callEndList) callEndListWire {
+	w := callEndListWire{Edge: l.key.toWire()}
+	for _, e := range l.ends {
+		w.At, w.Traces = append(w.At, e.at), append(w.Traces, e.trace)
+		w.Pos, w.Failed = append(w.Pos, e.pos), append(w.Failed, e.failed)
+	}
+	return w
+}
+
+func callEndListFromWire(w *callEndListWire) (*callEndList, error) {
+	n := len(w.At)
+	if len(w.Traces) != n || len(w.Pos) != n || len(w.Failed) != n {
+		return nil, fmt.Errorf("decode the call ends of %s → %s %s: %d, %d, %d and %d", w.Edge.Caller, w.Edge.Callee, w.Edge.Op,
+			n, len(w.Traces), len(w.Pos), len(w.Failed))
+	}
+	l := &callEndList{key: w.Edge.key(), ends: make([]callEnd, n)}
+	for i := range n {
+		l.ends[i] = callEnd{at: w.At[i], trace: w.Traces[i], pos: w.Pos[i], failed: w.Failed[i]}
+	}
+	return l, nil
+}
+
+// requestsHeldWire is requestsHeld on the wire: each service's requests
+// by name, and the services with spans of their own.
+type requestsHeldWire struct {
+	Served, Attempted []heldWire
+	Instrumented      []string
+}
+
+type heldWire struct {
+	Service      string
+	Busy         int64
+	Starts, Ends []int64
+}
+
+func heldToWire(m map[string]*heldTimes) []heldWire {
+	out := make([]heldWire, 0, len(m))
+	for _, svc := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, heldWire{svc, m[svc].busy, m[svc].starts, m[svc].ends})
+	}
+	return out
+}
+
+func requestsHeldFromWire(w *requestsHeldWire) (*requestsHeld, error) {
+	h := &requestsHeld{served: map[string]*heldTimes{}, attempted: map[string]*heldTimes{}, instrumented: map[string]bool{}}
+	for _, s := range w.Instrumented {
+		h.instrumented[s] = true
+	}
+	for _, l := range []struct {
+		to   map[string]*heldTimes
+		from []heldWire
+	}{{h.served, w.Served}, {h.attempted, w.Attempted}} {
+		for _, t := range l.from {
+			if l.to[t.Service] != nil || len(t.Starts) != len(t.Ends) {
+				return nil, fmt.Errorf("decode the requests held: %s twice, or of %d starts and %d ends", t.Service, len(t.Starts), len(t.Ends))
+			}
+			l.to[t.Service] = &heldTimes{t.Busy, t.Starts, t.Ends}
+		}
+	}
+	return h, nil
+}
+
+type rootOutcomesWire struct {
+	First                        OutcomeMix
+	DownstreamFailed, Propagated int
+}
+
+// chainTrieWire is chainTrie on the wire: its edges by key, and each chain
+// but the empty one (numbered from 1) as the chain it extends, the edge it
+// extends it by, and its highest amplification.
+type chainTrieWire struct {
+	Keys     []edgeKeyWire
+	At, Edge []int32
+	Best     []float64
+}
+
+func chainTrieToWire(t *chainTrie) chainTrieWire {
+	w := chainTrieWire{Keys: make([]edgeKeyWire, len(t.keys))}
+	for i, k := range t.keys {
+		w.Keys[i] = k.toWire()
+	}
+	for n := 1; n < len(t.best); n++ {
+		w.At, w.Edge, w.Best = append(w.At, t.from[n].at), append(w.Edge, t.from[n].edge), append(w.Best, t.best[n])
+	}
+	return w
+}
+
+// chainTrieFromWire reads a trie: each chain after the chain it extends,
+// by an edge it names, once.
+func chainTrieFromWire(w *chainTrieWire) (*chainTrie, error) {
+	n := len(w.Best)
+	if len(w.At) != n || len(w.Edge) != n {
+		return nil, fmt.Errorf("decode the observed amplification: %d, %d and %d", len(w.At), len(w.Edge), n)
+	}
+	t := &chainTrie{keys: make([]edgeKey, len(w.Keys)), next: make(map[chainStep]int32, n), best: []float64{0}, from: []chainStep{{}}}
+	seen := make(map[edgeKey]bool, len(w.Keys))
+	for i, k := range w.Keys {
+		if t.keys[i] = k.key(); seen[t.keys[i]] {
+			return nil, fmt.Errorf("decode the observed amplification: %s → %s %s twice", k.Caller, k.Callee, k.Op)
+		}
+		seen[t.keys[i]] = true
+	}
+	for i := range n {
+		k, b := chainStep{w.At[i], w.Edge[i]}, w.Best[i]
+		if _, ok := t.next[k]; ok || k.at < 0 || int(k.at) > i || k.edge < 0 || int(k.edge) >= len(t.keys) || !(b >= 0) || math.IsInf(b, 0) {
+			return nil, fmt.Errorf("decode the observed amplification: chain %d extends %d by edge %d (again?) to %v", i+1, k.at, k.edge, b)
+		}
+		t.next[k] = int32(i + 1)
+		t.best, t.from = append(t.best, b), append(t.from, k)
+	}
+	return t, nil
 }

@@ -78,6 +78,45 @@ func FuzzDecodePartial(f *testing.F) {
 			p.peers.winners()
 		case origins:
 			p.merge(q.(origins))
+		case *perEdge[int]:
+			p.merge(q.(*perEdge[int]), addInt)
+			p.in(p.keys)
+		case *perEdge[map[ingest.TraceID]int64]:
+			p.merge(q.(*perEdge[map[ingest.TraceID]int64]), mergeEarliest)
+			p.in(p.keys)
+		case *perEdge[overlaps]:
+			p.merge(q.(*perEdge[overlaps]), (*overlaps).merge)
+			for _, o := range p.in(p.keys) {
+				medianCount(o.widths)
+			}
+		case *outcomeStats:
+			p.merge(q.(*outcomeStats))
+			p.reduce(&Edge{MaxAttempts: 3})
+		case *callEndList:
+			p.merge(q.(*callEndList))
+		case *requestsHeld:
+			p.merge(q.(*requestsHeld))
+			for _, t := range p.served {
+				peak(t.starts, t.ends)
+			}
+		case *perEdge[rootOutcomes]:
+			p.merge(q.(*perEdge[rootOutcomes]), (*rootOutcomes).merge)
+		case *chainTrie:
+			p.merge(q.(*chainTrie))
+			p.observed([]int{0, 0})
+		case *callOrders:
+			p.merge(q.(*callOrders))
+			for _, e := range p.edges.in(p.edges.keys) {
+				slices.Sort(e.offsets)
+				quantile(e.offsets, 0.5)
+			}
+		case map[node]*workTimes:
+			mergeWork(p, q.(map[node]*workTimes))
+			for _, x := range p {
+				for k := range x {
+					x[k].quantiles(WorkLevels)
+				}
+			}
 		}
 	})
 }
