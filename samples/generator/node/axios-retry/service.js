@@ -13,7 +13,7 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { faultScripts, instrument, now, route, serve } = require('../common/service');
+const { instrument, now, route, serve, stockServer } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation({ headersToSpanAttributes: { client: { responseHeaders: ['retry-after'] } } })]);
 
@@ -23,22 +23,8 @@ const records = [];
 let server;
 
 if (role === 'stock') {
-  // GET /stock/:sku and POST /reservations/:sku answer from a fault script
-  // per sku, one entry per request: "503"; "429" with Retry-After: 1;
-  // "400"; past the end of the script 200.
-  const nextStep = faultScripts('ok');
-  server = http.createServer((req, res) => {
-    const m = req.method === 'GET' ? /^\/stock\/([^/?]+)$/.exec(req.url) : /^\/reservations\/([^/?]+)$/.exec(req.url);
-    if (!m) { res.writeHead(404).end(); return; }
-    route(req.method === 'GET' ? '/stock/:sku' : '/reservations/:sku');
-    req.resume();
-    const step = nextStep(m[1]);
-    records.push({ call: String(req.headers['x-call-id'] || ''), method: req.method, at: now(), step });
-    const status = step === 'ok' ? 200 : Number(step);
-    const headers = { 'content-type': 'application/json' };
-    if (status === 429) headers['retry-after'] = '1';
-    res.writeHead(status, headers).end(status === 200 ? JSON.stringify({ sku: m[1], available: 7 }) : '');
-  });
+  // The shared stock service (common/service.js: stockServer).
+  server = stockServer(records);
 } else if (role === 'front') {
   // GET /quotes/:id looks sku-<id> up in stock, POST /orders/:id reserves
   // it, both through one axios instance with axios-retry: RETRY.retries

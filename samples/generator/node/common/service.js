@@ -66,4 +66,27 @@ function serve(server, provider, records) {
   onStop(provider, records, () => new Promise((r) => server.close(() => r())));
 }
 
-module.exports = { api, instrument, now, route, faultScripts, onStop, serve };
+// stockServer is the stock service the retry scenarios call: GET
+// /stock/:sku and POST /reservations/:sku answer from a fault script per
+// sku (faultScripts), one entry per request: "503"; "429" with
+// Retry-After: 1; "400"; past the end of the script 200. Each request is
+// pushed to records with its x-call-id, method, time and step. It must be
+// called after instrument, since it loads node:http.
+function stockServer(records) {
+  const http = require('node:http');
+  const nextStep = faultScripts('ok');
+  return http.createServer((req, res) => {
+    const m = req.method === 'GET' ? /^\/stock\/([^/?]+)$/.exec(req.url) : /^\/reservations\/([^/?]+)$/.exec(req.url);
+    if (!m) { res.writeHead(404).end(); return; }
+    route(req.method === 'GET' ? '/stock/:sku' : '/reservations/:sku');
+    req.resume();
+    const step = nextStep(m[1]);
+    records.push({ call: String(req.headers['x-call-id'] || ''), method: req.method, at: now(), step });
+    const status = step === 'ok' ? 200 : Number(step);
+    const headers = { 'content-type': 'application/json' };
+    if (status === 429) headers['retry-after'] = '1';
+    res.writeHead(status, headers).end(status === 200 ? JSON.stringify({ sku: m[1], available: 7 }) : '');
+  });
+}
+
+module.exports = { api, instrument, now, route, faultScripts, onStop, serve, stockServer };
