@@ -331,10 +331,10 @@ func (d *jsonStream) token() (json.Token, error) {
 // returns the input offset (relative to the decoder) where the value starts.
 // what names the value in errors.
 func (d *jsonStream) decode(v any, what string) (int64, error) {
-	start := d.valueStart()
+	data, start := d.valuePos()
 	d.lim.allow(d.dec.InputOffset() + d.s.maxDoc)
 	if err := d.dec.Decode(v); err != nil {
-		return start, d.decodeErr(start, what, err)
+		return start, d.decodeErr(data, start, what, err)
 	}
 	return start, nil
 }
@@ -343,23 +343,35 @@ func (d *jsonStream) decode(v any, what string) (int64, error) {
 // the decoder's position past any white space and the ',' or ':' before the
 // value that it has buffered.
 func (d *jsonStream) valueStart() int64 {
+	_, start := d.valuePos()
+	return start
+}
+
+// valuePos returns where the bytes Decoder.Decode reads for the next value
+// begin (data: past the ',' or ':' before it, which Decode consumes first,
+// but before the white space it then reads with the value, so the offsets
+// of its type errors count from there) and where the value itself begins
+// (start: past that white space too).
+func (d *jsonStream) valuePos() (data, start int64) {
 	off := d.dec.InputOffset()
+	data = off
 	r, ok := d.dec.Buffered().(io.ByteReader)
 	if !ok {
-		return off
+		return data, off
 	}
 	sep := false
 	for {
 		c, err := r.ReadByte()
 		if err != nil {
-			return off
+			return data, off
 		}
 		switch {
 		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
 		case (c == ',' || c == ':') && !sep:
 			sep = true
+			data = off + 1
 		default:
-			return off
+			return data, off
 		}
 		off++
 	}
@@ -386,10 +398,12 @@ func (d *jsonStream) tokenErr(err error) error {
 }
 
 // decodeErr positions an error from Decoder.Decode of the value starting at
-// decoder-relative offset start. Syntax errors are found again by scanning
-// what the decoder still holds (its own offsets are not stream positions
-// once Token has been used); type errors carry their offset in the value.
-func (d *jsonStream) decodeErr(start int64, what string, err error) error {
+// decoder-relative offset start, whose bytes as Decode read them (white
+// space before the value included) begin at data. Syntax errors are found
+// again by scanning what the decoder still holds (its own offsets are not
+// stream positions once Token has been used); type errors carry their
+// offset in the bytes Decode read.
+func (d *jsonStream) decodeErr(data, start int64, what string, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -399,7 +413,7 @@ func (d *jsonStream) decodeErr(start int64, what string, err error) error {
 		off, msg := d.rescan()
 		return d.s.errAt(d.base+off, fmt.Errorf("%s: %s: %s", d.dialect, what, msg))
 	case errors.As(err, &te):
-		return d.s.errAt(d.base+start+te.Offset, fmt.Errorf("%s: %s: %w", d.dialect, what, err))
+		return d.s.errAt(d.base+data+te.Offset, fmt.Errorf("%s: %s: %w", d.dialect, what, err))
 	}
 	return d.s.errAt(d.base+start, fmt.Errorf("%s: %s: %w", d.dialect, what, err))
 }
