@@ -238,7 +238,7 @@ func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions)
 	}
 	// The server-error rate is within ServerErrorPoints of the traced
 	// one, or of a rate in its confidence interval: a few dozen roots
-	// cannot place it more precisely (3 errors in 70 roots: 2.2–7.3%), as
+	// cannot place it more precisely (3 errors in 70 roots: 2.0–8.3%), as
 	// the percentiles' bands say for latency.
 	band := rateBand(int(math.Round(tr.ServerErrorRate*float64(tr.Requests))), tr.Requests)
 	c.Root.Traced.ServerErrorBand = &band

@@ -241,22 +241,23 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			m.Assumed = append(m.Assumed, n)
 		}
 		if f := ed.Fail; f != nil && f.Slow != nil {
-			switch {
-			case (e.PerTryTimeoutMS == nil || *e.PerTryTimeoutMS <= 0) && e.DeadlineFromCaller > 0 && propagatedTo(t, cut, e.Caller, e.CallerOperation):
-				// Tries cut by the deadline the caller's own caller sent
-				// along: a slow try's callee works as long as its slow
-				// tries did, and the propagated deadline ends the try.
-				f.Slow.SlowTime, f.Slow.Time = slowTimes[[2]string{e.Callee, e.Operation}][0], slowTimes[[2]string{e.Callee, e.Operation}][1]
-				m.Assumed = append(m.Assumed, slowNote(e, f.Slow))
-			case e.PerTryTimeoutMS == nil || *e.PerTryTimeoutMS <= 0:
+			timeout := e.PerTryTimeoutMS != nil && *e.PerTryTimeoutMS > 0
+			// Tries cut by the deadline the caller's own caller sent along
+			// end with it: no per-try timeout of the edge's own is needed.
+			cutByCaller := !timeout && e.DeadlineFromCaller > 0 && propagatedTo(t, cut, e.Caller, e.CallerOperation)
+			if !timeout && !cutByCaller {
 				// No timeout to place slow times by: they come out of the
 				// callee's drawn times, each try's drawn alone.
 				f.Slow = nil
 				m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: %s, but the per-try timeout is unknown: each try's callee time is drawn from all of its times, independently of the try before",
 					e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries)))
-			default:
-				f.Slow.Timeout = *e.PerTryTimeoutMS / 1000
-				f.Slow.SlowTime, f.Slow.Time = slowTimes[[2]string{e.Callee, e.Operation}][0], slowTimes[[2]string{e.Callee, e.Operation}][1]
+			} else {
+				if timeout {
+					f.Slow.Timeout = *e.PerTryTimeoutMS / 1000
+				}
+				// A slow try's callee works as long as its slow tries did.
+				times := slowTimes[[2]string{e.Callee, e.Operation}]
+				f.Slow.SlowTime, f.Slow.Time = times[0], times[1]
 				m.Assumed = append(m.Assumed, slowNote(e, f.Slow))
 			}
 		}

@@ -209,16 +209,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	} else {
 		// Variants whose policies are the same (the safety rules can make
 		// them so) are searched once.
-		same := make([]int, len(vs))
-		for i := range vs {
-			same[i] = i
-			for j := range i {
-				if samePolicies(vs[i].model, vs[j].model) {
-					same[i] = same[j]
-					break
-				}
-			}
-		}
+		same := twins(vs)
 		err = each(len(verdicts), func(i int) error {
 			v := &verdicts[i]
 			d, vi := i/len(vs), i%len(vs)

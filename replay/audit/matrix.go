@@ -99,16 +99,7 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 	}
 	// A variant that replays exactly as an earlier one (observed+keys
 	// where keys change no policy: a key changes no load) takes its runs.
-	twin := make([]int, len(vs))
-	for v := range vs {
-		twin[v] = v
-		for u := range v {
-			if sameRuns(vs[u].model, vs[v].model) {
-				twin[v] = u
-				break
-			}
-		}
-	}
+	twin := twins(vs)
 	per := len(ds)*len(vs) + 1
 	err := each(len(seeds)*per, func(i int) error {
 		s, j := i/per, i%per
@@ -150,12 +141,22 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 	return mx, nil
 }
 
-// sameRuns says two variants' models replay alike: one was made from the
-// other by the safety rules (they share its services, arrivals and call
-// structure) and their policies are the same.
-func sameRuns(a, b *replay.Model) bool {
-	return len(a.Services) > 0 && len(a.Services) == len(b.Services) && &a.Services[0] == &b.Services[0] &&
-		len(a.Edges) == len(b.Edges) && samePolicies(a, b)
+// twins maps each variant to the first one whose policies are the same
+// (samePolicies), itself where none is: every variant is made from the
+// one model of the traces, which the policies alone tell apart, so twins
+// replay alike and are run and searched once.
+func twins(vs []variant) []int {
+	twin := make([]int, len(vs))
+	for v := range vs {
+		twin[v] = v
+		for u := range v {
+			if samePolicies(vs[u].model, vs[v].model) {
+				twin[v] = u
+				break
+			}
+		}
+	}
+	return twin
 }
 
 // collapsed says a run stayed collapsed after its trigger: the

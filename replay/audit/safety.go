@@ -286,13 +286,16 @@ func samePolicies(a, b *replay.Model) bool {
 
 func samePolicy(a, b replay.Policy) bool {
 	if a.MaxAttempts == 1 && b.MaxAttempts == 1 && a.HedgeAfter == 0 && b.HedgeAfter == 0 {
-		// One attempt: backoff, budget and Retry-After never act.
+		// One attempt: backoff, budget, Retry-After and giving up never act.
 		a.Backoff, b.Backoff = replay.Backoff{}, replay.Backoff{}
 		a.Budget, b.Budget, a.SharedBudget, b.SharedBudget = replay.BudgetSpec{}, replay.BudgetSpec{}, false, false
 		a.HonorRetryAfter, b.HonorRetryAfter = false, false
+		a.GiveUp, b.GiveUp = [len(a.GiveUp)]float64{}, [len(b.GiveUp)]float64{}
 	}
+	// Every other field acts on the replay: two variants are the same, and
+	// replayed once (runMatrix, the search), only when all agree.
 	return a.MaxAttempts == b.MaxAttempts && a.PerTryTimeout == b.PerTryTimeout && a.Deadline == b.Deadline &&
 		a.Propagate == b.Propagate && a.Backoff == b.Backoff && a.HonorRetryAfter == b.HonorRetryAfter &&
 		a.Budget == b.Budget && a.SharedBudget == b.SharedBudget && a.Breaker == b.Breaker &&
-		a.HedgeAfter == b.HedgeAfter
+		a.MaxRequests == b.MaxRequests && a.HedgeAfter == b.HedgeAfter && a.GiveUp == b.GiveUp
 }

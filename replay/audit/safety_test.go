@@ -144,11 +144,11 @@ func TestSafeVariants(t *testing.T) {
 	if vs[0].model.Edges[1].Policy.MaxAttempts != 3 {
 		t.Error("the observed baseline was changed: it must run as it is")
 	}
-	if k := vs[2]; k.model.Edges[1].Policy.MaxAttempts != 3 || !slices.Equal(k.keyed, []int{1}) || len(k.adjusted) != 0 || !sameRuns(k.model, vs[0].model) {
+	if k := vs[2]; k.model.Edges[1].Policy.MaxAttempts != 3 || !slices.Equal(k.keyed, []int{1}) || len(k.adjusted) != 0 || !samePolicies(k.model, vs[0].model) {
 		t.Errorf("observed+keys: %d attempts on POST /b, keyed %v, adjusted %+v: want the retries kept with a key on that edge alone, replayed as observed",
 			k.model.Edges[1].Policy.MaxAttempts, k.keyed, k.adjusted)
 	}
-	if vs[1].model.Edges[1].Policy.MaxAttempts != 1 || sameRuns(vs[1].model, vs[0].model) {
+	if vs[1].model.Edges[1].Policy.MaxAttempts != 1 || samePolicies(vs[1].model, vs[0].model) {
 		t.Error("observed+safe kept the keyless retries")
 	}
 	if vs[3].model.Edges[0].Policy.MaxAttempts != 1 {
