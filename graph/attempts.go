@@ -507,10 +507,10 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 	}
 	for _, c := range kids {
 		sp := &ix.spans[c]
-		if ix.uninstrumentedRequest(p, c) {
+		if served, ok := ix.uninstrumentedRequest(p, c); ok {
 			a := ix.serverAttempt(c)
 			callee, op := ix.str(sp.Service), ix.opName(c)
-			forwarded := ix.forwards(p, c)
+			forwarded := ix.forwards(served, c)
 			g := groupOf(groupKey{callee, op, true})
 			g.calls = joinAttempt(ix, g.calls, a, sp, func() *call {
 				return ix.newCall(call{from: p, proxy: forwarded,
@@ -594,22 +594,23 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 // grpc-go's per-attempt spans under its CLIENT span). Several such spans
 // of one service and operation under one parent are the tries of one call
 // when each follows the failure of the one before, as sibling attempts are
-// (joinAttempt): a proxy retrying, on the same replica or another.
-func (ix *index) uninstrumentedRequest(p, c int32) bool {
+// (joinAttempt): a proxy retrying, on the same replica or another. served
+// is the SERVER span of p's service that p works for (p itself, or its
+// nearest SERVER ancestor in that service), -1 if none.
+func (ix *index) uninstrumentedRequest(p, c int32) (served int32, ok bool) {
 	sp, parent := &ix.spans[c], &ix.spans[p]
 	if sp.Kind != ingest.KindServer || ix.leaked[c] || sp.Service == parent.Service {
-		return false
+		return -1, false
 	}
-	// From p up to the SERVER span of its service that p works for.
 	for q := p; q >= 0 && ix.spans[q].Service == parent.Service; q = ix.parent[q] {
 		if isAttempt(&ix.spans[q]) {
-			return false
+			return -1, false
 		}
 		if isServer(&ix.spans[q]) {
-			break
+			return q, true
 		}
 	}
-	return true
+	return -1, true
 }
 
 // serverAttempt is the attempt server span s stands for, alone: the
@@ -622,12 +623,16 @@ func (ix *index) serverAttempt(s int32) attempt {
 }
 
 // forwards reports whether server span c, a request sent without a client
-// span from span p, is the request p itself received passed on: p is a
-// SERVER span with the same method and the same request target (path and
-// query). The caller is then a proxy layer, and its retries the proxy's.
-func (ix *index) forwards(p, c int32) bool {
-	parent, sp := &ix.spans[p], &ix.spans[c]
-	return parent.Kind == ingest.KindServer && parent.Target != 0 && parent.Target == sp.Target && parent.Method == sp.Method
+// span, is the request its caller received passed on: served, the
+// caller's SERVER span it was sent for, has the same method and the same
+// request target (path and query; the host is not part of a SERVER span's
+// target). The caller is then a proxy layer, and its retries the proxy's.
+func (ix *index) forwards(served, c int32) bool {
+	if served < 0 {
+		return false
+	}
+	srv, sp := &ix.spans[served], &ix.spans[c]
+	return srv.Kind == ingest.KindServer && srv.Target != 0 && srv.Target == sp.Target && srv.Method == sp.Method
 }
 
 // joinAttempt adds attempt a (span sp) to the calls of its group: it

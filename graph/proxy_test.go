@@ -162,6 +162,25 @@ func TestProxyWithoutClientSpans(t *testing.T) {
 			},
 		},
 		{
+			name: "tries under an INTERNAL span of the proxy's: still the proxy's, read against its SERVER span",
+			build: func(b *builder) {
+				sequential(b, 4, "shop", func(root, i int) {
+					c := b.client(root, "gateway:80", 1, 100)
+					path := "/items/" + strconv.Itoa(i)
+					gw := b.server(c, "gateway", "handler", 1.5, 99, method("GET"), target(path))
+					lb := b.add(gw, ingest.KindInternal, "gateway", "reverse_proxy", 1.8, 98, nil)
+					b.server(lb, "catalog", "GET /items/{id}", 2, 2, httpStatus(503), method("GET"), target(path))
+					b.server(lb, "catalog", "GET /items/{id}", 14, 2, httpStatus(200), method("GET"), target(path))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "gateway", "catalog")
+				wantShape(t, e, shape{Calls: 4, Attempts: 8, Hist: []int{0, 4}, Retries: true, Max: 2,
+					Evidence: "below-instrumentation", Retried: s503, NotRetry: none})
+				wantEq(t, "retries by", e.RetriesBy, "proxy")
+			},
+		},
+		{
 			name: "a service retrying a request of its own without client spans: the application's",
 			build: func(b *builder) {
 				gateway(b, 4, func(i int) []int { return []int{503, 200} }, func(i int) string { return "/stock/" + strconv.Itoa(i) })

@@ -45,6 +45,29 @@ func (a *attrs) reset() {
 // splitURL returns the host[:port] and path of an absolute or
 // scheme-relative URL without allocating (net/url.Parse costs more than the
 // rest of a span's normalisation).
+// urlTarget is a URL's request target: its path and query, without the
+// scheme, host and fragment ("/" where it has no path).
+func urlTarget(raw string) string {
+	rest := raw
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	} else if strings.HasPrefix(rest, "//") {
+		rest = rest[2:]
+	}
+	if rest != raw {
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 {
+			return "/"
+		}
+		rest = rest[i:]
+	}
+	rest, _, _ = strings.Cut(rest, "#")
+	if rest == "" || rest[0] == '?' {
+		rest = "/" + rest
+	}
+	return rest
+}
+
 func splitURL(raw string) (host, path string) {
 	if raw == "" {
 		return "", ""
@@ -504,6 +527,8 @@ func (a *attrs) finish(set *Set, sp *Record) {
 		sp.Target = fnv64(a.urlPath + "?" + a.urlQuery)
 	case sp.Kind == KindServer && a.urlPath != "":
 		sp.Target = fnv64(a.urlPath)
+	case sp.Kind == KindServer && rawURL != "":
+		sp.Target = fnv64(urlTarget(rawURL))
 	case rawURL != "" && a.proxy && a.requestID != "":
 		// A sidecar's request is its URL for the request Envoy's
 		// x-request-id names: Envoy's own tries of one request share

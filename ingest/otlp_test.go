@@ -321,6 +321,10 @@ func TestServerTarget(t *testing.T) {
 			str("http.target", "/items/1?x=1") + "," + str("http.host", "r2:80"), true, false},
 		{"http.target and url.path with url.query agree", "2", str("http.target", "/items/1?x=1"),
 			str("url.path", "/items/1") + "," + str("url.query", "x=1"), true, false},
+		{"http.url, another host", "2", str("http.url", "http://r1:80/items/1?x=1#f"), str("http.url", "http://r2:81/items/1?x=1"), true, false},
+		{"url.full and url.path with url.query agree", "2", str("url.full", "https://gw/items/1?x=1"),
+			str("url.path", "/items/1") + "," + str("url.query", "x=1"), true, false},
+		{"url.full without a path is /", "2", str("url.full", "http://gw"), str("url.path", "/"), true, false},
 		{"a client's full URL keeps its host", "3", str("url.full", "http://r1/items/1"), str("url.full", "http://r2/items/1"), false, false},
 		{"a server span with no target", "2", str("http.route", "/items/{id}"), str("http.route", "/items/{id}"), true, true},
 	} {
