@@ -5,7 +5,7 @@ FUZZTIME ?= 4s
 FUZZLONG ?= 3m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples samples-node samples-hotrod golden clean
+.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples samples-node samples-hotrod samples-caddy golden clean
 
 ## help: list the targets
 help:
@@ -78,6 +78,11 @@ samples:
 samples-hotrod:
 	@bin=$$(scripts/build-jaeger.sh $(JAEGER_VERSION) $(JAEGER_CACHE) examples/hotrod) && \
 	cd samples/generator && $(GO) run . -out .. -hotrod $$bin
+
+## samples-caddy: regenerate samples/caddy-replicas: Caddy v2 embedded (module samples/generator/caddy, built into .cache/) retrying across 3 replicas
+samples-caddy:
+	cd samples/generator/caddy && $(GO) build -o $(CURDIR)/.cache/caddymesh .
+	cd samples/generator && $(GO) run . -out .. -caddy $(CURDIR)/.cache/caddymesh
 
 ## samples-node: regenerate the Node.js samples (needs node >= 20.6 and npm; npm ci in each samples/generator/node/*)
 samples-node:

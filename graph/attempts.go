@@ -468,7 +468,13 @@ func isRootAttempt(ix *index, i int32) bool {
 // callsUnder groups the attempts among kids, made from span p, into calls.
 func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 	var out []*call
-	type groupKey struct{ callee, clientOp string }
+	// direct: the group's attempts are server spans sent without a
+	// client span (uninstrumentedRequest), kept apart from client spans
+	// that happen to share the names.
+	type groupKey struct {
+		callee, clientOp string
+		direct           bool
+	}
 	type group struct {
 		groupKey
 		calls []*call
@@ -501,6 +507,17 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 	}
 	for _, c := range kids {
 		sp := &ix.spans[c]
+		if served, ok := ix.uninstrumentedRequest(p, c); ok {
+			a := ix.serverAttempt(c)
+			callee, op := ix.str(sp.Service), ix.opName(c)
+			forwarded := ix.forwards(served, c)
+			g := groupOf(groupKey{callee, op, true})
+			g.calls = joinAttempt(ix, g.calls, a, sp, func() *call {
+				return ix.newCall(call{from: p, proxy: forwarded,
+					name: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: op, evidence: "below-instrumentation"})})
+			})
+			continue
+		}
 		if !isAttempt(sp) || ix.leaked[c] {
 			continue
 		}
@@ -520,7 +537,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		}
 		if len(tries) > 1 || len(tries) == 1 && ix.set.Extra(&ix.spans[tries[0]]).RetryCount > 0 {
 			pc := ix.proxyCall(names, p, c, tries)
-			g := groupOf(groupKey{ix.nameOf(pc).callee, ix.nameOf(pc).clientOp})
+			g := groupOf(groupKey{ix.nameOf(pc).callee, ix.nameOf(pc).clientOp, false})
 			g.calls = joinProxy(ix, g.calls, pc)
 			continue
 		}
@@ -546,7 +563,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 			ix.proxyOutcome(&a, tries[0])
 		}
 		callee, op := names.resolve(ix, c, server)
-		g := groupOf(groupKey{callee, ix.clientOpName(c)})
+		g := groupOf(groupKey{callee, ix.clientOpName(c), false})
 		g.calls = joinAttempt(ix, g.calls, a, sp, func() *call {
 			return ix.newCall(call{from: p, name: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})})
 		})
@@ -557,9 +574,65 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		}
 	}
 	for _, g := range groups {
+		if g.direct {
+			for _, cl := range g.calls {
+				if cl.proxy {
+					cl.proxyMost = int32(len(ix.attemptsOf(cl))) + cl.missing
+				}
+			}
+		}
 		out = append(out, g.calls...)
 	}
 	return out
+}
+
+// uninstrumentedRequest reports whether span c, a child of span p, is a
+// request p's service sent with no client span of its own: a SERVER span
+// of another service under a span of the caller that is neither an attempt
+// nor inside one (a reverse proxy or gateway that traces only what it
+// serves, and passes its SERVER span's context on to its upstreams; not
+// grpc-go's per-attempt spans under its CLIENT span). Several such spans
+// of one service and operation under one parent are the tries of one call
+// when each follows the failure of the one before, as sibling attempts are
+// (joinAttempt): a proxy retrying, on the same replica or another. served
+// is the SERVER span of p's service that p works for (p itself, or its
+// nearest SERVER ancestor in that service), -1 if none.
+func (ix *index) uninstrumentedRequest(p, c int32) (served int32, ok bool) {
+	sp, parent := &ix.spans[c], &ix.spans[p]
+	if sp.Kind != ingest.KindServer || ix.leaked[c] || sp.Service == parent.Service {
+		return -1, false
+	}
+	for q := p; q >= 0 && ix.spans[q].Service == parent.Service; q = ix.parent[q] {
+		if isAttempt(&ix.spans[q]) {
+			return -1, false
+		}
+		if isServer(&ix.spans[q]) {
+			return q, true
+		}
+	}
+	return -1, true
+}
+
+// serverAttempt is the attempt server span s stands for, alone: the
+// callee's span is the only record of the request (uninstrumentedRequest).
+func (ix *index) serverAttempt(s int32) attempt {
+	srv := &ix.spans[s]
+	o, status := classify(ix, s, s)
+	return attempt{span: s, server: s, outcome: o, status: status,
+		retryAfter: ix.set.Extra(srv).RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: s}
+}
+
+// forwards reports whether server span c, a request sent without a client
+// span, is the request its caller received passed on: served, the
+// caller's SERVER span it was sent for, has the same method and the same
+// request target (path and query; the host is not part of a SERVER span's
+// target). The caller is then a proxy layer, and its retries the proxy's.
+func (ix *index) forwards(served, c int32) bool {
+	if served < 0 {
+		return false
+	}
+	srv, sp := &ix.spans[served], &ix.spans[c]
+	return srv.Kind == ingest.KindServer && srv.Target != 0 && srv.Target == sp.Target && srv.Method == sp.Method
 }
 
 // joinAttempt adds attempt a (span sp) to the calls of its group: it

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/retryaudit/retryaudit/ingest"
@@ -111,4 +113,115 @@ func TestOneClientSpanManyAttempts(t *testing.T) {
 		t.Errorf("multiplier range %v: want a range wider than a third that holds ×2", r)
 	}
 	wantEq(t, "waits", e.Backoff.Samples, 12)
+}
+
+// TestProxyWithoutClientSpans: a reverse proxy that traces only the
+// requests it serves (one SERVER span, no CLIENT span per try) and passes
+// its span's context upstream shows each try as a SERVER span of the
+// callee directly under its own. Tries of one request, each after the
+// previous one failed, are one call whatever replica answered; they are
+// the proxy's retries when the request is the one the proxy received
+// (same method and target).
+func TestProxyWithoutClientSpans(t *testing.T) {
+	// gateway builds n traces: a root SERVER span of shop calling the
+	// gateway, whose SERVER span (path /items/i) sends the statuses of
+	// tries(i) to replicas of catalog in turn, each 2ms, 10ms apart.
+	gateway := func(b *builder, n int, tries func(i int) []int, path func(i int) string) {
+		sequential(b, n, "shop", func(root, i int) {
+			c := b.client(root, "gateway:80", 1, 100)
+			gw := b.server(c, "gateway", "handler", 1.5, 99, method("GET"), target("/items/"+strconv.Itoa(i)))
+			at := 2.0
+			for k, status := range tries(i) {
+				b.server(gw, "catalog", "GET /items/{id}", at, 2, httpStatus(status), method("GET"), target(path(i)),
+					func(s *ingest.Set, sp *ingest.Record) { sp.Peer = s.Intern("catalog-" + strconv.Itoa(k%3+1)) })
+				at += 2 + 10
+			}
+		})
+	}
+	same := func(i int) string { return "/items/" + strconv.Itoa(i) }
+	runCases(t, []inferCase{
+		{
+			name: "tries across replicas after failures: one call each, the proxy's retries",
+			build: func(b *builder) {
+				gateway(b, 6, func(i int) []int {
+					return [][]int{{503, 503, 503}, {503, 200}, {503, 503, 200}, {200}, {502, 200}, {503, 200}}[i]
+				}, same)
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "gateway", "catalog")
+				wantShape(t, e, shape{Calls: 6, Attempts: 13, Hist: []int{1, 3, 2}, Retries: true, Max: 3, Exact: true,
+					Evidence: "below-instrumentation", Retried: []string{"502", "503"}, NotRetry: none})
+				wantEq(t, "retries by", e.RetriesBy, "proxy")
+				wantEq(t, "proxy most tries", e.ProxyMostTries, 3)
+				if g := edge(t, tp, "shop", "gateway"); g.Retries || g.Calls != 6 {
+					t.Errorf("shop → gateway: %d calls, retries %v; want 6 calls, none retried", g.Calls, g.Retries)
+				}
+				if len(tp.Paths) != 1 || strings.Join(tp.Paths[0].Services, " → ") != "shop → gateway → catalog" || tp.Paths[0].WorstCaseAmplification != 3 {
+					t.Errorf("paths %+v: want shop → gateway → catalog, 3x", tp.Paths)
+				}
+			},
+		},
+		{
+			name: "tries under an INTERNAL span of the proxy's: still the proxy's, read against its SERVER span",
+			build: func(b *builder) {
+				sequential(b, 4, "shop", func(root, i int) {
+					c := b.client(root, "gateway:80", 1, 100)
+					path := "/items/" + strconv.Itoa(i)
+					gw := b.server(c, "gateway", "handler", 1.5, 99, method("GET"), target(path))
+					lb := b.add(gw, ingest.KindInternal, "gateway", "reverse_proxy", 1.8, 98, nil)
+					b.server(lb, "catalog", "GET /items/{id}", 2, 2, httpStatus(503), method("GET"), target(path))
+					b.server(lb, "catalog", "GET /items/{id}", 14, 2, httpStatus(200), method("GET"), target(path))
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "gateway", "catalog")
+				wantShape(t, e, shape{Calls: 4, Attempts: 8, Hist: []int{0, 4}, Retries: true, Max: 2,
+					Evidence: "below-instrumentation", Retried: s503, NotRetry: none})
+				wantEq(t, "retries by", e.RetriesBy, "proxy")
+			},
+		},
+		{
+			name: "a service retrying a request of its own without client spans: the application's",
+			build: func(b *builder) {
+				gateway(b, 4, func(i int) []int { return []int{503, 200} }, func(i int) string { return "/stock/" + strconv.Itoa(i) })
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "gateway", "catalog")
+				wantShape(t, e, shape{Calls: 4, Attempts: 8, Hist: []int{0, 4}, Retries: true, Max: 2,
+					Evidence: "below-instrumentation", Retried: s503, NotRetry: none})
+				wantEq(t, "retries by", e.RetriesBy, "application")
+			},
+		},
+		{
+			name: "a loop over items without client spans: a success, or a failure then another item, is not a retry",
+			build: func(b *builder) {
+				sequential(b, 3, "orders", func(root, i int) {
+					for k, status := range []int{200, 503, 200} {
+						b.server(root, "catalog", "GET /items/{id}", float64(1+10*k), 2, httpStatus(status), method("GET"),
+							target("/items/"+strconv.Itoa(10*i+k)))
+					}
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "orders", "catalog")
+				wantShape(t, e, shape{Calls: 9, Attempts: 9, Hist: []int{9}, Max: 1, Exact: true,
+					Retried: none, NotRetry: s503})
+			},
+		},
+		{
+			name: "a SERVER span of the same service under another: no call",
+			build: func(b *builder) {
+				root := b.server(-1, "shop", "GET /", 0, 50)
+				b.server(root, "shop", "GET /inner", 1, 10, httpStatus(503))
+				b.server(root, "shop", "GET /inner", 15, 10)
+			},
+			check: func(t *testing.T, tp *Topology) {
+				for _, e := range tp.Edges {
+					if e.Caller == "shop" {
+						t.Errorf("edge %s → %s from spans of one service", e.Caller, e.Callee)
+					}
+				}
+			},
+		},
+	})
 }

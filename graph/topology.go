@@ -126,13 +126,16 @@ type Edge struct {
 	MaxAttemptsExact  bool  `json:"max_attempts_exact"`
 	// Evidence says how retries were recognised: "markers" (resend count,
 	// grpc-go attempt spans, Envoy retry.count or x-envoy-attempt-count),
-	// "below-instrumentation" (several server spans under one client span),
+	// "below-instrumentation" (several server spans under one client span,
+	// or under a span of a caller that made no client span: a proxy),
 	// "proxy" (several sidecar spans under one client span), or "timing"
 	// (sibling attempts that follow failures).
 	Evidence string `json:"evidence,omitempty"`
 	// RetriesBy says which layer made the retries: "application" (the
 	// caller's own code or library), "proxy" (its service-mesh sidecar,
-	// Envoy or Istio), or "proxy and application".
+	// Envoy or Istio; or the caller itself, a reverse proxy retrying the
+	// request it received, with no client span: Caddy), or "proxy and
+	// application".
 	RetriesBy string `json:"retries_by,omitempty"`
 	// ProxyMostTries is the most tries the sidecar made for one request of
 	// the application's where the proxy retried (0 where it did not): with

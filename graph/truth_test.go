@@ -83,6 +83,10 @@ type truth struct {
 		Calls              int  `json:"calls"`
 		AttemptsInOwnTrace *int `json:"attempts_in_own_trace"`
 		AfterCallerGaveUp  *int `json:"retries_after_caller_gave_up"`
+		// Layer, written by the proxy scenarios: "proxy" where the
+		// caller is a proxy forwarding the request it received (its
+		// retries are the proxy's), "application" where it is not.
+		Layer string `json:"layer"`
 	} `json:"edges"`
 	Paths []struct {
 		Services   []string `json:"services"`
@@ -238,6 +242,19 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 				}
 				if e.Retries != te.Retries {
 					t.Errorf("%s: retries %v, want %v", loc, e.Retries, te.Retries)
+				}
+				if te.Layer != "" && te.Retries && e.RetriesBy != te.Layer {
+					t.Errorf("%s: retries by %q, want the %s's", loc, e.RetriesBy, te.Layer)
+				}
+				if te.Calls > 0 && te.AttemptsInOwnTrace == nil {
+					// Calls a breaker failed fast sent nothing: no span.
+					want := te.Calls
+					if b := te.Breaker; b != nil {
+						want -= b.FastFailedCalls
+					}
+					if e.Calls != want {
+						t.Errorf("%s: %d calls, want the %d the caller made that sent a request", loc, e.Calls, want)
+					}
 				}
 				if n := te.AttemptsInOwnTrace; n != nil && (e.Attempts != *n || e.Calls != te.Calls || e.LeakedAttempts != te.Attempts-*n) {
 					t.Errorf("%s: %d calls, %d attempts, %d leaked; want the %d calls and the %d attempts in their own traces, %d leaked",

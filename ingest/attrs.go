@@ -15,7 +15,7 @@ import (
 type attrs struct {
 	peerService, serverAddress, serverPort, netPeerName, netPeerPort string
 	dbSystem, dbNamespace, dbName, statement                         string
-	urlFull, httpURL, httpHost, httpTarget, urlPath                  string
+	urlFull, httpURL, httpHost, httpTarget, urlPath, urlQuery        string
 	msgSystem, msgDest                                               string
 	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
@@ -45,6 +45,29 @@ func (a *attrs) reset() {
 // splitURL returns the host[:port] and path of an absolute or
 // scheme-relative URL without allocating (net/url.Parse costs more than the
 // rest of a span's normalisation).
+// urlTarget is a URL's request target: its path and query, without the
+// scheme, host and fragment ("/" where it has no path).
+func urlTarget(raw string) string {
+	rest := raw
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	} else if strings.HasPrefix(rest, "//") {
+		rest = rest[2:]
+	}
+	if rest != raw {
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 {
+			return "/"
+		}
+		rest = rest[i:]
+	}
+	rest, _, _ = strings.Cut(rest, "#")
+	if rest == "" || rest[0] == '?' {
+		rest = "/" + rest
+	}
+	return rest
+}
+
 func splitURL(raw string) (host, path string) {
 	if raw == "" {
 		return "", ""
@@ -100,6 +123,7 @@ const (
 	keyHTTPHost
 	keyHTTPTarget
 	keyURLPath
+	keyURLQuery
 	keyMsgSystem
 	keyMsgDest
 	keyMethod
@@ -145,6 +169,7 @@ var attrKeys = map[string]attrKey{
 	"http.host":                  keyHTTPHost,
 	"http.target":                keyHTTPTarget,
 	"url.path":                   keyURLPath,
+	"url.query":                  keyURLQuery,
 	"messaging.system":           keyMsgSystem,
 	"messaging.destination.name": keyMsgDest,
 	"messaging.destination":      keyMsgDest,
@@ -233,6 +258,8 @@ func (a *attrs) strKey(k attrKey, key, v string) {
 		a.httpTarget = v
 	case keyURLPath:
 		a.urlPath = v
+	case keyURLQuery:
+		a.urlQuery = v
 	case keyMsgSystem:
 		a.msgSystem = v
 	case keyMsgDest:
@@ -491,6 +518,17 @@ func (a *attrs) finish(set *Set, sp *Record) {
 		}
 	}
 	switch {
+	case sp.Kind == KindServer && a.httpTarget != "":
+		// A request as the server received it, without the host: a
+		// proxy that sends one request to several replicas may keep
+		// the Host header or set each replica's.
+		sp.Target = fnv64(a.httpTarget)
+	case sp.Kind == KindServer && a.urlPath != "" && a.urlQuery != "":
+		sp.Target = fnv64(a.urlPath + "?" + a.urlQuery)
+	case sp.Kind == KindServer && a.urlPath != "":
+		sp.Target = fnv64(a.urlPath)
+	case sp.Kind == KindServer && rawURL != "":
+		sp.Target = fnv64(urlTarget(rawURL))
 	case rawURL != "" && a.proxy && a.requestID != "":
 		// A sidecar's request is its URL for the request Envoy's
 		// x-request-id names: Envoy's own tries of one request share

@@ -301,6 +301,44 @@ func TestLinksAndTarget(t *testing.T) {
 	}
 }
 
+// TestServerTarget: a SERVER span's request identity is the target it
+// received, path and query, without the host, so that one request a proxy
+// sends to several replicas (keeping the Host header or setting each
+// replica's) is one request; a CLIENT span's is still its full URL.
+func TestServerTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		kind      string
+		a, b      string
+		sameWant  bool
+		wantEmpty bool
+	}{
+		{"url.path, another host", "2", str("url.path", "/items/1") + "," + str("server.address", "r1"),
+			str("url.path", "/items/1") + "," + str("server.address", "r2"), true, false},
+		{"url.path, another path", "2", str("url.path", "/items/1"), str("url.path", "/items/2"), false, false},
+		{"url.query counts", "2", str("url.path", "/items/1") + "," + str("url.query", "x=1"), str("url.path", "/items/1"), false, false},
+		{"http.target, another http.host", "2", str("http.target", "/items/1?x=1") + "," + str("http.host", "r1:80"),
+			str("http.target", "/items/1?x=1") + "," + str("http.host", "r2:80"), true, false},
+		{"http.target and url.path with url.query agree", "2", str("http.target", "/items/1?x=1"),
+			str("url.path", "/items/1") + "," + str("url.query", "x=1"), true, false},
+		{"http.url, another host", "2", str("http.url", "http://r1:80/items/1?x=1#f"), str("http.url", "http://r2:81/items/1?x=1"), true, false},
+		{"url.full and url.path with url.query agree", "2", str("url.full", "https://gw/items/1?x=1"),
+			str("url.path", "/items/1") + "," + str("url.query", "x=1"), true, false},
+		{"url.full without a path is /", "2", str("url.full", "http://gw"), str("url.path", "/"), true, false},
+		{"a client's full URL keeps its host", "3", str("url.full", "http://r1/items/1"), str("url.full", "http://r2/items/1"), false, false},
+		{"a server span with no target", "2", str("http.route", "/items/{id}"), str("http.route", "/items/{id}"), true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := strings.Replace(span(tc.kind, tc.b), "e127af99e3b3e074", "e127af99e3b3e075", 1)
+			set := mustDecode(t, tc.name, []byte(request(span(tc.kind, tc.a), b)))
+			ta, tb := set.Spans[0].Target, set.Spans[1].Target
+			if (ta == tb) != tc.sameWant || (ta == 0) != tc.wantEmpty {
+				t.Errorf("targets %x and %x: want same %v, empty %v", ta, tb, tc.sameWant, tc.wantEmpty)
+			}
+		})
+	}
+}
+
 func TestTemplatePath(t *testing.T) {
 	for in, want := range map[string]string{
 		"/orders/42":       "/orders/{id}",

@@ -142,8 +142,9 @@ type Span struct {
 	Start, End int64
 
 	// Target is a hash of the request identity (full URL, database statement,
-	// messaging destination): equal targets with equal peers suggest the same
-	// request sent again. Zero when the span carries none.
+	// messaging destination; for a SERVER span the target it received,
+	// path and query without the host): equal targets with equal peers
+	// suggest the same request sent again. Zero when the span carries none.
 	Target uint64
 
 	Service Sym // resource service.name (Jaeger process serviceName)

@@ -10,6 +10,7 @@
 //	go run . -out .. -scenario incident  # one scenario alone
 //	go run . -out .. -node all           # the Node.js scenarios (node.go)
 //	go run . -out .. -hotrod BIN         # Jaeger's HotROD demo itself (hotrod.go)
+//	go run . -out .. -caddy BIN          # Caddy retrying across replicas (caddy.go)
 package main
 
 import (
@@ -34,8 +35,18 @@ func main() {
 	only := flag.String("scenario", "", "write only the scenario of this `NAME` (default: every one; the others' files are left as they are)")
 	nodeOnly := flag.String("node", "", "run the Node.js scenario of this `NAME` under node/ instead (\"all\": every one; needs node and `npm ci` in node/)")
 	hotrod := flag.String("hotrod", "", "run Jaeger's HotROD demo, the binary at `PATH` (make samples-hotrod builds it), and write the hotrod scenario instead")
+	caddyBin := flag.String("caddy", "", "run the caddymesh program at `PATH` (module caddy/; make samples-caddy builds it), and write the caddy-replicas scenario instead")
 	flag.Parse()
 	ctx := context.Background()
+	if *caddyBin != "" {
+		start := time.Now()
+		sum, err := runCaddy(ctx, *caddyBin, *out)
+		fmt.Printf("%s (%s)\n%s", caddyName, time.Since(start).Round(time.Millisecond), sum)
+		if err != nil {
+			log.Fatalf("%s: %v", caddyName, err)
+		}
+		return
+	}
 	if *hotrod != "" {
 		start := time.Now()
 		sum, err := runHotROD(ctx, *hotrod, *out)
