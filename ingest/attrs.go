@@ -42,9 +42,6 @@ func (a *attrs) reset() {
 	*a = attrs{grpcStatus: Absent, resend: Absent, prevAttempts: Absent, retryCount: Absent, buf: a.buf, num: a.num[:0], links: a.links[:0]}
 }
 
-// splitURL returns the host[:port] and path of an absolute or
-// scheme-relative URL without allocating (net/url.Parse costs more than the
-// rest of a span's normalisation).
 // urlTarget is a URL's request target: its path and query, without the
 // scheme, host and fragment ("/" where it has no path).
 func urlTarget(raw string) string {
@@ -68,6 +65,9 @@ func urlTarget(raw string) string {
 	return rest
 }
 
+// splitURL returns the host[:port] and path of an absolute or
+// scheme-relative URL without allocating (net/url.Parse costs more than the
+// rest of a span's normalisation).
 func splitURL(raw string) (host, path string) {
 	if raw == "" {
 		return "", ""
