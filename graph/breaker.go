@@ -51,6 +51,11 @@ type Breaker struct {
 	// failures: it is not Detected, and replay does not simulate it as
 	// one (its fast failures are in the edge's outcome mix).
 	ProxyShed int `json:"proxy_shed,omitempty"`
+	// FailureRate sizes a breaker whose TripRule is "failure-rate": the
+	// windows, shares and minimum calls that fit every failure the traces
+	// show it opening on or letting calls through after (or "unknown" and
+	// why). Null for other trip rules.
+	FailureRate *FailureRateFit `json:"failure_rate,omitempty"`
 }
 
 // Breaker evidence thresholds: a breaker is claimed from at least
@@ -212,6 +217,8 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 		after float64
 	}
 	var passed []passedRun
+	// What each request did, for sizing a failure-rate breaker.
+	var evs []brEvent
 	// Requests seen while the callee's calls were healthy and while they
 	// had failed minTrip times in a row (or a breaker was open), and the
 	// quick server errors without a call among the healthy ones: a handler
@@ -230,6 +237,10 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 		}
 		switch state[k] {
 		case callFailed:
+			evs = append(evs, brEvent{sp.Start, sp.End, brFailed})
+			if open {
+				evs[len(evs)-1].kind = brProbeBad
+			}
 			run++
 			b.LongestFailureRun = max(b.LongestFailureRun, run)
 			if open {
@@ -239,7 +250,9 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 			}
 			trippedAt = sp.End
 		case callOK:
+			evs = append(evs, brEvent{sp.Start, sp.End, brOK})
 			if open {
+				evs[len(evs)-1].kind = brProbeOK
 				opens = append(opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
 			}
 			run, open = 0, false
@@ -263,6 +276,7 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 			}
 			b.FastFailedCalls++
 			lastFast = sp.Start
+			evs = append(evs, brEvent{sp.Start, sp.End, brRejected})
 		}
 	}
 	if open {
@@ -297,6 +311,7 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 	}
 	if b.PassedRuns > 0 {
 		b.TripRule = TripFailureRate
+		b.FailureRate = fitFailureRate(evs, b.OpenMS)
 	}
 	return b
 }
