@@ -84,7 +84,7 @@ const (
 	ReadingRollingRejected = "rolling-with-rejected"
 )
 
-// Fit evidence and grid: at least fitMinTrips trips and fitMinLetThrough
+// Fit evidence and grid (and the bucket slack counts reads): at least fitMinTrips trips and fitMinLetThrough
 // let-through failures must be readable in a window for it to be judged
 // (fewer fit nearly anything); windows step by fitGridStep from the median
 // gap between requests to half the time the requests span (so a window
@@ -95,6 +95,7 @@ const (
 	fitGridStep      = 1.0905077326652577 // 2^(1/8)
 	fitMaxGrid       = 256
 	fitBucket        = 0.1
+	fitSliceScan     = 64 // results in a bucket's slice read one by one; more are bounded
 )
 
 // What one of a breaker's requests did, for the fit.
@@ -181,12 +182,13 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 		minCalls, maxMin int
 		shareLo          float64
 		passes           []fitCount
+		bounded          bool // some event's slice was bounded, not read
 	}
 	var fits []fitted
 	judged := 0
 	for _, reading := range []string{ReadingCleared, ReadingRolling, ReadingRollingRejected} {
 		for _, win := range grid {
-			trips, passes, ok := w.counts(events, reading, int64(win))
+			trips, passes, bounded, ok := w.counts(events, reading, int64(win))
 			if !ok {
 				continue
 			}
@@ -207,7 +209,7 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 			if need > tm.n {
 				continue
 			}
-			fits = append(fits, fitted{reading, win, tm, need, tm.n, shareBelow(passes, tm.n), passes})
+			fits = append(fits, fitted{reading, win, tm, need, tm.n, shareBelow(passes, tm.n), passes, bounded})
 		}
 	}
 	if judged == 0 {
@@ -241,8 +243,10 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 	}
 	f.WindowMSRange[0] = round3(f.WindowMSRange[0] * (1 - fitBucket) / 1e6)
 	f.WindowMSRange[1] = round3(f.WindowMSRange[1] / 1e6)
-	// The representative: the fewest minimum calls that fit (a breaker's
-	// minimum guards sparse windows; the fewest assumes least), and where
+	// The representative: a window whose slices were all read (bounded
+	// ones allow more than the traces do) where there is one; the fewest
+	// minimum calls that fit (a breaker's minimum guards sparse windows;
+	// the fewest assumes least), and where
 	// at that minimum trips and let-through failures stand furthest apart
 	// (the lowest share that opened it above the highest that did not;
 	// the first reading and the shortest window on a tie), the share
@@ -250,9 +254,16 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 	best, gap := 0, -1.0
 	for k, x := range fits {
 		g := x.tripMin.share - shareBelow(x.passes, x.minCalls)
-		if x.minCalls < fits[best].minCalls || x.minCalls == fits[best].minCalls && g > gap {
-			best, gap = k, g
+		y := fits[best]
+		switch {
+		case x.bounded != y.bounded:
+			if x.bounded {
+				continue
+			}
+		case x.minCalls > y.minCalls, x.minCalls == y.minCalls && g <= gap:
+			continue
 		}
+		best, gap = k, g
 	}
 	x := fits[best]
 	f.Replay = &FailureRateBreaker{
@@ -349,7 +360,7 @@ func newFitWindows(evs []brEvent) *fitWindows {
 // a trip had cannot explain away every failure let through with a
 // bucket's fewer (the price: a minimum within a bucket's worth of the
 // calls its windows hold is not found).
-func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips, passes []fitCount, ok bool) {
+func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips, passes []fitCount, bounded, ok bool) {
 	// A trip opens the breaker at its result: under ReadingCleared that
 	// empties the window too.
 	var tripEnds []int64
@@ -382,6 +393,21 @@ func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips
 			a, a2 = max(a, r), max(a2, r)
 		}
 		lo, hi := fitCount{math.MaxInt, 2}, fitCount{0, -1}
+		if a2-a > fitSliceScan {
+			// A wide slice: bound the extremes instead of reading them
+			// (the most failures over the fewest calls, the fewest over
+			// the most), which allows as much and more.
+			nLong, nShort := w.calls[b]-w.calls[a], w.calls[b]-w.calls[a2]
+			if reading == ReadingRollingRejected {
+				nLong += w.refused[b] - w.refused[a]
+				nShort += w.refused[b] - w.refused[a2]
+			}
+			if nShort > 0 {
+				lo = fitCount{nShort, float64(w.failed[b]-w.failed[a2]) / float64(nLong)}
+				hi = fitCount{nLong, min(1, float64(w.failed[b]-w.failed[a])/float64(nShort))}
+			}
+			a2, bounded = a-1, true // nothing left to read
+		}
 		for s := a; s <= a2 && s < b; s++ {
 			n, failed := w.calls[b]-w.calls[s], w.failed[b]-w.failed[s]
 			if reading == ReadingRollingRejected {
@@ -402,7 +428,7 @@ func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips
 			passes = append(passes, fitCount{hi.n, lo.share})
 		}
 	}
-	return trips, passes, len(trips) >= max(fitMinTrips, (allTrips+1)/2) && len(passes) >= max(fitMinLetThrough, (allPasses+1)/2)
+	return trips, passes, bounded, len(trips) >= max(fitMinTrips, (allTrips+1)/2) && len(passes) >= max(fitMinLetThrough, (allPasses+1)/2)
 }
 
 // latestBefore is the latest of sorted ts before t (math.MinInt64 for

@@ -329,6 +329,11 @@ func breakerText(b *graph.Breaker) string {
 		rule := ""
 		if b.TripRule == graph.TripFailureRate {
 			rule = ", on a failure rate"
+			if f := b.FailureRate; f != nil && f.Fit == graph.FitSized && len(f.ShareRange) == 2 && len(f.WindowMSRange) == 2 {
+				rule += fmt.Sprintf(" (%s over %sms)", span(100*f.ShareRange[0], 100*f.ShareRange[1], "%"), span(f.WindowMSRange[0], f.WindowMSRange[1], ""))
+			} else if f != nil && f.Fit == graph.FitUnknown {
+				rule += " (unsized)"
+			}
 		}
 		return strings.TrimSuffix(fmt.Sprintf("opened %d×, %d fast-failed%s; %s", b.OpenPeriods, b.FastFailedCalls, rule, shed), "; ")
 	case shed != "" && b.LongestFailureRun < minShownRun:
@@ -337,6 +342,15 @@ func breakerText(b *graph.Breaker) string {
 		return fmt.Sprintf("%s; none opening on failures (%d failed in a row)", shed, b.LongestFailureRun)
 	}
 	return fmt.Sprintf("none (%d failed in a row)", b.LongestFailureRun)
+}
+
+// span writes lo–hi (one figure where they round alike), unit after each.
+func span(lo, hi float64, unit string) string {
+	a, b := fmt.Sprintf("%.3g%s", lo, unit), fmt.Sprintf("%.3g%s", hi, unit)
+	if a == b {
+		return a
+	}
+	return a + "–" + b
 }
 
 // minShownRun: a breaker's absence is shown beside a proxy's limit only
