@@ -141,7 +141,11 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 			}
 		}
 		for _, ei := range eis {
-			out[ei] = breakerOf(ix, spans, states[ei], tails[ei])
+			out[ei] = breakerOf(ix, spans, states[ei], tails[ei], false)
+			if b := out[ei]; b != nil && b.TripRule == TripFailureRate {
+				// Read again, keeping what each request did, to size it.
+				out[ei] = breakerOf(ix, spans, states[ei], tails[ei], true)
+			}
 		}
 	}
 	return out
@@ -192,8 +196,11 @@ const (
 
 // breakerOf reads one edge's breaker from its caller operation's requests
 // in time order and what each did with the callee (state); tail is the
-// edge's late-tail noise (ms, 0 for none).
-func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
+// edge's late-tail noise (ms, 0 for none). With size it also keeps what
+// each request did and sizes a failure-rate breaker from it (breakers
+// asks for that only of one it found on a failure rate: most edges' many
+// requests need no record kept).
+func breakerOf(ix *index, spans []int32, state []uint8, tail float64, size bool) *Breaker {
 	var called []float64
 	for k, s := range spans {
 		if state[k] != noCall {
@@ -237,9 +244,8 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 		}
 		switch state[k] {
 		case callFailed:
-			evs = append(evs, brEvent{sp.Start, sp.End, brFailed})
-			if open {
-				evs[len(evs)-1].kind = brProbeBad
+			if size {
+				evs = append(evs, brEvent{sp.Start, sp.End, brKind(open, brProbeBad, brFailed)})
 			}
 			run++
 			b.LongestFailureRun = max(b.LongestFailureRun, run)
@@ -250,9 +256,10 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 			}
 			trippedAt = sp.End
 		case callOK:
-			evs = append(evs, brEvent{sp.Start, sp.End, brOK})
+			if size {
+				evs = append(evs, brEvent{sp.Start, sp.End, brKind(open, brProbeOK, brOK)})
+			}
 			if open {
-				evs[len(evs)-1].kind = brProbeOK
 				opens = append(opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
 			}
 			run, open = 0, false
@@ -276,7 +283,9 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 			}
 			b.FastFailedCalls++
 			lastFast = sp.Start
-			evs = append(evs, brEvent{sp.Start, sp.End, brRejected})
+			if size {
+				evs = append(evs, brEvent{sp.Start, sp.End, brRejected})
+			}
 		}
 	}
 	if open {
@@ -311,7 +320,9 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 	}
 	if b.PassedRuns > 0 {
 		b.TripRule = TripFailureRate
-		b.FailureRate = fitFailureRate(evs, b.OpenMS)
+		if size {
+			b.FailureRate = fitFailureRate(evs, b.OpenMS)
+		}
 	}
 	return b
 }

@@ -107,6 +107,15 @@ const (
 	brRejected              // failed fast by the open breaker
 )
 
+// brKind is probe where the breaker was open when the call came (the
+// call it let through), closed otherwise.
+func brKind(open bool, probe, closed uint8) uint8 {
+	if open {
+		return probe
+	}
+	return closed
+}
+
 // brEvent is one request of a breaker's caller operation (ns).
 type brEvent struct {
 	start, end int64
@@ -382,15 +391,19 @@ func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips
 		} else {
 			allPasses++
 		}
-		if end-win < w.first {
-			continue // the window reaches before the traces
-		}
 		// The window (from, end] starts after index a at the longest,
-		// a2 at the shortest.
-		a, a2, b := at(end-win), at(end-short), at(end)
+		// a2 at the shortest; under ReadingCleared not before the latest
+		// reset.
+		from := end - win
+		a, a2, b := at(from), at(end-short), at(end)
 		if reading == ReadingCleared {
-			r := at(max(latestBefore(w.resets, end), latestBefore(tripEnds, end)))
+			reset := max(latestBefore(w.resets, end), latestBefore(tripEnds, end))
+			from = max(from, reset)
+			r := at(reset)
 			a, a2 = max(a, r), max(a2, r)
+		}
+		if from < w.first {
+			continue // the window reaches before the traces
 		}
 		lo, hi := fitCount{math.MaxInt, 2}, fitCount{0, -1}
 		if a2-a > fitSliceScan {

@@ -87,6 +87,11 @@ func TestFailureRateBreakerIsNoted(t *testing.T) {
 				"open for 45ms: a representative inside the ranges that fit, sized from 4 trips and 40 calls let through after a failure", ""},
 		{"failure rate, sized, rolling", graph.TripFailureRate, sized(graph.ReadingRolling), rate(true, false),
 			"its window rolling on through every state, refused calls not counted", ""},
+		{"failure rate, sized narrowly: an estimate", graph.TripFailureRate, func() *graph.FailureRateFit {
+			f := sized(graph.ReadingRolling)
+			f.Estimate = true
+			return f
+		}(), rate(true, false), "open for 45ms: an estimate (the ranges that fit are narrow), sized from 4 trips", ""},
 		{"failure rate, sized, cleared (resilience4j)", graph.TripFailureRate, sized(graph.ReadingCleared), rate(false, false),
 			"its window cleared whenever it opens or closes", ""},
 		{"failure rate, unknown", graph.TripFailureRate, &graph.FailureRateFit{Fit: graph.FitUnknown, Trips: 1, LetThrough: 9, Why: "1 trips and 9 calls let through after a failure: too few to size it (at least 2 and 2)"},

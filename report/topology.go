@@ -313,7 +313,8 @@ func hedgingText(h *graph.Hedging) string {
 
 // breakerText is "opened 3×, 13 fast-failed" ("…, on a failure rate" where
 // the traces show it does not count failures in a row, whose threshold a
-// reader would otherwise assume), "none (12 failed in a row)" when
+// reader would otherwise assume, with the shares and windows that fit,
+// "(39.6%–67.9% over 242–494ms)", or "(unsized)"), "none (12 failed in a row)" when
 // failures in a row were all sent on, or "-" when the traces cannot tell;
 // "proxy limit shed 3 (UO)" is added when the caller's sidecar refused
 // attempts because its circuit breaker's limits were full.
