@@ -66,7 +66,11 @@ type FailureRateFit struct {
 	Replay *FailureRateBreaker `json:"replay,omitempty"`
 }
 
-// FailureRateBreaker is one breaker that fits the traces.
+// FailureRateBreaker is one breaker that fits the traces: it opens on a
+// failed call when, over the results of the last WindowMS, there are at
+// least MinCalls calls and at least Share of them failed, its window read
+// as Reading says (ReadingCleared, ReadingRolling or
+// ReadingRollingRejected).
 type FailureRateBreaker struct {
 	Reading  string  `json:"reading"`
 	Share    float64 `json:"share"`
@@ -179,8 +183,13 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 	for w := lo; w <= hi && len(grid) < fitMaxGrid; w *= fitGridStep {
 		grid = append(grid, w)
 	}
-	if f.Trips < fitMinTrips || f.LetThrough < fitMinLetThrough || len(grid) == 0 {
+	switch {
+	case f.Trips < fitMinTrips || f.LetThrough < fitMinLetThrough:
 		f.Why = fmt.Sprintf("%d trips and %d calls let through after a failure: too few to size it (at least %d and %d)", f.Trips, f.LetThrough, fitMinTrips, fitMinLetThrough)
+		return f
+	case len(grid) == 0:
+		f.Why = fmt.Sprintf("%d trips and %d calls let through after a failure, but the requests span too little time for a window: half their span (%.3gms) is below the median gap between them (%.3gms)",
+			f.Trips, f.LetThrough, hi/1e6, lo/1e6)
 		return f
 	}
 	w := newFitWindows(evs)
@@ -222,7 +231,8 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 		}
 	}
 	if judged == 0 {
-		f.Why = fmt.Sprintf("%d trips and %d calls let through after a failure, but no window on the grid holds %d and %d whole", f.Trips, f.LetThrough, fitMinTrips, fitMinLetThrough)
+		f.Why = fmt.Sprintf("%d trips and %d calls let through after a failure, but no window on the grid has %d and %d of them, and half of each, whole in the traces",
+			f.Trips, f.LetThrough, fitMinTrips, fitMinLetThrough)
 		return f
 	}
 	if len(fits) == 0 {
@@ -246,12 +256,11 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 		f.MinCallsRange[0] = min(f.MinCallsRange[0], x.minCalls)
 		f.MinCallsRange[1] = max(f.MinCallsRange[1], x.maxMin)
 	}
+	// Rounded outwards, so that the ranges never leave out what fits.
+	f.ShareRange[0], f.ShareRange[1] = math.Floor(f.ShareRange[0]*1000)/1000, math.Ceil(f.ShareRange[1]*1000)/1000
+	f.WindowMSRange[0] = math.Floor(f.WindowMSRange[0]*(1-fitBucket)/1e3) / 1000
+	f.WindowMSRange[1] = math.Ceil(f.WindowMSRange[1]/1e3) / 1000
 	f.Estimate = f.WindowMSRange[1] <= 1.5*f.WindowMSRange[0] && f.ShareRange[1]-f.ShareRange[0] <= 0.1 && f.MinCallsRange[1]-f.MinCallsRange[0] <= 2
-	for i := range f.ShareRange {
-		f.ShareRange[i] = round3(f.ShareRange[i])
-	}
-	f.WindowMSRange[0] = round3(f.WindowMSRange[0] * (1 - fitBucket) / 1e6)
-	f.WindowMSRange[1] = round3(f.WindowMSRange[1] / 1e6)
 	// The representative: a window whose slices were all read (bounded
 	// ones allow more than the traces do) where there is one; the fewest
 	// minimum calls that fit (a breaker's minimum guards sparse windows;

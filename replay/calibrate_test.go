@@ -38,7 +38,7 @@ var knownMisses = map[string]string{
 		"api → inventory 2.067 attempts per call against 1.757. The SDK's retry quota, which refused 6 of those calls their retry, is " +
 		"not modelled either: the replay gives such a failure up with its traced share (6 of 59)",
 	"opossum": "Node: front's opossum breaker opens on the share of failed calls over a 400 ms window (rejected calls counted). " +
-		"Inference sizes it from 2 trips and 43 calls let through after a failure (share 39.6–67.9%, window 242–494 ms, 1–43 calls; " +
+		"Inference sizes it from 2 trips and 43 calls let through after a failure (share 39.5–67.9%, window 242–494 ms, 1–43 calls; " +
 		"opossum's 50%, 400 ms and 6 inside) and the replay runs the fit's representative (60.9% over 320 ms, window cleared, 1 call): " +
 		"155.6 ledger calls replayed, 137 traced; root server errors 41.5% against 48.6% (68.2% while it was replayed as 3 failures in a row). " +
 		"Opossum's own breaker replayed in its place (an edited topology) gives 40.9%: what is left is the failure model, which draws the " +
