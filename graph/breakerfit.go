@@ -145,9 +145,12 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 	for i, e := range evs {
 		starts[i] = e.start
 	}
+	w := newFitWindows(evs)
 	// Each closed-state failure: the next request to start once its
 	// result was in either was refused (a trip) or made the call soon
-	// enough that an opened breaker would have refused it.
+	// enough that an opened breaker would have refused it. A refusal
+	// after another call's result came in too (calls overlapping) may be
+	// that one's doing: no trip is read from it.
 	var events []fitEvent
 	soon := int64(openMS / 2 * 1e6)
 	for i, e := range evs {
@@ -162,6 +165,7 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 			continue
 		}
 		switch nx := evs[j]; {
+		case nx.kind == brRejected && w.resultsIn(e.end, nx.start) > 1:
 		case nx.kind == brRejected:
 			events = append(events, fitEvent{i, true})
 			f.Trips++
@@ -192,7 +196,6 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 			f.Trips, f.LetThrough, hi/1e6, lo/1e6)
 		return f
 	}
-	w := newFitWindows(evs)
 	type fitted struct {
 		reading          string
 		window           float64
@@ -359,6 +362,13 @@ func newFitWindows(evs []brEvent) *fitWindows {
 		}
 	}
 	return w
+}
+
+// resultsIn counts the calls whose results came in at from to before to.
+func (w *fitWindows) resultsIn(from, to int64) int {
+	a := sort.Search(len(w.ends), func(k int) bool { return w.ends[k] >= from })
+	b := sort.Search(len(w.ends), func(k int) bool { return w.ends[k] >= to })
+	return w.calls[b] - w.calls[a]
 }
 
 // counts returns what the window held at each trip and each let-through

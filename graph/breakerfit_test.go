@@ -192,3 +192,41 @@ func TestFailureRateFit(t *testing.T) {
 		})
 	}
 }
+
+// TestFailureRateEvents: which closed-state failures the fit reads as
+// trips and as calls let through, on hand-built requests (ms): the next
+// request to start once the failure's result was in decides, refused (a
+// trip) or calling sooner than half the open time (40ms here); a refusal
+// after another call's result came in too is not read as this one's
+// trip, and half-open probes are no events.
+func TestFailureRateEvents(t *testing.T) {
+	ev := func(start, end float64, kind uint8) brEvent {
+		return brEvent{int64(start * 1e6), int64(end * 1e6), kind}
+	}
+	for _, tc := range []struct {
+		name        string
+		evs         []brEvent
+		trips, lets int
+	}{
+		{"a failure, then a refusal: a trip",
+			[]brEvent{ev(0, 8, brOK), ev(10, 18, brFailed), ev(20, 20.5, brRejected)}, 1, 0},
+		{"a failure, then a call 2ms later: let through",
+			[]brEvent{ev(0, 8, brOK), ev(10, 18, brFailed), ev(20, 28, brOK)}, 0, 1},
+		{"a failure, then a call 52ms later (past half the open time): nothing told",
+			[]brEvent{ev(0, 8, brOK), ev(10, 18, brFailed), ev(70, 78, brOK)}, 0, 0},
+		{"a call that started before the failure ended is no answer, and a refusal after its result too is no trip",
+			[]brEvent{ev(10, 18, brFailed), ev(15, 23, brOK), ev(25, 25.5, brRejected)}, 0, 0},
+		{"two overlapping failures before a refusal: the later one is the trip",
+			[]brEvent{ev(10, 18, brFailed), ev(12, 20, brFailed), ev(25, 25.5, brRejected)}, 1, 0},
+		{"a probe's failure is no closed-state event",
+			[]brEvent{ev(0, 8, brFailed), ev(10, 10.5, brRejected), ev(60, 68, brProbeBad), ev(70, 70.5, brRejected)}, 1, 0},
+	} {
+		f := fitFailureRate(tc.evs, 80)
+		if f.Trips != tc.trips || f.LetThrough != tc.lets {
+			t.Errorf("%s: %d trips and %d let through, want %d and %d", tc.name, f.Trips, f.LetThrough, tc.trips, tc.lets)
+		}
+		if f.Fit != FitUnknown || f.Why == "" {
+			t.Errorf("%s: fit %q (%s) from so few, want unknown and why", tc.name, f.Fit, f.Why)
+		}
+	}
+}
