@@ -685,9 +685,13 @@ func failureRateNote(e graph.Edge, c BreakerConfig) (string, error) {
 		win = fmt.Sprintf(" (fit: %sms)", rng(fit.WindowMSRange[0], fit.WindowMSRange[1]))
 		calls = fmt.Sprintf(" (fit: %s)", rng(float64(fit.MinCallsRange[0]), float64(fit.MinCallsRange[1])))
 	}
-	return fmt.Sprintf("%s: the breaker trips on a failure rate; the replay opens it on a failed share of at least %.3g%s over %.4gms%s once %d calls%s are in its window, "+
+	ending := "s"
+	if c.MinRequests == 1 {
+		ending = ""
+	}
+	return fmt.Sprintf("%s: the breaker trips on a failure rate; the replay opens it on a failed share of at least %.3g%s over %.4gms%s with at least %d call%s in its window%s, "+
 		"its window %s (readings that fit: %s), open for %.3gms: %s, sized from %d trips and %d calls let through after a failure",
-		at, c.FailureRate, share, c.Window*1000, win, c.MinRequests, calls, window, strings.Join(fit.Readings, ", "), c.OpenFor*1000, kind, fit.Trips, fit.LetThrough), nil
+		at, c.FailureRate, share, c.Window*1000, win, c.MinRequests, ending, calls, window, strings.Join(fit.Readings, ", "), c.OpenFor*1000, kind, fit.Trips, fit.LetThrough), nil
 }
 
 // runsNote says how the failures of edge e come: after a failed call of

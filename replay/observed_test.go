@@ -83,7 +83,7 @@ func TestFailureRateBreakerIsNoted(t *testing.T) {
 	}{
 		{"failure rate, sized, rolling with refusals (opossum)", graph.TripFailureRate, sized(graph.ReadingRollingRejected), rate(true, true),
 			": the breaker trips on a failure rate; the replay opens it on a failed share of at least 0.51 (fit: above 0.45 up to 0.55) over 400ms (fit: 360–450ms) " +
-				"once 6 calls (fit: 1–30) are in its window, its window rolling on through every state, refused calls counted (readings that fit: rolling-with-rejected), " +
+				"with at least 6 calls in its window (fit: 1–30), its window rolling on through every state, refused calls counted (readings that fit: rolling-with-rejected), " +
 				"open for 45ms: a representative inside the ranges that fit, sized from 4 trips and 40 calls let through after a failure", ""},
 		{"failure rate, sized, rolling", graph.TripFailureRate, sized(graph.ReadingRolling), rate(true, false),
 			"its window rolling on through every state, refused calls not counted", ""},
