@@ -51,6 +51,11 @@ type Breaker struct {
 	// failures: it is not Detected, and replay does not simulate it as
 	// one (its fast failures are in the edge's outcome mix).
 	ProxyShed int `json:"proxy_shed,omitempty"`
+	// FailureRate sizes a breaker whose TripRule is "failure-rate": the
+	// windows, shares and minimum calls that fit every failure the traces
+	// show it opening on or letting calls through after (or "unknown" and
+	// why). Null for other trip rules.
+	FailureRate *FailureRateFit `json:"failure_rate,omitempty"`
 }
 
 // Breaker evidence thresholds: a breaker is claimed from at least
@@ -136,7 +141,11 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 			}
 		}
 		for _, ei := range eis {
-			out[ei] = breakerOf(ix, spans, states[ei], tails[ei])
+			out[ei] = breakerOf(ix, spans, states[ei], tails[ei], false)
+			if b := out[ei]; b != nil && b.TripRule == TripFailureRate {
+				// Read again, keeping what each request did, to size it.
+				out[ei] = breakerOf(ix, spans, states[ei], tails[ei], true)
+			}
 		}
 	}
 	return out
@@ -187,8 +196,11 @@ const (
 
 // breakerOf reads one edge's breaker from its caller operation's requests
 // in time order and what each did with the callee (state); tail is the
-// edge's late-tail noise (ms, 0 for none).
-func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
+// edge's late-tail noise (ms, 0 for none). With size it also keeps what
+// each request did and sizes a failure-rate breaker from it (breakers
+// asks for that only of one it found on a failure rate: most edges' many
+// requests need no record kept).
+func breakerOf(ix *index, spans []int32, state []uint8, tail float64, size bool) *Breaker {
 	var called []float64
 	for k, s := range spans {
 		if state[k] != noCall {
@@ -212,6 +224,8 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 		after float64
 	}
 	var passed []passedRun
+	// What each request did, for sizing a failure-rate breaker.
+	var evs []brEvent
 	// Requests seen while the callee's calls were healthy and while they
 	// had failed minTrip times in a row (or a breaker was open), and the
 	// quick server errors without a call among the healthy ones: a handler
@@ -230,6 +244,9 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 		}
 		switch state[k] {
 		case callFailed:
+			if size {
+				evs = append(evs, brEvent{sp.Start, sp.End, brKind(open, brProbeBad, brFailed)})
+			}
 			run++
 			b.LongestFailureRun = max(b.LongestFailureRun, run)
 			if open {
@@ -239,6 +256,9 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 			}
 			trippedAt = sp.End
 		case callOK:
+			if size {
+				evs = append(evs, brEvent{sp.Start, sp.End, brKind(open, brProbeOK, brOK)})
+			}
 			if open {
 				opens = append(opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
 			}
@@ -263,6 +283,9 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 			}
 			b.FastFailedCalls++
 			lastFast = sp.Start
+			if size {
+				evs = append(evs, brEvent{sp.Start, sp.End, brRejected})
+			}
 		}
 	}
 	if open {
@@ -297,6 +320,9 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64) *Breaker {
 	}
 	if b.PassedRuns > 0 {
 		b.TripRule = TripFailureRate
+		if size {
+			b.FailureRate = fitFailureRate(evs, b.OpenMS)
+		}
 	}
 	return b
 }

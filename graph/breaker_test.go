@@ -2,6 +2,7 @@ package graph
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -71,9 +72,18 @@ func TestBreaker(t *testing.T) {
 				if br == nil {
 					t.Fatal("no breaker")
 				}
+				// Two trips and three failures let through size it
+				// loosely: a share above 0.375 up to all of them (the first
+				// trip came on two failures in a row), over 9.8 to 73.4ms.
+				got, fit := *br, br.FailureRate
+				got.FailureRate = nil
 				want := Breaker{Detected: true, FastFailedCalls: 7, OpenPeriods: 2, TripAfter: 1, TripRule: TripFailureRate, PassedRuns: 3, OpenMS: 27, LongestFailureRun: 2}
-				if *br != want {
-					t.Errorf("breaker\n got %+v\nwant %+v", *br, want)
+				if got != want {
+					t.Errorf("breaker\n got %+v\nwant %+v", got, want)
+				}
+				if fit == nil || fit.Fit != FitSized || fit.Estimate || fit.Trips != 2 || fit.LetThrough != 3 ||
+					!slices.Equal(fit.ShareRange, []float64{0.375, 1}) || !slices.Equal(fit.WindowMSRange, []float64{9.814, 73.361}) {
+					t.Errorf("failure-rate fit %+v, want sized from 2 trips and 3 let through: share 0.375-1, window 9.814-73.361ms, no estimate", fit)
 				}
 			},
 		},

@@ -117,7 +117,8 @@
 //     indices): the reduce puts every request of an operation in time
 //     order and reads, per request, its times, its own outcome and what
 //     each of its calls did with each callee, choosing the edges to walk
-//     by counts known only after the merge. By value this is a record a
+//     by counts known only after the merge; a failure-rate breaker is
+//     sized from the same list (breakerfit.go). By value this is a record a
 //     SERVER span (times, trace and span id, its own outcome: 56 bytes
 //     for a 4-byte index) and an entry a callee it called, alive only in
 //     the breakers step; tried, it took inference from 346 to 522 bytes

@@ -62,6 +62,10 @@ type truth struct {
 			// FewestFailuresInARow, where written: the fewest failed
 			// calls in a row before an open period.
 			FewestFailuresInARow int `json:"fewest_failures_in_a_row_before_open"`
+			// For a breaker on a failure rate: the window, and the
+			// fewest calls in it before it opens.
+			RollingWindowMS float64 `json:"rolling_window_ms"`
+			VolumeThreshold int     `json:"volume_threshold"`
 		} `json:"breaker"`
 		// RetryQuota: a retry budget the edge's calls share (the AWS
 		// SDK's token bucket); RefusedCalls ended failing with attempts
@@ -211,6 +215,9 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					t.Errorf("%s: breaker opened %d times, want %d", loc, e.Breaker.OpenPeriods, b.OpenPeriods)
 				case b != nil && b.FewestFailuresInARow > 0 && e.Breaker.TripAfter != b.FewestFailuresInARow:
 					t.Errorf("%s: breaker opened after %d failures in a row at fewest, want %d", loc, e.Breaker.TripAfter, b.FewestFailuresInARow)
+				case b != nil && b.ErrorThresholdPercentage > 0 && !fitHolds(e.Breaker.FailureRate, float64(b.ErrorThresholdPercentage)/100, b.RollingWindowMS, b.VolumeThreshold):
+					t.Errorf("%s: failure-rate fit %+v, want ranges that hold a share of %d%% over %vms with %d calls, or unknown and why", loc,
+						e.Breaker.FailureRate, b.ErrorThresholdPercentage, b.RollingWindowMS, b.VolumeThreshold)
 				case b == nil && e.Breaker != nil && e.Breaker.Detected:
 					t.Errorf("%s: breaker detected where there is none: %+v", loc, *e.Breaker)
 				}
@@ -515,4 +522,19 @@ func checkSteps(t *testing.T, loc string, b Backoff, kind string, base float64, 
 			t.Errorf("%s: retry %d: range %v (from %d waits) excludes the configured %vms", loc, s.Retry, s.RangeMS, s.Waits, want)
 		}
 	}
+}
+
+// fitHolds reports whether a failure-rate fit holds the breaker that ran
+// (share, window ms, minimum calls; a zero window or minimum is not
+// checked), or says unknown and why.
+func fitHolds(f *FailureRateFit, share, windowMS float64, minCalls int) bool {
+	switch {
+	case f == nil:
+		return false
+	case f.Fit == FitUnknown:
+		return f.Why != ""
+	}
+	return f.Fit == FitSized && f.ShareRange[0] <= share && share <= f.ShareRange[1] &&
+		(windowMS == 0 || f.WindowMSRange[0] <= windowMS && windowMS <= f.WindowMSRange[1]) &&
+		(minCalls == 0 || f.MinCallsRange[0] <= minCalls && minCalls <= f.MinCallsRange[1])
 }

@@ -28,6 +28,15 @@ type BreakerConfig struct {
 	// attempt, and told how the call ended; otherwise every attempt asks
 	// and reports.
 	PerCall bool
+	// KeepWindow: the failure-rate window is never cleared, neither when
+	// the breaker opens nor when it closes, and counts every result,
+	// probes' and late answers' too (opossum's rolling buckets); otherwise
+	// it holds only results that came in while closed since it last
+	// closed (resilience4j). CountRejected: a request refused while open
+	// (or in half-open beyond its probes) counts in the window as a call
+	// that did not fail (opossum counts them as fired); only with
+	// KeepWindow, since a cleared window never sees them.
+	KeepWindow, CountRejected bool
 }
 
 // Validate reports the first inconsistency in the configuration.
@@ -53,6 +62,9 @@ func (c BreakerConfig) Validate() error {
 	if !(c.Jitter >= 0 && c.Jitter < 1) {
 		return fmt.Errorf("breaker: jitter %v: want 0 to 1 (exclusive)", c.Jitter)
 	}
+	if c.CountRejected && !c.KeepWindow {
+		return fmt.Errorf("breaker: rejected requests counted in a window cleared on opening: it would never see them")
+	}
 	if c.HalfOpenProbes < 0 {
 		return fmt.Errorf("breaker: half-open probes %d: want ≥ 0 (0 means 1)", c.HalfOpenProbes)
 	}
@@ -74,6 +86,10 @@ func (c BreakerConfig) Validate() error {
 //   - half-open: HalfOpenProbes trial requests are allowed, no more until
 //     they answer; if all succeed it closes with fresh statistics, and the
 //     first failure reopens it (with a new jittered open time).
+//
+// With KeepWindow the failure-rate window rolls on through every state
+// instead (opossum): statistics are never fresh, and with CountRejected
+// the requests it refused count in it too.
 //
 // Results that arrive while open are ignored (requests sent before it
 // opened), and so are results in half-open while no probe is outstanding.
@@ -114,9 +130,11 @@ func NewBreaker(cfg BreakerConfig, rng *rand.Rand) *Breaker {
 func (b *Breaker) Allow(t float64) bool {
 	switch b.advance(t) {
 	case BreakerOpen:
+		b.rejected(t)
 		return false
 	case BreakerHalfOpen:
 		if b.probes >= b.cfg.HalfOpenProbes {
+			b.rejected(t)
 			return false
 		}
 		b.probes++
@@ -124,9 +142,20 @@ func (b *Breaker) Allow(t float64) bool {
 	return true
 }
 
+// rejected counts a refused request in a window that counts them.
+func (b *Breaker) rejected(t float64) {
+	if b.cfg.CountRejected && b.cfg.FailureRate > 0 {
+		b.push(t, true)
+	}
+}
+
 // Result records the outcome of a request at time t.
 func (b *Breaker) Result(t float64, ok bool) {
-	switch b.advance(t) {
+	st := b.advance(t)
+	if b.cfg.KeepWindow && st != BreakerClosed && b.cfg.FailureRate > 0 {
+		b.push(t, ok) // the rolling window counts it whatever the state
+	}
+	switch st {
 	case BreakerClosed:
 		b.record(t, ok)
 	case BreakerHalfOpen:
@@ -175,6 +204,16 @@ func (b *Breaker) record(t float64, ok bool) {
 	if b.cfg.FailureRate <= 0 {
 		return
 	}
+	b.push(t, ok)
+	n := len(b.window) - b.head
+	if n >= max(1, b.cfg.MinRequests) && float64(b.fails) >= b.cfg.FailureRate*float64(n)*(1-1e-12) {
+		b.open(t)
+	}
+}
+
+// push adds a result to the failure-rate window and drops those older
+// than Window.
+func (b *Breaker) push(t float64, ok bool) {
 	b.window = append(b.window, breakerResult{t, ok})
 	if !ok {
 		b.fails++
@@ -189,10 +228,6 @@ func (b *Breaker) record(t float64, ok bool) {
 		n := copy(b.window, b.window[b.head:])
 		b.window = b.window[:n]
 		b.head = 0
-	}
-	n := len(b.window) - b.head
-	if n >= max(1, b.cfg.MinRequests) && float64(b.fails) >= b.cfg.FailureRate*float64(n)*(1-1e-12) {
-		b.open(t)
 	}
 }
 
@@ -214,6 +249,8 @@ func (b *Breaker) close() {
 
 func (b *Breaker) reset() {
 	b.consecutive = 0
-	b.window, b.head, b.fails = b.window[:0], 0, 0
+	if !b.cfg.KeepWindow {
+		b.window, b.head, b.fails = b.window[:0], 0, 0
+	}
 	b.probes, b.probeOK = 0, 0
 }

@@ -129,6 +129,31 @@ func TestBreakerScripts(t *testing.T) {
 				{19.5, "ok", false, stClosed},
 				{20, "fail", false, stClosed}, // fresh window: 1 of 1 but < 4 requests
 			}},
+		{"a rolling window (opossum) keeps the failures before it opened",
+			BreakerConfig{FailureRate: 0.5, Window: 10, MinRequests: 4, OpenFor: 5, KeepWindow: true},
+			[]brStep{
+				{0, "ok", false, stClosed},
+				{1, "fail", false, stClosed},
+				{2, "fail", false, stClosed},
+				{3, "ok", false, stOpen}, // 50% of 4
+				{8, "allow", true, stHalf},
+				{8.5, "ok", false, stClosed}, // [0, 8.5]: 2 of 5 failed
+				{9, "fail", false, stOpen},   // 3 of 6: a cleared window would hold 1 of 1
+			}},
+		{"a rolling window counting refused requests as calls",
+			BreakerConfig{FailureRate: 0.5, Window: 10, MinRequests: 4, OpenFor: 5, KeepWindow: true, CountRejected: true},
+			[]brStep{
+				{0, "ok", false, stClosed},
+				{1, "fail", false, stClosed},
+				{2, "fail", false, stClosed},
+				{3, "ok", false, stOpen},
+				{4, "allow", false, stOpen}, // refused: a call that did not fail
+				{5, "allow", false, stOpen},
+				{8, "allow", true, stHalf},
+				{8.5, "ok", false, stClosed}, // 2 of 7
+				{9, "fail", false, stClosed}, // 3 of 8 < 50%: it stays closed
+				{10, "fail", false, stOpen},  // (0, 10]: 4 of 8
+			}},
 		{"both conditions",
 			BreakerConfig{ConsecutiveFailures: 3, FailureRate: 0.9, Window: 60, MinRequests: 10, OpenFor: 1},
 			[]brStep{
@@ -198,6 +223,8 @@ func TestBreakerValidate(t *testing.T) {
 		{"rate without window", BreakerConfig{FailureRate: 0.5, OpenFor: 30}, false},
 		{"negative min requests", BreakerConfig{ConsecutiveFailures: 1, MinRequests: -1, OpenFor: 30}, false},
 		{"no open time", BreakerConfig{ConsecutiveFailures: 1}, false},
+		{"rolling window counting refusals", BreakerConfig{FailureRate: 0.5, Window: 10, OpenFor: 30, KeepWindow: true, CountRejected: true}, true},
+		{"refusals counted in a cleared window", BreakerConfig{FailureRate: 0.5, Window: 10, OpenFor: 30, CountRejected: true}, false},
 		{"jitter 1", BreakerConfig{ConsecutiveFailures: 1, OpenFor: 30, Jitter: 1}, false},
 		{"negative probes", BreakerConfig{ConsecutiveFailures: 1, OpenFor: 30, HalfOpenProbes: -1}, false},
 	}

@@ -37,10 +37,13 @@ var knownMisses = map[string]string{
 		"longer than traced. Root server errors 54.1% replayed against 28.6% (62.7% with Poisson arrivals), p50 84 ms against 2.9 ms, " +
 		"api → inventory 2.067 attempts per call against 1.757. The SDK's retry quota, which refused 6 of those calls their retry, is " +
 		"not modelled either: the replay gives such a failure up with its traced share (6 of 59)",
-	"opossum": "Node: front's opossum breaker opens on the share of failed calls over a 400 ms window (rejected calls counted), not on " +
-		"failures in a row: inference reads trip_rule failure-rate (21 calls let through after 3 or more failures in a row; 38 fast " +
-		"failures in 4 open periods, as traced), but the replay has only the consecutive rule it can size (3 in a row, open 60.4 ms), " +
-		"which opens where opossum let calls through: 84.2 ledger calls replayed, 137 traced; root server errors 68.2% against 48.6% (the traces' arrivals replayed; 63.8% with Poisson)",
+	"opossum": "Node: front's opossum breaker opens on the share of failed calls over a 400 ms window (rejected calls counted). " +
+		"Inference sizes it from 2 trips and 43 calls let through after a failure (share 39.5–67.9%, window 242–494 ms, 1–43 calls; " +
+		"opossum's 50%, 400 ms and 6 inside) and the replay runs the fit's representative (60.9% over 320 ms, window cleared, 1 call): " +
+		"155.6 ledger calls replayed, 137 traced; root server errors 41.5% against 48.6% (68.2% while it was replayed as 3 failures in a row). " +
+		"Opossum's own breaker replayed in its place (an edited topology) gives 40.9%: what is left is the failure model, which draws the " +
+		"ledger's failures in runs per call (70% after a failure) where its outage was 18 failed calls in a row in 184 ms, so the replayed " +
+		"breaker sees fewer failures together and opens less (about 19 fast failures replayed, 38 traced)",
 }
 
 // TestCalibrateSamples holds every committed scenario to the default

@@ -227,12 +227,11 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				e.Caller, e.Callee, e.Operation, br.ProxyShed))
 		}
 		if br := e.Breaker; br != nil && br.Detected && br.TripRule == graph.TripFailureRate {
-			// observedPolicy replays every breaker the traces show as one
-			// that counts failures in a row; this one let calls through
-			// after as many, so the replay opens it where it did not.
-			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: the breaker trips on a failure rate (%d calls let through after %d or more failed calls in a row), "+
-				"whose window, share and minimum calls the traces do not size: the replay opens it after %d failures in a row for %.3gms, also where the traced one let calls through, so it fails more calls fast",
-				e.Caller, e.Callee, e.Operation, br.PassedRuns, br.TripAfter, max(br.TripAfter, 1), max(br.OpenMS, 1)))
+			note, err := failureRateNote(e, ed.Policy.Breaker)
+			if err != nil {
+				return nil, err
+			}
+			m.Assumed = append(m.Assumed, note)
 		}
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
@@ -606,6 +605,16 @@ func observedPolicy(e graph.Edge) Policy {
 		// The traces show it failing whole calls fast, no attempt made: it
 		// wraps the call, retries inside it.
 		p.Breaker = BreakerConfig{ConsecutiveFailures: max(br.TripAfter, 1), OpenFor: max(br.OpenMS, 1) / 1000, HalfOpenProbes: 1, PerCall: true}
+		if fr := sizedFailureRate(br); fr != nil {
+			// A breaker on a failure rate the traces size: the one of
+			// their fit it replays.
+			p.Breaker.ConsecutiveFailures = 0
+			p.Breaker.FailureRate = fr.Share
+			p.Breaker.Window = fr.WindowMS / 1000
+			p.Breaker.MinRequests = fr.MinCalls
+			p.Breaker.KeepWindow = fr.Reading != graph.ReadingCleared
+			p.Breaker.CountRejected = fr.Reading == graph.ReadingRollingRejected
+		}
 	}
 	if e.Hedging != nil && e.Hedging.DelayMS > 0 {
 		// As many requests as one call was seen sending at once: hedges
@@ -614,6 +623,75 @@ func observedPolicy(e graph.Edge) Policy {
 		p.MaxAttempts = max(p.MaxAttempts, e.Hedging.MaxRequests, 2)
 	}
 	return p
+}
+
+// sizedFailureRate is the failure-rate breaker a failure-rate breaker's fit
+// replays; nil where the trip rule is another or the fit says unknown.
+func sizedFailureRate(br *graph.Breaker) *graph.FailureRateBreaker {
+	if br.TripRule != graph.TripFailureRate || br.FailureRate == nil || br.FailureRate.Fit != graph.FitSized {
+		return nil
+	}
+	return br.FailureRate.Replay
+}
+
+// failureRateNote says how the replay runs edge e's breaker on a failure
+// rate (c, its config): the fit's breaker and where its figures come
+// from, or, where the traces do not size it, one on failures in a row
+// that fails more calls fast than the traced one. It is an error for a
+// sized fit (a topology written by hand) to name no breaker to replay or
+// an unknown reading of its window.
+func failureRateNote(e graph.Edge, c BreakerConfig) (string, error) {
+	br := e.Breaker
+	at := fmt.Sprintf("%s → %s %s", e.Caller, e.Callee, e.Operation)
+	fit := br.FailureRate
+	if fit == nil || fit.Fit != graph.FitSized {
+		why := "the traces do not size it"
+		if fit != nil && fit.Why != "" {
+			why = "the traces do not size it: " + fit.Why
+		}
+		return fmt.Sprintf("%s: the breaker trips on a failure rate (%d calls let through after %d or more failed calls in a row), "+
+			"whose window, share and minimum calls are unknown (%s): the replay opens it after %d failures in a row for %.3gms, also where the traced one let calls through, so it fails more calls fast",
+			at, br.PassedRuns, br.TripAfter, why, max(br.TripAfter, 1), max(br.OpenMS, 1)), nil
+	}
+	fr := fit.Replay
+	if fr == nil {
+		return "", fmt.Errorf("edge %s: breaker.failure_rate: fit %q without a breaker to replay", at, fit.Fit)
+	}
+	var window string
+	switch fr.Reading {
+	case graph.ReadingCleared:
+		window = "cleared whenever it opens or closes"
+	case graph.ReadingRolling:
+		window = "rolling on through every state, refused calls not counted"
+	case graph.ReadingRollingRejected:
+		window = "rolling on through every state, refused calls counted"
+	default:
+		return "", fmt.Errorf("edge %s: breaker.failure_rate.replay.reading %q: want %s, %s or %s", at, fr.Reading,
+			graph.ReadingCleared, graph.ReadingRolling, graph.ReadingRollingRejected)
+	}
+	kind := "a representative inside the ranges that fit"
+	if fit.Estimate {
+		kind = "an estimate (the ranges that fit are narrow)"
+	}
+	rng := func(lo, hi float64) string {
+		if lo == hi {
+			return fmt.Sprintf("%.3g", lo)
+		}
+		return fmt.Sprintf("%.3g–%.3g", lo, hi)
+	}
+	var share, win, calls string
+	if len(fit.ShareRange) == 2 && len(fit.WindowMSRange) == 2 && len(fit.MinCallsRange) == 2 {
+		share = fmt.Sprintf(" (fit: above %.3g up to %.3g)", fit.ShareRange[0], fit.ShareRange[1])
+		win = fmt.Sprintf(" (fit: %sms)", rng(fit.WindowMSRange[0], fit.WindowMSRange[1]))
+		calls = fmt.Sprintf(" (fit: %s)", rng(float64(fit.MinCallsRange[0]), float64(fit.MinCallsRange[1])))
+	}
+	ending := "s"
+	if c.MinRequests == 1 {
+		ending = ""
+	}
+	return fmt.Sprintf("%s: the breaker trips on a failure rate; the replay opens it on a failed share of at least %.3g%s over %.4gms%s with at least %d call%s in its window%s, "+
+		"its window %s (readings that fit: %s), open for %.3gms: %s, sized from %d trips and %d calls let through after a failure",
+		at, c.FailureRate, share, c.Window*1000, win, c.MinRequests, ending, calls, window, strings.Join(fit.Readings, ", "), c.OpenFor*1000, kind, fit.Trips, fit.LetThrough), nil
 }
 
 // runsNote says how the failures of edge e come: after a failed call of

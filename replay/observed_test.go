@@ -57,30 +57,71 @@ func TestObservedJitterBetweenKinds(t *testing.T) {
 
 // TestFailureRateBreakerIsNoted: a breaker that let calls through after
 // as many failures in a row as it opened after (a failure-rate rule) is
-// replayed as one counting failures in a row, and the notes say what that
-// overstates; a consecutive-failure breaker needs no such note.
+// replayed as the failure-rate breaker inference sized, its window read as
+// the fit's reading says, and the notes give its figures and where they
+// come from; where the traces do not size it, as one counting failures in
+// a row, and the notes say what that overstates; a consecutive-failure
+// breaker is replayed as one and needs no note; a sized fit naming no
+// reading replay knows is an error.
 func TestFailureRateBreakerIsNoted(t *testing.T) {
+	sized := func(reading string) *graph.FailureRateFit {
+		return &graph.FailureRateFit{Fit: graph.FitSized, Trips: 4, LetThrough: 40, Readings: []string{reading},
+			ShareRange: []float64{0.45, 0.55}, WindowMSRange: []float64{360, 450}, MinCallsRange: []int{1, 30},
+			Replay: &graph.FailureRateBreaker{Reading: reading, Share: 0.51, WindowMS: 400, MinCalls: 6}}
+	}
+	consecutive := BreakerConfig{ConsecutiveFailures: 3, OpenFor: 0.045, HalfOpenProbes: 1, PerCall: true}
+	rate := func(keep, rejected bool) BreakerConfig {
+		return BreakerConfig{FailureRate: 0.51, Window: 0.4, MinRequests: 6, OpenFor: 0.045, HalfOpenProbes: 1, PerCall: true, KeepWindow: keep, CountRejected: rejected}
+	}
 	for _, tc := range []struct {
 		name string
 		rule string
-		want bool
+		fit  *graph.FailureRateFit
+		want BreakerConfig
+		note string // "" for none
+		err  string
 	}{
-		{"failure rate", graph.TripFailureRate, true},
-		{"failures in a row", graph.TripConsecutive, false},
+		{"failure rate, sized, rolling with refusals (opossum)", graph.TripFailureRate, sized(graph.ReadingRollingRejected), rate(true, true),
+			": the breaker trips on a failure rate; the replay opens it on a failed share of at least 0.51 (fit: above 0.45 up to 0.55) over 400ms (fit: 360–450ms) " +
+				"with at least 6 calls in its window (fit: 1–30), its window rolling on through every state, refused calls counted (readings that fit: rolling-with-rejected), " +
+				"open for 45ms: a representative inside the ranges that fit, sized from 4 trips and 40 calls let through after a failure", ""},
+		{"failure rate, sized, rolling", graph.TripFailureRate, sized(graph.ReadingRolling), rate(true, false),
+			"its window rolling on through every state, refused calls not counted", ""},
+		{"failure rate, sized narrowly: an estimate", graph.TripFailureRate, func() *graph.FailureRateFit {
+			f := sized(graph.ReadingRolling)
+			f.Estimate = true
+			return f
+		}(), rate(true, false), "open for 45ms: an estimate (the ranges that fit are narrow), sized from 4 trips", ""},
+		{"failure rate, sized, cleared (resilience4j)", graph.TripFailureRate, sized(graph.ReadingCleared), rate(false, false),
+			"its window cleared whenever it opens or closes", ""},
+		{"failure rate, unknown", graph.TripFailureRate, &graph.FailureRateFit{Fit: graph.FitUnknown, Trips: 1, LetThrough: 9, Why: "1 trips and 9 calls let through after a failure: too few to size it (at least 2 and 2)"},
+			consecutive, ": the breaker trips on a failure rate (21 calls let through after 3 or more failed calls in a row), whose window, share and minimum calls are unknown " +
+				"(the traces do not size it: 1 trips and 9 calls let through after a failure: too few to size it (at least 2 and 2)): the replay opens it after 3 failures in a row", ""},
+		{"failure rate, no fit (a topology from before fits)", graph.TripFailureRate, nil, consecutive,
+			"whose window, share and minimum calls are unknown (the traces do not size it): the replay opens it after 3 failures in a row", ""},
+		{"failure rate, a reading replay does not know", graph.TripFailureRate, sized("buckets"), BreakerConfig{}, "",
+			`breaker.failure_rate.replay.reading "buckets": want cleared, rolling or rolling-with-rejected`},
+		{"failures in a row", graph.TripConsecutive, nil, consecutive, "", ""},
 	} {
 		top := sampleTopology(t, "retry-everywhere")
 		e := &top.Edges[0]
-		e.Breaker = &graph.Breaker{Detected: true, FastFailedCalls: 38, OpenPeriods: 4, TripAfter: 3, TripRule: tc.rule, PassedRuns: 21, OpenMS: 45}
-		if p := observedPolicy(*e); p.Breaker.ConsecutiveFailures != 3 || p.Breaker.OpenFor != 0.045 {
-			t.Errorf("%s: breaker %+v, want 3 failures in a row, 45ms open", tc.name, p.Breaker)
-		}
+		e.Breaker = &graph.Breaker{Detected: true, FastFailedCalls: 38, OpenPeriods: 4, TripAfter: 3, TripRule: tc.rule, PassedRuns: 21, OpenMS: 45, FailureRate: tc.fit}
 		m, err := FromTopology(top, BuildOptions{})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		note := e.Caller + " → " + e.Callee + " " + e.Operation + ": the breaker trips on a failure rate (21 calls let through after 3 or more failed calls in a row)"
-		if got := strings.Contains(strings.Join(m.Assumed, "\n"), note); got != tc.want {
-			t.Errorf("%s: note %q in %q: %v, want %v", tc.name, note, m.Assumed, got, tc.want)
+		if p := observedPolicy(*e); p.Breaker != tc.want {
+			t.Errorf("%s: breaker %+v, want %+v", tc.name, p.Breaker, tc.want)
+		}
+		notes := strings.Join(m.Assumed, "\n")
+		if got := strings.Contains(notes, "the breaker trips on a failure rate"); got != (tc.note != "") || !strings.Contains(notes, tc.note) {
+			t.Errorf("%s: notes %q, want %q", tc.name, m.Assumed, tc.note)
 		}
 	}
 }

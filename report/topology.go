@@ -313,7 +313,8 @@ func hedgingText(h *graph.Hedging) string {
 
 // breakerText is "opened 3×, 13 fast-failed" ("…, on a failure rate" where
 // the traces show it does not count failures in a row, whose threshold a
-// reader would otherwise assume), "none (12 failed in a row)" when
+// reader would otherwise assume, with the shares and windows that fit,
+// "(39.6%–67.9% over 242–494ms)", or "(unsized)"), "none (12 failed in a row)" when
 // failures in a row were all sent on, or "-" when the traces cannot tell;
 // "proxy limit shed 3 (UO)" is added when the caller's sidecar refused
 // attempts because its circuit breaker's limits were full.
@@ -329,6 +330,11 @@ func breakerText(b *graph.Breaker) string {
 		rule := ""
 		if b.TripRule == graph.TripFailureRate {
 			rule = ", on a failure rate"
+			if f := b.FailureRate; f != nil && f.Fit == graph.FitSized && len(f.ShareRange) == 2 && len(f.WindowMSRange) == 2 {
+				rule += fmt.Sprintf(" (%s over %sms)", span(100*f.ShareRange[0], 100*f.ShareRange[1], "%"), span(f.WindowMSRange[0], f.WindowMSRange[1], ""))
+			} else if f != nil && f.Fit == graph.FitUnknown {
+				rule += " (unsized)"
+			}
 		}
 		return strings.TrimSuffix(fmt.Sprintf("opened %d×, %d fast-failed%s; %s", b.OpenPeriods, b.FastFailedCalls, rule, shed), "; ")
 	case shed != "" && b.LongestFailureRun < minShownRun:
@@ -337,6 +343,15 @@ func breakerText(b *graph.Breaker) string {
 		return fmt.Sprintf("%s; none opening on failures (%d failed in a row)", shed, b.LongestFailureRun)
 	}
 	return fmt.Sprintf("none (%d failed in a row)", b.LongestFailureRun)
+}
+
+// span writes lo–hi (one figure where they round alike), unit after each.
+func span(lo, hi float64, unit string) string {
+	a, b := fmt.Sprintf("%.3g%s", lo, unit), fmt.Sprintf("%.3g%s", hi, unit)
+	if a == b {
+		return a
+	}
+	return a + "–" + b
 }
 
 // minShownRun: a breaker's absence is shown beside a proxy's limit only

@@ -407,6 +407,12 @@ func TestTextHelpers(t *testing.T) {
 		{"breaker in a row", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 3, FastFailedCalls: 13, TripAfter: 3, TripRule: graph.TripConsecutive}), "opened 3×, 13 fast-failed"},
 		{"breaker on a failure rate", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripAfter: 3, TripRule: graph.TripFailureRate, PassedRuns: 21}),
 			"opened 4×, 38 fast-failed, on a failure rate"},
+		{"breaker on a failure rate, sized", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripRule: graph.TripFailureRate,
+			FailureRate: &graph.FailureRateFit{Fit: graph.FitSized, ShareRange: []float64{0.396, 0.679}, WindowMSRange: []float64{242.178, 493.507}}}),
+			"opened 4×, 38 fast-failed, on a failure rate (39.6%–67.9% over 242–494ms)"},
+		{"breaker on a failure rate, unsized", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripRule: graph.TripFailureRate,
+			FailureRate: &graph.FailureRateFit{Fit: graph.FitUnknown, Why: "too few"}}),
+			"opened 4×, 38 fast-failed, on a failure rate (unsized)"},
 		{"breaker on a failure rate and a proxy limit", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripRule: graph.TripFailureRate, ProxyShed: 2}),
 			"opened 4×, 38 fast-failed, on a failure rate; proxy limit shed 2 (UO)"},
 	} {

@@ -98,7 +98,8 @@ import (
 //	                                most, one more failing at once with UO).
 //	         breaker                Breaker, key by key over the edge's breaker
 //	                                (consecutiveFailures, failureRate, window,
-//	                                minRequests, openFor, jitter, halfOpenProbes);
+//	                                minRequests, openFor, jitter, halfOpenProbes,
+//	                                keepWindow, countRejected);
 //	                                disabled: true removes it.
 //	         budget                 kind token-bucket (max, ratio; defaults 10,
 //	                                0.1) → NewTokenBucket; ratio (ratio, window;
@@ -199,6 +200,8 @@ type BreakerSpec struct {
 	OpenFor             *Duration `yaml:"openFor,omitempty"`
 	Jitter              *float64  `yaml:"jitter,omitempty"`
 	HalfOpenProbes      *int      `yaml:"halfOpenProbes,omitempty"`
+	KeepWindow          *bool     `yaml:"keepWindow,omitempty"`
+	CountRejected       *bool     `yaml:"countRejected,omitempty"`
 }
 
 // Budget kinds of NativeBudget.
@@ -841,6 +844,12 @@ func (s *PolicySpec) applyTo(p *replay.Policy) string {
 			}
 			if b.HalfOpenProbes != nil {
 				c.HalfOpenProbes = *b.HalfOpenProbes
+			}
+			if b.KeepWindow != nil {
+				c.KeepWindow = *b.KeepWindow
+			}
+			if b.CountRejected != nil {
+				c.CountRejected = *b.CountRejected
 			}
 			p.Breaker = c
 		}

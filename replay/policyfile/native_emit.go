@@ -61,6 +61,14 @@ func nativeSpec(p replay.Policy) PolicySpec {
 	if c := p.Breaker; c.Enabled() {
 		s.Breaker = &BreakerSpec{ConsecutiveFailures: &c.ConsecutiveFailures, FailureRate: &c.FailureRate, Window: durPtr(c.Window),
 			MinRequests: &c.MinRequests, OpenFor: durPtr(c.OpenFor), Jitter: &c.Jitter, HalfOpenProbes: &c.HalfOpenProbes}
+		// A rolling window (opossum's) only where the breaker has one: a
+		// policy without it emits as before.
+		if c.KeepWindow {
+			s.Breaker.KeepWindow = &c.KeepWindow
+		}
+		if c.CountRejected {
+			s.Breaker.CountRejected = &c.CountRejected
+		}
 	} else {
 		s.Breaker = &BreakerSpec{Disabled: true}
 	}

@@ -314,6 +314,14 @@ edges:
 			edge: 0,
 			want: func(p *replay.Policy) { p.Breaker = replay.BreakerConfig{ConsecutiveFailures: 3, OpenFor: 1} },
 		},
+		{
+			name: "an opossum breaker: a rolling window counting refused requests",
+			yaml: "edges:\n  - {caller: edge, callee: api, breaker: {failureRate: 0.5, window: 400ms, minRequests: 6, openFor: 60ms, keepWindow: true, countRejected: true}}\n",
+			edge: 0,
+			want: func(p *replay.Policy) {
+				p.Breaker = replay.BreakerConfig{FailureRate: 0.5, Window: 0.4, MinRequests: 6, OpenFor: 0.06, KeepWindow: true, CountRejected: true}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -555,7 +563,7 @@ func pfEveryKey() *PolicyFile {
 				Jitter: replay.JitterProportional, JitterFraction: pfPtr(0.0),
 				PerTryTimeout: d("0s"), Deadline: d("1m30s"), PropagateDeadline: pfPtr(false), HonorRetryAfter: pfPtr(false), HedgeAfter: d("1ns"),
 				Breaker: &BreakerSpec{ConsecutiveFailures: pfPtr(0), FailureRate: pfPtr(0.5), Window: d("10s"), MinRequests: pfPtr(0),
-					OpenFor: d("1s"), Jitter: pfPtr(0.0), HalfOpenProbes: pfPtr(0)},
+					OpenFor: d("1s"), Jitter: pfPtr(0.0), HalfOpenProbes: pfPtr(0), KeepWindow: pfPtr(true), CountRejected: pfPtr(true)},
 				Budget: &NativeBudget{Kind: BudgetKindTokenBucket, Max: pfPtr(1.0), Ratio: pfPtr(0.0), Shared: pfPtr(false)},
 			}},
 			{Caller: "weird: name #1", Callee: "null", Operation: "- yes", PolicySpec: PolicySpec{
