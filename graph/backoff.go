@@ -457,43 +457,60 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		ratios = append(ratios, sched[k]/sched[k-1])
 	}
 	first := ratios[0]
+	// The first steps' reading: near-equal first steps read constant,
+	// growing ones exponential (with a cap where growth falls short).
+	legacy := BackoffUnknown
 	switch {
-	case b.DecorrelatedForm == DecorrelatedFromPrevious || first < 1.3 && first > 0.77:
+	case b.DecorrelatedForm == DecorrelatedFromPrevious:
 		// Decorrelated jitter drawn from the previous wait keeps its floor
 		// at its base whatever the attempt.
 		b.Kind = BackoffConstant
+		return b
+	case first < 1.3 && first > 0.77:
+		legacy = BackoffConstant
 	case first >= 1.3:
-		b.Kind = BackoffExponential
-		// The multiplier is read where waits still grow (their geometric
-		// mean); a later ratio near 1, or one that falls far short of the
-		// growth before it (80 → 100 after ×2 steps), means the cap was
-		// reached.
-		logSum, n := 0.0, 0
-		capAt := -1
-		for k, r := range ratios {
-			if r < 1.15 || n > 0 && r < capShortfall*math.Exp(logSum/float64(n)) {
-				capAt = k + 1
-				break
-			}
-			logSum += math.Log(r)
-			n++
+		legacy = BackoffExponential
+	default:
+		return b
+	}
+	// The multiplier is read where waits still grow (their geometric
+	// mean); a later ratio near 1, or one that falls far short of the
+	// growth before it (80 → 100 after ×2 steps), means the cap was
+	// reached.
+	logSum, n := 0.0, 0
+	capAt := -1
+	for k, r := range ratios {
+		if r < 1.15 || n > 0 && r < capShortfall*math.Exp(logSum/float64(n)) {
+			capAt = k + 1
+			break
+		}
+		logSum += math.Log(r)
+		n++
+	}
+	if legacy == BackoffExponential && fullOrTimeline && !oneGrowth(mlo[:n+1], mhi[:n+1], oMax) {
+		// Full jitter's ceilings grow by one multiplier up to the
+		// cap; the timeline form's by f(k+2)−f(k) over f(k+1)−f(k−1)
+		// (for Polly's "V2": ×2.06, ×1.53, ×1.98, then ×2), which
+		// enough waits tell from any one growth. Here no one growth
+		// fits, so the two candidates share no schedule: no kind and
+		// no multiplier is claimed, the steps (ceilings, with ranges
+		// that hold both readings) stand as read.
+		return b
+	}
+	b.Kind, b.KindCandidates = scheduleKind(b.Schedule, legacy, capAt)
+	switch b.Kind {
+	case BackoffExponential:
+		if n == 0 {
+			// Read exponential where the first steps were near-equal
+			// (no growth to read a multiplier from): none is claimed.
+			b.Kind, b.KindCandidates = BackoffUnknown, []BackoffKind{BackoffExponential}
+			return b
 		}
 		m := math.Exp(logSum / float64(n))
 		// The geometric mean of the ratios is (sched[n]/sched[0])^(1/n):
 		// its range is that of the first and last estimates, and of an
 		// overhead up to oMax, which adds the same to both and pulls the
 		// ratio towards 1.
-		if fullOrTimeline && !oneGrowth(mlo[:n+1], mhi[:n+1], oMax) {
-			// Full jitter's ceilings grow by one multiplier up to the
-			// cap; the timeline form's by f(k+2)−f(k) over f(k+1)−f(k−1)
-			// (for Polly's "V2": ×2.06, ×1.53, ×1.98, then ×2), which
-			// enough waits tell from any one growth. Here no one growth
-			// fits, so the two candidates share no schedule: no kind and
-			// no multiplier is claimed, the steps (ceilings, with ranges
-			// that hold both readings) stand as read.
-			b.Kind = BackoffUnknown
-			return b
-		}
 		root := 1 / float64(n)
 		lo := math.Pow(max(mlo[n], 0)/max(mhi[0], immediateMS), root)
 		hi := math.Pow(max(mhi[n]-oMax, 0)/max(mlo[0]-oMax, immediateMS), root)
@@ -506,8 +523,90 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		if capAt > 0 {
 			b.CapMS = ptr(round3(sched[capAt]))
 		}
+	case BackoffLinear, BackoffFibonacci:
+		coef := linearCoef
+		if b.Kind == BackoffFibonacci {
+			coef = fibonacciCoef
+		}
+		lo, hi, ms := stepRanges(b.Schedule)
+		f := fitTwo(stepRows(lo, hi, coef), coef, ms)
+		b.IncrementMS = ptr(round3(f.y))
+		b.IncrementRangeMS = &[2]float64{round3(max(f.yLo, 0)), round3(f.yHi)}
 	}
 	return b
+}
+
+// scheduleKind names the kind of a schedule of two or more steps: the
+// kind its first steps read (legacy: constant or exponential, capped
+// from capAt where capAt > 0), if that kind fits every step within its
+// range (kindfit.go), else the one other kind that does, jointly
+// (jointKind). Candidates name every kind that fits (sorted) where more
+// than one does with three steps or more (two steps fit any growth of
+// two parameters: there the first steps' reading stands, unlisted).
+// With three steps the first steps' reading stands among them; with
+// four or more (minFibonacciSteps), where every rule is seen twice, the
+// steps cannot tell them apart and the kind is unknown; as it is where
+// the first steps' reading does not fit and no one other kind does.
+// Fibonacci is claimed only with minFibonacciSteps steps, else it stays
+// a candidate.
+func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind, []BackoffKind) {
+	lo, hi, ms := stepRanges(steps)
+	fits := map[BackoffKind]bool{
+		BackoffConstant:    constantFits(lo, hi),
+		BackoffExponential: exponentialFits(lo, hi, capAt),
+		BackoffLinear:      fitTwo(stepRows(lo, hi, linearCoef), linearCoef, ms).ok,
+		BackoffFibonacci:   len(steps) >= 3 && fitTwo(stepRows(lo, hi, fibonacciCoef), fibonacciCoef, ms).ok,
+	}
+	// A constant schedule is linear's with no increment and exponential's
+	// with a multiplier of 1: where it fits, those two fit too and add
+	// no other reading of the steps; and a constant reading that fits
+	// needs no growth.
+	nested := func(k BackoffKind) bool {
+		growth := k == BackoffLinear || k == BackoffExponential
+		return fits[legacy] && (legacy == BackoffConstant && growth || legacy == BackoffExponential && k == BackoffConstant) ||
+			!fits[legacy] && fits[BackoffConstant] && growth
+	}
+	// others: the other kinds that fit every step's range; rivals: those
+	// of them that also fit the steps jointly (jointKind).
+	var others, rivals []BackoffKind
+	for _, k := range []BackoffKind{BackoffConstant, BackoffExponential, BackoffFibonacci, BackoffLinear} {
+		if k != legacy && fits[k] && !nested(k) {
+			others = append(others, k)
+			if jointKind(k, ms, lo, hi, capAt) {
+				rivals = append(rivals, k)
+			}
+		}
+	}
+	switch {
+	case fits[legacy] && (len(rivals) == 0 || len(steps) < 3):
+		return legacy, nil
+	case fits[legacy]:
+		c := append([]BackoffKind{legacy}, rivals...)
+		slices.Sort(c)
+		if len(steps) < minFibonacciSteps {
+			// Three steps: each rival's rule is seen once, which the
+			// first steps' reading, the likelier (most libraries grow
+			// exponentially), does not exclude; it stands, the rivals
+			// named.
+			return legacy, c
+		}
+		return BackoffUnknown, c
+	case len(rivals) == 1 && (rivals[0] != BackoffFibonacci || len(steps) >= minFibonacciSteps):
+		return rivals[0], nil
+	case len(rivals) == 0:
+		// None fits the steps jointly: those that fit each range on its
+		// own are all the steps leave.
+		rivals = others
+	}
+	return BackoffUnknown, rivals
+}
+
+// stepRanges returns the steps' ranges and their waits as read.
+func stepRanges(steps []WaitStep) (lo, hi, ms []float64) {
+	for _, s := range steps {
+		lo, hi, ms = append(lo, s.RangeMS[0]), append(hi, s.RangeMS[1]), append(ms, s.MS)
+	}
+	return lo, hi, ms
 }
 
 // tailed reports whether timings whose central 80% spread noise and
