@@ -581,9 +581,19 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind,
 	case fits[legacy] && (len(rivals) == 0 || len(steps) < 3):
 		return legacy, nil
 	case fits[legacy]:
+		// The kinds that fit jointly: where only one does, it is the
+		// kind (the first steps' reading, fitting each range only at
+		// its edges, gives way).
+		plausible := rivals
+		if jointKind(legacy, ms, lo, hi, capAt) {
+			plausible = append([]BackoffKind{legacy}, rivals...)
+		}
+		if len(plausible) == 1 && (plausible[0] != BackoffFibonacci || len(steps) >= minFibonacciSteps) {
+			return plausible[0], nil
+		}
 		c := append([]BackoffKind{legacy}, rivals...)
 		slices.Sort(c)
-		if len(steps) < minFibonacciSteps {
+		if len(steps) < minFibonacciSteps && plausible[0] == legacy {
 			// Three steps: each rival's rule is seen once, which the
 			// first steps' reading, the likelier (most libraries grow
 			// exponentially), does not exclude; it stands, the rivals
