@@ -1,0 +1,124 @@
+package graph
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestScheduleKind: the kind claimed fits every step of the schedule,
+// whatever the first ratio says (issue 11): linear and Fibonacci
+// schedules, which the first ratio read as exponential or constant, are
+// read as what they are, or left unknown with the kinds that fit where
+// their steps cannot tell them apart; exponential, capped and constant
+// schedules stay what they were. Every schedule's waits come up to
+// 0.6ms late (timer noise), some also jittered.
+func TestScheduleKind(t *testing.T) {
+	late := func(rng *rand.Rand) float64 { return 0.6 * rng.Float64() }
+	prop := func(rng *rand.Rand, f float64) float64 { return 1 + f*(2*rng.Float64()-1) }
+	fib := func(base, inc float64, k int) float64 {
+		prev, w := inc, base
+		for range k {
+			prev, w = w, prev+w
+		}
+		return w
+	}
+	for _, tc := range []struct {
+		name       string
+		calls      int
+		retries    int
+		wait       func(rng *rand.Rand, k int) float64
+		kind       BackoffKind
+		candidates []BackoffKind
+		// increment, where set, must lie in the increment's range.
+		increment float64
+	}{
+		{name: "linear 20ms + 20ms·k, no jitter (ratios 2, 1.5, 1.33)", calls: 20, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return 20*float64(k+1) + late(rng) },
+			kind: BackoffLinear, increment: 20},
+		{name: "linear 15ms + 10ms·k, ±20%", calls: 40, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return (15+10*float64(k))*prop(rng, 0.2) + late(rng) },
+			kind: BackoffLinear, increment: 10},
+		{name: "go-retryablehttp LinearJitterBackoff k·U[16, 24)ms", calls: 40, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return float64(k+1)*(16+8*rng.Float64()) + late(rng) },
+			kind: BackoffLinear, increment: 20},
+		{name: "fibonacci 10, 20, 30, 50, 80ms (sethvargo/go-retry)", calls: 15, retries: 5,
+			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 10, k) + late(rng) },
+			kind: BackoffFibonacci, increment: 10},
+		{name: "fibonacci 10, 10, 20, 30, 50ms (first ratio 1, once read constant)", calls: 15, retries: 5,
+			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 0, k) + late(rng) },
+			kind: BackoffFibonacci, increment: 0},
+		{name: "fibonacci 20, 40, 60, 100ms ±10%", calls: 40, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return fib(20, 20, k)*prop(rng, 0.1) + late(rng) },
+			kind: BackoffFibonacci, increment: 20},
+		{name: "three steps 10, 20, 30ms: linear's and Fibonacci's alike", calls: 15, retries: 3,
+			wait: func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) },
+			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci, BackoffLinear}},
+		{name: "exponential 10·2^k, no jitter", calls: 15, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return 10*math.Pow(2, float64(k)) + late(rng) },
+			kind: BackoffExponential},
+		{name: "exponential 20·2^k ±20%, four steps", calls: 40, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return 20*math.Pow(2, float64(k))*prop(rng, 0.2) + late(rng) },
+			kind: BackoffExponential},
+		{name: "exponential 10·2^k capped at 40", calls: 15, retries: 5,
+			wait: func(rng *rand.Rand, k int) float64 { return min(10*math.Pow(2, float64(k)), 40) + late(rng) },
+			kind: BackoffExponential},
+		{name: "constant 25ms", calls: 15, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return 25 + late(rng) },
+			kind: BackoffConstant},
+		{name: "10, 40, 20, 60ms: no kind fits", calls: 15, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return []float64{10, 40, 20, 60}[k] + late(rng) },
+			kind: BackoffUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			chainOf(b, tc.calls, 21, tc.retries, tc.wait)
+			bo := edge(t, b.infer(), "api", "backend").Backoff
+			if bo.Kind != tc.kind || !slices.Equal(bo.KindCandidates, tc.candidates) {
+				t.Fatalf("backoff %s %v, want %s %v: %s", bo.Kind, bo.KindCandidates, tc.kind, tc.candidates, fmtBackoff(bo))
+			}
+			if len(bo.Schedule) != tc.retries {
+				t.Errorf("%d steps, want one per retry (%d): the steps stand whatever the kind", len(bo.Schedule), tc.retries)
+			}
+			switch tc.kind {
+			case BackoffLinear, BackoffFibonacci:
+				r := bo.IncrementRangeMS
+				if bo.IncrementMS == nil || r == nil || r[0] > tc.increment || r[1] < tc.increment || *bo.IncrementMS < r[0] || *bo.IncrementMS > r[1] {
+					t.Errorf("increment and its range %s: want a range holding %vms", fmtBackoff(bo), tc.increment)
+				}
+				if bo.Multiplier != nil || bo.MultiplierFit != nil || bo.CapMS != nil {
+					t.Errorf("%s backoff with a multiplier or cap: %s", tc.kind, fmtBackoff(bo))
+				}
+			default:
+				if bo.IncrementMS != nil || bo.IncrementRangeMS != nil {
+					t.Errorf("%s backoff with an increment: %s", tc.kind, fmtBackoff(bo))
+				}
+			}
+		})
+	}
+}
+
+// TestXRange: the range of x over the solutions of lo ≤ p·x + q·y ≤ hi,
+// against cases worked by hand.
+func TestXRange(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		name   string
+		rows   []fitRow
+		lo, hi float64
+		ok     bool
+	}{
+		{"a line through three boxes", []fitRow{{1, 0, 9, 11}, {1, 1, 19, 21}, {1, 2, 29, 31}}, 9, 11, true},
+		{"no line through them", []fitRow{{1, 0, 9, 11}, {1, 1, 19, 21}, {1, 2, 39, 41}}, 0, 0, false},
+		{"y at least 0 cuts x from above", []fitRow{{0, 1, 0, inf}, {1, 0, 0, 100}, {1, 1, 0, 10}}, 0, 10, true},
+		{"an open side", []fitRow{{1, 0, math.Inf(-1), 5}, {1, 1, 7, 8}}, math.Inf(-1), 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lo, hi, ok := xRange(tc.rows)
+			if ok != tc.ok || ok && (math.Abs(lo-tc.lo) > 1e-9 && lo != tc.lo || math.Abs(hi-tc.hi) > 1e-9) {
+				t.Errorf("xRange = [%v, %v] %v, want [%v, %v] %v", lo, hi, ok, tc.lo, tc.hi, tc.ok)
+			}
+		})
+	}
+}
