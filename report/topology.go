@@ -241,7 +241,25 @@ func backoffText(e graph.Edge) string {
 			s += " cap " + ms(*b.CapMS)
 		}
 		return s + overhead
+	case graph.BackoffLinear, graph.BackoffFibonacci:
+		// "linear 20.8ms +20.1ms (17.6–22.4)": the base, the increment and
+		// its range.
+		s := string(b.Kind) + " " + base
+		if b.IncrementMS != nil {
+			s += " +" + ms(*b.IncrementMS)
+		}
+		if r := b.IncrementRangeMS; r != nil {
+			s += " (" + decimal(r[0], 1) + "–" + decimal(r[1], 1) + ")"
+		}
+		return s + overhead
 	case "unknown", "":
+		if len(b.KindCandidates) > 0 {
+			var c []string
+			for _, k := range b.KindCandidates {
+				c = append(c, string(k))
+			}
+			return fmt.Sprintf("unknown (%s; fit: %s)", plural(b.Samples, "wait"), strings.Join(c, ", "))
+		}
 		return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
 	}
 	return display(string(b.Kind))
@@ -257,6 +275,10 @@ func backoffShort(b graph.Backoff) string {
 		return "const " + ms(b.BaseMS)
 	case "exponential":
 		return "exp " + ms(b.BaseMS)
+	case graph.BackoffLinear:
+		return "lin " + ms(b.BaseMS)
+	case graph.BackoffFibonacci:
+		return "fib " + ms(b.BaseMS)
 	case "unknown", "":
 		return "backoff unknown"
 	}
