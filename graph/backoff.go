@@ -529,7 +529,13 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			coef = fibonacciCoef
 		}
 		lo, hi, ms := stepRanges(b.Schedule)
-		f := fitTwo(stepRows(lo, hi, coef), coef, ms)
+		n := len(ms)
+		if c := growthCap(b.Kind, lo, hi, ms, capAt); c > 0 {
+			// Capped: the growth is read from the steps before the cap.
+			n = c
+			b.CapMS = ptr(round3(sched[c]))
+		}
+		f := fitTwo(stepRows(lo[:n], hi[:n], coef), coef, ms[:n])
 		b.IncrementMS = ptr(round3(f.y))
 		b.IncrementRangeMS = &[2]float64{round3(max(f.yLo, 0)), round3(f.yHi)}
 	}
@@ -554,8 +560,13 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind,
 	fits := map[BackoffKind]bool{
 		BackoffConstant:    constantFits(lo, hi),
 		BackoffExponential: exponentialFits(lo, hi, capAt),
-		BackoffLinear:      fitTwo(stepRows(lo, hi, linearCoef), linearCoef, ms).ok,
-		BackoffFibonacci:   len(steps) >= 3 && fitTwo(stepRows(lo, hi, fibonacciCoef), fibonacciCoef, ms).ok,
+	}
+	// Where a growth kind fits only with a cap, the cap is where the first
+	// steps' reading put exponential growth's (capFrom).
+	capFrom := map[BackoffKind]int{BackoffConstant: -1, BackoffExponential: capAt}
+	for _, k := range []BackoffKind{BackoffLinear, BackoffFibonacci} {
+		capFrom[k] = growthCap(k, lo, hi, ms, capAt)
+		fits[k] = capFrom[k] != noFit
 	}
 	// A constant schedule is linear's with no increment and exponential's
 	// with a multiplier of 1: where it fits, those two fit too and add
@@ -572,7 +583,7 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind,
 	for _, k := range []BackoffKind{BackoffConstant, BackoffExponential, BackoffFibonacci, BackoffLinear} {
 		if k != legacy && fits[k] && !nested(k) {
 			others = append(others, k)
-			if jointKind(k, ms, lo, hi, capAt) {
+			if jointKind(k, ms, lo, hi, capFrom[k]) {
 				rivals = append(rivals, k)
 			}
 		}
@@ -585,7 +596,7 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind,
 		// kind (the first steps' reading, fitting each range only at
 		// its edges, gives way).
 		plausible := rivals
-		if jointKind(legacy, ms, lo, hi, capAt) {
+		if jointKind(legacy, ms, lo, hi, capFrom[legacy]) {
 			plausible = append([]BackoffKind{legacy}, rivals...)
 		}
 		if len(plausible) == 1 && (plausible[0] != BackoffFibonacci || len(steps) >= minFibonacciSteps) {
@@ -609,6 +620,29 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind,
 		rivals = others
 	}
 	return BackoffUnknown, rivals
+}
+
+// noFit is growthCap's answer where a kind fits neither way.
+const noFit = -2
+
+// growthCap reports how linear or Fibonacci growth (kind) fits every
+// step: -1 uncapped, capAt where only with a cap from capAt on (the
+// steps before it grow by the kind, three or more for Fibonacci, whose
+// rule needs them, two or more for linear, and one cap fits every step
+// from capAt on), noFit where neither; Fibonacci needs three steps.
+func growthCap(kind BackoffKind, lo, hi, ms []float64, capAt int) int {
+	coef, least := linearCoef, 2
+	if kind == BackoffFibonacci {
+		coef, least = fibonacciCoef, 3
+	}
+	fits := func(n int) bool { return n >= least && fitTwo(stepRows(lo[:n], hi[:n], coef), coef, ms[:n]).ok }
+	switch {
+	case fits(len(ms)):
+		return -1
+	case capAt > 0 && fits(capAt) && constantFits(lo[capAt:], hi[capAt:]):
+		return capAt
+	}
+	return noFit
 }
 
 // stepRanges returns the steps' ranges and their waits as read.

@@ -288,9 +288,10 @@ func stepErrors(ms, lo, hi []float64) (below, above []float64) {
 	return below, above
 }
 
-// jointKind reports whether kind k fits the steps jointly (jointFits);
-// for exponential growth, in logarithms (the standard error of log s
-// about se/s), its steps from capAt on at one cap.
+// jointKind reports whether kind k fits the steps jointly (jointFits):
+// a growth kind its steps before capAt (all where capAt ≤ 0), and one
+// cap those from capAt on; exponential growth in logarithms (the
+// standard error of log s about se/s).
 func jointKind(k BackoffKind, ms, lo, hi []float64, capAt int) bool {
 	seLo, seHi := stepErrors(ms, lo, hi)
 	coefs := func(n int, coef func(int) (float64, float64)) (p, q []float64) {
@@ -300,25 +301,26 @@ func jointKind(k BackoffKind, ms, lo, hi []float64, capAt int) bool {
 		}
 		return p, q
 	}
-	switch k {
-	case BackoffConstant:
+	if k == BackoffConstant {
 		p, _ := coefs(len(ms), linearCoef)
 		return jointFits(ms, seLo, seHi, p, nil)
-	case BackoffLinear:
-		p, q := coefs(len(ms), linearCoef)
-		return jointFits(ms, seLo, seHi, p, q)
-	case BackoffFibonacci:
-		p, q := coefs(len(ms), fibonacciCoef)
-		return jointFits(ms, seLo, seHi, p, q)
-	case BackoffExponential:
-		n := len(ms)
-		if capAt > 0 {
-			p, _ := coefs(n-capAt, linearCoef)
-			if !jointFits(ms[capAt:], seLo[capAt:], seHi[capAt:], p, nil) {
-				return false
-			}
-			n = capAt
+	}
+	n := len(ms)
+	if capAt > 0 {
+		p, _ := coefs(n-capAt, linearCoef)
+		if !jointFits(ms[capAt:], seLo[capAt:], seHi[capAt:], p, nil) {
+			return false
 		}
+		n = capAt
+	}
+	switch k {
+	case BackoffLinear:
+		p, q := coefs(n, linearCoef)
+		return jointFits(ms[:n], seLo[:n], seHi[:n], p, q)
+	case BackoffFibonacci:
+		p, q := coefs(n, fibonacciCoef)
+		return jointFits(ms[:n], seLo[:n], seHi[:n], p, q)
+	case BackoffExponential:
 		lms, llo, lhi := make([]float64, n), make([]float64, n), make([]float64, n)
 		for i := range n {
 			if ms[i] <= 0 {

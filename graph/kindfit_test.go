@@ -33,6 +33,8 @@ func TestScheduleKind(t *testing.T) {
 		candidates []BackoffKind
 		// increment, where set, must lie in the increment's range.
 		increment float64
+		// capMS, where set, is the cap the schedule must show.
+		capMS float64
 	}{
 		{name: "linear 20ms + 20ms·k, no jitter (ratios 2, 1.5, 1.33)", calls: 20, retries: 4,
 			wait: func(rng *rand.Rand, k int) float64 { return 20*float64(k+1) + late(rng) },
@@ -52,6 +54,15 @@ func TestScheduleKind(t *testing.T) {
 		{name: "fibonacci 20, 40, 60, 100ms ±10%", calls: 40, retries: 4,
 			wait: func(rng *rand.Rand, k int) float64 { return fib(20, 20, k)*prop(rng, 0.1) + late(rng) },
 			kind: BackoffFibonacci, increment: 20},
+		{name: "linear 10ms + 10ms·k capped at 40ms (Polly's and Spring's max delay)", calls: 15, retries: 6,
+			wait: func(rng *rand.Rand, k int) float64 { return min(10*float64(k+1), 40) + late(rng) },
+			kind: BackoffLinear, increment: 10, capMS: 40},
+		{name: "linear 10ms + 10ms·k over 8 steps (last ratio 1.14 is no cap)", calls: 15, retries: 8,
+			wait: func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) },
+			kind: BackoffLinear, increment: 10},
+		{name: "fibonacci capped at 50ms (go-retry's WithCappedDuration)", calls: 15, retries: 6,
+			wait: func(rng *rand.Rand, k int) float64 { return min(fib(10, 10, k), 50) + late(rng) },
+			kind: BackoffFibonacci, increment: 10, capMS: 50},
 		{name: "three steps 10, 20, 30ms: linear's and Fibonacci's alike", calls: 15, retries: 3,
 			wait: func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) },
 			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci, BackoffLinear}},
@@ -87,8 +98,11 @@ func TestScheduleKind(t *testing.T) {
 				if bo.IncrementMS == nil || r == nil || r[0] > tc.increment || r[1] < tc.increment || *bo.IncrementMS < r[0] || *bo.IncrementMS > r[1] {
 					t.Errorf("increment and its range %s: want a range holding %vms", fmtBackoff(bo), tc.increment)
 				}
-				if bo.Multiplier != nil || bo.MultiplierFit != nil || bo.CapMS != nil {
-					t.Errorf("%s backoff with a multiplier or cap: %s", tc.kind, fmtBackoff(bo))
+				if bo.Multiplier != nil || bo.MultiplierFit != nil {
+					t.Errorf("%s backoff with a multiplier: %s", tc.kind, fmtBackoff(bo))
+				}
+				if c := bo.CapMS; tc.capMS == 0 && c != nil || tc.capMS > 0 && (c == nil || math.Abs(*c-tc.capMS) > 1) {
+					t.Errorf("cap %v, want %vms (0: none): %s", c, tc.capMS, fmtBackoff(bo))
 				}
 			default:
 				if bo.IncrementMS != nil || bo.IncrementRangeMS != nil {
