@@ -542,19 +542,20 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	return b
 }
 
-// scheduleKind names the kind of a schedule of two or more steps: the
-// kind its first steps read (legacy: constant or exponential, capped
-// from capAt where capAt > 0), if that kind fits every step within its
-// range (kindfit.go), else the one other kind that does, jointly
-// (jointKind). Candidates name every kind that fits (sorted) where more
-// than one does with three steps or more (two steps fit any growth of
-// two parameters: there the first steps' reading stands, unlisted).
-// With three steps the first steps' reading stands among them; with
-// four or more (minFibonacciSteps), where every rule is seen twice, the
-// steps cannot tell them apart and the kind is unknown; as it is where
-// the first steps' reading does not fit and no one other kind does.
-// Fibonacci is claimed only with minFibonacciSteps steps, else it stays
-// a candidate.
+// scheduleKind names the kind of a schedule of two or more steps. The
+// first steps give a reading (legacy: constant or exponential, capped
+// from capAt where capAt > 0). A kind is claimed only where it fits every
+// step within its range (kindfit.go) and no other kind fits the steps
+// jointly (jointKind), the joint fit being what tells kinds apart; with
+// two steps, which any growth of two parameters fits, the reading stands
+// where it fits. Where no kind fits jointly, the ranges alone decide: the
+// reading if it fits them, else the one kind that does. Otherwise the
+// kind is unknown, with candidates naming the kinds that fit the ranges
+// or the steps jointly (sorted; none where no kind fits). Fibonacci is
+// claimed only with minFibonacciSteps steps, its rule seen twice (10, 20,
+// 30ms is also linear's). A constant reading leaves out exponential and
+// linear growth where it fits (they hold it, with a multiplier of 1 or no
+// increment), an exponential one the constant kind.
 func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind, []BackoffKind) {
 	lo, hi, ms := stepRanges(steps)
 	fits := map[BackoffKind]bool{
@@ -577,49 +578,47 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind,
 		return fits[legacy] && (legacy == BackoffConstant && growth || legacy == BackoffExponential && k == BackoffConstant) ||
 			!fits[legacy] && fits[BackoffConstant] && growth
 	}
-	// others: the other kinds that fit every step's range; rivals: those
-	// of them that also fit the steps jointly (jointKind).
-	var others, rivals []BackoffKind
+	// fitting: the kinds that fit every step's range; joint: those that
+	// fit the steps jointly (jointKind), whether or not every range holds
+	// them: each stands in the way of any other's claim.
+	var fitting, joint []BackoffKind
 	for _, k := range []BackoffKind{BackoffConstant, BackoffExponential, BackoffFibonacci, BackoffLinear} {
-		if k != legacy && fits[k] && !nested(k) {
-			others = append(others, k)
-			if jointKind(k, ms, lo, hi, capFrom[k]) {
-				rivals = append(rivals, k)
-			}
+		if nested(k) || k == BackoffFibonacci && len(steps) < 3 {
+			continue
 		}
+		if fits[k] {
+			fitting = append(fitting, k)
+		}
+		if jointKind(k, ms, lo, hi, max(capFrom[k], -1)) {
+			joint = append(joint, k)
+		}
+	}
+	claimable := func(k BackoffKind) bool {
+		return fits[k] && (k != BackoffFibonacci || len(steps) >= minFibonacciSteps)
 	}
 	switch {
-	case fits[legacy] && (len(rivals) == 0 || len(steps) < 3):
+	case fits[legacy] && len(steps) < 3:
+		// Two steps fit any growth of two parameters: the first steps'
+		// reading stands.
 		return legacy, nil
-	case fits[legacy]:
-		// The kinds that fit jointly: where only one does, it is the
-		// kind (the first steps' reading, fitting each range only at
-		// its edges, gives way).
-		plausible := rivals
-		if jointKind(legacy, ms, lo, hi, capFrom[legacy]) {
-			plausible = append([]BackoffKind{legacy}, rivals...)
-		}
-		if len(plausible) == 1 && (plausible[0] != BackoffFibonacci || len(steps) >= minFibonacciSteps) {
-			return plausible[0], nil
-		}
-		c := append([]BackoffKind{legacy}, rivals...)
-		slices.Sort(c)
-		if len(steps) < minFibonacciSteps && plausible[0] == legacy {
-			// Three steps: each rival's rule is seen once, which the
-			// first steps' reading, the likelier (most libraries grow
-			// exponentially), does not exclude; it stands, the rivals
-			// named.
-			return legacy, c
-		}
-		return BackoffUnknown, c
-	case len(rivals) == 1 && (rivals[0] != BackoffFibonacci || len(steps) >= minFibonacciSteps):
-		return rivals[0], nil
-	case len(rivals) == 0:
-		// None fits the steps jointly: those that fit each range on its
-		// own are all the steps leave.
-		rivals = others
+	case len(joint) == 1 && claimable(joint[0]):
+		return joint[0], nil
+	case len(joint) == 0 && fits[legacy]:
+		// No kind fits the steps jointly (late waits the ranges allow
+		// for, one at a time): the ranges alone decide, and the first
+		// steps' reading fits them.
+		return legacy, nil
+	case len(joint) == 0 && len(fitting) == 1 && claimable(fitting[0]):
+		return fitting[0], nil
 	}
-	return BackoffUnknown, rivals
+	c := slices.Clone(fitting)
+	for _, k := range joint {
+		if !slices.Contains(c, k) {
+			c = append(c, k)
+		}
+	}
+	slices.Sort(c)
+	return BackoffUnknown, c
 }
 
 // noFit is growthCap's answer where a kind fits neither way.
