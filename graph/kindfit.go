@@ -140,15 +140,10 @@ func constantFits(lo, hi []float64) bool {
 
 // twoParamFit is a two-parameter kind fitted to a schedule: whether it
 // fits, and the y (increment) that goes with the base the schedule read
-// first, with the range of y over every fit.
+// first, with the range of y over every fit [yLo, yHi].
 type twoParamFit struct {
-	ok      bool
-	y       float64
-	yLo     float64
-	yHi     float64
-	xLo     float64
-	xHi     float64
-	fixedAt float64 // the base x the y was read at
+	ok          bool
+	y, yLo, yHi float64
 }
 
 // fitTwo fits the rows; x is read at base (the first step as read),
@@ -172,7 +167,7 @@ func fitTwo(rows []fitRow, coef func(k int) (p, q float64), est []float64) twoPa
 	}
 	at, atHi := yRange(rows, x)
 	y = min(max(y, at), atHi)
-	return twoParamFit{ok: true, y: y, yLo: ylo, yHi: yhi, xLo: xlo, xHi: xhi, fixedAt: x}
+	return twoParamFit{ok: true, y: y, yLo: ylo, yHi: yhi}
 }
 
 // exponentialFits reports whether base·multiplierᵏ (multiplier ≥ 1) fits
