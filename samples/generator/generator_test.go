@@ -43,6 +43,16 @@ func TestShortGoResiliency(t *testing.T) {
 	checkShortRun(t, goResiliency())
 }
 
+// TestShortLinearAndFibonacci runs linear-jitter and fibonacci with one
+// root request per case: go-retryablehttp's LinearJitterBackoff and
+// go-retry's Fibonacci backoff make the attempts the simulation
+// predicts, and the files agree with the truth.
+func TestShortLinearAndFibonacci(t *testing.T) {
+	for _, sc := range []Scenario{linearJitter(), fibonacci()} {
+		t.Run(sc.Name, func(t *testing.T) { checkShortRun(t, sc) })
+	}
+}
+
 // TestShortAWSStandard runs aws-standard with one root request per case
 // and a quota of 28 tokens, two retries' worth, so that the short run
 // drains it too: the calls the real SDK bucket refused a retry are the

@@ -117,14 +117,14 @@ type truthQuota struct {
 }
 
 type truthBackoff struct {
-	Kind           string   `json:"kind"`
-	BaseMS         *int64   `json:"base_ms"`
-	Multiplier     *float64 `json:"multiplier"`
+	Kind       string   `json:"kind"`
+	BaseMS     *int64   `json:"base_ms"`
+	Multiplier *float64 `json:"multiplier"`
 	// IncrementMS, for linear and fibonacci backoff: what each wait adds
 	// to the one before (linear), or the second wait to the first
 	// (fibonacci); written by the scenarios that have them.
-	IncrementMS *int64 `json:"increment_ms,omitempty"`
-	CapMS       *int64 `json:"cap_ms"`
+	IncrementMS    *int64   `json:"increment_ms,omitempty"`
+	CapMS          *int64   `json:"cap_ms"`
 	Jitter         string   `json:"jitter"`
 	JitterFraction *float64 `json:"jitter_fraction"`
 	// JitterAdditiveMS is a, for additive jitter (+U[0, a) ms on every
