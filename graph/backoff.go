@@ -497,7 +497,20 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		// that hold both readings) stand as read.
 		return b
 	}
-	b.Kind, b.KindCandidates = scheduleKind(b.Schedule, legacy, capAt)
+	// Each step's standard error for the joint fit: how far its reading
+	// strays from the schedule by chance, from the spread of its waits
+	// (their middle half, as a normal spread's 1.349 standard deviations,
+	// for the median's error 1.25σ/√n), and at least the agreement noise
+	// over √n.
+	se := make([]float64, len(idx))
+	for k, w := range idx {
+		rn := math.Sqrt(float64(w.n))
+		se[k] = max(1.25*(w.q75-w.q25)/1.349/rn, agree/rn)
+		if w.n < minSpreadWaits {
+			se[k] = math.Inf(1) // too few waits for their middle half to say: the range's
+		}
+	}
+	b.Kind, b.KindCandidates = scheduleKind(b.Schedule, legacy, capAt, se)
 	switch b.Kind {
 	case BackoffExponential:
 		if n == 0 {
@@ -556,8 +569,15 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 // 30ms is also linear's). A constant reading leaves out exponential and
 // linear growth where it fits (they hold it, with a multiplier of 1 or no
 // increment), an exponential one the constant kind.
-func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind, []BackoffKind) {
+func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, se []float64) (BackoffKind, []BackoffKind) {
 	lo, hi, ms := stepRanges(steps)
+	// Each step's standard error below and above it: the lesser of what
+	// its range allows (99%, padded for overhead and late timers) and
+	// what the spread of its waits gives.
+	seLo, seHi := stepErrors(ms, lo, hi)
+	for k := range seLo {
+		seLo[k], seHi[k] = min(seLo[k], se[k]), min(seHi[k], se[k])
+	}
 	fits := map[BackoffKind]bool{
 		BackoffConstant:    constantFits(lo, hi),
 		BackoffExponential: exponentialFits(lo, hi, capAt),
@@ -589,7 +609,7 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind,
 		if fits[k] {
 			fitting = append(fitting, k)
 		}
-		if jointKind(k, ms, lo, hi, max(capFrom[k], -1)) {
+		if jointKind(k, ms, seLo, seHi, max(capFrom[k], -1)) {
 			joint = append(joint, k)
 		}
 	}
@@ -620,6 +640,11 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int) (BackoffKind,
 	slices.Sort(c)
 	return BackoffUnknown, c
 }
+
+// minSpreadWaits is how many waits a step needs for their spread to
+// give its standard error in the joint fit (the middle half of fewer
+// strays too far from the spread's).
+const minSpreadWaits = 12
 
 // noFit is growthCap's answer where a kind fits neither way.
 const noFit = -2

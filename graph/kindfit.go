@@ -203,15 +203,16 @@ func exponentialFits(lo, hi []float64, capAt int) bool {
 // linear backoff have it).
 const minFibonacciSteps = 4
 
-// A rival kind must also fit the steps jointly: each step's range holds
-// its schedule 99% of the time on its own, and a fit may thread through
-// the edges of several ranges at once, which the steps together put far
-// below 1%. So a kind that is not the first steps' reading stands as a
-// candidate only where, fitted by weighted least squares (each step
-// weighted by the inverse square of its standard error, its 99% range's
-// half-width over z99), the steps' squared deviations from it sum to no
-// more than the chi-squared distribution with as many degrees of freedom
-// as steps beyond its parameters passes 99% of the time (jointAlpha).
+// Kinds are told apart by how they fit the steps jointly: each step's
+// range holds its schedule 99% of the time on its own, and a fit may
+// thread through the edges of several ranges at once, which the steps
+// together put far below 1%. A kind fits jointly where, fitted by
+// weighted least squares (each step weighted by the inverse square of
+// its standard error on the side of the fit: the lesser of its range's
+// half-width there over z99 and what the spread of its waits gives,
+// scheduleKind), the steps' squared deviations from it sum to no more
+// than the chi-squared distribution with as many degrees of freedom as
+// steps beyond its parameters passes 99% of the time (jointAlpha).
 const jointAlpha = 0.01
 
 // jointFits reports whether the steps ms sit close enough to their
@@ -287,8 +288,7 @@ func stepErrors(ms, lo, hi []float64) (below, above []float64) {
 // a growth kind its steps before capAt (all where capAt ≤ 0), and one
 // cap those from capAt on; exponential growth in logarithms (the
 // standard error of log s about se/s).
-func jointKind(k BackoffKind, ms, lo, hi []float64, capAt int) bool {
-	seLo, seHi := stepErrors(ms, lo, hi)
+func jointKind(k BackoffKind, ms, seLo, seHi []float64, capAt int) bool {
 	coefs := func(n int, coef func(int) (float64, float64)) (p, q []float64) {
 		for i := range n {
 			pi, qi := coef(i)

@@ -274,10 +274,13 @@ type Backoff struct {
 	// unknown: too few retries to tell, or no one kind fits every step
 	// of Schedule within its range (see KindCandidates).
 	Kind BackoffKind `json:"kind"`
-	// KindCandidates, where Kind is unknown, lists the kinds that fit
-	// every step of the schedule (sorted): the steps cannot tell them
-	// apart (a schedule of 10, 20, 30ms is linear's and Fibonacci's);
-	// absent where none does.
+	// KindCandidates, where Kind is unknown, lists the kinds the steps
+	// allow (sorted): those that fit every step within its range, and
+	// those that fit the steps jointly (weighted least squares within
+	// chance); the steps cannot tell them apart (10, 20, 30ms is
+	// linear's and Fibonacci's; three jittered steps of a ×2 schedule
+	// often allow linear growth too). Absent where no kind fits, or too
+	// few retries were seen.
 	KindCandidates []BackoffKind `json:"kind_candidates,omitempty"`
 	BaseMS         float64       `json:"base_ms"`
 	// IncrementMS, for linear and Fibonacci backoff, is what each wait
