@@ -253,14 +253,24 @@ func backoffText(e graph.Edge) string {
 		}
 		return s + overhead
 	case "unknown", "":
-		if len(b.KindCandidates) > 0 {
-			var c []string
-			for _, k := range b.KindCandidates {
-				c = append(c, string(k))
-			}
-			return fmt.Sprintf("unknown (%s; fit: %s)", plural(b.Samples, "wait"), strings.Join(c, ", "))
+		if len(b.Schedule) < 2 {
+			return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
 		}
-		return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
+		// The steps as read stand: "unknown: 20.6, 40.8, 76.8ms (fit
+		// exponential, fibonacci, linear)".
+		steps := make([]string, len(b.Schedule))
+		for i, st := range b.Schedule {
+			steps[i] = decimal(st.MS, 1)
+		}
+		fit := "no kind fits"
+		if len(b.KindCandidates) > 0 {
+			c := make([]string, len(b.KindCandidates))
+			for i, k := range b.KindCandidates {
+				c[i] = string(k)
+			}
+			fit = "fit " + strings.Join(c, ", ")
+		}
+		return fmt.Sprintf("unknown: %sms (%s)", strings.Join(steps, ", "), fit)
 	}
 	return display(string(b.Kind))
 }
