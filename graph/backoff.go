@@ -501,11 +501,26 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	// strays from the schedule by chance, from the spread of its waits
 	// (their middle half, as a normal spread's 1.349 standard deviations,
 	// for the median's error 1.25σ/√n), and at least the agreement noise
-	// over √n.
+	// over √n; where the jitter is left between full and decorrelated's
+	// timeline, the range of the ceilings both share; for the timeline,
+	// the spread of the time waited in all.
 	se := make([]float64, len(idx))
 	for k, w := range idx {
 		rn := math.Sqrt(float64(w.n))
 		se[k] = max(1.25*(w.q75-w.q25)/1.349/rn, agree/rn)
+		switch {
+		case fullOrTimeline:
+			// The ceilings, which full jitter and decorrelated's timeline
+			// share and the multiplier is read from: their own range.
+			se[k] = max(mhi[k]-mlo[k], 0) / (2 * z99)
+		case kind == JitterDecorrelated && b.DecorrelatedForm == DecorrelatedTimeline:
+			// The time waited in all up to the retry, at its median: the
+			// spread of those times.
+			if e := elapsed(chains, k); len(e) >= 2 {
+				s := summarise(e)
+				se[k] = max(1.25*(s.q75-s.q25)/1.349/math.Sqrt(float64(s.n)), agree/rn)
+			}
+		}
 		if w.n < minSpreadWaits {
 			se[k] = math.Inf(1) // too few waits for their middle half to say: the range's
 		}
