@@ -408,7 +408,7 @@ func warningsOf(ix *index, t *Topology) []string {
 			w = append(w, fmt.Sprintf("%s: the %d waits between attempts fit several backoff kinds (%s) at every retry: the kind is unknown, the schedule stands as read",
 				edgeLocation(e), b.Samples, kindList(b.KindCandidates)))
 		case len(b.KindCandidates) == 1:
-			w = append(w, fmt.Sprintf("%s: the %d waits between attempts fit only %s backoff, over too few retries to claim it (%d): the kind is unknown, the schedule stands as read",
+			w = append(w, fmt.Sprintf("%s: the %d waits between attempts fit only %s backoff, which %d retries do not show enough of to claim (Fibonacci's rule needs four, exponential growth a multiplier): the kind is unknown, the schedule stands as read",
 				edgeLocation(e), b.Samples, b.KindCandidates[0], len(b.Schedule)))
 		case len(b.Schedule) >= minKindIndices:
 			w = append(w, fmt.Sprintf("%s: the %d waits between attempts fit no backoff kind (constant, linear, exponential, fibonacci) at every retry: the schedule stands as read",
