@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,9 @@ func TestScheduleKind(t *testing.T) {
 		increment float64
 		// capMS, where set, is the cap the schedule must show.
 		capMS float64
+		// warning, for an unknown kind, is what the topology's warning
+		// about it must say.
+		warning string
 	}{
 		{name: "linear 20ms + 20ms·k, no jitter (ratios 2, 1.5, 1.33)", calls: 20, retries: 4,
 			wait: func(rng *rand.Rand, k int) float64 { return 20*float64(k+1) + late(rng) },
@@ -63,9 +67,12 @@ func TestScheduleKind(t *testing.T) {
 		{name: "fibonacci capped at 50ms (go-retry's WithCappedDuration)", calls: 15, retries: 6,
 			wait: func(rng *rand.Rand, k int) float64 { return min(fib(10, 10, k), 50) + late(rng) },
 			kind: BackoffFibonacci, increment: 10, capMS: 50},
+		{name: "three steps 10, 10, 20ms: only Fibonacci fits, its rule seen once", calls: 15, retries: 3,
+			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 0, k) + late(rng) },
+			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci}, warning: "fit only fibonacci backoff"},
 		{name: "three steps 10, 20, 30ms: linear's and Fibonacci's alike", calls: 15, retries: 3,
 			wait: func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) },
-			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci, BackoffLinear}},
+			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci, BackoffLinear}, warning: "fit several backoff kinds (fibonacci, linear)"},
 		{name: "exponential 10·2^k, no jitter", calls: 15, retries: 4,
 			wait: func(rng *rand.Rand, k int) float64 { return 10*math.Pow(2, float64(k)) + late(rng) },
 			kind: BackoffExponential},
@@ -89,12 +96,16 @@ func TestScheduleKind(t *testing.T) {
 			kind: BackoffConstant},
 		{name: "10, 40, 20, 60ms: no kind fits", calls: 15, retries: 4,
 			wait: func(rng *rand.Rand, k int) float64 { return []float64{10, 40, 20, 60}[k] + late(rng) },
-			kind: BackoffUnknown},
+			kind: BackoffUnknown, warning: "fit no backoff kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder()
 			chainOf(b, tc.calls, 21, tc.retries, tc.wait)
-			bo := edge(t, b.infer(), "api", "backend").Backoff
+			top := b.infer()
+			bo := edge(t, top, "api", "backend").Backoff
+			if tc.warning != "" && !slices.ContainsFunc(top.Warnings, func(w string) bool { return strings.Contains(w, tc.warning) }) {
+				t.Errorf("warnings %q, want one saying %q", top.Warnings, tc.warning)
+			}
 			if bo.Kind != tc.kind || !slices.Equal(bo.KindCandidates, tc.candidates) {
 				t.Fatalf("backoff %s %v, want %s %v: %s", bo.Kind, bo.KindCandidates, tc.kind, tc.candidates, fmtBackoff(bo))
 			}
