@@ -457,43 +457,88 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		ratios = append(ratios, sched[k]/sched[k-1])
 	}
 	first := ratios[0]
+	// The first steps' reading: near-equal first steps read constant,
+	// growing ones exponential (with a cap where growth falls short).
+	legacy := BackoffUnknown
 	switch {
-	case b.DecorrelatedForm == DecorrelatedFromPrevious || first < 1.3 && first > 0.77:
+	case b.DecorrelatedForm == DecorrelatedFromPrevious:
 		// Decorrelated jitter drawn from the previous wait keeps its floor
 		// at its base whatever the attempt.
 		b.Kind = BackoffConstant
+		return b
+	case first < 1.3 && first > 0.77:
+		legacy = BackoffConstant
 	case first >= 1.3:
-		b.Kind = BackoffExponential
-		// The multiplier is read where waits still grow (their geometric
-		// mean); a later ratio near 1, or one that falls far short of the
-		// growth before it (80 → 100 after ×2 steps), means the cap was
-		// reached.
-		logSum, n := 0.0, 0
-		capAt := -1
-		for k, r := range ratios {
-			if r < 1.15 || n > 0 && r < capShortfall*math.Exp(logSum/float64(n)) {
-				capAt = k + 1
-				break
+		legacy = BackoffExponential
+	default:
+		return b
+	}
+	// The multiplier is read where waits still grow (their geometric
+	// mean); a later ratio near 1, or one that falls far short of the
+	// growth before it (80 → 100 after ×2 steps), means the cap was
+	// reached.
+	logSum, n := 0.0, 0
+	capAt := -1
+	for k, r := range ratios {
+		if r < 1.15 || n > 0 && r < capShortfall*math.Exp(logSum/float64(n)) {
+			capAt = k + 1
+			break
+		}
+		logSum += math.Log(r)
+		n++
+	}
+	if legacy == BackoffExponential && fullOrTimeline && !oneGrowth(mlo[:n+1], mhi[:n+1], oMax) {
+		// Full jitter's ceilings grow by one multiplier up to the
+		// cap; the timeline form's by f(k+2)−f(k) over f(k+1)−f(k−1)
+		// (for Polly's "V2": ×2.06, ×1.53, ×1.98, then ×2), which
+		// enough waits tell from any one growth. Here no one growth
+		// fits, so the two candidates share no schedule: no kind and
+		// no multiplier is claimed, the steps (ceilings, with ranges
+		// that hold both readings) stand as read.
+		return b
+	}
+	// Each step's standard error for the joint fit: how far its reading
+	// strays from the schedule by chance, from the spread of its waits
+	// (their middle half, as a normal spread's 1.349 standard deviations,
+	// for the median's error 1.25σ/√n), and at least the agreement noise
+	// over √n; where the jitter is left between full and decorrelated's
+	// timeline, the range of the ceilings both share; for the timeline,
+	// the spread of the time waited in all.
+	se := make([]float64, len(idx))
+	for k, w := range idx {
+		rn := math.Sqrt(float64(w.n))
+		se[k] = max(1.25*(w.q75-w.q25)/1.349/rn, agree/rn)
+		switch {
+		case fullOrTimeline:
+			// The ceilings, which full jitter and decorrelated's timeline
+			// share and the multiplier is read from: their own range.
+			se[k] = max(mhi[k]-mlo[k], 0) / (2 * z99)
+		case kind == JitterDecorrelated && b.DecorrelatedForm == DecorrelatedTimeline:
+			// The time waited in all up to the retry, at its median: the
+			// spread of those times.
+			if e := elapsed(chains, k); len(e) >= 2 {
+				s := summarise(e)
+				se[k] = max(1.25*(s.q75-s.q25)/1.349/math.Sqrt(float64(s.n)), agree/rn)
 			}
-			logSum += math.Log(r)
-			n++
+		}
+		if w.n < minSpreadWaits {
+			se[k] = math.Inf(1) // too few waits for their middle half to say: the range's
+		}
+	}
+	b.Kind, b.KindCandidates = scheduleKind(b.Schedule, legacy, capAt, se)
+	switch b.Kind {
+	case BackoffExponential:
+		if n == 0 {
+			// Read exponential where the first steps were near-equal
+			// (no growth to read a multiplier from): none is claimed.
+			b.Kind, b.KindCandidates = BackoffUnknown, []BackoffKind{BackoffExponential}
+			return b
 		}
 		m := math.Exp(logSum / float64(n))
 		// The geometric mean of the ratios is (sched[n]/sched[0])^(1/n):
 		// its range is that of the first and last estimates, and of an
 		// overhead up to oMax, which adds the same to both and pulls the
 		// ratio towards 1.
-		if fullOrTimeline && !oneGrowth(mlo[:n+1], mhi[:n+1], oMax) {
-			// Full jitter's ceilings grow by one multiplier up to the
-			// cap; the timeline form's by f(k+2)−f(k) over f(k+1)−f(k−1)
-			// (for Polly's "V2": ×2.06, ×1.53, ×1.98, then ×2), which
-			// enough waits tell from any one growth. Here no one growth
-			// fits, so the two candidates share no schedule: no kind and
-			// no multiplier is claimed, the steps (ceilings, with ranges
-			// that hold both readings) stand as read.
-			b.Kind = BackoffUnknown
-			return b
-		}
 		root := 1 / float64(n)
 		lo := math.Pow(max(mlo[n], 0)/max(mhi[0], immediateMS), root)
 		hi := math.Pow(max(mhi[n]-oMax, 0)/max(mlo[0]-oMax, immediateMS), root)
@@ -506,8 +551,145 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		if capAt > 0 {
 			b.CapMS = ptr(round3(sched[capAt]))
 		}
+	case BackoffLinear, BackoffFibonacci:
+		coef := linearCoef
+		if b.Kind == BackoffFibonacci {
+			coef = fibonacciCoef
+		}
+		lo, hi, ms := stepRanges(b.Schedule)
+		n := len(ms)
+		if c := growthCap(b.Kind, lo, hi, ms, capAt); c > 0 {
+			// Capped: the growth is read from the steps before the cap.
+			n = c
+			b.CapMS = ptr(round3(sched[c]))
+		}
+		f := fitTwo(stepRows(lo[:n], hi[:n], coef), coef, ms[:n])
+		b.IncrementMS = ptr(round3(f.y))
+		b.IncrementRangeMS = &[2]float64{round3(max(f.yLo, 0)), round3(f.yHi)}
 	}
 	return b
+}
+
+// scheduleKind names the kind of a schedule of two or more steps. The
+// first steps give a reading (legacy: constant or exponential, capped
+// from capAt where capAt > 0). A kind is claimed only where it fits every
+// step within its range (kindfit.go) and no other kind fits the steps
+// jointly (jointKind), the joint fit being what tells kinds apart; with
+// two steps, which any growth of two parameters fits, the reading stands
+// where it fits. Where no kind fits jointly, the ranges alone decide: the
+// reading if it fits them, else the one kind that does. Otherwise the
+// kind is unknown, with candidates naming the kinds that fit the ranges
+// or the steps jointly (sorted; none where no kind fits). Fibonacci is
+// claimed only with minFibonacciSteps steps, its rule seen twice (10, 20,
+// 30ms is also linear's). A constant reading leaves out exponential and
+// linear growth where it fits (they hold it, with a multiplier of 1 or no
+// increment), an exponential one the constant kind.
+func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, se []float64) (BackoffKind, []BackoffKind) {
+	lo, hi, ms := stepRanges(steps)
+	// Each step's standard error below and above it: the lesser of what
+	// its range allows (99%, padded for overhead and late timers) and
+	// what the spread of its waits gives.
+	seLo, seHi := stepErrors(ms, lo, hi)
+	for k := range seLo {
+		seLo[k], seHi[k] = min(seLo[k], se[k]), min(seHi[k], se[k])
+	}
+	fits := map[BackoffKind]bool{
+		BackoffConstant:    constantFits(lo, hi),
+		BackoffExponential: exponentialFits(lo, hi, capAt),
+	}
+	// Where a growth kind fits only with a cap, the cap is where the first
+	// steps' reading put exponential growth's (capFrom).
+	capFrom := map[BackoffKind]int{BackoffConstant: -1, BackoffExponential: capAt}
+	for _, k := range []BackoffKind{BackoffLinear, BackoffFibonacci} {
+		capFrom[k] = growthCap(k, lo, hi, ms, capAt)
+		fits[k] = capFrom[k] != noFit
+	}
+	// A constant schedule is linear's with no increment and exponential's
+	// with a multiplier of 1: where it fits, those two fit too and add
+	// no other reading of the steps; and a constant reading that fits
+	// needs no growth.
+	nested := func(k BackoffKind) bool {
+		growth := k == BackoffLinear || k == BackoffExponential
+		return fits[legacy] && (legacy == BackoffConstant && growth || legacy == BackoffExponential && k == BackoffConstant) ||
+			!fits[legacy] && fits[BackoffConstant] && growth
+	}
+	// fitting: the kinds that fit every step's range; joint: those that
+	// fit the steps jointly (jointKind), whether or not every range holds
+	// them: each stands in the way of any other's claim.
+	var fitting, joint []BackoffKind
+	for _, k := range []BackoffKind{BackoffConstant, BackoffExponential, BackoffFibonacci, BackoffLinear} {
+		if nested(k) || k == BackoffFibonacci && len(steps) < 3 {
+			continue
+		}
+		if fits[k] {
+			fitting = append(fitting, k)
+		}
+		if jointKind(k, ms, seLo, seHi, max(capFrom[k], -1)) {
+			joint = append(joint, k)
+		}
+	}
+	claimable := func(k BackoffKind) bool {
+		return fits[k] && (k != BackoffFibonacci || len(steps) >= minFibonacciSteps)
+	}
+	switch {
+	case fits[legacy] && len(steps) < 3:
+		// Two steps fit any growth of two parameters: the first steps'
+		// reading stands.
+		return legacy, nil
+	case len(joint) == 1 && claimable(joint[0]):
+		return joint[0], nil
+	case len(joint) == 0 && fits[legacy]:
+		// No kind fits the steps jointly (late waits the ranges allow
+		// for, one at a time): the ranges alone decide, and the first
+		// steps' reading fits them.
+		return legacy, nil
+	case len(joint) == 0 && len(fitting) == 1 && claimable(fitting[0]):
+		return fitting[0], nil
+	}
+	c := slices.Clone(fitting)
+	for _, k := range joint {
+		if !slices.Contains(c, k) {
+			c = append(c, k)
+		}
+	}
+	slices.Sort(c)
+	return BackoffUnknown, c
+}
+
+// minSpreadWaits is how many waits a step needs for their spread to
+// give its standard error in the joint fit (the middle half of fewer
+// strays too far from the spread's).
+const minSpreadWaits = 12
+
+// noFit is growthCap's answer where a kind fits neither way.
+const noFit = -2
+
+// growthCap reports how linear or Fibonacci growth (kind) fits every
+// step: -1 uncapped, capAt where only with a cap from capAt on (the
+// steps before it grow by the kind, three or more for Fibonacci, whose
+// rule needs them, two or more for linear, and one cap fits every step
+// from capAt on), noFit where neither; Fibonacci needs three steps.
+func growthCap(kind BackoffKind, lo, hi, ms []float64, capAt int) int {
+	coef, least := linearCoef, 2
+	if kind == BackoffFibonacci {
+		coef, least = fibonacciCoef, 3
+	}
+	fits := func(n int) bool { return n >= least && fitTwo(stepRows(lo[:n], hi[:n], coef), coef, ms[:n]).ok }
+	switch {
+	case fits(len(ms)):
+		return -1
+	case capAt > 0 && fits(capAt) && constantFits(lo[capAt:], hi[capAt:]):
+		return capAt
+	}
+	return noFit
+}
+
+// stepRanges returns the steps' ranges and their waits as read.
+func stepRanges(steps []WaitStep) (lo, hi, ms []float64) {
+	for _, s := range steps {
+		lo, hi, ms = append(lo, s.RangeMS[0]), append(hi, s.RangeMS[1]), append(ms, s.MS)
+	}
+	return lo, hi, ms
 }
 
 // tailed reports whether timings whose central 80% spread noise and

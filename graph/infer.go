@@ -402,8 +402,19 @@ func warningsOf(ix *index, t *Topology) []string {
 		if e.PerTryTimeoutUnknown > 0 {
 			w = append(w, fmt.Sprintf("%s: %d attempts timed out, but at no one duration: the per-try timeout is unknown", edgeLocation(e), e.PerTryTimeoutUnknown))
 		}
-		if e.Retries && e.Backoff.Kind == BackoffUnknown {
-			w = append(w, fmt.Sprintf("%s: %d waits between attempts are too few to tell the backoff", edgeLocation(e), e.Backoff.Samples))
+		switch b := e.Backoff; {
+		case !e.Retries || b.Kind != BackoffUnknown:
+		case len(b.KindCandidates) > 1:
+			w = append(w, fmt.Sprintf("%s: the %d waits between attempts fit several backoff kinds (%s) at every retry: the kind is unknown, the schedule stands as read",
+				edgeLocation(e), b.Samples, kindList(b.KindCandidates)))
+		case len(b.KindCandidates) == 1:
+			w = append(w, fmt.Sprintf("%s: the %d waits between attempts fit only %s backoff, which %d retries do not show enough of to claim (Fibonacci's rule needs four, exponential growth a multiplier): the kind is unknown, the schedule stands as read",
+				edgeLocation(e), b.Samples, b.KindCandidates[0], len(b.Schedule)))
+		case len(b.Schedule) >= minKindIndices:
+			w = append(w, fmt.Sprintf("%s: the %d waits between attempts fit no backoff kind (constant, linear, exponential, fibonacci) at every retry: the schedule stands as read",
+				edgeLocation(e), b.Samples))
+		default:
+			w = append(w, fmt.Sprintf("%s: %d waits between attempts are too few to tell the backoff", edgeLocation(e), b.Samples))
 		}
 		if e.Retries && !e.MaxAttemptsExact {
 			w = append(w, fmt.Sprintf("%s: no call was seen exhausting its retries; max attempts %d is a lower bound", edgeLocation(e), e.MaxAttempts))
@@ -413,4 +424,13 @@ func warningsOf(ix *index, t *Topology) []string {
 		}
 	}
 	return w
+}
+
+// kindList joins backoff kinds for messages.
+func kindList(ks []BackoffKind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }

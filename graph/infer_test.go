@@ -598,8 +598,16 @@ func fmtBackoff(b Backoff) string {
 	if b.MultiplierRange != nil {
 		mr = *b.MultiplierRange
 	}
-	return fmt.Sprintf("kind=%s base=%v mult=%v (%v) cap=%v jitter=%s frac=%v present=%v samples=%d",
-		b.Kind, b.BaseMS, f(b.Multiplier), mr, f(b.CapMS), b.Jitter, f(b.JitterFraction), jp, b.Samples)
+	var ir any = "nil"
+	if b.IncrementRangeMS != nil {
+		ir = *b.IncrementRangeMS
+	}
+	var steps []string
+	for _, s := range b.Schedule {
+		steps = append(steps, fmt.Sprintf("%v%v", s.MS, s.RangeMS))
+	}
+	return fmt.Sprintf("kind=%s %v base=%v mult=%v (%v) inc=%v (%v) cap=%v jitter=%s frac=%v present=%v samples=%d steps=%v",
+		b.Kind, b.KindCandidates, b.BaseMS, f(b.Multiplier), mr, f(b.IncrementMS), ir, f(b.CapMS), b.Jitter, f(b.JitterFraction), jp, b.Samples, steps)
 }
 
 // jitterWaits generates the waits of n calls of three retries each.

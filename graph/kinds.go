@@ -4,12 +4,19 @@ package graph
 // from traces and replay simulates it, with the same words.
 type BackoffKind string
 
-// Backoff kinds. BackoffUnknown is inference only: too few retries to tell.
+// Backoff kinds. BackoffUnknown is inference only: too few retries to
+// tell, or no one kind fits every step of the schedule. Linear waits
+// base + (n−1)·increment before retry n (go-retryablehttp's
+// LinearJitterBackoff, Polly's and tenacity's linear waits); Fibonacci
+// waits base, base + increment, then the sum of the two waits before
+// (sethvargo/go-retry's NewFibonacci: increment = base).
 const (
 	BackoffUnknown     BackoffKind = "unknown"
 	BackoffImmediate   BackoffKind = "immediate"
 	BackoffConstant    BackoffKind = "constant"
 	BackoffExponential BackoffKind = "exponential"
+	BackoffLinear      BackoffKind = "linear"
+	BackoffFibonacci   BackoffKind = "fibonacci"
 )
 
 // JitterKind is how the wait before a retry is randomised (Marc Brooker's

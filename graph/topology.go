@@ -273,11 +273,27 @@ type Summary struct {
 
 // Backoff is the inferred wait between attempts.
 type Backoff struct {
-	// Kind is immediate, constant, exponential, or unknown when too few
-	// retries were seen to tell.
-	Kind       BackoffKind `json:"kind"`
-	BaseMS     float64     `json:"base_ms"`
-	Multiplier *float64    `json:"multiplier"`
+	// Kind is immediate, constant, exponential, linear, fibonacci, or
+	// unknown: too few retries to tell, or no one kind fits every step
+	// of Schedule within its range (see KindCandidates).
+	Kind BackoffKind `json:"kind"`
+	// KindCandidates, where Kind is unknown, lists the kinds the steps
+	// allow (sorted): those that fit every step within its range, and
+	// those that fit the steps jointly (weighted least squares within
+	// chance); the steps cannot tell them apart (10, 20, 30ms is
+	// linear's and Fibonacci's; three jittered steps of a ×2 schedule
+	// often allow linear growth too). Absent where no kind fits, or too
+	// few retries were seen.
+	KindCandidates []BackoffKind `json:"kind_candidates,omitempty"`
+	BaseMS         float64       `json:"base_ms"`
+	// IncrementMS, for linear and Fibonacci backoff, is what each wait
+	// adds to the one before (linear: base_ms + (n−1)·increment_ms before
+	// retry n), or, for Fibonacci, what the second wait adds to the first
+	// (base_ms, base_ms + increment_ms, then each the sum of the two
+	// before); IncrementRangeMS the increments that fit every step.
+	IncrementMS      *float64    `json:"increment_ms,omitempty"`
+	IncrementRangeMS *[2]float64 `json:"increment_range_ms,omitempty"`
+	Multiplier       *float64    `json:"multiplier"`
 	// MultiplierRange is the range of multipliers the waits allow (low,
 	// high; 99% at each of the first and last attempt index it is read
 	// from): a few jittered waits per attempt leave it wide, and a

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,9 +30,12 @@ type truth struct {
 		Exhausted                         bool     `json:"exhausted_in_traces"`
 		PerTryTimeoutMS                   *float64 `json:"per_try_timeout_ms"`
 		Backoff                           struct {
-			Kind           string   `json:"kind"`
-			BaseMS         float64  `json:"base_ms"`
-			Multiplier     *float64 `json:"multiplier"`
+			Kind       string   `json:"kind"`
+			BaseMS     float64  `json:"base_ms"`
+			Multiplier *float64 `json:"multiplier"`
+			// IncrementMS, for linear and fibonacci backoff (written by
+			// the scenarios that have them).
+			IncrementMS    *float64 `json:"increment_ms"`
 			CapMS          *float64 `json:"cap_ms"`
 			Jitter         string   `json:"jitter"`
 			JitterFraction *float64 `json:"jitter_fraction"`
@@ -129,7 +133,7 @@ func TestTruth(t *testing.T) {
 		d, u := checkTruth(t, f)
 		decided, undecided = decided+d, undecided+u
 	}
-	t.Logf("backoff/jitter figures decided: %d, unknown for want of samples: %d", decided, undecided)
+	t.Logf("backoff/jitter figures decided: %d, unknown (too few waits, or several kinds fit every step): %d", decided, undecided)
 	if decided < 2*undecided {
 		t.Errorf("inference decided only %d of %d backoff/jitter figures", decided, decided+undecided)
 	}
@@ -298,10 +302,18 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 				if !te.Retries {
 					continue
 				}
+				if c := e.Backoff.KindCandidates; len(c) > 0 && !slices.Contains(c, BackoffKind(te.Backoff.Kind)) {
+					t.Errorf("%s: backoff kind candidates %v leave out the configured %s", loc, c, te.Backoff.Kind)
+				}
+				if c := e.Backoff.KindCandidates; len(c) > 0 && e.Backoff.Kind != BackoffUnknown && !slices.Contains(c, e.Backoff.Kind) {
+					t.Errorf("%s: backoff %s is not among its candidates %v", loc, e.Backoff.Kind, c)
+				}
 				if e.Backoff.Kind == "unknown" {
 					undecided++
-					if e.Backoff.Samples >= 12 {
-						t.Errorf("%s: backoff unknown with %d waits", loc, e.Backoff.Samples)
+					// Unknown with many waits only where several kinds fit
+					// every step (the configured one among them).
+					if e.Backoff.Samples >= 12 && len(e.Backoff.KindCandidates) < 2 {
+						t.Errorf("%s: backoff unknown with %d waits, candidates %v", loc, e.Backoff.Samples, e.Backoff.KindCandidates)
 					}
 				} else {
 					decided++
@@ -319,7 +331,7 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					}
 					checkSchedule(t, loc, e.Backoff, te.Backoff.BaseMS, late, te.Backoff.Multiplier, te.Backoff.Jitter, te.Backoff.JitterFraction, te.Backoff.JitterAdditiveMS)
 					if want != BackoffImmediate { // immediate retries have no schedule (Backoff.Schedule)
-						checkSteps(t, loc, e.Backoff, te.Backoff.Kind, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.CapMS)
+						checkSteps(t, loc, e.Backoff, te.Backoff.Kind, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.IncrementMS, te.Backoff.CapMS)
 					}
 				}
 				if w := te.WaitLateMS; w != nil && *w > minNoiseMS && te.Backoff.Jitter == "none" {
@@ -494,9 +506,12 @@ func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult
 // checkSteps holds the per-retry schedule to the configured one: a step
 // for every attempt index the fit read, numbered from 1, each range
 // holding the wait the policy sets there (base·multiplier^(retry-1) up
-// to the cap; the ceiling for full and equal jitter, the centre for
-// proportional) and the step's own figure.
-func checkSteps(t *testing.T, loc string, b Backoff, kind string, base float64, mult, capMS *float64) {
+// to the cap, base + (retry−1)·increment for linear, base, base +
+// increment and then the sum of the two before for fibonacci; the
+// ceiling for full and equal jitter, the centre for proportional) and
+// the step's own figure; and the increment's range holding the
+// configured one.
+func checkSteps(t *testing.T, loc string, b Backoff, kind string, base float64, mult, increment, capMS *float64) {
 	t.Helper()
 	if len(b.Schedule) == 0 {
 		t.Errorf("%s: no per-retry schedule", loc)
@@ -505,12 +520,26 @@ func checkSteps(t *testing.T, loc string, b Backoff, kind string, base float64, 
 	if s := b.Schedule[0]; s.MS != b.BaseMS || s.RangeMS != *b.BaseRangeMS {
 		t.Errorf("%s: first step %+v is not the base %v %v", loc, s, b.BaseMS, *b.BaseRangeMS)
 	}
+	if increment != nil && (b.IncrementRangeMS == nil || b.IncrementRangeMS[0] > *increment || b.IncrementRangeMS[1] < *increment) {
+		t.Errorf("%s: increment range %v excludes the configured %vms", loc, b.IncrementRangeMS, *increment)
+	}
+	var prev float64 // fibonacci: the wait before want
 	for i, s := range b.Schedule {
 		want := base
-		if kind == "exponential" && mult != nil {
+		switch {
+		case kind == "exponential" && mult != nil:
 			want = base * math.Pow(*mult, float64(i))
 			if capMS != nil {
 				want = math.Min(want, *capMS)
+			}
+		case kind == "linear" && increment != nil:
+			want = base + float64(i)**increment
+		case kind == "fibonacci" && increment != nil:
+			// base, base + increment, then the sum of the two before
+			// (increment is what comes before the base).
+			prev = *increment
+			for range i {
+				prev, want = want, prev+want
 			}
 		}
 		switch {

@@ -3,6 +3,7 @@ package graph
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -717,8 +718,13 @@ func TestEqualJitterOnABusyHost(t *testing.T) {
 		b.server(c, "stock", "GET /stock/:sku", at+l/2, 2, httpStatus(200))
 	})
 	bo := edge(t, b.infer(), "front", "stock").Backoff
-	if bo.Kind != BackoffExponential || bo.Jitter != JitterEqual {
-		t.Errorf("%s, jitter %s, want exponential, equal (%s)", bo.Kind, bo.Jitter, fmtBackoff(bo))
+	// Seven waits at the third index, on a host whose timers fire tens of
+	// ms late, cannot rule out linear growth (its ceiling 385ms against
+	// waits up to 450ms, late ones among them): the kind is exponential
+	// or unknown with exponential among its candidates.
+	kindOK := bo.Kind == BackoffExponential || bo.Kind == BackoffUnknown && slices.Contains(bo.KindCandidates, BackoffExponential)
+	if !kindOK || bo.Jitter != JitterEqual {
+		t.Errorf("%s %v, jitter %s, want exponential (or unknown, exponential a candidate), equal (%s)", bo.Kind, bo.KindCandidates, bo.Jitter, fmtBackoff(bo))
 	}
 	if r := bo.BaseRangeMS; r == nil || r[0] > 128 || r[1] < 128 {
 		t.Errorf("base range %v excludes the configured 128ms", r)

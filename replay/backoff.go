@@ -20,6 +20,8 @@ const (
 	BackoffImmediate   = graph.BackoffImmediate
 	BackoffConstant    = graph.BackoffConstant
 	BackoffExponential = graph.BackoffExponential
+	BackoffLinear      = graph.BackoffLinear
+	BackoffFibonacci   = graph.BackoffFibonacci
 )
 
 // Jitter kinds.
@@ -36,8 +38,12 @@ const (
 // The formulas are Marc Brooker's ("Exponential Backoff And Jitter", AWS
 // Architecture Blog, 2015), the ones the AWS SDKs implement, plus the
 // proportional jitter of grpc-go's connection backoff. With
-// d = min(Cap, Base·Multiplier^(n−1)) for "exponential" and d = min(Cap, Base)
-// for "constant":
+// d = min(Cap, Base·Multiplier^(n−1)) for "exponential", d = min(Cap, Base +
+// (n−1)·Increment) for "linear", d = min(Cap, Fₙ) for "fibonacci" (F₁ = Base,
+// F₂ = Base + Increment, Fₙ = Fₙ₋₁ + Fₙ₋₂: sethvargo/go-retry's NewFibonacci
+// has Increment = Base), d = min(Cap, Steps[n−1]) where Steps is set (the
+// last step for later retries: a schedule read step by step whose kind is
+// unknown) and d = min(Cap, Base) for "constant":
 //
 //	none:         d
 //	full:         U(0, d)
@@ -56,18 +62,30 @@ const (
 // immediate delays draw nothing, so a run's random stream does not depend on
 // how often an un-jittered client retries.
 type Backoff struct {
-	Kind BackoffKind // immediate, constant, exponential
+	Kind BackoffKind // immediate, constant, exponential, linear, fibonacci
 
-	Base       float64    // seconds
-	Multiplier float64    // exponential only; 0 means 2
-	Cap        float64    // seconds; 0 means no cap
-	Jitter     JitterKind // none, full, equal, decorrelated, proportional
-	Fraction   float64    // proportional: ±Fraction (grpc-go uses 0.2)
+	Base       float64 // seconds
+	Multiplier float64 // exponential only; 0 means 2
+	// Increment is, for linear backoff, what each wait adds to the one
+	// before, and for Fibonacci, what the second wait adds to the first
+	// (seconds).
+	Increment float64
+	// Steps, when set, are the waits before retry 1, 2, … in place of
+	// the kind's formula: a schedule read from traces step by step that
+	// no one kind fits. Jitter still applies to each.
+	Steps    *Steps
+	Cap      float64    // seconds; 0 means no cap
+	Jitter   JitterKind // none, full, equal, decorrelated, proportional
+	Fraction float64    // proportional: ±Fraction (grpc-go uses 0.2)
 	// Observed, when set, replaces the formula with the waits the traces
 	// show before each retry (the observed policy as it really waited);
 	// any policy that sets its own backoff drops it.
 	Observed *ObservedWaits
 }
+
+// Steps are a schedule's waits before retry 1, 2, … in seconds; retries
+// past the last wait the last.
+type Steps struct{ ByRetry []float64 }
 
 // ObservedWaits are the traces' waits before retry 1, 2, …; retries past
 // the last use the last.
@@ -105,12 +123,24 @@ func (b Backoff) Delay(n int, prev float64, rng *rand.Rand) float64 {
 // ceiling is the un-jittered wait before retry n.
 func (b Backoff) ceiling(n int) float64 {
 	d := b.Base
-	if b.Kind == BackoffExponential && n > 1 {
+	switch {
+	case b.Steps != nil && len(b.Steps.ByRetry) > 0:
+		st := b.Steps.ByRetry
+		d = st[min(max(n, 1), len(st))-1]
+	case n <= 1:
+	case b.Kind == BackoffExponential:
 		m := b.Multiplier
 		if m == 0 {
 			m = 2
 		}
 		d = b.Base * math.Pow(m, float64(n-1))
+	case b.Kind == BackoffLinear:
+		d = b.Base + float64(n-1)*b.Increment
+	case b.Kind == BackoffFibonacci:
+		prev := b.Increment // what comes before the base
+		for i := 1; i < n && !math.IsInf(d, 1); i++ {
+			prev, d = d, prev+d
+		}
 	}
 	d = b.capped(d)
 	if math.IsInf(d, 1) || math.IsNaN(d) {
@@ -129,9 +159,9 @@ func (b Backoff) capped(d float64) float64 {
 // Validate reports the first inconsistency in the backoff.
 func (b Backoff) Validate() error {
 	switch b.Kind {
-	case "", BackoffImmediate, BackoffConstant, BackoffExponential:
+	case "", BackoffImmediate, BackoffConstant, BackoffExponential, BackoffLinear, BackoffFibonacci:
 	default:
-		return fmt.Errorf("backoff %q: want immediate, constant or exponential", b.Kind)
+		return fmt.Errorf("backoff %q: want immediate, constant, exponential, linear or fibonacci", b.Kind)
 	}
 	switch b.Jitter {
 	case "", JitterNone, JitterFull, JitterEqual, JitterDecorrelated, JitterProportional:
@@ -147,6 +177,14 @@ func (b Backoff) Validate() error {
 	if !(b.Multiplier >= 0) || math.IsInf(b.Multiplier, 0) {
 		return fmt.Errorf("backoff multiplier %v: want a finite value > 0 (0 means 2)", b.Multiplier)
 	}
+	if !(b.Increment >= 0) || math.IsInf(b.Increment, 0) {
+		return fmt.Errorf("backoff increment %v s: want a finite value ≥ 0", b.Increment)
+	}
+	for i, w := range b.Steps.list() {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			return fmt.Errorf("backoff step %d: %v s: want a finite value ≥ 0", i+1, w)
+		}
+	}
 	if !(b.Cap >= 0) || math.IsInf(b.Cap, 0) {
 		return fmt.Errorf("backoff cap %v s: want a finite value ≥ 0 (0 means no cap)", b.Cap)
 	}
@@ -157,4 +195,12 @@ func (b Backoff) Validate() error {
 		return fmt.Errorf("proportional jitter fraction %v: want 0 to 1", b.Fraction)
 	}
 	return nil
+}
+
+// list is the steps' waits, none for nil.
+func (s *Steps) list() []float64 {
+	if s == nil {
+		return nil
+	}
+	return s.ByRetry
 }

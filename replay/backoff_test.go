@@ -29,6 +29,21 @@ func TestBackoffExact(t *testing.T) {
 		{"exponential at cap", Backoff{Kind: "exponential", Base: 0.25, Cap: 2}, 5, 2},
 		{"exponential capped", Backoff{Kind: "exponential", Base: 0.25, Cap: 1.5}, 10, 1.5},
 		{"exponential huge n, no cap", Backoff{Kind: "exponential", Base: 1}, 5000, math.MaxFloat64},
+		{"linear n=1", Backoff{Kind: "linear", Base: 0.02, Increment: 0.01}, 1, 0.02},
+		{"linear n=4", Backoff{Kind: "linear", Base: 0.02, Increment: 0.01}, 4, 0.05},
+		{"linear capped", Backoff{Kind: "linear", Base: 0.02, Increment: 0.01, Cap: 0.035}, 4, 0.035},
+		{"linear no increment is constant", Backoff{Kind: "linear", Base: 0.02}, 6, 0.02},
+		// sethvargo/go-retry's NewFibonacci(10ms): 10, 20, 30, 50, 80ms.
+		{"fibonacci n=1", Backoff{Kind: "fibonacci", Base: 0.01, Increment: 0.01}, 1, 0.01},
+		{"fibonacci n=2", Backoff{Kind: "fibonacci", Base: 0.01, Increment: 0.01}, 2, 0.02},
+		{"fibonacci n=5", Backoff{Kind: "fibonacci", Base: 0.01, Increment: 0.01}, 5, 0.08},
+		// tokio-retry's: 10, 10, 20, 30, 50ms.
+		{"fibonacci from equal waits n=5", Backoff{Kind: "fibonacci", Base: 0.01}, 5, 0.05},
+		{"fibonacci capped", Backoff{Kind: "fibonacci", Base: 0.01, Increment: 0.01, Cap: 0.04}, 5, 0.04},
+		{"fibonacci huge n, no cap", Backoff{Kind: "fibonacci", Base: 1, Increment: 1}, 5000, math.MaxFloat64},
+		{"steps as read", Backoff{Kind: "constant", Base: 0.01, Steps: &Steps{ByRetry: []float64{0.01, 0.04, 0.02}}}, 2, 0.04},
+		{"steps: later retries wait the last", Backoff{Kind: "constant", Base: 0.01, Steps: &Steps{ByRetry: []float64{0.01, 0.04, 0.02}}}, 7, 0.02},
+		{"steps capped", Backoff{Kind: "constant", Base: 0.01, Cap: 0.03, Steps: &Steps{ByRetry: []float64{0.01, 0.04}}}, 2, 0.03},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +81,9 @@ func TestBackoffJitterDistribution(t *testing.T) {
 		{"proportional 0.2", with(exp, "proportional", 0.2), 3, 0, 3.2, 4.8, 4, false},
 		{"proportional past cap", with(exp, "proportional", 0.2), 9, 0, 8, 12, 10, false},
 		{"constant full", Backoff{Kind: "constant", Base: 0.6, Jitter: "full"}, 5, 0, 0, 0.6, 0.3, false},
+		// go-retryablehttp's LinearJitterBackoff(16ms, 24ms) before retry 3.
+		{"linear proportional", Backoff{Kind: "linear", Base: 0.02, Increment: 0.02, Jitter: "proportional", Fraction: 0.2}, 3, 0, 0.048, 0.072, 0.06, false},
+		{"fibonacci full", Backoff{Kind: "fibonacci", Base: 0.01, Increment: 0.01, Jitter: "full"}, 4, 0, 0, 0.05, 0.025, false},
 		// min(cap, U(base, 3·prev)).
 		{"decorrelated first retry", with(exp, "decorrelated", 0), 1, 0, 1, 3, 2, false},
 		{"decorrelated prev 2", with(exp, "decorrelated", 0), 4, 2, 1, 6, 3.5, false},
@@ -136,7 +154,12 @@ func TestBackoffValidate(t *testing.T) {
 		{"zero", Backoff{}, true},
 		{"exponential full", Backoff{Kind: "exponential", Base: 0.1, Cap: 10, Jitter: "full"}, true},
 		{"proportional", Backoff{Kind: "constant", Base: 1, Jitter: "proportional", Fraction: 0.2}, true},
-		{"bad kind", Backoff{Kind: "linear", Base: 1}, false},
+		{"bad kind", Backoff{Kind: "polynomial", Base: 1}, false},
+		{"linear", Backoff{Kind: "linear", Base: 1, Increment: 0.5}, true},
+		{"fibonacci", Backoff{Kind: "fibonacci", Base: 1, Increment: 1}, true},
+		{"negative increment", Backoff{Kind: "linear", Base: 1, Increment: -1}, false},
+		{"infinite increment", Backoff{Kind: "fibonacci", Base: 1, Increment: math.Inf(1)}, false},
+		{"negative step", Backoff{Kind: "constant", Base: 1, Steps: &Steps{ByRetry: []float64{0.1, -0.2}}}, false},
 		{"bad jitter", Backoff{Kind: "constant", Base: 1, Jitter: "half"}, false},
 		{"negative base", Backoff{Kind: "constant", Base: -1}, false},
 		{"NaN base", Backoff{Kind: "constant", Base: math.NaN()}, false},

@@ -236,6 +236,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
 		}
+		if n := stepsNote(e, ed.Policy.Backoff.Observed != nil); n != "" {
+			m.Assumed = append(m.Assumed, n)
+		}
 		if n := giveUpNote(e); n != "" {
 			m.Assumed = append(m.Assumed, n)
 		}
@@ -535,6 +538,34 @@ func giveUpNote(e graph.Edge) string {
 	return fmt.Sprintf("%s → %s %s: the caller gave up on %s; %s", e.Caller, e.Callee, e.Operation, strings.Join(parts, ", "), use)
 }
 
+// stepsNote says, for a retrying edge whose backoff kind is unknown
+// while its schedule has steps, what the replay waits: the traces' own
+// waits where it has them (observed), else the steps as read; "" for
+// any other edge.
+func stepsNote(e graph.Edge, observed bool) string {
+	b := e.Backoff
+	if !e.Retries || b.Kind != graph.BackoffUnknown || len(b.Schedule) < 2 {
+		return ""
+	}
+	fits := "no one kind (constant, linear, exponential, fibonacci) fits every step"
+	if len(b.KindCandidates) > 0 {
+		var c []string
+		for _, k := range b.KindCandidates {
+			c = append(c, string(k))
+		}
+		fits = "its steps fit " + strings.Join(c, ", ") + " alike"
+	}
+	var steps []string
+	for _, w := range b.Schedule {
+		steps = append(steps, fmt.Sprintf("%.3gms", w.MS))
+	}
+	how := "the replay waits the steps as read (" + strings.Join(steps, ", ") + "), the last for later retries"
+	if observed {
+		how = "the replay waits the traces' own waits before each retry, as on every edge that has them (without them, the steps as read: " + strings.Join(steps, ", ") + ", the last for later retries)"
+	}
+	return fmt.Sprintf("%s → %s %s: the backoff kind is unknown, %s: %s", e.Caller, e.Callee, e.Operation, fits, how)
+}
+
 // giveUpClassLabels name a policy's GiveUp classes in notes and JSON.
 var giveUpClassLabels = [giveUpClasses]string{GiveUpFail: "failure", GiveUpThrottled: "throttled", GiveUpRetryAfter: "retry-after"}
 
@@ -547,9 +578,27 @@ func observedPolicy(e graph.Edge) Policy {
 	b := e.Backoff
 	p.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	switch b.Kind {
-	case BackoffConstant, graph.BackoffUnknown:
+	case graph.BackoffUnknown:
 		if b.BaseMS > 0 {
 			p.Backoff = Backoff{Kind: BackoffConstant, Base: b.BaseMS / 1000, Jitter: JitterNone}
+		}
+		if len(b.Schedule) > 1 {
+			// No one kind fits: the schedule's steps as read, the last
+			// for later retries (stepsNote).
+			st := &Steps{}
+			for _, w := range b.Schedule {
+				st.ByRetry = append(st.ByRetry, w.MS/1000)
+			}
+			p.Backoff.Kind, p.Backoff.Steps = BackoffConstant, st
+		}
+	case BackoffConstant:
+		if b.BaseMS > 0 {
+			p.Backoff = Backoff{Kind: BackoffConstant, Base: b.BaseMS / 1000, Jitter: JitterNone}
+		}
+	case BackoffLinear, BackoffFibonacci:
+		p.Backoff = Backoff{Kind: b.Kind, Base: b.BaseMS / 1000, Jitter: JitterNone}
+		if b.IncrementMS != nil {
+			p.Backoff.Increment = *b.IncrementMS / 1000
 		}
 	case BackoffExponential:
 		p.Backoff = Backoff{Kind: BackoffExponential, Base: b.BaseMS / 1000, Multiplier: 2, Jitter: JitterNone}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -143,5 +144,56 @@ func TestProxyShedIsNoted(t *testing.T) {
 	want := e.Caller + " → " + e.Callee + " " + e.Operation + ": the caller's sidecar refused 7 attempts at its circuit breaker's limits (Envoy UO)"
 	if !strings.Contains(strings.Join(m.Assumed, "\n"), want) {
 		t.Errorf("notes %q lack %q", m.Assumed, want)
+	}
+}
+
+// TestObservedScheduleKinds: a linear or Fibonacci backoff the traces
+// show replays as that formula with its increment, jitter on top; a
+// schedule no one kind fits replays its steps as read (the last for
+// later retries), and a note says so and why.
+func TestObservedScheduleKinds(t *testing.T) {
+	inc, frac := 20.0, 0.2
+	steps := []graph.WaitStep{{Retry: 1, MS: 10}, {Retry: 2, MS: 40}, {Retry: 3, MS: 20}}
+	for _, tc := range []struct {
+		name  string
+		b     graph.Backoff
+		waits []float64 // before retries 1 to 5, seconds, unjittered
+		note  string    // in stepsNote, "" for none
+	}{
+		{"linear with proportional jitter",
+			graph.Backoff{Kind: graph.BackoffLinear, BaseMS: 20, IncrementMS: &inc, Jitter: graph.JitterProportional, JitterFraction: &frac},
+			[]float64{0.02, 0.04, 0.06, 0.08, 0.1}, ""},
+		{"fibonacci",
+			graph.Backoff{Kind: graph.BackoffFibonacci, BaseMS: 20, IncrementMS: &inc, Jitter: graph.JitterNone},
+			[]float64{0.02, 0.04, 0.06, 0.1, 0.16}, ""},
+		{"no kind fits: the steps as read",
+			graph.Backoff{Kind: graph.BackoffUnknown, BaseMS: 10, Jitter: graph.JitterNone, Schedule: steps},
+			[]float64{0.01, 0.04, 0.02, 0.02, 0.02}, "no one kind (constant, linear, exponential, fibonacci) fits every step"},
+		{"several kinds fit: the steps as read",
+			graph.Backoff{Kind: graph.BackoffUnknown, BaseMS: 10, Jitter: graph.JitterNone, Schedule: steps,
+				KindCandidates: []graph.BackoffKind{graph.BackoffFibonacci, graph.BackoffLinear}},
+			[]float64{0.01, 0.04, 0.02, 0.02, 0.02}, "its steps fit fibonacci, linear alike"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := graph.Edge{Caller: "a", Callee: "b", Operation: "GET /x", MaxAttempts: 6, Retries: true, Backoff: tc.b}
+			p := observedPolicy(e)
+			if err := p.Backoff.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.b.Jitter == graph.JitterProportional && (p.Backoff.Jitter != JitterProportional || p.Backoff.Fraction != frac) {
+				t.Errorf("jitter %s ±%v, want proportional ±%v", p.Backoff.Jitter, p.Backoff.Fraction, frac)
+			}
+			unjittered := p.Backoff
+			unjittered.Jitter = JitterNone
+			for n, want := range tc.waits {
+				if got := unjittered.Delay(n+1, 0, nil); math.Abs(got-want) > 1e-12 {
+					t.Errorf("retry %d waits %vs, want %vs", n+1, got, want)
+				}
+			}
+			got := stepsNote(e, false)
+			if tc.note == "" && got != "" || tc.note != "" && !strings.Contains(got, tc.note) {
+				t.Errorf("note %q, want one saying %q", got, tc.note)
+			}
+		})
 	}
 }

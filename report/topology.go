@@ -241,8 +241,36 @@ func backoffText(e graph.Edge) string {
 			s += " cap " + ms(*b.CapMS)
 		}
 		return s + overhead
+	case graph.BackoffLinear, graph.BackoffFibonacci:
+		// "linear 20.8ms +20.1ms (17.6–22.4)": the base, the increment and
+		// its range.
+		s := string(b.Kind) + " " + base
+		if b.IncrementMS != nil {
+			s += " +" + ms(*b.IncrementMS)
+		}
+		if r := b.IncrementRangeMS; r != nil {
+			s += " (" + decimal(r[0], 1) + "–" + decimal(r[1], 1) + ")"
+		}
+		return s + overhead
 	case "unknown", "":
-		return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
+		if len(b.Schedule) < 2 {
+			return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
+		}
+		// The steps as read stand: "unknown: 20.6, 40.8, 76.8ms (fit
+		// exponential, fibonacci, linear)".
+		steps := make([]string, len(b.Schedule))
+		for i, st := range b.Schedule {
+			steps[i] = decimal(st.MS, 1)
+		}
+		fit := "no kind fits"
+		if len(b.KindCandidates) > 0 {
+			c := make([]string, len(b.KindCandidates))
+			for i, k := range b.KindCandidates {
+				c[i] = string(k)
+			}
+			fit = "fit " + strings.Join(c, ", ")
+		}
+		return fmt.Sprintf("unknown: %sms (%s)", strings.Join(steps, ", "), fit)
 	}
 	return display(string(b.Kind))
 }
@@ -257,6 +285,10 @@ func backoffShort(b graph.Backoff) string {
 		return "const " + ms(b.BaseMS)
 	case "exponential":
 		return "exp " + ms(b.BaseMS)
+	case graph.BackoffLinear:
+		return "lin " + ms(b.BaseMS)
+	case graph.BackoffFibonacci:
+		return "fib " + ms(b.BaseMS)
 	case "unknown", "":
 		return "backoff unknown"
 	}

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/retryaudit/retryaudit/replay"
 )
@@ -139,19 +140,40 @@ func attempts(p replay.Policy) string {
 		return "1 attempt"
 	}
 	s := fmt.Sprintf("up to %d attempts", p.MaxAttempts)
-	switch p.Backoff.Kind {
-	case "exponential":
-		s += fmt.Sprintf(", exponential backoff from %s ×%g", ms(p.Backoff.Base), p.Backoff.Multiplier)
-		if p.Backoff.Cap > 0 {
-			s += " capped at " + ms(p.Backoff.Cap)
+	switch st := p.Backoff.Steps; {
+	case st != nil && len(st.ByRetry) > 0:
+		var w []string
+		for _, x := range st.ByRetry {
+			w = append(w, ms(x))
 		}
-	case "constant":
-		s += ", constant " + ms(p.Backoff.Base) + " backoff"
+		s += ", backoff of the steps as read: " + strings.Join(w, ", ")
 	default:
-		s += ", no backoff"
+		s += kindText(p.Backoff)
 	}
 	if p.Backoff.Jitter != "" && p.Backoff.Jitter != "none" {
 		s += ", " + string(p.Backoff.Jitter) + " jitter"
+	}
+	return s
+}
+
+// kindText is a backoff formula in words, from ", " on.
+func kindText(b replay.Backoff) string {
+	var s string
+	switch b.Kind {
+	case "exponential":
+		s += fmt.Sprintf(", exponential backoff from %s ×%g", ms(b.Base), b.Multiplier)
+		if b.Cap > 0 {
+			s += " capped at " + ms(b.Cap)
+		}
+	case "linear", "fibonacci":
+		s += fmt.Sprintf(", %s backoff from %s +%s", b.Kind, ms(b.Base), ms(b.Increment))
+		if b.Cap > 0 {
+			s += " capped at " + ms(b.Cap)
+		}
+	case "constant":
+		s += ", constant " + ms(b.Base) + " backoff"
+	default:
+		s += ", no backoff"
 	}
 	return s
 }

@@ -264,12 +264,26 @@ func budgetNote(n *notes, e Edge) {
 }
 
 // backoffWords describes a backoff for notes: "exponential from 17ms ×1.5,
-// no cap", "constant 20ms", "immediate".
+// no cap", "linear from 20ms +20ms, no cap", "constant 20ms", "steps 10ms,
+// 40ms, 20ms", "immediate".
 func backoffWords(b replay.Backoff) string {
 	ms := func(s float64) string { return strconv.FormatFloat(math.Round(s*1e6)/1e3, 'f', -1, 64) + "ms" }
+	if st := b.Steps; st != nil && len(st.ByRetry) > 0 {
+		var w []string
+		for _, x := range st.ByRetry {
+			w = append(w, ms(x))
+		}
+		return "steps " + strings.Join(w, ", ")
+	}
 	switch b.Kind {
 	case replay.BackoffConstant:
 		return "constant " + ms(b.Base)
+	case replay.BackoffLinear, replay.BackoffFibonacci:
+		s := fmt.Sprintf("%s from %s +%s", b.Kind, ms(b.Base), ms(b.Increment))
+		if b.Cap > 0 {
+			return s + " capped at " + ms(b.Cap)
+		}
+		return s + ", no cap"
 	case replay.BackoffExponential:
 		m := b.Multiplier
 		if m == 0 {

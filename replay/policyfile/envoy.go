@@ -423,6 +423,8 @@ func envoyRetry(e Edge, grpc bool, n *notes) *EnvoyRetryPolicy {
 	case b.Kind == "" || b.Kind == replay.BackoffImmediate || base <= 0:
 		base = envoyMinBase
 		n.add(e, "immediate retries cannot be expressed: Envoy waits at least base_interval, written as %s", protoDuration(base))
+	case b.Steps != nil || b.Kind == replay.BackoffLinear || b.Kind == replay.BackoffFibonacci:
+		n.add(e, "backoff (%s) cannot be expressed: Envoy doubles from base_interval, written from %s", backoffWords(b), protoDuration(base))
 	case b.Kind == replay.BackoffConstant:
 		capS = base
 		n.add(e, "constant backoff is written as max_interval = base_interval; Envoy still draws each wait from [0, base·(2ⁿ−1)) capped there")

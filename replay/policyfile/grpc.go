@@ -194,6 +194,9 @@ func grpcRetryOf(e Edge, n *notes) *GRPCRetryPolicy {
 	case b.Kind == "" || b.Kind == replay.BackoffImmediate || base <= 0:
 		base, mult, capS = envoyMinBase, 1, envoyMinBase
 		n.add(e, "immediate retries cannot be expressed: gRPC requires initialBackoff > 0, written as %s", protoDuration(base))
+	case b.Steps != nil || b.Kind == replay.BackoffLinear || b.Kind == replay.BackoffFibonacci:
+		mult = 2
+		n.add(e, "backoff (%s) cannot be expressed: gRPC grows by backoffMultiplier, written as ×2 from %s", backoffWords(b), protoDuration(base))
 	case b.Kind == replay.BackoffConstant:
 		mult, capS = 1, base
 	}

@@ -85,10 +85,16 @@ import (
 //	                                percentCanRetry), defaults 10s, 10, 0.2.
 //	retryaudit (each key sets one field and keeps the rest)
 //	         maxAttempts            MaxAttempts (first attempt included).
-//	         backoff                Backoff.Kind, Base, Multiplier, Cap from its keys
-//	                                kind, base, multiplier, cap (> 0); noCap:
-//	                                true removes the cap (so that no cap is never
-//	                                written "cap: 0s", which reads as a zero cap).
+//	         backoff                Backoff.Kind, Base, Multiplier, Increment, Cap
+//	                                from its keys kind (immediate, constant,
+//	                                exponential, linear, fibonacci), base,
+//	                                multiplier, increment (linear: what each wait
+//	                                adds; fibonacci: what the second adds to the
+//	                                first), cap (> 0); noCap: true removes the cap
+//	                                (so that no cap is never written "cap: 0s",
+//	                                which reads as a zero cap); steps: the waits
+//	                                before retry 1, 2, … in place of the kind's
+//	                                formula (the last for later retries).
 //	         jitter, jitterFraction Backoff.Jitter, Backoff.Fraction (proportional
 //	                                only), applied after the backoff of the entry.
 //	         perTryTimeout, deadline, propagateDeadline, honorRetryAfter,
@@ -180,10 +186,17 @@ type PolicySpec struct {
 
 // BackoffSpec overrides Backoff fields key by key.
 type BackoffSpec struct {
-	Kind       replay.BackoffKind `yaml:"kind,omitempty"` // immediate, constant, exponential
+	Kind       replay.BackoffKind `yaml:"kind,omitempty"` // immediate, constant, exponential, linear, fibonacci
 	Base       *Duration          `yaml:"base,omitempty"`
 	Multiplier *float64           `yaml:"multiplier,omitempty"`
-	Cap        *Duration          `yaml:"cap,omitempty"`
+	// Increment is linear backoff's step, or what Fibonacci's second
+	// wait adds to the first.
+	Increment *Duration `yaml:"increment,omitempty"`
+	// Steps are the waits before retry 1, 2, … in place of the kind's
+	// formula, the last for later retries: a schedule read step by step
+	// from traces that no one kind fits.
+	Steps []Duration `yaml:"steps,omitempty"`
+	Cap   *Duration  `yaml:"cap,omitempty"`
 	// NoCap removes the cap: a cap is a duration > 0, so that "cap: 0s"
 	// cannot be read as a zero cap.
 	NoCap bool `yaml:"noCap,omitempty"`
@@ -512,11 +525,16 @@ func (s *PolicySpec) validate(p pfPath, e *pfErrs) {
 	if b := s.Backoff; b != nil {
 		q := p.with("backoff")
 		switch b.Kind {
-		case "", replay.BackoffImmediate, replay.BackoffConstant, replay.BackoffExponential:
+		case "", replay.BackoffImmediate, replay.BackoffConstant, replay.BackoffExponential, replay.BackoffLinear, replay.BackoffFibonacci:
 		default:
-			e.add(q.with("kind"), "%q: want %s, %s or %s", b.Kind, replay.BackoffImmediate, replay.BackoffConstant, replay.BackoffExponential)
+			e.add(q.with("kind"), "%q: want %s, %s, %s, %s or %s", b.Kind, replay.BackoffImmediate, replay.BackoffConstant, replay.BackoffExponential,
+				replay.BackoffLinear, replay.BackoffFibonacci)
 		}
 		dur(q.with("base"), b.Base, false)
+		dur(q.with("increment"), b.Increment, false)
+		for i := range b.Steps {
+			dur(q.with("steps").with(strconv.Itoa(i)), &b.Steps[i], false)
+		}
 		if b.Cap != nil && *b.Cap == 0 {
 			e.add(q.with("cap"), "0s would read as a zero cap: for no cap write noCap: true")
 		} else {
@@ -782,14 +800,24 @@ func (s *PolicySpec) applyTo(p *replay.Policy) string {
 		if b.Multiplier != nil {
 			p.Backoff.Multiplier = *b.Multiplier
 		}
+		if b.Increment != nil {
+			p.Backoff.Increment = b.Increment.Seconds()
+		}
+		if len(b.Steps) > 0 {
+			st := &replay.Steps{}
+			for _, d := range b.Steps {
+				st.ByRetry = append(st.ByRetry, d.Seconds())
+			}
+			p.Backoff.Steps = st
+		}
 		if b.Cap != nil {
 			p.Backoff.Cap = b.Cap.Seconds()
 		}
 		if b.NoCap {
 			p.Backoff.Cap = 0
 		}
-		if (p.Backoff.Kind == "" || p.Backoff.Kind == replay.BackoffImmediate) && (b.Base != nil || b.Multiplier != nil || b.Cap != nil || b.NoCap) {
-			problem = "backoff: its backoff is immediate, which has no base, multiplier or cap; give backoff.kind"
+		if (p.Backoff.Kind == "" || p.Backoff.Kind == replay.BackoffImmediate) && (b.Base != nil || b.Multiplier != nil || b.Increment != nil || len(b.Steps) > 0 || b.Cap != nil || b.NoCap) {
+			problem = "backoff: its backoff is immediate, which has no base, multiplier, increment, steps or cap; give backoff.kind"
 		}
 	}
 	if s.Jitter != "" {

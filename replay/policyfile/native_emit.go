@@ -45,6 +45,14 @@ func nativeSpec(p replay.Policy) PolicySpec {
 			}
 			s.Backoff.Multiplier = &m
 		}
+		if kind == replay.BackoffLinear || kind == replay.BackoffFibonacci {
+			s.Backoff.Increment = durPtr(b.Increment)
+		}
+		if st := b.Steps; st != nil {
+			for _, w := range st.ByRetry {
+				s.Backoff.Steps = append(s.Backoff.Steps, *durPtr(w))
+			}
+		}
 		if b.Cap > 0 {
 			s.Backoff.Cap = durPtr(b.Cap)
 		} else {

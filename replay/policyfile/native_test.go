@@ -251,6 +251,24 @@ edges:
 			budget: replay.BudgetSpec{Kind: replay.BudgetFinagle, Window: 10, Min: 10, Ratio: 0.2},
 		},
 		{
+			name: "linear backoff: base and increment",
+			yaml: "default:\n  backoff: {kind: linear, base: 20ms, increment: 20ms}\n  jitter: proportional\n  jitterFraction: 0.2\n",
+			edge: 1,
+			want: func(p *replay.Policy) {
+				p.Backoff = replay.Backoff{Kind: replay.BackoffLinear, Base: 0.02, Increment: 0.02, Cap: p.Backoff.Cap, Multiplier: p.Backoff.Multiplier,
+					Jitter: replay.JitterProportional, Fraction: 0.2}
+			},
+		},
+		{
+			name: "fibonacci backoff and a schedule's steps",
+			yaml: "default:\n  backoff: {kind: fibonacci, base: 10ms, increment: 10ms, steps: [10ms, 40ms, 20ms], noCap: true}\n",
+			edge: 1,
+			want: func(p *replay.Policy) {
+				p.Backoff = replay.Backoff{Kind: replay.BackoffFibonacci, Base: 0.01, Increment: 0.01, Multiplier: p.Backoff.Multiplier,
+					Steps: &replay.Steps{ByRetry: []float64{0.01, 0.04, 0.02}}, Jitter: p.Backoff.Jitter, Fraction: p.Backoff.Fraction}
+			},
+		},
+		{
 			name: "native keys override one field each and keep the rest",
 			yaml: `edges:
   - caller: api
@@ -417,8 +435,12 @@ func TestPolicyFileErrors(t *testing.T) {
 			want: []string{"edges[0].retry_policy.per_try_timeout: -100ms is negative"}},
 		{name: "unknown jitter", yaml: "default:\n  jitter: fulll\n", line: 2, col: 11,
 			want: []string{`default.jitter: "fulll": want none, full, equal, decorrelated, proportional`}},
-		{name: "unknown backoff kind", yaml: "default:\n  backoff: {kind: linear}\n",
-			want: []string{`default.backoff.kind: "linear"`}},
+		{name: "unknown backoff kind", yaml: "default:\n  backoff: {kind: polynomial}\n",
+			want: []string{`default.backoff.kind: "polynomial"`}},
+		{name: "negative increment", yaml: "default:\n  backoff: {kind: linear, base: 10ms, increment: -5ms}\n",
+			want: []string{`default.backoff.increment`}},
+		{name: "negative step", yaml: "default:\n  backoff: {kind: constant, steps: [10ms, -5ms]}\n",
+			want: []string{`default.backoff.steps`}},
 		{name: "unknown budget kind", yaml: "default:\n  budget: {kind: leaky}\n",
 			want: []string{`default.budget.kind: "leaky"`}},
 		{name: "budget parameter of another kind", yaml: "default:\n  budget: {kind: aws, max: 3}\n", line: 2,
@@ -559,7 +581,8 @@ func pfEveryKey() *PolicyFile {
 				EnvoyRetryBudget: &EnvoyRetryBudget{BudgetPercent: &EnvoyPercent{}},
 			}},
 			{Caller: "api", Callee: "inventory", Operation: "reserve", PolicySpec: PolicySpec{
-				MaxAttempts: pfPtr(1), Backoff: &BackoffSpec{Kind: replay.BackoffConstant, Base: d("1ms"), Multiplier: pfPtr(1.0), Cap: d("1h")},
+				MaxAttempts: pfPtr(1), Backoff: &BackoffSpec{Kind: replay.BackoffConstant, Base: d("1ms"), Multiplier: pfPtr(1.0), Increment: d("2ms"),
+					Steps: []Duration{*d("1ms"), *d("3ms")}, Cap: d("1h")},
 				Jitter: replay.JitterProportional, JitterFraction: pfPtr(0.0),
 				PerTryTimeout: d("0s"), Deadline: d("1m30s"), PropagateDeadline: pfPtr(false), HonorRetryAfter: pfPtr(false), HedgeAfter: d("1ns"),
 				Breaker: &BreakerSpec{ConsecutiveFailures: pfPtr(0), FailureRate: pfPtr(0.5), Window: d("10s"), MinRequests: pfPtr(0),

@@ -21,6 +21,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/go-retryablehttp"
+	goretry "github.com/sethvargo/go-retry"
 	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -112,6 +113,8 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 		c.send = c.sendBackoff
 	case libRetryGo:
 		c.send = c.sendRetryGo
+	case libGoRetry:
+		c.send = c.sendGoRetry
 	case libResty:
 		c.resty = resty.NewWithClient(c.client).
 			SetRetryCount(p.MaxAttempts - 1).
@@ -150,10 +153,18 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
 		c.send = c.sendHedged
 	case libRetryablehttp:
+		minWait, maxWait, backoff := p.Backoff.Base, p.Backoff.Cap, retryablehttp.DefaultBackoff
+		if p.Backoff.Kind == "linear" {
+			// LinearJitterBackoff draws from [min, max) the wait it
+			// multiplies by the retry's number: Base ± JitterFraction.
+			f := p.Backoff.JitterFraction
+			minWait, maxWait = time.Duration(float64(p.Backoff.Base)*(1-f)), time.Duration(float64(p.Backoff.Base)*(1+f))
+			backoff = retryablehttp.LinearJitterBackoff
+		}
 		c.rc = &retryablehttp.Client{
 			HTTPClient:   c.client,
-			RetryWaitMin: p.Backoff.Base,
-			RetryWaitMax: p.Backoff.Cap,
+			RetryWaitMin: minWait,
+			RetryWaitMax: maxWait,
 			RetryMax:     p.MaxAttempts - 1,
 			CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 				if ctx.Err() != nil {
@@ -161,7 +172,7 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 				}
 				return err != nil || retryableStatus(resp.StatusCode), nil
 			},
-			Backoff:      retryablehttp.DefaultBackoff,
+			Backoff:      backoff,
 			ErrorHandler: retryablehttp.PassthroughErrorHandler,
 		}
 		c.send = c.sendRetryablehttp
@@ -350,6 +361,22 @@ func (c *caller) sendRetryGo(ctx context.Context, r request) (result, error) {
 			retry.Attempts(uint(p.MaxAttempts)),
 			retry.RetryIf(func(err error) bool { return retryable(ctx, err) }),
 			retry.LastErrorOnly(true))...)
+}
+
+// sendGoRetry retries r with sethvargo/go-retry: a Fibonacci backoff
+// from the policy's base, made for each call (its state is the waits so
+// far), at most MaxAttempts−1 retries, a failure retried where the
+// shared predicate says so (retry.RetryableError).
+func (c *caller) sendGoRetry(ctx context.Context, r request) (result, error) {
+	p := c.edge.Policy
+	b := goretry.WithMaxRetries(uint64(p.MaxAttempts-1), goretry.NewFibonacci(p.Backoff.Base))
+	return goretry.DoValue(ctx, b, func(ctx context.Context) (result, error) {
+		res, err := c.attempt(ctx, r)
+		if err != nil && retryable(ctx, err) {
+			return res, goretry.RetryableError(err)
+		}
+		return res, err
+	})
 }
 
 // sendResiliency retries r with go-resiliency's retrier, which sleeps

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/avast/retry-go/v4"
+	"github.com/hashicorp/go-retryablehttp"
+	goretry "github.com/sethvargo/go-retry"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -39,6 +41,16 @@ func TestShortRetryBelowOtelhttp(t *testing.T) {
 // attempts, per-try timeouts included, are the simulation's.
 func TestShortGoResiliency(t *testing.T) {
 	checkShortRun(t, goResiliency())
+}
+
+// TestShortLinearAndFibonacci runs linear-jitter and fibonacci with one
+// root request per case: go-retryablehttp's LinearJitterBackoff and
+// go-retry's Fibonacci backoff make the attempts the simulation
+// predicts, and the files agree with the truth.
+func TestShortLinearAndFibonacci(t *testing.T) {
+	for _, sc := range []Scenario{linearJitter(), fibonacci()} {
+		t.Run(sc.Name, func(t *testing.T) { checkShortRun(t, sc) })
+	}
 }
 
 // TestShortAWSStandard runs aws-standard with one root request per case
@@ -410,5 +422,59 @@ func TestRetryGoDelay(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLinearAndFibonacciDelays holds what truth.json says of the
+// linear-jitter and fibonacci scenarios' policies to the waits the
+// libraries themselves compute: go-retryablehttp's LinearJitterBackoff
+// before retry n draws n·U[min, max), whose centre must be the truth's
+// base + (n−1)·increment and whose bounds its ±jitter_fraction (4000
+// draws: the mean within 3% of the width of its centre, the extremes
+// within 1% of it of the bounds); go-retry's NewFibonacci waits what
+// intendedWait says, retry by retry.
+func TestLinearAndFibonacciDelays(t *testing.T) {
+	lin := retryableHTTPLinear(5, 16*ms, 24*ms)
+	b := lin.Backoff
+	minWait, maxWait := time.Duration(float64(b.Base)*(1-b.JitterFraction)), time.Duration(float64(b.Base)*(1+b.JitterFraction))
+	if minWait != 16*ms || maxWait != 24*ms {
+		t.Fatalf("linear policy draws from [%v, %v), want [16ms, 24ms)", minWait, maxWait)
+	}
+	for n := 1; n < lin.MaxAttempts; n++ {
+		centre := b.Base + time.Duration(n-1)*b.Increment
+		lo, hi := time.Duration(float64(centre)*(1-b.JitterFraction)), time.Duration(float64(centre)*(1+b.JitterFraction))
+		var sum, least, most time.Duration
+		least = hi
+		const draws = 4000
+		for range draws {
+			d := retryablehttp.LinearJitterBackoff(minWait, maxWait, n-1, nil)
+			if d < lo || d >= hi {
+				t.Fatalf("retry %d: wait %v outside [%v, %v)", n, d, lo, hi)
+			}
+			sum, least, most = sum+d, min(least, d), max(most, d)
+		}
+		width := hi - lo
+		if diff := sum/draws - centre; diff > width*3/100 || -diff > width*3/100 {
+			t.Errorf("retry %d: mean wait %v, want %v ±3%% of %v", n, sum/draws, centre, width)
+		}
+		if least-lo > width/100 || hi-most > width/100 {
+			t.Errorf("retry %d: waits %v to %v do not fill [%v, %v)", n, least, most, lo, hi)
+		}
+	}
+	for _, base := range []time.Duration{10 * ms, 7 * ms} {
+		fib := goRetryFibonacci(6, base)
+		bo := goretry.WithMaxRetries(uint64(fib.MaxAttempts-1), goretry.NewFibonacci(base))
+		for n := 1; ; n++ {
+			d, stop := bo.Next()
+			if stop {
+				if n != fib.MaxAttempts {
+					t.Errorf("base %v: stopped before retry %d, want after %d retries", base, n, fib.MaxAttempts-1)
+				}
+				break
+			}
+			if want, ok := fib.intendedWait(n); !ok || d != want {
+				t.Errorf("base %v: retry %d waits %v, truth says %v", base, n, d, want)
+			}
+		}
 	}
 }

@@ -18,16 +18,20 @@ const (
 	libResty         = "github.com/go-resty/resty/v2"
 	libResiliency    = "github.com/eapache/go-resiliency/retrier"
 	libAWSRetry      = "github.com/aws/aws-sdk-go-v2/aws/retry"
+	libGoRetry       = "github.com/sethvargo/go-retry"
 )
 
 // Backoff describes the wait between attempts in the vocabulary of
-// truth.json: Kind is none, constant or exponential; Jitter is none,
+// truth.json: Kind is none, constant, exponential, linear (Base +
+// (n−1)·Increment before retry n) or fibonacci (Base, Base + Increment,
+// then the sum of the two waits before); Jitter is none,
 // proportional (±JitterFraction of the computed wait), additive
 // (+U[0, Additive) on top of it), equal (U[d/2, d)) or full (U[0, d)).
 type Backoff struct {
 	Kind           string
 	Base           time.Duration
 	Multiplier     float64
+	Increment      time.Duration
 	Cap            time.Duration
 	Jitter         string
 	JitterFraction float64
@@ -246,6 +250,33 @@ func retryableHTTP(attempts int, minWait, maxWait time.Duration) Policy {
 	}
 }
 
+// retryableHTTPLinear retries with hashicorp/go-retryablehttp's
+// LinearJitterBackoff: before retry n, n times a value drawn uniformly
+// from [minWait, maxWait), so (n·c)(1 ± f) with c the midpoint and f
+// (maxWait−minWait)/(maxWait+minWait): linear from c by c, proportional
+// jitter ±f. It reads no Retry-After.
+func retryableHTTPLinear(attempts int, minWait, maxWait time.Duration) Policy {
+	c := (minWait + maxWait) / 2
+	return Policy{
+		Library:     libRetryablehttp,
+		MaxAttempts: attempts,
+		Backoff: Backoff{Kind: "linear", Base: c, Increment: c, Jitter: "proportional",
+			JitterFraction: float64(maxWait-minWait) / float64(maxWait+minWait)},
+	}
+}
+
+// goRetryFibonacci retries with sethvargo/go-retry's NewFibonacci(base)
+// under WithMaxRetries(attempts−1): base, 2·base, 3·base, 5·base, …
+// before retries 1, 2, 3, 4 (its state starts at 0, base and each wait
+// is the sum of the two before), no jitter, no cap.
+func goRetryFibonacci(attempts int, base time.Duration) Policy {
+	return Policy{
+		Library:     libGoRetry,
+		MaxAttempts: attempts,
+		Backoff:     Backoff{Kind: "fibonacci", Base: base, Increment: base, Jitter: "none"},
+	}
+}
+
 // intendedWait is the wait before attempt index i (1-based retries) that
 // an unjittered policy asks for; false for jittered or no backoff.
 func (p Policy) intendedWait(i int) (time.Duration, bool) {
@@ -260,6 +291,14 @@ func (p Policy) intendedWait(i int) (time.Duration, bool) {
 		w := time.Duration(float64(b.Base) * math.Pow(b.Multiplier, float64(i-1)))
 		if b.Cap > 0 && w > b.Cap {
 			w = b.Cap
+		}
+		return w, true
+	case "linear":
+		return b.Base + time.Duration(i-1)*b.Increment, true
+	case "fibonacci":
+		prev, w := b.Increment, b.Base // the wait before retry 0 would be Increment
+		for range i - 1 {
+			prev, w = w, prev+w
 		}
 		return w, true
 	}

@@ -71,7 +71,65 @@ const ms = time.Millisecond
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName(),
-		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota()}
+		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota(),
+		linearJitter(), fibonacci()}
+}
+
+// linearJitter has inventory retry db with go-retryablehttp's
+// LinearJitterBackoff (issue 11): before retry n, n times a wait drawn
+// from [16ms, 24ms), so 20, 40, 60, 80ms ±20% (linear, base and
+// increment 20ms, proportional jitter): ratios 2, 1.5, 1.33, which a fit
+// from the first ratio reads as exponential ×2 with an invented cap.
+// Enough calls fail four times for the fourth wait to tell linear from
+// Fibonacci (80ms, not 100ms).
+func linearJitter() Scenario {
+	return Scenario{
+		Name: "linear-jitter",
+		Description: "inventory retries db with go-retryablehttp's LinearJitterBackoff (RetryWaitMin 16ms, RetryWaitMax 24ms, RetryMax 4): " +
+			"before retry n, n·U[16ms, 24ms), so 20, 40, 60, 80ms ±20%; 5 attempts, no Retry-After read.",
+		Seed: 17,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, retryableHTTPLinear(5, 16*ms, 24*ms)},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 10, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 10, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 10, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 14, Target: dbStock, Script: times(4, unavailable)},
+			{Count: 4, Target: dbStock, Script: times(5, unavailable)},
+		},
+	}
+}
+
+// fibonacci has inventory retry db with sethvargo/go-retry's
+// NewFibonacci(10ms) under WithMaxRetries(4), no jitter (issue 11):
+// 10, 20, 30, 50ms before retries 1 to 4, ratios 2, 1.5, 1.67, which no
+// exponential or linear schedule fits at every step.
+func fibonacci() Scenario {
+	return Scenario{
+		Name: "fibonacci",
+		Description: "inventory retries db with sethvargo/go-retry's NewFibonacci(10ms), WithMaxRetries(4): " +
+			"10, 20, 30, 50ms before retries 1 to 4, no jitter, 5 attempts.",
+		Seed: 19,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, goRetryFibonacci(5, 10*ms)},
+		},
+		Cases: []Case{
+			{Count: 20},
+			{Count: 8, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 8, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 8, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 10, Target: dbStock, Script: times(4, unavailable)},
+			{Count: 3, Target: dbStock, Script: times(5, unavailable)},
+		},
+	}
 }
 
 // fullJitter has two edges retry with avast/retry-go's full-jitter delay

@@ -117,9 +117,13 @@ type truthQuota struct {
 }
 
 type truthBackoff struct {
-	Kind           string   `json:"kind"`
-	BaseMS         *int64   `json:"base_ms"`
-	Multiplier     *float64 `json:"multiplier"`
+	Kind       string   `json:"kind"`
+	BaseMS     *int64   `json:"base_ms"`
+	Multiplier *float64 `json:"multiplier"`
+	// IncrementMS, for linear and fibonacci backoff: what each wait adds
+	// to the one before (linear), or the second wait to the first
+	// (fibonacci); written by the scenarios that have them.
+	IncrementMS    *int64   `json:"increment_ms,omitempty"`
 	CapMS          *int64   `json:"cap_ms"`
 	Jitter         string   `json:"jitter"`
 	JitterFraction *float64 `json:"jitter_fraction"`
@@ -224,6 +228,9 @@ func (te *truthEdge) configure(p Policy) {
 	}
 	if p.Backoff.Kind != "none" {
 		te.Backoff.BaseMS = millis(p.Backoff.Base)
+	}
+	if k := p.Backoff.Kind; k == "linear" || k == "fibonacci" {
+		te.Backoff.IncrementMS = millis(p.Backoff.Increment)
 	}
 	if p.Backoff.Kind == "exponential" {
 		te.Backoff.Multiplier = &p.Backoff.Multiplier

@@ -1,0 +1,330 @@
+package graph
+
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// The kind of a schedule: which formula fits every step of it. Each
+// step k (from 0) of a schedule the fit read has a 99% range [lo[k],
+// hi[k]] (WaitStep.RangeMS); a kind fits where some choice of its
+// parameters puts every step inside its range. A kind of two parameters
+// x and y whose step k is p[k]·x + q[k]·y (in milliseconds, or their
+// logarithms for exponential growth) asks whether a system of
+// inequalities lo[k] ≤ p[k]·x + q[k]·y ≤ hi[k] has a solution, which
+// eliminating y answers exactly (Fourier–Motzkin): some y lies between
+// every lower bound (lo[k] − p[k]·x)/q[k] and every upper bound (hi[j] −
+// p[j]·x)/q[j] where each lower bound lies below each upper bound, a
+// linear condition on x per pair.
+//
+//	constant:    base                            (every step alike)
+//	linear:      base + k·increment               (k = 0, 1, …)
+//	exponential: base·multiplierᵏ, capped         (log base + k·log multiplier)
+//	fibonacci:   base, base + increment, then each step the sum of the two before
+//
+// Fibonacci's steps are base·F(k−1) + (base + increment)·F(k) read as
+// p[k]·base + q[k]·increment: sethvargo/go-retry's NewFibonacci waits
+// base, 2·base, 3·base, 5·base (increment = base), tokio-retry's
+// FibonacciBackoff base, base, 2·base (increment 0).
+
+// fitRow is one inequality lo ≤ p·x + q·y ≤ hi of a two-parameter fit
+// (p, q ≥ 0; lo may be −∞, hi +∞).
+type fitRow struct{ p, q, lo, hi float64 }
+
+// fitTol absorbs rounding in the ranges (milliseconds rounded to a
+// microsecond, and the logarithms of them).
+const fitTol = 1e-9
+
+// xRange returns the values of x for which some y satisfies every row,
+// an interval [lo, hi] (ok false where there is none).
+func xRange(rows []fitRow) (lo, hi float64, ok bool) {
+	lo, hi = math.Inf(-1), math.Inf(1)
+	bound := func(c, r float64) { // c·x ≤ r
+		switch {
+		case c > fitTol:
+			hi = min(hi, r/c)
+		case c < -fitTol:
+			lo = max(lo, r/c)
+		case r < -fitTol*(1+math.Abs(r)):
+			ok = false
+		}
+	}
+	ok = true
+	for _, a := range rows {
+		if a.q == 0 {
+			// lo ≤ p·x ≤ hi bounds x itself.
+			if a.p > 0 {
+				if !math.IsInf(a.lo, -1) {
+					bound(-a.p, -a.lo)
+				}
+				if !math.IsInf(a.hi, 1) {
+					bound(a.p, a.hi)
+				}
+			} else if a.lo > a.hi+fitTol {
+				ok = false
+			}
+			continue
+		}
+		if math.IsInf(a.lo, -1) {
+			continue
+		}
+		// y ≥ (a.lo − a.p·x)/a.q against every y ≤ (b.hi − b.p·x)/b.q:
+		// x·(a.q·b.p − b.q·a.p) ≤ a.q·b.hi − b.q·a.lo.
+		for _, b := range rows {
+			if b.q == 0 || math.IsInf(b.hi, 1) {
+				continue
+			}
+			bound(a.q*b.p-b.q*a.p, a.q*b.hi-b.q*a.lo)
+		}
+	}
+	if !ok || lo > hi+fitTol*(1+math.Abs(hi)) {
+		return 0, 0, false
+	}
+	return lo, max(lo, hi), true
+}
+
+// yRange returns the values of y the rows allow once x is fixed.
+func yRange(rows []fitRow, x float64) (lo, hi float64) {
+	lo, hi = math.Inf(-1), math.Inf(1)
+	for _, a := range rows {
+		if a.q == 0 {
+			continue
+		}
+		lo = max(lo, (a.lo-a.p*x)/a.q)
+		hi = min(hi, (a.hi-a.p*x)/a.q)
+	}
+	return lo, hi
+}
+
+// swapped is the rows with x and y exchanged, so that xRange gives the
+// range of y over every x that fits.
+func swapped(rows []fitRow) []fitRow {
+	s := make([]fitRow, len(rows))
+	for i, a := range rows {
+		s[i] = fitRow{p: a.q, q: a.p, lo: a.lo, hi: a.hi}
+	}
+	return s
+}
+
+// stepRows are the rows of a two-parameter kind over the steps' ranges,
+// step k being coef(k)·(x, y), plus y ≥ 0 (a schedule that grows).
+func stepRows(lo, hi []float64, coef func(k int) (p, q float64)) []fitRow {
+	rows := []fitRow{{p: 0, q: 1, lo: 0, hi: math.Inf(1)}}
+	for k := range lo {
+		p, q := coef(k)
+		rows = append(rows, fitRow{p: p, q: q, lo: lo[k], hi: hi[k]})
+	}
+	return rows
+}
+
+// linearCoef is step k of base + k·increment.
+func linearCoef(k int) (p, q float64) { return 1, float64(k) }
+
+// fibonacciCoef is step k of a Fibonacci schedule from base and base +
+// increment: base·(F(k−1) + F(k)) + increment·F(k), F(−1) = 1, F(0) = 0
+// (steps base, base + increment, 2·base + increment, 3·base + 2·increment, …).
+func fibonacciCoef(k int) (p, q float64) {
+	fPrev, f := 1.0, 0.0 // F(k−1), F(k)
+	for range k {
+		fPrev, f = f, fPrev+f
+	}
+	return fPrev + f, f
+}
+
+// constantFits reports whether one wait lies in every range.
+func constantFits(lo, hi []float64) bool {
+	return slices.Max(lo) <= slices.Min(hi)+fitTol
+}
+
+// twoParamFit is a two-parameter kind fitted to a schedule: whether it
+// fits, and the y (increment) that goes with the base the schedule read
+// first, with the range of y over every fit [yLo, yHi].
+type twoParamFit struct {
+	ok          bool
+	y, yLo, yHi float64
+}
+
+// fitTwo fits the rows; x is read at base (the first step as read),
+// moved into the range of x that fits, and y at the least-squares
+// choice for that x (est: the steps as read) moved into its range.
+func fitTwo(rows []fitRow, coef func(k int) (p, q float64), est []float64) twoParamFit {
+	xlo, xhi, ok := xRange(rows)
+	if !ok {
+		return twoParamFit{}
+	}
+	ylo, yhi, _ := xRange(swapped(rows))
+	x := min(max(est[0], xlo), xhi)
+	var num, den float64
+	for k, s := range est {
+		p, q := coef(k)
+		num, den = num+q*(s-p*x), den+q*q
+	}
+	y := 0.0
+	if den > 0 {
+		y = num / den
+	}
+	at, atHi := yRange(rows, x)
+	y = min(max(y, at), atHi)
+	return twoParamFit{ok: true, y: y, yLo: ylo, yHi: yhi}
+}
+
+// exponentialFits reports whether base·multiplierᵏ (multiplier ≥ 1) fits
+// the steps before capAt (all of them where capAt < 0) and one cap fits
+// the steps from capAt on.
+func exponentialFits(lo, hi []float64, capAt int) bool {
+	n := len(lo)
+	if capAt > 0 {
+		if !constantFits(lo[capAt:], hi[capAt:]) {
+			return false
+		}
+		n = capAt
+	}
+	llo, lhi := make([]float64, n), make([]float64, n)
+	for k := range n {
+		llo[k], lhi[k] = math.Inf(-1), math.Inf(1)
+		if lo[k] > 0 {
+			llo[k] = math.Log(lo[k])
+		}
+		if hi[k] <= 0 {
+			return false // a step of no wait: no growth from it
+		}
+		lhi[k] = math.Log(hi[k])
+	}
+	_, _, ok := xRange(stepRows(llo, lhi, linearCoef))
+	return ok
+}
+
+// minFibonacciSteps is how many steps a Fibonacci schedule needs for its
+// kind to be claimed: its rule (each step the sum of the two before)
+// seen twice. Three steps base, 2·base, 3·base are also linear's (base =
+// increment, as go-retryablehttp's LinearJitterBackoff and Polly's
+// linear backoff have it).
+const minFibonacciSteps = 4
+
+// Kinds are told apart by how they fit the steps jointly: each step's
+// range holds its schedule 99% of the time on its own, and a fit may
+// thread through the edges of several ranges at once, which the steps
+// together put far below 1%. A kind fits jointly where, fitted by
+// weighted least squares (each step weighted by the inverse square of
+// its standard error on the side of the fit: the lesser of its range's
+// half-width there over z99 and what the spread of its waits gives,
+// scheduleKind), the steps' squared deviations from it sum to no more
+// than the chi-squared distribution with as many degrees of freedom as
+// steps beyond its parameters passes 99% of the time (jointAlpha).
+const jointAlpha = 0.01
+
+// jointFits reports whether the steps ms sit close enough to their
+// weighted least-squares fit p[k]·x + q[k]·y (q nil: a single x) for
+// chance. A step's range need not be symmetric (timers fire late, never
+// early; jitter's bounds are read from one side): its standard error is
+// the half of the range on the side of the fit, seLo[k] below the step
+// and seHi[k] above it, the fit read again with those once.
+func jointFits(ms, seLo, seHi []float64, p, q []float64) bool {
+	se := make([]float64, len(ms))
+	for k := range ms {
+		se[k] = (seLo[k] + seHi[k]) / 2
+	}
+	coef := func(k int) (float64, float64) {
+		if q == nil {
+			return p[k], 0
+		}
+		return p[k], q[k]
+	}
+	fit := func() (x, y float64, params int) {
+		var spp, spq, sqq, sps, sqs float64
+		for k, s := range ms {
+			w := 1 / (se[k] * se[k])
+			pk, qk := coef(k)
+			spp, spq, sqq = spp+w*pk*pk, spq+w*pk*qk, sqq+w*qk*qk
+			sps, sqs = sps+w*pk*s, sqs+w*qk*s
+		}
+		det := spp*sqq - spq*spq
+		if q == nil || math.Abs(det) < fitTol*spp*sqq {
+			return sps / spp, 0, 1
+		}
+		return (sps*sqq - sqs*spq) / det, (spp*sqs - spq*sps) / det, 2
+	}
+	sided := func(x, y float64) {
+		for k, s := range ms {
+			pk, qk := coef(k)
+			if pk*x+qk*y < s {
+				se[k] = seLo[k]
+			} else {
+				se[k] = seHi[k]
+			}
+		}
+	}
+	x, y, params := fit()
+	sided(x, y)
+	x, y, params = fit()
+	sided(x, y)
+	dof := len(ms) - params
+	if dof < 1 {
+		return true
+	}
+	chi := 0.0
+	for k, s := range ms {
+		pk, qk := coef(k)
+		d := (s - pk*x - qk*y) / se[k]
+		chi += d * d
+	}
+	return chi <= distuv.ChiSquared{K: float64(dof)}.Quantile(1-jointAlpha)
+}
+
+// stepErrors returns each step's standard errors below and above it from
+// its 99% range (at least 1 µs, so that a step read exactly weighs
+// finitely).
+func stepErrors(ms, lo, hi []float64) (below, above []float64) {
+	below, above = make([]float64, len(lo)), make([]float64, len(lo))
+	for k := range lo {
+		below[k], above[k] = max((ms[k]-lo[k])/z99, 1e-3), max((hi[k]-ms[k])/z99, 1e-3)
+	}
+	return below, above
+}
+
+// jointKind reports whether kind k fits the steps jointly (jointFits):
+// a growth kind its steps before capAt (all where capAt ≤ 0), and one
+// cap those from capAt on; exponential growth in logarithms (the
+// standard error of log s about se/s).
+func jointKind(k BackoffKind, ms, seLo, seHi []float64, capAt int) bool {
+	coefs := func(n int, coef func(int) (float64, float64)) (p, q []float64) {
+		for i := range n {
+			pi, qi := coef(i)
+			p, q = append(p, pi), append(q, qi)
+		}
+		return p, q
+	}
+	if k == BackoffConstant {
+		p, _ := coefs(len(ms), linearCoef)
+		return jointFits(ms, seLo, seHi, p, nil)
+	}
+	n := len(ms)
+	if capAt > 0 {
+		p, _ := coefs(n-capAt, linearCoef)
+		if !jointFits(ms[capAt:], seLo[capAt:], seHi[capAt:], p, nil) {
+			return false
+		}
+		n = capAt
+	}
+	switch k {
+	case BackoffLinear:
+		p, q := coefs(n, linearCoef)
+		return jointFits(ms[:n], seLo[:n], seHi[:n], p, q)
+	case BackoffFibonacci:
+		p, q := coefs(n, fibonacciCoef)
+		return jointFits(ms[:n], seLo[:n], seHi[:n], p, q)
+	case BackoffExponential:
+		lms, llo, lhi := make([]float64, n), make([]float64, n), make([]float64, n)
+		for i := range n {
+			if ms[i] <= 0 {
+				return false
+			}
+			lms[i], llo[i], lhi[i] = math.Log(ms[i]), seLo[i]/ms[i], seHi[i]/ms[i]
+		}
+		p, q := coefs(n, linearCoef)
+		return jointFits(lms, llo, lhi, p, q)
+	}
+	return false
+}
