@@ -18,13 +18,6 @@ import (
 func TestScheduleKind(t *testing.T) {
 	late := func(rng *rand.Rand) float64 { return 0.6 * rng.Float64() }
 	prop := func(rng *rand.Rand, f float64) float64 { return 1 + f*(2*rng.Float64()-1) }
-	fib := func(base, inc float64, k int) float64 {
-		prev, w := inc, base
-		for range k {
-			prev, w = w, prev+w
-		}
-		return w
-	}
 	for _, tc := range []struct {
 		name       string
 		calls      int
@@ -55,13 +48,13 @@ func TestScheduleKind(t *testing.T) {
 			wait: func(rng *rand.Rand, k int) float64 { return float64(k+1)*(16+8*rng.Float64()) + late(rng) },
 			kind: BackoffLinear, increment: 20},
 		{name: "fibonacci 10, 20, 30, 50, 80ms (sethvargo/go-retry)", calls: 15, retries: 5,
-			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 10, k) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return fibWait(10, 10, k) + late(rng) },
 			kind: BackoffFibonacci, increment: 10},
 		{name: "fibonacci 10, 10, 20, 30, 50ms (first ratio 1, once read constant)", calls: 15, retries: 5,
-			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 0, k) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return fibWait(10, 0, k) + late(rng) },
 			kind: BackoffFibonacci, increment: 0},
 		{name: "fibonacci 20, 40, 60, 100ms ±10%", calls: 40, retries: 4,
-			wait: func(rng *rand.Rand, k int) float64 { return fib(20, 20, k)*prop(rng, 0.1) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return fibWait(20, 20, k)*prop(rng, 0.1) + late(rng) },
 			kind: BackoffFibonacci, increment: 20},
 		{name: "linear 10ms + 10ms·k capped at 40ms (Polly's and Spring's max delay)", calls: 15, retries: 6,
 			wait: func(rng *rand.Rand, k int) float64 { return min(10*float64(k+1), 40) + late(rng) },
@@ -70,10 +63,10 @@ func TestScheduleKind(t *testing.T) {
 			wait: func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) },
 			kind: BackoffLinear, increment: 10},
 		{name: "fibonacci capped at 50ms (go-retry's WithCappedDuration)", calls: 15, retries: 6,
-			wait: func(rng *rand.Rand, k int) float64 { return min(fib(10, 10, k), 50) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return min(fibWait(10, 10, k), 50) + late(rng) },
 			kind: BackoffFibonacci, increment: 10, capMS: 50},
 		{name: "three steps 10, 10, 20ms: only Fibonacci fits, its rule seen once", calls: 15, retries: 3,
-			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 0, k) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return fibWait(10, 0, k) + late(rng) },
 			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci}, warning: "fit only fibonacci backoff"},
 		{name: "three steps 10, 20, 30ms: linear's and Fibonacci's alike", calls: 15, retries: 3,
 			wait: func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) },
@@ -176,6 +169,45 @@ func TestXRange(t *testing.T) {
 	}
 }
 
+// fibWait is step k of a Fibonacci schedule from base and base + inc.
+func fibWait(base, inc float64, k int) float64 {
+	prev, w := inc, base
+	for range k {
+		prev, w = w, prev+w
+	}
+	return w
+}
+
+// heldOutSchedules are schedules of other libraries than the samples':
+// exponential ×2 and ×1.5, linear with base = increment
+// (go-retryablehttp's, Polly's) and 10ms + 5ms·k (tenacity's
+// wait_incrementing), Fibonacci from 10, 20 (go-retry) and from 10, 10
+// (tokio-retry).
+var heldOutSchedules = []struct {
+	name  string
+	truth BackoffKind
+	at    func(k int) float64
+}{
+	{"exponential ×2", BackoffExponential, func(k int) float64 { return 20 * math.Pow(2, float64(k)) }},
+	{"exponential ×1.5", BackoffExponential, func(k int) float64 { return 20 * math.Pow(1.5, float64(k)) }},
+	{"linear 20ms·(k+1)", BackoffLinear, func(k int) float64 { return 20 * float64(k+1) }},
+	{"linear 10ms + 5ms·k", BackoffLinear, func(k int) float64 { return 10 + 5*float64(k) }},
+	{"fibonacci 10, 20", BackoffFibonacci, func(k int) float64 { return fibWait(10, 10, k) }},
+	{"fibonacci 10, 10", BackoffFibonacci, func(k int) float64 { return fibWait(10, 0, k) }},
+}
+
+// heldOutJitters are the jitters the held-out schedules are drawn with.
+var heldOutJitters = []struct {
+	name string
+	of   func(rng *rand.Rand, d float64) float64
+}{
+	{"none", func(rng *rand.Rand, d float64) float64 { return d }},
+	{"±20%", func(rng *rand.Rand, d float64) float64 { return d * (0.8 + 0.4*rng.Float64()) }},
+	{"full", func(rng *rand.Rand, d float64) float64 { return d * rng.Float64() }},
+	{"equal", func(rng *rand.Rand, d float64) float64 { return d/2 + d/2*rng.Float64() }},
+	{"+U[0,15ms)", func(rng *rand.Rand, d float64) float64 { return d + 15*rng.Float64() }},
+}
+
 // TestKindAcrossSchedules holds the kind rule to schedules of other
 // libraries than the samples': exponential ×2 and ×1.5, linear (base =
 // increment as go-retryablehttp's and Polly's, and 10ms + 5ms·k as
@@ -190,40 +222,11 @@ func TestXRange(t *testing.T) {
 // fit (586 without: kindEvidenceRatio). The first ratio alone claimed a
 // wrong kind on 705.
 func TestKindAcrossSchedules(t *testing.T) {
-	fib := func(base, inc float64, k int) float64 {
-		prev, w := inc, base
-		for range k {
-			prev, w = w, prev+w
-		}
-		return w
-	}
-	schedules := []struct {
-		name  string
-		truth BackoffKind
-		at    func(k int) float64
-	}{
-		{"exponential ×2", BackoffExponential, func(k int) float64 { return 20 * math.Pow(2, float64(k)) }},
-		{"exponential ×1.5", BackoffExponential, func(k int) float64 { return 20 * math.Pow(1.5, float64(k)) }},
-		{"linear 20ms·(k+1)", BackoffLinear, func(k int) float64 { return 20 * float64(k+1) }},
-		{"linear 10ms + 5ms·k", BackoffLinear, func(k int) float64 { return 10 + 5*float64(k) }},
-		{"fibonacci 10, 20", BackoffFibonacci, func(k int) float64 { return fib(10, 10, k) }},
-		{"fibonacci 10, 10", BackoffFibonacci, func(k int) float64 { return fib(10, 0, k) }},
-	}
-	jitters := []struct {
-		name string
-		of   func(rng *rand.Rand, d float64) float64
-	}{
-		{"none", func(rng *rand.Rand, d float64) float64 { return d }},
-		{"±20%", func(rng *rand.Rand, d float64) float64 { return d * (0.8 + 0.4*rng.Float64()) }},
-		{"full", func(rng *rand.Rand, d float64) float64 { return d * rng.Float64() }},
-		{"equal", func(rng *rand.Rand, d float64) float64 { return d/2 + d/2*rng.Float64() }},
-		{"+U[0,15ms)", func(rng *rand.Rand, d float64) float64 { return d + 15*rng.Float64() }},
-	}
 	edges, wrong, right := 0, 0, 0
-	for _, j := range jitters {
+	for _, j := range heldOutJitters {
 		for _, retries := range []int{3, 4, 5} {
 			for _, calls := range []int{10, 30} {
-				for _, s := range schedules {
+				for _, s := range heldOutSchedules {
 					for seed := uint64(1); seed <= 6; seed++ {
 						b := newBuilder()
 						chainOf(b, calls, seed*31+uint64(retries), retries, func(rng *rand.Rand, k int) float64 {
@@ -300,25 +303,29 @@ func TestEvidenceOf(t *testing.T) {
 }
 
 // TestJointKindOverhead: an overhead every wait shares is fitted for the
-// kinds it does not drop out of, up to what the noise allows: an
-// exponential or Fibonacci schedule read 3ms long at every step, with
-// errors of a tenth of a millisecond, fits with 4ms of overhead allowed,
-// not with none or 1ms; linear growth absorbs it in its base either way.
+// kinds it does not drop out of, up to what the noise allows, and counted
+// as a parameter: an exponential or Fibonacci schedule read 3ms long at
+// every step, with errors of a tenth of a millisecond, fits with 4ms of
+// overhead allowed (three parameters), not with none or 1ms (two);
+// linear growth absorbs it in its base either way.
 func TestJointKindOverhead(t *testing.T) {
 	fib := []float64{10, 20, 30, 50, 80}
+	exp := func(k int) float64 { return 10 * math.Pow(2, float64(k)) }
 	for _, tc := range []struct {
-		name string
-		kind BackoffKind
-		at   func(k int) float64
-		oMax float64
-		ok   bool
+		name   string
+		kind   BackoffKind
+		at     func(k int) float64
+		oMax   float64
+		ok     bool
+		params int
 	}{
-		{"exponential, no overhead allowed", BackoffExponential, func(k int) float64 { return 10 * math.Pow(2, float64(k)) }, 0, false},
-		{"exponential, 1ms allowed", BackoffExponential, func(k int) float64 { return 10 * math.Pow(2, float64(k)) }, 1, false},
-		{"exponential, 4ms allowed", BackoffExponential, func(k int) float64 { return 10 * math.Pow(2, float64(k)) }, 4, true},
-		{"fibonacci, no overhead allowed", BackoffFibonacci, func(k int) float64 { return fib[k] }, 0, false},
-		{"fibonacci, 4ms allowed", BackoffFibonacci, func(k int) float64 { return fib[k] }, 4, true},
-		{"linear, no overhead allowed", BackoffLinear, func(k int) float64 { return 10 + 7*float64(k) }, 0, true},
+		{"exponential, no overhead allowed", BackoffExponential, exp, 0, false, 2},
+		{"exponential, 1ms allowed", BackoffExponential, exp, 1, false, 3},
+		{"exponential, 4ms allowed", BackoffExponential, exp, 4, true, 3},
+		{"fibonacci, no overhead allowed", BackoffFibonacci, func(k int) float64 { return fib[k] }, 0, false, 2},
+		{"fibonacci, 4ms allowed", BackoffFibonacci, func(k int) float64 { return fib[k] }, 4, true, 3},
+		{"linear, no overhead allowed", BackoffLinear, func(k int) float64 { return 10 + 7*float64(k) }, 0, true, 2},
+		{"linear, 4ms allowed: its base absorbs it", BackoffLinear, func(k int) float64 { return 10 + 7*float64(k) }, 4, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ms, se := make([]float64, 5), make([]float64, 5)
@@ -326,9 +333,65 @@ func TestJointKindOverhead(t *testing.T) {
 				ms[k], se[k] = tc.at(k)+3, 0.1
 			}
 			f := jointKind(tc.kind, ms, se, se, -1, tc.oMax)
-			if f.ok != tc.ok || f.params != 2 {
-				t.Errorf("fits %v with %d parameters (χ² %.2f), want %v with 2", f.ok, f.params, f.chi, tc.ok)
+			if f.ok != tc.ok || f.params != tc.params {
+				t.Errorf("fits %v with %d parameters (χ² %.2f), want %v with %d", f.ok, f.params, f.chi, tc.ok, tc.params)
 			}
 		})
+	}
+}
+
+// TestKindWithOverhead holds the kind rule to the held-out schedules
+// where the traces carry network legs that vary (client spans 0.3 to
+// 2.3ms longer than their server's) and every wait a fixed 1.5ms of
+// overhead on top of its timer: the case that fitting the overhead,
+// rather than padding every step's error for it, is about. 3 and 4
+// retries, 15 or 40 calls, four seeds: 480 edges. Main before the
+// overhead was fitted and kinds compared (e5fcbb5) claimed a wrong kind
+// on 69 (14.4%) and the right one on 142; the rule must claim fewer
+// wrong ones (62 when written, 12.9%: on 39 of them the jitter itself is
+// left unknown, the legs widening the noise the waits are judged
+// against) and still the right kind on a quarter (129 when written).
+func TestKindWithOverhead(t *testing.T) {
+	edges, wrong, right := 0, 0, 0
+	for ji, j := range heldOutJitters {
+		for _, retries := range []int{3, 4} {
+			for _, calls := range []int{15, 40} {
+				for _, s := range heldOutSchedules {
+					for seed := uint64(1); seed <= 4; seed++ {
+						rng := rand.New(rand.NewPCG(seed*97+uint64(7*retries+ji), 3))
+						b := newBuilder()
+						sequential(b, calls, "api", func(root, _ int) {
+							at := 10.0
+							for k := 0; k <= retries; k++ {
+								leg := 0.3 + 2*rng.Float64()
+								status := httpStatus(503)
+								if k == retries {
+									status = httpStatus(200)
+								}
+								c := b.client(root, "backend", at, 5+leg, status)
+								b.server(c, "backend", "GET /stock", at+leg/2, 5)
+								at += 5 + leg
+								if k < retries {
+									at += j.of(rng, s.at(k)) + 1.5 + 0.6*rng.Float64()
+								}
+							}
+						})
+						bo := edge(t, b.infer(), "api", "backend").Backoff
+						edges++
+						switch bo.Kind {
+						case s.truth:
+							right++
+						case BackoffUnknown:
+						default:
+							wrong++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d edges: %d the right kind, %d a wrong one, %d unknown", edges, right, wrong, edges-right-wrong)
+	if wrong*100 > 13*edges || right*4 < edges {
+		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 13%% wrong and at least 25%% right", edges, right, wrong)
 	}
 }
