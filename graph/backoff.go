@@ -525,7 +525,15 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			se[k] = math.Inf(1) // too few waits for their middle half to say: the range's
 		}
 	}
-	b.Kind, b.KindCandidates = scheduleKind(b.Schedule, legacy, capAt, se)
+	// Each step's standard error below and above it: the lesser of what
+	// its range allows (99%, before the padding for an overhead, which
+	// the joint fit takes as a parameter of its own: jointKind) and what
+	// the spread of its waits gives.
+	seLo, seHi := stepErrors(sched, slo, shi)
+	for k := range seLo {
+		seLo[k], seHi[k] = min(seLo[k], se[k]), min(seHi[k], se[k])
+	}
+	b.Kind, b.KindCandidates, b.KindEvidence = scheduleKind(b.Schedule, legacy, capAt, seLo, seHi, oMax)
 	switch b.Kind {
 	case BackoffExponential:
 		if n == 0 {
@@ -573,9 +581,11 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 // scheduleKind names the kind of a schedule of two or more steps. The
 // first steps give a reading (legacy: constant or exponential, capped
 // from capAt where capAt > 0). A kind is claimed only where it fits every
-// step within its range (kindfit.go) and no other kind fits the steps
-// jointly (jointKind), the joint fit being what tells kinds apart; with
-// two steps, which any growth of two parameters fits, the reading stands
+// step within its range (kindfit.go) and, of the kinds that fit the steps
+// jointly (jointKind), either it alone does or it fits them best by a
+// likelihood ratio of kindEvidenceRatio or more over each of the others
+// (kindFit.aic): the joint fit being what tells kinds apart. With two
+// steps, which any growth of two parameters fits, the reading stands
 // where it fits. Where no kind fits jointly, the ranges alone decide: the
 // reading if it fits them, else the one kind that does. Otherwise the
 // kind is unknown, with candidates naming the kinds that fit the ranges
@@ -583,16 +593,16 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 // claimed only with minFibonacciSteps steps, its rule seen twice (10, 20,
 // 30ms is also linear's). A constant reading leaves out exponential and
 // linear growth where it fits (they hold it, with a multiplier of 1 or no
-// increment), an exponential one the constant kind.
-func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, se []float64) (BackoffKind, []BackoffKind) {
+// increment), an exponential one the constant kind. Where several kinds
+// fit jointly, the evidence says which fits best and by how much over the
+// next, claimed or not.
+//
+// seLo and seHi are each step's standard errors below and above it, and
+// oMax the most overhead (time every wait shares) the ranges of steps
+// allow for, which the joint fit takes as a parameter rather than an
+// error (jointKind).
+func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, seLo, seHi []float64, oMax float64) (BackoffKind, []BackoffKind, *KindEvidence) {
 	lo, hi, ms := stepRanges(steps)
-	// Each step's standard error below and above it: the lesser of what
-	// its range allows (99%, padded for overhead and late timers) and
-	// what the spread of its waits gives.
-	seLo, seHi := stepErrors(ms, lo, hi)
-	for k := range seLo {
-		seLo[k], seHi[k] = min(seLo[k], se[k]), min(seHi[k], se[k])
-	}
 	fits := map[BackoffKind]bool{
 		BackoffConstant:    constantFits(lo, hi),
 		BackoffExponential: exponentialFits(lo, hi, capAt),
@@ -617,6 +627,7 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, se []float64)
 	// fit the steps jointly (jointKind), whether or not every range holds
 	// them: each stands in the way of any other's claim.
 	var fitting, joint []BackoffKind
+	var jointFit []kindFit
 	for _, k := range []BackoffKind{BackoffConstant, BackoffExponential, BackoffFibonacci, BackoffLinear} {
 		if nested(k) || k == BackoffFibonacci && len(steps) < 3 {
 			continue
@@ -624,10 +635,13 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, se []float64)
 		if fits[k] {
 			fitting = append(fitting, k)
 		}
-		if jointKind(k, ms, seLo, seHi, max(capFrom[k], -1)) {
-			joint = append(joint, k)
+		if f := jointKind(k, ms, seLo, seHi, max(capFrom[k], -1), oMax); f.ok {
+			joint, jointFit = append(joint, k), append(jointFit, f)
 		}
 	}
+	// Several kinds fit jointly: the one that fits best, and by how much
+	// over the next (the kinds in a fixed order where they fit alike).
+	ev := evidenceOf(jointFit)
 	claimable := func(k BackoffKind) bool {
 		return fits[k] && (k != BackoffFibonacci || len(steps) >= minFibonacciSteps)
 	}
@@ -635,16 +649,18 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, se []float64)
 	case fits[legacy] && len(steps) < 3:
 		// Two steps fit any growth of two parameters: the first steps'
 		// reading stands.
-		return legacy, nil
+		return legacy, nil, nil
 	case len(joint) == 1 && claimable(joint[0]):
-		return joint[0], nil
+		return joint[0], nil, nil
+	case ev != nil && claimable(ev.Best) && ev.Ratio >= kindEvidenceRatio:
+		return ev.Best, nil, ev
 	case len(joint) == 0 && fits[legacy]:
 		// No kind fits the steps jointly (late waits the ranges allow
 		// for, one at a time): the ranges alone decide, and the first
 		// steps' reading fits them.
-		return legacy, nil
+		return legacy, nil, nil
 	case len(joint) == 0 && len(fitting) == 1 && claimable(fitting[0]):
-		return fitting[0], nil
+		return fitting[0], nil, nil
 	}
 	c := slices.Clone(fitting)
 	for _, k := range joint {
@@ -653,7 +669,7 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, se []float64)
 		}
 	}
 	slices.Sort(c)
-	return BackoffUnknown, c
+	return BackoffUnknown, c, ev
 }
 
 // minSpreadWaits is how many waits a step needs for their spread to

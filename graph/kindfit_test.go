@@ -18,13 +18,6 @@ import (
 func TestScheduleKind(t *testing.T) {
 	late := func(rng *rand.Rand) float64 { return 0.6 * rng.Float64() }
 	prop := func(rng *rand.Rand, f float64) float64 { return 1 + f*(2*rng.Float64()-1) }
-	fib := func(base, inc float64, k int) float64 {
-		prev, w := inc, base
-		for range k {
-			prev, w = w, prev+w
-		}
-		return w
-	}
 	for _, tc := range []struct {
 		name       string
 		calls      int
@@ -39,6 +32,11 @@ func TestScheduleKind(t *testing.T) {
 		// warning, for an unknown kind, is what the topology's warning
 		// about it must say.
 		warning string
+		// best and over, where set, are the kinds the evidence must
+		// compare (several fit jointly), its ratio at least minRatio and
+		// below maxRatio (0: no bound); unset, there must be none.
+		best, over         BackoffKind
+		minRatio, maxRatio float64
 	}{
 		{name: "linear 20ms + 20ms·k, no jitter (ratios 2, 1.5, 1.33)", calls: 20, retries: 4,
 			wait: func(rng *rand.Rand, k int) float64 { return 20*float64(k+1) + late(rng) },
@@ -50,13 +48,13 @@ func TestScheduleKind(t *testing.T) {
 			wait: func(rng *rand.Rand, k int) float64 { return float64(k+1)*(16+8*rng.Float64()) + late(rng) },
 			kind: BackoffLinear, increment: 20},
 		{name: "fibonacci 10, 20, 30, 50, 80ms (sethvargo/go-retry)", calls: 15, retries: 5,
-			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 10, k) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return fibWait(10, 10, k) + late(rng) },
 			kind: BackoffFibonacci, increment: 10},
 		{name: "fibonacci 10, 10, 20, 30, 50ms (first ratio 1, once read constant)", calls: 15, retries: 5,
-			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 0, k) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return fibWait(10, 0, k) + late(rng) },
 			kind: BackoffFibonacci, increment: 0},
 		{name: "fibonacci 20, 40, 60, 100ms ±10%", calls: 40, retries: 4,
-			wait: func(rng *rand.Rand, k int) float64 { return fib(20, 20, k)*prop(rng, 0.1) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return fibWait(20, 20, k)*prop(rng, 0.1) + late(rng) },
 			kind: BackoffFibonacci, increment: 20},
 		{name: "linear 10ms + 10ms·k capped at 40ms (Polly's and Spring's max delay)", calls: 15, retries: 6,
 			wait: func(rng *rand.Rand, k int) float64 { return min(10*float64(k+1), 40) + late(rng) },
@@ -65,14 +63,15 @@ func TestScheduleKind(t *testing.T) {
 			wait: func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) },
 			kind: BackoffLinear, increment: 10},
 		{name: "fibonacci capped at 50ms (go-retry's WithCappedDuration)", calls: 15, retries: 6,
-			wait: func(rng *rand.Rand, k int) float64 { return min(fib(10, 10, k), 50) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return min(fibWait(10, 10, k), 50) + late(rng) },
 			kind: BackoffFibonacci, increment: 10, capMS: 50},
 		{name: "three steps 10, 10, 20ms: only Fibonacci fits, its rule seen once", calls: 15, retries: 3,
-			wait: func(rng *rand.Rand, k int) float64 { return fib(10, 0, k) + late(rng) },
+			wait: func(rng *rand.Rand, k int) float64 { return fibWait(10, 0, k) + late(rng) },
 			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci}, warning: "fit only fibonacci backoff"},
 		{name: "three steps 10, 20, 30ms: linear's and Fibonacci's alike", calls: 15, retries: 3,
 			wait: func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) },
-			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci, BackoffLinear}, warning: "fit several backoff kinds (fibonacci, linear)"},
+			kind: BackoffUnknown, candidates: []BackoffKind{BackoffFibonacci, BackoffLinear}, warning: "fit several backoff kinds (fibonacci, linear)",
+			best: BackoffLinear, over: BackoffFibonacci, minRatio: 1, maxRatio: 2},
 		{name: "exponential 10·2^k, no jitter", calls: 15, retries: 4,
 			wait: func(rng *rand.Rand, k int) float64 { return 10*math.Pow(2, float64(k)) + late(rng) },
 			kind: BackoffExponential},
@@ -81,7 +80,11 @@ func TestScheduleKind(t *testing.T) {
 			kind: BackoffExponential},
 		{name: "exponential 20·2^k ±20%, three steps of 11 waits: linear and Fibonacci not ruled out", calls: 11, retries: 3,
 			wait: func(rng *rand.Rand, k int) float64 { return 20*math.Pow(2, float64(k))*prop(rng, 0.2) + late(rng) },
-			kind: BackoffUnknown, candidates: []BackoffKind{BackoffExponential, BackoffFibonacci, BackoffLinear}},
+			kind: BackoffUnknown, candidates: []BackoffKind{BackoffExponential, BackoffFibonacci, BackoffLinear},
+			best: BackoffExponential, over: BackoffLinear, minRatio: 1, maxRatio: kindEvidenceRatio},
+		{name: "linear 10ms + 5ms·k over four steps: exponential fits them too, linear better by 30:1 or more", calls: 10, retries: 4,
+			wait: func(rng *rand.Rand, k int) float64 { return 10 + 5*float64(k) + late(rng) },
+			kind: BackoffLinear, increment: 5, best: BackoffLinear, over: BackoffExponential, minRatio: kindEvidenceRatio},
 		{name: "exponential 20·2^k ±20%, three steps of 40 waits: their spread rules linear out", calls: 40, retries: 3,
 			wait: func(rng *rand.Rand, k int) float64 { return 20*math.Pow(2, float64(k))*prop(rng, 0.2) + late(rng) },
 			kind: BackoffExponential},
@@ -108,6 +111,15 @@ func TestScheduleKind(t *testing.T) {
 			}
 			if bo.Kind != tc.kind || !slices.Equal(bo.KindCandidates, tc.candidates) {
 				t.Fatalf("backoff %s %v, want %s %v: %s", bo.Kind, bo.KindCandidates, tc.kind, tc.candidates, fmtBackoff(bo))
+			}
+			switch ev := bo.KindEvidence; {
+			case tc.best == "" && ev != nil:
+				t.Errorf("evidence %+v, want none (at most one kind fits jointly)", *ev)
+			case tc.best == "":
+			case ev == nil:
+				t.Errorf("no evidence, want %s over %s", tc.best, tc.over)
+			case ev.Best != tc.best || ev.Over != tc.over || ev.Ratio < tc.minRatio || tc.maxRatio > 0 && ev.Ratio >= tc.maxRatio:
+				t.Errorf("evidence %+v, want %s over %s by [%v, %v)", *ev, tc.best, tc.over, tc.minRatio, tc.maxRatio)
 			}
 			if len(bo.Schedule) != tc.retries {
 				t.Errorf("%d steps, want one per retry (%d): the steps stand whatever the kind", len(bo.Schedule), tc.retries)
@@ -157,6 +169,45 @@ func TestXRange(t *testing.T) {
 	}
 }
 
+// fibWait is step k of a Fibonacci schedule from base and base + inc.
+func fibWait(base, inc float64, k int) float64 {
+	prev, w := inc, base
+	for range k {
+		prev, w = w, prev+w
+	}
+	return w
+}
+
+// heldOutSchedules are schedules of other libraries than the samples':
+// exponential ×2 and ×1.5, linear with base = increment
+// (go-retryablehttp's, Polly's) and 10ms + 5ms·k (tenacity's
+// wait_incrementing), Fibonacci from 10, 20 (go-retry) and from 10, 10
+// (tokio-retry).
+var heldOutSchedules = []struct {
+	name  string
+	truth BackoffKind
+	at    func(k int) float64
+}{
+	{"exponential ×2", BackoffExponential, func(k int) float64 { return 20 * math.Pow(2, float64(k)) }},
+	{"exponential ×1.5", BackoffExponential, func(k int) float64 { return 20 * math.Pow(1.5, float64(k)) }},
+	{"linear 20ms·(k+1)", BackoffLinear, func(k int) float64 { return 20 * float64(k+1) }},
+	{"linear 10ms + 5ms·k", BackoffLinear, func(k int) float64 { return 10 + 5*float64(k) }},
+	{"fibonacci 10, 20", BackoffFibonacci, func(k int) float64 { return fibWait(10, 10, k) }},
+	{"fibonacci 10, 10", BackoffFibonacci, func(k int) float64 { return fibWait(10, 0, k) }},
+}
+
+// heldOutJitters are the jitters the held-out schedules are drawn with.
+var heldOutJitters = []struct {
+	name string
+	of   func(rng *rand.Rand, d float64) float64
+}{
+	{"none", func(rng *rand.Rand, d float64) float64 { return d }},
+	{"±20%", func(rng *rand.Rand, d float64) float64 { return d * (0.8 + 0.4*rng.Float64()) }},
+	{"full", func(rng *rand.Rand, d float64) float64 { return d * rng.Float64() }},
+	{"equal", func(rng *rand.Rand, d float64) float64 { return d/2 + d/2*rng.Float64() }},
+	{"+U[0,15ms)", func(rng *rand.Rand, d float64) float64 { return d + 15*rng.Float64() }},
+}
+
 // TestKindAcrossSchedules holds the kind rule to schedules of other
 // libraries than the samples': exponential ×2 and ×1.5, linear (base =
 // increment as go-retryablehttp's and Polly's, and 10ms + 5ms·k as
@@ -165,44 +216,17 @@ func TestXRange(t *testing.T) {
 // +U[0, 15ms); 3 to 5 retries; 10 or 30 calls; six seeds each: 1080
 // edges. A wrong kind may be claimed only where the jitter's own reading
 // went wrong first (few waits): at most 2% of the edges (19 when
-// written); and the rule must decide: the right kind on at least 45% of
-// them (586; the rest unknown, with candidates). The first ratio alone
-// claimed a wrong kind on 705.
+// written); and the rule must decide: the right kind on at least 55% of
+// them (604 when written; the rest unknown, with candidates), which it
+// reaches only by claiming the kind that fits best by 30:1 where several
+// fit (586 without: kindEvidenceRatio). The first ratio alone claimed a
+// wrong kind on 705.
 func TestKindAcrossSchedules(t *testing.T) {
-	fib := func(base, inc float64, k int) float64 {
-		prev, w := inc, base
-		for range k {
-			prev, w = w, prev+w
-		}
-		return w
-	}
-	schedules := []struct {
-		name  string
-		truth BackoffKind
-		at    func(k int) float64
-	}{
-		{"exponential ×2", BackoffExponential, func(k int) float64 { return 20 * math.Pow(2, float64(k)) }},
-		{"exponential ×1.5", BackoffExponential, func(k int) float64 { return 20 * math.Pow(1.5, float64(k)) }},
-		{"linear 20ms·(k+1)", BackoffLinear, func(k int) float64 { return 20 * float64(k+1) }},
-		{"linear 10ms + 5ms·k", BackoffLinear, func(k int) float64 { return 10 + 5*float64(k) }},
-		{"fibonacci 10, 20", BackoffFibonacci, func(k int) float64 { return fib(10, 10, k) }},
-		{"fibonacci 10, 10", BackoffFibonacci, func(k int) float64 { return fib(10, 0, k) }},
-	}
-	jitters := []struct {
-		name string
-		of   func(rng *rand.Rand, d float64) float64
-	}{
-		{"none", func(rng *rand.Rand, d float64) float64 { return d }},
-		{"±20%", func(rng *rand.Rand, d float64) float64 { return d * (0.8 + 0.4*rng.Float64()) }},
-		{"full", func(rng *rand.Rand, d float64) float64 { return d * rng.Float64() }},
-		{"equal", func(rng *rand.Rand, d float64) float64 { return d/2 + d/2*rng.Float64() }},
-		{"+U[0,15ms)", func(rng *rand.Rand, d float64) float64 { return d + 15*rng.Float64() }},
-	}
 	edges, wrong, right := 0, 0, 0
-	for _, j := range jitters {
+	for _, j := range heldOutJitters {
 		for _, retries := range []int{3, 4, 5} {
 			for _, calls := range []int{10, 30} {
-				for _, s := range schedules {
+				for _, s := range heldOutSchedules {
 					for seed := uint64(1); seed <= 6; seed++ {
 						b := newBuilder()
 						chainOf(b, calls, seed*31+uint64(retries), retries, func(rng *rand.Rand, k int) float64 {
@@ -224,7 +248,150 @@ func TestKindAcrossSchedules(t *testing.T) {
 		}
 	}
 	t.Logf("%d edges: %d the right kind, %d a wrong one, %d unknown", edges, right, wrong, edges-right-wrong)
-	if wrong*50 > edges || right*100 < 45*edges {
-		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 2%% wrong and at least 45%% right", edges, right, wrong)
+	if wrong*50 > edges || right*100 < 55*edges {
+		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 2%% wrong and at least 55%% right", edges, right, wrong)
+	}
+}
+
+// TestEvidenceOf: the kinds that fit jointly are compared by Akaike's
+// criterion, worked by hand: equal parameters compare their sums alone
+// (Δχ² = 2·ln 20 is 20:1), a parameter more costs 2, a tie keeps the
+// order given, and a ratio too large to matter stops at 1e6.
+func TestEvidenceOf(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		fits       []kindFit
+		best, over BackoffKind
+		ratio      float64
+	}{
+		{"one kind: nothing to compare", []kindFit{{kind: BackoffLinear, ok: true, chi: 1, params: 2}}, "", "", 0},
+		{"Δχ² of 2·ln 20 at equal parameters", []kindFit{
+			{kind: BackoffLinear, ok: true, chi: 0.5 + 2*math.Log(20), params: 2},
+			{kind: BackoffExponential, ok: true, chi: 0.5, params: 2},
+		}, BackoffExponential, BackoffLinear, 20},
+		{"the next best, not the last, is compared", []kindFit{
+			{kind: BackoffExponential, ok: true, chi: 0, params: 2},
+			{kind: BackoffFibonacci, ok: true, chi: 6, params: 2},
+			{kind: BackoffLinear, ok: true, chi: 2, params: 2},
+		}, BackoffExponential, BackoffLinear, math.Round(10*math.E) / 10},
+		{"a parameter more costs 2", []kindFit{
+			{kind: BackoffConstant, ok: true, chi: 3, params: 1},
+			{kind: BackoffLinear, ok: true, chi: 0, params: 2},
+		}, BackoffLinear, BackoffConstant, math.Round(10*math.Exp(0.5)) / 10},
+		{"a tie keeps the order given", []kindFit{
+			{kind: BackoffFibonacci, ok: true, chi: 1, params: 2},
+			{kind: BackoffLinear, ok: true, chi: 1, params: 2},
+		}, BackoffFibonacci, BackoffLinear, 1},
+		{"at most 1e6", []kindFit{
+			{kind: BackoffLinear, ok: true, chi: 900, params: 2},
+			{kind: BackoffExponential, ok: true, chi: 0, params: 2},
+		}, BackoffExponential, BackoffLinear, maxEvidenceRatio},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := evidenceOf(tc.fits)
+			switch {
+			case tc.best == "" && ev != nil:
+				t.Errorf("evidence %+v, want none", *ev)
+			case tc.best == "":
+			case ev == nil:
+				t.Errorf("no evidence, want %s over %s by %v", tc.best, tc.over, tc.ratio)
+			case ev.Best != tc.best || ev.Over != tc.over || math.Abs(ev.Ratio-tc.ratio) > 1e-9*tc.ratio:
+				t.Errorf("evidence %+v, want %s over %s by %v", *ev, tc.best, tc.over, tc.ratio)
+			}
+		})
+	}
+}
+
+// TestJointKindOverhead: an overhead every wait shares is fitted for the
+// kinds it does not drop out of, up to what the noise allows, and counted
+// as a parameter: an exponential or Fibonacci schedule read 3ms long at
+// every step, with errors of a tenth of a millisecond, fits with 4ms of
+// overhead allowed (three parameters), not with none or 1ms (two);
+// linear growth absorbs it in its base either way.
+func TestJointKindOverhead(t *testing.T) {
+	fib := []float64{10, 20, 30, 50, 80}
+	exp := func(k int) float64 { return 10 * math.Pow(2, float64(k)) }
+	for _, tc := range []struct {
+		name   string
+		kind   BackoffKind
+		at     func(k int) float64
+		oMax   float64
+		ok     bool
+		params int
+	}{
+		{"exponential, no overhead allowed", BackoffExponential, exp, 0, false, 2},
+		{"exponential, 1ms allowed", BackoffExponential, exp, 1, false, 3},
+		{"exponential, 4ms allowed", BackoffExponential, exp, 4, true, 3},
+		{"fibonacci, no overhead allowed", BackoffFibonacci, func(k int) float64 { return fib[k] }, 0, false, 2},
+		{"fibonacci, 4ms allowed", BackoffFibonacci, func(k int) float64 { return fib[k] }, 4, true, 3},
+		{"linear, no overhead allowed", BackoffLinear, func(k int) float64 { return 10 + 7*float64(k) }, 0, true, 2},
+		{"linear, 4ms allowed: its base absorbs it", BackoffLinear, func(k int) float64 { return 10 + 7*float64(k) }, 4, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, se := make([]float64, 5), make([]float64, 5)
+			for k := range ms {
+				ms[k], se[k] = tc.at(k)+3, 0.1
+			}
+			f := jointKind(tc.kind, ms, se, se, -1, tc.oMax)
+			if f.ok != tc.ok || f.params != tc.params {
+				t.Errorf("fits %v with %d parameters (χ² %.2f), want %v with %d", f.ok, f.params, f.chi, tc.ok, tc.params)
+			}
+		})
+	}
+}
+
+// TestKindWithOverhead holds the kind rule to the held-out schedules
+// where the traces carry network legs that vary (client spans 0.3 to
+// 2.3ms longer than their server's) and every wait a fixed 1.5ms of
+// overhead on top of its timer: the case that fitting the overhead,
+// rather than padding every step's error for it, is about. 3 and 4
+// retries, 15 or 40 calls, four seeds: 480 edges. Main before the
+// overhead was fitted and kinds compared (e5fcbb5) claimed a wrong kind
+// on 69 (14.4%) and the right one on 142; the rule must claim fewer
+// wrong ones (62 when written, 12.9%: on 39 of them the jitter itself is
+// left unknown, the legs widening the noise the waits are judged
+// against) and still the right kind on a quarter (129 when written).
+func TestKindWithOverhead(t *testing.T) {
+	edges, wrong, right := 0, 0, 0
+	for ji, j := range heldOutJitters {
+		for _, retries := range []int{3, 4} {
+			for _, calls := range []int{15, 40} {
+				for _, s := range heldOutSchedules {
+					for seed := uint64(1); seed <= 4; seed++ {
+						rng := rand.New(rand.NewPCG(seed*97+uint64(7*retries+ji), 3))
+						b := newBuilder()
+						sequential(b, calls, "api", func(root, _ int) {
+							at := 10.0
+							for k := 0; k <= retries; k++ {
+								leg := 0.3 + 2*rng.Float64()
+								status := httpStatus(503)
+								if k == retries {
+									status = httpStatus(200)
+								}
+								c := b.client(root, "backend", at, 5+leg, status)
+								b.server(c, "backend", "GET /stock", at+leg/2, 5)
+								at += 5 + leg
+								if k < retries {
+									at += j.of(rng, s.at(k)) + 1.5 + 0.6*rng.Float64()
+								}
+							}
+						})
+						bo := edge(t, b.infer(), "api", "backend").Backoff
+						edges++
+						switch bo.Kind {
+						case s.truth:
+							right++
+						case BackoffUnknown:
+						default:
+							wrong++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d edges: %d the right kind, %d a wrong one, %d unknown", edges, right, wrong, edges-right-wrong)
+	if wrong*100 > 13*edges || right*4 < edges {
+		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 13%% wrong and at least 25%% right", edges, right, wrong)
 	}
 }

@@ -271,6 +271,22 @@ type Summary struct {
 	RelativeAccuracy float64 `json:"relative_accuracy,omitempty"`
 }
 
+// KindEvidence compares the two backoff kinds that fit a schedule's
+// steps best, where several fit them jointly (each within chance of the
+// steps, by weighted least squares).
+type KindEvidence struct {
+	// Best is the kind that fits the steps best, Over the next.
+	Best BackoffKind `json:"best"`
+	Over BackoffKind `json:"over"`
+	// Ratio is the likelihood ratio by which Best fits the steps better
+	// than Over: exp(Δ/2), Δ the difference of their sums of squared
+	// deviations in standard errors plus 2 per parameter each fitted
+	// (Akaike's criterion). Best is claimed as the kind where Ratio is
+	// 30 or more and Best fits every step within its range; rounded to a
+	// tenth, at most 1e6.
+	Ratio float64 `json:"ratio"`
+}
+
 // Backoff is the inferred wait between attempts.
 type Backoff struct {
 	// Kind is immediate, constant, exponential, linear, fibonacci, or
@@ -285,7 +301,12 @@ type Backoff struct {
 	// often allow linear growth too). Absent where no kind fits, or too
 	// few retries were seen.
 	KindCandidates []BackoffKind `json:"kind_candidates,omitempty"`
-	BaseMS         float64       `json:"base_ms"`
+	// KindEvidence, where several kinds fit the steps jointly, says which
+	// fits them best and by what likelihood ratio over the next: the
+	// kind claimed (30:1 or more), or why it is unknown (less). Absent
+	// where at most one kind fits jointly.
+	KindEvidence *KindEvidence `json:"kind_evidence,omitempty"`
+	BaseMS       float64       `json:"base_ms"`
 	// IncrementMS, for linear and Fibonacci backoff, is what each wait
 	// adds to the one before (linear: base_ms + (n−1)·increment_ms before
 	// retry n), or, for Fibonacci, what the second wait adds to the first
