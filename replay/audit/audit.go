@@ -226,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				return nil
 			}
 			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
-			v.CriticalUtilization, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.Searched, c.Why, c.Probes
+			v.CriticalUtilization, v.CriticalBySeed, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.BySeed, c.Searched, c.Why, c.Probes
 			return err
 		})
 		if err != nil {
@@ -236,8 +236,8 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			d, vi := i/len(vs), i%len(vs)
 			if j := d*len(vs) + same[vi]; j != i {
 				src := verdicts[j]
-				verdicts[i].CriticalUtilization, verdicts[i].CriticalSearched, verdicts[i].CriticalNote, verdicts[i].Probes =
-					src.CriticalUtilization, src.CriticalSearched, src.CriticalNote, src.Probes
+				verdicts[i].CriticalUtilization, verdicts[i].CriticalBySeed, verdicts[i].CriticalSearched, verdicts[i].CriticalNote, verdicts[i].Probes =
+					src.CriticalUtilization, src.CriticalBySeed, src.CriticalSearched, src.CriticalNote, src.Probes
 			}
 		}
 	}

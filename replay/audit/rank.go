@@ -3,6 +3,7 @@ package audit
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -15,6 +16,10 @@ type standing struct {
 	// searched (1 where it recovers at SearchHigh or nothing was searched).
 	critical   float64
 	criticalAt string // the degradation it is lowest under
+	// bySeed is, over the seeds, each seed's own critical utilization
+	// under the degradation where that seed's is lowest (1 likewise): its
+	// Min is critical, its range the spread the ranking reads.
+	bySeed Stat
 	// collapses: above its critical utilization somewhere, at the user's
 	// utilization; worst names where.
 	collapses bool
@@ -33,6 +38,7 @@ func standings(policies []string, vs []Verdict) []standing {
 	for _, p := range policies {
 		s := standing{policy: p, critical: 1}
 		n := 0.0
+		var seeds []float64 // per seed, the lowest over the degradations
 		for _, v := range vs {
 			if v.Policy != p {
 				continue
@@ -40,6 +46,15 @@ func standings(policies []string, vs []Verdict) []standing {
 			n++
 			if v.CriticalSearched && v.CriticalUtilization != nil && *v.CriticalUtilization < s.critical {
 				s.critical, s.criticalAt = *v.CriticalUtilization, v.Degradation
+			}
+			if v.CriticalSearched {
+				by := bySeed(v)
+				if seeds == nil {
+					seeds = slices.Repeat([]float64{1}, len(by))
+				}
+				for i := range min(len(by), len(seeds)) {
+					seeds[i] = min(seeds[i], by[i])
+				}
 			}
 			if v.Collapses && !s.collapses {
 				s.collapses, s.worst = true, v.Degradation
@@ -55,14 +70,74 @@ func standings(policies []string, vs []Verdict) []standing {
 			s.avail = Stat{s.avail.Mean / n, s.avail.Min / n, s.avail.Max / n}
 			s.extra = Stat{s.extra.Mean / n, s.extra.Min / n, s.extra.Max / n}
 		}
+		s.bySeed = Stat{1, 1, 1}
+		if seeds != nil {
+			s.bySeed = statOf(seeds)
+		}
 		out = append(out, s)
 	}
 	return out
 }
 
+// bySeed is v's critical utilization per seed, 1 where a seed recovered
+// at SearchHigh; a verdict without them (an audit saved before they were
+// kept) has its critical utilization for each.
+func bySeed(v Verdict) []float64 {
+	one := func(u *float64) float64 {
+		if u == nil {
+			return 1
+		}
+		return *u
+	}
+	if len(v.CriticalBySeed) == 0 {
+		return slices.Repeat([]float64{one(v.CriticalUtilization)}, max(v.Seeds, 1))
+	}
+	out := make([]float64, len(v.CriticalBySeed))
+	for i, u := range v.CriticalBySeed {
+		out[i] = one(u)
+	}
+	return out
+}
+
 // criticalTie is how close two critical utilizations must be to count as
-// equal: the search's resolution, both ways.
+// equal: the search's resolution, both ways (each is known to
+// ±SearchTolerance).
 const criticalTie = 2 * SearchTolerance
+
+// topBlock is the candidates that cannot be told apart from the best on
+// one key: each candidate's figure is an interval (lo, hi: larger is
+// better), the intervals that overlap link, and the top block is every
+// candidate linked, directly or through others, to the one reaching
+// highest. Which candidate is the best does not matter, only where the
+// gaps between intervals are: a candidate is out only when a gap no
+// interval bridges separates it from the top. Kept in the given order.
+func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing {
+	idx := make([]int, len(cands))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		_, ha := iv(cands[a])
+		_, hb := iv(cands[b])
+		return cmp.Compare(hb, ha)
+	})
+	in := make([]bool, len(cands))
+	low := math.Inf(1)
+	for k, i := range idx {
+		lo, hi := iv(cands[i])
+		if k > 0 && hi < low {
+			break
+		}
+		in[i], low = true, min(low, lo)
+	}
+	var out []standing
+	for i, s := range cands {
+		if in[i] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // rank orders the candidates: first those that never collapse at the
 // user's utilization (given: whether any was) or else by the largest
@@ -94,43 +169,30 @@ func rank(cands []standing, given bool) ([]standing, string) {
 func best(cands []standing, given bool) ([]standing, string) {
 	key := ""
 	var keys []string
-	narrow := func(name string, keep func(s standing) bool) {
+	// narrow keeps kept; where that leaves some out, name (with the
+	// figures detail gives, if any) is the key that decided so far.
+	narrow := func(name string, kept []standing, detail func(kept []standing) string) {
 		keys = append(keys, name)
-		var kept []standing
-		for _, s := range cands {
-			if keep(s) {
-				kept = append(kept, s)
-			}
-		}
 		if len(kept) > 0 && len(kept) < len(cands) {
 			key = name
+			if detail != nil {
+				key += " (" + detail(kept) + ")"
+			}
 		}
 		if len(kept) > 0 {
 			cands = kept
 		}
 	}
 	if given {
-		narrow("never collapsing at the given utilization", func(s standing) bool { return !s.collapses })
+		narrow("never collapsing at the given utilization", slices.DeleteFunc(slices.Clone(cands), func(s standing) bool { return s.collapses }), nil)
 	} else {
-		top := 0.0
-		for _, s := range cands {
-			top = max(top, s.critical)
-		}
-		narrow("critical utilization", func(s standing) bool { return s.critical >= top-criticalTie })
+		all := cands
+		narrow("critical utilization", topBlock(cands, func(s standing) (float64, float64) {
+			return s.bySeed.Min - criticalTie/2, s.bySeed.Max + criticalTie/2
+		}), func(kept []standing) string { return criticalApart(kept, all) })
 	}
-	var top standing
-	for i, s := range cands {
-		if i == 0 || s.avail.Mean > top.avail.Mean {
-			top = s
-		}
-	}
-	narrow("availability during the faults", func(s standing) bool { return s.avail.Overlaps(top.avail) })
-	for i, s := range cands {
-		if i == 0 || s.extra.Mean < top.extra.Mean {
-			top = s
-		}
-	}
-	narrow("extra work", func(s standing) bool { return s.extra.Overlaps(top.extra) })
+	narrow("availability during the faults", topBlock(cands, func(s standing) (float64, float64) { return s.avail.Min, s.avail.Max }), nil)
+	narrow("extra work", topBlock(cands, func(s standing) (float64, float64) { return -s.extra.Max, -s.extra.Min }), nil)
 	if len(cands) == 1 {
 		return cands, cmp.Or(key, "being the only candidate left")
 	}
@@ -172,6 +234,39 @@ func best(cands []standing, given bool) ([]standing, string) {
 	return cands, "the order of the candidates: " + tied + ", and change as many edges and allow as many attempts"
 }
 
+// criticalApart states the seeds' critical utilizations of the candidates
+// kept and of the best left out, which a gap wider than the search's
+// resolution separates.
+func criticalApart(kept, all []standing) string {
+	var in []string
+	for _, s := range kept {
+		in = append(in, fmt.Sprintf("%s %s", s.policy, seedRange(s.bySeed)))
+	}
+	var out standing
+	for _, s := range all {
+		if !slices.ContainsFunc(kept, func(k standing) bool { return k.policy == s.policy }) && (out.policy == "" || s.bySeed.Max > out.bySeed.Max) {
+			out = s
+		}
+	}
+	return fmt.Sprintf("each seed's own under its worst degradation: %s; the best of the rest %s %s, lower by more than the search's resolution, ±%.2f each",
+		strings.Join(in, ", "), out.policy, seedRange(out.bySeed), SearchTolerance)
+}
+
+// seedRange is a critical utilization's range over the seeds, ≥0.95 for
+// recovering at SearchHigh.
+func seedRange(x Stat) string {
+	f := func(u float64) string {
+		if u >= 1 {
+			return fmt.Sprintf("≥%.2f", SearchHigh)
+		}
+		return fmt.Sprintf("%.2f", u)
+	}
+	if x.Min == x.Max {
+		return f(x.Min)
+	}
+	return f(x.Min) + "–" + f(x.Max)
+}
+
 // reason says in one sentence why the winner was chosen.
 func reason(w standing, key string, given bool, assumption string) string {
 	var b strings.Builder
@@ -185,7 +280,7 @@ func reason(w standing, key string, given bool, assumption string) string {
 	case w.critical >= 1:
 		fmt.Fprintf(&b, "%s recovers after every trigger up to %.2f utilization of the degraded dependency", w.policy, SearchHigh)
 	default:
-		fmt.Fprintf(&b, "%s tolerates the most load before a trigger becomes an outage: up to %.2f utilization of the degraded dependency under its worst degradation, %s", w.policy, w.critical, w.criticalAt)
+		fmt.Fprintf(&b, "%s recovers after every trigger in every seed up to %.2f utilization of the degraded dependency (%s over the seeds, each seed's own) under its worst degradation, %s", w.policy, w.critical, seedRange(w.bySeed), w.criticalAt)
 	}
 	extra := fmt.Sprintf("%+.2f", w.extra.Mean)
 	if extra == "-0.00" || extra == "+0.00" {
