@@ -182,8 +182,9 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		searches = 0
 	}
 	// A search runs every seed at the top and at the answer's lower end,
-	// and one seed at most probes between.
-	total := len(seeds)*(len(vs)*len(cfg.Degradations)+1) + searches*(2*len(seeds)+bisections()+1)
+	// and one seed at most probes between; then each other seed, for its
+	// own critical utilization, about two probes above the answer.
+	total := len(seeds)*(len(vs)*len(cfg.Degradations)+1) + searches*(2*len(seeds)+bisections()+1+2*(len(seeds)-1))
 	p := newPool(func(done int) {
 		if cfg.Progress != nil {
 			cfg.Progress(done, max(total, done))
