@@ -140,10 +140,11 @@ func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing
 }
 
 // rank orders the candidates: first those that never collapse at the
-// user's utilization (given: whether any was) or else by the largest
-// critical utilization, within the search's resolution; then by
-// availability during the faults, differences within the seed spread
-// counting as ties; then by the least extra work, likewise. Candidates
+// user's utilization (given: whether any was) or else by critical
+// utilization, each seed's own within the search's resolution; then by
+// availability during the faults; then by the least extra work. At each
+// key the candidates kept are the top block (topBlock) of their seed
+// ranges: differences within the seed spread count as ties. Candidates
 // still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,

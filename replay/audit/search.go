@@ -317,35 +317,52 @@ func bisect(pr *prober, low float64) (u *float64, floor float64, err error) {
 	if err != nil || top {
 		return nil, SearchHigh, err
 	}
-	lo, hi := low, SearchHigh
+	active := func(u float64) (bool, error) { return pr.recovers(u, pr.active) }
 	for {
-		for hi-lo > 2*SearchTolerance {
-			mid := (lo + hi) / 2
-			ok, err := pr.recovers(mid, pr.active)
-			if err != nil {
-				return nil, 0, err
-			}
-			if ok {
-				lo = mid
-			} else {
-				hi = mid
-			}
+		lo, hi, err := halve(low, active)
+		if err != nil {
+			return nil, 0, err
 		}
 		ok, err := pr.recovers(lo, nil)
 		if err != nil {
 			return nil, 0, err
 		}
 		if ok {
-			break
+			return middle(lo, hi), lo, nil
 		}
 		if lo == low {
 			zero := 0.0
 			return &zero, math.Inf(-1), nil
 		}
-		lo, hi = low, SearchHigh
 	}
+}
+
+// halve is the bisection from [low, SearchHigh] down to an interval of
+// at most twice SearchTolerance, by whether the model recovers at each
+// midpoint: the highest midpoint found to recover (or low) and the lowest
+// found not to (or SearchHigh).
+func halve(low float64, recovers func(u float64) (bool, error)) (lo, hi float64, err error) {
+	lo, hi = low, SearchHigh
+	for hi-lo > 2*SearchTolerance {
+		mid := (lo + hi) / 2
+		ok, err := recovers(mid)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, hi, nil
+}
+
+// middle is the answer of a bisection that ended at [lo, hi]: its middle,
+// to a hundredth.
+func middle(lo, hi float64) *float64 {
 	x := math.Round(100*(lo+hi)/2) / 100
-	return &x, lo, nil
+	return &x
 }
 
 // bySeed is each seed's own critical utilization, given u and floor, the
@@ -372,18 +389,9 @@ func (p *prober) bySeed(u *float64, low, floor float64) ([]*float64, error) {
 			}
 			return p.seedRecovers(x, si)
 		}
-		lo, hi := low, SearchHigh
-		for hi-lo > 2*SearchTolerance {
-			mid := (lo + hi) / 2
-			ok, err := recovers(mid)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				lo = mid
-			} else {
-				hi = mid
-			}
+		lo, hi, err := halve(low, recovers)
+		if err != nil {
+			return nil, err
 		}
 		if lo == low {
 			ok, err := recovers(low)
@@ -405,8 +413,7 @@ func (p *prober) bySeed(u *float64, low, floor float64) ([]*float64, error) {
 				continue
 			}
 		}
-		x := math.Round(100*(lo+hi)/2) / 100
-		out[si] = &x
+		out[si] = middle(lo, hi)
 	}
 	return out, nil
 }
