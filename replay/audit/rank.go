@@ -6,6 +6,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // standing is one candidate policy across every degradation: what the
@@ -16,9 +19,10 @@ type standing struct {
 	// searched (1 where it recovers at SearchHigh or nothing was searched).
 	critical   float64
 	criticalAt string // the degradation it is lowest under
-	// bySeed is, over the seeds, each seed's own critical utilization
-	// under the degradation where that seed's is lowest (1 likewise): its
-	// Min is critical, its range the spread the ranking reads.
+	// seeds is each seed's own critical utilization under the degradation
+	// where that seed's is lowest (1 likewise), bySeed their mean, min and
+	// max: Min is critical.
+	seeds  []float64
 	bySeed Stat
 	// collapses: above its critical utilization somewhere, at the user's
 	// utilization; worst names where.
@@ -70,10 +74,10 @@ func standings(policies []string, vs []Verdict) []standing {
 			s.avail = Stat{s.avail.Mean / n, s.avail.Min / n, s.avail.Max / n}
 			s.extra = Stat{s.extra.Mean / n, s.extra.Min / n, s.extra.Max / n}
 		}
-		s.bySeed = Stat{1, 1, 1}
-		if seeds != nil {
-			s.bySeed = statOf(seeds)
+		if seeds == nil {
+			seeds = []float64{1}
 		}
+		s.seeds, s.bySeed = seeds, statOf(seeds)
 		out = append(out, s)
 	}
 	return out
@@ -103,6 +107,23 @@ func bySeed(v Verdict) []float64 {
 // equal: the search's resolution, both ways (each is known to
 // ±SearchTolerance).
 const criticalTie = 2 * SearchTolerance
+
+// criticalCI is where the mean of the seeds' own critical utilizations
+// lies, with 95% confidence (Student's t with one degree of freedom fewer
+// than the seeds), widened by the search's resolution: the figure the
+// ranking compares, and half the interval's width. The seeds' lowest,
+// the verdict's figure, is an extreme value that one seed more or less
+// moves (a seed that recovers far above the others, or collapses far
+// below); their mean moves by a fifth of it, and the interval says by
+// how much it may. One seed, or seeds alike, leave the resolution alone.
+func (s standing) criticalCI() (mean, half float64) {
+	mean, sd := stat.MeanStdDev(s.seeds, nil)
+	half = criticalTie / 2
+	if n := float64(len(s.seeds)); n > 1 && sd > 0 {
+		half += distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975) * sd / math.Sqrt(n)
+	}
+	return mean, half
+}
 
 // topBlock is the candidates that cannot be told apart from the best on
 // one key: each candidate's figure is an interval (lo, hi: larger is
@@ -141,10 +162,11 @@ func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing
 
 // rank orders the candidates: first those that never collapse at the
 // user's utilization (given: whether any was) or else by critical
-// utilization, each seed's own within the search's resolution; then by
-// availability during the faults; then by the least extra work. At each
-// key the candidates kept are the top block (topBlock) of their seed
-// ranges: differences within the seed spread count as ties. Candidates
+// utilization, the mean of each seed's own within its confidence interval
+// and the search's resolution (criticalCI); then by availability during
+// the faults; then by the least extra work, those two by their ranges
+// over the seeds. At each key the candidates kept are the top block
+// (topBlock) of those intervals: differences within them count as ties. Candidates
 // still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,
@@ -189,7 +211,8 @@ func best(cands []standing, given bool) ([]standing, string) {
 	} else {
 		all := cands
 		narrow("critical utilization", topBlock(cands, func(s standing) (float64, float64) {
-			return s.bySeed.Min - criticalTie/2, s.bySeed.Max + criticalTie/2
+			m, h := s.criticalCI()
+			return m - h, m + h
 		}), func(kept []standing) string { return criticalApart(kept, all) })
 	}
 	narrow("availability during the faults", topBlock(cands, func(s standing) (float64, float64) { return s.avail.Min, s.avail.Max }), nil)
@@ -236,36 +259,44 @@ func best(cands []standing, given bool) ([]standing, string) {
 }
 
 // criticalApart states the seeds' critical utilizations of the candidates
-// kept and of the best left out, which a gap wider than the search's
-// resolution separates.
+// kept and of the best left out: each one's mean with its 95% interval
+// (the search's resolution included) and the seeds' range; a gap no
+// interval bridges separates them.
 func criticalApart(kept, all []standing) string {
+	show := func(s standing) string {
+		m, h := s.criticalCI()
+		return fmt.Sprintf("%s %s ±%.2f, seeds %s", s.policy, utilText(m), h, seedRange(s.bySeed))
+	}
 	var in []string
 	for _, s := range kept {
-		in = append(in, fmt.Sprintf("%s %s", s.policy, seedRange(s.bySeed)))
+		in = append(in, show(s))
 	}
 	var out standing
+	top := math.Inf(-1)
 	for _, s := range all {
-		if !slices.ContainsFunc(kept, func(k standing) bool { return k.policy == s.policy }) && (out.policy == "" || s.bySeed.Max > out.bySeed.Max) {
-			out = s
+		if m, h := s.criticalCI(); !slices.ContainsFunc(kept, func(k standing) bool { return k.policy == s.policy }) && m+h > top {
+			out, top = s, m+h
 		}
 	}
-	return fmt.Sprintf("each seed's own under its worst degradation: %s; the best of the rest %s %s, lower by more than the search's resolution, ±%.2f each",
-		strings.Join(in, ", "), out.policy, seedRange(out.bySeed), SearchTolerance)
+	return fmt.Sprintf("the mean of each seed's own under its worst degradation, ±95%% confidence and the search's ±%.2f: %s; the best of the rest %s, below beyond both intervals",
+		SearchTolerance, strings.Join(in, "; "), show(out))
 }
 
-// seedRange is a critical utilization's range over the seeds, ≥0.95 for
-// recovering at SearchHigh.
+// seedRange is a critical utilization's range over the seeds.
 func seedRange(x Stat) string {
-	f := func(u float64) string {
-		if u >= 1 {
-			return fmt.Sprintf("≥%.2f", SearchHigh)
-		}
-		return fmt.Sprintf("%.2f", u)
-	}
 	if x.Min == x.Max {
-		return f(x.Min)
+		return utilText(x.Min)
 	}
-	return f(x.Min) + "–" + f(x.Max)
+	return utilText(x.Min) + "–" + utilText(x.Max)
+}
+
+// utilText is a critical utilization as the report writes it: ≥0.95 for
+// recovering at SearchHigh (1 in the ranking's figures).
+func utilText(u float64) string {
+	if u >= 1 {
+		return fmt.Sprintf("≥%.2f", SearchHigh)
+	}
+	return fmt.Sprintf("%.2f", u)
 }
 
 // reason says in one sentence why the winner was chosen.

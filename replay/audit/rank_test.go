@@ -53,29 +53,34 @@ func TestRank(t *testing.T) {
 		{"largest critical utilization wins over availability", false, []Verdict{
 			verdict("a", "d1", ptr(0.3), good, little, false),
 			verdict("b", "d1", ptr(0.6), poor, lot, false),
-		}, []string{"b", "a"}, "critical utilization (each seed's own under its worst degradation: b 0.60; the best of the rest a 0.30, lower by more than the search's resolution, ±0.02 each)", nil, nil},
+		}, []string{"b", "a"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: b 0.60 ±0.02, seeds 0.60; the best of the rest a 0.30 ±0.02, seeds 0.30, below beyond both intervals)", nil, nil},
 		{"null (recovers at 0.95) beats any value", false, []Verdict{
 			verdict("a", "d1", ptr(0.9), good, little, false),
 			verdict("b", "d1", nil, poor, little, false),
-		}, []string{"b", "a"}, "critical utilization (each seed's own under its worst degradation: b ≥0.95; the best of the rest a 0.90, lower by more than the search's resolution, ±0.02 each)", nil, nil},
+		}, []string{"b", "a"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: b ≥0.95 ±0.02, seeds ≥0.95; the best of the rest a 0.90 ±0.02, seeds 0.90, below beyond both intervals)", nil, nil},
 		{"the worst degradation counts", false, []Verdict{
 			verdict("a", "d1", nil, good, little, false), verdict("a", "d2", ptr(0.2), good, little, false),
 			verdict("b", "d1", ptr(0.5), good, little, false), verdict("b", "d2", ptr(0.5), good, little, false),
-		}, []string{"b", "a"}, "critical utilization (each seed's own under its worst degradation: b 0.50; the best of the rest a 0.20, lower by more than the search's resolution, ±0.02 each)", nil, nil},
-		{"seed ranges that overlap tie; availability decides", false, []Verdict{
+		}, []string{"b", "a"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: b 0.50 ±0.02, seeds 0.50; the best of the rest a 0.20 ±0.02, seeds 0.20, below beyond both intervals)", nil, nil},
+		{"confidence intervals of the seeds' mean that overlap tie; availability decides", false, []Verdict{
 			seeded(verdict("a", "d1", nil, poor, little, false), 0.74, 0.80, 0.77),
 			seeded(verdict("b", "d1", nil, good, little, false), 0.62, 0.71, 0.68),
 		}, []string{"b", "a"}, "availability during the faults", nil, nil},
-		{"ties chain: a range linked to the best through another is in the top group", false, []Verdict{
-			seeded(verdict("a", "d1", nil, poor, little, false), 0.80, 0.90, 0.85),
-			seeded(verdict("b", "d1", nil, poor, little, false), 0.70, 0.82, 0.75),
-			seeded(verdict("c", "d1", nil, good, little, false), 0.60, 0.72, 0.66),
-			seeded(verdict("d", "d1", nil, good, little, false), 0.40, 0.50, 0.45),
+		{"ties chain: an interval linked to the best through another is in the top group", false, []Verdict{
+			// a 0.91 ±0.045, b 0.82 ±0.07, c 0.73 ±0.045 (apart from a), d 0.51 ±0.045.
+			seeded(verdict("a", "d1", nil, poor, little, false), 0.90, 0.92, 0.91),
+			seeded(verdict("b", "d1", nil, poor, little, false), 0.80, 0.84, 0.82),
+			seeded(verdict("c", "d1", nil, good, little, false), 0.72, 0.74, 0.73),
+			seeded(verdict("d", "d1", nil, good, little, false), 0.50, 0.52, 0.51),
 		}, []string{"c", "a", "b", "d"}, "availability during the faults", nil, nil},
+		{"one seed far above the others does not make a tie", false, []Verdict{
+			seeded(verdict("a", "d1", nil, poor, little, false), 1, 1, 1, 1, 1),
+			seeded(verdict("b", "d1", nil, good, little, false), 0.28, 0.30, 0.30, 0.30, 1),
+		}, []string{"a", "b"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: a ≥0.95 ±0.02, seeds ≥0.95; the best of the rest b 0.44 ±0.41, seeds 0.28–≥0.95, below beyond both intervals)", nil, nil},
 		{"each seed's worst degradation: per seed, the lowest over the degradations", false, []Verdict{
 			seeded(verdict("a", "d1", nil, good, little, false), 0.60, 1, 0.61), seeded(verdict("a", "d2", nil, good, little, false), 1, 0.60, 0.62),
 			seeded(verdict("b", "d1", nil, poor, little, false), 0.70, 0.72, 0.71), seeded(verdict("b", "d2", nil, poor, little, false), 0.70, 0.72, 0.71),
-		}, []string{"b", "a"}, "critical utilization (each seed's own under its worst degradation: b 0.70–0.72; the best of the rest a 0.60–0.61, lower by more than the search's resolution, ±0.02 each)", nil, nil},
+		}, []string{"b", "a"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: b 0.71 ±0.04, seeds 0.70–0.72; the best of the rest a 0.60 ±0.03, seeds 0.60–0.61, below beyond both intervals)", nil, nil},
 		{"critical utilizations within 0.04 tie; availability decides", false, []Verdict{
 			verdict("a", "d1", ptr(0.62), poor, little, false),
 			verdict("b", "d1", ptr(0.60), good, little, false),
@@ -144,8 +149,9 @@ func TestRank(t *testing.T) {
 // 1–5 and 0.06 below with seeds 2–6 and 3–7. A window of 0.04 under the
 // best lowest (the rule before) took it in with the first set, where its
 // availability won, and left it out with the others, where the least
-// change chose observed. Its seeds' own critical utilizations overlap the
-// others' in every set: the same tie, the same winner, on availability.
+// change chose observed. The 95% intervals of the mean of its seeds' own
+// critical utilizations overlap the others' in every set: the same tie,
+// the same winner, on availability.
 func TestRankSameForSeedSets(t *testing.T) {
 	type cand struct {
 		policy          string
