@@ -182,8 +182,9 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		searches = 0
 	}
 	// A search runs every seed at the top and at the answer's lower end,
-	// and one seed at most probes between.
-	total := len(seeds)*(len(vs)*len(cfg.Degradations)+1) + searches*(2*len(seeds)+bisections()+1)
+	// and one seed at most probes between; then each other seed, for its
+	// own critical utilization, about two probes above the answer.
+	total := len(seeds)*(len(vs)*len(cfg.Degradations)+1) + searches*(2*len(seeds)+bisections()+1+2*(len(seeds)-1))
 	p := newPool(func(done int) {
 		if cfg.Progress != nil {
 			cfg.Progress(done, max(total, done))
@@ -226,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				return nil
 			}
 			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
-			v.CriticalUtilization, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.Searched, c.Why, c.Probes
+			v.CriticalUtilization, v.CriticalBySeed, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.BySeed, c.Searched, c.Why, c.Probes
 			return err
 		})
 		if err != nil {
@@ -236,8 +237,8 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			d, vi := i/len(vs), i%len(vs)
 			if j := d*len(vs) + same[vi]; j != i {
 				src := verdicts[j]
-				verdicts[i].CriticalUtilization, verdicts[i].CriticalSearched, verdicts[i].CriticalNote, verdicts[i].Probes =
-					src.CriticalUtilization, src.CriticalSearched, src.CriticalNote, src.Probes
+				verdicts[i].CriticalUtilization, verdicts[i].CriticalBySeed, verdicts[i].CriticalSearched, verdicts[i].CriticalNote, verdicts[i].Probes =
+					src.CriticalUtilization, src.CriticalBySeed, src.CriticalSearched, src.CriticalNote, src.Probes
 			}
 		}
 	}

@@ -3,8 +3,12 @@ package audit
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // standing is one candidate policy across every degradation: what the
@@ -15,6 +19,11 @@ type standing struct {
 	// searched (1 where it recovers at SearchHigh or nothing was searched).
 	critical   float64
 	criticalAt string // the degradation it is lowest under
+	// seeds is each seed's own critical utilization under the degradation
+	// where that seed's is lowest (1 likewise), bySeed their mean, min and
+	// max: Min is critical.
+	seeds  []float64
+	bySeed Stat
 	// collapses: above its critical utilization somewhere, at the user's
 	// utilization; worst names where.
 	collapses bool
@@ -33,6 +42,7 @@ func standings(policies []string, vs []Verdict) []standing {
 	for _, p := range policies {
 		s := standing{policy: p, critical: 1}
 		n := 0.0
+		var seeds []float64 // per seed, the lowest over the degradations
 		for _, v := range vs {
 			if v.Policy != p {
 				continue
@@ -40,6 +50,15 @@ func standings(policies []string, vs []Verdict) []standing {
 			n++
 			if v.CriticalSearched && v.CriticalUtilization != nil && *v.CriticalUtilization < s.critical {
 				s.critical, s.criticalAt = *v.CriticalUtilization, v.Degradation
+			}
+			if v.CriticalSearched {
+				by := bySeed(v)
+				if seeds == nil {
+					seeds = slices.Repeat([]float64{1}, len(by))
+				}
+				for i := range min(len(by), len(seeds)) {
+					seeds[i] = min(seeds[i], by[i])
+				}
 			}
 			if v.Collapses && !s.collapses {
 				s.collapses, s.worst = true, v.Degradation
@@ -55,20 +74,99 @@ func standings(policies []string, vs []Verdict) []standing {
 			s.avail = Stat{s.avail.Mean / n, s.avail.Min / n, s.avail.Max / n}
 			s.extra = Stat{s.extra.Mean / n, s.extra.Min / n, s.extra.Max / n}
 		}
+		if seeds == nil {
+			seeds = []float64{1}
+		}
+		s.seeds, s.bySeed = seeds, statOf(seeds)
 		out = append(out, s)
 	}
 	return out
 }
 
+// bySeed is v's critical utilization per seed, 1 where a seed recovered
+// at SearchHigh; a verdict without them (an audit saved before they were
+// kept) has its critical utilization for each.
+func bySeed(v Verdict) []float64 {
+	one := func(u *float64) float64 {
+		if u == nil {
+			return 1
+		}
+		return *u
+	}
+	if len(v.CriticalBySeed) == 0 {
+		return slices.Repeat([]float64{one(v.CriticalUtilization)}, max(v.Seeds, 1))
+	}
+	out := make([]float64, len(v.CriticalBySeed))
+	for i, u := range v.CriticalBySeed {
+		out[i] = one(u)
+	}
+	return out
+}
+
 // criticalTie is how close two critical utilizations must be to count as
-// equal: the search's resolution, both ways.
+// equal: the search's resolution, both ways (each is known to
+// ±SearchTolerance).
 const criticalTie = 2 * SearchTolerance
 
+// criticalCI is where the mean of the seeds' own critical utilizations
+// lies, with 95% confidence (Student's t with one degree of freedom fewer
+// than the seeds), widened by the search's resolution: the figure the
+// ranking compares, and half the interval's width. The seeds' lowest,
+// the verdict's figure, is an extreme value that one seed more or less
+// moves (a seed that recovers far above the others, or collapses far
+// below); their mean moves by a fifth of it, and the interval says by
+// how much it may. One seed, or seeds alike, leave the resolution alone.
+func (s standing) criticalCI() (mean, half float64) {
+	mean, sd := stat.MeanStdDev(s.seeds, nil)
+	half = criticalTie / 2
+	if n := float64(len(s.seeds)); n > 1 && sd > 0 {
+		half += distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975) * sd / math.Sqrt(n)
+	}
+	return mean, half
+}
+
+// topBlock is the candidates that cannot be told apart from the best on
+// one key: each candidate's figure is an interval (lo, hi: larger is
+// better), the intervals that overlap link, and the top block is every
+// candidate linked, directly or through others, to the one reaching
+// highest. Which candidate is the best does not matter, only where the
+// gaps between intervals are: a candidate is out only when a gap no
+// interval bridges separates it from the top. Kept in the given order.
+func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing {
+	idx := make([]int, len(cands))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		_, ha := iv(cands[a])
+		_, hb := iv(cands[b])
+		return cmp.Compare(hb, ha)
+	})
+	in := make([]bool, len(cands))
+	low := math.Inf(1)
+	for k, i := range idx {
+		lo, hi := iv(cands[i])
+		if k > 0 && hi < low {
+			break
+		}
+		in[i], low = true, min(low, lo)
+	}
+	var out []standing
+	for i, s := range cands {
+		if in[i] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // rank orders the candidates: first those that never collapse at the
-// user's utilization (given: whether any was) or else by the largest
-// critical utilization, within the search's resolution; then by
-// availability during the faults, differences within the seed spread
-// counting as ties; then by the least extra work, likewise. Candidates
+// user's utilization (given: whether any was) or else by critical
+// utilization, the mean of each seed's own within its confidence interval
+// and the search's resolution (criticalCI); then by availability during
+// the faults; then by the least extra work, those two by their ranges
+// over the seeds. At each key the candidates kept are the top block
+// (topBlock) of those intervals: differences within them count as ties. Candidates
 // still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,
@@ -94,43 +192,31 @@ func rank(cands []standing, given bool) ([]standing, string) {
 func best(cands []standing, given bool) ([]standing, string) {
 	key := ""
 	var keys []string
-	narrow := func(name string, keep func(s standing) bool) {
+	// narrow keeps kept; where that leaves some out, name (with the
+	// figures detail gives, if any) is the key that decided so far.
+	narrow := func(name string, kept []standing, detail func(kept []standing) string) {
 		keys = append(keys, name)
-		var kept []standing
-		for _, s := range cands {
-			if keep(s) {
-				kept = append(kept, s)
-			}
-		}
 		if len(kept) > 0 && len(kept) < len(cands) {
 			key = name
+			if detail != nil {
+				key += " (" + detail(kept) + ")"
+			}
 		}
 		if len(kept) > 0 {
 			cands = kept
 		}
 	}
 	if given {
-		narrow("never collapsing at the given utilization", func(s standing) bool { return !s.collapses })
+		narrow("never collapsing at the given utilization", slices.DeleteFunc(slices.Clone(cands), func(s standing) bool { return s.collapses }), nil)
 	} else {
-		top := 0.0
-		for _, s := range cands {
-			top = max(top, s.critical)
-		}
-		narrow("critical utilization", func(s standing) bool { return s.critical >= top-criticalTie })
+		all := cands
+		narrow("critical utilization", topBlock(cands, func(s standing) (float64, float64) {
+			m, h := s.criticalCI()
+			return m - h, m + h
+		}), func(kept []standing) string { return criticalApart(kept, all) })
 	}
-	var top standing
-	for i, s := range cands {
-		if i == 0 || s.avail.Mean > top.avail.Mean {
-			top = s
-		}
-	}
-	narrow("availability during the faults", func(s standing) bool { return s.avail.Overlaps(top.avail) })
-	for i, s := range cands {
-		if i == 0 || s.extra.Mean < top.extra.Mean {
-			top = s
-		}
-	}
-	narrow("extra work", func(s standing) bool { return s.extra.Overlaps(top.extra) })
+	narrow("availability during the faults", topBlock(cands, func(s standing) (float64, float64) { return s.avail.Min, s.avail.Max }), nil)
+	narrow("extra work", topBlock(cands, func(s standing) (float64, float64) { return -s.extra.Max, -s.extra.Min }), nil)
 	if len(cands) == 1 {
 		return cands, cmp.Or(key, "being the only candidate left")
 	}
@@ -172,6 +258,47 @@ func best(cands []standing, given bool) ([]standing, string) {
 	return cands, "the order of the candidates: " + tied + ", and change as many edges and allow as many attempts"
 }
 
+// criticalApart states the seeds' critical utilizations of the candidates
+// kept and of the best left out: each one's mean with its 95% interval
+// (the search's resolution included) and the seeds' range; a gap no
+// interval bridges separates them.
+func criticalApart(kept, all []standing) string {
+	show := func(s standing) string {
+		m, h := s.criticalCI()
+		return fmt.Sprintf("%s %s ±%.2f, seeds %s", s.policy, utilText(m), h, seedRange(s.bySeed))
+	}
+	var in []string
+	for _, s := range kept {
+		in = append(in, show(s))
+	}
+	var out standing
+	top := math.Inf(-1)
+	for _, s := range all {
+		if m, h := s.criticalCI(); !slices.ContainsFunc(kept, func(k standing) bool { return k.policy == s.policy }) && m+h > top {
+			out, top = s, m+h
+		}
+	}
+	return fmt.Sprintf("the mean of each seed's own under its worst degradation, ±95%% confidence and the search's ±%.2f: %s; the best of the rest %s, below beyond both intervals",
+		SearchTolerance, strings.Join(in, "; "), show(out))
+}
+
+// seedRange is a critical utilization's range over the seeds.
+func seedRange(x Stat) string {
+	if x.Min == x.Max {
+		return utilText(x.Min)
+	}
+	return utilText(x.Min) + "–" + utilText(x.Max)
+}
+
+// utilText is a critical utilization as the report writes it: ≥0.95 for
+// recovering at SearchHigh (1 in the ranking's figures).
+func utilText(u float64) string {
+	if u >= 1 {
+		return fmt.Sprintf("≥%.2f", SearchHigh)
+	}
+	return fmt.Sprintf("%.2f", u)
+}
+
 // reason says in one sentence why the winner was chosen.
 func reason(w standing, key string, given bool, assumption string) string {
 	var b strings.Builder
@@ -185,7 +312,7 @@ func reason(w standing, key string, given bool, assumption string) string {
 	case w.critical >= 1:
 		fmt.Fprintf(&b, "%s recovers after every trigger up to %.2f utilization of the degraded dependency", w.policy, SearchHigh)
 	default:
-		fmt.Fprintf(&b, "%s tolerates the most load before a trigger becomes an outage: up to %.2f utilization of the degraded dependency under its worst degradation, %s", w.policy, w.critical, w.criticalAt)
+		fmt.Fprintf(&b, "%s recovers after every trigger in every seed up to %.2f utilization of the degraded dependency (%s over the seeds, each seed's own) under its worst degradation, %s", w.policy, w.critical, seedRange(w.bySeed), w.criticalAt)
 	}
 	extra := fmt.Sprintf("%+.2f", w.extra.Mean)
 	if extra == "-0.00" || extra == "+0.00" {

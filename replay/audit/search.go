@@ -204,6 +204,11 @@ type Critical struct {
 	Why      string
 	// Probes are the utilizations tried, in order.
 	Probes []Probe
+	// BySeed is each seed's own critical utilization, in the order of the
+	// seeds, nil where that seed recovered at SearchHigh: the seeds'
+	// spread, of which Utilization is the lowest. The ranking reads the
+	// uncertainty of Utilization from it.
+	BySeed []*float64
 }
 
 // Probe is one utilization a search tried: the mean availability of the
@@ -277,17 +282,24 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 		low = u0
 		pr.known(u0)
 	}
-	u, err := bisect(pr, low)
+	u, floor, err := bisect(pr, low)
 	if err != nil {
 		return Critical{}, err
 	}
-	return found(u), nil
+	by, err := pr.bySeed(u, low, floor)
+	if err != nil {
+		return Critical{}, err
+	}
+	c := found(u)
+	c.BySeed = by
+	return c, nil
 }
 
 // bisect searches the highest utilization in [low, SearchHigh] at which
 // every seed recovers, to ±SearchTolerance: nil when they all recover at
 // SearchHigh, 0 when one collapses at low (which only a SearchLow not
-// known to recover can).
+// known to recover can). floor is the load at or below the answer where
+// every seed ran and recovered (SearchHigh for nil; −Inf for 0).
 //
 // The top first. Then a bisection whose seeds are taken lazily: the
 // probes between the ends run only the seeds that have collapsed
@@ -300,40 +312,129 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 // outcome is monotonic in the load, which any bisection assumes). Where
 // the seeds agree, as they mostly do, most probes cost one run instead of
 // one per seed; seeds far apart can cost a few runs more.
-func bisect(pr *prober, low float64) (*float64, error) {
+func bisect(pr *prober, low float64) (u *float64, floor float64, err error) {
 	top, err := pr.recovers(SearchHigh, nil)
 	if err != nil || top {
-		return nil, err
+		return nil, SearchHigh, err
 	}
-	lo, hi := low, SearchHigh
+	active := func(u float64) (bool, error) { return pr.recovers(u, pr.active) }
 	for {
-		for hi-lo > 2*SearchTolerance {
-			mid := (lo + hi) / 2
-			ok, err := pr.recovers(mid, pr.active)
+		lo, hi, err := halve(low, active)
+		if err != nil {
+			return nil, 0, err
+		}
+		ok, err := pr.recovers(lo, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			return middle(lo, hi), lo, nil
+		}
+		if lo == low {
+			zero := 0.0
+			return &zero, math.Inf(-1), nil
+		}
+	}
+}
+
+// halve is the bisection from [low, SearchHigh] down to an interval of
+// at most twice SearchTolerance, by whether the model recovers at each
+// midpoint: the highest midpoint found to recover (or low) and the lowest
+// found not to (or SearchHigh).
+func halve(low float64, recovers func(u float64) (bool, error)) (lo, hi float64, err error) {
+	lo, hi = low, SearchHigh
+	for hi-lo > 2*SearchTolerance {
+		mid := (lo + hi) / 2
+		ok, err := recovers(mid)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, hi, nil
+}
+
+// middle is the answer of a bisection that ended at [lo, hi]: its middle,
+// to a hundredth.
+func middle(lo, hi float64) *float64 {
+	x := math.Round(100*(lo+hi)/2) / 100
+	return &x
+}
+
+// bySeed is each seed's own critical utilization, given u and floor, the
+// answer of bisect from low and the load up to which it found every seed
+// to recover: the bisection of one seed through the same midpoints, each
+// seed's outcome at a probe read from the runs made where it can be
+// (seedRecovers). As bisect, it takes each seed's outcome to be monotonic
+// in the load: every seed recovered at floor (bisect ran it there), so at
+// every load below it; a seed that collapsed at some load collapses above
+// it, and one that recovered there recovered below. So the lowest of the
+// seeds' answers is u, the seed that decided u having the bisection's
+// path, and a seed that recovers further up runs only the probes above
+// floor on its own path (and the top, if it never collapsed on the way).
+// Without a floor (u is 0: a seed collapsed at low), floor is −Inf.
+func (p *prober) bySeed(u *float64, low, floor float64) ([]*float64, error) {
+	out := make([]*float64, p.seeds)
+	if u == nil {
+		return out, nil // every seed recovered at the top
+	}
+	for si := range p.seeds {
+		recovers := func(x float64) (bool, error) {
+			if x <= floor {
+				return true, nil
+			}
+			return p.seedRecovers(x, si)
+		}
+		lo, hi, err := halve(low, recovers)
+		if err != nil {
+			return nil, err
+		}
+		if lo == low {
+			ok, err := recovers(low)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				zero := 0.0
+				out[si] = &zero
+				continue
+			}
+		}
+		if hi == SearchHigh {
+			ok, err := recovers(SearchHigh)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				lo = mid
-			} else {
-				hi = mid
+				continue
 			}
 		}
-		ok, err := pr.recovers(lo, nil)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			break
-		}
-		if lo == low {
-			zero := 0.0
-			return &zero, nil
-		}
-		lo, hi = low, SearchHigh
+		out[si] = middle(lo, hi)
 	}
-	u := math.Round(100*(lo+hi)/2) / 100
-	return &u, nil
+	return out, nil
+}
+
+// seedRecovers reports whether seed si recovers at u: not where it
+// collapsed at u or at a load below (a seed near its threshold can
+// collapse at one load and recover at a higher one; the first collapse
+// counts, as it does for every seed together), else from its run at u,
+// else from a load above u where it recovered, else from a run made now.
+func (p *prober) seedRecovers(u float64, si int) (bool, error) {
+	above := false
+	for x, out := range p.at {
+		if x <= u && out[si] == 2 {
+			return false, nil
+		}
+		above = above || x >= u && out[si] == 1
+	}
+	if above {
+		return true, nil
+	}
+	return p.runSeed(u, si)
 }
 
 // prober runs a search's probes: seed si of the audit at utilization u,
@@ -379,16 +480,9 @@ func (p *prober) recovers(u float64, set []int) (bool, error) {
 	}
 	for _, si := range order {
 		if out[si] == 0 {
-			r, err := p.run(u, si)
-			if err != nil {
+			if _, err := p.runSeed(u, si); err != nil {
 				return false, err
 			}
-			out[si] = 1
-			if r.Verdict != replay.VerdictRecovered {
-				out[si] = 2
-			}
-			p.avail[u] += r.Availability
-			p.runs[u]++
 		}
 		if out[si] == 2 {
 			p.active = slices.Insert(slices.DeleteFunc(p.active, func(a int) bool { return a == si }), 0, si)
@@ -396,6 +490,27 @@ func (p *prober) recovers(u float64, set []int) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// runSeed runs seed si at u and records the outcome: whether it
+// recovered.
+func (p *prober) runSeed(u float64, si int) (bool, error) {
+	r, err := p.run(u, si)
+	if err != nil {
+		return false, err
+	}
+	out := p.at[u]
+	if out == nil {
+		out = make([]int8, p.seeds)
+		p.at[u] = out
+	}
+	out[si] = 1
+	if r.Verdict != replay.VerdictRecovered {
+		out[si] = 2
+	}
+	p.avail[u] += r.Availability
+	p.runs[u]++
+	return out[si] == 1, nil
 }
 
 // list is the probes run, by utilization: the mean availability of the

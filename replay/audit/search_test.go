@@ -45,7 +45,7 @@ func TestBisectLazySeeds(t *testing.T) {
 			if c.known {
 				pr.known(c.low)
 			}
-			got, err := bisect(pr, c.low)
+			got, floor, err := bisect(pr, c.low)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,6 +53,27 @@ func TestBisectLazySeeds(t *testing.T) {
 			if show(got) != show(want) {
 				t.Errorf("critical utilization %s, want %s (every seed at every probe)", show(got), show(want))
 			}
+			searched := runs
+			by, err := pr.bySeed(got, c.low, floor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each seed's own is its own bisection; the lowest is the answer.
+			lowest := ""
+			for si, u := range by {
+				w, _ := eagerBisect(c.th[si:si+1], c.low, c.known)
+				if show(u) != show(w) {
+					t.Errorf("seed %d (threshold %g): its own %s, want %s", si, c.th[si], show(u), show(w))
+				}
+				if lowest == "" || u != nil && (lowest == "null" || show(u) < lowest) {
+					lowest = show(u)
+				}
+			}
+			if lowest != show(got) {
+				t.Errorf("the lowest of the seeds' own %s, want the answer %s", lowest, show(got))
+			}
+			t.Logf("each seed's own %v after %d runs more", showAll(by), runs-searched)
+			runs = searched
 			recovered := 0
 			for _, p := range pr.list() {
 				if !p.Collapsed && p.Utilization != c.low {
@@ -64,6 +85,35 @@ func TestBisectLazySeeds(t *testing.T) {
 			}
 			t.Logf("%s after %d runs (every seed at every probe: %d)", show(got), runs, wantRuns)
 		})
+	}
+}
+
+// TestBySeedFirstCollapse: a seed near its threshold can collapse at one
+// load and recover at a higher one; its own critical utilization counts
+// the first collapse, as the search does for every seed together, so the
+// lowest of the seeds' own is the search's answer.
+func TestBySeedFirstCollapse(t *testing.T) {
+	// Seed 0 collapses in a band just above 0.19 and recovers above it up
+	// to 0.30; seed 1 recovers up to 0.22, seed 2 up to 0.24.
+	pr := newProber(3, func(u float64, si int) (replay.Result, error) {
+		r := replay.Result{Verdict: replay.VerdictRecovered, Availability: 1}
+		if si == 0 && (u > 0.19 && u < 0.21 || u > 0.30) || si == 1 && u > 0.22 || si == 2 && u > 0.24 {
+			r.Verdict = replay.VerdictCollapsed
+		}
+		return r, nil
+	})
+	low := 0.0644102460575
+	pr.known(low)
+	got, floor, err := bisect(pr, low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, err := pr.bySeed(got, low, floor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if show(got) != "0.19" || show(by[0]) != "0.19" || show(by[1]) != "0.22" || show(by[2]) != "0.24" {
+		t.Errorf("answer %s, each seed's own %v: want 0.19 and [0.19 0.22 0.24]", show(got), showAll(by))
 	}
 }
 
@@ -99,6 +149,14 @@ func eagerBisect(th []float64, low float64, known bool) (*float64, int) {
 	}
 	u := math.Round(100*(lo+hi)/2) / 100
 	return &u, runs
+}
+
+func showAll(us []*float64) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, show(u))
+	}
+	return out
 }
 
 func show(u *float64) string {

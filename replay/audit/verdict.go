@@ -55,8 +55,13 @@ type Verdict struct {
 	// CriticalUtilization: see Critical; nil when it recovers at SearchHigh
 	// (or when not searched: CriticalSearched false, CriticalNote why).
 	CriticalUtilization *float64 `json:"critical_utilization"`
-	CriticalSearched    bool     `json:"critical_utilization_searched"`
-	CriticalNote        string   `json:"critical_utilization_note,omitempty"`
+	// CriticalBySeed is each seed's own critical utilization, in the order
+	// of the seeds (nil: recovered at SearchHigh), of which
+	// CriticalUtilization is the lowest: its spread over the seeds, which
+	// the ranking reads as its uncertainty. Empty when not searched.
+	CriticalBySeed   []*float64 `json:"critical_utilization_by_seed,omitempty"`
+	CriticalSearched bool       `json:"critical_utilization_searched"`
+	CriticalNote     string     `json:"critical_utilization_note,omitempty"`
 	// Probes are the utilizations the search tried, by utilization.
 	Probes []Probe `json:"probes"`
 	// Utilization is the dependency's utilization the verdict is judged
