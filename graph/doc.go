@@ -34,12 +34,11 @@
 //     Map again, with the edges: per edge its statistics (edgeStats: counts,
 //     histograms, waits, durations, examples), per operation its executions
 //     (serverStats), the root requests by value and the spans' time
-//     (rootsOf), the
-//     calls that overlap another of their request and each edge's fan-out
-//     width (concurrencyOf: per-edge counts and width histograms), per
-//     chain of edges the highest amplification a root request saw
-//     (observedAmplification), and each caller operation's requests
-//     (requestsByOp). Reduce: the merged partials, then the fits: each
+//     (rootsOf), the calls that overlap another of their request and each
+//     edge's fan-out width (concurrencyOf: per-edge counts and width
+//     histograms), per chain of edges the highest amplification a root
+//     request saw (observedAmplification), and each caller operation's
+//     requests (requestsByOp). Reduce: the merged partials, then the fits: each
 //     edge's policy, the services (a virtual one timed by the attempts
 //     that called it), the user edges (from the root requests), breakers
 //     (the requests in time order), the paths.
