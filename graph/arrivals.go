@@ -3,7 +3,6 @@ package graph
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 )
@@ -94,26 +93,26 @@ func (tl *ArrivalTimeline) Binned() bool { return tl.BinUS > 0 }
 // operation of the topology (a SERVER span, a `user` edge): otherwise
 // the timeline would send fewer requests than the rate counts, and it is
 // nil, as it is with fewer than two requests.
-func arrivalTimeline(ix *index, roots map[node][]int32, lo, hi int64, limit int) *ArrivalTimeline {
+func arrivalTimeline(roots map[node]*rootOp, lo, hi int64, limit int) *ArrivalTimeline {
 	type start struct {
 		at    int64
 		entry int
 	}
 	var starts []start
 	tl := &ArrivalTimeline{Entries: []TimelineEntry{}}
-	for _, n := range slices.SortedFunc(maps.Keys(roots), func(a, b node) int { return cmp.Or(cmp.Compare(a.svc, b.svc), cmp.Compare(a.op, b.op)) }) {
-		spans := roots[n]
+	for _, n := range sortedNodes(roots) {
+		o := roots[n]
 		in := 0
-		for _, r := range spans {
-			if at := ix.spans[r].Start; at >= lo && at <= hi {
-				starts = append(starts, start{at - lo, len(tl.Entries)})
+		for _, r := range o.reqs {
+			if r.start >= lo && r.start <= hi {
+				starts = append(starts, start{r.start - lo, len(tl.Entries)})
 				in++
 			}
 		}
 		if in == 0 {
 			continue
 		}
-		if !isServer(&ix.spans[spans[0]]) {
+		if !o.server {
 			return nil
 		}
 		tl.Entries = append(tl.Entries, TimelineEntry{Service: n.svc, Operation: n.op, Requests: in})

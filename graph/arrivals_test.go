@@ -59,12 +59,8 @@ func TestArrivalTimeline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := build(tc.clientRoot)
 			rs := mapShards(ix, ix.rootsOf, (*rootSet).merge)
-			var all []int32
-			for _, r := range rs.roots {
-				all = append(all, r...)
-			}
-			lo, hi, _, _ := arrivalWindow(ix, all)
-			tl := arrivalTimeline(ix, rs.roots, lo, hi, tc.limit)
+			lo, hi, _, _ := arrivalWindow(rootStarts(rs.ops))
+			tl := arrivalTimeline(rs.ops, lo, hi, tc.limit)
 			if tc.nilWant {
 				if tl != nil {
 					t.Fatalf("timeline %+v, want none", tl)

@@ -426,22 +426,18 @@ func (m OutcomeMix) retryable() int { return m.Failed() - m.ClientError }
 // calibrate adds the calibration statistics to t: every edge's outcome mix
 // and timeline, work-only self times, the roots' outcomes and latency,
 // concurrency by Little's law and the sampling probability.
-func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology) {
-	var all []int32
-	for _, r := range roots {
-		all = append(all, r...)
-	}
-	slices.Sort(all)
+func calibrate(ix *index, ecs []*edgeCalls, roots map[node]*rootOp, t *Topology) {
+	starts := rootStarts(roots)
 	cal := &Calibration{BucketS: BucketS, InFlight: []ServiceLoad{}}
-	t0, hi, window, strays := arrivalWindow(ix, all)
+	t0, hi, window, strays := arrivalWindow(starts)
 	ix.strayRoots = strays
 	cal.ArrivalWindowS = round3(window)
 	if window > 0 {
-		cal.RootRatePerS = round3(float64(len(all)-strays) / window)
-		cal.Arrivals = arrivalTimeline(ix, roots, t0, hi, MaxTimelineArrivals)
+		cal.RootRatePerS = round3(float64(len(starts)-strays) / window)
+		cal.Arrivals = arrivalTimeline(roots, t0, hi, MaxTimelineArrivals)
 	}
-	cal.Sampling = sampling(ix, all)
-	cal.Root = rootStats(ix, all)
+	cal.Sampling = sampling(ix)
+	cal.Root = rootStats(roots)
 
 	// Per span: a call made while serving it failed; it made calls.
 	type serving struct{ downFailed, calling spanSet }
@@ -480,7 +476,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node][]int32, t *Topology)
 	for i, ec := range ecs {
 		edgeOutcomes(ix, ec, &t.Edges[i], t0, downFailed, breakerFast, perEdge[i], anyFail)
 	}
-	userOutcomes(ix, roots, downFailed, breakerFast, t)
+	userOutcomes(ix, downFailed, breakerFast, t)
 	ownFailed := mapShards(ix, func(s sel) spanSet {
 		own := newSpanSet(len(ix.spans))
 		for i := range ix.spans {
@@ -1049,11 +1045,24 @@ func bucketOf(start, t0 int64) int {
 	return max(0, int(float64(start-t0)/1e9/BucketS))
 }
 
+// rootStarts is when the root requests started (ns), in no particular
+// order.
+func rootStarts(roots map[node]*rootOp) []int64 {
+	starts := make([]int64, 0, requests(roots))
+	for _, o := range roots {
+		for _, r := range o.reqs {
+			starts = append(starts, r.start)
+		}
+	}
+	return starts
+}
+
 // strayGap is the least gap that sets a root request apart from the
 // others as a stray (arrivalWindow): a day.
 const strayGap = 24 * 3600 * 1e9
 
-// arrivalWindow returns the first and last root starts kept and the window of root
+// arrivalWindow returns, of the root requests' starts (which it sorts in
+// place), the first and last kept and the window of root
 // arrivals in seconds (0 when there are fewer than two roots or they all
 // started within a millisecond), and how many roots it left out as strays.
 // A stray is one of a few roots (at most 1% of them, at least one) that
@@ -1063,13 +1072,9 @@ const strayGap = 24 * 3600 * 1e9
 // such start stretches the window to years and turns the root rate into
 // 0; traffic that really pauses for a day is more than 1% of the roots on
 // either side and is kept.
-func arrivalWindow(ix *index, roots []int32) (lo, hi int64, window float64, strays int) {
-	if len(roots) == 0 {
+func arrivalWindow(starts []int64) (lo, hi int64, window float64, strays int) {
+	if len(starts) == 0 {
 		return 0, 0, 0, 0
-	}
-	starts := make([]int64, len(roots))
-	for i, r := range roots {
-		starts[i] = ix.spans[r].Start
 	}
 	slices.Sort(starts)
 	a, b := 0, len(starts)-1 // the roots kept: starts[a..b]
@@ -1104,8 +1109,8 @@ func kept(starts []int64, strays int) (int64, int64, float64, int) {
 // unknown probability weighs 1). Its map step counts the roots of each
 // shard by probability; the reduce sums the weights in probability order,
 // so no split of the traces changes the sum.
-func sampling(ix *index, roots []int32) Sampling {
-	return mapShards(ix, func(s sel) *headSampling { return samplingOf(ix, s, roots) }, (*headSampling).merge).sampling()
+func sampling(ix *index) Sampling {
+	return mapShards(ix, func(s sel) *headSampling { return samplingOf(ix, s) }, (*headSampling).merge).sampling()
 }
 
 // headSampling is sampling's partial: the roots of some traces counted by
@@ -1116,11 +1121,12 @@ type headSampling struct {
 	sources map[string]bool
 }
 
-// samplingOf is sampling's map step, over the selected roots.
-func samplingOf(ix *index, s sel, roots []int32) *headSampling {
+// samplingOf is sampling's map step, over the selected root requests.
+func samplingOf(ix *index, s sel) *headSampling {
 	h := &headSampling{byP: map[float64]int{}, sources: map[string]bool{}}
-	for _, r := range roots {
-		if !s.has(r) {
+	for i := range ix.spans {
+		r := int32(i)
+		if !ix.keep[i] || !ix.isRootRequest(r) || !s.has(r) {
 			continue
 		}
 		smp := ix.set.Sampling(&ix.spans[r])
@@ -1171,25 +1177,27 @@ func (h *headSampling) sampling() Sampling {
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
 // rootStats measures the root requests' outcomes and latency.
-func rootStats(ix *index, roots []int32) RootStats {
-	st := RootStats{Requests: len(roots)}
-	if len(roots) == 0 {
+func rootStats(roots map[node]*rootOp) RootStats {
+	st := RootStats{Requests: requests(roots)}
+	if st.Requests == 0 {
 		return st
 	}
-	d := make([]float64, 0, len(roots))
+	d := make([]float64, 0, st.Requests)
 	ok, server := 0, 0
-	for _, r := range roots {
-		d = append(d, float64(ix.spans[r].Duration())/1e6)
-		switch o, _ := classify(ix, r, r); o {
-		case outcomeRetryable:
-			server++
-		case outcomeClientError:
-		default:
-			ok++
+	for _, o := range roots {
+		for _, r := range o.reqs {
+			d = append(d, float64(r.dur)/1e6)
+			switch r.out {
+			case outcomeRetryable:
+				server++
+			case outcomeClientError:
+			default:
+				ok++
+			}
 		}
 	}
 	slices.Sort(d)
-	n := float64(len(roots))
+	n := float64(len(d))
 	st.SuccessRate, st.ServerErrorRate = round6(float64(ok)/n), round6(float64(server)/n)
 	st.P50MS, st.P90MS, st.P99MS = round3(nearestRank(d, 0.5)), round3(nearestRank(d, 0.9)), round3(nearestRank(d, 0.99))
 	band := func(p float64) [2]float64 {
@@ -1236,7 +1244,7 @@ func quantileBand(n int, p, alpha float64) (int, int) {
 // root whose call was failed fast by a circuit breaker (breakerFast) failed
 // below it, as one whose call failed did: the replay's breaker fails that
 // call, so the root's own mix must not count the failure again.
-func userOutcomes(ix *index, roots map[node][]int32, downFailed, breakerFast spanSet, t *Topology) {
+func userOutcomes(ix *index, downFailed, breakerFast spanSet, t *Topology) {
 	var keys []edgeKey
 	var at []int // the user edges' places in t.Edges
 	for i := range t.Edges {
@@ -1247,12 +1255,10 @@ func userOutcomes(ix *index, roots map[node][]int32, downFailed, breakerFast spa
 	}
 	os := mapShards(ix, func(s sel) *perEdge[rootOutcomes] {
 		p := newPerEdge[rootOutcomes](keys, nil)
+		roots := ix.rootSpans(s)
 		for j, k := range keys {
 			o := &p.of[j]
 			for _, r := range roots[node{k.callee, k.op}] {
-				if !s.has(r) {
-					continue
-				}
 				a := ix.newAttempt(r, r)
 				if downFailed.has(r) || breakerFast.has(r) {
 					o.downstreamFailed++

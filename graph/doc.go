@@ -33,12 +33,12 @@
 //     (extractIn); reduce: the calls in span order, grouped into edges.
 //     Map again, with the edges: per edge its statistics (edgeStats: counts,
 //     histograms, waits, durations, examples), per operation its executions
-//     (serverStats), the root requests and the spans' time (rootsOf), the
-//     calls that overlap another of their request and each edge's fan-out
-//     width (concurrencyOf: per-edge counts and width histograms), per
-//     chain of edges the highest amplification a root request saw
-//     (observedAmplification), and each caller operation's requests
-//     (requestsByOp). Reduce: the merged partials, then the fits: each
+//     (serverStats), the root requests by value and the spans' time
+//     (rootsOf), the calls that overlap another of their request and each
+//     edge's fan-out width (concurrencyOf: per-edge counts and width
+//     histograms), per chain of edges the highest amplification a root
+//     request saw (observedAmplification), and each caller operation's
+//     requests (requestsByOp). Reduce: the merged partials, then the fits: each
 //     edge's policy, the services (a virtual one timed by the attempts
 //     that called it), the user edges (from the root requests), breakers
 //     (the requests in time order), the paths.
@@ -85,17 +85,29 @@
 // each attempt's class, time bucket and what came before it, by value),
 // and its calls' ends (callEndList: time, outcome and trace id by value).
 // The requests each service held (requestsHeld) are their busy time and
-// starts and ends. TestShardedInfer sends every shard's partial that has a
+// starts and ends. The root requests (rootSet) are, per root operation,
+// each request's start, duration and own outcome (joined by a merge; each
+// reduce that reads them sorts or counts them: the user edges' latency and
+// failure rate, the arrival window and timeline, the root statistics), its best
+// examples (failed first, then by trace and span id, the first few kept),
+// and the kind and method of its first root span; and the spans' time. The
+// map steps that walk down from the roots (observed amplification, the user
+// edges' outcomes, sampling) read their own shard's roots (rootSpans), never
+// the merged ones. TestShardedInfer sends every shard's partial that has a
 // wire form through it, and names the partials that have none, which must
 // be the ones below; FuzzDecodePartial fuzzes the decoder, and merges and
 // reduces what it decodes.
 //
-// One order in them is the one grouping's: a call end's pos, its place in
-// its edge's calls (the input's span order), orders calls that ended at
-// the same instant, as the edge's call order always has. A collector would
-// need an order of its own (trace and span id), which would change which
-// of two simultaneous ends is the latest before a call: an output change,
-// not made here.
+// Two orders in them are the input's span order. A call end's pos, its
+// place in its edge's calls (the one grouping's, in span order), orders
+// calls that ended at the same instant, as the edge's call order always
+// has. A root operation's first, the input position of its first root
+// span, picks the span whose kind (a SERVER span or not: a user edge and
+// a timeline entry or not) and method name the operation, as the first
+// root always has. A collector would need an order of its own (trace and
+// span id), which would change which of two simultaneous ends is the
+// latest before a call, and the method of an operation whose roots name
+// different ones: output changes, not made here.
 //
 // Still global, each for a stated reason:
 //   - The index (newIndex): every span key sorted, parents resolved, cycles
@@ -107,12 +119,6 @@
 //     attempts' spans and their children, so the calls are the map steps'
 //     input, not a partial to merge; a collector would keep its own
 //     traces' calls and send only the partials made from them.
-//   - The root requests (rootSet, by span index): later map steps walk
-//     down from them (observed amplification, the user edges' outcomes,
-//     sampling), and the reduces arrivalWindow (every root start, sorted: a
-//     stray is judged against all the others) and rootStats (order
-//     statistics of every root's duration, for exact percentile bands)
-//     read every root's times.
 //   - Breakers' requests per caller operation (requestsByOp, span
 //     indices): the reduce puts every request of an operation in time
 //     order and reads, per request, its times, its own outcome and what
@@ -135,8 +141,8 @@
 //   - Reduces that read the merged calls or spans: callsByServer (an index
 //     of every call by the server span it was made under, which
 //     concurrency, breakers and paths read: within one trace each, but
-//     built over the one table), the virtual services' times and the user
-//     edges (from every attempt and root), and previousCallFailed's lookup
+//     built over the one table), the virtual services' times (from every
+//     attempt), and previousCallFailed's lookup
 //     of each call's start against the sorted ends (it walks the edge's
 //     calls).
 package graph

@@ -1,8 +1,12 @@
 package graph
 
 import (
+	"bytes"
+	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/retryaudit/retryaudit/ingest"
 )
 
 // Example points at one trace that shows what an edge or a finding
@@ -31,30 +35,40 @@ func (f findingExamples) of(i int, e Edge, id string) []Example {
 	return e.Examples
 }
 
-// rootExamples picks up to three root requests as the examples of a
-// user edge: failed ones first, then by trace and span id.
-func rootExamples(ix *index, roots []int32) []Example {
-	failed := func(s int32) bool { o, _ := classify(ix, s, s); return o.failed() }
-	better := func(a, b int32) bool {
-		if fa, fb := failed(a), failed(b); fa != fb {
-			return fa
-		}
-		return compareKeys(keyOf(&ix.spans[a], 0), keyOf(&ix.spans[b], 0)) < 0
+// rootExample is a root request as an example of its user edge, by
+// value: its trace and span id and whether it failed.
+type rootExample struct {
+	trace  ingest.TraceID
+	span   ingest.SpanID
+	failed bool
+}
+
+// better orders the examples of a user edge: failed ones first, then by
+// trace and span id.
+func (x rootExample) better(y rootExample) bool {
+	if x.failed != y.failed {
+		return x.failed
 	}
-	var best []int32
-	for _, r := range roots {
-		i := len(best)
-		for i > 0 && better(r, best[i-1]) {
-			i--
-		}
-		if i < maxExamples {
-			best = slices.Insert(best, i, r)[:min(len(best)+1, maxExamples)]
-		}
+	return cmp.Or(bytes.Compare(x.trace[:], y.trace[:]), bytes.Compare(x.span[:], y.span[:])) < 0
+}
+
+// addExample keeps x among o's examples if it is one of the best
+// maxExamples seen: whatever order the requests come in, the same ones.
+func (o *rootOp) addExample(x rootExample) {
+	i := len(o.examples)
+	for i > 0 && x.better(o.examples[i-1]) {
+		i--
 	}
-	out := make([]Example, len(best))
-	for i, r := range best {
-		sp := &ix.spans[r]
-		out[i] = Example{TraceID: sp.TraceID.String(), SpanIDs: []string{sp.SpanID.String()}}
+	if i < maxExamples {
+		o.examples = slices.Insert(o.examples, i, x)[:min(len(o.examples)+1, maxExamples)]
+	}
+}
+
+// rootExampleList is a user edge's examples.
+func rootExampleList(xs []rootExample) []Example {
+	out := make([]Example, len(xs))
+	for i, x := range xs {
+		out[i] = Example{TraceID: x.trace.String(), SpanIDs: []string{x.span.String()}}
 	}
 	return out
 }

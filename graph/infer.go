@@ -93,8 +93,8 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		t.Edges[i].LeakedAttempts = n
 	}
 	rs := mapShards(ix, ix.rootsOf, (*rootSet).merge)
-	roots, lo, hi := rs.roots, rs.lo, rs.hi
-	t.Edges = append(t.Edges, userEdges(ix, roots)...)
+	roots, lo, hi := rs.ops, rs.lo, rs.hi
+	t.Edges = append(t.Edges, userEdges(roots)...)
 	byServer := callsByServer(ix, ecs)
 	for i, c := range concurrencyOf(ix, ecs, byServer) {
 		t.Edges[i].ConcurrentShare, t.Edges[i].ConcurrentOtherShare, t.Edges[i].FanOutWidth = c.Share, c.OtherShare, c.Width
@@ -120,10 +120,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	calibrate(ix, ecs, roots, t)
 	t.Findings = findings(t.Edges, t.Paths, byFinding)
 
-	rootCalls := 0
-	for _, r := range roots {
-		rootCalls += len(r)
-	}
+	rootCalls := requests(roots)
 	t.Source = Source{Traces: ix.traces, Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks + ix.repeats}
 	if ix.leaks+ix.repeats > 0 {
 		t.Source.ContextLeakShapes = &LeakShapes{Late: ix.leaks, Repeated: ix.repeats, Spans: ix.leakedSpans}
@@ -148,16 +145,50 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	return t, nil
 }
 
-// rootSet is the root requests of some traces by operation, in span
-// order, and the time their spans cover (lo is 0 when there are none).
+// rootSet is the root requests of some traces, by value: per root
+// operation each request's start, duration and own outcome, its best
+// examples and which of its spans came first in the input; and the time
+// the traces' spans cover (lo is 0 when there are none). The map steps
+// that walk down from the roots read their own shard's (rootSpans).
 type rootSet struct {
-	roots  map[node][]int32
+	ops    map[node]*rootOp
 	lo, hi int64
 }
 
+// rootOp is the root requests of one root operation in some traces.
+type rootOp struct {
+	// reqs are in no particular order (a merge appends): every reduce
+	// sorts or counts the values it reads.
+	reqs []rootReq
+	// first is the input position of the operation's first root span (the
+	// input's span order, which the index keeps), server and method that
+	// span's: they name the user edge, as the first root always has.
+	first  int32
+	server bool
+	method string
+	// examples are the best maxExamples requests (rootExample.better).
+	examples []rootExample
+}
+
+// rootReq is one root request: its span's start and duration (ns) and
+// its own outcome.
+type rootReq struct {
+	start, dur int64
+	out        outcome
+}
+
+// isRootRequest reports whether span i starts a request: a root span that
+// is no attempt, or an attempt made from no span.
+func (ix *index) isRootRequest(i int32) bool {
+	return ix.parent[i] < 0 && !isAttempt(&ix.spans[i]) || isRootAttempt(ix, i)
+}
+
+// rootNode is root span i's operation.
+func (ix *index) rootNode(i int32) node { return node{ix.str(ix.spans[i].Service), ix.opName(i)} }
+
 // rootsOf is a map step: the selected root requests and their spans' time.
 func (ix *index) rootsOf(s sel) *rootSet {
-	rs := &rootSet{roots: map[node][]int32{}}
+	rs := &rootSet{ops: map[node]*rootOp{}}
 	for i := range ix.spans {
 		if !ix.keep[i] || !s.has(int32(i)) {
 			continue
@@ -167,19 +198,50 @@ func (ix *index) rootsOf(s sel) *rootSet {
 			rs.lo = sp.Start
 		}
 		rs.hi = max(rs.hi, sp.End)
-		if ix.parent[i] < 0 && !isAttempt(sp) || isRootAttempt(ix, int32(i)) {
-			n := node{ix.str(sp.Service), ix.opName(int32(i))}
-			rs.roots[n] = append(rs.roots[n], int32(i))
+		if !ix.isRootRequest(int32(i)) {
+			continue
 		}
+		n := ix.rootNode(int32(i))
+		o := rs.ops[n]
+		if o == nil {
+			o = &rootOp{first: int32(i), server: isServer(sp), method: ix.str(sp.Method)}
+			rs.ops[n] = o
+		}
+		out, _ := classify(ix, int32(i), int32(i))
+		o.reqs = append(o.reqs, rootReq{sp.Start, sp.Duration(), out})
+		o.addExample(rootExample{sp.TraceID, sp.SpanID, out.failed()})
 	}
 	return rs
 }
 
-// merge adds o's root requests (of other traces) to rs, in span order.
+// rootSpans is the selected root requests by operation, in span order:
+// what a map step that walks down from them reads of its own shard.
+func (ix *index) rootSpans(s sel) map[node][]int32 {
+	roots := map[node][]int32{}
+	for i := range ix.spans {
+		if ix.keep[i] && ix.isRootRequest(int32(i)) && s.has(int32(i)) {
+			n := ix.rootNode(int32(i))
+			roots[n] = append(roots[n], int32(i))
+		}
+	}
+	return roots
+}
+
+// merge adds o's root requests (of other traces) to rs, by operation.
 func (rs *rootSet) merge(o *rootSet) {
-	for n, l := range o.roots {
-		rs.roots[n] = append(rs.roots[n], l...)
-		slices.Sort(rs.roots[n])
+	for n, p := range o.ops {
+		sum := rs.ops[n]
+		if sum == nil {
+			rs.ops[n] = p
+			continue
+		}
+		sum.reqs = append(sum.reqs, p.reqs...)
+		if p.first < sum.first {
+			sum.first, sum.server, sum.method = p.first, p.server, p.method
+		}
+		for _, x := range p.examples {
+			sum.addExample(x)
+		}
 	}
 	if rs.lo == 0 || o.lo != 0 && o.lo < rs.lo {
 		rs.lo = o.lo
@@ -187,28 +249,38 @@ func (rs *rootSet) merge(o *rootSet) {
 	rs.hi = max(rs.hi, o.hi)
 }
 
+// requests is how many root requests roots holds.
+func requests(roots map[node]*rootOp) int {
+	n := 0
+	for _, o := range roots {
+		n += len(o.reqs)
+	}
+	return n
+}
+
 // userEdges adds a `user` caller for every root operation.
-func userEdges(ix *index, roots map[node][]int32) []Edge {
+func userEdges(roots map[node]*rootOp) []Edge {
 	var out []Edge
-	for n, spans := range roots {
-		if !isServer(&ix.spans[spans[0]]) {
+	for n, o := range roots {
+		if !o.server {
 			continue
 		}
-		e := Edge{Caller: userCaller, Callee: n.svc, Operation: n.op, Calls: len(spans), Attempts: len(spans),
-			AttemptsHistogram: []int{len(spans)}, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffImmediate, Jitter: JitterNone},
-			RetriedStatus: []string{}, NotRetriedStatus: []string{}, Method: ix.str(ix.spans[spans[0]].Method)}
-		var d []float64
+		k := len(o.reqs)
+		e := Edge{Caller: userCaller, Callee: n.svc, Operation: n.op, Calls: k, Attempts: k,
+			AttemptsHistogram: []int{k}, MaxAttempts: 1, Backoff: Backoff{Kind: BackoffImmediate, Jitter: JitterNone},
+			RetriedStatus: []string{}, NotRetriedStatus: []string{}, Method: o.method}
+		d := make([]float64, 0, k)
 		failed := 0
-		for _, s := range spans {
-			d = append(d, float64(ix.spans[s].Duration())/1e6)
-			if o, _ := classify(ix, s, s); o.failed() {
+		for _, r := range o.reqs {
+			d = append(d, float64(r.dur)/1e6)
+			if r.out.failed() {
 				failed++
 			}
 		}
 		slices.Sort(d)
 		e.CalleeP50MS, e.CalleeP95MS, e.CalleeP99MS = latency(d)
-		e.FailureRate = round3(float64(failed) / float64(len(spans)))
-		e.Examples = rootExamples(ix, spans)
+		e.FailureRate = round3(float64(failed) / float64(k))
+		e.Examples = rootExampleList(o.examples)
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b Edge) int {

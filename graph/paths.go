@@ -29,7 +29,7 @@ const userCaller = "user"
 // outnumber anything a reader could use (they grow exponentially with the
 // crossings), so the walk stops after maxPathSteps steps and reports that
 // it did (truncated).
-func buildPaths(ix *index, edges []Edge, byServer *serverCalls, roots map[node][]int32) (paths []Path, truncated bool) {
+func buildPaths(ix *index, edges []Edge, byServer *serverCalls, roots map[node]*rootOp) (paths []Path, truncated bool) {
 	out := map[node][]int{}
 	for i, e := range edges {
 		if e.Caller == userCaller {
@@ -39,7 +39,7 @@ func buildPaths(ix *index, edges []Edge, byServer *serverCalls, roots map[node][
 		out[n] = append(out[n], i)
 	}
 	rootNodes := sortedNodes(roots)
-	observed := observedAmplification(ix, byServer, roots)
+	observed := observedAmplification(ix, byServer)
 	steps := 0
 	var walk func(n node, chain []int, onStack map[node]bool)
 	walk = func(n node, chain []int, onStack map[node]bool) {
@@ -92,7 +92,7 @@ func amplification(e Edge) (factor int, exact bool) {
 }
 
 // sortedNodes lists the root nodes by service, then operation.
-func sortedNodes(roots map[node][]int32) []node {
+func sortedNodes[V any](roots map[node]V) []node {
 	out := make([]node, 0, len(roots))
 	for n := range roots {
 		out = append(out, n)
@@ -442,14 +442,14 @@ func (t *chainTrie) observed(chain []int) float64 {
 // without any retry above or at it (fan-out loops count as calls, not
 // amplification). Each call is visited once, so the walk is linear
 // whatever the number of paths or the depth of a trace.
-func observedAmplification(ix *index, byServer *serverCalls, roots map[node][]int32) *chainTrie {
+func observedAmplification(ix *index, byServer *serverCalls) *chainTrie {
 	keys := edgeKeys(byServer.ecs)
-	return mapShards(ix, func(s sel) *chainTrie { return observedIn(ix, s, byServer, roots, keys) }, (*chainTrie).merge)
+	return mapShards(ix, func(s sel) *chainTrie { return observedIn(ix, s, byServer, keys) }, (*chainTrie).merge)
 }
 
 // observedIn is observedAmplification's map step, over the selected root
 // requests (keys: the edges of byServer).
-func observedIn(ix *index, s sel, byServer *serverCalls, roots map[node][]int32, keys []edgeKey) *chainTrie {
+func observedIn(ix *index, s sel, byServer *serverCalls, keys []edgeKey) *chainTrie {
 	t := &chainTrie{keys: keys, next: map[chainStep]int32{}, best: []float64{0}, from: []chainStep{{}}}
 	var attempts, first []int
 	var touched []int32
@@ -458,11 +458,9 @@ func observedIn(ix *index, s sel, byServer *serverCalls, roots map[node][]int32,
 		allFirst bool
 	}
 	var stack []inst
+	roots := ix.rootSpans(s)
 	for _, rn := range sortedNodes(roots) {
 		for _, r := range roots[rn] {
-			if !s.has(r) {
-				continue
-			}
 			stack = append(stack[:0], inst{r, 0, true})
 			for len(stack) > 0 {
 				in := stack[len(stack)-1]

@@ -129,14 +129,14 @@ func TestShardedInfer(t *testing.T) {
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.rootOutcomes]",
 		"*graph.perEdge[int]",
 		"*graph.perEdge[map[github.com/retryaudit/retryaudit/ingest.TraceID]int64]",
-		"*graph.requestsHeld", "graph.origins", "map[graph.node]*graph.workTimes", "map[graph.node][2]int",
+		"*graph.requestsHeld", "*graph.rootSet", "graph.origins", "map[graph.node]*graph.workTimes", "map[graph.node][2]int",
 		"map[graph.node]int", "map[ingest.Sym]bool"}
 	if got := slices.Sorted(maps.Keys(wired)); !slices.Equal(got, wantWired) {
 		t.Errorf("partials sent through their wire form: %q, want %q", got, wantWired)
 	}
 	// The partials that still name spans by their place in the one index
 	// (the package comment says why each is global).
-	stillGlobal := []string{"*graph.extracted", "*graph.rootSet", "graph.serving", "graph.spanSet",
+	stillGlobal := []string{"*graph.extracted", "graph.serving", "graph.spanSet",
 		"map[graph.node][]int32"}
 	if got := slices.Sorted(maps.Keys(unwired)); !slices.Equal(got, stillGlobal) {
 		t.Errorf("partials with no wire form: %q, want %q", got, stillGlobal)
@@ -309,6 +309,76 @@ func TestChainTrieMerge(t *testing.T) {
 			chain := []int{slices.Index(tc.x.keys, tc.chain[0]), slices.Index(tc.x.keys, tc.chain[1])}
 			if got := tc.x.observed(chain); got != tc.want {
 				t.Errorf("observed %v, want %v (keys %v)", got, tc.want, tc.x.keys)
+			}
+		})
+	}
+}
+
+// TestRootSetMerge: root requests merge by operation whatever order the
+// partials come in: the user edge takes the kind and method of the root
+// first in the input, its examples are the best of all (failed first,
+// then by trace and span id), and its latency and counts read every
+// request.
+func TestRootSetMerge(t *testing.T) {
+	n := node{"web", "GET /"}
+	ex := func(trace byte, failed bool) rootExample {
+		return rootExample{ingest.TraceID{15: trace}, ingest.SpanID{7: 1}, failed}
+	}
+	part := func(first int32, server bool, method string, reqs []rootReq, exs ...rootExample) *rootSet {
+		o := &rootOp{reqs: reqs, first: first, server: server, method: method}
+		for _, x := range exs {
+			o.addExample(x)
+		}
+		return &rootSet{ops: map[node]*rootOp{n: o}, lo: 10, hi: 20}
+	}
+	ok, failed := rootReq{start: 1, dur: 2e6, out: outcomeOK}, rootReq{start: 3, dur: 8e6, out: outcomeRetryable}
+	for _, tc := range []struct {
+		name       string
+		parts      func() []*rootSet
+		wantEdges  int
+		wantMethod string
+		wantTraces []byte
+		wantRate   float64
+	}{
+		{"the first root is a server span", func() []*rootSet {
+			return []*rootSet{part(7, false, "POST", []rootReq{ok}, ex(9, false)), part(2, true, "GET", []rootReq{ok, failed}, ex(4, false), ex(5, true))}
+		}, 1, "GET", []byte{5, 4, 9}, 0.333},
+		{"the first root is a client span", func() []*rootSet {
+			return []*rootSet{part(1, false, "POST", []rootReq{failed}, ex(9, true)), part(2, true, "GET", []rootReq{ok}, ex(4, false))}
+		}, 0, "", nil, 0},
+		{"the best examples of many", func() []*rootSet {
+			return []*rootSet{part(3, true, "GET", []rootReq{ok, ok}, ex(8, false), ex(2, false)), part(4, true, "PUT", []rootReq{failed, ok}, ex(6, true), ex(1, false))}
+		}, 1, "GET", []byte{6, 1, 2}, 0.25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [][]Edge
+			for _, order := range [][2]int{{0, 1}, {1, 0}} {
+				ps := tc.parts()
+				sum := ps[order[0]]
+				sum.merge(ps[order[1]])
+				got = append(got, userEdges(sum.ops))
+			}
+			a, _ := json.Marshal(got[0])
+			b, _ := json.Marshal(got[1])
+			if !bytes.Equal(a, b) {
+				t.Fatalf("merged one way %s, the other %s", a, b)
+			}
+			es := got[0]
+			if len(es) != tc.wantEdges {
+				t.Fatalf("%d user edges, want %d", len(es), tc.wantEdges)
+			}
+			if len(es) == 0 {
+				return
+			}
+			var traces, want []string
+			for _, x := range es[0].Examples {
+				traces = append(traces, x.TraceID)
+			}
+			for _, b := range tc.wantTraces {
+				want = append(want, ingest.TraceID{15: b}.String())
+			}
+			if es[0].Method != tc.wantMethod || !slices.Equal(traces, want) || es[0].FailureRate != tc.wantRate {
+				t.Errorf("method %q, example traces %v, failure rate %v; want %q, %v, %v", es[0].Method, traces, es[0].FailureRate, tc.wantMethod, want, tc.wantRate)
 			}
 		})
 	}

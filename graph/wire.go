@@ -67,6 +67,8 @@ type partialWire struct {
 	Roots perEdgeWire[rootOutcomesWire]
 	// Chains is the observed amplification by chain of edges.
 	Chains chainTrieWire
+	// Requests is the root requests by operation, and the spans' time.
+	Requests rootSetWire
 }
 
 type partialKind uint8
@@ -90,6 +92,7 @@ const (
 	kindHeld
 	kindRoots
 	kindChains
+	kindRequests
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -131,6 +134,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		})
 	case *chainTrie:
 		w.Kind, w.Chains = kindChains, chainTrieToWire(p)
+	case *rootSet:
+		w.Kind, w.Requests = kindRequests, rootSetToWire(p)
 	case *callOrders:
 		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
 			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
@@ -196,6 +201,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		})
 	case kindChains:
 		return chainTrieFromWire(&w.Chains)
+	case kindRequests:
+		return rootSetFromWire(&w.Requests)
 	case kindOrders:
 		return callOrdersFromWire(&w.Orders)
 	case kindOverlaps:
@@ -1085,4 +1092,75 @@ func chainTrieFromWire(w *chainTrieWire) (*chainTrie, error) {
 		t.best, t.from = append(t.best, b), append(t.from, k)
 	}
 	return t, nil
+}
+
+// rootSetWire is rootSet on the wire: each root operation by name, with
+// its requests' starts, durations and outcomes side by side.
+type rootSetWire struct {
+	Ops    []opCount[rootOpWire]
+	Lo, Hi int64
+}
+
+type rootOpWire struct {
+	Starts, Durs []int64
+	Outcomes     []byte
+	First        int32
+	Server       bool
+	Method       string
+	Examples     []rootExampleWire
+}
+
+type rootExampleWire struct {
+	Trace  ingest.TraceID
+	Span   ingest.SpanID
+	Failed bool
+}
+
+func rootSetToWire(rs *rootSet) rootSetWire {
+	w := rootSetWire{Lo: rs.lo, Hi: rs.hi}
+	for _, c := range opCountsOf(rs.ops) {
+		o := c.N
+		ow := rootOpWire{Starts: make([]int64, len(o.reqs)), Durs: make([]int64, len(o.reqs)), Outcomes: make([]byte, len(o.reqs)),
+			First: o.first, Server: o.server, Method: o.method}
+		for i, r := range o.reqs {
+			ow.Starts[i], ow.Durs[i], ow.Outcomes[i] = r.start, r.dur, byte(r.out)
+		}
+		for _, x := range o.examples {
+			ow.Examples = append(ow.Examples, rootExampleWire{x.trace, x.span, x.failed})
+		}
+		w.Ops = append(w.Ops, opCount[rootOpWire]{c.Service, c.Op, ow})
+	}
+	return w
+}
+
+// rootSetFromWire reads root requests: each operation once, with at
+// least one request, a start, duration and known outcome each, a first
+// position in the input, and no more examples than requests or
+// maxExamples, in their order (rootExample.better).
+func rootSetFromWire(w *rootSetWire) (*rootSet, error) {
+	rs := &rootSet{ops: map[node]*rootOp{}, lo: w.Lo, hi: w.Hi}
+	for _, c := range w.Ops {
+		n, ow := node{c.Service, c.Op}, &c.N
+		k := len(ow.Starts)
+		if rs.ops[n] != nil || k == 0 || len(ow.Durs) != k || len(ow.Outcomes) != k || ow.First < 0 || len(ow.Examples) > min(k, maxExamples) {
+			return nil, fmt.Errorf("decode the root requests of %s %s: twice, or %d starts, %d durations, %d outcomes, first at %d, %d examples",
+				c.Service, c.Op, k, len(ow.Durs), len(ow.Outcomes), ow.First, len(ow.Examples))
+		}
+		o := &rootOp{reqs: make([]rootReq, k), first: ow.First, server: ow.Server, method: ow.Method}
+		for i := range k {
+			if outcome(ow.Outcomes[i]) > outcomeChallenge {
+				return nil, fmt.Errorf("decode the root requests of %s %s: request %d of outcome %d, which there is not", c.Service, c.Op, i, ow.Outcomes[i])
+			}
+			o.reqs[i] = rootReq{ow.Starts[i], ow.Durs[i], outcome(ow.Outcomes[i])}
+		}
+		for i, x := range ow.Examples {
+			e := rootExample{x.Trace, x.Span, x.Failed}
+			if i > 0 && !o.examples[i-1].better(e) {
+				return nil, fmt.Errorf("decode the root requests of %s %s: example %d out of order", c.Service, c.Op, i)
+			}
+			o.examples = append(o.examples, e)
+		}
+		rs.ops[n] = o
+	}
+	return rs, nil
 }

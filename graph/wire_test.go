@@ -104,6 +104,13 @@ func FuzzDecodePartial(f *testing.F) {
 		case *chainTrie:
 			p.merge(q.(*chainTrie))
 			p.observed([]int{0, 0})
+		case *rootSet:
+			p.merge(q.(*rootSet))
+			userEdges(p.ops)
+			rootStats(p.ops)
+			if lo, hi, window, _ := arrivalWindow(rootStarts(p.ops)); window > 0 {
+				arrivalTimeline(p.ops, lo, hi, 4)
+			}
 		case *callOrders:
 			p.merge(q.(*callOrders))
 			for _, e := range p.edges.in(p.edges.keys) {
