@@ -458,6 +458,9 @@ func recommendationText(w io.Writer, r *audit.Recommendation, md bool) error {
 		lines = append(lines, esc(changeWhere(c))+": "+esc(changeText(c)))
 	}
 	section("Changes", lines)
+	if r.WorstCase != nil {
+		section("Worst case", []string{esc(r.WorstCase.Sentence())})
+	}
 	if c := r.IfIdempotent; c != nil {
 		lines = []string{esc(c.Sentence())}
 		for _, ch := range c.Changes {

@@ -189,6 +189,9 @@ type htmlRecommendation struct {
 	// are idempotent, with its changes; "" when there is none.
 	IfIdempotent        string
 	IfIdempotentChanges htmlTable
+	// WorstCase says how the recommendation changes the most attempts
+	// one request may send along a path; "" when it does not.
+	WorstCase string
 }
 
 type htmlRejection struct{ Policy, Why string }
@@ -287,6 +290,9 @@ func newHTMLRecommendation(r *audit.Recommendation) *htmlRecommendation {
 		return newHTMLTable(g)
 	}
 	h.Changes = changeTable(r.Changes)
+	if w := r.WorstCase; w != nil {
+		h.WorstCase = printable(w.Sentence())
+	}
 	if c := r.IfIdempotent; c != nil {
 		h.IfIdempotent, h.IfIdempotentChanges = printable(c.Sentence()), changeTable(c.Changes)
 	}

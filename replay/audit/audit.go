@@ -94,6 +94,9 @@ type Recommendation struct {
 	// SizedBudget says how candidate budget-sized was sized, when the
 	// audit added it (today's retry share exceeds the standard budget's).
 	SizedBudget *SizedBudget `json:"sized_budget,omitempty"`
+	// WorstCase is the most attempts one request may send along a path
+	// under the recommended policy beside today's, when they differ.
+	WorstCase *WorstCase `json:"worst_case,omitempty"`
 	// IfIdempotent is the advice if the operations the safety rules
 	// treated as writes only because nothing shows otherwise are in fact
 	// idempotent, when that advice differs: the traces cannot decide it,
@@ -482,6 +485,7 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, ob
 		if v.policy == w.policy {
 			m = v.model
 			rec.Changes = changes(observed, v, facts)
+			rec.WorstCase = worstCaseChange(observed, v.model)
 		}
 	}
 	return rec, m
