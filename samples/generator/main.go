@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -183,28 +184,61 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 	return m.callers, b.String(), nil
 }
 
-// drive sends the scenario's root requests to edge one at a time, in an
-// order shuffled by the scenario's seed, after planning each one's faults. It
-// returns how the root requests were answered, e.g. "200×35 503×1".
+// drive sends the scenario's root requests to edge, in an order shuffled by
+// the scenario's seed unless it is Ordered, after planning each one's
+// faults: one at a time, or with OpenLoop one every Pace whatever is still
+// in flight. It returns how the root requests were answered, e.g.
+// "200×35 503×1".
 func drive(sc Scenario, m *mesh) (string, error) {
 	cases := sc.order()
 	client := &http.Client{Timeout: 30 * time.Second} // not instrumented: edge's span is the root
-	answers := map[int]int{}
-	for i, c := range cases {
-		time.Sleep(sc.Pace)
-		order := fmt.Sprint(1001 + i)
-		if c.Script != nil {
-			m.faults.plan(c.Target, order, c.Script)
-		}
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		errs    []error
+		answers = map[int]int{}
+	)
+	send := func(c Case, order string) {
 		method, path := http.MethodGet, "/checkout/"+order
 		if c.Pay {
 			method, path = http.MethodPost, "/checkout/"+order+"/pay"
 		}
 		code, err := rootRequest(client, method, m.services["edge"].url()+path)
+		mu.Lock()
+		defer mu.Unlock()
 		if err != nil {
-			return "", err
+			errs = append(errs, fmt.Errorf("root request %s: %w", order, err))
+			return
 		}
 		answers[code]++
+	}
+	m.faults.schedule(sc.Outages)
+	start := time.Now()
+	for i, c := range cases {
+		order := fmt.Sprint(1001 + i)
+		if c.Script != nil {
+			m.faults.plan(c.Target, order, c.Script)
+		}
+		if !sc.OpenLoop {
+			time.Sleep(sc.Pace)
+			send(c, order)
+			if len(errs) > 0 {
+				return "", errs[0]
+			}
+			continue
+		}
+		// The i-th request leaves at i·Pace from the start, not Pace
+		// after the one before: sleeping late does not shift the rest.
+		time.Sleep(time.Until(start.Add(time.Duration(i) * sc.Pace)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(c, order)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
 	}
 	return answersOf(answers), nil
 }
