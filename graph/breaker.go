@@ -84,8 +84,9 @@ const (
 
 // breakers reads each edge's breaker from the SERVER spans of its caller's
 // operation in time order; nil where the traces cannot tell (no failed
-// calls in a row). It is linear in the spans: each SERVER span is visited
-// once per edge out of its operation.
+// calls in a row). Each SERVER span is visited once per edge out of its
+// operation, after the calls' results and the fast failures are sorted by
+// when they came (n log n in the operation's requests).
 //
 // A breaker's runs cross traces: the map step lists each caller
 // operation's requests (requestsByOp), the lists merge, and the reduce
@@ -242,48 +243,44 @@ type brCalls struct {
 // order.
 func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *Breaker {
 	state := bc.state
-	var called, offsets []float64
+	var called []float64
 	for k, s := range spans {
 		if state[k] != noCall {
 			called = append(called, float64(ix.spans[s].Duration()))
-			offsets = append(offsets, float64(bc.start[k]-ix.spans[s].Start))
 		}
 	}
 	if len(called)*2 < len(spans) || len(called) == 0 {
 		return nil // the operation does not normally call this callee
 	}
 	slices.Sort(called)
-	slices.Sort(offsets)
 	fast := fastShare*quantile(called, 0.5) + tail*1e6
+	offsets := called[:0] // the durations are read: their room holds the offsets
+	for k, s := range spans {
+		if state[k] != noCall {
+			offsets = append(offsets, float64(bc.start[k]-ix.spans[s].Start))
+		}
+	}
+	slices.Sort(offsets)
 	offset := int64(max(quantile(offsets, 0.5), 0))
 	// The requests' moments in time order (results before starts and
 	// fast failures at the same moment: the breaker heard the result,
 	// then decided).
-	var evs []brMoment
+	tl := brTimeline{ix: ix, spans: spans, end: bc.end, offset: offset, fast: make([]bool, len(spans))}
 	for k, s := range spans {
 		sp := &ix.spans[s]
 		switch {
 		case state[k] != noCall:
-			evs = append(evs, brMoment{sp.Start, momentStart, int32(k)}, brMoment{bc.end[k], momentResult, int32(k)})
+			tl.results = append(tl.results, int32(k))
 		default:
 			// An open breaker answers as a server error (503, 500): a
 			// quick 4xx is the request's own fault, not a breaker's.
 			if o, _ := classify(ix, s, s); o == outcomeRetryable && float64(sp.Duration()) < fast {
-				evs = append(evs, brMoment{min(sp.Start+offset, sp.End), momentFast, int32(k)})
-			} else {
-				evs = append(evs, brMoment{sp.Start, momentStart, int32(k)})
+				tl.fasts = append(tl.fasts, int32(k))
+				tl.fast[k] = true
 			}
 		}
 	}
-	slices.SortFunc(evs, func(a, b brMoment) int {
-		if c := cmpInt64(a.at, b.at); c != 0 {
-			return c
-		}
-		if a.what != b.what {
-			return int(a.what) - int(b.what)
-		}
-		return int(a.k) - int(b.k)
-	})
+	tl.sort()
 	b := &Breaker{}
 	run, streak, st := 0, 0, brClosed
 	// trippedAt: the end of the request of the latest failed call counted
@@ -315,7 +312,7 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 	// that fails fast on its own does so in both states; a breaker only
 	// after failures.
 	var healthy, tripped, healthyFast int
-	for _, e := range evs {
+	for e, ok := tl.next(); ok; e, ok = tl.next() {
 		sp := &ix.spans[spans[e.k]]
 		if e.what != momentResult {
 			if st != brClosed || run >= minTrip {
@@ -446,4 +443,87 @@ type brMoment struct {
 	at   int64
 	what uint8
 	k    int32
+}
+
+// before orders moments by time, then by what they are, then by request.
+func (m brMoment) before(o brMoment) bool {
+	if m.at != o.at {
+		return m.at < o.at
+	}
+	if m.what != o.what {
+		return m.what < o.what
+	}
+	return m.k < o.k
+}
+
+// brTimeline hands out a caller operation's moments for one edge in time
+// order without listing them all: requests start in the order they are
+// held, and the calls' results and the fast failures are each sorted
+// apart (a request index each), then the three are merged.
+type brTimeline struct {
+	ix             *index
+	spans          []int32
+	end            []int64 // each call's result
+	offset         int64   // from a request's start to its call's (median)
+	fast           []bool  // answered fast without the call: a moment of its own
+	results, fasts []int32
+	ri, fi, si     int
+}
+
+// fastAt is when the breaker refused request k: when requests normally
+// make the call, within the request.
+func (tl *brTimeline) fastAt(k int32) int64 {
+	sp := &tl.ix.spans[tl.spans[k]]
+	return min(sp.Start+tl.offset, sp.End)
+}
+
+func (tl *brTimeline) sort() {
+	slices.SortFunc(tl.results, func(a, b int32) int {
+		if c := cmpInt64(tl.end[a], tl.end[b]); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	slices.SortFunc(tl.fasts, func(a, b int32) int {
+		if c := cmpInt64(tl.fastAt(a), tl.fastAt(b)); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+}
+
+// next returns the next moment, false after the last.
+func (tl *brTimeline) next() (brMoment, bool) {
+	for tl.si < len(tl.spans) && tl.fast[tl.si] {
+		tl.si++
+	}
+	var m brMoment
+	from := -1 // 0 results, 1 fasts, 2 starts
+	if tl.ri < len(tl.results) {
+		k := tl.results[tl.ri]
+		m, from = brMoment{tl.end[k], momentResult, k}, 0
+	}
+	if tl.fi < len(tl.fasts) {
+		k := tl.fasts[tl.fi]
+		if c := (brMoment{tl.fastAt(k), momentFast, k}); from < 0 || c.before(m) {
+			m, from = c, 1
+		}
+	}
+	if tl.si < len(tl.spans) {
+		k := int32(tl.si)
+		if c := (brMoment{tl.ix.spans[tl.spans[k]].Start, momentStart, k}); from < 0 || c.before(m) {
+			m, from = c, 2
+		}
+	}
+	switch from {
+	case 0:
+		tl.ri++
+	case 1:
+		tl.fi++
+	case 2:
+		tl.si++
+	default:
+		return m, false
+	}
+	return m, true
 }
