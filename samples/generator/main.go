@@ -194,11 +194,14 @@ func drive(sc Scenario, m *mesh) (string, error) {
 	client := &http.Client{Timeout: 30 * time.Second} // not instrumented: edge's span is the root
 	var (
 		mu      sync.Mutex
-		wg      sync.WaitGroup
 		errs    []error
 		answers = map[int]int{}
 	)
-	send := func(c Case, order string) {
+	send := func(i int) {
+		c, order := cases[i], fmt.Sprint(1001+i)
+		if c.Script != nil {
+			m.faults.plan(c.Target, order, c.Script)
+		}
 		method, path := http.MethodGet, "/checkout/"+order
 		if c.Pay {
 			method, path = http.MethodPost, "/checkout/"+order+"/pay"
@@ -213,34 +216,34 @@ func drive(sc Scenario, m *mesh) (string, error) {
 		answers[code]++
 	}
 	m.faults.schedule(sc.Outages)
-	start := time.Now()
-	for i, c := range cases {
-		order := fmt.Sprint(1001 + i)
-		if c.Script != nil {
-			m.faults.plan(c.Target, order, c.Script)
-		}
-		if !sc.OpenLoop {
+	if sc.OpenLoop {
+		openLoop(time.Now(), len(cases), sc.Pace, send)
+	} else {
+		for i := 0; i < len(cases) && len(errs) == 0; i++ {
 			time.Sleep(sc.Pace)
-			send(c, order)
-			if len(errs) > 0 {
-				return "", errs[0]
-			}
-			continue
+			send(i)
 		}
-		// The i-th request leaves at i·Pace from the start, not Pace
-		// after the one before: sleeping late does not shift the rest.
-		time.Sleep(time.Until(start.Add(time.Duration(i) * sc.Pace)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			send(c, order)
-		}()
 	}
-	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
 	return answersOf(answers), nil
+}
+
+// openLoop calls send(i) for i in [0, n), the i-th at start + i·every in
+// a goroutine of its own whatever is still in flight (a late wake-up does
+// not shift the ones after it), and waits for them all.
+func openLoop(start time.Time, n int, every time.Duration, send func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * every)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(i)
+		}()
+	}
+	wg.Wait()
 }
 
 // rootRequest sends one root request and returns the status it was
