@@ -354,7 +354,8 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 				run, st = 0, brClosed
 				continue
 			}
-			// A failed probe: the breaker opens again from here.
+			// A failed call; after a failed probe the breaker opens again
+			// from here.
 			run, st = run+1, brClosed
 			trippedAt = sp.End
 		case momentFast:
