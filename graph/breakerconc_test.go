@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -16,19 +17,24 @@ import (
 // lets one probe through; a result of a call made before the breaker last
 // changed state is not counted (gobreaker's generations). fastOwn is the
 // share of requests gateway answers 503 at once on its own (a shed or a
-// validation of its own), breaker or not.
+// validation of its own), breaker or not; with limit > 0 it answers 503 at
+// once while limit calls are in flight (a concurrency limiter, which
+// sheds while a slow outage holds calls, but lets one through whenever
+// one ends).
 type concTraffic struct {
 	gap, spread, span  float64
 	down               [][2]float64
-	threshold          int
+	threshold, limit   int
 	openMS, fastOwn    float64
 	seed               uint64
 	callMS, checkAfter float64 // the call's duration, when after the request's start it is made
+	downMS             float64 // a failed call's duration (callMS if 0)
 }
 
 // concTruth is what the simulated breaker did.
 type concTruth struct {
 	fastFailed, openPeriods int
+	ownFast                 int // answered fast by the handler on its own (or its limiter)
 }
 
 // build writes the traffic's spans into b, one trace per request, and
@@ -51,7 +57,7 @@ func (c concTraffic) build(b *builder) concTruth {
 	}
 	var (
 		tr         concTruth
-		queue      []pending // results to come, in time order (every call takes callMS)
+		queue      []pending // results to come, in time order
 		failures   int
 		gen        int
 		open       bool
@@ -65,7 +71,7 @@ func (c concTraffic) build(b *builder) concTruth {
 		gen++
 	}
 	hear := func(r pending) {
-		if r.gen != gen {
+		if c.threshold == 0 || r.gen != gen {
 			return // a call of an earlier state: not counted
 		}
 		switch {
@@ -92,7 +98,7 @@ func (c concTraffic) build(b *builder) concTruth {
 			hear(queue[0])
 			queue = queue[1:]
 		}
-		own := rng.Float64() < c.fastOwn
+		own := rng.Float64() < c.fastOwn || c.limit > 0 && len(queue) >= c.limit
 		fastFail := false
 		probe := false
 		if c.threshold > 0 && open {
@@ -102,6 +108,9 @@ func (c concTraffic) build(b *builder) concTruth {
 			default:
 				fastFail = true
 			}
+		}
+		if own {
+			tr.ownFast++
 		}
 		switch {
 		case own || fastFail:
@@ -115,13 +124,15 @@ func (c concTraffic) build(b *builder) concTruth {
 			b.server(-1, "gateway", "GET /pay", at, c.checkAfter+0.3, httpStatus(503))
 		default:
 			failed := isDown(check + 0.5)
-			status := map[bool]int{false: 200, true: 503}[failed]
-			root := b.server(-1, "gateway", "GET /pay", at, c.checkAfter+c.callMS+0.5, httpStatus(status))
-			cl := b.client(root, "payments", check, c.callMS, httpStatus(status))
-			b.server(cl, "payments", "POST /charge", check+0.5, c.callMS-1, httpStatus(status))
-			if c.threshold > 0 {
-				queue = append(queue, pending{at: check + c.callMS, failed: failed, gen: gen, probe: probe})
+			status, d := 200, c.callMS
+			if failed {
+				status, d = 503, cmp.Or(c.downMS, c.callMS)
 			}
+			root := b.server(-1, "gateway", "GET /pay", at, c.checkAfter+d+0.5, httpStatus(status))
+			cl := b.client(root, "payments", check, d, httpStatus(status))
+			b.server(cl, "payments", "POST /charge", check+0.5, d-1, httpStatus(status))
+			queue = append(queue, pending{at: check + d, failed: failed, gen: gen, probe: probe})
+			slices.SortStableFunc(queue, func(a, b pending) int { return cmp.Compare(a.at, b.at) })
 		}
 		at += c.gap * (1 - c.spread + 2*c.spread*rng.Float64())
 	}
@@ -152,6 +163,7 @@ func TestBreakerOverlapping(t *testing.T) {
 		{"20ms calls, a request every 2ms ±50% (ten in flight), threshold 5", concTraffic{gap: 2, spread: 0.5, span: 800, down: down, threshold: 5, openMS: 40, seed: 3, callMS: 20, checkAfter: 1}, true, false},
 		{"no breaker: every call sent", concTraffic{gap: 3, spread: 0.5, span: 800, down: down, seed: 4, callMS: 8, checkAfter: 1}, false, true},
 		{"no breaker, 10% answered fast on the handler's own", concTraffic{gap: 3, spread: 0.5, span: 800, down: down, fastOwn: 0.1, seed: 5, callMS: 8, checkAfter: 1}, false, true},
+		{"no breaker, a limit of 4 calls in flight while a slow outage holds them", concTraffic{gap: 3, spread: 0.5, span: 800, down: down, limit: 4, seed: 6, callMS: 8, downMS: 30, checkAfter: 1}, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,6 +172,10 @@ func TestBreakerOverlapping(t *testing.T) {
 			tp := b.infer()
 			br := edge(t, tp, "gateway", "payments").Breaker
 			if !tc.want {
+				if (tc.traffic.fastOwn > 0 || tc.traffic.limit > 0) && truth.ownFast < 10 {
+					t.Fatalf("the handler answered %d requests fast on its own: the case shows too little", truth.ownFast)
+				}
+				t.Logf("%d answered fast by the handler on its own; breaker %+v", truth.ownFast, br)
 				if br != nil && br.Detected {
 					t.Fatalf("breaker %+v detected where there is none", *br)
 				}
