@@ -42,7 +42,8 @@ type Breaker struct {
 	// closed (to the last fast failure when no probe was seen: a lower
 	// bound).
 	OpenMS float64 `json:"open_ms,omitempty"`
-	// LongestFailureRun is the most consecutive failed calls seen.
+	// LongestFailureRun is the most consecutive failed calls seen, in the
+	// order their results came in.
 	LongestFailureRun int `json:"longest_failure_run"`
 	// ProxyShed counts the attempts the caller's sidecar refused itself
 	// because its circuit breaker's limits were full (Envoy's UO response
@@ -83,8 +84,9 @@ const (
 
 // breakers reads each edge's breaker from the SERVER spans of its caller's
 // operation in time order; nil where the traces cannot tell (no failed
-// calls in a row). It is linear in the spans: each SERVER span is visited
-// once per edge out of its operation.
+// calls in a row). Each SERVER span is visited once per edge out of its
+// operation, after the calls' results and the fast failures are sorted by
+// when they came (n log n in the operation's requests).
 //
 // A breaker's runs cross traces: the map step lists each caller
 // operation's requests (requestsByOp), the lists merge, and the reduce
@@ -116,27 +118,39 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 		}
 	}
 	out := make([]*Breaker, len(ecs))
-	states := map[int][]uint8{}
+	states := map[int]*brCalls{}
 	for n, eis := range edgesOf {
 		spans := bySrc[n]
 		clear(states)
 		for _, ei := range eis {
-			states[ei] = make([]uint8, len(spans))
+			states[ei] = &brCalls{make([]uint8, len(spans)), make([]int64, len(spans)), make([]int64, len(spans))}
 		}
-		// Which requests called each edge, and whether the call failed:
-		// each request's calls visited once.
+		// Which requests called each edge, whether the call failed, when
+		// it was made and when its last answer came (when a breaker around
+		// it heard the result): each request's calls visited once.
 		for k, s := range spans {
 			for _, c := range byServer.of(s) {
-				st := states[int(c.edge)]
+				bc := states[int(c.edge)]
+				if bc == nil {
+					continue
+				}
+				cl := byServer.call(c)
 				switch {
-				case st == nil:
-				case ix.refused(byServer.call(c)):
+				case ix.refused(cl):
 					// A breaker below the instrumentation refused the call:
 					// no request went out, as if no call was made.
-				case ix.last(byServer.call(c)).outcome.failed():
-					st[k] = callFailed
-				case st[k] == noCall:
-					st[k] = callOK
+					continue
+				case ix.last(cl).outcome.failed():
+					bc.state[k] = callFailed
+				case bc.state[k] == noCall:
+					bc.state[k] = callOK
+				}
+				for _, a := range ix.attemptsOf(cl) {
+					as := &ix.spans[a.span]
+					if bc.start[k] == 0 || as.Start < bc.start[k] {
+						bc.start[k] = as.Start
+					}
+					bc.end[k] = max(bc.end[k], as.End)
 				}
 			}
 		}
@@ -194,13 +208,41 @@ const (
 	callFailed
 )
 
+// brCalls is what each of a caller operation's requests (in start order)
+// did with one edge's callee: state, and for those that called it when the
+// call was made (its first attempt's start) and when its result came in
+// (its last answer's end), ns.
+type brCalls struct {
+	state      []uint8
+	start, end []int64
+}
+
 // breakerOf reads one edge's breaker from its caller operation's requests
-// in time order and what each did with the callee (state); tail is the
+// in start order and what each did with the callee (bc); tail is the
 // edge's late-tail noise (ms, 0 for none). With size it also keeps what
 // each request did and sizes a failure-rate breaker from it (breakers
 // asks for that only of one it found on a failure rate: most edges' many
 // requests need no record kept).
-func breakerOf(ix *index, spans []int32, state []uint8, tail float64, size bool) *Breaker {
+//
+// A breaker's state is a function of time, and requests overlap, so it is
+// read in time, not request by request: a call's result counts when it
+// came in (its end: where a busy host answers late, the breaker hears
+// late too), a call went through when its request started, and a
+// request failed fast was refused when requests normally make the call
+// (the median time from a request's start to its call's, within the
+// request: a busy host ends fast answers late). An open period starts
+// at the failure whose result came last before the first fast failure
+// (the request end of that failure), and whatever a call did that started
+// before it was decided while the breaker was closed: results of calls in
+// flight when it opened, which come in while it is open or after it
+// closed again, change nothing (the breaker no longer counts them). A
+// call that starts while it is open is its probe: the period closes when
+// the probe starts, and requests failed fast while the probe is out
+// (a half-open breaker lets one call through) belong to the same period.
+// On traffic sent one request at a time this is the reading in start
+// order.
+func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *Breaker {
+	state := bc.state
 	var called []float64
 	for k, s := range spans {
 		if state[k] != noCall {
@@ -212,10 +254,41 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64, size bool)
 	}
 	slices.Sort(called)
 	fast := fastShare*quantile(called, 0.5) + tail*1e6
+	offsets := called[:0] // the durations are read: their room holds the offsets
+	for k, s := range spans {
+		if state[k] != noCall {
+			offsets = append(offsets, float64(bc.start[k]-ix.spans[s].Start))
+		}
+	}
+	slices.Sort(offsets)
+	offset := int64(max(quantile(offsets, 0.5), 0))
+	// The requests' moments in time order (results before starts and
+	// fast failures at the same moment: the breaker heard the result,
+	// then decided).
+	tl := brTimeline{ix: ix, spans: spans, end: bc.end, offset: offset, fast: make([]bool, len(spans))}
+	for k, s := range spans {
+		sp := &ix.spans[s]
+		switch {
+		case state[k] != noCall:
+			tl.results = append(tl.results, int32(k))
+		default:
+			// An open breaker answers as a server error (503, 500): a
+			// quick 4xx is the request's own fault, not a breaker's.
+			if o, _ := classify(ix, s, s); o == outcomeRetryable && float64(sp.Duration()) < fast {
+				tl.fasts = append(tl.fasts, int32(k))
+				tl.fast[k] = true
+			}
+		}
+	}
+	tl.sort()
 	b := &Breaker{}
-	run, open := 0, false
-	var trippedAt, lastFast int64
+	run, streak, st := 0, 0, brClosed
+	// trippedAt: the end of the request of the latest failed call counted
+	// (the trip, once a period opens); since: calls whose requests started
+	// before it were decided before the latest period opened.
+	var trippedAt, since, lastFast int64
 	var opens, unclosed []float64
+	probe := make([]bool, len(spans))
 	// passed: failure runs after which a request made the call while the
 	// breaker was closed, with how soon after the run's last failure ended
 	// (ms): read against TripAfter and OpenMS once both are known.
@@ -224,71 +297,89 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64, size bool)
 		after float64
 	}
 	var passed []passedRun
-	// What each request did, for sizing a failure-rate breaker.
-	var evs []brEvent
+	// What each request did, for sizing a failure-rate breaker, in start
+	// order.
+	var kinds []uint8
+	if size {
+		kinds = make([]uint8, len(spans))
+		for k := range kinds {
+			kinds[k] = brNone
+		}
+	}
 	// Requests seen while the callee's calls were healthy and while they
 	// had failed minTrip times in a row (or a breaker was open), and the
 	// quick server errors without a call among the healthy ones: a handler
 	// that fails fast on its own does so in both states; a breaker only
 	// after failures.
 	var healthy, tripped, healthyFast int
-	for k, s := range spans {
-		sp := &ix.spans[s]
-		if open || run >= minTrip {
-			tripped++
-		} else {
-			healthy++
+	for e, ok := tl.next(); ok; e, ok = tl.next() {
+		sp := &ix.spans[spans[e.k]]
+		if e.what != momentResult {
+			if st != brClosed || run >= minTrip {
+				tripped++
+			} else {
+				healthy++
+			}
 		}
-		if state[k] != noCall && !open && run > 0 {
-			passed = append(passed, passedRun{run, float64(sp.Start-trippedAt) / 1e6})
-		}
-		switch state[k] {
-		case callFailed:
-			if size {
-				evs = append(evs, brEvent{sp.Start, sp.End, brKind(open, brProbeBad, brFailed)})
-			}
-			run++
-			b.LongestFailureRun = max(b.LongestFailureRun, run)
-			if open {
-				// The probe failed: the breaker opens again from here.
-				open = false
+		switch e.what {
+		case momentStart:
+			switch {
+			case state[e.k] == noCall:
+			case st == brOpen:
+				// The call went through an open breaker: its probe. It
+				// closed between the last request it failed and this one.
 				opens = append(opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
+				probe[e.k], st = true, brProbing
+			case st == brProbing:
+				probe[e.k] = true
+			case run > 0:
+				passed = append(passed, passedRun{run, float64(sp.Start-trippedAt) / 1e6})
 			}
-			trippedAt = sp.End
-		case callOK:
+		case momentResult:
 			if size {
-				evs = append(evs, brEvent{sp.Start, sp.End, brKind(open, brProbeOK, brOK)})
+				kinds[e.k] = brKind(probe[e.k], brProbeOK, brOK)
+				if state[e.k] == callFailed {
+					kinds[e.k] = brKind(probe[e.k], brProbeBad, brFailed)
+				}
 			}
-			if open {
-				opens = append(opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
+			// Failed calls in a row, every result counted.
+			if streak++; state[e.k] == callOK {
+				streak = 0
 			}
-			run, open = 0, false
-		default:
-			// An open breaker answers as a server error (503, 500): a
-			// quick 4xx is the request's own fault, not a breaker's.
-			o, _ := classify(ix, s, s)
-			quick := o == outcomeRetryable && float64(sp.Duration()) < fast
-			if quick && !open && run < minTrip {
-				healthyFast++
+			b.LongestFailureRun = max(b.LongestFailureRun, streak)
+			if !probe[e.k] && (st != brClosed || sp.Start < since) {
+				continue // in flight when it opened: the breaker no longer counts it
 			}
-			if !quick || !open && run < minTrip {
+			if state[e.k] == callOK {
+				run, st = 0, brClosed
 				continue
 			}
-			if !open {
+			// A failed call; after a failed probe the breaker opens again
+			// from here.
+			run, st = run+1, brClosed
+			trippedAt = sp.End
+		case momentFast:
+			if st == brClosed && run < minTrip {
+				healthyFast++
+				continue
+			}
+			if st == brClosed {
 				b.OpenPeriods++
 				if b.TripAfter == 0 || run < b.TripAfter {
 					b.TripAfter = run
 				}
-				open = true
+				st, since = brOpen, trippedAt
 			}
 			b.FastFailedCalls++
-			lastFast = sp.Start
+			if st == brOpen {
+				lastFast = sp.Start
+			}
 			if size {
-				evs = append(evs, brEvent{sp.Start, sp.End, brRejected})
+				kinds[e.k] = brRejected
 			}
 		}
 	}
-	if open {
+	if st == brOpen {
 		unclosed = append(unclosed, float64(lastFast-trippedAt)/1e6)
 	}
 	// Fast failures must be far likelier after failures in a row than
@@ -321,8 +412,119 @@ func breakerOf(ix *index, spans []int32, state []uint8, tail float64, size bool)
 	if b.PassedRuns > 0 {
 		b.TripRule = TripFailureRate
 		if size {
+			var evs []brEvent
+			for k, s := range spans {
+				if kinds[k] != brNone {
+					evs = append(evs, brEvent{ix.spans[s].Start, ix.spans[s].End, kinds[k]})
+				}
+			}
 			b.FailureRate = fitFailureRate(evs, b.OpenMS)
 		}
 	}
 	return b
+}
+
+// A breaker's state as breakerOf reads it in time.
+const (
+	brClosed  uint8 = iota
+	brOpen          // failing requests fast
+	brProbing       // a call went through an open breaker; its result is awaited
+)
+
+// What a request's moment is (and their order at the same instant).
+const (
+	momentResult uint8 = iota // a call's result came in
+	momentFast                // a request answered fast without the call
+	momentStart               // a request started
+)
+
+// brMoment is one moment of one request (spans[k]) in breakerOf's time
+// line (ns).
+type brMoment struct {
+	at   int64
+	what uint8
+	k    int32
+}
+
+// before orders moments by time, then by what they are, then by request.
+func (m brMoment) before(o brMoment) bool {
+	if m.at != o.at {
+		return m.at < o.at
+	}
+	if m.what != o.what {
+		return m.what < o.what
+	}
+	return m.k < o.k
+}
+
+// brTimeline hands out a caller operation's moments for one edge in time
+// order without listing them all: requests start in the order they are
+// held, and the calls' results and the fast failures are each sorted
+// apart (a request index each), then the three are merged.
+type brTimeline struct {
+	ix             *index
+	spans          []int32
+	end            []int64 // each call's result
+	offset         int64   // from a request's start to its call's (median)
+	fast           []bool  // answered fast without the call: a moment of its own
+	results, fasts []int32
+	ri, fi, si     int
+}
+
+// fastAt is when the breaker refused request k: when requests normally
+// make the call, within the request.
+func (tl *brTimeline) fastAt(k int32) int64 {
+	sp := &tl.ix.spans[tl.spans[k]]
+	return min(sp.Start+tl.offset, sp.End)
+}
+
+func (tl *brTimeline) sort() {
+	slices.SortFunc(tl.results, func(a, b int32) int {
+		if c := cmpInt64(tl.end[a], tl.end[b]); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	slices.SortFunc(tl.fasts, func(a, b int32) int {
+		if c := cmpInt64(tl.fastAt(a), tl.fastAt(b)); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+}
+
+// next returns the next moment, false after the last.
+func (tl *brTimeline) next() (brMoment, bool) {
+	for tl.si < len(tl.spans) && tl.fast[tl.si] {
+		tl.si++
+	}
+	var m brMoment
+	from := -1 // 0 results, 1 fasts, 2 starts
+	if tl.ri < len(tl.results) {
+		k := tl.results[tl.ri]
+		m, from = brMoment{tl.end[k], momentResult, k}, 0
+	}
+	if tl.fi < len(tl.fasts) {
+		k := tl.fasts[tl.fi]
+		if c := (brMoment{tl.fastAt(k), momentFast, k}); from < 0 || c.before(m) {
+			m, from = c, 1
+		}
+	}
+	if tl.si < len(tl.spans) {
+		k := int32(tl.si)
+		if c := (brMoment{tl.ix.spans[tl.spans[k]].Start, momentStart, k}); from < 0 || c.before(m) {
+			m, from = c, 2
+		}
+	}
+	switch from {
+	case 0:
+		tl.ri++
+	case 1:
+		tl.fi++
+	case 2:
+		tl.si++
+	default:
+		return m, false
+	}
+	return m, true
 }

@@ -7,7 +7,9 @@ import (
 )
 
 // breakerTraffic sends requests to gateway one after another, 10ms
-// apart, each in its own trace: script[i] is what request i does:
+// apart (or 2ms after the one before ended, where a busy host made it
+// end later: one at a time), each in its own trace: script[i] is what
+// request i does:
 // 'o' calls payments, which answers 200; 'x' calls it and it fails with a
 // 503; 'f' answers 503 in 0.5ms without calling it (a breaker open). lag
 // (nil: none) is what a busy host adds to each request and to each call's
@@ -16,11 +18,12 @@ func breakerTraffic(b *builder, script string, lag func() float64) {
 	if lag == nil {
 		lag = func() float64 { return 0 }
 	}
+	at, ended := 0.0, 0.0
 	for i, r := range script {
 		if i > 0 {
 			b.newTrace()
+			at = max(at+10, ended+2)
 		}
-		at := float64(10 * i)
 		switch r {
 		case 'o', 'x':
 			status := 200
@@ -28,11 +31,15 @@ func breakerTraffic(b *builder, script string, lag func() float64) {
 				status = 503
 			}
 			leg := lag()
-			root := b.server(-1, "gateway", "GET /pay", at, 8+leg+lag(), httpStatus(status))
+			d := 8 + leg + lag()
+			root := b.server(-1, "gateway", "GET /pay", at, d, httpStatus(status))
 			c := b.client(root, "payments", at+1, 6+leg, httpStatus(status))
 			b.server(c, "payments", "POST /charge", at+1.5+leg/2, 5, httpStatus(status))
+			ended = at + d
 		case 'f':
-			b.server(-1, "gateway", "GET /pay", at, 0.5+lag(), httpStatus(503))
+			d := 0.5 + lag()
+			b.server(-1, "gateway", "GET /pay", at, d, httpStatus(503))
+			ended = at + d
 		}
 	}
 }

@@ -109,6 +109,7 @@ const (
 	brProbeOK               // the call an open breaker let through succeeded: it closed
 	brProbeBad              // the call an open breaker let through failed: it opened again
 	brRejected              // failed fast by the open breaker
+	brNone                  // none of these: no call, and not failed fast by a breaker
 )
 
 // brKind is probe where the breaker was open when the call came (the

@@ -185,6 +185,9 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 			MaxRequests: 1,
 			Timeout:     b.OpenFor,
 			ReadyToTrip: func(counts gobreaker.Counts) bool { return int(counts.ConsecutiveFailures) >= b.ConsecutiveFailures },
+			OnStateChange: func(_ string, _, to gobreaker.State) {
+				c.stats.breakerState(to == gobreaker.StateOpen)
+			},
 		})
 	}
 	return c
@@ -545,6 +548,11 @@ type edgeStats struct {
 	lateMS float64
 	// breakerFastFails counts calls an open breaker failed without an attempt.
 	breakerFastFails int
+	// breakerOpenPeriods counts the times the breaker opened (gobreaker's
+	// state changes) and failed a call fast before it changed state
+	// again; breakerOpen is whether it is open and has not yet.
+	breakerOpenPeriods int
+	breakerOpen        bool
 	// hedgedCalls counts calls that sent hedges; mostRequests is the most
 	// requests one of them sent.
 	hedgedCalls, mostRequests int
@@ -564,6 +572,17 @@ func (s *edgeStats) fastFailed() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.breakerFastFails++
+	if s.breakerOpen {
+		s.breakerOpenPeriods++
+		s.breakerOpen = false
+	}
+}
+
+// breakerState records a breaker's state change: whether it opened.
+func (s *edgeStats) breakerState(open bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.breakerOpen = open
 }
 
 func newEdgeStats(p Policy) *edgeStats {

@@ -63,14 +63,28 @@ var (
 func skuOf(order string) string   { return "sku-" + order }
 func orderOf(order string) string { return order }
 
+// Outage is a fault in time: every request to Target's endpoint (any key)
+// that arrives between From and From+For after the first root request was
+// sent is answered with Fault, whatever request it belongs to. Under
+// overlapping traffic that is what a dependency going down looks like: the
+// requests in flight then fail together, not one script at a time.
+type Outage struct {
+	Target    target
+	From, For time.Duration
+	Fault     Fault
+}
+
 // faultTable hands out scripted faults. Each endpoint and key (a sku or an
 // order id) has a script consumed one request at a time; past its end, or
-// without one, requests succeed. Retries at any layer therefore walk through
-// the script in order, which makes the outcome of every root request
-// deterministic.
+// without one, requests succeed unless an outage window covers them.
+// Retries at any layer therefore walk through the script in order, which
+// makes the outcome of every root request deterministic where only
+// scripts are used; outages make it a function of time.
 type faultTable struct {
 	mu      sync.Mutex
 	scripts map[string][]Fault
+	outages []Outage
+	start   time.Time // when the first root request was sent (outages' zero)
 }
 
 func newFaultTable() *faultTable {
@@ -86,17 +100,30 @@ func (ft *faultTable) plan(t target, order string, script []Fault) {
 	ft.scripts[faultKey(t.service, t.route, t.key(order))] = script
 }
 
-// next pops the fault for one request to service's route with key.
+// schedule installs outages timed from now.
+func (ft *faultTable) schedule(outages []Outage) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.outages, ft.start = outages, time.Now()
+}
+
+// next pops the fault for one request to service's route with key: its
+// script's next fault, or else an outage's under way, or none.
 func (ft *faultTable) next(service, route, key string) Fault {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	k := faultKey(service, route, key)
-	s := ft.scripts[k]
-	if len(s) == 0 {
-		return Fault{}
+	if s := ft.scripts[k]; len(s) > 0 {
+		ft.scripts[k] = s[1:]
+		return s[0]
 	}
-	ft.scripts[k] = s[1:]
-	return s[0]
+	at := time.Since(ft.start)
+	for _, o := range ft.outages {
+		if o.Target.service == service && o.Target.route == route && at >= o.From && at < o.From+o.For {
+			return o.Fault
+		}
+	}
+	return Fault{}
 }
 
 // apply serves f: it sleeps for f.Delay, then answers f.Status if set and

@@ -314,17 +314,10 @@ func (m *incidentMesh) drive() (string, error) {
 	n := m.shape.Roots
 	answers := make([]int, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
 	m.start = time.Now()
-	for i := range n {
-		time.Sleep(time.Until(m.start.Add(time.Duration(i) * time.Second / time.Duration(m.shape.Rate))))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answers[i], errs[i] = rootRequest(client, http.MethodGet, m.gateway+"/quote/"+incidentID(i))
-		}()
-	}
-	wg.Wait()
+	openLoop(m.start, n, time.Second/time.Duration(m.shape.Rate), func(i int) {
+		answers[i], errs[i] = rootRequest(client, http.MethodGet, m.gateway+"/quote/"+incidentID(i))
+	})
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}

@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -183,16 +184,21 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 	return m.callers, b.String(), nil
 }
 
-// drive sends the scenario's root requests to edge one at a time, in an
-// order shuffled by the scenario's seed, after planning each one's faults. It
-// returns how the root requests were answered, e.g. "200×35 503×1".
+// drive sends the scenario's root requests to edge, in an order shuffled by
+// the scenario's seed unless it is Ordered, after planning each one's
+// faults: one at a time, or with OpenLoop one every Pace whatever is still
+// in flight. It returns how the root requests were answered, e.g.
+// "200×35 503×1".
 func drive(sc Scenario, m *mesh) (string, error) {
 	cases := sc.order()
 	client := &http.Client{Timeout: 30 * time.Second} // not instrumented: edge's span is the root
-	answers := map[int]int{}
-	for i, c := range cases {
-		time.Sleep(sc.Pace)
-		order := fmt.Sprint(1001 + i)
+	var (
+		mu      sync.Mutex
+		errs    []error
+		answers = map[int]int{}
+	)
+	send := func(i int) {
+		c, order := cases[i], fmt.Sprint(1001+i)
 		if c.Script != nil {
 			m.faults.plan(c.Target, order, c.Script)
 		}
@@ -201,12 +207,43 @@ func drive(sc Scenario, m *mesh) (string, error) {
 			method, path = http.MethodPost, "/checkout/"+order+"/pay"
 		}
 		code, err := rootRequest(client, method, m.services["edge"].url()+path)
+		mu.Lock()
+		defer mu.Unlock()
 		if err != nil {
-			return "", err
+			errs = append(errs, fmt.Errorf("root request %s: %w", order, err))
+			return
 		}
 		answers[code]++
 	}
+	m.faults.schedule(sc.Outages)
+	if sc.OpenLoop {
+		openLoop(time.Now(), len(cases), sc.Pace, send)
+	} else {
+		for i := 0; i < len(cases) && len(errs) == 0; i++ {
+			time.Sleep(sc.Pace)
+			send(i)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
 	return answersOf(answers), nil
+}
+
+// openLoop calls send(i) for i in [0, n), the i-th at start + i·every in
+// a goroutine of its own whatever is still in flight (a late wake-up does
+// not shift the ones after it), and waits for them all.
+func openLoop(start time.Time, n int, every time.Duration, send func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * every)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(i)
+		}()
+	}
+	wg.Wait()
 }
 
 // rootRequest sends one root request and returns the status it was

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math/rand/v2"
+	"net/http"
 	"time"
 )
 
@@ -35,6 +36,14 @@ type Scenario struct {
 	// Pace is a pause between root requests (a breaker's open period is
 	// measured in time, not requests).
 	Pace time.Duration
+	// OpenLoop sends a root request every Pace without waiting for the
+	// earlier ones' answers, so that several are in flight at once, as
+	// production traffic is; otherwise each is sent once the one before
+	// was answered, Pace after it.
+	OpenLoop bool
+	// Outages are faults in time (after the first root request), on top
+	// of the cases' scripts.
+	Outages []Outage
 	// ManualCache makes api look each order up in a cache first, through
 	// hand-made CLIENT spans under another service name (mesh.go).
 	ManualCache bool
@@ -70,7 +79,7 @@ const ms = time.Millisecond
 
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
-	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), hedging(), otherServiceName(),
+	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), breakerConcurrent(), hedging(), otherServiceName(),
 		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota(),
 		linearJitter(), fibonacci()}
 }
@@ -424,6 +433,38 @@ func breakerOverRetries() Scenario {
 			failing,
 			{Count: 15},
 			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+		},
+	}
+}
+
+// breakerConcurrent is breaker's gobreaker under traffic that overlaps
+// (issue 11 item 8): a root request leaves every 3ms whatever is in
+// flight, and inventory goes down for stretches of time (an outage
+// answers every request in its window, slowly) instead of failing
+// scripted requests. A failed call (3 attempts 5ms apart) takes about
+// 25ms, so several are in flight when the breaker opens; their results
+// come in while it is open, and the requests that start then fail fast.
+func breakerConcurrent() Scenario {
+	down := Fault{Status: http.StatusServiceUnavailable, Delay: 4 * ms}
+	return Scenario{
+		Name: "breaker-concurrent",
+		Description: "api calls inventory through retry-go (3 attempts, 5ms apart) inside a gobreaker circuit " +
+			"breaker that opens after 3 failed calls in a row for 40ms; root requests leave every 3ms whatever is in flight " +
+			"(several overlap), and inventory answers 503 after 4ms to every request for 250ms, 120ms and 60ms stretches.",
+		Seed:     23,
+		Pace:     3 * ms,
+		OpenLoop: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, retryGoFixed(3, 5*ms).withBreaker(3, 40*ms)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{{Count: 400}},
+		Outages: []Outage{
+			{Target: inventoryStock, From: 200 * ms, For: 250 * ms, Fault: down},
+			{Target: inventoryStock, From: 650 * ms, For: 120 * ms, Fault: down},
+			{Target: inventoryStock, From: 950 * ms, For: 60 * ms, Fault: down},
 		},
 	}
 }

@@ -165,9 +165,16 @@ func (s *simMesh) payment(id string) simResult {
 
 // TestScenariosInferable checks, through the simulation, that every full
 // scenario gives every retrying edge enough waits for inference and at least
-// one exhausted call; the generator checks the real run the same way.
+// one exhausted call; the generator checks the real run the same way. A
+// scenario with outages fails requests by when they come, which the
+// simulation (no network, no clock) cannot tell: only its real run checks
+// it.
 func TestScenariosInferable(t *testing.T) {
 	for _, sc := range scenarios() {
+		if len(sc.Outages) > 0 {
+			t.Logf("%s: outages in time, checked by its real run only", sc.Name)
+			continue
+		}
 		callers := simulate(sc)
 		if err := checkInferable(callers); err != nil {
 			t.Errorf("%s:\n%v", sc.Name, err)

@@ -197,7 +197,8 @@ func truthOf(c *caller) (truthEdge, error) {
 	}
 	if b := p.Breaker; b != nil {
 		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
-			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails}
+			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails,
+			OpenPeriods: st.breakerOpenPeriods}
 	}
 	if _, ok := p.intendedWait(1); ok && p.retries() && sumWaits(st.waits) > 0 {
 		late := math.Round(st.lateMS*10) / 10
