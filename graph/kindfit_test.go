@@ -222,7 +222,7 @@ var heldOutJitters = []struct {
 // fit (586 without: kindEvidenceRatio). The first ratio alone claimed a
 // wrong kind on 705.
 func TestKindAcrossSchedules(t *testing.T) {
-	edges, wrong, right := 0, 0, 0
+	var tally kindTally
 	for _, j := range heldOutJitters {
 		for _, retries := range []int{3, 4, 5} {
 			for _, calls := range []int{10, 30} {
@@ -233,13 +233,7 @@ func TestKindAcrossSchedules(t *testing.T) {
 							return j.of(rng, s.at(k)) + 0.6*rng.Float64()
 						})
 						bo := edge(t, b.infer(), "api", "backend").Backoff
-						edges++
-						switch bo.Kind {
-						case s.truth:
-							right++
-						case BackoffUnknown:
-						default:
-							wrong++
+						if !tally.add(bo.Kind, s.truth) {
 							t.Logf("%s, %s jitter, %d retries, %d calls, seed %d: %s", s.name, j.name, retries, calls, seed, fmtBackoff(bo))
 						}
 					}
@@ -247,6 +241,7 @@ func TestKindAcrossSchedules(t *testing.T) {
 			}
 		}
 	}
+	edges, right, wrong := tally.edges, tally.right, tally.wrong
 	t.Logf("%d edges: %d the right kind, %d a wrong one, %d unknown", edges, right, wrong, edges-right-wrong)
 	if wrong*50 > edges || right*100 < 55*edges {
 		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 2%% wrong and at least 55%% right", edges, right, wrong)
@@ -352,7 +347,7 @@ func TestJointKindOverhead(t *testing.T) {
 // left unknown, the legs widening the noise the waits are judged
 // against) and still the right kind on a quarter (129 when written).
 func TestKindWithOverhead(t *testing.T) {
-	edges, wrong, right := 0, 0, 0
+	var tally kindTally
 	for ji, j := range heldOutJitters {
 		for _, retries := range []int{3, 4} {
 			for _, calls := range []int{15, 40} {
@@ -376,22 +371,34 @@ func TestKindWithOverhead(t *testing.T) {
 								}
 							}
 						})
-						bo := edge(t, b.infer(), "api", "backend").Backoff
-						edges++
-						switch bo.Kind {
-						case s.truth:
-							right++
-						case BackoffUnknown:
-						default:
-							wrong++
-						}
+						tally.add(edge(t, b.infer(), "api", "backend").Backoff.Kind, s.truth)
 					}
 				}
 			}
 		}
 	}
+	edges, right, wrong := tally.edges, tally.right, tally.wrong
 	t.Logf("%d edges: %d the right kind, %d a wrong one, %d unknown", edges, right, wrong, edges-right-wrong)
 	if wrong*100 > 13*edges || right*4 < edges {
 		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 13%% wrong and at least 25%% right", edges, right, wrong)
 	}
+}
+
+// kindTally counts simulated edges by how their backoff kind was read:
+// the configured one, unknown, or another (wrong).
+type kindTally struct{ edges, right, wrong int }
+
+// add counts one edge read as got whose schedule is truth, and reports
+// whether the reading was not wrong.
+func (k *kindTally) add(got, truth BackoffKind) bool {
+	k.edges++
+	switch got {
+	case truth:
+		k.right++
+	case BackoffUnknown:
+	default:
+		k.wrong++
+		return false
+	}
+	return true
 }
