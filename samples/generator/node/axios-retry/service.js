@@ -13,7 +13,7 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { instrument, now, route, serve, stockServer } = require('../common/service');
+const { answer, gatewayStatus, instrument, now, route, serve, stockServer } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation({ headersToSpanAttributes: { client: { responseHeaders: ['retry-after'] } } })]);
 
@@ -70,11 +70,11 @@ if (role === 'stock') {
       else await client.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { qty: 1 }, { headers });
     } catch (err) {
       const s = err.response?.status;
-      status = s >= 400 && s < 500 && s !== 408 && s !== 429 ? s : 503;
+      status = gatewayStatus(s);
     }
     rec.delays = delays.get(rec.call) || [];
     rec.status = status;
-    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+    answer(res, status);
   });
 } else {
   throw new Error(`unknown role ${role}`);

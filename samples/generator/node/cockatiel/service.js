@@ -10,7 +10,7 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { faultScripts, instrument, now, route, serve } = require('../common/service');
+const { answer, faultScripts, instrument, now, route, serve } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation()]);
 
@@ -33,8 +33,8 @@ if (role === 'stock' || role === 'ledger') {
     route(role === 'stock' ? '/stock/:sku' : '/ledger/:id');
     const step = nextStep(m[1]);
     records.push({ call: String(req.headers['x-call-id'] || ''), at: now(), step });
-    const answer = () => res.writeHead(step === '503' ? 503 : 200, { 'content-type': 'text/plain' }).end(step === '503' ? '' : 'ok');
-    if (step === 'slow') setTimeout(answer, slowMS); else answer();
+    const reply = () => res.writeHead(step === '503' ? 503 : 200, { 'content-type': 'text/plain' }).end(step === '503' ? '' : 'ok');
+    if (step === 'slow') setTimeout(reply, slowMS); else reply();
   });
 } else if (role === 'front') {
   // GET /quotes/:id looks sku-<id> up in stock through STOCK_POLICY,
@@ -89,7 +89,7 @@ if (role === 'stock' || role === 'ledger') {
       status = 503;
     }
     rec.status = status;
-    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+    answer(res, status);
   });
 } else {
   throw new Error(`unknown role ${role}`);

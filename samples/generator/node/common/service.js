@@ -89,4 +89,18 @@ function stockServer(records) {
   });
 }
 
-module.exports = { api, instrument, now, route, faultScripts, onStop, serve, stockServer };
+// answer ends a response with status as its plain-text body, as every
+// scenario's caller answers its own caller.
+function answer(res, status) {
+  res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+}
+
+// gatewayStatus is the status a caller that gave up answers with, as a
+// gateway would: a permanent client error (4xx but 408 and 429) passed
+// through, anything else (a retryable status, a transport error: no
+// status) 503.
+function gatewayStatus(s) {
+  return s >= 400 && s < 500 && s !== 408 && s !== 429 ? s : 503;
+}
+
+module.exports = { answer, api, gatewayStatus, instrument, now, route, faultScripts, onStop, serve, stockServer };

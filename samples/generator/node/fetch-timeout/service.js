@@ -14,7 +14,7 @@
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
-const { faultScripts, instrument, now, onStop, route } = require('../common/service');
+const { answer, faultScripts, instrument, now, onStop, route } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation(), new UndiciInstrumentation()]);
 
@@ -36,12 +36,12 @@ if (role === 'pricing') {
     route('/prices/:sku');
     const step = nextStep(m[1]);
     records.push({ call: String(req.headers['x-call-id'] || ''), at: now(), step });
-    const answer = () => {
+    const reply = () => {
       const status = step === '503' ? 503 : 200;
       const body = status === 200 ? JSON.stringify({ sku: m[1], cents: 1299 }) : '';
       res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
     };
-    if (step === 'slow') setTimeout(answer, slowMS); else answer();
+    if (step === 'slow') setTimeout(reply, slowMS); else reply();
   });
 } else if (role === 'front') {
   // GET /quotes/:id asks pricing for sku-<id> with the global fetch, each
@@ -92,7 +92,7 @@ if (role === 'pricing') {
       status = rec.attempts.at(-1).status === undefined ? 504 : 502;
     }
     res.on('finish', () => { rec.end = now(); });
-    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+    answer(res, status);
   });
 } else {
   throw new Error(`unknown role ${role}`);

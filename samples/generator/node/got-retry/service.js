@@ -11,7 +11,7 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { instrument, now, route, serve, stockServer } = require('../common/service');
+const { answer, gatewayStatus, instrument, now, route, serve, stockServer } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation()]);
 
@@ -59,11 +59,11 @@ if (role === 'stock') {
       else await got.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { headers, json: { qty: 1 } });
     } catch (err) {
       const s = err.response?.statusCode;
-      status = s >= 400 && s < 500 && s !== 408 && s !== 429 ? s : 503;
+      status = gatewayStatus(s);
     }
     rec.delays = delays.get(rec.call) || [];
     rec.status = status;
-    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+    answer(res, status);
   });
 } else {
   throw new Error(`unknown role ${role}`);

@@ -14,7 +14,7 @@
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { GrpcInstrumentation } = require('@opentelemetry/instrumentation-grpc');
-const { faultScripts, instrument, now, onStop, route } = require('../common/service');
+const { answer, faultScripts, instrument, now, onStop, route } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation(), new GrpcInstrumentation()]);
 
@@ -75,7 +75,7 @@ if (role === 'stock') {
       rec.code = err ? err.code : 0;
       const status = err ? (err.code === grpc.status.UNAVAILABLE ? 503 : 502) : 200;
       res.on('finish', () => { rec.end = now(); });
-      res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+      answer(res, status);
     });
   });
   server.listen(0, '127.0.0.1', () => ready(server.address().port));

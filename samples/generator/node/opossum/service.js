@@ -11,7 +11,7 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { faultScripts, instrument, now, route, serve } = require('../common/service');
+const { answer, faultScripts, instrument, now, route, serve } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation()]);
 
@@ -69,7 +69,7 @@ if (role === 'ledger') {
       status = 503;
     }
     rec.status = status;
-    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+    answer(res, status);
   });
 } else {
   throw new Error(`unknown role ${role}`);

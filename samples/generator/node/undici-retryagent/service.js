@@ -13,7 +13,7 @@
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
-const { api, faultScripts, instrument, now, onStop, route } = require('../common/service');
+const { answer, api, faultScripts, instrument, now, onStop, route } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation(), new UndiciInstrumentation()]);
 
@@ -73,7 +73,7 @@ if (role === 'backend') {
     const work = Number(req.headers['x-work-ms'] || 0);
     if (work > 0) await new Promise((r) => setTimeout(r, work));
     res.on('finish', () => { rec.end = now(); });
-    res.writeHead(status, { 'content-type': 'text/plain' }).end(String(status));
+    answer(res, status);
   });
 } else {
   throw new Error(`unknown role ${role}`);
