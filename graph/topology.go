@@ -357,7 +357,16 @@ type Backoff struct {
 	// of either), each range holding either kind's reading.
 	JitterCandidates []JitterKind `json:"jitter_candidates,omitempty"`
 	JitterFraction   *float64     `json:"jitter_fraction"`
-	JitterAdditiveMS *float64     `json:"jitter_additive_ms,omitempty"`
+	// JitterAdditiveMS is a, for +U[0, a] on every wait; absent where
+	// late timers leave a tail as wide as it (the longest wait at some
+	// index reaches past its floor by more than a again), which the
+	// traces cannot tell from the jitter: then only its range is said.
+	JitterAdditiveMS *float64 `json:"jitter_additive_ms,omitempty"`
+	// JitterAdditiveRangeMS is the 99% range of the additive width
+	// (low, high), read from the widths at every attempt index (up to
+	// their upper quartile or median where late timers stretch their
+	// range), the low end less the noise late timers widen each by.
+	JitterAdditiveRangeMS *[2]float64 `json:"jitter_additive_range_ms,omitempty"`
 	// NoiseMS is the spread below which waits are taken to agree: the
 	// edge's own timing noise (how much the network legs of its attempts
 	// vary: their central 80%, or where those have a late tail, from
