@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -97,14 +96,18 @@ func TestProportionalSweep(t *testing.T) {
 						s.named++
 						s.add("base rel err", math.Abs(bo.BaseMS-base)/base)
 						s.add("fraction abs err", math.Abs(*bo.JitterFraction-f))
-						if os.Getenv("ZZSHOW") != "" && (math.Abs(*bo.JitterFraction-f) > 0.12 || math.Abs(bo.BaseMS-base)/base > 0.3) {
-							t.Logf("%s f=%v base=%v n=%d seed=%d: %s", h.name, f, base, n, seed, fmtBackoff(bo))
-						}
 					}
 				}
 			}
 		}
 		t.Logf("%s: %s", h.name, &s)
+		// Where named, the fraction within 0.06 on average on every host
+		// (main at eea6143: up to 0.051), and on a quiet host within
+		// 0.1 everywhere (main: one edge 0.35 off).
+		mean, _, _, top := s.quantiles("fraction abs err")
+		if mean > 0.06 || h.lag == onTime && top > 0.1 {
+			t.Errorf("%s: fraction off by %.3f on average, %.3f at most", h.name, mean, top)
+		}
 	}
 }
 
@@ -115,6 +118,7 @@ func TestProportionalSweep(t *testing.T) {
 // each: 216 edges. Figures: how many named
 // additive jitter, how many stated a width range holding a, how many
 // left the width unknown, and the relative error of the width stated.
+// Every named edge's range must hold the width.
 func TestAdditiveSweep(t *testing.T) {
 	hosts := []struct {
 		name        string
@@ -142,8 +146,8 @@ func TestAdditiveSweep(t *testing.T) {
 						s.named++
 						if r := additiveRange(bo); r != nil && r[0] <= a && a <= r[1] {
 							s.ranged++
-						} else if os.Getenv("ZZSHOW") != "" {
-							t.Logf("%s a=%v base=%v n=%d seed=%d: range %v %s", h.name, a, base, n, seed, r, fmtBackoff(bo))
+						} else {
+							t.Errorf("%s, +U[0,%vms) on %vms ×2, %d calls, seed %d: range %v excludes the width (%s)", h.name, a, base, n, seed, r, fmtBackoff(bo))
 						}
 						if bo.JitterAdditiveMS == nil {
 							s.unknownWidth++
@@ -155,6 +159,10 @@ func TestAdditiveSweep(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %s", h.name, &s)
+		// On a quiet host the width within a tenth on average.
+		if mean, _, _, _ := s.quantiles("width rel err"); h.lag == onTime && mean > 0.1 {
+			t.Errorf("%s: width off by %.3f on average", h.name, mean)
+		}
 	}
 }
 
