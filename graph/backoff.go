@@ -237,7 +237,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	if jittered || steady {
 		b.JitterPresent = &jittered
 	}
-	kind, fraction, additive := JitterUnknown, 0.0, 0.0
+	kind, fraction, additive := JitterUnknown, 0.0, additiveWidth{}
 	// fullOrTimeline: the waits spread as full jitter's do, and too few
 	// pairs tell it from decorrelated jitter's timeline form.
 	fullOrTimeline := false
@@ -304,7 +304,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			jg, ji = append(jg, gaps[k]), append(ji, idx[k])
 		}
 		var candidates []JitterKind
-		kind, fraction, additive, candidates = jitterKind(jg, ji, agree)
+		kind, fraction, additive, candidates = jitterKind(jg, ji, agree, tailed)
 		b.JitterCandidates = candidates
 		if kind == JitterFull && few {
 			// Decorrelated jitter as the steps of one timeline spreads its
@@ -322,7 +322,10 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	case JitterProportional:
 		b.JitterFraction = ptr(math.Round(fraction*20) / 20)
 	case JitterAdditive:
-		b.JitterAdditiveMS = ptr(round3(additive))
+		b.JitterAdditiveRangeMS = &[2]float64{round3(additive.lo), round3(additive.hi)}
+		if additive.known() {
+			b.JitterAdditiveMS = ptr(round3(additive.ms))
+		}
 	}
 
 	// The schedule: what the formula waits before each attempt, read with
@@ -369,7 +372,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			c, lo, hi := ceilingOf(g, floor)
 			sched[k], slo[k], shi[k] = c, lo, max(hi, rawTop[k])
 		case kind == JitterAdditive:
-			sched[k], slo[k], shi[k] = max(g[0]-additive/(n+1), 0), max(g[0]-tail99*additive/n, 0), g[0]
+			sched[k], slo[k], shi[k] = max(g[0]-additive.ms/(n+1), 0), max(g[0]-tail99*additive.ms/n, 0), g[0]
 		case kind == JitterDecorrelated && b.DecorrelatedForm == DecorrelatedTimeline:
 			prev := 0.0
 			if k > 0 {
@@ -386,16 +389,16 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 			// (n-1)/(n+1).
 			width := (top(g) - g[0]) * (n + 1) / max(n-1, 1)
 			sym((g[0]+top(g))/2, width/math.Sqrt(2*(n+1)*(n+2)))
-			// Unless late timers stretched it: the bulk's width (which
-			// late waits up to half do not reach, bulkWidth) puts the centre at
-			// the floor, g[0] less the W/(n+1) the shortest of n waits
-			// lies above it on average, plus W/2, erring by about half
-			// the width's error. Where the midrange lies above that by
-			// more than z99 of their errors combined, the longest waits
-			// are late, and the centre is the bulk's; the range still
-			// holds the midrange.
+			// Unless late timers stretched it: a width that late waits
+			// do not reach (widthOf: up to the upper quartile, or the
+			// bulk's) puts the centre at the floor, g[0] less the
+			// W/(n+1) the shortest of n waits lies above it on average,
+			// plus W/2, erring by about half the width's error. Where
+			// the midrange lies above that by more than z99 of their
+			// errors combined, the longest waits are late, and the
+			// centre is that one; the range still holds the midrange.
 			if len(g) >= minJitterSamples/2 {
-				bw, rel := bulkWidth(g)
+				bw, rel, _ := widthOf(g, agree)
 				c, se := g[0]+bw*(0.5-1/(n+1)), rel*bw/2
 				if mid := sched[k]; mid-c > z99*math.Hypot(se, (shi[k]-mid)/z99) {
 					sched[k], slo[k] = c, c-z99*se
@@ -947,7 +950,10 @@ func summarise(g []float64) waitIndex {
 // tell (widthGrowth); with one index or a constant schedule the two are
 // the same distribution, reported as proportional. Where the indices
 // cannot tell them apart, the kind is unknown and candidates names both.
-func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKind, fraction, additive float64, candidates []JitterKind) {
+//
+// late says the edge's timings have a late tail (tailed): widths are
+// then read so that late waits do not stretch them (widthOf).
+func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (kind JitterKind, fraction float64, additive additiveWidth, candidates []JitterKind) {
 	var z []float64
 	for k, g := range gaps {
 		if idx[k].med < immediateMS {
@@ -958,13 +964,13 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKi
 		}
 	}
 	if len(z) < minJitterSamples {
-		return JitterUnknown, 0, 0, nil
+		return JitterUnknown, 0, additiveWidth{}, nil
 	}
 	// Additive or a kind that widens with the wait, asked first: the
 	// per-index widths tell them apart where the pooled shape may not
 	// (waits 20ms ×2 plus U[0,30ms) pool into the shape of equal jitter).
 	// Only where the medians of two indices differ at least 1.8-fold.
-	verdict, a := widthGrowth(gaps, idx, noise)
+	verdict, a := widthGrowth(gaps, idx, noise, late)
 	if verdict == growthNone {
 		return JitterAdditive, 0, a, nil
 	}
@@ -1003,9 +1009,9 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64) (kind JitterKi
 		// where the waits sit about a centre, as both do: full and
 		// equal jitter, and waits spread from near zero, keep the
 		// pooled shape's kind.
-		return JitterUnknown, 0, 0, []JitterKind{JitterAdditive, kind}
+		return JitterUnknown, 0, additiveWidth{}, []JitterKind{JitterAdditive, kind}
 	}
-	return kind, fraction, 0, nil
+	return kind, fraction, additiveWidth{}, nil
 }
 
 // bulkWidth estimates the width W of sorted jittered waits g (two or
@@ -1038,28 +1044,101 @@ func logBetaSD(a, b int) float64 {
 	return math.Sqrt(v)
 }
 
+// quartileWidth estimates the width W of sorted jittered waits g (two or
+// more) as bulkWidth does, from the spacing of the shortest wait to the
+// r-th, r = ⌈3n/4⌉ (at least the second): up to n−r late waits, a
+// quarter, by any amount, do not reach it, and it errs less than the
+// bulk's (the standard deviation of its logarithm logBetaSD(r−1, n+1):
+// 0.11 at 33 waits against the bulk's 0.18).
+func quartileWidth(g []float64) (w, rel float64) {
+	n := len(g)
+	r := max(2, int(math.Ceil(0.75*float64(n))))
+	return (g[r-1] - g[0]) * float64(n+1) / float64(r-1), logBetaSD(r-1, n+1)
+}
+
 // widthOf estimates the width W of sorted jittered waits g (four or
 // more) and the standard deviation of its logarithm, and reports whether
 // late timers stretched their range (stretched). From the range (the
 // longest wait top's, unless it stands apart), which n uniform waits
 // understate by (n−1)/(n+1) and whose share of W is Beta(n−1, 2)
-// distributed (logBetaSD(n−1, n+1): 0.07 at 20 waits, a quarter of the
-// bulk's), unless late timers stretched it: trimLate, at the noise
-// within which waits agree, sets a late tail aside, or the range's width
-// exceeds the bulk's (bulkWidth) by more than z99 of their errors
-// combined. Then the bulk's.
+// distributed (logBetaSD(n−1, n+1): 0.07 at 20 waits), unless late
+// timers stretched it; then from the spacing up to the upper quartile
+// (quartileWidth), which a late quarter does not reach, unless that too
+// is stretched; then the bulk's (bulkWidth), which late waits up to half
+// do not reach. Each is stretched where it exceeds the more robust one
+// by more than z99 of their errors combined; the range also where
+// trimLate, at the noise within which waits agree, sets a late tail
+// aside. (A busy Go host fires a sixth of its timers a few milliseconds
+// late: on a 25ms ±20% wait that stretches the range by half, which the
+// range against the bulk's, erring by a fifth, does not show.)
 func widthOf(g []float64, noise float64) (w, rel float64, stretched bool) {
+	w, rel, by := widthWith(g, widthLevel(g, noise, false))
+	return w, rel, by != byRange
+}
+
+// How widthBy read a width: from the range, up to the upper quartile, or
+// from the bulk, each more robust to late waits than the one before.
+const (
+	byRange = iota
+	byQuartile
+	byBulk
+)
+
+// widthLevel is the estimator widthOf reads g's width with. Where late
+// says the edge's timings have a late tail (tailed), the range is not
+// read at all: a busy host's late waits need not stand out of a few
+// jittered ones to stretch it (got's 1s ×2 + U[0,100ms) on a Node event
+// loop spread its first waits over 124ms).
+func widthLevel(g []float64, noise float64, late bool) int {
 	bw, brel := bulkWidth(g)
+	qw, qrel := quartileWidth(g)
+	rw, rrel := rangeWidth(g)
+	beyond := func(w, rel, robust, robustRel float64) bool {
+		return w-robust > z99*math.Hypot(robustRel*robust, rel*w)
+	}
+	switch {
+	case beyond(qw, qrel, bw, brel):
+		return byBulk
+	case late || len(trimLate(g, noise)) < len(g) || beyond(rw, rrel, qw, qrel):
+		return byQuartile
+	}
+	return byRange
+}
+
+// rangeStretched reports whether late timers stretched the range of
+// sorted waits g: trimLate, at the noise, sets a late tail aside, or the
+// range's width exceeds the bulk's by more than z99 of their errors
+// combined.
+func rangeStretched(g []float64, noise float64) bool {
+	bw, brel := bulkWidth(g)
+	rw, rrel := rangeWidth(g)
+	return len(trimLate(g, noise)) < len(g) || rw-bw > z99*math.Hypot(brel*bw, rrel*rw)
+}
+
+// widthWith reads the width of sorted waits g with estimator by.
+func widthWith(g []float64, by int) (w, rel float64, _ int) {
+	switch by {
+	case byBulk:
+		w, rel = bulkWidth(g)
+	case byQuartile:
+		w, rel = quartileWidth(g)
+	default:
+		w, rel = rangeWidth(g)
+	}
+	return w, rel, by
+}
+
+// rangeWidth is the width of sorted waits g (four or more) read from
+// their range (the longest wait top's, unless it stands apart), which n
+// uniform waits understate by (n−1)/(n+1), and the standard deviation
+// of its logarithm.
+func rangeWidth(g []float64) (w, rel float64) {
 	t := top(g)
 	n := float64(len(g))
 	if t < g[len(g)-1] {
 		n-- // the longest stands apart: n−1 waits span the range
 	}
-	rw, rrel := (t-g[0])*(n+1)/(n-1), logBetaSD(int(n)-1, int(n)+1)
-	if len(trimLate(g, noise)) < len(g) || rw-bw > z99*math.Hypot(brel*bw, rrel*rw) {
-		return bw, brel, true
-	}
-	return rw, rrel, false
+	return (t - g[0]) * (n + 1) / (n - 1), logBetaSD(int(n)-1, int(n)+1)
 }
 
 // floorHigh reports whether, at every index with minJitterSamples/2 or
@@ -1113,7 +1192,7 @@ const (
 // width (the reading most favourable to growth; an index whose width is
 // within the noise rules nothing out). One ruled out and the other not
 // names the kind; neither or both, the widths cannot tell.
-func widthGrowth(gaps [][]float64, idx []waitIndex, noise float64) (growth, float64) {
+func widthGrowth(gaps [][]float64, idx []waitIndex, noise float64, late bool) (growth, additiveWidth) {
 	var use []int
 	lo, hi := math.Inf(1), 0.0
 	for k, w := range idx {
@@ -1123,25 +1202,25 @@ func widthGrowth(gaps [][]float64, idx []waitIndex, noise float64) (growth, floa
 		}
 	}
 	if len(use) < 2 || hi < 1.8*lo {
-		return growthAbsent, 0
+		return growthAbsent, additiveWidth{}
 	}
 	xs, ws, ses := make([]float64, len(use)), make([]float64, len(use)), make([]float64, len(use))
-	anyStretched := false
+	level := byRange
 	for i, k := range use {
-		var stretched bool
 		xs[i] = math.Log(idx[k].med)
-		ws[i], ses[i], stretched = widthOf(gaps[k], noise)
-		anyStretched = anyStretched || stretched
-	}
-	if anyStretched {
-		// One estimator at every index: late waits, a share of every
-		// index's alike, shift the bulk's r-th wait up the on-time
-		// waits by the same factor (1/(1−share)) at every index, which
-		// the slope does not see, but not the range of an index with
-		// none late.
-		for i, k := range use {
-			ws[i], ses[i] = bulkWidth(gaps[k])
+		if rangeStretched(gaps[k], noise) {
+			level = byBulk
 		}
+	}
+	// One estimator at every index: late waits, a share of every
+	// index's alike, shift the bulk's r-th wait up the on-time waits by
+	// the same factor (1/(1−share)) at every index, which the slope does
+	// not see, but not the range of an index with none late. (Not the
+	// upper quartile's: a busy host that wakes a fifth of its sleepers
+	// late puts more than a quarter of an index's few waits late often
+	// enough to tilt the slope.)
+	for i, k := range use {
+		ws[i], ses[i], _ = widthWith(gaps[k], level)
 	}
 	// slope fits log(W−off) on xs; ok false where a width is within off.
 	slope := func(off float64) (beta, se float64, ok bool) {
@@ -1168,18 +1247,63 @@ func widthGrowth(gaps [][]float64, idx []waitIndex, noise float64) (growth, floa
 	notScaling := ok && bn+z99*sen < 1
 	switch {
 	case notScaling && !notAdditive:
-		// The additive width: the widths' weighted mean.
-		var sum, sw float64
-		for i, w := range ws {
-			wt := 1 / (ses[i] * ses[i])
-			sum, sw = sum+wt*w, sw+wt
+		// The additive width: the widths' weighted mean. Where the
+		// edge's timings have a late tail (late), the widths that told
+		// the kind are read again so that late waits do not stretch
+		// them: the kind needs the range's precision, the width a
+		// reading the late tail leaves alone (up to the upper quartile,
+		// or the bulk's where that too is stretched).
+		if late {
+			level = byQuartile
+			for _, k := range use {
+				level = max(level, widthLevel(gaps[k], noise, true))
+			}
 		}
-		return growthNone, sum / sw
+		a := additiveWidth{lo: math.Inf(1), tail: math.Inf(-1)}
+		// Its 99% range holds the reading of every estimator, each from
+		// the standard deviation of its weighted mean's logarithm,
+		// reaching lower by what late waits may have shifted the
+		// estimator's r-th wait up (up to a quarter of them late under
+		// the upper quartile's, the share its reading stands, shift it
+		// by up to 4/3; up to half under the bulk's, by 2) and by the
+		// noise late timers widen every index by: on the range alone,
+		// where the edge's noise does not show the timers' lateness, it
+		// would rest on late waits.
+		for by, shift := range []float64{byRange: 1, byQuartile: 0.75, byBulk: 0.5} {
+			var sum, sw float64
+			for _, k := range use {
+				w, rel, _ := widthWith(gaps[k], by)
+				sum, sw = sum+w/(rel*rel), sw+1/(rel*rel)
+			}
+			m, se := sum/sw, 1/math.Sqrt(sw)
+			if by == level {
+				a.ms = m
+			}
+			a.lo, a.hi = min(a.lo, max(m*math.Exp(-z99*se)*shift-noise, 0)), max(a.hi, m*math.Exp(z99*se))
+		}
+		// tail: how far the longest wait at any index reaches past its
+		// floor and the width.
+		for _, k := range use {
+			g := gaps[k]
+			a.tail = max(a.tail, g[len(g)-1]-g[0]-a.ms)
+		}
+		return growthNone, a
 	case notAdditive && !notScaling:
-		return growthScales, 0
+		return growthScales, additiveWidth{}
 	}
-	return growthUntold, 0
+	return growthUntold, additiveWidth{}
 }
+
+// additiveWidth is widthGrowth's reading of an additive jitter's width:
+// ms, its 99% range [lo, hi], and tail, how far the longest wait at any
+// index reaches past its floor and ms. Where late timers put a tail as
+// wide as the width (tail ≥ ms), which of the waits are the jitter's and
+// which the host's the traces cannot tell: the width is unknown, its
+// range stated (known).
+type additiveWidth struct{ ms, lo, hi, tail float64 }
+
+// known reports whether the width is told apart from the late tail.
+func (a additiveWidth) known() bool { return a.tail < a.ms }
 
 // Thresholds of the dependence test. zDependent: how many standard
 // errors from zero one call's consecutive waits must depend on each other

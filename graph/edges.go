@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 type edgeKey struct {
@@ -364,9 +366,14 @@ func wholeSeconds(ms, late float64) bool {
 // schedule: a constant 1s backoff is not a server's instruction. noise is
 // the edge's timing noise (ms), how late a whole-second wait may come.
 //
-// After a gRPC pushback the backoff starts over (gRFC A6; grpc-go resets
-// its count of retries since the pushback, grpc-java its next backoff to
-// the initial one), so a call's later waits are indexed from the pushback.
+// After a server's wait a library either starts its backoff over (gRFC
+// A6: grpc-go resets its count of retries since the pushback, grpc-java
+// its next backoff to the initial one) or goes on with it (got, most HTTP
+// clients: the next wait is the one its attempt sets). Which, the waits
+// that came after a server's wait say (afterServerWait): indexed from it
+// or by their attempt, as it reads; where they cannot tell, they are left
+// out of the schedule (after says why; nil where no call waited again
+// after a server's wait).
 //
 // chains are the same schedule waits call by call: each call's waits in
 // the order of their attempt index, from the first up to the first index
@@ -374,7 +381,7 @@ func wholeSeconds(ms, late float64) bool {
 // side of it are not consecutive draws of the schedule), in the order the
 // calls' first waits come in waits; they show how one call's waits depend
 // on each other (decorrelated jitter).
-func splitServerDirected(waits []pendingWait, noise float64) (gaps [][]float64, n int, chains [][]float64) {
+func splitServerDirected(waits []pendingWait, noise float64) (gaps [][]float64, n int, chains [][]float64, after *serverWaitReading) {
 	directed := make([]bool, len(waits))
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback != pushbackNone && wholeSeconds(w.ms, noise) }, false,
 		func(s float64, all []float64) bool { return belowSchedule(s, all, noise) }, func(off []int) []int { return sameSecond(waits, off) })
@@ -382,13 +389,25 @@ func splitServerDirected(waits []pendingWait, noise float64) (gaps [][]float64, 
 	// read from all the waits at an index.
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback == pushbackGRPC }, true,
 		nil, func(off []int) []int { return agreeing(waits, off) })
-	// The gRPC pushbacks of each call, by the index of the wait.
-	restart := map[uint64][]int{}
+	// The server's waits of each call, by the index of the wait.
+	serverAt := map[uint64][]int{}
 	for i, w := range waits {
-		if directed[i] && w.pushback == pushbackGRPC {
-			restart[w.call] = append(restart[w.call], w.nth)
+		if directed[i] {
+			serverAt[w.call] = append(serverAt[w.call], w.nth)
 		}
 	}
+	// since returns the index of wait w counted from the last server's
+	// wait before it in its call, or -1 where none came before.
+	since := func(w pendingWait) int {
+		k := -1
+		for _, p := range serverAt[w.call] {
+			if p < w.nth && (k < 0 || w.nth-p-1 < k) {
+				k = w.nth - p - 1
+			}
+		}
+		return k
+	}
+	read := afterServerWait(waits, directed, since, max(minNoiseMS, noiseFactor*noise))
 	byCall := map[uint64]map[int]float64{}
 	var order []uint64
 	for i, w := range waits {
@@ -397,17 +416,20 @@ func splitServerDirected(waits []pendingWait, noise float64) (gaps [][]float64, 
 			continue
 		}
 		k := w.nth
-		for _, p := range restart[w.call] {
-			if p < w.nth {
-				k = min(k, w.nth-p-1)
+		if r := since(w); r >= 0 {
+			switch read.reading {
+			case ScheduleRestarts:
+				k = r
+			case ScheduleUnknown:
+				continue // indexed neither way: left out
 			}
 		}
 		for len(gaps) <= k {
 			gaps = append(gaps, nil)
 		}
 		gaps[k] = append(gaps[k], w.ms)
-		if len(restart[w.call]) > 0 {
-			continue // its waits were reindexed from a pushback: no chain
+		if len(serverAt[w.call]) > 0 && read.reading == ScheduleRestarts {
+			continue // its waits were reindexed from a server's wait: no chain
 		}
 		if byCall[w.call] == nil {
 			byCall[w.call] = map[int]float64{}
@@ -428,7 +450,131 @@ func splitServerDirected(waits []pendingWait, noise float64) (gaps [][]float64, 
 			chains = append(chains, ch)
 		}
 	}
-	return gaps, n, chains
+	if read.evidence != nil {
+		after = &read
+	}
+	return gaps, n, chains, after
+}
+
+// serverWaitReading is what afterServerWait reads: the reading and its
+// evidence (nil where no wait came after a server's wait).
+type serverWaitReading struct {
+	reading  AfterServerWait
+	evidence *ServerWaitEvidence
+}
+
+// Thresholds of afterServerWait. minReference: how many waits an attempt
+// index needs, from calls no server's wait came before, to weigh a wait
+// against. lateWeight: the share of a wait's likelihood allowed for a
+// wait far from every reference wait (a timer fired late, a schedule's
+// ceiling past the references' longest), spread evenly over the
+// logarithm of the waits' whole range, so that no single wait decides.
+const (
+	minReference = minNoJitter
+	lateWeight   = 0.05
+)
+
+// afterServerWait reads whether the schedule restarts or continues after
+// a server's wait. Each wait that came after one (since(w) ≥ 0; the
+// others, directed ones left out, are the references) is weighed at the
+// index it would have if the schedule restarted (since(w)) and at the
+// index its attempt gives (w.nth), where both indices hold minReference
+// reference waits: its likelihood under each is a kernel density of the
+// logarithms of the reference waits there (bandwidth Silverman's rule,
+// at least the noise tol against their median, as agreeing waits agree),
+// mixed with lateWeight of an even density over the logarithm of every
+// wait's range. The log likelihood ratios add up over the waits; a
+// reading is claimed where the likelier one is kindEvidenceRatio (30:1)
+// or more ahead, else unknown. Restarting and continuing index the first
+// wait after a server's wait alike only where the server's wait came
+// before the first attempt, which it cannot.
+func afterServerWait(waits []pendingWait, directed []bool, since func(pendingWait) int, tol float64) serverWaitReading {
+	var ref [][]float64
+	lo, hi := math.Inf(1), 0.0
+	for i, w := range waits {
+		if directed[i] {
+			continue
+		}
+		lo, hi = min(lo, max(w.ms, immediateMS)), max(hi, w.ms)
+		if since(w) >= 0 {
+			continue
+		}
+		for len(ref) <= w.nth {
+			ref = append(ref, nil)
+		}
+		ref[w.nth] = append(ref[w.nth], w.ms)
+	}
+	// density returns the likelihood of ms at index k, or false.
+	span := math.Log(max(hi, lo*math.E) / lo)
+	type kde struct {
+		logs []float64
+		h    float64
+	}
+	kdes := make([]*kde, len(ref))
+	for k, r := range ref {
+		if len(r) < minReference {
+			continue
+		}
+		logs := make([]float64, len(r))
+		for i, x := range r {
+			logs[i] = math.Log(max(x, immediateMS))
+		}
+		slices.Sort(logs)
+		sd := stat.StdDev(logs, nil)
+		iqr := (quantile(logs, 0.75) - quantile(logs, 0.25)) / 1.349
+		h := 0.9 * math.Min(sd, max(iqr, 1e-9)) * math.Pow(float64(len(logs)), -0.2)
+		med := math.Exp(quantile(logs, 0.5))
+		kdes[k] = &kde{logs: logs, h: max(h, math.Log1p(tol/med))}
+	}
+	density := func(k int, ms float64) (float64, bool) {
+		if k >= len(kdes) || kdes[k] == nil {
+			return 0, false
+		}
+		d, x := kdes[k], math.Log(max(ms, immediateMS))
+		sum := 0.0
+		for _, l := range d.logs {
+			z := (x - l) / d.h
+			sum += math.Exp(-z * z / 2)
+		}
+		p := sum / (float64(len(d.logs)) * d.h * math.Sqrt(2*math.Pi))
+		return (1-lateWeight)*p + lateWeight/span, true
+	}
+	out := serverWaitReading{reading: ScheduleUnknown}
+	ev := &ServerWaitEvidence{Ratio: 1}
+	llr := 0.0 // log likelihood of restarting over continuing
+	for i, w := range waits {
+		r := since(w)
+		if directed[i] || r < 0 {
+			continue
+		}
+		ev.Waits++
+		pr, okR := density(r, w.ms)
+		pc, okC := density(w.nth, w.ms)
+		if !okR || !okC {
+			continue
+		}
+		ev.Judged++
+		l := math.Log(pr / pc)
+		switch {
+		case l > 0:
+			ev.Restart++
+		case l < 0:
+			ev.Continue++
+		}
+		llr += l
+	}
+	if ev.Waits == 0 {
+		return out
+	}
+	out.evidence = ev
+	ev.Ratio = math.Round(100*min(math.Exp(math.Abs(llr)), maxEvidenceRatio)) / 100
+	switch {
+	case llr >= math.Log(kindEvidenceRatio):
+		out.reading = ScheduleRestarts
+	case -llr >= math.Log(kindEvidenceRatio):
+		out.reading = ScheduleContinues
+	}
+	return out
 }
 
 // markDirected marks as directed the waits suspect(w) picks out that are

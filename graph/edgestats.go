@@ -353,13 +353,19 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 		e.noiseTail = noiseFactor * noise
 	}
 	if e.Retries {
-		gaps, directed, chains := splitServerDirected(st.waits.values(), noise)
+		gaps, directed, chains, after := splitServerDirected(st.waits.values(), noise)
 		// Counts of values read from a sample stand for the population.
 		if directed = st.waits.scale(directed); directed > 0 {
 			e.RetryAfterHonored += directed
 			e.RetryAfterUncaptured = directed
 		}
 		e.Backoff = inferBackoff(gaps, chains, noise, bulk)
+		if after != nil {
+			ev := *after.evidence
+			ev.Waits, ev.Judged = st.waits.scale(ev.Waits), st.waits.scale(ev.Judged)
+			ev.Restart, ev.Continue = st.waits.scale(ev.Restart), st.waits.scale(ev.Continue)
+			e.Backoff.AfterServerWait, e.Backoff.AfterServerWaitEvidence = after.reading, &ev
+		}
 	} else {
 		e.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
 	}

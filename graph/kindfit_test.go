@@ -217,7 +217,8 @@ var heldOutJitters = []struct {
 // edges. A wrong kind may be claimed only where the jitter's own reading
 // went wrong first (few waits): at most 2% of the edges (19 when
 // written); and the rule must decide: the right kind on at least 55% of
-// them (604 when written; the rest unknown, with candidates), which it
+// them (604 when written, 603 since the proportional centre and width
+// resist late waits; the rest unknown, with candidates), which it
 // reaches only by claiming the kind that fits best by 30:1 where several
 // fit (586 without: kindEvidenceRatio). The first ratio alone claimed a
 // wrong kind on 705.

@@ -13,8 +13,36 @@ import (
 // 20-300ms (a heavy late tail that does not grow with the wait). The
 // network legs are late alike, so the edge's noise has the same tail.
 func lateTimerCalls(b *builder, n int, seed uint64, wait func(rng *rand.Rand, k int) float64) {
+	laggedCalls(b, n, seed, nodeLate, nodeLate, wait)
+}
+
+// A host's lateness for laggedCalls, as lagger's small, lo, hi: nodeLate
+// a busy Node event loop's (lateTimerCalls), goLate a Go process on a
+// loaded machine's (most 1-3ms, a fifth 5-25ms), goBusy one on a busy
+// machine whose tail is no wider than a short jitter (most 1-2ms, a
+// fifth 2-8ms), onTime a quiet host's (1-1.6ms, no tail).
+var (
+	nodeLate = [3]float64{8, 20, 300}
+	goLate   = [3]float64{2, 5, 25}
+	goBusy   = [3]float64{1, 2, 8}
+	onTime   = [3]float64{0.6, 1, 1.6}
+)
+
+// laggedCalls is lateTimerCalls with the timers' lateness lag and the
+// network legs' legLag (lagger's small, lo, hi): a runtime whose timers
+// fire late need not delay its network legs alike (a Go process's
+// timers wait for a free processor; its legs are the kernel's).
+func laggedCalls(b *builder, n int, seed uint64, lag, legLag [3]float64, wait func(rng *rand.Rand, k int) float64) {
 	rng := rand.New(rand.NewPCG(seed, 21))
-	late := lagger(rng, 8, 20, 300)
+	timer := lagger(rng, lag[0], lag[1], lag[2])
+	legRng := rand.New(rand.NewPCG(seed, 22))
+	legLate := lagger(legRng, legLag[0], legLag[1], legLag[2])
+	late := func() float64 {
+		if lag == legLag {
+			return timer() // one stream, as lateTimerCalls always drew
+		}
+		return legLate()
+	}
 	sequential(b, n, "front", func(root, call int) {
 		retries := []int{1, 1, 2, 2, 3}[call%5]
 		at := 10.0
@@ -28,7 +56,7 @@ func lateTimerCalls(b *builder, n int, seed uint64, wait func(rng *rand.Rand, k 
 			b.server(c, "stock", "GET /stock/:sku", at+leg/2, 2, httpStatus(st))
 			at += 2 + leg
 			if k < retries {
-				at += wait(rng, k) + late()
+				at += wait(rng, k) + timer()
 			}
 		}
 	})
@@ -127,7 +155,7 @@ func TestWidthGrowth(t *testing.T) {
 			for k, g := range tc.gaps {
 				idx[k] = summarise(g)
 			}
-			if got, _ := widthGrowth(tc.gaps, idx, tc.noise); got != tc.want {
+			if got, _ := widthGrowth(tc.gaps, idx, tc.noise, false); got != tc.want {
 				t.Errorf("growth %d, want %d", got, tc.want)
 			}
 		})
@@ -164,7 +192,7 @@ func TestJitterKindCandidates(t *testing.T) {
 			for k, g := range tc.gaps {
 				idx[k] = summarise(g)
 			}
-			kind, _, _, cands := jitterKind(tc.gaps, idx, 2)
+			kind, _, _, cands := jitterKind(tc.gaps, idx, 2, false)
 			if kind != tc.want || !slices.Equal(cands, tc.candidates) {
 				t.Errorf("jitter %s %v, want %s %v", kind, cands, tc.want, tc.candidates)
 			}

@@ -357,7 +357,16 @@ type Backoff struct {
 	// of either), each range holding either kind's reading.
 	JitterCandidates []JitterKind `json:"jitter_candidates,omitempty"`
 	JitterFraction   *float64     `json:"jitter_fraction"`
-	JitterAdditiveMS *float64     `json:"jitter_additive_ms,omitempty"`
+	// JitterAdditiveMS is a, for +U[0, a] on every wait; absent where
+	// late timers leave a tail as wide as it (the longest wait at some
+	// index reaches past its floor by more than a again), which the
+	// traces cannot tell from the jitter: then only its range is said.
+	JitterAdditiveMS *float64 `json:"jitter_additive_ms,omitempty"`
+	// JitterAdditiveRangeMS is the 99% range of the additive width
+	// (low, high), read from the widths at every attempt index (up to
+	// their upper quartile or median where late timers stretch their
+	// range), the low end less the noise late timers widen each by.
+	JitterAdditiveRangeMS *[2]float64 `json:"jitter_additive_range_ms,omitempty"`
 	// NoiseMS is the spread below which waits are taken to agree: the
 	// edge's own timing noise (how much the network legs of its attempts
 	// vary: their central 80%, or where those have a late tail, from
@@ -390,6 +399,19 @@ type Backoff struct {
 	// Samples is how many gaps between attempts the inference used: of a
 	// sample, when the edge's waits are summarized (Summary.Kept of Seen).
 	Samples int `json:"samples"`
+	// AfterServerWait says what the schedule does after a wait the
+	// server directed (an uncaptured Retry-After or gRPC pushback):
+	// restarts (the next wait is the first wait's again: grpc-go, which
+	// counts its retries from the last pushback), continues (the next
+	// wait is the one its attempt index sets: got and most HTTP clients),
+	// or unknown (the waits after one fit both alike, or no schedule
+	// reaches their indices), with the evidence in AfterServerWaitEvidence.
+	// The schedule is read from the waits indexed as the reading says;
+	// where it is unknown, the waits after a server's wait are left out
+	// of it. Absent where no call waited again after a server's wait.
+	AfterServerWait AfterServerWait `json:"after_server_wait,omitempty"`
+	// AfterServerWaitEvidence is what AfterServerWait rests on.
+	AfterServerWaitEvidence *ServerWaitEvidence `json:"after_server_wait_evidence,omitempty"`
 	// Schedule is the fit per retry: the wait the schedule sets before
 	// each retry, read with the same estimator as BaseMS, with its 99%
 	// range, for every attempt index the fit read (the first is BaseMS and
@@ -407,6 +429,36 @@ type WaitDependence struct {
 	Pairs           int     `json:"pairs"`
 	RankCorrelation float64 `json:"rank_correlation"`
 	Z               float64 `json:"z"`
+}
+
+// AfterServerWait is what a retry schedule does after a wait the server
+// directed.
+type AfterServerWait string
+
+// What a schedule does after a server's wait.
+const (
+	ScheduleRestarts  AfterServerWait = "restarts"
+	ScheduleContinues AfterServerWait = "continues"
+	ScheduleUnknown   AfterServerWait = "unknown"
+)
+
+// ServerWaitEvidence weighs the waits that followed a server's wait under
+// a restarted schedule (indexed from the server's wait) against a
+// continued one (indexed by their attempt): each wait's likelihood under
+// the waits the other calls show at that index.
+type ServerWaitEvidence struct {
+	// Waits is how many waits came after a server's wait; Judged how many
+	// of them both readings had an index of enough waits to weigh.
+	Waits  int `json:"waits"`
+	Judged int `json:"judged"`
+	// Restart and Continue count the judged waits each reading fits
+	// better.
+	Restart  int `json:"restart"`
+	Continue int `json:"continue"`
+	// Ratio is the likelihood ratio of the likelier reading over the
+	// other over all judged waits (1 where none was judged), capped at
+	// 1e6; a reading is claimed from kindEvidenceRatio (30:1).
+	Ratio float64 `json:"ratio"`
 }
 
 // WaitStep is the schedule's wait before one retry as the fit reads it.

@@ -730,3 +730,160 @@ func TestEqualJitterOnABusyHost(t *testing.T) {
 		t.Errorf("base range %v excludes the configured 128ms", r)
 	}
 }
+
+// TestAfterServerWait: whether a schedule starts over after a server's
+// wait or goes on with it is read from the waits that follow one, each
+// weighed at the index either reading gives it against the other calls'
+// waits there; where both readings fit alike the waits after a server's
+// wait are left out of the fit, and where no call waited again after one
+// nothing is said.
+func TestAfterServerWait(t *testing.T) {
+	const unavailable, exhausted = 14, 8
+	// pushed builds calls that fail UNAVAILABLE, are pushed back 400ms
+	// after their second attempt, then fail twice more: the waits after
+	// the pushback drawn by grpcBackoff from index from(k) (k the
+	// attempt).
+	pushed := func(b *builder, n int, seed uint64, from func(k int) int) {
+		grpcCalls(b, n, seed, []int{unavailable, exhausted, unavailable, unavailable}, func(rng *rand.Rand, k, code int) float64 {
+			if code == exhausted {
+				return 400 + rng.Float64()
+			}
+			return grpcBackoff(rng, from(k))
+		})
+	}
+	schedule := func(b *builder) {
+		grpcCalls(b, 12, 1, []int{unavailable}, func(rng *rand.Rand, k, _ int) float64 { return grpcBackoff(rng, k) })
+		grpcCalls(b, 10, 2, []int{unavailable, unavailable}, func(rng *rand.Rand, k, _ int) float64 { return grpcBackoff(rng, k) })
+		grpcCalls(b, 10, 3, []int{unavailable, unavailable, unavailable, unavailable}, func(rng *rand.Rand, k, _ int) float64 { return grpcBackoff(rng, k) })
+	}
+	// got's rule scaled to fit the test's requests, 100·2^k + U[0,10ms),
+	// after a Retry-After: 1 before the second attempt (off the schedule
+	// there, 100-110ms).
+	got := func(rng *rand.Rand, k int) float64 { return 100*math.Pow(2, float64(k)) + 10*rng.Float64() }
+	throttled := func(b *builder, n int, seed uint64, from func(k int) int) {
+		chainOf(b, n, seed, 3, func(rng *rand.Rand, k int) float64 {
+			if k == 0 {
+				return 1000.4 + rng.Float64()
+			}
+			return got(rng, from(k))
+		}, httpStatus(429))
+	}
+	for _, tc := range []struct {
+		name  string
+		build func(b *builder)
+		want  AfterServerWait // "" for none said
+		// base, mult: the schedule the fit must read.
+		base, mult float64
+	}{
+		{"grpc-go: the backoff starts over after a pushback", func(b *builder) {
+			schedule(b)
+			pushed(b, 5, 4, func(k int) int { return max(k-2, 0) })
+		}, ScheduleRestarts, 25, 2},
+		{"a gRPC client that goes on with its backoff after a pushback", func(b *builder) {
+			schedule(b)
+			pushed(b, 5, 4, func(k int) int { return k })
+		}, ScheduleContinues, 25, 2},
+		{"got: the schedule goes on after a Retry-After", func(b *builder) {
+			chainOf(b, 20, 5, 3, got)
+			throttled(b, 4, 6, func(k int) int { return k })
+		}, ScheduleContinues, 100, 2},
+		{"an HTTP client that starts over after a Retry-After", func(b *builder) {
+			chainOf(b, 20, 5, 3, got)
+			throttled(b, 4, 6, func(k int) int { return k - 1 })
+		}, ScheduleRestarts, 100, 2},
+		{"a constant schedule: both readings fit alike", func(b *builder) {
+			grpcCalls(b, 20, 7, []int{unavailable, unavailable, unavailable}, func(rng *rand.Rand, _, _ int) float64 { return 50 * (0.8 + 0.4*rng.Float64()) })
+			grpcCalls(b, 5, 8, []int{unavailable, exhausted, unavailable}, func(rng *rand.Rand, _, code int) float64 {
+				if code == exhausted {
+					return 400 + rng.Float64()
+				}
+				return 50 * (0.8 + 0.4*rng.Float64())
+			})
+		}, ScheduleUnknown, 50, 0},
+		{"no wait after a server's wait", func(b *builder) {
+			schedule(b)
+			grpcCalls(b, 4, 9, []int{exhausted}, func(rng *rand.Rand, _, _ int) float64 { return 400 + rng.Float64() })
+		}, "", 25, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			tc.build(b)
+			bo := edge(t, b.infer(), "api", "backend").Backoff
+			ev := bo.AfterServerWaitEvidence
+			switch {
+			case bo.AfterServerWait != tc.want:
+				t.Errorf("after a server's wait: %q, want %q (%+v)", bo.AfterServerWait, tc.want, ev)
+			case tc.want == "" && ev != nil:
+				t.Errorf("evidence %+v where no wait followed a server's", *ev)
+			case tc.want != "" && (ev == nil || ev.Waits == 0 || ev.Judged > ev.Waits || ev.Restart+ev.Continue > ev.Judged):
+				t.Errorf("evidence %+v", ev)
+			case tc.want == ScheduleRestarts && ev.Restart <= ev.Continue, tc.want == ScheduleContinues && ev.Continue <= ev.Restart:
+				t.Errorf("%s with more waits for the other reading: %+v", tc.want, *ev)
+			case tc.want != ScheduleUnknown && tc.want != "" && ev.Ratio < kindEvidenceRatio:
+				t.Errorf("%s claimed at a ratio of %v", tc.want, ev.Ratio)
+			}
+			if math.Abs(bo.BaseMS-tc.base) > 0.15*tc.base {
+				t.Errorf("base %vms, want %vms (%s)", bo.BaseMS, tc.base, fmtBackoff(bo))
+			}
+			if tc.mult > 0 && (bo.MultiplierRange == nil || bo.MultiplierRange[0] > tc.mult || bo.MultiplierRange[1] < tc.mult) {
+				t.Errorf("multiplier range %v, want it to hold ×%v (%s)", bo.MultiplierRange, tc.mult, fmtBackoff(bo))
+			}
+		})
+	}
+}
+
+// TestAfterServerWaitSweep holds the reading of what a schedule does
+// after a server's wait to schedules of other libraries than the
+// samples': exponential 20ms ×2 with no, ±20%, full, equal and
+// +U[0,15ms) jitter (heldOutJitters), restarting or continuing after a
+// 400ms pushback on the second attempt, with 1, 3 or 6 calls pushed back
+// among 30 that are not, four seeds each: 120 edges. A wrong reading may
+// be claimed on at most 2% of them; the right one must be claimed on at
+// least half.
+func TestAfterServerWaitSweep(t *testing.T) {
+	const unavailable, exhausted = 14, 8
+	right, wrong, unknown := 0, 0, 0
+	for _, j := range heldOutJitters {
+		before := right
+		wait := func(rng *rand.Rand, k int) float64 { return j.of(rng, 20*math.Pow(2, float64(k))) + 0.6*rng.Float64() }
+		for _, restarts := range []bool{true, false} {
+			for _, pushed := range []int{1, 3, 6} {
+				for seed := uint64(1); seed <= 4; seed++ {
+					b := newBuilder()
+					grpcCalls(b, 10, seed*7, []int{unavailable}, func(rng *rand.Rand, k, _ int) float64 { return wait(rng, k) })
+					grpcCalls(b, 10, seed*7+1, []int{unavailable, unavailable}, func(rng *rand.Rand, k, _ int) float64 { return wait(rng, k) })
+					grpcCalls(b, 10, seed*7+2, []int{unavailable, unavailable, unavailable, unavailable}, func(rng *rand.Rand, k, _ int) float64 { return wait(rng, k) })
+					grpcCalls(b, pushed, seed*7+3, []int{unavailable, exhausted, unavailable, unavailable}, func(rng *rand.Rand, k, code int) float64 {
+						switch {
+						case code == exhausted:
+							return 400 + rng.Float64()
+						case restarts && k > 1:
+							return wait(rng, k-2)
+						}
+						return wait(rng, k)
+					})
+					bo := edge(t, b.infer(), "api", "backend").Backoff
+					want := ScheduleContinues
+					if restarts {
+						want = ScheduleRestarts
+					}
+					switch bo.AfterServerWait {
+					case want:
+						right++
+					case ScheduleUnknown, "":
+						unknown++
+					default:
+						wrong++
+						t.Logf("%s jitter, restarts %v, %d pushed, seed %d: %s %+v", j.name, restarts, pushed, seed, bo.AfterServerWait, bo.AfterServerWaitEvidence)
+					}
+				}
+			}
+		}
+		t.Logf("%s jitter: %d of 24 right", j.name, right-before)
+	}
+	edges := right + wrong + unknown
+	t.Logf("%d edges: %d the right reading, %d a wrong one, %d unknown", edges, right, wrong, unknown)
+	if wrong*50 > edges || 2*right < edges {
+		t.Errorf("%d edges: %d right, %d wrong: want at most 2%% wrong and at least half right", edges, right, wrong)
+	}
+}

@@ -635,8 +635,13 @@ func observedPolicy(e graph.Edge) Policy {
 	case graph.JitterAdditive:
 		// d + U[0,a] is (d + a/2)·(1 ± a/(2d+a)) at the first wait: the
 		// engine's proportional jitter about the centre, exact for a
-		// constant schedule and close for a growing one.
-		if a := b.JitterAdditiveMS; a != nil && p.Backoff.Base > 0 {
+		// constant schedule and close for a growing one. Where late
+		// timers left the width unknown, the middle of its range.
+		a := b.JitterAdditiveMS
+		if r := b.JitterAdditiveRangeMS; a == nil && r != nil {
+			a = new((r[0] + r[1]) / 2)
+		}
+		if a != nil && p.Backoff.Base > 0 {
 			half := *a / 2000
 			p.Backoff.Fraction = half / (p.Backoff.Base + half)
 			p.Backoff.Base += half

@@ -32,6 +32,32 @@ func TestObservedPolicyFromInference(t *testing.T) {
 	}
 }
 
+// TestObservedAdditiveWidth: additive jitter is replayed as proportional
+// jitter about the first wait's centre, from the width inference read or,
+// where late timers left it unknown, from the middle of its range; with
+// neither, unjittered.
+func TestObservedAdditiveWidth(t *testing.T) {
+	w := 100.0
+	for _, tc := range []struct {
+		name         string
+		width        *float64
+		widthRange   *[2]float64
+		base, spread float64 // s; the fraction
+		jitter       JitterKind
+	}{
+		{"the width read", &w, &[2]float64{60, 160}, 0.25, 0.2, JitterProportional},
+		{"the width unknown: the middle of its range", nil, &[2]float64{40, 160}, 0.25, 0.2, JitterProportional},
+		{"neither", nil, nil, 0.2, 0, JitterNone},
+	} {
+		e := graph.Edge{MaxAttempts: 3, Retries: true, Backoff: graph.Backoff{Kind: "constant", BaseMS: 200, Jitter: graph.JitterAdditive,
+			JitterAdditiveMS: tc.width, JitterAdditiveRangeMS: tc.widthRange}}
+		b := observedPolicy(e).Backoff
+		if b.Jitter != tc.jitter || math.Abs(b.Base-tc.base) > 1e-9 || math.Abs(b.Fraction-tc.spread) > 1e-9 {
+			t.Errorf("%s: backoff %+v, want %gs ±%g %s", tc.name, b, tc.base, tc.spread, tc.jitter)
+		}
+	}
+}
+
 // TestObservedJitterBetweenKinds: jitter inference left between full and
 // decorrelated (the schedule their shared ceilings) is replayed as full
 // jitter; left between additive and proportional (the schedule the

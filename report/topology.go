@@ -295,7 +295,8 @@ func backoffShort(b graph.Backoff) string {
 	return display(string(b.Kind))
 }
 
-// jitterText is "none", "proportional ±50%", "full", "present (3 waits)"
+// jitterText is "none", "proportional ±50%", "full", "additive, width
+// 24.4ms–248.2ms" where late timers left only the width's range, "present (3 waits)"
 // when waits vary but too few were seen to name the kind, "decorrelated or
 // full (54 waits)" when they narrow it to candidates, or "unknown"; "-" on
 // an edge that does not retry.
@@ -306,8 +307,12 @@ func jitterText(e graph.Edge) string {
 	b := e.Backoff
 	switch b.Jitter {
 	case "additive":
-		if b.JitterAdditiveMS != nil {
+		switch r := b.JitterAdditiveRangeMS; {
+		case b.JitterAdditiveMS != nil:
 			return "additive +0–" + ms(*b.JitterAdditiveMS)
+		case r != nil:
+			// Late timers left a tail as wide as the width: its range.
+			return "additive, width " + ms(r[0]) + "–" + ms(r[1])
 		}
 		return "additive"
 	case "proportional":

@@ -423,7 +423,8 @@ func TestTextHelpers(t *testing.T) {
 }
 
 // TestJitterText: the jitter column names the kind, says it varies where
-// too few waits name none, and lists the candidates the waits leave.
+// too few waits name none, lists the candidates the waits leave, and
+// gives an additive width's range where late timers left it unknown.
 func TestJitterText(t *testing.T) {
 	yes, no := true, false
 	for _, tc := range []struct {
@@ -439,6 +440,8 @@ func TestJitterText(t *testing.T) {
 		{"between additive and proportional", graph.Backoff{Jitter: graph.JitterUnknown, JitterPresent: &yes, Samples: 16,
 			JitterCandidates: []graph.JitterKind{graph.JitterAdditive, graph.JitterProportional}}, "additive or proportional (16 waits)"},
 		{"unknown", graph.Backoff{Jitter: graph.JitterUnknown}, "unknown"},
+		{"additive", graph.Backoff{Jitter: graph.JitterAdditive, JitterAdditiveMS: ptr(100.0), JitterAdditiveRangeMS: &[2]float64{60, 160}}, "additive +0–100ms"},
+		{"additive, the width unknown", graph.Backoff{Jitter: graph.JitterAdditive, JitterAdditiveRangeMS: &[2]float64{24.365, 248.169}}, "additive, width 24.4ms–248.2ms"},
 	} {
 		if got := jitterText(graph.Edge{Retries: true, Backoff: tc.b}); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
