@@ -81,7 +81,7 @@ func TestCalibrationStats(t *testing.T) {
 }
 
 // TestIncidentTimeline: a dependency down for two seconds shows up as
-// incident buckets, and the healthy mix leaves them out.
+// one failure episode of two seconds, and the healthy mix leaves it out.
 func TestIncidentTimeline(t *testing.T) {
 	b := newBuilder()
 	for i := range 100 {
@@ -95,8 +95,12 @@ func TestIncidentTimeline(t *testing.T) {
 		b.client(root, "db", start+1, 2, httpStatus(status))
 	}
 	o := edge(t, b.infer(), "api", "db").Outcomes
-	if len(o.Incidents) != 4 || o.Incidents[0].Bucket != 4 || o.Incidents[3].Bucket != 7 {
-		t.Fatalf("incidents %+v, want buckets 4 to 7 (2 s to 4 s)", o.Incidents)
+	// Calls start 1 ms after their roots: the first failed at 2001 ms,
+	// the last at 3951 ms; the episode starts and ends halfway to the
+	// successes beside them.
+	if len(o.Incidents) != 1 || o.Incidents[0].StartMS != 1976 || o.Incidents[0].EndMS != 3976 ||
+		o.Incidents[0].First.ServerError != 40 || o.Incidents[0].First.Total() != 40 {
+		t.Fatalf("incidents %+v, want one from 1976 to 3976 ms, its 40 first attempts failed", o.Incidents)
 	}
 	if o.First.Failed() != 0 || o.First.OK != 60 {
 		t.Errorf("healthy first attempts %+v, want 60 ok", o.First)
