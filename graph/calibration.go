@@ -566,8 +566,14 @@ func (st *outcomeStats) reduce(e *Edge) {
 	slices.SortFunc(st.recs, func(a, b outcomeRec) int {
 		return cmp.Or(cmpInt64(a.at, b.at), cmp.Compare(a.k, b.k), cmp.Compare(a.class, b.class), cmp.Compare(a.flags(), b.flags()))
 	})
-	var at, retryAt []int64
-	var failed, retryFailed []bool
+	firsts := 0
+	for _, r := range st.recs {
+		if r.k == 0 {
+			firsts++
+		}
+	}
+	at, retryAt := make([]int64, 0, firsts), make([]int64, 0, len(st.recs)-firsts)
+	failed, retryFailed := make([]bool, 0, firsts), make([]bool, 0, len(st.recs)-firsts)
 	for _, r := range st.recs {
 		f := r.class != classOK && r.class != classClientError
 		if r.k == 0 {

@@ -781,7 +781,7 @@ func runsNote(e graph.Edge, f *Failures) string {
 	case r.Drawn:
 		how = fmt.Sprintf("failures come in runs (P = %.2g if independent, below %g): the replay draws each call's attempts by how the latest call of another request on the edge had ended", f.RunsP, RunsAlpha)
 	case f.RunsUnknown:
-		how = fmt.Sprintf("failures come in runs (P = %.2g if independent) that no call outside the timeline's incidents is seen to end, so how long they last is unknown: the replay draws those calls as the others", f.RunsP)
+		how = fmt.Sprintf("failures come in runs (P = %.2g if independent) that no call outside the edge's failure episodes is seen to end, so how long they last is unknown: the replay draws those calls as the others", f.RunsP)
 	default:
 		how = fmt.Sprintf("no runs beyond chance (P = %.2g if independent, not below %g): the replay draws calls independently of the edge's latest", f.RunsP, RunsAlpha)
 	}
