@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -58,6 +60,27 @@ func TestEpisodeAt(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("at %gs: episode %d, want %d", tc.t, got, tc.want)
+		}
+	}
+}
+
+// TestEpisodesNote: the model notes list every failure episode with what
+// sets it (the penalty, the first attempts it was found among) and its
+// counts, and the runs note says its calls are those outside episodes;
+// breaker-concurrent's inventory was down three times.
+func TestEpisodesNote(t *testing.T) {
+	m, err := FromTopology(sampleTopology(t, "breaker-concurrent"), BuildOptions{Timeline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"api → inventory GET /inventory/{sku}: failure episodes (3), where the first attempts' failure rate changed (each change point gaining more than ln(n/0.00135) = 12.2 nats of likelihood, n = 275 first attempts)",
+		"202.4–447.2ms (16 of 16 first attempts failed: 16 server_error, 32 of 32 retries: 32 server_error)",
+		"949.7–1002.1ms (11 of 11 first attempts failed: 11 server_error, 22 of 22 retries: 22 server_error)",
+		"api → inventory GET /inventory/{sku}: after another request's failed call on the edge (calls outside its failure episodes)",
+	} {
+		if !slices.ContainsFunc(m.Assumed, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("no note with %q in %q", want, m.Assumed)
 		}
 	}
 }

@@ -753,15 +753,40 @@ func episodesNote(e graph.Edge) string {
 	o := e.Outcomes
 	eps := make([]string, len(o.Incidents))
 	for i, inc := range o.Incidents {
-		eps[i] = fmt.Sprintf("%.1f–%.1fms (%d of %d first attempts failed", inc.StartMS, inc.EndMS, inc.First.Failed(), inc.First.Total())
+		eps[i] = fmt.Sprintf("%.1f–%.1fms (%d of %d first attempts failed%s", inc.StartMS, inc.EndMS, inc.First.Failed(), inc.First.Total(), failedClasses(inc.First))
 		if n := inc.Retry.Total(); n > 0 {
-			eps[i] += fmt.Sprintf(", %d of %d retries", inc.Retry.Failed(), n)
+			eps[i] += fmt.Sprintf(", %d of %d retries%s", inc.Retry.Failed(), n, failedClasses(inc.Retry))
 		}
 		eps[i] += ")"
 	}
-	return fmt.Sprintf("%s → %s %s: failure episodes (%d), where the first attempts' failure rate changed (change points at %g significance) and failed far beyond the rest of the edge's: %s; "+
+	n := o.First.Total()
+	for _, inc := range o.Incidents {
+		n += inc.First.Total()
+	}
+	return fmt.Sprintf("%s → %s %s: failure episodes (%d), where the first attempts' failure rate changed (each change point gaining more than ln(n/%g) = %.1f nats of likelihood, n = %d first attempts) "+
+		"and at least half of them and three deviations beyond the rest of the edge's failed, each cut again where the retries that started in it changed (ln(m/%[5]g), m of them): %[8]s; "+
 		"replaying the traces' timeline, an attempt that starts in an episode draws from its mix alone (no runs on top), and the edge's other mixes and its runs are those of the attempts outside them",
-		e.Caller, e.Callee, e.Operation, len(o.Incidents), graph.EpisodeAlpha, strings.Join(eps, ", "))
+		e.Caller, e.Callee, e.Operation, len(o.Incidents), graph.EpisodeAlpha, math.Log(float64(n)/graph.EpisodeAlpha), n, strings.Join(eps, ", "))
+}
+
+// failedClasses names how the failures counted in m ended, by their
+// OutcomeMix field names (": 12 server_error, 4 timeout"), or nothing
+// when none failed.
+func failedClasses(m graph.OutcomeMix) string {
+	var by []string
+	for _, c := range []struct {
+		n    int
+		name string
+	}{{m.ServerError, "server_error"}, {m.Throttled, "throttled"}, {m.RetryAfter, "retry_after"},
+		{m.ClientError, "client_error"}, {m.Timeout, "timeout"}, {m.Transport, "transport"}} {
+		if c.n > 0 {
+			by = append(by, fmt.Sprintf("%d %s", c.n, c.name))
+		}
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(by, ", ")
 }
 
 // runsNote says how the failures of edge e come: after a failed call of
