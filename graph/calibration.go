@@ -13,10 +13,11 @@ import (
 	"github.com/retryaudit/retryaudit/ingest"
 )
 
-// BucketS is the width of the time buckets in which the traces' failure
-// timeline is kept: fine enough to place a two-second incident, coarse
-// enough that a bucket of a busy edge holds a few attempts.
-const BucketS = 0.5
+// legacyBucketS is the width of the time buckets in which versions before
+// failure episodes kept the traces' failure timeline (Calibration.BucketS,
+// Incident.Bucket): ReadTopology reads their topologies' incidents as
+// spans of that width.
+const legacyBucketS = 0.5
 
 // Calibration is what the traces say about the system as it ran, beyond its
 // retry policies: the figures a replay must reproduce (root outcomes and
@@ -33,9 +34,12 @@ type Calibration struct {
 	// to which root operation; nil with fewer than two, or when some are
 	// no root operation of the topology (see arrivalTimeline).
 	Arrivals *ArrivalTimeline `json:"arrivals,omitempty"`
-	BucketS  float64          `json:"bucket_s"`
-	Sampling Sampling         `json:"sampling"`
-	Root     RootStats        `json:"root"`
+	// BucketS is read from topologies written before failure episodes
+	// (the width of their incidents' time buckets) and never written:
+	// ReadTopology turns those incidents into spans of time.
+	BucketS  float64   `json:"bucket_s,omitempty"`
+	Sampling Sampling  `json:"sampling"`
+	Root     RootStats `json:"root"`
 	// InFlight is each service's mean number of requests in flight by
 	// Little's law: the sum of its span durations over the arrival window.
 	InFlight []ServiceLoad `json:"in_flight"`
@@ -149,15 +153,18 @@ type Outcomes struct {
 	GivenUp []StatusRetries `json:"given_up,omitempty"`
 	// RetryAfterMS is the mean Retry-After the callee sent with failures.
 	RetryAfterMS float64 `json:"retry_after_ms"`
-	// Incidents are the time buckets (BucketS wide, from the first root
-	// request) whose first attempts failed well beyond the rest: the
-	// traces' own failure timeline. First and Retry above exclude them.
+	// Incidents are the edge's failure episodes: the spans of time (from
+	// the first root request) whose first attempts failed well beyond the
+	// rest, found where the first attempts' failure rate changes
+	// (episodeSpans): the traces' own failure timeline, at its own time
+	// scale. Every mix above and Runs exclude the attempts (and calls)
+	// that started inside them.
 	Incidents []Incident `json:"incidents"`
 }
 
-// Runs count an edge's calls after a failed call and after a successful
-// one (by the latest call of another request to end on the edge before
-// each began), with how
+// Runs count an edge's calls outside its failure episodes after a failed
+// call and after a successful one (by the latest call of another request
+// to end on the edge before each began, in an episode or not), with how
 // many of each failed: P(fail | previous failed) far above P(fail |
 // previous succeeded) means failures come in runs.
 type Runs struct {
@@ -335,9 +342,15 @@ type CallCount struct {
 	Failed int `json:"failed"`
 }
 
-// Incident is one time bucket of an edge's failure timeline.
+// Incident is one failure episode of an edge: from StartMS to EndMS
+// (milliseconds from the first root request; the end excluded), the
+// outcomes of the first attempts and of the retries that started in it.
 type Incident struct {
-	Bucket int        `json:"bucket"`
+	StartMS float64 `json:"start_ms"`
+	EndMS   float64 `json:"end_ms"`
+	// Bucket is read from topologies written before failure episodes (the
+	// incident's time bucket, Calibration.BucketS wide) and never written.
+	Bucket *int       `json:"bucket,omitempty"`
 	First  OutcomeMix `json:"first"`
 	Retry  OutcomeMix `json:"retry"`
 }
@@ -428,7 +441,7 @@ func (m OutcomeMix) retryable() int { return m.Failed() - m.ClientError }
 // concurrency by Little's law and the sampling probability.
 func calibrate(ix *index, ecs []*edgeCalls, roots map[node]*rootOp, t *Topology) {
 	starts := rootStarts(roots)
-	cal := &Calibration{BucketS: BucketS, InFlight: []ServiceLoad{}}
+	cal := &Calibration{InFlight: []ServiceLoad{}}
 	t0, hi, window, strays := arrivalWindow(starts)
 	ix.strayRoots = strays
 	cal.ArrivalWindowS = round3(window)
@@ -531,7 +544,7 @@ func edgeOutcomes(ix *index, ec *edgeCalls, e *Edge, t0 int64, downFailed, break
 // partials of e's calls.
 func (st *outcomeStats) reduce(e *Edge) {
 	o := &Outcomes{Incidents: []Incident{}, RetryByAttempt: []OutcomeMix{}, RetryAfterFailureByAttempt: []OutcomeMix{},
-		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}, Runs: st.runs, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated}
+		RetryAfterEdgeFailureByAttempt: []OutcomeMix{}, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated}
 	if st.slow.seen() {
 		o.SlowTries = &st.slow
 		// An edge without retries has slow first tries only: its lists
@@ -546,39 +559,57 @@ func (st *outcomeStats) reduce(e *Edge) {
 	if e.MaxAttempts > 1 {
 		o.GivenUp = givenUp(st.decisions, e.MaxAttempts, e.LeakedAttempts)
 	}
-	// Incidents: buckets whose first attempts failed far beyond the rest.
-	type split struct{ first, retry OutcomeMix }
-	buckets := map[int]*split{}
-	var whole OutcomeMix
+	// Episodes: where the first attempts' failure rate changes, the
+	// pieces that failed far beyond the rest. The attempts are sorted by
+	// start (ties by class, then what came before them), so the pieces do
+	// not depend on the order the shards merged in.
+	slices.SortFunc(st.recs, func(a, b outcomeRec) int {
+		return cmp.Or(cmpInt64(a.at, b.at), cmp.Compare(a.k, b.k), cmp.Compare(a.class, b.class), cmp.Compare(a.flags(), b.flags()))
+	})
+	firsts := 0
 	for _, r := range st.recs {
-		sp := buckets[r.bucket]
-		if sp == nil {
-			sp = &split{}
-			buckets[r.bucket] = sp
-		}
 		if r.k == 0 {
-			sp.first.addClass(r.class)
-			whole.addClass(r.class)
+			firsts++
+		}
+	}
+	at, retryAt := make([]int64, 0, firsts), make([]int64, 0, len(st.recs)-firsts)
+	failed, retryFailed := make([]bool, 0, firsts), make([]bool, 0, len(st.recs)-firsts)
+	for _, r := range st.recs {
+		f := r.class != classOK && r.class != classClientError
+		if r.k == 0 {
+			at, failed = append(at, r.at), append(failed, f)
 		} else {
-			sp.retry.addClass(r.class)
+			retryAt, retryFailed = append(retryAt, r.at), append(retryFailed, f)
 		}
 	}
-	incident := incidentTest(whole)
-	keys := make([]int, 0, len(buckets))
-	for b, sp := range buckets {
-		if incident(sp.first) {
-			keys = append(keys, b)
-		}
+	eps := splitByRetries(episodeSpans(at, failed), retryAt, retryFailed)
+	for _, ep := range eps {
+		o.Incidents = append(o.Incidents, Incident{StartMS: round3(float64(ep.start) / 1e6), EndMS: round3(float64(ep.end) / 1e6)})
 	}
-	sort.Ints(keys)
-	inIncident := map[int]bool{}
-	for _, b := range keys {
-		inIncident[b] = true
-		o.Incidents = append(o.Incidents, Incident{Bucket: b, First: buckets[b].first, Retry: buckets[b].retry})
+	for _, c := range st.calls {
+		if episodeAt(eps, c.at) >= 0 || c.prev == 0 {
+			continue
+		}
+		cc := &o.Runs.AfterSuccess
+		if c.prev > 0 {
+			cc = &o.Runs.AfterFailure
+		}
+		cc.Calls++
+		if c.failed {
+			cc.Failed++
+		}
 	}
 	for _, r := range st.recs {
+		if i := episodeAt(eps, r.at); i >= 0 {
+			inc := &o.Incidents[i]
+			if r.k == 0 {
+				inc.First.addClass(r.class)
+			} else {
+				inc.Retry.addClass(r.class)
+			}
+			continue
+		}
 		switch {
-		case inIncident[r.bucket]:
 		case r.k == 0:
 			o.First.addClass(r.class)
 			if r.other {
@@ -609,8 +640,8 @@ func (st *outcomeStats) reduce(e *Edge) {
 			}
 		}
 	}
-	for _, b := range st.firstDown {
-		if !inIncident[b] {
+	for _, t := range st.firstDown {
+		if episodeAt(eps, t) < 0 {
 			o.FirstDownstreamFailed++
 		}
 	}
@@ -632,11 +663,11 @@ func (st *outcomeStats) reduce(e *Edge) {
 // outcomeRec is one attempt whose outcome is the callee's own, by value:
 // its class, and what came before it.
 type outcomeRec struct {
-	class  mixClass
-	k      int // its index in the call
-	bucket int
-	after  bool // the request had failed on this edge before
-	other  bool // else, it had failed on another edge before
+	class mixClass
+	k     int   // its index in the call
+	at    int64 // when it started, ns from the first root request (at least 0)
+	after bool  // the request had failed on this edge before
+	other bool  // else, it had failed on another edge before
 	// run: else, the latest call of another request to end on the edge
 	// before this call began had failed
 	run bool
@@ -644,20 +675,43 @@ type outcomeRec struct {
 	afterDown bool
 }
 
+// flags packs what came before r into one byte (the wire form's, and a
+// sort key).
+func (r outcomeRec) flags() uint8 {
+	var f uint8
+	for i, b := range []bool{r.after, r.other, r.run, r.afterDown} {
+		if b {
+			f |= 1 << i
+		}
+	}
+	return f
+}
+
+// callRec is one call of an edge for its Runs: when its first attempt
+// started (ns from the first root request, at least 0), how the latest
+// call of another request to end on the edge before it had ended (1
+// failed, -1 succeeded, 0 none yet: previousCallFailed) and whether it
+// failed.
+type callRec struct {
+	at     int64
+	prev   int8
+	failed bool
+}
+
 // outcomeStats is what the attempts of some of an edge's calls say of its
 // failure model: the attempts whose outcome is the callee's own (recs),
-// the calls by how the edge's previous call ended (runs), attempts during
+// the calls with how the edge's previous call ended (calls), attempts during
 // which the callee's own calls failed, the Retry-After sent with failures,
 // transit times and the waits between attempts by index.
 type outcomeStats struct {
 	key                          edgeKey // the edge's
 	recs                         []outcomeRec
-	runs                         Runs
+	calls                        []callRec
 	slow                         SlowTries
 	downstreamFailed, propagated int
-	// firstDown: the time buckets of the first attempts, of requests not
-	// failed before, that failed downstream
-	firstDown []int
+	// firstDown: when the first attempts, of requests not failed before,
+	// that failed downstream started (ns from the first root request)
+	firstDown []int64
 	raSum     float64 // of whole milliseconds: exact in any order
 	raN       int
 	transit   dist
@@ -668,10 +722,7 @@ type outcomeStats struct {
 
 func (st *outcomeStats) merge(o *outcomeStats) {
 	st.recs = append(st.recs, o.recs...)
-	for _, c := range []struct{ to, from *CallCount }{{&st.runs.AfterFailure, &o.runs.AfterFailure}, {&st.runs.AfterSuccess, &o.runs.AfterSuccess}} {
-		c.to.Calls += c.from.Calls
-		c.to.Failed += c.from.Failed
-	}
+	st.calls = append(st.calls, o.calls...)
 	st.slow.merge(&o.slow)
 	st.downstreamFailed += o.downstreamFailed
 	st.firstDown = append(st.firstDown, o.firstDown...)
@@ -705,17 +756,10 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		if !s.has(c.from) {
 			continue
 		}
-		if p := prevFailed[ci]; p != 0 {
-			cc := &st.runs.AfterSuccess
-			if p > 0 {
-				cc = &st.runs.AfterFailure
-			}
-			cc.Calls++
-			if ix.last(c).outcome.failed() {
-				cc.Failed++
-			}
-		}
 		as := ix.attemptsOf(c)
+		if p := prevFailed[ci]; p != 0 {
+			st.calls = append(st.calls, callRec{at: max(ix.spans[as[0].span].Start-t0, 0), prev: p, failed: ix.last(c).outcome.failed()})
+		}
 		if !c.hedged {
 			st.countDecisions(as, len(as)+int(c.missing))
 		}
@@ -750,11 +794,11 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			// For a retry, a failure before its call began: an earlier call.
 			after := failed && ff <= ix.spans[as[0].span].Start
 			other := !after && anyFailed && af <= ix.spans[a.span].Start
-			bucket := bucketOf(ix.spans[a.span].Start, t0)
+			start := max(ix.spans[a.span].Start-t0, 0)
 			if a.server >= 0 && downFailed.has(a.server) {
 				st.downstreamFailed++
 				if k == 0 && !after && !other {
-					st.firstDown = append(st.firstDown, bucket)
+					st.firstDown = append(st.firstDown, start)
 				}
 				if a.outcome.failed() {
 					st.propagated++
@@ -768,7 +812,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			}
 			// (A retry's other is its own call's failure: no bar to run.)
 			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
-			st.recs = append(st.recs, outcomeRec{class: classOf(a), k: k, bucket: bucket, after: after, run: run, other: other, afterDown: afterDown})
+			st.recs = append(st.recs, outcomeRec{class: classOf(a), k: k, at: start, after: after, run: run, other: other, afterDown: afterDown})
 		}
 		for k := 1; k < len(as); k++ {
 			prev, next := &as[k-1], &as[k]
@@ -1024,25 +1068,6 @@ func (s spanSet) or(o spanSet) {
 	for i := range s {
 		s[i] |= o[i]
 	}
-}
-
-// incidentTest returns whether a bucket's first attempts failed beyond the
-// edge's overall rate by more than three binomial deviations and one
-// attempt, and at least half of them: an incident, not noise.
-func incidentTest(whole OutcomeMix) func(OutcomeMix) bool {
-	h := 0.0
-	if n := whole.Total(); n > 0 {
-		h = float64(whole.retryable()) / float64(n)
-	}
-	return func(m OutcomeMix) bool {
-		n := float64(m.Total())
-		k := float64(m.retryable())
-		return n >= 2 && k >= 0.5*n && k > n*h+3*math.Sqrt(n*h*(1-h))+1
-	}
-}
-
-func bucketOf(start, t0 int64) int {
-	return max(0, int(float64(start-t0)/1e9/BucketS))
 }
 
 // rootStarts is when the root requests started (ns), in no particular

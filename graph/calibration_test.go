@@ -80,26 +80,44 @@ func TestCalibrationStats(t *testing.T) {
 	}
 }
 
-// TestIncidentTimeline: a dependency down for two seconds shows up as
-// incident buckets, and the healthy mix leaves them out.
+// TestIncidentTimeline: a dependency down for a stretch of time shows up
+// as one failure episode of that length, and the healthy mix leaves it
+// out: two seconds among requests every 50 ms, and 200 ms among
+// overlapping requests every 3 ms (each 10 ms long), which 0.5 s buckets
+// diluted. Calls start 1 ms after their roots; an episode starts and ends
+// halfway between its first (last) failed call and the success beside it.
 func TestIncidentTimeline(t *testing.T) {
-	b := newBuilder()
-	for i := range 100 {
-		b.newTrace()
-		start := float64(50 * i) // 20 per second for 5 s
-		root := b.server(-1, "api", "GET /x", start, 10)
-		status := 200
-		if start >= 2000 && start < 4000 {
-			status = 503
-		}
-		b.client(root, "db", start+1, 2, httpStatus(status))
-	}
-	o := edge(t, b.infer(), "api", "db").Outcomes
-	if len(o.Incidents) != 4 || o.Incidents[0].Bucket != 4 || o.Incidents[3].Bucket != 7 {
-		t.Fatalf("incidents %+v, want buckets 4 to 7 (2 s to 4 s)", o.Incidents)
-	}
-	if o.First.Failed() != 0 || o.First.OK != 60 {
-		t.Errorf("healthy first attempts %+v, want 60 ok", o.First)
+	for _, tc := range []struct {
+		name               string
+		n                  int
+		gap, from, to      float64 // ms: roots every gap, failing while from <= start < to
+		startMS, endMS     float64
+		failed, healthyOKs int
+	}{
+		{"2 s, a request every 50 ms", 100, 50, 2000, 4000, 1976, 3976, 40, 60},
+		{"200 ms, a request every 3 ms, overlapping", 400, 3, 500, 700, 500.5, 701.5, 67, 333},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			for i := range tc.n {
+				b.newTrace()
+				start := tc.gap * float64(i)
+				root := b.server(-1, "api", "GET /x", start, 10)
+				status := 200
+				if start >= tc.from && start < tc.to {
+					status = 503
+				}
+				b.client(root, "db", start+1, 2, httpStatus(status))
+			}
+			o := edge(t, b.infer(), "api", "db").Outcomes
+			if len(o.Incidents) != 1 || o.Incidents[0].StartMS != tc.startMS || o.Incidents[0].EndMS != tc.endMS ||
+				o.Incidents[0].First.ServerError != tc.failed || o.Incidents[0].First.Total() != tc.failed {
+				t.Fatalf("incidents %+v, want one from %g to %g ms, its %d first attempts failed", o.Incidents, tc.startMS, tc.endMS, tc.failed)
+			}
+			if o.First.Failed() != 0 || o.First.OK != tc.healthyOKs {
+				t.Errorf("healthy first attempts %+v, want %d ok", o.First, tc.healthyOKs)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // ReadTopology reads a topology written by `retryaudit infer --format json`
@@ -33,8 +34,42 @@ func ReadTopology(r io.Reader) (*Topology, error) {
 		if e.MaxAttempts < 1 {
 			return nil, fmt.Errorf("edges[%d] (%s → %s): max_attempts %d: want 1 or more", i, e.Caller, e.Callee, e.MaxAttempts)
 		}
+		if err := readIncidents(&t, i); err != nil {
+			return nil, err
+		}
+	}
+	if t.Calibration != nil {
+		t.Calibration.BucketS = 0
 	}
 	return &t, nil
+}
+
+// readIncidents checks edge i's incidents (failure episodes) and turns
+// those of a topology written before episodes, a time bucket each, into
+// the span of time the bucket covered (Calibration.BucketS wide, 0.5 s
+// where it is not given).
+func readIncidents(t *Topology, i int) error {
+	e := &t.Edges[i]
+	if e.Outcomes == nil {
+		return nil
+	}
+	width := legacyBucketS
+	if t.Calibration != nil && t.Calibration.BucketS > 0 {
+		width = t.Calibration.BucketS
+	}
+	for j := range e.Outcomes.Incidents {
+		inc := &e.Outcomes.Incidents[j]
+		if b := inc.Bucket; b != nil {
+			if *b < 0 {
+				return fmt.Errorf("edges[%d] (%s → %s): incidents[%d]: bucket %d: want 0 or more", i, e.Caller, e.Callee, j, *b)
+			}
+			inc.StartMS, inc.EndMS, inc.Bucket = float64(*b)*width*1000, float64(*b+1)*width*1000, nil
+		}
+		if !(inc.StartMS >= 0 && inc.EndMS > inc.StartMS) || math.IsInf(inc.EndMS, 0) {
+			return fmt.Errorf("edges[%d] (%s → %s): incidents[%d]: from %gms to %gms: want 0 ≤ start_ms < end_ms", i, e.Caller, e.Callee, j, inc.StartMS, inc.EndMS)
+		}
+	}
+	return nil
 }
 
 // positioned adds the line and column of a JSON error's offset.

@@ -47,13 +47,15 @@
 //     a breaker, the executions that failed on their own, and the ends of
 //     each edge's calls (endsOf). Reduce: the sets and the ends in time
 //     order. Map again, with those: per edge the attempts whose outcome is
-//     the callee's own with their time bucket (outcomesOf), per operation
-//     its work times (workOf), own failures and breaker fast failures, what
-//     follows a failed call (callOrderOf), the user edges' outcomes and the
-//     requests each service held (heldBy). Reduce: the incident buckets
-//     (which need every attempt of an edge), the outcome mixes outside
-//     them, quantiles, Little's law, and from the root requests the arrival
-//     window, sampling and root statistics.
+//     the callee's own with their start, and the calls with how the
+//     edge's previous call had ended (outcomesOf), per operation its work
+//     times (workOf), own failures and breaker fast failures, what follows
+//     a failed call (callOrderOf), the user edges' outcomes and the
+//     requests each service held (heldBy). Reduce: the failure episodes
+//     (episodeSpans, which need every attempt of an edge in time order),
+//     the outcome mixes and runs outside them, quantiles, Little's law,
+//     and from the root requests the arrival window, sampling and root
+//     statistics.
 //
 // Then the findings, from the edges and paths alone.
 //
@@ -82,7 +84,9 @@
 // (callOrders: failed executions that reached the edge, call offsets);
 // the observed-amplification trie (chainTrie) names its edges by key too.
 // The partials of one edge name it: its outcome records (outcomeStats:
-// each attempt's class, time bucket and what came before it, by value),
+// each attempt's class, start and what came before it, and each call's
+// start and how the edge's previous call had ended, by value; the reduce
+// sorts them by time),
 // and its calls' ends (callEndList: time, outcome and trace id by value).
 // The requests each service held (requestsHeld) are their busy time and
 // starts and ends. The root requests (rootSet) are, per root operation,

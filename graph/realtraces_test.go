@@ -47,19 +47,62 @@ func TestRealPairsAgree(t *testing.T) {
 	}
 }
 
-// TestTopologyRoundTrip: what infer writes, ReadTopology reads back equal.
+// TestTopologyRoundTrip: what infer writes, ReadTopology reads back equal,
+// failure episodes included (breaker-concurrent has three).
 func TestTopologyRoundTrip(t *testing.T) {
-	top := inferFile(t, filepath.Join("..", "samples", "mixed", "traces.otlp.jsonl.gz"))
-	b, err := json.MarshalIndent(top, "", "  ")
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		sample    string
+		incidents int
+	}{{"mixed", 0}, {"breaker-concurrent", 3}} {
+		top := inferFile(t, filepath.Join("..", "samples", tc.sample, "traces.otlp.jsonl.gz"))
+		n := 0
+		for _, e := range top.Edges {
+			if e.Outcomes != nil {
+				n += len(e.Outcomes.Incidents)
+			}
+		}
+		if n != tc.incidents {
+			t.Errorf("%s: %d failure episodes, want %d", tc.sample, n, tc.incidents)
+		}
+		b, err := json.MarshalIndent(top, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(`"bucket`)) {
+			t.Errorf("%s: the topology still writes time buckets", tc.sample)
+		}
+		back, err := ReadTopology(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(top, back) {
+			t.Errorf("%s: topology changed through JSON", tc.sample)
+		}
 	}
-	back, err := ReadTopology(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(top, back) {
-		t.Error("topology changed through JSON")
+}
+
+// TestReadLegacyIncidents: a topology written before failure episodes,
+// its incidents in time buckets of bucket_s, reads as spans of time.
+func TestReadLegacyIncidents(t *testing.T) {
+	for _, tc := range []struct {
+		name, cal  string
+		start, end float64
+	}{
+		{"bucket_s given", `,"calibration":{"arrival_window_s":5,"root_rate_per_s":1,"bucket_s":0.25,"sampling":{"probability":1,"source":"none seen","lower_bound":true,"roots":0},"root":{"requests":1,"success_rate":1,"server_error_rate":0,"p50_ms":1,"p90_ms":1,"p99_ms":1,"p50_band_ms":[1,1],"p90_band_ms":[1,1]},"in_flight":[]}`, 750, 1000},
+		{"no calibration: 0.5 s buckets", "", 1500, 2000},
+	} {
+		in := `{"schema":"retryaudit.topology/v1","edges":[{"caller":"a","callee":"b","max_attempts":1,"outcomes":{"incidents":[{"bucket":3,"first":{"server_error":2},"retry":{}}]}}]` + tc.cal + `}`
+		top, err := ReadTopology(strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		incs := top.Edges[0].Outcomes.Incidents
+		if len(incs) != 1 || incs[0].StartMS != tc.start || incs[0].EndMS != tc.end || incs[0].Bucket != nil || incs[0].First.ServerError != 2 {
+			t.Errorf("%s: incidents %+v, want one from %g to %g ms", tc.name, incs, tc.start, tc.end)
+		}
+		if c := top.Calibration; c != nil && c.BucketS != 0 {
+			t.Errorf("%s: bucket_s %g kept; want it read into the incidents", tc.name, c.BucketS)
+		}
 	}
 }
 
@@ -70,6 +113,8 @@ func TestReadTopologyErrors(t *testing.T) {
 		{"{\n  \"schema\": \"retryaudit.topology/v1\",\n  \"edges\": 5\n}", "line 3, column"},
 		{`{"schema":"retryaudit.topology/v1","edges":[{"caller":"a","callee":"b","max_attempts":0}]}`, "max_attempts 0"},
 		{`{"schema":`, "unexpected EOF"},
+		{`{"schema":"retryaudit.topology/v1","edges":[{"caller":"a","callee":"b","max_attempts":1,"outcomes":{"incidents":[{"start_ms":5,"end_ms":5}]}}]}`, "incidents[0]: from 5ms to 5ms"},
+		{`{"schema":"retryaudit.topology/v1","edges":[{"caller":"a","callee":"b","max_attempts":1,"outcomes":{"incidents":[{"bucket":-1}]}}]}`, "bucket -1"},
 	} {
 		_, err := ReadTopology(strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -855,10 +855,10 @@ func callOrdersFromWire(w *callOrdersWire) (*callOrders, error) {
 type outcomeStatsWire struct {
 	Edge                         edgeKeyWire
 	ByAttempt                    [][]outcomeRecWire
-	Runs                         Runs
+	Calls                        []callRecWire
 	Slow                         SlowTries
 	DownstreamFailed, Propagated int
-	FirstDown                    []int
+	FirstDown                    []int64
 	RASum                        float64
 	RAN                          int
 	Transit                      distWire
@@ -866,12 +866,19 @@ type outcomeStatsWire struct {
 	Decisions                    []decisionWire
 }
 
-// outcomeRecWire is an attempt's outcome class, time bucket and what came
-// before it (outcomeFlags).
+// outcomeRecWire is an attempt's outcome class, start (ns from the first
+// root request) and what came before it (outcomeRec.flags).
 type outcomeRecWire struct {
-	Class  mixClass
-	Bucket int
-	Flags  uint8
+	Class mixClass
+	At    int64
+	Flags uint8
+}
+
+// callRecWire is a callRec on the wire.
+type callRecWire struct {
+	At     int64
+	Prev   int8
+	Failed bool
 }
 
 const (
@@ -890,19 +897,16 @@ type decisionWire struct {
 
 func outcomeStatsToWire(st *outcomeStats) outcomeStatsWire {
 	w := outcomeStatsWire{Edge: st.key.toWire(),
-		Runs: st.runs, Slow: st.slow, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated,
+		Slow: st.slow, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated,
 		FirstDown: st.firstDown, RASum: st.raSum, RAN: st.raN, Transit: st.transit.toWire()}
 	for _, r := range st.recs {
 		for len(w.ByAttempt) <= r.k {
 			w.ByAttempt = append(w.ByAttempt, nil)
 		}
-		var f uint8
-		for i, b := range []bool{r.after, r.other, r.run, r.afterDown} {
-			if b {
-				f |= 1 << i
-			}
-		}
-		w.ByAttempt[r.k] = append(w.ByAttempt[r.k], outcomeRecWire{r.class, r.bucket, f})
+		w.ByAttempt[r.k] = append(w.ByAttempt[r.k], outcomeRecWire{r.class, r.at, r.flags()})
+	}
+	for _, c := range st.calls {
+		w.Calls = append(w.Calls, callRecWire{c.at, c.prev, c.failed})
 	}
 	for k := range st.waits {
 		w.Waits = append(w.Waits, st.waits[k].toWire())
@@ -919,14 +923,13 @@ func outcomeStatsToWire(st *outcomeStats) outcomeStatsWire {
 // outcomeStatsFromWire reads one edge's outcomes: classes that are
 // classes, counts that are counts, and lists paired as they are kept.
 func outcomeStatsFromWire(w *outcomeStatsWire) (*outcomeStats, error) {
-	st := &outcomeStats{key: w.Edge.key(), runs: w.Runs, slow: w.Slow,
+	st := &outcomeStats{key: w.Edge.key(), slow: w.Slow,
 		downstreamFailed: w.DownstreamFailed, propagated: w.Propagated, firstDown: w.FirstDown, raSum: w.RASum, raN: w.RAN,
 		decisions: map[statusClass]*statusRetries{}}
 	fail := func(err error) (*outcomeStats, error) {
 		return nil, fmt.Errorf("decode the outcomes of %s → %s %s: %w", w.Edge.Caller, w.Edge.Callee, w.Edge.Op, err)
 	}
-	ns := append([]int{w.Runs.AfterFailure.Calls, w.Runs.AfterFailure.Failed, w.Runs.AfterSuccess.Calls, w.Runs.AfterSuccess.Failed,
-		w.Slow.First.Tries, w.Slow.First.Slow, w.DownstreamFailed, w.Propagated, w.RAN}, w.FirstDown...)
+	ns := []int{w.Slow.First.Tries, w.Slow.First.Slow, w.DownstreamFailed, w.Propagated, w.RAN}
 	if len(w.Slow.AfterSlowByAttempt) != len(w.Slow.AfterFailureByAttempt) {
 		return fail(fmt.Errorf("%d and %d slow-try counts", len(w.Slow.AfterSlowByAttempt), len(w.Slow.AfterFailureByAttempt)))
 	}
@@ -940,12 +943,23 @@ func outcomeStatsFromWire(w *outcomeStatsWire) (*outcomeStats, error) {
 	if !(w.RASum >= 0) || math.IsInf(w.RASum, 0) {
 		return fail(fmt.Errorf("a Retry-After sum of %v", w.RASum))
 	}
+	for _, t := range w.FirstDown {
+		if t < 0 {
+			return fail(fmt.Errorf("a downstream failure at %dns, before the first root request", t))
+		}
+	}
+	for _, c := range w.Calls {
+		if c.At < 0 || c.Prev < -1 || c.Prev > 1 {
+			return fail(fmt.Errorf("a call at %dns after a call that ended %d", c.At, c.Prev))
+		}
+		st.calls = append(st.calls, callRec{c.At, c.Prev, c.Failed})
+	}
 	for k, recs := range w.ByAttempt {
 		for _, r := range recs {
-			if r.Class > classTransport || r.Bucket < 0 || r.Flags >= flagAfterDown<<1 {
-				return fail(fmt.Errorf("an attempt of class %d, bucket %d and flags %#x", r.Class, r.Bucket, r.Flags))
+			if r.Class > classTransport || r.At < 0 || r.Flags >= flagAfterDown<<1 {
+				return fail(fmt.Errorf("an attempt of class %d, at %dns and flags %#x", r.Class, r.At, r.Flags))
 			}
-			st.recs = append(st.recs, outcomeRec{class: r.Class, k: k, bucket: r.Bucket, after: r.Flags&flagAfter != 0,
+			st.recs = append(st.recs, outcomeRec{class: r.Class, k: k, at: r.At, after: r.Flags&flagAfter != 0,
 				other: r.Flags&flagOther != 0, run: r.Flags&flagRun != 0, afterDown: r.Flags&flagAfterDown != 0})
 		}
 	}

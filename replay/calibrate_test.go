@@ -29,30 +29,7 @@ func sampleScenarios(t testing.TB) []string {
 // their traces hold what it would need, with the defect: a model defect,
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
-var knownMisses = map[string]string{
-	"aws-standard": "Go: api → inventory fails in one outage of 20 calls in a row (requests sent one at a time, each after the one " +
-		"before ended), so the replay draws the calls by how the edge's latest call to end had ended (20 of 22 failed after a failure, " +
-		"2 of 47 after a success: P = 4.3e-13); replayed at their traced times, the requests overlap the outage's slower replayed calls " +
-		"(retries waiting up to 150 ms), and a call that fails after another one succeeded sets the edge back to failed: the runs last " +
-		"longer than traced. Root server errors 54.1% replayed against 28.6% (62.7% with Poisson arrivals), p50 84 ms against 2.9 ms, " +
-		"api → inventory 2.067 attempts per call against 1.757. The SDK's retry quota, which refused 6 of those calls their retry, is " +
-		"not modelled either: the replay gives such a failure up with its traced share (6 of 59)",
-	"breaker-concurrent": "Go: gobreaker (3 in a row, 40 ms open) under overlapping requests (one every 3 ms) through inventory outages " +
-		"in time (250, 120, 60 ms). Inference reads the breaker right (125 fast failures, 7 open periods, 3 in a row, open 38.8 ms), but " +
-		"the failure model draws api → inventory calls by how the edge's latest call had ended, and the traces show few calls while the " +
-		"breaker was open: 9 of 12 failed after a failed call (mostly its probes), 30 of 262 after a successful one (the first failures " +
-		"of each outage, whose calls overlapped successes). Replayed, a failure run starts about every ninth call and each failed probe " +
-		"holds the breaker open another 40 ms, so it is open far longer than the outages were: 153 inventory calls replayed against 275 " +
-		"traced, root server errors 74.4% against 41.0%, p50 0.2 ms against 0.5 ms, 1.656 attempts per call against 1.284. The outages " +
-		"are windows of time the model does not draw from",
-	"opossum": "Node: front's opossum breaker opens on the share of failed calls over a 400 ms window (rejected calls counted). " +
-		"Inference sizes it from 2 trips and 43 calls let through after a failure (share 39.5–67.9%, window 242–494 ms, 1–43 calls; " +
-		"opossum's 50%, 400 ms and 6 inside) and the replay runs the fit's representative (60.9% over 320 ms, window cleared, 1 call): " +
-		"155.6 ledger calls replayed, 137 traced; root server errors 41.5% against 48.6% (68.2% while it was replayed as 3 failures in a row). " +
-		"Opossum's own breaker replayed in its place (an edited topology) gives 40.9%: what is left is the failure model, which draws the " +
-		"ledger's failures in runs per call (70% after a failure) where its outage was 18 failed calls in a row in 184 ms, so the replayed " +
-		"breaker sees fewer failures together and opens less (about 19 fast failures replayed, 38 traced)",
-}
+var knownMisses = map[string]string{}
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must

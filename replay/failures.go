@@ -21,8 +21,8 @@ type Mix struct {
 // Failures is the failure model of an edge (or of a root operation): the
 // callee's own outcomes, for first attempts apart from retries (a retry of
 // a failed request fails far more often than a first try: a bad shard, a
-// poisoned key), the incidents of the traces' timeline by time bucket, and
-// how often a failure of the callee's own calls fails the attempt.
+// poisoned key), the failure episodes of the traces' timeline, and how
+// often a failure of the callee's own calls fails the attempt.
 type Failures struct {
 	// First is for first attempts of requests that have not failed on
 	// the edge yet, FirstAfterFailure for those of requests that have
@@ -66,9 +66,33 @@ type Failures struct {
 	Propagate float64
 	// RetryAfter is the Retry-After the callee sends (seconds).
 	RetryAfter float64
-	// Incidents replace First and Retry in their time buckets (see
-	// Model.Bucket) when the observed degradation is replayed.
-	Incidents map[int][2]Mix
+	// Incidents are the traces' failure episodes, sorted by start: when
+	// the observed degradation is replayed, an attempt that starts inside
+	// one draws from its mix and from no other (no runs on top).
+	Incidents []Episode
+}
+
+// Episode is a span of the traces' failure timeline (seconds from the
+// first root request, End excluded) and how the first attempts and the
+// retries that started in it ended.
+type Episode struct {
+	Start, End   float64
+	First, Retry Mix
+}
+
+// episodeAt returns the episode of eps (sorted, not overlapping) whose
+// span holds t, nil for none.
+func episodeAt(eps []Episode, t float64) *Episode {
+	i, _ := slices.BinarySearchFunc(eps, t, func(e Episode, t float64) int {
+		if e.End <= t {
+			return -1
+		}
+		return 1
+	})
+	if i < len(eps) && eps[i].Start <= t {
+		return &eps[i]
+	}
+	return nil
 }
 
 // outcome is how the callee answers an attempt.
@@ -96,13 +120,21 @@ func (m Mix) draw(u float64) outcome {
 	return outOK
 }
 
-// draw picks the callee's own outcome of attempt number n in time bucket
-// b (-1: no timeline); after: the request has failed on the edge before;
+// draw picks the callee's own outcome of attempt number n that started at
+// t on the failure timeline (seconds, -1: no timeline); after: the request has failed on the edge before;
 // other: else, on another edge; run: else (and for a retry, not after),
 // the latest call of another request to end on the edge had failed when
 // the call began; afterDown: the previous attempt failed because of the callee's
 // calls.
-func (f *Failures) draw(n int16, after, other, run, afterDown bool, b int, rng *rand.Rand) outcome {
+func (f *Failures) draw(n int16, after, other, run, afterDown bool, t float64, rng *rand.Rand) outcome {
+	if t >= 0 && len(f.Incidents) > 0 {
+		if ep := episodeAt(f.Incidents, t); ep != nil {
+			if n > 1 {
+				return ep.Retry.draw(rng.Float64())
+			}
+			return ep.First.draw(rng.Float64())
+		}
+	}
 	var mix Mix
 	run = run && f.Runs.Drawn
 	switch {
@@ -124,14 +156,6 @@ func (f *Failures) draw(n int16, after, other, run, afterDown bool, b int, rng *
 		mix = f.FirstAfterEdgeFailure
 	default:
 		mix = f.First
-	}
-	if b >= 0 { // no map lookup for a run that does not replay the timeline
-		if inc, ok := f.Incidents[b]; ok {
-			mix = inc[0]
-			if n > 1 {
-				mix = inc[1]
-			}
-		}
 	}
 	return mix.draw(rng.Float64())
 }
@@ -390,25 +414,24 @@ func failuresOf(o *graph.Outcomes, failFast float64) *Failures {
 		f.Propagate = float64(o.Propagated) / float64(o.DownstreamFailed)
 	}
 	for _, inc := range o.Incidents {
-		if f.Incidents == nil {
-			f.Incidents = map[int][2]Mix{}
-		}
 		first := mixOf(inc.First, f.First)
-		f.Incidents[inc.Bucket] = [2]Mix{first, mixOf(inc.Retry, first)}
+		f.Incidents = append(f.Incidents, Episode{Start: inc.StartMS / 1000, End: inc.EndMS / 1000, First: first, Retry: mixOf(inc.Retry, first)})
 	}
+	slices.SortStableFunc(f.Incidents, func(a, b Episode) int { return cmp.Compare(a.Start, b.Start) })
 	return f
 }
 
-// bucket is the timeline bucket of simulated time t, -1 when the model
-// has no timeline or the run does not replay it.
-func (s *sim) bucket(t float64) int {
-	if !s.observed || s.m.Bucket <= 0 {
+// timelineAt is where simulated time t falls on the traces' failure
+// timeline (repeated every TimelinePeriod), -1 when the run does not
+// replay it.
+func (s *sim) timelineAt(t float64) float64 {
+	if !s.observed {
 		return -1
 	}
 	if p := s.m.TimelinePeriod; p > 0 {
 		t = math.Mod(t, p)
 	}
-	return int(t / s.m.Bucket)
+	return t
 }
 
 // ownOutcome decides how job ji's attempt ends once its work and calls are
@@ -439,7 +462,7 @@ func (s *sim) drawOwn(j *job) (outcome, float64) {
 	if f == nil {
 		return outOK, 0
 	}
-	o := f.draw(j.attemptNo, j.afterFailure, j.afterOther, j.afterRun, j.afterDown, s.bucket(j.start), s.rngOutcome)
+	o := f.draw(j.attemptNo, j.afterFailure, j.afterOther, j.afterRun, j.afterDown, s.timelineAt(j.start), s.rngOutcome)
 	if o == outRetryAfter {
 		return o, f.RetryAfter
 	}

@@ -233,6 +233,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 			m.Assumed = append(m.Assumed, note)
 		}
+		if f := ed.Fail; f != nil && len(f.Incidents) > 0 {
+			m.Assumed = append(m.Assumed, episodesNote(e))
+		}
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
 		}
@@ -310,8 +313,8 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	rootRate := t.Source.RootRatePerS
 	if c := t.Calibration; c != nil && c.RootRatePerS > 0 {
 		rootRate = c.RootRatePerS
-		if c.BucketS > 0 && c.ArrivalWindowS > 0 {
-			m.Bucket, m.TimelinePeriod = c.BucketS, c.ArrivalWindowS
+		if c.ArrivalWindowS > 0 {
+			m.TimelinePeriod = c.ArrivalWindowS
 		}
 	}
 	rootRate /= prob
@@ -748,6 +751,49 @@ func failureRateNote(e graph.Edge, c BreakerConfig) (string, error) {
 		at, c.FailureRate, share, c.Window*1000, win, c.MinRequests, ending, calls, window, strings.Join(fit.Readings, ", "), c.OpenFor*1000, kind, fit.Trips, fit.LetThrough), nil
 }
 
+// episodesNote lists edge e's failure episodes: when each was and how its
+// first attempts and retries ended, which the observed degradation
+// replays in place of every other mix of the edge.
+func episodesNote(e graph.Edge) string {
+	o := e.Outcomes
+	eps := make([]string, len(o.Incidents))
+	for i, inc := range o.Incidents {
+		eps[i] = fmt.Sprintf("%.1f–%.1fms (%d of %d first attempts failed%s", inc.StartMS, inc.EndMS, inc.First.Failed(), inc.First.Total(), failedClasses(inc.First))
+		if n := inc.Retry.Total(); n > 0 {
+			eps[i] += fmt.Sprintf(", %d of %d retries%s", inc.Retry.Failed(), n, failedClasses(inc.Retry))
+		}
+		eps[i] += ")"
+	}
+	n := o.First.Total()
+	for _, inc := range o.Incidents {
+		n += inc.First.Total()
+	}
+	return fmt.Sprintf("%s → %s %s: failure episodes (%d), where the first attempts' failure rate changed (each change point gaining more than ln(n/%g) = %.1f nats of likelihood, n = %d first attempts) "+
+		"and at least half of them and three deviations beyond the rest of the edge's failed, each cut again where the retries that started in it changed (ln(m/%[5]g), m of them): %[8]s; "+
+		"replaying the traces' timeline, an attempt that starts in an episode draws from its mix alone (no runs on top), and the edge's other mixes and its runs are those of the attempts outside them",
+		e.Caller, e.Callee, e.Operation, len(o.Incidents), graph.EpisodeAlpha, math.Log(float64(n)/graph.EpisodeAlpha), n, strings.Join(eps, ", "))
+}
+
+// failedClasses names how the failures counted in m ended, by their
+// OutcomeMix field names (": 12 server_error, 4 timeout"), or nothing
+// when none failed.
+func failedClasses(m graph.OutcomeMix) string {
+	var by []string
+	for _, c := range []struct {
+		n    int
+		name string
+	}{{m.ServerError, "server_error"}, {m.Throttled, "throttled"}, {m.RetryAfter, "retry_after"},
+		{m.ClientError, "client_error"}, {m.Timeout, "timeout"}, {m.Transport, "transport"}} {
+		if c.n > 0 {
+			by = append(by, fmt.Sprintf("%d %s", c.n, c.name))
+		}
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(by, ", ")
+}
+
 // runsNote says how the failures of edge e come: after a failed call of
 // another request on the edge and after a successful one, how often the
 // next call failed, the chance of that without runs, and whether the
@@ -765,12 +811,16 @@ func runsNote(e graph.Edge, f *Failures) string {
 	case r.Drawn:
 		how = fmt.Sprintf("failures come in runs (P = %.2g if independent, below %g): the replay draws each call's attempts by how the latest call of another request on the edge had ended", f.RunsP, RunsAlpha)
 	case f.RunsUnknown:
-		how = fmt.Sprintf("failures come in runs (P = %.2g if independent) that no call outside the timeline's incidents is seen to end, so how long they last is unknown: the replay draws those calls as the others", f.RunsP)
+		how = fmt.Sprintf("failures come in runs (P = %.2g if independent) that no call outside the edge's failure episodes is seen to end, so how long they last is unknown: the replay draws those calls as the others", f.RunsP)
 	default:
 		how = fmt.Sprintf("no runs beyond chance (P = %.2g if independent, not below %g): the replay draws calls independently of the edge's latest", f.RunsP, RunsAlpha)
 	}
-	return fmt.Sprintf("%s → %s %s: after another request's failed call on the edge %s, after a successful one %s; %s",
-		e.Caller, e.Callee, e.Operation, rate(r.AfterFailure), rate(r.AfterSuccess), how)
+	where := ""
+	if len(f.Incidents) > 0 {
+		where = " (calls outside its failure episodes)"
+	}
+	return fmt.Sprintf("%s → %s %s: after another request's failed call on the edge%s %s, after a successful one %s; %s",
+		e.Caller, e.Callee, e.Operation, where, rate(r.AfterFailure), rate(r.AfterSuccess), how)
 }
 
 // slowCounts says how many of an edge's tries were slow: first tries,

@@ -47,10 +47,10 @@ type Model struct {
 	ClientDeadline float64
 	// RootPropagate passes the end user's deadline to the entry services.
 	RootPropagate bool
-	// Bucket is the width (seconds) of the time buckets of the edges'
-	// failure incidents (Failures.Incidents), which repeat every
-	// TimelinePeriod seconds; 0: no timeline.
-	Bucket, TimelinePeriod float64
+	// TimelinePeriod is how often (seconds) the edges' failure episodes
+	// (Failures.Incidents) repeat when the observed degradation is
+	// replayed; 0: they happen once.
+	TimelinePeriod float64
 	// Assumed lists capacities and other figures the traces could not show,
 	// for the report's footnotes.
 	Assumed []string

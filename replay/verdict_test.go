@@ -55,18 +55,14 @@ func TestVerdictLowRate(t *testing.T) {
 func TestVerdictIncidentRecurs(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		from, to int // the incident's buckets (1 s each), no repetition
+		from, to float64 // the incident's span (s), no repetition
 		want     string
 	}{
 		{"ends", 25, 37, VerdictRecovered},
 		{"lasts", 15, 400, VerdictNotJudged},
 	} {
 		m := lowRate(1, 0.5)
-		m.Bucket = 1
-		m.Edges[0].Fail.Incidents = map[int][2]Mix{}
-		for b := tc.from; b < tc.to; b++ {
-			m.Edges[0].Fail.Incidents[b] = [2]Mix{{Fail: 1}, {Fail: 1}}
-		}
+		m.Edges[0].Fail.Incidents = []Episode{{Start: tc.from, End: tc.to, First: Mix{Fail: 1}, Retry: Mix{Fail: 1}}}
 		for seed := uint64(1); seed <= 20; seed++ {
 			r := mustRun(t, m, schedule("observed", "outage:svc=server,at=10s,for=5s"), RunConfig{Seed: seed, Duration: 60})
 			if r.Verdict != tc.want || r.Collapsed() || (tc.want == VerdictNotJudged && !strings.Contains(r.VerdictNote, "no backlog")) {

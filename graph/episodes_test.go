@@ -1,0 +1,204 @@
+package graph
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// calls lays out n calls of an edge: call i starts at startMS(i), lasts
+// durMS(i), and fails if failing says so of it (start, answer time, both
+// ms). It returns the first attempts as episodeSpans reads them: their
+// starts (ns), sorted, and whether each failed.
+func calls(n int, startMS, durMS func(i int) float64, failing func(start, answer float64) bool) ([]int64, []bool) {
+	type call struct {
+		at     int64
+		failed bool
+	}
+	cs := make([]call, n)
+	for i := range cs {
+		s := startMS(i)
+		cs[i] = call{int64(s * 1e6), failing(s, s+durMS(i))}
+	}
+	slices.SortStableFunc(cs, func(a, b call) int { return cmpInt64(a.at, b.at) })
+	at, failed := make([]int64, n), make([]bool, n)
+	for i, c := range cs {
+		at[i], failed[i] = c.at, c.failed
+	}
+	return at, failed
+}
+
+// down is a callee that fails every call it answers within one of the
+// windows [from, to) (ms).
+func down(windows ...[2]float64) func(start, answer float64) bool {
+	return func(_, answer float64) bool {
+		for _, w := range windows {
+			if answer >= w[0] && answer < w[1] {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// TestEpisodeSpans: failure episodes are found at the attempts' own time
+// scale, where the failure rate changes. A callee down for 200 ms among
+// calls every 3 ms (Poisson) is one episode of about 200 ms whether calls
+// overlap or not: with calls of D ms (±50%, so calls that fail and
+// calls that succeed interleave near its ends), the calls that fail are
+// those that start D earlier, and the episode moves with them. Two
+// outages are two episodes; 10% of calls failing independently is none
+// (over twenty draws); a slow ramp is an episode only where most calls
+// fail, and ends with the sequence.
+func TestEpisodeSpans(t *testing.T) {
+	type want struct{ start, end, tol float64 } // ms
+	poisson := func(seed uint64, meanMS float64) func(int) float64 {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		at := 0.0
+		return func(int) float64 { at += rng.ExpFloat64() * meanMS; return at }
+	}
+	spread := func(seed uint64, d float64) func(int) float64 {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		return func(int) float64 { return d * (0.5 + rng.Float64()) }
+	}
+	every := func(gap float64) func(int) float64 { return func(i int) float64 { return float64(i) * gap } }
+	constant := func(d float64) func(int) float64 { return func(int) float64 { return d } }
+	for _, tc := range []struct {
+		name    string
+		n       int
+		start   func(int) float64
+		dur     func(int) float64
+		failing func(start, answer float64) bool
+		want    []want
+	}{
+		{"200 ms outage, calls one after another", 400, every(3), constant(1), down([2]float64{500, 700}), []want{{499, 699, 3}}},
+		{"200 ms outage, 5 calls in flight", 400, poisson(1, 3), spread(1, 15), down([2]float64{500, 700}), []want{{485, 685, 10}}},
+		{"200 ms outage, 20 calls in flight", 400, poisson(2, 3), spread(2, 60), down([2]float64{500, 700}), []want{{440, 640, 32}}},
+		{"two outages: 250 ms and 60 ms", 400, every(3), constant(1), down([2]float64{200, 450}, [2]float64{900, 960}), []want{{199, 449, 3}, {899, 959, 3}}},
+		{"an outage of 30 calls amid 10% failures", 1000, every(3), constant(1), func(start, answer float64) bool {
+			return answer >= 1500 && answer < 1590 || rand.New(rand.NewPCG(uint64(start), 3)).Float64() < 0.1
+		}, []want{{1499, 1589, 3}}},
+		{"every call fails", 300, every(3), constant(1), func(float64, float64) bool { return true }, nil},
+		{"no call fails", 300, every(3), constant(1), func(float64, float64) bool { return false }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at, failed := calls(tc.n, tc.start, tc.dur, tc.failing)
+			got := episodeSpans(at, failed)
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d episodes %v; want %d", len(got), got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				s, e := float64(got[i].start)/1e6, float64(got[i].end)/1e6
+				if math.Abs(s-w.start) > w.tol || math.Abs(e-w.end) > w.tol {
+					t.Errorf("episode %d: %.1f–%.1f ms; want %g–%g ms ±%g", i, s, e, w.start, w.end, w.tol)
+				}
+			}
+		})
+	}
+}
+
+// TestNoEpisodesInNoise: 10% of calls failing independently, and a
+// quarter, give no episode in any of twenty draws.
+func TestNoEpisodesInNoise(t *testing.T) {
+	for _, p := range []float64{0.1, 0.25} {
+		for seed := range uint64(20) {
+			rng := rand.New(rand.NewPCG(seed, 4))
+			at, failed := calls(2000, func(i int) float64 { return float64(i) * 3 }, func(int) float64 { return 1 },
+				func(float64, float64) bool { return rng.Float64() < p })
+			if eps := episodeSpans(at, failed); len(eps) > 0 {
+				t.Errorf("%.0f%% failing independently, draw %d: episodes %v; want none", 100*p, seed, eps)
+			}
+		}
+	}
+}
+
+// TestEpisodeRamp: a callee failing more and more often, from none of the
+// calls to all of them, is a staircase of pieces: the episodes are where
+// most calls fail, never before a quarter of them do, and they run to the
+// end of the sequence.
+func TestEpisodeRamp(t *testing.T) {
+	for seed := range uint64(5) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		const n = 1000
+		at, failed := calls(n, func(i int) float64 { return float64(i) }, func(int) float64 { return 1 },
+			func(start, _ float64) bool { return rng.Float64() < start/n })
+		eps := episodeSpans(at, failed)
+		if len(eps) == 0 {
+			t.Fatalf("draw %d: no episode on a ramp to every call failing", seed)
+		}
+		if s := float64(eps[0].start) / 1e6; s < 0.25*n {
+			t.Errorf("draw %d: the first episode starts at %.0f ms, where %.0f%% of calls fail; want it where more than a quarter do", seed, s, 100*s/n)
+		}
+		if e := float64(eps[len(eps)-1].end) / 1e6; e < n-1 {
+			t.Errorf("draw %d: the last episode ends at %.0f ms, before the last call at %d ms", seed, e, n-1)
+		}
+	}
+}
+
+// TestSplitByRetries: an episode is cut where the retries that started in
+// it change: early retries succeed, later ones fail.
+func TestSplitByRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		retry  func(i int) bool // retry i (every 10 ms from 100 ms) failed
+		pieces []episodeSpan
+	}{
+		{"retries succeed, then fail", func(i int) bool { return i >= 10 }, []episodeSpan{{100e6, 195e6}, {195e6, 300e6}}},
+		{"retries fail throughout", func(int) bool { return true }, []episodeSpan{{100e6, 300e6}}},
+	} {
+		var rs []int64
+		var failed []bool
+		// Retries before and after the episode count for nothing in it.
+		for i := -5; i < 25; i++ {
+			rs = append(rs, int64(100+10*i)*1e6)
+			failed = append(failed, i < 0 || i >= 20 || tc.retry(i))
+		}
+		got := splitByRetries([]episodeSpan{{100e6, 300e6}}, rs, failed)
+		if !slices.Equal(got, tc.pieces) {
+			t.Errorf("%s: pieces %v; want %v", tc.name, got, tc.pieces)
+		}
+	}
+}
+
+// TestChangePoints: the change points of short hand-made sequences, at
+// the penalty ln(n/EpisodeAlpha).
+func TestChangePoints(t *testing.T) {
+	seq := func(parts ...any) []bool {
+		var out []bool
+		for i := 0; i < len(parts); i += 2 {
+			for range parts[i].(int) {
+				out = append(out, parts[i+1].(bool))
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		failed []bool
+		want   []int
+	}{
+		{"20 failures amid 100 successes", seq(50, false, 20, true, 50, false), []int{50, 70}},
+		// Three failures together among 103 calls: 101 of the C(103,3) =
+		// 176,851 ways to place them are together, 5.7e-4, below
+		// EpisodeAlpha; two together among 102: 101 of 5,151, 0.02.
+		{"3 failures in a row amid 100 successes", seq(50, false, 3, true, 50, false), []int{50, 53}},
+		{"2 failures in a row amid 100 successes: too few to tell", seq(50, false, 2, true, 50, false), nil},
+		{"empty", nil, nil},
+		{"one attempt", []bool{true}, nil},
+	} {
+		if got := changePoints(tc.failed); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: change points %v; want %v", tc.name, got, tc.want)
+		}
+	}
+	// A flaky stretch, every other call failing, then an outage.
+	var flaky []bool
+	flaky = append(flaky, seq(40, false)...)
+	for i := range 60 {
+		flaky = append(flaky, i%2 == 0)
+	}
+	flaky = append(flaky, seq(40, false, 20, true, 40, false)...)
+	if got, want := changePoints(flaky), []int{40, 99, 140, 160}; !slices.Equal(got, want) {
+		t.Errorf("flaky stretch then an outage: change points %v; want %v", got, want)
+	}
+}
