@@ -362,14 +362,14 @@ type passedRun struct {
 // quick server errors among the healthy ones), and with size what each
 // request did, for the failure-rate fit.
 type brReading struct {
-	instance                     ingest.Sym
-	named                        bool
-	b                            Breaker
-	opens, unclosed              []float64
-	passed                       []passedRun
+	instance                      ingest.Sym
+	named                         bool
+	b                             Breaker
+	opens, unclosed               []float64
+	passed                        []passedRun
 	healthy, tripped, healthyFast int
-	calls                        int
-	evs                          []brEvent
+	calls                         int
+	evs                           []brEvent
 }
 
 // readBreaker reads one breaker from its requests in start order and what
