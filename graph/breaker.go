@@ -320,6 +320,9 @@ type brGroup struct {
 // names an instance there is one group, spans as they are; requests that
 // name none beside ones that do are one more instance.
 func instanceGroups(ix *index, spans []int32, bc *brCalls) []brGroup {
+	if !slices.ContainsFunc(spans, func(s int32) bool { return ix.set.Instance(&ix.spans[s]) != 0 }) {
+		return []brGroup{{spans: spans, calls: bc}}
+	}
 	idx := map[ingest.Sym]int{}
 	var groups []brGroup
 	for k, s := range spans {
@@ -335,9 +338,6 @@ func instanceGroups(ix *index, spans []int32, bc *brCalls) []brGroup {
 		g.calls.state = append(g.calls.state, bc.state[k])
 		g.calls.start = append(g.calls.start, bc.start[k])
 		g.calls.end = append(g.calls.end, bc.end[k])
-	}
-	if len(groups) == 1 && groups[0].instance == 0 {
-		return []brGroup{{spans: spans, calls: bc}}
 	}
 	slices.SortFunc(groups, func(a, b brGroup) int { return strings.Compare(ix.str(a.instance), ix.str(b.instance)) })
 	for i := range groups {
