@@ -506,7 +506,8 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 // one setting: fast failures and open periods are summed, the threshold
 // is the fewest failures in a row any instance opened after, the open
 // time the median of every instance's open periods, and the trip rule is
-// read from every instance's calls let through against them; a
+// read from the calls let through by every instance that opened against
+// them; a
 // failure-rate breaker is sized on every instance's windows at once.
 // Where the instances are named, Breaker.Instances says how many showed
 // the breaker and what they disagree on.
@@ -523,7 +524,12 @@ func decideBreaker(ix *index, rs []*brReading, size bool) *Breaker {
 		}
 		b.LongestFailureRun = max(b.LongestFailureRun, r.b.LongestFailureRun)
 		opens, unclosed = append(opens, r.opens...), append(unclosed, r.unclosed...)
-		passed = append(passed, r.passed...)
+		if r.b.OpenPeriods > 0 || !r.named {
+			// An instance that never opened shows no breaker to read its
+			// calls let through against (it has none, or another
+			// setting): only those that did tell the rule.
+			passed = append(passed, r.passed...)
+		}
 		healthy, tripped, healthyFast = healthy+r.healthy, tripped+r.tripped, healthyFast+r.healthyFast
 	}
 	// Fast failures must be far likelier after failures in a row than

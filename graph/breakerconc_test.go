@@ -29,6 +29,11 @@ type concTraffic struct {
 	seed               uint64
 	callMS, checkAfter float64 // the call's duration, when after the request's start it is made
 	downMS             float64 // a failed call's duration (callMS if 0)
+	// instance names the gateway process the requests go to ("" for
+	// none named), whose breaker is its own; the first request leaves at
+	// from ms.
+	instance string
+	from     float64
 }
 
 // concTruth is what the simulated breaker did.
@@ -88,7 +93,11 @@ func (c concTraffic) build(b *builder) concTruth {
 			failures = 0
 		}
 	}
-	at := 0.0
+	var inst []opt
+	if c.instance != "" {
+		inst = append(inst, instance(c.instance))
+	}
+	at := c.from
 	for n := 0; at < c.span; n++ {
 		if n > 0 {
 			b.newTrace()
@@ -121,15 +130,15 @@ func (c concTraffic) build(b *builder) concTruth {
 					rejectedIn = true
 				}
 			}
-			b.server(-1, "gateway", "GET /pay", at, c.checkAfter+0.3, httpStatus(503))
+			b.server(-1, "gateway", "GET /pay", at, c.checkAfter+0.3, append(inst, httpStatus(503))...)
 		default:
 			failed := isDown(check + 0.5)
 			status, d := 200, c.callMS
 			if failed {
 				status, d = 503, cmp.Or(c.downMS, c.callMS)
 			}
-			root := b.server(-1, "gateway", "GET /pay", at, c.checkAfter+d+0.5, httpStatus(status))
-			cl := b.client(root, "payments", check, d, httpStatus(status))
+			root := b.server(-1, "gateway", "GET /pay", at, c.checkAfter+d+0.5, append(inst, httpStatus(status))...)
+			cl := b.client(root, "payments", check, d, append(inst, httpStatus(status))...)
 			b.server(cl, "payments", "POST /charge", check+0.5, d-1, httpStatus(status))
 			queue = append(queue, pending{at: check + d, failed: failed, gen: gen, probe: probe})
 			slices.SortStableFunc(queue, func(a, b pending) int { return cmp.Compare(a.at, b.at) })
