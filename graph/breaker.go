@@ -405,6 +405,23 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 	// (the trip, once a period opens); since: calls whose requests started
 	// before it were decided before the latest period opened.
 	var trippedAt, since, lastFast int64
+	// held: the failures in a row the latest failure ended (at heldAt),
+	// kept when successes reset the run whose calls were in flight then
+	// (their requests started before it), while no call has gone through
+	// since (lastThrough: the latest request to make the call while it
+	// was closed). A breaker that opened on that failure no longer counts
+	// those results (gobreaker's generations, resilience4j's ignored
+	// calls), so a refusal that follows them is its open period. Under
+	// overlapping calls to a callee that fails some of the time, as a
+	// failure-rate breaker sees it, in-flight successes are common.
+	var held int
+	var heldAt, lastThrough int64
+	tripRun := func() int {
+		if run < minTrip && held > 0 && lastThrough < heldAt {
+			return held
+		}
+		return run
+	}
 	probe := make([]bool, len(spans))
 	// What each request did, for sizing a failure-rate breaker, in start
 	// order.
@@ -423,7 +440,7 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 	for e, ok := tl.next(); ok; e, ok = tl.next() {
 		sp := &ix.spans[spans[e.k]]
 		if e.what != momentResult {
-			if st != brClosed || run >= minTrip {
+			if st != brClosed || tripRun() >= minTrip {
 				r.tripped++
 			} else {
 				r.healthy++
@@ -443,6 +460,9 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 			case run > 0:
 				r.passed = append(r.passed, passedRun{run, float64(sp.Start-trippedAt) / 1e6})
 			}
+			if state[e.k] != noCall && st == brClosed {
+				lastThrough = sp.Start
+			}
 		case momentResult:
 			if size {
 				kinds[e.k] = brKind(probe[e.k], brProbeOK, brOK)
@@ -459,6 +479,9 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 				continue // in flight when it opened: the breaker no longer counts it
 			}
 			if state[e.k] == callOK {
+				if run > 0 && st == brClosed && sp.Start < trippedAt && lastThrough < trippedAt {
+					held, heldAt = run, trippedAt
+				}
 				run, st = 0, brClosed
 				continue
 			}
@@ -467,16 +490,17 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 			run, st = run+1, brClosed
 			trippedAt = sp.End
 		case momentFast:
-			if st == brClosed && run < minTrip {
+			trip := tripRun()
+			if st == brClosed && trip < minTrip {
 				r.healthyFast++
 				continue
 			}
 			if st == brClosed {
 				b.OpenPeriods++
-				if b.TripAfter == 0 || run < b.TripAfter {
-					b.TripAfter = run
+				if b.TripAfter == 0 || trip < b.TripAfter {
+					b.TripAfter = trip
 				}
-				st, since = brOpen, trippedAt
+				st, since, held = brOpen, trippedAt, 0
 			}
 			b.FastFailedCalls++
 			if st == brOpen {
