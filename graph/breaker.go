@@ -464,6 +464,12 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 				lastThrough = sp.Start
 			}
 		case momentResult:
+			if probe[e.k] && st == brClosed {
+				// Let through while half-open, but an earlier probe's
+				// success closed the breaker before this result came in:
+				// an ordinary call, which neither closes nor clears it.
+				probe[e.k] = false
+			}
 			if size {
 				kinds[e.k] = brKind(probe[e.k], brProbeOK, brOK)
 				if state[e.k] == callFailed {
@@ -515,11 +521,20 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 		r.unclosed = append(r.unclosed, float64(lastFast-trippedAt)/1e6)
 	}
 	if size {
+		// Each request at the moments the breaker decided on it (when the
+		// call went out, or when it was refused: a request's start plus
+		// the usual offset) and heard its result (the call's last answer),
+		// as the time line read them.
 		for k, s := range spans {
-			if kinds[k] != brNone {
-				r.evs = append(r.evs, brEvent{ix.spans[s].Start, ix.spans[s].End, kinds[k]})
+			switch {
+			case kinds[k] == brNone:
+			case kinds[k] == brRejected:
+				r.evs = append(r.evs, brEvent{tl.fastAt(int32(k)), ix.spans[s].End, kinds[k]})
+			default:
+				r.evs = append(r.evs, brEvent{bc.start[k], bc.end[k], kinds[k]})
 			}
 		}
+		slices.SortStableFunc(r.evs, func(a, b brEvent) int { return cmpInt64(a.start, b.start) })
 	}
 	return r
 }

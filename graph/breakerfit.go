@@ -304,7 +304,9 @@ func fitFailureRate(groups [][]brEvent, openMS float64) *FailureRateFit {
 // its result was in either was refused (a trip) or made the call sooner
 // than soon, while an opened breaker would have refused it. A refusal
 // after another call's result came in too (calls overlapping) may be that
-// one's doing: no trip is read from it. The counts go to f.
+// one's doing: no trip is read from it; nor is anything read from a
+// failure whose result came after a request that started later than it
+// was refused (the breaker opened while it was in flight). The counts go to f.
 func failureEvents(evs []brEvent, w *fitWindows, soon int64, f *FailureRateFit) []fitEvent {
 	starts := make([]int64, len(evs))
 	for i, e := range evs {
@@ -316,6 +318,16 @@ func failureEvents(evs []brEvent, w *fitWindows, soon int64, f *FailureRateFit) 
 			continue
 		}
 		j := sort.Search(len(starts), func(k int) bool { return starts[k] >= e.end })
+		// The latest other request to start before the result came in:
+		// refused after this call went out, the breaker opened while it
+		// was in flight, and no longer counts its result: no event.
+		k := j - 1
+		if k == i {
+			k--
+		}
+		if k >= 0 && evs[k].kind == brRejected && evs[k].start > e.start {
+			continue
+		}
 		for j < len(evs) && j == i {
 			j++
 		}
