@@ -33,7 +33,9 @@ type Breaker struct {
 	// a row a request was let through while the breaker, had it opened,
 	// would still have been open (sooner after the failure than half the
 	// time it stays open), so it counts something else, a share of
-	// failures over a window. Empty where no breaker is detected.
+	// failures over a window; "unknown" where the caller's instances,
+	// each with a breaker of its own, disagree on it (Instances.Unknown
+	// says how). Empty where no breaker is detected.
 	TripRule string `json:"trip_rule,omitempty"`
 	// PassedRuns counts those let-through calls: the evidence for
 	// "failure-rate".
