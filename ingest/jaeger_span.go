@@ -43,6 +43,7 @@ type jProc struct {
 	service  string
 	sampler  sampler
 	instance string
+	inst     Sym // instance interned, once a trace's process table holds it
 }
 
 // newJProc is the process of service with tags, each given by key and
@@ -63,7 +64,19 @@ func newJProc(service string, n int, tag func(i int) (string, string)) jProc {
 // gives.
 func (p *jProc) apply(set *Set, sp *Span, w *warnings) {
 	p.sampler.apply(set, sp)
+	if p.inst != 0 && set.SetInstance(sp, p.inst) {
+		return
+	}
 	setInstance(set, sp, p.instance, w)
+}
+
+// interned is p with its instance interned in set, for the many spans
+// that name it.
+func (p jProc) interned(set *Set) jProc {
+	if p.instance != "" {
+		p.inst = set.Intern(p.instance)
+	}
+	return p
 }
 
 // beginTrace forgets the processes of the previous trace.
@@ -73,11 +86,11 @@ func (j *jaegerSpans) beginTrace() {
 }
 
 // addProcess records process id of the current trace.
-func (j *jaegerSpans) addProcess(id string, p jProc) { j.procs[id] = p }
+func (j *jaegerSpans) addProcess(id string, p jProc) { j.procs[id] = p.interned(j.set) }
 
 // setBatchProcess records the process that spans naming no (known) process
 // belong to, as a protobuf Batch carries it.
-func (j *jaegerSpans) setBatchProcess(p jProc) { j.batch, j.hasBatch = p, true }
+func (j *jaegerSpans) setBatchProcess(p jProc) { j.batch, j.hasBatch = p.interned(j.set), true }
 
 // resolve sets the service of sp, which names process pid, and the
 // sampling probability its process's sampler gives (see serviceOf).
