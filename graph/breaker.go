@@ -1,8 +1,11 @@
 package graph
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/retryaudit/retryaudit/ingest"
 )
 
 // Breaker is what the traces show of a circuit breaker on an edge: calls
@@ -30,7 +33,9 @@ type Breaker struct {
 	// a row a request was let through while the breaker, had it opened,
 	// would still have been open (sooner after the failure than half the
 	// time it stays open), so it counts something else, a share of
-	// failures over a window. Empty where no breaker is detected.
+	// failures over a window; "unknown" where the caller's instances,
+	// each with a breaker of its own, disagree on it (Instances.Unknown
+	// says how). Empty where no breaker is detected.
 	TripRule string `json:"trip_rule,omitempty"`
 	// PassedRuns counts those let-through calls: the evidence for
 	// "failure-rate".
@@ -52,12 +57,40 @@ type Breaker struct {
 	// failures: it is not Detected, and replay does not simulate it as
 	// one (its fast failures are in the edge's outcome mix).
 	ProxyShed int `json:"proxy_shed,omitempty"`
+	// Instances, where the traces name the caller's process instances,
+	// says how many of them showed the breaker and what they disagree on:
+	// each instance keeps a breaker of its own, read apart and pooled
+	// (decideBreaker). Null where no span names an instance.
+	Instances *BreakerInstances `json:"instances,omitempty"`
 	// FailureRate sizes a breaker whose TripRule is "failure-rate": the
 	// windows, shares and minimum calls that fit every failure the traces
 	// show it opening on or letting calls through after (or "unknown" and
 	// why). Null for other trip rules.
 	FailureRate *FailureRateFit `json:"failure_rate,omitempty"`
 }
+
+// BreakerInstances is how an edge's breaker reads across the caller's
+// process instances, each with a breaker of its own.
+type BreakerInstances struct {
+	// WithBreaker counts the instances that failed requests fast after
+	// failed calls (opened at least once); Calling those whose requests
+	// called the callee.
+	WithBreaker int `json:"with_breaker"`
+	Calling     int `json:"calling"`
+	// Unknown says what the instances do not agree on and why: the trip
+	// rule (TripUnknown) where each instance alone fits failures in a row
+	// but at thresholds no one threshold reconciles, and the open time
+	// where the instances' own medians lie further apart than
+	// openAgree (OpenMS then is the median over all their open periods,
+	// a representative, not a shared setting).
+	Unknown []string `json:"unknown,omitempty"`
+}
+
+// openAgree is how far apart (a factor) the instances' median open times
+// may lie and still be read as one setting: each is the midpoint between
+// the last request failed fast and the probe, so the gaps between one
+// instance's requests blur it.
+const openAgree = 1.5
 
 // Breaker evidence thresholds: a breaker is claimed from at least
 // minFastFailed fast failures after a failed call (minTrip: a breaker
@@ -73,6 +106,8 @@ type Breaker struct {
 const (
 	TripConsecutive = "consecutive"
 	TripFailureRate = "failure-rate"
+	// TripUnknown: instances of the caller disagree (BreakerInstances.Unknown).
+	TripUnknown = "unknown"
 )
 
 const (
@@ -262,6 +297,90 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 	}
 	slices.Sort(offsets)
 	offset := int64(max(quantile(offsets, 0.5), 0))
+	var rs []*brReading
+	for _, g := range instanceGroups(ix, spans, bc) {
+		r := readBreaker(ix, g.spans, g.calls, fast, offset, size)
+		r.instance, r.named = g.instance, g.named
+		rs = append(rs, r)
+	}
+	return decideBreaker(ix, rs, size)
+}
+
+// brGroup is the requests of one caller instance (in start order) and
+// what each did with the callee.
+type brGroup struct {
+	instance ingest.Sym
+	named    bool // the traces name the caller's instances
+	spans    []int32
+	calls    *brCalls
+}
+
+// instanceGroups splits a caller operation's requests (spans, in start
+// order, bc what each did) by the process instance that served them: each
+// instance of a caller keeps a breaker of its own (gobreaker, opossum,
+// resilience4j and Polly hold their state in the process). Where no span
+// names an instance there is one group, spans as they are; requests that
+// name none beside ones that do are one more instance.
+func instanceGroups(ix *index, spans []int32, bc *brCalls) []brGroup {
+	if !slices.ContainsFunc(spans, func(s int32) bool { return ix.set.Instance(&ix.spans[s]) != 0 }) {
+		return []brGroup{{spans: spans, calls: bc}}
+	}
+	idx := map[ingest.Sym]int{}
+	var groups []brGroup
+	for k, s := range spans {
+		inst := ix.set.Instance(&ix.spans[s])
+		i, ok := idx[inst]
+		if !ok {
+			i = len(groups)
+			idx[inst] = i
+			groups = append(groups, brGroup{instance: inst, calls: &brCalls{}})
+		}
+		g := &groups[i]
+		g.spans = append(g.spans, s)
+		g.calls.state = append(g.calls.state, bc.state[k])
+		g.calls.start = append(g.calls.start, bc.start[k])
+		g.calls.end = append(g.calls.end, bc.end[k])
+	}
+	slices.SortFunc(groups, func(a, b brGroup) int { return strings.Compare(ix.str(a.instance), ix.str(b.instance)) })
+	for i := range groups {
+		groups[i].named = true
+	}
+	return groups
+}
+
+// passedRun is a failure run after which a request made the call while
+// the breaker was closed, with how soon after the run's last failure
+// ended (ms): read against TripAfter and OpenMS once both are known.
+type passedRun struct {
+	run   int
+	after float64
+}
+
+// brReading is what one breaker (one caller instance's, or the edge's
+// where the traces name no instances) showed in time: the counts of its
+// Breaker, the open periods' durations (ms; unclosed: the one still open
+// at the end, a lower bound), the runs let through, the requests seen
+// while the callee was healthy and while it had failed (healthyFast: the
+// quick server errors among the healthy ones), and with size what each
+// request did, for the failure-rate fit.
+type brReading struct {
+	instance                      ingest.Sym
+	named                         bool
+	b                             Breaker
+	opens, unclosed               []float64
+	passed                        []passedRun
+	healthy, tripped, healthyFast int
+	calls                         int
+	evs                           []brEvent
+}
+
+// readBreaker reads one breaker from its requests in start order and what
+// each did with the callee (bc): fast is the duration below which an
+// answer without the call is fast (ns), offset the median time from a
+// request's start to its call's.
+func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int64, size bool) *brReading {
+	state := bc.state
+	r := &brReading{}
 	// The requests' moments in time order (results before starts and
 	// fast failures at the same moment: the breaker heard the result,
 	// then decided).
@@ -271,6 +390,7 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 		switch {
 		case state[k] != noCall:
 			tl.results = append(tl.results, int32(k))
+			r.calls++
 		default:
 			// An open breaker answers as a server error (503, 500): a
 			// quick 4xx is the request's own fault, not a breaker's.
@@ -281,22 +401,30 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 		}
 	}
 	tl.sort()
-	b := &Breaker{}
+	b := &r.b
 	run, streak, st := 0, 0, brClosed
 	// trippedAt: the end of the request of the latest failed call counted
 	// (the trip, once a period opens); since: calls whose requests started
 	// before it were decided before the latest period opened.
 	var trippedAt, since, lastFast int64
-	var opens, unclosed []float64
-	probe := make([]bool, len(spans))
-	// passed: failure runs after which a request made the call while the
-	// breaker was closed, with how soon after the run's last failure ended
-	// (ms): read against TripAfter and OpenMS once both are known.
-	type passedRun struct {
-		run   int
-		after float64
+	// held: the failures in a row the latest failure ended (at heldAt),
+	// kept when successes reset the run whose calls were in flight then
+	// (their requests started before it), while no call has gone through
+	// since (lastThrough: the latest request to make the call while it
+	// was closed). A breaker that opened on that failure no longer counts
+	// those results (gobreaker's generations, resilience4j's ignored
+	// calls), so a refusal that follows them is its open period. Under
+	// overlapping calls to a callee that fails some of the time, as a
+	// failure-rate breaker sees it, in-flight successes are common.
+	var held int
+	var heldAt, lastThrough int64
+	tripRun := func() int {
+		if run < minTrip && held > 0 && lastThrough < heldAt {
+			return held
+		}
+		return run
 	}
-	var passed []passedRun
+	probe := make([]bool, len(spans))
 	// What each request did, for sizing a failure-rate breaker, in start
 	// order.
 	var kinds []uint8
@@ -311,14 +439,13 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 	// quick server errors without a call among the healthy ones: a handler
 	// that fails fast on its own does so in both states; a breaker only
 	// after failures.
-	var healthy, tripped, healthyFast int
 	for e, ok := tl.next(); ok; e, ok = tl.next() {
 		sp := &ix.spans[spans[e.k]]
 		if e.what != momentResult {
-			if st != brClosed || run >= minTrip {
-				tripped++
+			if st != brClosed || tripRun() >= minTrip {
+				r.tripped++
 			} else {
-				healthy++
+				r.healthy++
 			}
 		}
 		switch e.what {
@@ -328,14 +455,23 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 			case st == brOpen:
 				// The call went through an open breaker: its probe. It
 				// closed between the last request it failed and this one.
-				opens = append(opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
+				r.opens = append(r.opens, float64((lastFast+sp.Start)/2-trippedAt)/1e6)
 				probe[e.k], st = true, brProbing
 			case st == brProbing:
 				probe[e.k] = true
 			case run > 0:
-				passed = append(passed, passedRun{run, float64(sp.Start-trippedAt) / 1e6})
+				r.passed = append(r.passed, passedRun{run, float64(sp.Start-trippedAt) / 1e6})
+			}
+			if state[e.k] != noCall && st == brClosed {
+				lastThrough = sp.Start
 			}
 		case momentResult:
+			if probe[e.k] && st == brClosed {
+				// Let through while half-open, but an earlier probe's
+				// success closed the breaker before this result came in:
+				// an ordinary call, which neither closes nor clears it.
+				probe[e.k] = false
+			}
 			if size {
 				kinds[e.k] = brKind(probe[e.k], brProbeOK, brOK)
 				if state[e.k] == callFailed {
@@ -351,6 +487,9 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 				continue // in flight when it opened: the breaker no longer counts it
 			}
 			if state[e.k] == callOK {
+				if run > 0 && st == brClosed && sp.Start < trippedAt && lastThrough < trippedAt {
+					held, heldAt = run, trippedAt
+				}
 				run, st = 0, brClosed
 				continue
 			}
@@ -359,16 +498,17 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 			run, st = run+1, brClosed
 			trippedAt = sp.End
 		case momentFast:
-			if st == brClosed && run < minTrip {
-				healthyFast++
+			trip := tripRun()
+			if st == brClosed && trip < minTrip {
+				r.healthyFast++
 				continue
 			}
 			if st == brClosed {
 				b.OpenPeriods++
-				if b.TripAfter == 0 || run < b.TripAfter {
-					b.TripAfter = run
+				if b.TripAfter == 0 || trip < b.TripAfter {
+					b.TripAfter = trip
 				}
-				st, since = brOpen, trippedAt
+				st, since, held = brOpen, trippedAt, 0
 			}
 			b.FastFailedCalls++
 			if st == brOpen {
@@ -380,7 +520,58 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 		}
 	}
 	if st == brOpen {
-		unclosed = append(unclosed, float64(lastFast-trippedAt)/1e6)
+		r.unclosed = append(r.unclosed, float64(lastFast-trippedAt)/1e6)
+	}
+	if size {
+		// Each request at the moments the breaker decided on it (when the
+		// call went out, or when it was refused: a request's start plus
+		// the usual offset) and heard its result (the call's last answer),
+		// as the time line read them.
+		for k, s := range spans {
+			switch {
+			case kinds[k] == brNone:
+			case kinds[k] == brRejected:
+				r.evs = append(r.evs, brEvent{tl.fastAt(int32(k)), ix.spans[s].End, kinds[k]})
+			default:
+				r.evs = append(r.evs, brEvent{bc.start[k], bc.end[k], kinds[k]})
+			}
+		}
+		slices.SortStableFunc(r.evs, func(a, b brEvent) int { return cmpInt64(a.start, b.start) })
+	}
+	return r
+}
+
+// decideBreaker reads an edge's breaker from what each of its caller's
+// instances showed (rs; one reading where the traces name no
+// instances). The instances' evidence is pooled, as one deployment runs
+// one setting: fast failures and open periods are summed, the threshold
+// is the fewest failures in a row any instance opened after, the open
+// time the median of every instance's open periods, and the trip rule is
+// read from the calls let through by every instance that opened against
+// them; a
+// failure-rate breaker is sized on every instance's windows at once.
+// Where the instances are named, Breaker.Instances says how many showed
+// the breaker and what they disagree on.
+func decideBreaker(ix *index, rs []*brReading, size bool) *Breaker {
+	b := &Breaker{}
+	var opens, unclosed []float64
+	var passed []passedRun
+	var healthy, tripped, healthyFast int
+	for _, r := range rs {
+		b.FastFailedCalls += r.b.FastFailedCalls
+		b.OpenPeriods += r.b.OpenPeriods
+		if r.b.TripAfter > 0 && (b.TripAfter == 0 || r.b.TripAfter < b.TripAfter) {
+			b.TripAfter = r.b.TripAfter
+		}
+		b.LongestFailureRun = max(b.LongestFailureRun, r.b.LongestFailureRun)
+		opens, unclosed = append(opens, r.opens...), append(unclosed, r.unclosed...)
+		if r.b.OpenPeriods > 0 || !r.named {
+			// An instance that never opened shows no breaker to read its
+			// calls let through against (it has none, or another
+			// setting): only those that did tell the rule.
+			passed = append(passed, r.passed...)
+		}
+		healthy, tripped, healthyFast = healthy+r.healthy, tripped+r.tripped, healthyFast+r.healthyFast
 	}
 	// Fast failures must be far likelier after failures in a row than
 	// while the callee is healthy (at most a fifth as likely there).
@@ -393,35 +584,106 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 		if b.LongestFailureRun < minAbsentRun {
 			return nil // too few failures in a row to tell
 		}
-		*b = Breaker{LongestFailureRun: b.LongestFailureRun}
+		*b = Breaker{LongestFailureRun: b.LongestFailureRun, Instances: instancesOf(ix, rs, nil)}
 		return b
 	}
+	b.OpenMS = medianOpen(opens, unclosed)
+	b.TripRule = TripConsecutive
+	b.PassedRuns = passedAgainst(passed, b.TripAfter, b.OpenMS)
+	if b.PassedRuns > 0 {
+		b.TripRule = TripFailureRate
+	}
+	b.Instances = instancesOf(ix, rs, b)
+	if b.TripRule == TripFailureRate && size {
+		groups := make([][]brEvent, len(rs))
+		for i, r := range rs {
+			groups[i] = r.evs
+		}
+		b.FailureRate = fitFailureRate(groups, b.OpenMS)
+	}
+	return b
+}
+
+// instancesOf summarises the readings of a caller's named instances for
+// b (nil where the breaker is not detected), settling b's trip rule to
+// TripUnknown where the instances disagree on it; nil where the traces
+// name no instances.
+func instancesOf(ix *index, rs []*brReading, b *Breaker) *BreakerInstances {
+	if len(rs) == 0 || !rs[0].named {
+		return nil
+	}
+	in := &BreakerInstances{}
+	var trips, opens []string
+	distinct := map[int]bool{}
+	aloneFailureRate := false
+	lo, hi := 0.0, 0.0
+	for _, r := range rs {
+		if r.calls > 0 {
+			in.Calling++
+		}
+		if r.b.OpenPeriods == 0 || b == nil {
+			continue
+		}
+		in.WithBreaker++
+		name := ix.str(r.instance)
+		if name == "" {
+			name = "(unnamed)"
+		}
+		distinct[r.b.TripAfter] = true
+		trips = append(trips, fmt.Sprintf("%d on %s", r.b.TripAfter, name))
+		if passedAgainst(r.passed, r.b.TripAfter, b.OpenMS) > 0 {
+			aloneFailureRate = true
+		}
+		if len(r.opens) > 0 {
+			m := medianOpen(r.opens, nil)
+			opens = append(opens, fmt.Sprintf("%.4gms on %s", m, name))
+			if lo == 0 || m < lo {
+				lo = m
+			}
+			hi = max(hi, m)
+		}
+	}
+	if b == nil {
+		return in
+	}
+	if b.TripRule == TripFailureRate && !aloneFailureRate && len(distinct) > 1 {
+		b.TripRule = TripUnknown
+		in.Unknown = append(in.Unknown, fmt.Sprintf("trip rule: each instance alone fits failures in a row (opening after %s), but no one threshold fits them all (%d calls let through after %d or more): different thresholds per instance, or a failure rate",
+			strings.Join(trips, ", "), b.PassedRuns, b.TripAfter))
+	}
+	if len(opens) > 1 && hi > openAgree*lo {
+		in.Unknown = append(in.Unknown, fmt.Sprintf("open time: %s, more than %gx apart: open_ms is the median over every instance's open periods, not one setting",
+			strings.Join(opens, ", "), openAgree))
+	}
+	return in
+}
+
+// medianOpen is the median of the open periods that closed (ms), or of
+// those still open at the end where none closed (a lower bound); 0 for
+// none.
+func medianOpen(opens, unclosed []float64) float64 {
 	if len(opens) == 0 {
 		opens = unclosed
 	}
-	if len(opens) > 0 {
-		slices.Sort(opens)
-		b.OpenMS = round3(quantile(opens, 0.5))
+	if len(opens) == 0 {
+		return 0
 	}
-	b.TripRule = TripConsecutive
+	opens = slices.Clone(opens)
+	slices.Sort(opens)
+	return round3(quantile(opens, 0.5))
+}
+
+// passedAgainst counts the runs let through that a breaker opening after
+// tripAfter failures in a row for openMS would have failed fast: at least
+// that many failures, and sooner after the last than half the open time.
+func passedAgainst(passed []passedRun, tripAfter int, openMS float64) int {
+	n := 0
 	for _, p := range passed {
-		if p.run >= b.TripAfter && p.after < b.OpenMS/2 {
-			b.PassedRuns++
+		if p.run >= tripAfter && p.after < openMS/2 {
+			n++
 		}
 	}
-	if b.PassedRuns > 0 {
-		b.TripRule = TripFailureRate
-		if size {
-			var evs []brEvent
-			for k, s := range spans {
-				if kinds[k] != brNone {
-					evs = append(evs, brEvent{ix.spans[s].Start, ix.spans[s].End, kinds[k]})
-				}
-			}
-			b.FailureRate = fitFailureRate(evs, b.OpenMS)
-		}
-	}
-	return b
+	return n
 }
 
 // A breaker's state as breakerOf reads it in time.

@@ -135,54 +135,46 @@ type fitEvent struct {
 }
 
 // fitFailureRate sizes a failure-rate breaker from its requests in start
-// order; openMS is how long it stays open.
-func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
+// order, one list per caller instance that keeps a breaker of its own
+// (one list where the traces name no instances): each instance's window
+// holds only its own calls, and one setting must fit every instance's
+// events. openMS is how long it stays open.
+func fitFailureRate(groups [][]brEvent, openMS float64) *FailureRateFit {
 	f := &FailureRateFit{Fit: FitUnknown}
-	if len(evs) < 2 {
+	total := 0
+	for _, evs := range groups {
+		total += len(evs)
+	}
+	if total < 2 {
 		f.Why = "fewer than 2 requests"
 		return f
 	}
-	starts := make([]int64, len(evs))
-	for i, e := range evs {
-		starts[i] = e.start
+	type instanceFit struct {
+		w      *fitWindows
+		events []fitEvent
 	}
-	w := newFitWindows(evs)
-	// Each closed-state failure: the next request to start once its
-	// result was in either was refused (a trip) or made the call soon
-	// enough that an opened breaker would have refused it. A refusal
-	// after another call's result came in too (calls overlapping) may be
-	// that one's doing: no trip is read from it.
-	var events []fitEvent
+	var fs []instanceFit
+	var gaps []float64
+	lo, hi := 0.0, 0.0
 	soon := int64(openMS / 2 * 1e6)
-	for i, e := range evs {
-		if e.kind != brFailed {
+	for _, evs := range groups {
+		if len(evs) == 0 {
 			continue
 		}
-		j := sort.Search(len(starts), func(k int) bool { return starts[k] >= e.end })
-		for j < len(evs) && j == i {
-			j++
+		w := newFitWindows(evs)
+		fs = append(fs, instanceFit{w, failureEvents(evs, w, soon, f)})
+		for i := 1; i < len(evs); i++ {
+			gaps = append(gaps, float64(evs[i].start-evs[i-1].start))
 		}
-		if j >= len(evs) {
-			continue
-		}
-		switch nx := evs[j]; {
-		case nx.kind == brRejected && w.resultsIn(e.end, nx.start) > 1:
-		case nx.kind == brRejected:
-			events = append(events, fitEvent{i, true})
-			f.Trips++
-		case nx.start-e.end < soon:
-			events = append(events, fitEvent{i, false})
-			f.LetThrough++
-		}
+		hi = max(hi, float64(evs[len(evs)-1].end-evs[0].start)/2)
 	}
-	// The grid, from the median gap between requests to half their span.
-	gaps := make([]float64, 0, len(evs)-1)
-	for i := 1; i < len(evs); i++ {
-		gaps = append(gaps, float64(evs[i].start-evs[i-1].start))
-	}
+	// The grid, from the median gap between requests (of one instance)
+	// to half the time they span.
 	slices.Sort(gaps)
-	lo := max(quantile(gaps, 0.5), 1e6)
-	hi := float64(evs[len(evs)-1].end-evs[0].start) / 2
+	lo = 1e6
+	if len(gaps) > 0 {
+		lo = max(quantile(gaps, 0.5), 1e6)
+	}
 	f.WindowMSTested = [2]float64{round3(lo / 1e6), round3(hi / 1e6)}
 	var grid []float64
 	for w := lo; w <= hi && len(grid) < fitMaxGrid; w *= fitGridStep {
@@ -197,6 +189,16 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 			f.Trips, f.LetThrough, hi/1e6, lo/1e6)
 		return f
 	}
+	// counts reads every instance's events for one reading and window.
+	counts := func(reading string, win int64) (trips, passes []fitCount, bounded, ok bool) {
+		var allTrips, allPasses int
+		for _, x := range fs {
+			t, p, b, nt, np := x.w.counts(x.events, reading, win)
+			trips, passes, bounded = append(trips, t...), append(passes, p...), bounded || b
+			allTrips, allPasses = allTrips+nt, allPasses+np
+		}
+		return trips, passes, bounded, len(trips) >= max(fitMinTrips, (allTrips+1)/2) && len(passes) >= max(fitMinLetThrough, (allPasses+1)/2)
+	}
 	type fitted struct {
 		reading          string
 		window           float64
@@ -210,7 +212,7 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 	judged := 0
 	for _, reading := range []string{ReadingCleared, ReadingRolling, ReadingRollingRejected} {
 		for _, win := range grid {
-			trips, passes, bounded, ok := w.counts(events, reading, int64(win))
+			trips, passes, bounded, ok := counts(reading, int64(win))
 			if !ok {
 				continue
 			}
@@ -297,6 +299,54 @@ func fitFailureRate(evs []brEvent, openMS float64) *FailureRateFit {
 	return f
 }
 
+// failureEvents reads each closed-state failure of one breaker's requests
+// (evs, in start order; w their windows): the next request to start once
+// its result was in either was refused (a trip) or made the call sooner
+// than soon, while an opened breaker would have refused it. A refusal
+// after another call's result came in too (calls overlapping) may be that
+// one's doing: no trip is read from it; nor is anything read from a
+// failure whose result came after a request that started later than it
+// was refused (the breaker opened while it was in flight). The counts go to f.
+func failureEvents(evs []brEvent, w *fitWindows, soon int64, f *FailureRateFit) []fitEvent {
+	starts := make([]int64, len(evs))
+	for i, e := range evs {
+		starts[i] = e.start
+	}
+	var events []fitEvent
+	for i, e := range evs {
+		if e.kind != brFailed {
+			continue
+		}
+		j := sort.Search(len(starts), func(k int) bool { return starts[k] >= e.end })
+		// The latest other request to start before the result came in:
+		// refused after this call went out, the breaker opened while it
+		// was in flight, and no longer counts its result: no event.
+		k := j - 1
+		if k == i {
+			k--
+		}
+		if k >= 0 && evs[k].kind == brRejected && evs[k].start > e.start {
+			continue
+		}
+		for j < len(evs) && j == i {
+			j++
+		}
+		if j >= len(evs) {
+			continue
+		}
+		switch nx := evs[j]; {
+		case nx.kind == brRejected && w.resultsIn(e.end, nx.start) > 1:
+		case nx.kind == brRejected:
+			events = append(events, fitEvent{i, true})
+			f.Trips++
+		case nx.start-e.end < soon:
+			events = append(events, fitEvent{i, false})
+			f.LetThrough++
+		}
+	}
+	return events
+}
+
 // shareBelow is the highest share among passes with at least n calls (0
 // for none): a breaker needing n calls opens above it.
 func shareBelow(passes []fitCount, n int) float64 {
@@ -373,9 +423,10 @@ func (w *fitWindows) resultsIn(from, to int64) int {
 }
 
 // counts returns what the window held at each trip and each let-through
-// failure under reading, for a window of win ns; ok is false where the
-// window is judged on too little: fewer events than the fit needs, or
-// fewer than half of either kind, had their window whole in the traces.
+// failure under reading, for a window of win ns, and how many trips and
+// let-through failures there were in all: the window is judged on too
+// little where fewer events than the fit needs, or fewer than half of
+// either kind, had their window whole in the traces.
 //
 // A window counted in buckets (opossum, Hystrix and Polly keep 10 of
 // them) drops its oldest bucket whole: at a failure it covers between
@@ -389,7 +440,7 @@ func (w *fitWindows) resultsIn(from, to int64) int {
 // a trip had cannot explain away every failure let through with a
 // bucket's fewer (the price: a minimum within a bucket's worth of the
 // calls its windows hold is not found).
-func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips, passes []fitCount, bounded, ok bool) {
+func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips, passes []fitCount, bounded bool, allTrips, allPasses int) {
 	// A trip opens the breaker at its result: under ReadingCleared that
 	// empties the window too.
 	var tripEnds []int64
@@ -402,7 +453,6 @@ func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips
 		slices.Sort(tripEnds)
 	}
 	short := int64(float64(win) * (1 - fitBucket))
-	var allTrips, allPasses int
 	at := func(t int64) int { return sort.Search(len(w.ends), func(k int) bool { return w.ends[k] > t }) }
 	for _, e := range events {
 		end := w.evs[e.at].end
@@ -461,7 +511,7 @@ func (w *fitWindows) counts(events []fitEvent, reading string, win int64) (trips
 			passes = append(passes, fitCount{hi.n, lo.share})
 		}
 	}
-	return trips, passes, bounded, len(trips) >= max(fitMinTrips, (allTrips+1)/2) && len(passes) >= max(fitMinLetThrough, (allPasses+1)/2)
+	return trips, passes, bounded, allTrips, allPasses
 }
 
 // latestBefore is the latest of sorted ts before t (math.MinInt64 for

@@ -221,7 +221,7 @@ func TestFailureRateEvents(t *testing.T) {
 		{"a probe's failure is no closed-state event",
 			[]brEvent{ev(0, 8, brFailed), ev(10, 10.5, brRejected), ev(60, 68, brProbeBad), ev(70, 70.5, brRejected)}, 1, 0},
 	} {
-		f := fitFailureRate(tc.evs, 80)
+		f := fitFailureRate([][]brEvent{tc.evs}, 80)
 		if f.Trips != tc.trips || f.LetThrough != tc.lets {
 			t.Errorf("%s: %d trips and %d let through, want %d and %d", tc.name, f.Trips, f.LetThrough, tc.trips, tc.lets)
 		}

@@ -117,6 +117,11 @@ func failed(msg string) opt {
 	}
 }
 
+// instance names the process instance that recorded the span.
+func instance(name string) opt {
+	return func(s *ingest.Set, sp *ingest.Record) { s.SetInstance(&sp.Span, s.Intern(name)) }
+}
+
 func statusOK() opt { return func(_ *ingest.Set, sp *ingest.Record) { sp.Status = ingest.StatusOK } }
 
 // target sets the request identity (URL or statement) hash.

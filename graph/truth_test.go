@@ -70,6 +70,10 @@ type truth struct {
 			// fewest calls in it before it opens.
 			RollingWindowMS float64 `json:"rolling_window_ms"`
 			VolumeThreshold int     `json:"volume_threshold"`
+			OpenForMS       float64 `json:"open_for_ms"`
+			// Instances, for a caller run as several instances: each
+			// one's own breaker.
+			Instances []truthInstance `json:"instances"`
 		} `json:"breaker"`
 		// RetryQuota: a retry budget the edge's calls share (the AWS
 		// SDK's token bucket); RefusedCalls ended failing with attempts
@@ -224,6 +228,9 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 						e.Breaker.FailureRate, b.ErrorThresholdPercentage, b.RollingWindowMS, b.VolumeThreshold)
 				case b == nil && e.Breaker != nil && e.Breaker.Detected:
 					t.Errorf("%s: breaker detected where there is none: %+v", loc, *e.Breaker)
+				}
+				if b := te.Breaker; b != nil && len(b.Instances) > 0 && e.Breaker != nil {
+					checkInstanceBreakers(t, loc, e.Breaker, b.Instances, b.OpenForMS)
 				}
 				if h := te.Hedge; h != nil {
 					switch g := e.Hedging; {
@@ -420,12 +427,18 @@ func asJSON(t *testing.T, top *Topology) any {
 }
 
 // diffJSON lists where two decoded JSON values differ, numbers within
-// 0.05 or 1% counting as equal.
+// 0.05 or 1% counting as equal; figures in whole microseconds (a path
+// with "_us") within 1 µs or 1%, since two Jaeger timestamps truncated to
+// the microsecond move a gap between them by up to 1 µs.
 func diffJSON(path string, a, b any) []string {
 	switch x := a.(type) {
 	case float64:
 		y, ok := b.(float64)
-		if ok && math.Abs(x-y) <= math.Max(0.05, 0.01*math.Abs(y)) {
+		abs := 0.05
+		if strings.Contains(path, "_us") {
+			abs = 1
+		}
+		if ok && math.Abs(x-y) <= math.Max(abs, 0.01*math.Abs(y)) {
 			return nil
 		}
 	case []any:
@@ -558,6 +571,39 @@ func checkSteps(t *testing.T, loc string, b Backoff, kind string, base float64, 
 		case base > 0 && (s.RangeMS[0] > want || s.RangeMS[1] < want):
 			t.Errorf("%s: retry %d: range %v (from %d waits) excludes the configured %vms", loc, s.Retry, s.RangeMS, s.Waits, want)
 		}
+	}
+}
+
+// truthInstance is what one caller instance's breaker did.
+type truthInstance struct {
+	Instance        string `json:"instance"`
+	OpenPeriods     int    `json:"open_periods"`
+	FastFailedCalls int    `json:"fast_failed_calls"`
+}
+
+// checkInstanceBreakers holds the breaker read on an edge whose caller ran
+// as several instances, each with a breaker of its own (their truth, and
+// the open time they share), to what they did: as many instances showed a
+// breaker as opened one, every instance that called is counted, and the
+// open time they agree on is read within 15%.
+func checkInstanceBreakers(t *testing.T, loc string, br *Breaker, truth []truthInstance, openForMS float64) {
+	t.Helper()
+	opened := 0
+	for _, x := range truth {
+		if x.OpenPeriods > 0 {
+			opened++
+		}
+	}
+	in := br.Instances
+	switch {
+	case in == nil:
+		t.Errorf("%s: breaker %+v names no instances, want %d", loc, *br, len(truth))
+	case in.WithBreaker != opened || in.Calling != len(truth):
+		t.Errorf("%s: %d of %d instances showed a breaker, want %d of %d", loc, in.WithBreaker, in.Calling, opened, len(truth))
+	case len(in.Unknown) > 0:
+		t.Errorf("%s: the instances disagree (%s) where they ran one setting", loc, strings.Join(in.Unknown, "; "))
+	case math.Abs(br.OpenMS-openForMS) > 0.15*openForMS:
+		t.Errorf("%s: open %.3fms, want %.0fms within 15%%", loc, br.OpenMS, openForMS)
 	}
 }
 

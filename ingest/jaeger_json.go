@@ -282,7 +282,7 @@ func (d *jaegerJSON) addSpan(start int64, t *jTraceInfo) error {
 	if js.Process != nil {
 		p := js.Process.proc()
 		sp.Service = j.named(p.service, sp.SpanID)
-		p.sampler.apply(d.set, &sp.Span)
+		p.apply(d.set, &sp.Span, j.w)
 	} else {
 		t.pending = append(t.pending, jPending{idx: len(d.set.Spans), pid: js.ProcessID})
 	}
@@ -581,14 +581,13 @@ type jProcess struct {
 }
 
 func (p *jProcess) proc() jProc {
-	out := jProc{service: p.ServiceName}
 	var kv model.KeyValue
-	for i := range p.Tags.v {
-		if p.Tags.v[i].keyValue(&kv) {
-			out.sampler.tag(kv.Key, kv.AsString())
+	return newJProc(p.ServiceName, len(p.Tags.v), func(i int) (string, string) {
+		if !p.Tags.v[i].keyValue(&kv) {
+			return "", ""
 		}
-	}
-	return out
+		return kv.Key, kv.AsString()
+	})
 }
 
 // jProcesses is a trace's process table, decoded only when it holds at

@@ -256,7 +256,7 @@ func addProtoSpan(j *jaegerSpans, ms *model.Span) error {
 	if ms.Process != nil {
 		p := protoProc(ms.Process)
 		sp.Service = j.named(p.service, sp.SpanID)
-		p.sampler.apply(j.set, &sp.Span)
+		p.apply(j.set, &sp.Span, j.w)
 	} else {
 		j.resolve(&sp.Span, ms.ProcessID)
 	}
@@ -280,9 +280,5 @@ func protoSpanID(s model.SpanID) SpanID {
 
 // protoProc is the part of a protobuf process that matters.
 func protoProc(p *model.Process) jProc {
-	out := jProc{service: p.ServiceName}
-	for i := range p.Tags {
-		out.sampler.tag(p.Tags[i].Key, p.Tags[i].AsString())
-	}
-	return out
+	return newJProc(p.ServiceName, len(p.Tags), func(i int) (string, string) { return p.Tags[i].Key, p.Tags[i].AsString() })
 }

@@ -36,10 +36,47 @@ func newJaegerSpans(set *Set, w *warnings) *jaegerSpans {
 }
 
 // jProc is what matters of a Jaeger process: its service, and the sampler
-// its tags name (sampler.type, sampler.param), which holds for its spans.
+// (sampler.type, sampler.param) and instance (client-uuid, hostname, ip,
+// or OpenTelemetry's resource attributes as tags) its tags name, which
+// hold for its spans.
 type jProc struct {
-	service string
-	sampler sampler
+	service  string
+	sampler  sampler
+	instance string
+	inst     Sym // instance interned, once a trace's process table holds it
+}
+
+// newJProc is the process of service with tags, each given by key and
+// value rendered as a string.
+func newJProc(service string, n int, tag func(i int) (string, string)) jProc {
+	p := jProc{service: service}
+	var inst instanceTags
+	for i := range n {
+		k, v := tag(i)
+		p.sampler.tag(k, v)
+		inst.tag(k, v)
+	}
+	p.instance = inst.name()
+	return p
+}
+
+// apply sets on sp the sampling probability and the instance its process
+// gives.
+func (p *jProc) apply(set *Set, sp *Span, w *warnings) {
+	p.sampler.apply(set, sp)
+	if p.inst != 0 && set.SetInstance(sp, p.inst) {
+		return
+	}
+	setInstance(set, sp, p.instance, w)
+}
+
+// interned is p with its instance interned in set, for the many spans
+// that name it.
+func (p jProc) interned(set *Set) jProc {
+	if p.instance != "" {
+		p.inst = set.Intern(p.instance)
+	}
+	return p
 }
 
 // beginTrace forgets the processes of the previous trace.
@@ -49,20 +86,20 @@ func (j *jaegerSpans) beginTrace() {
 }
 
 // addProcess records process id of the current trace.
-func (j *jaegerSpans) addProcess(id string, p jProc) { j.procs[id] = p }
+func (j *jaegerSpans) addProcess(id string, p jProc) { j.procs[id] = p.interned(j.set) }
 
 // setBatchProcess records the process that spans naming no (known) process
 // belong to, as a protobuf Batch carries it.
-func (j *jaegerSpans) setBatchProcess(p jProc) { j.batch, j.hasBatch = p, true }
+func (j *jaegerSpans) setBatchProcess(p jProc) { j.batch, j.hasBatch = p.interned(j.set), true }
 
 // resolve sets the service of sp, which names process pid, and the
 // sampling probability its process's sampler gives (see serviceOf).
 func (j *jaegerSpans) resolve(sp *Span, pid string) {
 	sp.Service = j.serviceOf(pid, sp.SpanID)
 	if p, ok := j.procs[pid]; ok && pid != "" {
-		p.sampler.apply(j.set, sp)
+		p.apply(j.set, sp, j.w)
 	} else if j.hasBatch {
-		j.batch.sampler.apply(j.set, sp)
+		j.batch.apply(j.set, sp, j.w)
 	}
 }
 

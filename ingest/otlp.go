@@ -523,11 +523,12 @@ func addTraces(set *Set, td ptrace.Traces, w *warnings) error {
 			svc = v.AsString()
 		}
 		svcSym := serviceSym(set, w, svc)
+		inst := resourceInstance(rs.Resource().Attributes())
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				if err := addSpan(set, spans.At(k), svcSym, &a, w); err != nil {
+				if err := addSpan(set, spans.At(k), svcSym, inst, &a, w); err != nil {
 					return err
 				}
 			}
@@ -536,13 +537,30 @@ func addTraces(set *Set, td ptrace.Traces, w *warnings) error {
 	return nil
 }
 
-func addSpan(set *Set, sp ptrace.Span, svc Sym, a *attrs, w *warnings) error {
+// resourceInstance is the instance a resource's attributes name
+// (instanceTags), "" for none.
+func resourceInstance(attrs pcommon.Map) string {
+	var tags instanceTags
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		switch v.Type() {
+		case pcommon.ValueTypeStr:
+			tags.tag(k, v.Str())
+		case pcommon.ValueTypeInt:
+			tags.number(k, v.Int())
+		}
+		return true
+	})
+	return tags.name()
+}
+
+func addSpan(set *Set, sp ptrace.Span, svc Sym, inst string, a *attrs, w *warnings) error {
 	s := Record{Span: Span{
 		TraceID:  TraceID(sp.TraceID()),
 		SpanID:   SpanID(sp.SpanID()),
 		ParentID: SpanID(sp.ParentSpanID()),
 		Service:  svc,
 	}}
+	setInstance(set, &s.Span, inst, w)
 	a.reset()
 	sp.Attributes().Range(func(k string, v pcommon.Value) bool {
 		switch v.Type() {
@@ -592,7 +610,7 @@ func addRecord(set *Set, s *Record, start, end uint64, kind int32, name string, 
 	s.Status = otlpStatus(code, s.SpanID, w)
 	s.StatusMessage = a.intern(set, msg)
 	a.finish(set, s)
-	if p, ok := traceStateProb(traceState); ok && s.Sampled == 0 {
+	if p, ok := traceStateProb(traceState); ok && set.Sampling(&s.Span) == (Sampling{}) {
 		set.SetSampling(&s.Span, Sampling{P: p, Source: SampledTraceState})
 	}
 	if len(a.links) > 0 {

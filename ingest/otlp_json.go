@@ -273,13 +273,13 @@ func (d *fastOTLP) jsonResourceSpans(s *jsonScan) bool {
 			if resolved {
 				return false // after the spans: pdata's order, not ours
 			}
-			name, ok := jsonResource(s)
-			d.group(name)
+			name, inst, ok := jsonResource(s)
+			d.group(name, inst)
 			resolved = true
 			return ok
 		case "scopeSpans":
 			if !resolved {
-				d.group("")
+				d.group("", "")
 				resolved = true
 			}
 			return s.array(func() bool { return d.jsonScopeSpans(s) })
@@ -290,17 +290,17 @@ func (d *fastOTLP) jsonResourceSpans(s *jsonScan) bool {
 		return false
 	})
 	if ok && !resolved {
-		d.group("") // addTraces names even an empty one
+		d.group("", "") // addTraces names even an empty one
 	}
 	return ok
 }
 
 // jsonResource reads a Resource and returns its first service.name, which
-// must be a string.
-func jsonResource(s *jsonScan) (string, bool) {
-	var svc string
+// must be a string, and the instance its attributes name (instanceTags).
+func jsonResource(s *jsonScan) (svc, inst string, ok bool) {
 	found := false
-	ok := s.object(func(key string) bool {
+	var tags instanceTags
+	ok = s.object(func(key string) bool {
 		switch key {
 		case "attributes":
 			return s.array(func() bool {
@@ -313,6 +313,12 @@ func jsonResource(s *jsonScan) (string, bool) {
 					svc = v.str
 					return v.kind == valueStr || v.kind == valueEmpty
 				}
+				switch v.kind {
+				case valueStr:
+					tags.tag(k, v.str)
+				case valueInt:
+					tags.number(k, v.num)
+				}
 				return true
 			})
 		case "droppedAttributesCount":
@@ -321,7 +327,7 @@ func jsonResource(s *jsonScan) (string, bool) {
 		}
 		return false
 	})
-	return svc, ok
+	return svc, tags.name(), ok
 }
 
 func (d *fastOTLP) jsonScopeSpans(s *jsonScan) bool {

@@ -41,8 +41,9 @@ type fastOTLP struct {
 // resourceGroup is the spans of one resource: recs[first:] up to the next
 // group.
 type resourceGroup struct {
-	service string
-	first   int
+	service  string
+	instance string // the process instance its attributes name, "" for none
+	first    int
 }
 
 // spanRecord is a parsed span waiting for apply: ids and times set, its
@@ -60,8 +61,8 @@ func (d *fastOTLP) reset() {
 }
 
 // group starts the spans of a resource.
-func (d *fastOTLP) group(service string) {
-	d.groups = append(d.groups, resourceGroup{service: service, first: len(d.recs)})
+func (d *fastOTLP) group(service, instance string) {
+	d.groups = append(d.groups, resourceGroup{service: service, instance: instance, first: len(d.recs)})
 }
 
 // record starts a span record, reusing the storage of an earlier one.
@@ -101,6 +102,7 @@ func (d *fastOTLP) apply(set *Set, w *warnings) error {
 		for i := g.first; i < end; i++ {
 			r := &d.recs[i]
 			r.span.Service = svc
+			setInstance(set, &r.span.Span, g.instance, w)
 			// The times were parsed as OTLP's unsigned nanoseconds.
 			err := addRecord(set, &r.span, uint64(r.span.Start), uint64(r.span.End), r.kind, r.name, r.code, r.msg, r.traceState, &r.a, w)
 			if err != nil {
@@ -241,11 +243,11 @@ func (d *fastOTLP) resourceSpans(b []byte) bool {
 	if !ok || resources > 1 || !validMessage(res, &resourceFields, 0) {
 		return false // resources > 1: pdata merges repeated messages
 	}
-	svc, ok := serviceName(res)
+	svc, inst, ok := resourceNames(res)
 	if !ok {
 		return false
 	}
-	d.group(svc)
+	d.group(svc, inst)
 	return eachField(b, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		if num == 2 {
 			return lenField(typ, b, d.scopeSpans)
@@ -254,19 +256,31 @@ func (d *fastOTLP) resourceSpans(b []byte) bool {
 	})
 }
 
-// serviceName returns the string value of the first service.name attribute
-// of a validated Resource ("" when there is none); false when that value is
-// not a string, whose rendering is pdata's.
-func serviceName(res []byte) (string, bool) {
-	var svc string
+// resourceNames returns the string value of the first service.name
+// attribute of a validated Resource ("" when there is none) and the
+// instance its attributes name (instanceTags); false when that service
+// name is not a string, whose rendering is pdata's.
+func resourceNames(res []byte) (svc, inst string, ok bool) {
 	found := false
-	ok := eachField(res, func(num protowire.Number, typ protowire.Type, b []byte) int {
+	var tags instanceTags
+	ok = eachField(res, func(num protowire.Number, typ protowire.Type, b []byte) int {
 		if num != 1 {
 			return skipField(num, typ, b)
 		}
 		return lenField(typ, b, func(kv []byte) bool {
 			key, val, ok := keyValue(kv)
-			if !ok || found || wireString(key) != "service.name" {
+			if !ok {
+				return false
+			}
+			k := wireString(key)
+			if k != "service.name" || found {
+				v, ok := anyValue(val, 1)
+				switch v.kind {
+				case valueStr:
+					tags.tag(k, wireString(v.bytes))
+				case valueInt:
+					tags.number(k, int64(v.num))
+				}
 				return ok
 			}
 			found = true
@@ -275,7 +289,7 @@ func serviceName(res []byte) (string, bool) {
 			return ok && (v.kind == valueStr || v.kind == valueEmpty)
 		})
 	})
-	return svc, ok
+	return svc, tags.name(), ok
 }
 
 func (d *fastOTLP) scopeSpans(b []byte) bool {

@@ -75,7 +75,7 @@ func (s *sampler) tag(key, v string) {
 // apply sets sp's sampling probability from the tags, if they give one
 // and sp has none yet.
 func (s sampler) apply(set *Set, sp *Span) {
-	if sp.Sampled != 0 || s.typ == "" {
+	if set.Sampling(sp) != (Sampling{}) || s.typ == "" {
 		return
 	}
 	if p, ok := samplerProb(s.typ, s.param); ok {

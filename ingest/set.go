@@ -37,9 +37,13 @@ type Set struct {
 	// reserved is set once an estimate has sized the table; past it, the
 	// table grows by an eighth rather than doubling.
 	reserved bool
-	// samplings are the distinct head-sampling probabilities and sources
-	// spans carry (Span.Sampled indexes them; 0 is "unknown").
-	samplings []Sampling
+	// origins are the distinct pairs of head sampling and instance
+	// spans carry (Span.Origin indexes them; 0 is "unknown"), originIx
+	// finds them, and last is the one set most recently (a resource's
+	// spans come in a row).
+	origins  []origin
+	originIx map[origin]uint16
+	last     uint16
 }
 
 // Sampling is how a trace was kept: with probability P (0 when the source
@@ -50,32 +54,80 @@ type Sampling struct {
 	Source string
 }
 
-// Sampling returns how sp's trace was kept.
-func (s *Set) Sampling(sp *Span) Sampling {
-	if i := int(sp.Sampled); i > 0 && i < len(s.samplings) {
-		return s.samplings[i]
-	}
-	return Sampling{}
+// origin is one entry of the Set's table of origins.
+type origin struct {
+	Sampling
+	instance Sym
 }
 
+// maxOrigins is how many distinct origins Span.Origin can index.
+const maxOrigins = 1 << 16
+
+// origin returns the origin of sp.
+func (s *Set) origin(sp *Span) origin {
+	if i := int(sp.Origin); i > 0 && i < len(s.origins) {
+		return s.origins[i]
+	}
+	return origin{}
+}
+
+// Sampling returns how sp's trace was kept.
+func (s *Set) Sampling(sp *Span) Sampling { return s.origin(sp).Sampling }
+
+// Instance returns the process instance that recorded sp (an interned
+// name, see SetInstance), 0 when its resource named none.
+func (s *Set) Instance(sp *Span) Sym { return s.origin(sp).instance }
+
 // SetSampling records on sp how its trace was kept. Distinct samplings
-// are few (one per sampler configuration); past 65535 of them, hostile
-// input, further ones are recorded as unknown.
+// are few (one per sampler configuration). Past 65535 distinct origins,
+// hostile input or a fleet of that many instances, a new one is refused
+// (see setOrigin).
 func (s *Set) SetSampling(sp *Span, x Sampling) {
-	if len(s.samplings) == 0 {
-		s.samplings = []Sampling{{}}
+	o := s.origin(sp)
+	o.Sampling = x
+	s.setOrigin(sp, o)
+}
+
+// SetInstance records on sp the process instance that recorded it,
+// interned by the caller (a decoder names it from its resource: OTLP's
+// service.instance.id, Jaeger's client-uuid, a pod, host and process id,
+// Zipkin's local endpoint). It reports false where the table of origins
+// is full and the instance was not recorded.
+func (s *Set) SetInstance(sp *Span, inst Sym) bool {
+	o := s.origin(sp)
+	o.instance = inst
+	return s.setOrigin(sp, o)
+}
+
+// setOrigin points sp at o in the table, adding it if new. A full table
+// keeps the sampling and drops the instance where it holds that sampling
+// alone, and otherwise leaves sp as it was; setOrigin then reports false.
+func (s *Set) setOrigin(sp *Span, o origin) bool {
+	if o == (origin{}) {
+		sp.Origin = 0
+		return true
 	}
-	for i, have := range s.samplings {
-		if have == x {
-			sp.Sampled = uint16(i)
-			return
+	if int(s.last) < len(s.origins) && s.last > 0 && s.origins[s.last] == o {
+		sp.Origin = s.last
+		return true
+	}
+	if s.originIx == nil {
+		s.origins, s.originIx = []origin{{}}, map[origin]uint16{}
+	}
+	i, ok := s.originIx[o]
+	if !ok && len(s.origins) >= maxOrigins {
+		if i, ok = s.originIx[origin{Sampling: o.Sampling}]; ok || o.Sampling == (Sampling{}) {
+			sp.Origin = i
 		}
+		return false
 	}
-	if len(s.samplings) > 0xffff {
-		return
+	if !ok {
+		i = uint16(len(s.origins))
+		s.origins = append(s.origins, o)
+		s.originIx[o] = i
 	}
-	s.samplings = append(s.samplings, x)
-	sp.Sampled = uint16(len(s.samplings) - 1)
+	sp.Origin, s.last = i, i
+	return true
 }
 
 // NewSet returns an empty Set whose string table holds only "".

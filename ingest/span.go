@@ -167,9 +167,12 @@ type Span struct {
 	GRPCStatus int8
 	// HTTPStatus is the HTTP response status code, 0 when absent.
 	HTTPStatus uint16
-	// Sampled indexes the Set's table of head-sampling probabilities
-	// (Set.Sampling): how the span's trace was kept; 0 when unknown.
-	Sampled uint16
+	// Origin indexes the Set's table of what is known of where the span
+	// came from: how its trace was kept (head sampling, Set.Sampling) and
+	// the process instance that recorded it (Set.Instance); 0 when
+	// neither is known. Both are shared by many spans (one sampler
+	// configuration, one process), so one small index holds them.
+	Origin uint16
 }
 
 // SpanExtra holds the fields of a span that most spans do not carry

@@ -25,8 +25,12 @@ type spanView struct {
 	ResendCount, PrevAttempts int16
 	RetryCount                int16
 	RetryAfterMS              int32
-	Sampled                   Sampling
-	Links                     string // "trace/span" pairs, comma-separated, for FirstLink/NumLinks
+	// Origin is Span.Origin: the sampling and the instance it indexes.
+	Origin struct {
+		Sampling
+		Instance string
+	}
+	Links string // "trace/span" pairs, comma-separated, for FirstLink/NumLinks
 }
 
 // viewSpan renders sp, whose strings and links live in set.
@@ -36,7 +40,7 @@ func viewSpan(set *Set, sp *Span) spanView {
 	for _, l := range set.SpanLinks(sp) {
 		links = append(links, l.TraceID.String()+"/"+l.SpanID.String())
 	}
-	return spanView{
+	v := spanView{
 		TraceID: sp.TraceID.String(), SpanID: sp.SpanID.String(), ParentID: sp.ParentID.String(),
 		Start: sp.Start, End: sp.End,
 		Service: set.Str(sp.Service), Name: set.Str(sp.Name), Peer: set.Str(sp.Peer),
@@ -45,8 +49,10 @@ func viewSpan(set *Set, sp *Span) spanView {
 		Target: sp.Target, Kind: sp.Kind.String(), Status: sp.Status.String(), Flags: sp.Flags,
 		GRPCStatus: sp.GRPCStatus, HTTPStatus: sp.HTTPStatus,
 		ResendCount: x.ResendCount, PrevAttempts: x.PrevAttempts, RetryCount: x.RetryCount,
-		RetryAfterMS: x.RetryAfterMS, Sampled: set.Sampling(sp), Links: strings.Join(links, ","),
+		RetryAfterMS: x.RetryAfterMS, Links: strings.Join(links, ","),
 	}
+	v.Origin.Sampling, v.Origin.Instance = set.Sampling(sp), set.Str(set.Instance(sp))
+	return v
 }
 
 // viewSpans renders every span of set, sorted by trace id, span id and

@@ -179,6 +179,9 @@ func (d *zipkinJSON) add(start int64) error {
 		service = "unknown_service"
 	}
 	sp.Service = d.set.Intern(service)
+	if l := z.LocalEndpoint; l != nil {
+		setInstance(d.set, &sp.Span, endpointInstance(cmp.Or(l.IPv4, l.IPv6), strconv.Itoa(l.Port)), d.w)
+	}
 
 	a := &d.a
 	a.reset()

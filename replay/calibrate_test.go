@@ -29,7 +29,14 @@ func sampleScenarios(t testing.TB) []string {
 // their traces hold what it would need, with the defect: a model defect,
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
-var knownMisses = map[string]string{}
+var knownMisses = map[string]string{
+	"breaker-instances": "Go: breaker-concurrent's gobreaker (3 in a row, 40 ms open) in each of three api instances, their calls " +
+		"interleaved by a round-robin edge (a request every 2 ms, every 6 ms to each instance). Inference reads the breakers per instance " +
+		"right (155 fast failures, 18 open periods, 3 in a row, open 39.1 ms, 3 of 3 instances), and the failure episodes put the " +
+		"outages in time (root server errors 46.2% replayed against 48.9% traced, within), but the replay runs one breaker for the " +
+		"edge, which opens on the failures of all three instances' calls together and so refuses more retries: api → inventory " +
+		"1.346 attempts per call replayed against 1.468. Replaying a breaker per instance needs the model to know the instances",
+}
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must

@@ -226,6 +226,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				"a concurrency limit the traces do not size, so it is not simulated as a limit; those fast failures are replayed in the edge's outcome mix",
 				e.Caller, e.Callee, e.Operation, br.ProxyShed))
 		}
+		if br := e.Breaker; br != nil && br.Detected && br.Instances != nil && (br.Instances.WithBreaker > 1 || br.TripRule == graph.TripUnknown) {
+			m.Assumed = append(m.Assumed, instancesNote(e))
+		}
 		if br := e.Breaker; br != nil && br.Detected && br.TripRule == graph.TripFailureRate {
 			note, err := failureRateNote(e, ed.Policy.Breaker)
 			if err != nil {
@@ -680,6 +683,24 @@ func observedPolicy(e graph.Edge) Policy {
 		p.MaxAttempts = max(p.MaxAttempts, e.Hedging.MaxRequests, 2)
 	}
 	return p
+}
+
+// instancesNote says how the replay runs the breaker of edge e, whose
+// caller's instances each keep one: as one breaker for the edge, with
+// the setting the instances pooled (and, where they disagree on the trip
+// rule, on failures in a row at the fewest any instance opened after).
+func instancesNote(e graph.Edge) string {
+	br := e.Breaker
+	setting := fmt.Sprintf("open after %d failures in a row, for %.3gms", max(br.TripAfter, 1), max(br.OpenMS, 1))
+	if br.TripRule == graph.TripFailureRate {
+		setting = "the failure-rate breaker the next note describes"
+	}
+	note := fmt.Sprintf("%s → %s %s: %d of the caller's %d instances showed a circuit breaker of their own; the replay runs one breaker for the edge with their pooled setting (%s), which opens on the failures of all instances' calls together",
+		e.Caller, e.Callee, e.Operation, br.Instances.WithBreaker, br.Instances.Calling, setting)
+	if len(br.Instances.Unknown) > 0 {
+		note += "; unknown: " + strings.Join(br.Instances.Unknown, "; ")
+	}
+	return note
 }
 
 // sizedFailureRate is the failure-rate breaker a failure-rate breaker's fit

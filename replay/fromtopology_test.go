@@ -264,3 +264,26 @@ func TestPropagatedDeadlineFromTopology(t *testing.T) {
 		})
 	}
 }
+
+// TestInstancesNote: where the caller's instances each showed a breaker
+// of their own, the model says it replays one for the edge, with the
+// pooled setting; where no instance is named, or only one showed it, it
+// says nothing of instances.
+func TestInstancesNote(t *testing.T) {
+	for _, tc := range []struct {
+		scenario string
+		want     string // "" for no note
+	}{
+		{"breaker-instances", "3 of the caller's 3 instances showed a circuit breaker of their own; the replay runs one breaker for the edge with their pooled setting (open after 3 failures in a row"},
+		{"breaker-concurrent", ""},
+	} {
+		m, err := FromTopology(sampleTopology(t, tc.scenario), BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(m.Assumed, "\n")
+		if got := strings.Contains(notes, "instances showed a circuit breaker"); got != (tc.want != "") || !strings.Contains(notes, tc.want) {
+			t.Errorf("%s: notes\n%s\nwant one saying %q", tc.scenario, notes, tc.want)
+		}
+	}
+}

@@ -348,7 +348,9 @@ func hedgingText(h *graph.Hedging) string {
 	return fmt.Sprintf("after %s, ≤%d", ms(h.DelayMS), h.MaxRequests)
 }
 
-// breakerText is "opened 3×, 13 fast-failed" ("…, on a failure rate" where
+// breakerText is "opened 3×, 13 fast-failed" (" on 2 of 3 instances"
+// after it where the traces name the caller's instances, "…, trip rule
+// unknown" where they disagree on it, "…, on a failure rate" where
 // the traces show it does not count failures in a row, whose threshold a
 // reader would otherwise assume, with the shares and windows that fit,
 // "(39.6%–67.9% over 242–494ms)", or "(unsized)"), "none (12 failed in a row)" when
@@ -365,8 +367,14 @@ func breakerText(b *graph.Breaker) string {
 		return "-"
 	case b.Detected:
 		rule := ""
+		if in := b.Instances; in != nil {
+			rule = fmt.Sprintf(" on %d of %d instances", in.WithBreaker, in.Calling)
+		}
+		if b.TripRule == graph.TripUnknown {
+			rule += ", trip rule unknown (the instances disagree)"
+		}
 		if b.TripRule == graph.TripFailureRate {
-			rule = ", on a failure rate"
+			rule += ", on a failure rate"
 			if f := b.FailureRate; f != nil && f.Fit == graph.FitSized && len(f.ShareRange) == 2 && len(f.WindowMSRange) == 2 {
 				rule += fmt.Sprintf(" (%s over %sms)", span(100*f.ShareRange[0], 100*f.ShareRange[1], "%"), span(f.WindowMSRange[0], f.WindowMSRange[1], ""))
 			} else if f != nil && f.Fit == graph.FitUnknown {

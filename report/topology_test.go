@@ -413,6 +413,12 @@ func TestTextHelpers(t *testing.T) {
 		{"breaker on a failure rate, unsized", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripRule: graph.TripFailureRate,
 			FailureRate: &graph.FailureRateFit{Fit: graph.FitUnknown, Why: "too few"}}),
 			"opened 4×, 38 fast-failed, on a failure rate (unsized)"},
+		{"breaker per instance", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 18, FastFailedCalls: 155, TripAfter: 3, TripRule: graph.TripConsecutive,
+			Instances: &graph.BreakerInstances{WithBreaker: 2, Calling: 3}}),
+			"opened 18×, 155 fast-failed on 2 of 3 instances"},
+		{"breaker per instance, rule unknown", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 9, FastFailedCalls: 60, TripAfter: 3, TripRule: graph.TripUnknown,
+			Instances: &graph.BreakerInstances{WithBreaker: 2, Calling: 2, Unknown: []string{"trip rule: …"}}}),
+			"opened 9×, 60 fast-failed on 2 of 2 instances, trip rule unknown (the instances disagree)"},
 		{"breaker on a failure rate and a proxy limit", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripRule: graph.TripFailureRate, ProxyShed: 2}),
 			"opened 4×, 38 fast-failed, on a failure rate; proxy limit shed 2 (UO)"},
 	} {

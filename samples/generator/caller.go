@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/avast/retry-go/v4"
@@ -93,9 +94,17 @@ type caller struct {
 	hedge  hedgepolicy.HedgePolicy[*http.Response] // only for libFailsafe
 	// replicas are the callee's base URLs, one per replica (base is the first).
 	replicas []string
-	resty    *resty.Client      // only for libResty
-	retrier  *retrier.Retrier   // only for libResiliency
-	aws      *awsretry.Standard // only for libAWSRetry
+	// instance is the service.instance.id of the caller's instance that
+	// makes these calls ("" for a caller run as one).
+	instance string
+	// spread, for a callee run as several instances, is their base URLs:
+	// each call goes to the next in turn (next counts the calls), as a
+	// round-robin load balancer sends them.
+	spread  []string
+	next    atomic.Uint64
+	resty   *resty.Client      // only for libResty
+	retrier *retrier.Retrier   // only for libResiliency
+	aws     *awsretry.Standard // only for libAWSRetry
 }
 
 func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
@@ -229,7 +238,11 @@ func (c *caller) sendThroughBreaker(ctx context.Context, r request) (result, err
 // call makes one logical call to path. An HTTP error status after the last
 // attempt comes back as a result; err is only a transport failure.
 func (c *caller) call(ctx context.Context, path string, body []byte) (result, error) {
-	r := request{method: c.method, url: c.base + path, body: body, header: http.Header{}}
+	base := c.base
+	if len(c.spread) > 0 {
+		base = c.spread[(c.next.Add(1)-1)%uint64(len(c.spread))]
+	}
+	r := request{method: c.method, url: base + path, body: body, header: http.Header{}}
 	if body != nil {
 		r.header.Set("Content-Type", "application/json")
 	}
@@ -553,6 +566,11 @@ type edgeStats struct {
 	// again; breakerOpen is whether it is open and has not yet.
 	breakerOpenPeriods int
 	breakerOpen        bool
+	// breakerOpened counts the breaker's changes to open (OnStateChange).
+	breakerOpened int
+	// instances, on the stats merged from the callers of a caller's
+	// instances (add), is each instance's breaker.
+	instances []truthInstanceBreaker
 	// hedgedCalls counts calls that sent hedges; mostRequests is the most
 	// requests one of them sent.
 	hedgedCalls, mostRequests int
@@ -583,6 +601,44 @@ func (s *edgeStats) breakerState(open bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.breakerOpen = open
+	if open {
+		s.breakerOpened++
+	}
+}
+
+// add merges o, the stats of the caller of instance inst, into s; with
+// breaker it lists that instance's breaker.
+func (s *edgeStats) add(o *edgeStats, inst string, breaker bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls += o.calls
+	s.attempts += o.attempts
+	s.exhausted += o.exhausted
+	for st := range o.statuses {
+		s.statuses[st] = true
+	}
+	for f := range o.from {
+		s.from[f] = true
+	}
+	for i, n := range o.waits {
+		for len(s.waits) <= i {
+			s.waits = append(s.waits, 0)
+		}
+		s.waits[i] += n
+	}
+	s.retryAfterWaits += o.retryAfterWaits
+	s.lateMS = max(s.lateMS, o.lateMS)
+	s.breakerFastFails += o.breakerFastFails
+	s.breakerOpenPeriods += o.breakerOpenPeriods
+	s.hedgedCalls += o.hedgedCalls
+	s.mostRequests = max(s.mostRequests, o.mostRequests)
+	s.quotaRefused += o.quotaRefused
+	if breaker {
+		s.instances = append(s.instances, truthInstanceBreaker{Instance: inst, Opened: o.breakerOpened,
+			OpenPeriods: o.breakerOpenPeriods, FastFailedCalls: o.breakerFastFails})
+	}
 }
 
 func newEdgeStats(p Policy) *edgeStats {

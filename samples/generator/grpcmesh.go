@@ -323,7 +323,7 @@ func newGRPCMesh(ctx context.Context, otlpURL string) *grpcMesh {
 var traceContext = propagation.TraceContext{}
 
 func (m *grpcMesh) provider(name string) (*sdktrace.TracerProvider, error) {
-	tp, err := newProvider(m.ctx, name, m.otlpURL)
+	tp, err := newProvider(m.ctx, name, m.otlpURL, "")
 	if err == nil {
 		m.tps = append(m.tps, tp)
 	}

@@ -137,7 +137,7 @@ func startIncidentMesh(ctx context.Context, otlpURL string, shape incidentShape)
 	m := &incidentMesh{shape: shape, plan: newIncidentPlan(shape.Roots), used: map[string]int{}, stock: &grpcStats{}}
 	prop := propagation.TraceContext{}
 	provider := func(name string) (*sdktrace.TracerProvider, error) {
-		tp, err := newProvider(ctx, name, otlpURL)
+		tp, err := newProvider(ctx, name, otlpURL, "")
 		if err == nil {
 			m.tps = append(m.tps, tp)
 		}

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -155,7 +156,7 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 	var b strings.Builder
 	b.WriteString(sum)
 	for _, c := range m.callers {
-		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d", c.edge.Caller, c.edge.Callee, c.edge.Route, c.stats.calls)
+		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d", cmp.Or(c.instance, c.edge.Caller), c.edge.Callee, c.edge.Route, c.stats.calls)
 		if c.edge.Policy.retries() {
 			fmt.Fprintf(&b, ", gave up after %d attempts: %d, %s", c.edge.Policy.MaxAttempts, c.stats.exhausted, describeWaits(c.stats))
 		}
@@ -165,7 +166,7 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 		b.WriteString("\n")
 	}
 	if requireInferable {
-		if err := checkInferable(m.callers); err != nil {
+		if err := checkInferable(mergeInstances(m.callers)); err != nil {
 			return nil, b.String(), fmt.Errorf("too few retries for inference, nothing written:\n%w", err)
 		}
 	}

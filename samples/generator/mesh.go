@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -63,6 +64,12 @@ type service struct {
 	cache *sdktrace.TracerProvider
 	// extra are the listeners of the service's other replicas.
 	extra []net.Listener
+	// instance is the service.instance.id of a service run as several
+	// instances ("" for one), and instances, on the first, the others:
+	// processes of their own, each with its own TracerProvider, server
+	// and callers (so breakers of their own).
+	instance  string
+	instances []*service
 }
 
 // cacheService is the service name of the hand-made cache client spans,
@@ -76,21 +83,32 @@ func startMesh(ctx context.Context, sc Scenario, otlpURL string) (*mesh, error) 
 	m := &mesh{services: map[string]*service{}, faults: newFaultTable()}
 	prop := propagation.TraceContext{}
 	for _, name := range serviceNames {
-		tp, err := newProvider(ctx, name, otlpURL)
-		if err != nil {
-			return nil, err
+		n := max(sc.Instances[name], 1)
+		for i := range n {
+			id := ""
+			if n > 1 {
+				id = fmt.Sprintf("%s-%d", name, i+1)
+			}
+			tp, err := newProvider(ctx, name, otlpURL, id)
+			if err != nil {
+				return nil, err
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			s := &service{name: name, instance: id, faults: m.faults, tp: tp, ln: ln, callers: map[string]*caller{}}
+			s.transport = otelhttp.NewTransport(captureTransport{base: &http.Transport{MaxIdleConnsPerHost: 16}},
+				otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(prop))
+			if first := m.services[name]; first != nil {
+				first.instances = append(first.instances, s)
+			} else {
+				m.services[name] = s
+			}
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		s := &service{name: name, faults: m.faults, tp: tp, ln: ln, callers: map[string]*caller{}}
-		s.transport = otelhttp.NewTransport(captureTransport{base: &http.Transport{MaxIdleConnsPerHost: 16}},
-			otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(prop))
-		m.services[name] = s
 	}
 	if sc.ManualCache {
-		tp, err := newProvider(ctx, cacheService, otlpURL)
+		tp, err := newProvider(ctx, cacheService, otlpURL, "")
 		if err != nil {
 			return nil, err
 		}
@@ -109,38 +127,57 @@ func startMesh(ctx context.Context, sc Scenario, otlpURL string) (*mesh, error) 
 		for _, ln := range to.extra[:max(e.Policy.Replicas-1, 0)] {
 			bases = append(bases, "http://"+ln.Addr().String())
 		}
-		c := newCaller(e, bases, from.transport)
-		if e.Policy.BelowInstrumentation {
-			tp := from.tp
-			c.retryBelow(func(rt http.RoundTripper) http.RoundTripper {
-				return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(prop))
-			})
+		var spread []string // the callee's instances, one call each in turn
+		if len(to.instances) > 0 {
+			for _, inst := range to.all() {
+				spread = append(spread, inst.url())
+			}
 		}
-		from.callers[e.Route] = c
-		m.callers = append(m.callers, c)
+		// Each instance of the caller calls through a caller of its own:
+		// its own client spans, breaker and counts.
+		for _, src := range from.all() {
+			c := newCaller(e, bases, src.transport)
+			c.instance, c.spread = src.instance, spread
+			if e.Policy.BelowInstrumentation {
+				tp := src.tp
+				c.retryBelow(func(rt http.RoundTripper) http.RoundTripper {
+					return otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(prop))
+				})
+			}
+			src.callers[e.Route] = c
+			m.callers = append(m.callers, c)
+		}
 	}
-	for _, s := range m.services {
-		mux := http.NewServeMux()
-		for route, h := range s.handlers() {
-			mux.Handle(route, otelhttp.NewHandler(h, route,
-				otelhttp.WithTracerProvider(s.tp), otelhttp.WithPropagators(prop)))
-		}
-		s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go s.srv.Serve(s.ln)
-		for _, ln := range s.extra {
-			go s.srv.Serve(ln) // a replica: the same service on another port
+	for _, first := range m.services {
+		for _, s := range first.all() {
+			mux := http.NewServeMux()
+			for route, h := range s.handlers() {
+				mux.Handle(route, otelhttp.NewHandler(h, route,
+					otelhttp.WithTracerProvider(s.tp), otelhttp.WithPropagators(prop)))
+			}
+			s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+			go s.srv.Serve(s.ln)
+			for _, ln := range s.extra {
+				go s.srv.Serve(ln) // a replica: the same service on another port
+			}
 		}
 	}
 	return m, nil
 }
 
-func newProvider(ctx context.Context, name, otlpURL string) (*sdktrace.TracerProvider, error) {
+// newProvider returns a TracerProvider exporting to otlpURL whose resource
+// names the service and, where instance is not "", its
+// service.instance.id.
+func newProvider(ctx context.Context, name, otlpURL, instance string) (*sdktrace.TracerProvider, error) {
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(otlpURL))
 	if err != nil {
 		return nil, err
 	}
-	res, err := resource.Merge(resource.Default(),
-		resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(name)))
+	attrs := []attribute.KeyValue{semconv.ServiceName(name)}
+	if instance != "" {
+		attrs = append(attrs, semconv.ServiceInstanceID(instance))
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewWithAttributes(semconv.SchemaURL, attrs...))
 	if err != nil {
 		return nil, err
 	}
@@ -153,17 +190,24 @@ func newProvider(ctx context.Context, name, otlpURL string) (*sdktrace.TracerPro
 // caller timed out), then flushes and shuts down every TracerProvider.
 func (m *mesh) stop(ctx context.Context) error {
 	var errs []error
-	for _, s := range m.services {
-		errs = append(errs, s.srv.Shutdown(ctx))
+	for _, first := range m.services {
+		for _, s := range first.all() {
+			errs = append(errs, s.srv.Shutdown(ctx))
+		}
 	}
-	for _, s := range m.services {
-		errs = append(errs, s.tp.ForceFlush(ctx), s.tp.Shutdown(ctx))
-		if s.cache != nil {
-			errs = append(errs, s.cache.ForceFlush(ctx), s.cache.Shutdown(ctx))
+	for _, first := range m.services {
+		for _, s := range first.all() {
+			errs = append(errs, s.tp.ForceFlush(ctx), s.tp.Shutdown(ctx))
+		}
+		if first.cache != nil {
+			errs = append(errs, first.cache.ForceFlush(ctx), first.cache.Shutdown(ctx))
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// all is the service's instances: itself, then the others.
+func (s *service) all() []*service { return append([]*service{s}, s.instances...) }
 
 // url is the service's base URL.
 func (s *service) url() string { return "http://" + s.ln.Addr().String() }

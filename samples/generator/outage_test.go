@@ -3,10 +3,13 @@ package main
 import (
 	"cmp"
 	"context"
+	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // TestOutages: an outage answers every request to its endpoint, whatever
@@ -84,5 +87,66 @@ func TestBreakerConcurrentRun(t *testing.T) {
 	}
 	if most < 3 {
 		t.Errorf("at most %d inventory calls in flight at once, want several", most)
+	}
+}
+
+// TestBreakerInstancesRun runs breaker-instances end to end: api runs as
+// three instances, each named by its resource's service.instance.id,
+// edge spreads the orders over them in turn, and each instance's own
+// breaker opened and failed calls fast, its truth listed apart and
+// summed on the edge.
+func TestBreakerInstancesRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the mesh for about 2s")
+	}
+	sc := breakerInstances()
+	sc.Name = "short"
+	out := t.TempDir()
+	if _, _, err := runScenario(context.Background(), sc, out, false); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(out, sc.Name)
+	var tr truth
+	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	var b *truthBreaker
+	for _, e := range tr.Edges {
+		if e.Breaker != nil {
+			b = e.Breaker
+		}
+	}
+	if b == nil || len(b.Instances) != 3 {
+		t.Fatalf("breaker truth %+v, want one listing 3 instances", b)
+	}
+	var fast, periods int
+	for _, in := range b.Instances {
+		if in.OpenPeriods < 2 || in.FastFailedCalls < in.OpenPeriods || in.Opened < in.OpenPeriods {
+			t.Errorf("instance %+v: want at least 2 open periods, each failing a call fast", in)
+		}
+		fast, periods = fast+in.FastFailedCalls, periods+in.OpenPeriods
+	}
+	if fast != b.FastFailedCalls || periods != b.OpenPeriods {
+		t.Errorf("edge breaker %d fast failures in %d periods, the instances' sum %d in %d", b.FastFailedCalls, b.OpenPeriods, fast, periods)
+	}
+	// The orders api served, by the instance its resource names.
+	served := map[string]int{}
+	for _, td := range readJSONL(t, filepath.Join(dir, fileOTLPJSON)) {
+		for _, rs := range td.ResourceSpans().All() {
+			attrs := rs.Resource().Attributes()
+			if svc, _ := attrs.Get("service.name"); svc.AsString() != "api" {
+				continue
+			}
+			id, _ := attrs.Get("service.instance.id")
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					if sp.Kind() == ptrace.SpanKindServer {
+						served[id.AsString()]++
+					}
+				}
+			}
+		}
+	}
+	want := map[string]int{"api-1": 150, "api-2": 150, "api-3": 150}
+	if !maps.Equal(served, want) {
+		t.Errorf("api served %v by instance, want %v", served, want)
 	}
 }

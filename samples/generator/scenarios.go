@@ -44,6 +44,11 @@ type Scenario struct {
 	// Outages are faults in time (after the first root request), on top
 	// of the cases' scripts.
 	Outages []Outage
+	// Instances runs a service as that many instances (processes with
+	// their own service.instance.id, servers and callers, so breakers of
+	// their own); its callers spread their calls over them in turn. A
+	// service not named runs as one.
+	Instances map[string]int
 	// ManualCache makes api look each order up in a cache first, through
 	// hand-made CLIENT spans under another service name (mesh.go).
 	ManualCache bool
@@ -79,7 +84,7 @@ const ms = time.Millisecond
 
 // scenarios returns every scenario the generator writes.
 func scenarios() []Scenario {
-	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), breakerConcurrent(), hedging(), otherServiceName(),
+	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), breakerConcurrent(), breakerInstances(), hedging(), otherServiceName(),
 		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota(),
 		linearJitter(), fibonacci()}
 }
@@ -465,6 +470,40 @@ func breakerConcurrent() Scenario {
 			{Target: inventoryStock, From: 200 * ms, For: 250 * ms, Fault: down},
 			{Target: inventoryStock, From: 650 * ms, For: 120 * ms, Fault: down},
 			{Target: inventoryStock, From: 950 * ms, For: 60 * ms, Fault: down},
+		},
+	}
+}
+
+// breakerInstances is breaker-concurrent's api run as three instances
+// (issue #11 item 5), each a process of its own with its own
+// service.instance.id and its own gobreaker around its retrying calls to
+// inventory; edge spreads its calls over them in turn, as a round-robin
+// load balancer does, so their calls interleave on one edge: one
+// instance's breaker is open, failing its requests fast, while the
+// others' calls still go out.
+func breakerInstances() Scenario {
+	down := Fault{Status: http.StatusServiceUnavailable, Delay: 4 * ms}
+	return Scenario{
+		Name: "breaker-instances",
+		Description: "api runs as three instances (service.instance.id api-1, api-2, api-3), each calling inventory through retry-go " +
+			"(3 attempts, 5ms apart) inside a gobreaker circuit breaker of its own that opens after 3 failed calls in a row for 40ms; " +
+			"edge sends each order to the next instance in turn, a root request every 2ms whatever is in flight (each instance " +
+			"gets one every 6ms), and inventory answers 503 after 4ms to every request for 200ms, 120ms and 60ms stretches.",
+		Seed:      29,
+		Pace:      2 * ms,
+		OpenLoop:  true,
+		Instances: map[string]int{"api": 3},
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, retryGoFixed(3, 5*ms).withBreaker(3, 40*ms)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{{Count: 450}},
+		Outages: []Outage{
+			{Target: inventoryStock, From: 150 * ms, For: 200 * ms, Fault: down},
+			{Target: inventoryStock, From: 500 * ms, For: 120 * ms, Fault: down},
+			{Target: inventoryStock, From: 750 * ms, For: 60 * ms, Fault: down},
 		},
 	}
 }

@@ -93,6 +93,20 @@ type truthBreaker struct {
 	OpenPeriods          int `json:"open_periods,omitempty"`
 	FewestFailuresInARow int `json:"fewest_failures_in_a_row_before_open,omitempty"`
 	MostLetThrough       int `json:"most_failures_in_a_row_let_through,omitempty"`
+	// Instances, for a caller run as several instances, is each
+	// instance's own breaker (the counts above are their sums).
+	Instances []truthInstanceBreaker `json:"instances,omitempty"`
+}
+
+// truthInstanceBreaker is what one caller instance's breaker did, from its
+// gobreaker's OnStateChange and the calls it refused: Opened counts its
+// changes to open, OpenPeriods those that failed a call fast before the
+// next change.
+type truthInstanceBreaker struct {
+	Instance        string `json:"instance"`
+	Opened          int    `json:"opened"`
+	OpenPeriods     int    `json:"open_periods"`
+	FastFailedCalls int    `json:"fast_failed_calls"`
 }
 
 // truthHedge is a failsafe-go hedge policy and what it did.
@@ -152,6 +166,7 @@ type truthPath struct {
 
 func buildTruth(sc Scenario, callers []*caller) (truth, error) {
 	t := truth{Scenario: sc.Name, Description: sc.Description, RootRequests: sc.rootRequests()}
+	callers = mergeInstances(callers)
 	for _, c := range callers {
 		te, err := truthOf(c)
 		if err != nil {
@@ -198,7 +213,7 @@ func truthOf(c *caller) (truthEdge, error) {
 	if b := p.Breaker; b != nil {
 		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
 			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails,
-			OpenPeriods: st.breakerOpenPeriods}
+			OpenPeriods: st.breakerOpenPeriods, Instances: st.instances}
 	}
 	if _, ok := p.intendedWait(1); ok && p.retries() && sumWaits(st.waits) > 0 {
 		late := math.Round(st.lateMS*10) / 10
@@ -214,6 +229,29 @@ func truthOf(c *caller) (truthEdge, error) {
 	slices.Sort(te.RetriedStatus)
 	slices.Sort(te.NotRetriedStatus)
 	return te, nil
+}
+
+// mergeInstances returns callers with the callers of one edge from the
+// instances of a caller service (caller.instance set) merged into one, in
+// the order the first of each came: an edge's truth is over every
+// instance's calls, and its breaker lists what each instance's did.
+func mergeInstances(callers []*caller) []*caller {
+	var out []*caller
+	first := map[Edge]*caller{}
+	for _, c := range callers {
+		if c.instance == "" {
+			out = append(out, c)
+			continue
+		}
+		m := first[c.edge]
+		if m == nil {
+			m = &caller{edge: c.edge, stats: newEdgeStats(c.edge.Policy)}
+			first[c.edge] = m
+			out = append(out, m)
+		}
+		m.stats.add(c.stats, c.instance, c.edge.Policy.Breaker != nil)
+	}
+	return out
 }
 
 // configure writes what p configures into te: library, attempts,
