@@ -236,7 +236,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
 		}
-		if n := jitterNote(e, ed.Policy.Backoff); n != "" {
+		if n := jitterNote(e, ed.Policy.Backoff, ed.Policy.Backoff.Observed != nil); n != "" {
 			m.Assumed = append(m.Assumed, n)
 		}
 		if n := stepsNote(e, ed.Policy.Backoff.Observed != nil); n != "" {
@@ -571,9 +571,10 @@ func stepsNote(e graph.Edge, observed bool) string {
 
 // jitterNote says, for a retrying edge whose proportional fraction or
 // additive width the traces leave unknown with only its range, what the
-// replay spreads its waits by (b, the backoff it replays): the middle of
-// that range; "" for any other edge.
-func jitterNote(e graph.Edge, b Backoff) string {
+// replay spreads its waits by (b, the backoff it replays): the traces'
+// own waits where it has them (observed), else the middle of that
+// range; "" for any other edge.
+func jitterNote(e graph.Edge, b Backoff, observed bool) string {
 	bo := e.Backoff
 	if !e.Retries {
 		return ""
@@ -588,7 +589,12 @@ func jitterNote(e graph.Edge, b Backoff) string {
 	default:
 		return ""
 	}
-	return fmt.Sprintf("%s → %s %s: %s: the replay spreads the waits by the middle of the range, ±%.3g about the centre", e.Caller, e.Callee, e.Operation, what, b.Fraction)
+	how := fmt.Sprintf("the replay spreads the waits by the middle of the range, ±%.3g about the centre", b.Fraction)
+	if observed {
+		how = "the replay waits the traces' own waits before each retry, as on every edge that has them (without them, it would spread the formula's by the middle of the range, " +
+			fmt.Sprintf("±%.3g about the centre)", b.Fraction)
+	}
+	return fmt.Sprintf("%s → %s %s: %s: %s", e.Caller, e.Callee, e.Operation, what, how)
 }
 
 // giveUpClassLabels name a policy's GiveUp classes in notes and JSON.

@@ -226,8 +226,9 @@ func TestObservedScheduleKinds(t *testing.T) {
 
 // TestObservedProportionalFraction: proportional jitter is replayed at
 // the fraction inference stated or, where its range was too wide to
-// state one, at the middle of that range, which the model's notes say;
-// an additive width left unknown is noted alike, a stated one not.
+// state one, at the middle of that range, which the model's notes say
+// (and that the traces' own waits come first where the replay has
+// them); an additive width left unknown is noted alike, a stated one not.
 func TestObservedProportionalFraction(t *testing.T) {
 	f, w := 0.2, 100.0
 	for _, tc := range []struct {
@@ -250,11 +251,16 @@ func TestObservedProportionalFraction(t *testing.T) {
 		if math.Abs(b.Fraction-tc.fraction) > 1e-9 {
 			t.Errorf("%s: fraction %g, want %g", tc.name, b.Fraction, tc.fraction)
 		}
-		switch n := jitterNote(e, b); {
+		switch n := jitterNote(e, b, false); {
 		case tc.note == "" && n != "":
 			t.Errorf("%s: note %q, want none", tc.name, n)
 		case tc.note != "" && !strings.Contains(n, tc.note):
 			t.Errorf("%s: note %q, want one saying %q", tc.name, n, tc.note)
+		}
+		// Where the replay has the traces' own waits it waits those, and
+		// says so.
+		if n := jitterNote(e, b, true); tc.note != "" && !strings.Contains(n, "the traces' own waits") {
+			t.Errorf("%s: note %q with the traces' waits, want one saying it waits them", tc.name, n)
 		}
 	}
 }
