@@ -237,7 +237,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	if jittered || steady {
 		b.JitterPresent = &jittered
 	}
-	kind, fraction, additive := JitterUnknown, 0.0, additiveWidth{}
+	kind, fraction, additive := JitterUnknown, proportionalFraction{}, additiveWidth{}
 	// fullOrTimeline: the waits spread as full jitter's do, and too few
 	// pairs tell it from decorrelated jitter's timeline form.
 	fullOrTimeline := false
@@ -320,7 +320,10 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	b.Jitter = kind
 	switch kind {
 	case JitterProportional:
-		b.JitterFraction = ptr(math.Round(fraction*20) / 20)
+		b.JitterFractionRange = &[2]float64{math.Floor(fraction.lo*100) / 100, math.Ceil(fraction.hi*100) / 100}
+		if f := math.Round(fraction.f*20) / 20; fractionStated(f, *b.JitterFractionRange, maxFractionWidth) {
+			b.JitterFraction = ptr(f)
+		}
 	case JitterAdditive:
 		b.JitterAdditiveRangeMS = &[2]float64{round3(additive.lo), round3(additive.hi)}
 		if additive.known() {
@@ -578,7 +581,31 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 		b.IncrementMS = ptr(round3(f.y))
 		b.IncrementRangeMS = &[2]float64{round3(max(f.yLo, 0)), round3(f.yHi)}
 	}
+	growing := b.Kind == BackoffExponential || b.Kind == BackoffLinear || b.Kind == BackoffFibonacci
+	if growing && b.CapMS == nil && b.DecorrelatedForm != DecorrelatedTimeline {
+		// No cap seen: any cap there is lies at or above every step.
+		b.CapAboveMS = capAbove(b.Schedule)
+	}
 	return b
+}
+
+// capAbove is what a growing schedule's steps (none capped) say of its
+// cap: a capped schedule never waits past its cap, so the cap is at or
+// above every step's wait, and so (99% each) above the low end of every
+// step's range; the highest of those, nil where none is above zero. The
+// step is the schedule the formula sets before its jitter (a centre, a
+// ceiling, a floor), which the cap bounds whatever the jitter does
+// after. The time waited in all, decorrelated's timeline reading, is no
+// such step.
+func capAbove(steps []WaitStep) *float64 {
+	most := 0.0
+	for _, s := range steps {
+		most = max(most, s.RangeMS[0])
+	}
+	if most <= 0 {
+		return nil
+	}
+	return ptr(most)
 }
 
 // scheduleKind names the kind of a schedule of two or more steps. The
@@ -953,7 +980,7 @@ func summarise(g []float64) waitIndex {
 //
 // late says the edge's timings have a late tail (tailed): widths are
 // then read so that late waits do not stretch them (widthOf).
-func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (kind JitterKind, fraction float64, additive additiveWidth, candidates []JitterKind) {
+func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (kind JitterKind, fraction proportionalFraction, additive additiveWidth, candidates []JitterKind) {
 	var z []float64
 	for k, g := range gaps {
 		if idx[k].med < immediateMS {
@@ -964,7 +991,7 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (ki
 		}
 	}
 	if len(z) < minJitterSamples {
-		return JitterUnknown, 0, additiveWidth{}, nil
+		return JitterUnknown, proportionalFraction{}, additiveWidth{}, nil
 	}
 	// Additive or a kind that widens with the wait, asked first: the
 	// per-index widths tell them apart where the pooled shape may not
@@ -972,7 +999,7 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (ki
 	// Only where the medians of two indices differ at least 1.8-fold.
 	verdict, a := widthGrowth(gaps, idx, noise, late)
 	if verdict == growthNone {
-		return JitterAdditive, 0, a, nil
+		return JitterAdditive, proportionalFraction{}, a, nil
 	}
 	slices.Sort(z)
 	mean, sd := stat.MeanStdDev(z, nil)
@@ -983,7 +1010,7 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (ki
 	case math.Abs(r-0.5) < 0.05:
 		kind = JitterEqual
 	default:
-		kind, fraction = JitterProportional, (hi-lo)/(hi+lo)
+		kind, fraction.f = JitterProportional, (hi-lo)/(hi+lo)
 		// The pooled moments take in every late timer; where an index
 		// has the waits for widthOf, its width W and centre (the floor,
 		// g[0] less the W/(n+1) the shortest lies above it on average,
@@ -1000,8 +1027,10 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (ki
 			}
 		}
 		if sw > 0 {
-			fraction = sum / sw
+			fraction.f = sum / sw
 		}
+		fraction.lo, fraction.hi = fractionRange(gaps, idx, z, noise)
+		fraction.lo, fraction.hi = min(fraction.lo, fraction.f), max(fraction.hi, fraction.f)
 	}
 	if verdict == growthUntold && kind == JitterProportional && floorHigh(gaps, idx) {
 		// The widths fit a spread that stays put and one that grows
@@ -1009,9 +1038,85 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (ki
 		// where the waits sit about a centre, as both do: full and
 		// equal jitter, and waits spread from near zero, keep the
 		// pooled shape's kind.
-		return JitterUnknown, 0, additiveWidth{}, []JitterKind{JitterAdditive, kind}
+		return JitterUnknown, proportionalFraction{}, additiveWidth{}, []JitterKind{JitterAdditive, kind}
 	}
 	return kind, fraction, additiveWidth{}, nil
+}
+
+// proportionalFraction is jitterKind's reading of a proportional
+// jitter's fraction: f, and its 99% range [lo, hi] (fractionRange).
+type proportionalFraction struct{ f, lo, hi float64 }
+
+// maxFractionWidth is how wide (high less low) a proportional fraction's
+// range may be for the fraction to be stated: past it, jitter_fraction
+// is null and only its range is said. Chosen from TestFractionBoundSweep
+// (README: the sweep at several bounds): the widest bound that states no
+// fraction off by more than 0.05 on any host it simulates. A variable
+// only so that the sweep can lift it to read the figure at every bound.
+var maxFractionWidth = 0.5
+
+// fractionStated reports whether a proportional fraction f, as
+// published (rounded to 0.05), may be stated with its 99% range r: f
+// lies inside the range and the range is no wider than bound.
+func fractionStated(f float64, r [2]float64, bound float64) bool {
+	return r[0] <= f && f <= r[1] && r[1]-r[0] <= bound
+}
+
+// fractionRange returns the 99% range of a proportional jitter's
+// fraction, read as widthGrowth reads an additive width's: at every
+// index with minJitterSamples/2 or more waits (else over the pooled
+// waits z, each over its index's median, as one index), by each of the
+// three width estimators (the range, up to the upper quartile, the
+// bulk's), the fraction W/(2·centre) (the centre the floor, the shortest
+// wait less the W/(n+1) it lies above it on average, plus W/2) and its
+// weighted mean (by the inverse variance of the width's logarithm),
+// whose 99% range is that mean times e^(±z99·se). The low end reaches
+// lower by what late waits may shift the estimator's r-th wait up (none
+// for the range, 4/3 for the quartile's, 2 for the bulk's), and by the
+// noise late timers widen every index by, over twice the centre; the
+// high end stops at 1 (a wait of (1 ± f) times its centre is never
+// negative). The range is the union of the three.
+func fractionRange(gaps [][]float64, idx []waitIndex, z []float64, noise float64) (lo, hi float64) {
+	var use [][]float64
+	for k, g := range gaps {
+		if len(g) >= minJitterSamples/2 && idx[k].med >= immediateMS {
+			use = append(use, g)
+		}
+	}
+	if len(use) == 0 {
+		// z is each wait over its index's median: so is the noise, over
+		// the shortest median (the most it can be of one).
+		least := math.Inf(1)
+		for _, w := range idx {
+			if w.med >= immediateMS {
+				least = min(least, w.med)
+			}
+		}
+		use, noise = [][]float64{z}, noise/least
+	}
+	lo, hi = math.Inf(1), 0
+	for by, shift := range []float64{byRange: 1, byQuartile: 0.75, byBulk: 0.5} {
+		var sum, nsum, sw float64
+		for _, g := range use {
+			w, rel, _ := widthWith(g, by)
+			c := g[0] + w*(0.5-1/float64(len(g)+1))
+			if c <= 0 || w <= 0 {
+				continue
+			}
+			wt := 1 / (rel * rel)
+			sum, nsum, sw = sum+wt*w/(2*c), nsum+wt*noise/(2*c), sw+wt
+		}
+		if sw == 0 {
+			continue
+		}
+		m, se := sum/sw, 1/math.Sqrt(sw)
+		lo = min(lo, max(m*math.Exp(-z99*se)*shift-nsum/sw, 0))
+		hi = max(hi, min(m*math.Exp(z99*se), 1))
+	}
+	if lo > hi {
+		return 0, 1 // no index had a width to read: any fraction
+	}
+	return lo, hi
 }
 
 // bulkWidth estimates the width W of sorted jittered waits g (two or

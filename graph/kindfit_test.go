@@ -403,3 +403,53 @@ func (k *kindTally) add(got, truth BackoffKind) bool {
 	}
 	return true
 }
+
+// TestCapAbove: a growing schedule whose waits never stop growing claims
+// no cap and says how high any cap must be (the highest low end of its
+// steps' ranges: at or below the last step's wait, and above the step
+// before it); one whose waits stop at one level claims the cap and no
+// such level; a constant schedule neither.
+func TestCapAbove(t *testing.T) {
+	late := func(rng *rand.Rand) float64 { return 0.6 * rng.Float64() }
+	for _, tc := range []struct {
+		name           string
+		calls, retries int
+		wait           func(rng *rand.Rand, k int) float64
+		capMS          float64    // the cap claimed; 0 for none
+		above          [2]float64 // the range cap_above_ms must fall in; zero for none
+		kind           BackoffKind
+	}{
+		{"exponential 25·2^k ±20% up to its 200ms cap (grpc-pushback's)", 40, 4,
+			func(rng *rand.Rand, k int) float64 {
+				return min(25*math.Pow(2, float64(k)), 200)*(1+0.2*(2*rng.Float64()-1)) + late(rng)
+			}, 0, [2]float64{100, 200}, BackoffExponential},
+		{"exponential 10·2^k, no cap", 15, 4,
+			func(rng *rand.Rand, k int) float64 { return 10*math.Pow(2, float64(k)) + late(rng) }, 0, [2]float64{40, 80}, BackoffExponential},
+		{"exponential 10·2^k capped at 40: three steps at the cap", 15, 5,
+			func(rng *rand.Rand, k int) float64 { return min(10*math.Pow(2, float64(k)), 40) + late(rng) }, 40, [2]float64{}, BackoffExponential},
+		{"linear 10ms + 10ms·k over 8 steps", 15, 8,
+			func(rng *rand.Rand, k int) float64 { return 10*float64(k+1) + late(rng) }, 0, [2]float64{70, 80}, BackoffLinear},
+		{"linear capped at 40ms", 15, 6,
+			func(rng *rand.Rand, k int) float64 { return min(10*float64(k+1), 40) + late(rng) }, 40, [2]float64{}, BackoffLinear},
+		{"constant 25ms", 15, 4,
+			func(rng *rand.Rand, k int) float64 { return 25 + late(rng) }, 0, [2]float64{}, BackoffConstant},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			chainOf(b, tc.calls, 21, tc.retries, tc.wait)
+			bo := edge(t, b.infer(), "api", "backend").Backoff
+			if bo.Kind != tc.kind {
+				t.Fatalf("backoff %s, want %s: %s", bo.Kind, tc.kind, fmtBackoff(bo))
+			}
+			if c := bo.CapMS; tc.capMS == 0 && c != nil || tc.capMS > 0 && (c == nil || math.Abs(*c-tc.capMS) > 1) {
+				t.Errorf("cap %v, want %vms (0: none): %s", c, tc.capMS, fmtBackoff(bo))
+			}
+			switch a := bo.CapAboveMS; {
+			case tc.above == [2]float64{} && a != nil:
+				t.Errorf("any cap at or above %vms, want no such level: %s", *a, fmtBackoff(bo))
+			case tc.above != [2]float64{} && (a == nil || *a <= tc.above[0] || *a > tc.above[1]):
+				t.Errorf("any cap at or above %v, want above %vms and at most %vms: %s", a, tc.above[0], tc.above[1], fmtBackoff(bo))
+			}
+		})
+	}
+}

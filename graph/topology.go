@@ -333,7 +333,18 @@ type Backoff struct {
 	// the waits share at every attempt while they grow, and taken off
 	// before the fit; absent when none was seen.
 	OverheadMS *float64 `json:"overhead_ms,omitempty"`
-	CapMS      *float64 `json:"cap_ms"`
+	// CapMS is the cap the waits stop growing at: claimed where a step
+	// falls short of the growth before it (a ratio below 1.15, or below
+	// 0.7 of the growth's) and one cap fits every step from there on.
+	// Null where no step shows one: CapAboveMS then says how high a cap
+	// would have to be.
+	CapMS *float64 `json:"cap_ms"`
+	// CapAboveMS, for a growing schedule (exponential, linear,
+	// Fibonacci) where no cap was seen, is the level any cap is at or
+	// above: the highest low end of the steps' 99% ranges (a capped step
+	// never waits past the cap). Absent where a cap was seen, or the
+	// schedule does not grow.
+	CapAboveMS *float64 `json:"cap_above_ms,omitempty"`
 	// Jitter is none, full, equal, decorrelated, proportional (±x of the
 	// wait, in JitterFraction), additive (+U[0, JitterAdditiveMS] on the
 	// wait), or unknown.
@@ -356,7 +367,16 @@ type Backoff struct {
 	// wait alike; the schedule is read at the waits' medians (the centre
 	// of either), each range holding either kind's reading.
 	JitterCandidates []JitterKind `json:"jitter_candidates,omitempty"`
-	JitterFraction   *float64     `json:"jitter_fraction"`
+	// JitterFraction is x, for ±x of the wait (rounded to 0.05), stated
+	// only where it lies inside JitterFractionRange and that range is
+	// no wider than 0.5; else null (unknown), the range said.
+	JitterFraction *float64 `json:"jitter_fraction"`
+	// JitterFractionRange, for proportional jitter, is the 99% range of
+	// its fraction (low, high; rounded outwards to 0.01), read from the
+	// widths at every attempt index as JitterAdditiveRangeMS is (up to
+	// their upper quartile or median where late timers may stretch
+	// their range), the low end less the noise late timers widen each by.
+	JitterFractionRange *[2]float64 `json:"jitter_fraction_range,omitempty"`
 	// JitterAdditiveMS is a, for +U[0, a] on every wait; absent where
 	// late timers leave a tail as wide as it (the longest wait at some
 	// index reaches past its floor by more than a again), which the

@@ -340,6 +340,11 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					if want != BackoffImmediate { // immediate retries have no schedule (Backoff.Schedule)
 						checkSteps(t, loc, e.Backoff, te.Backoff.Kind, te.Backoff.BaseMS, te.Backoff.Multiplier, te.Backoff.IncrementMS, te.Backoff.CapMS)
 					}
+					// No cap seen: the level any cap is at or above holds
+					// the configured one.
+					if c, a := te.Backoff.CapMS, e.Backoff.CapAboveMS; c != nil && a != nil && *a > *c {
+						t.Errorf("%s: any cap at or above %vms, but the configured cap is %vms", loc, *a, *c)
+					}
 				}
 				if w := te.WaitLateMS; w != nil && *w > minNoiseMS && te.Backoff.Jitter == "none" {
 					// The capture's own waits came later than the policy's by
@@ -480,7 +485,9 @@ func hasFinding(t *Topology, id, location string) bool {
 // the base within 10% unless the jitter is present but unnamed (and 2ms of timer lateness; above it, also the
 // capture's median lateness where written: waits come late, never early) and inside its range, a stated multiplier
 // equal to the configured one and a range that holds it, a named jitter
-// the configured kind, a proportional fraction within 0.05, an additive
+// the configured kind, a proportional fraction within 0.05 (or unknown,
+// where its range is too wide to state it) and a range of fractions
+// that holds it, an additive
 // width within 20% (or unknown, where late timers left a tail as wide as
 // it) and a range of widths that holds it.
 func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult *float64, jitter string, fraction, additive *float64) {
@@ -508,8 +515,15 @@ func checkSchedule(t *testing.T, loc string, b Backoff, base, late float64, mult
 		if string(b.Jitter) != jitter {
 			t.Errorf("%s: jitter %s, want %s", loc, b.Jitter, jitter)
 		}
-		if f := b.JitterFraction; jitter == "proportional" && fraction != nil && (f == nil || math.Abs(*f-*fraction) > 0.05) {
-			t.Errorf("%s: jitter fraction %v, want %v ±0.05", loc, f, *fraction)
+		if jitter == "proportional" && fraction != nil {
+			// The fraction within 0.05, or, where its range is too wide
+			// to state it, unknown; its range holding it either way.
+			switch f, r := b.JitterFraction, b.JitterFractionRange; {
+			case r == nil || r[0] > *fraction || r[1] < *fraction:
+				t.Errorf("%s: jitter fraction range %v excludes the configured %v", loc, r, *fraction)
+			case f != nil && math.Abs(*f-*fraction) > 0.05+1e-9:
+				t.Errorf("%s: jitter fraction %v, want %v ±0.05", loc, *f, *fraction)
+			}
 		}
 		if jitter == "additive" && additive != nil {
 			// The width within 20%, or, where late timers left a tail

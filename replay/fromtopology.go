@@ -242,6 +242,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		if f := ed.Fail; f != nil && f.Runs.AfterFailure.Calls > 0 {
 			m.Assumed = append(m.Assumed, runsNote(e, f))
 		}
+		if n := jitterNote(e, ed.Policy.Backoff, ed.Policy.Backoff.Observed != nil); n != "" {
+			m.Assumed = append(m.Assumed, n)
+		}
 		if n := stepsNote(e, ed.Policy.Backoff.Observed != nil); n != "" {
 			m.Assumed = append(m.Assumed, n)
 		}
@@ -572,6 +575,34 @@ func stepsNote(e graph.Edge, observed bool) string {
 	return fmt.Sprintf("%s → %s %s: the backoff kind is unknown, %s: %s", e.Caller, e.Callee, e.Operation, fits, how)
 }
 
+// jitterNote says, for a retrying edge whose proportional fraction or
+// additive width the traces leave unknown with only its range, what the
+// replay spreads its waits by (b, the backoff it replays): the traces'
+// own waits where it has them (observed), else the middle of that
+// range; "" for any other edge.
+func jitterNote(e graph.Edge, b Backoff, observed bool) string {
+	bo := e.Backoff
+	if !e.Retries {
+		return ""
+	}
+	var what string
+	switch r := bo.JitterFractionRange; {
+	case bo.Jitter == JitterProportional && bo.JitterFraction == nil && r != nil:
+		what = fmt.Sprintf("the proportional jitter's fraction is unknown (its range ±%.3g–%.3g too wide to state one)", r[0], r[1])
+	case bo.Jitter == graph.JitterAdditive && bo.JitterAdditiveMS == nil && bo.JitterAdditiveRangeMS != nil:
+		r := bo.JitterAdditiveRangeMS
+		what = fmt.Sprintf("the additive jitter's width is unknown (late timers' tail as wide as it; its range %.3g–%.3gms)", r[0], r[1])
+	default:
+		return ""
+	}
+	how := fmt.Sprintf("the replay spreads the waits by the middle of the range, ±%.3g about the centre", b.Fraction)
+	if observed {
+		how = "the replay waits the traces' own waits before each retry, as on every edge that has them (without them, it would spread the formula's by the middle of the range, " +
+			fmt.Sprintf("±%.3g about the centre)", b.Fraction)
+	}
+	return fmt.Sprintf("%s → %s %s: %s: %s", e.Caller, e.Callee, e.Operation, what, how)
+}
+
 // giveUpClassLabels name a policy's GiveUp classes in notes and JSON.
 var giveUpClassLabels = [giveUpClasses]string{GiveUpFail: "failure", GiveUpThrottled: "throttled", GiveUpRetryAfter: "retry-after"}
 
@@ -634,9 +665,14 @@ func observedPolicy(e graph.Edge) Policy {
 			p.Backoff.Jitter = JitterFull
 		}
 	case JitterProportional:
+		// A fraction too uncertain to state is replayed at the middle of
+		// its range (jitterNote says so).
 		p.Backoff.Jitter = JitterProportional
-		if b.JitterFraction != nil {
+		switch r := b.JitterFractionRange; {
+		case b.JitterFraction != nil:
 			p.Backoff.Fraction = *b.JitterFraction
+		case r != nil:
+			p.Backoff.Fraction = (r[0] + r[1]) / 2
 		}
 	case graph.JitterAdditive:
 		// d + U[0,a] is (d + a/2)·(1 ± a/(2d+a)) at the first wait: the

@@ -223,3 +223,44 @@ func TestObservedScheduleKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestObservedProportionalFraction: proportional jitter is replayed at
+// the fraction inference stated or, where its range was too wide to
+// state one, at the middle of that range, which the model's notes say
+// (and that the traces' own waits come first where the replay has
+// them); an additive width left unknown is noted alike, a stated one not.
+func TestObservedProportionalFraction(t *testing.T) {
+	f, w := 0.2, 100.0
+	for _, tc := range []struct {
+		name     string
+		b        graph.Backoff
+		fraction float64
+		note     string // a part of the note; "" for none
+	}{
+		{"the fraction stated", graph.Backoff{Jitter: graph.JitterProportional, JitterFraction: &f, JitterFractionRange: &[2]float64{0.07, 0.28}}, 0.2, ""},
+		{"the fraction unknown: the middle of its range", graph.Backoff{Jitter: graph.JitterProportional, JitterFractionRange: &[2]float64{0.11, 0.76}}, 0.435,
+			"fraction is unknown (its range ±0.11–0.76 too wide to state one): the replay spreads the waits by the middle of the range, ±0.435"},
+		{"neither", graph.Backoff{Jitter: graph.JitterProportional}, 0, ""},
+		{"an additive width stated", graph.Backoff{Jitter: graph.JitterAdditive, JitterAdditiveMS: &w, JitterAdditiveRangeMS: &[2]float64{60, 160}}, 0.2, ""},
+		{"an additive width unknown", graph.Backoff{Jitter: graph.JitterAdditive, JitterAdditiveRangeMS: &[2]float64{40, 160}}, 0.2,
+			"width is unknown (late timers' tail as wide as it; its range 40–160ms): the replay spreads the waits by the middle of the range, ±0.2"},
+	} {
+		tc.b.Kind, tc.b.BaseMS = "constant", 200
+		e := graph.Edge{Caller: "a", Callee: "b", Operation: "GET /x", MaxAttempts: 3, Retries: true, Backoff: tc.b}
+		b := observedPolicy(e).Backoff
+		if math.Abs(b.Fraction-tc.fraction) > 1e-9 {
+			t.Errorf("%s: fraction %g, want %g", tc.name, b.Fraction, tc.fraction)
+		}
+		switch n := jitterNote(e, b, false); {
+		case tc.note == "" && n != "":
+			t.Errorf("%s: note %q, want none", tc.name, n)
+		case tc.note != "" && !strings.Contains(n, tc.note):
+			t.Errorf("%s: note %q, want one saying %q", tc.name, n, tc.note)
+		}
+		// Where the replay has the traces' own waits it waits those, and
+		// says so.
+		if n := jitterNote(e, b, true); tc.note != "" && !strings.Contains(n, "the traces' own waits") {
+			t.Errorf("%s: note %q with the traces' waits, want one saying it waits them", tc.name, n)
+		}
+	}
+}

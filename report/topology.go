@@ -203,7 +203,8 @@ const wideBase = 0.2
 
 // backoffText describes the wait between attempts in full:
 // "exponential 20ms ×2 (1.9–2.1) cap 160ms" (the multiplier with the
-// range the waits allow), "exponential 20ms ×? (1.14–2.47)" when that
+// range the waits allow; "no cap up to 158ms" where no step showed a
+// cap), "exponential 20ms ×? (1.14–2.47)" when that
 // range is too wide to state one, "constant 25ms", "none", "unknown (2
 // waits)", the base with its range "20ms (17.8–22.2ms)" when that spans
 // more than a fifth of it, each followed by "+4ms overhead" when every wait carried a
@@ -237,10 +238,7 @@ func backoffText(e graph.Edge) string {
 		if r := b.MultiplierRange; r != nil {
 			s += " (" + decimal(r[0], 2) + "–" + decimal(r[1], 2) + ")"
 		}
-		if b.CapMS != nil {
-			s += " cap " + ms(*b.CapMS)
-		}
-		return s + overhead
+		return s + capText(b) + overhead
 	case graph.BackoffLinear, graph.BackoffFibonacci:
 		// "linear 20.8ms +20.1ms (17.6–22.4)": the base, the increment and
 		// its range.
@@ -251,7 +249,7 @@ func backoffText(e graph.Edge) string {
 		if r := b.IncrementRangeMS; r != nil {
 			s += " (" + decimal(r[0], 1) + "–" + decimal(r[1], 1) + ")"
 		}
-		return s + overhead
+		return s + capText(b) + overhead
 	case "unknown", "":
 		if len(b.Schedule) < 2 {
 			return fmt.Sprintf("unknown (%s)", plural(b.Samples, "wait"))
@@ -275,6 +273,20 @@ func backoffText(e graph.Edge) string {
 	return display(string(b.Kind))
 }
 
+// capText is a growing backoff's cap: " cap 160ms" where the waits
+// showed one, " no cap up to 158ms" where none showed and the steps put
+// any cap at or above that, above the base (a level below the first wait
+// says nothing of a cap), else "".
+func capText(b graph.Backoff) string {
+	switch {
+	case b.CapMS != nil:
+		return " cap " + ms(*b.CapMS)
+	case b.CapAboveMS != nil && *b.CapAboveMS > b.BaseMS:
+		return " no cap up to " + ms(*b.CapAboveMS)
+	}
+	return ""
+}
+
 // backoffShort is the backoff in a few characters for graph labels:
 // "exp 20ms", "const 25ms", "immediate", "backoff unknown".
 func backoffShort(b graph.Backoff) string {
@@ -295,8 +307,10 @@ func backoffShort(b graph.Backoff) string {
 	return display(string(b.Kind))
 }
 
-// jitterText is "none", "proportional ±50%", "full", "additive, width
-// 24.4ms–248.2ms" where late timers left only the width's range, "present (3 waits)"
+// jitterText is "none", "proportional ±50%", "proportional ±11–76%"
+// where the fraction's range is too wide to state one, "full",
+// "additive, width 24.4ms–248.2ms" where late timers left only the
+// width's range, "present (3 waits)"
 // when waits vary but too few were seen to name the kind, "decorrelated or
 // full (54 waits)" when they narrow it to candidates, or "unknown"; "-" on
 // an edge that does not retry.
@@ -316,8 +330,12 @@ func jitterText(e graph.Edge) string {
 		}
 		return "additive"
 	case "proportional":
-		if b.JitterFraction != nil {
+		switch r := b.JitterFractionRange; {
+		case b.JitterFraction != nil:
 			return "proportional ±" + decimal(100**b.JitterFraction, 0) + "%"
+		case r != nil:
+			// The range too wide to state the fraction: the range.
+			return "proportional ±" + decimal(100*r[0], 0) + "–" + decimal(100*r[1], 0) + "%"
 		}
 		return "proportional"
 	case "unknown", "":

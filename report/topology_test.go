@@ -430,7 +430,8 @@ func TestTextHelpers(t *testing.T) {
 
 // TestJitterText: the jitter column names the kind, says it varies where
 // too few waits name none, lists the candidates the waits leave, and
-// gives an additive width's range where late timers left it unknown.
+// gives an additive width's range where late timers left it unknown, and
+// a proportional fraction's where it is too wide to state one.
 func TestJitterText(t *testing.T) {
 	yes, no := true, false
 	for _, tc := range []struct {
@@ -447,9 +448,34 @@ func TestJitterText(t *testing.T) {
 			JitterCandidates: []graph.JitterKind{graph.JitterAdditive, graph.JitterProportional}}, "additive or proportional (16 waits)"},
 		{"unknown", graph.Backoff{Jitter: graph.JitterUnknown}, "unknown"},
 		{"additive", graph.Backoff{Jitter: graph.JitterAdditive, JitterAdditiveMS: ptr(100.0), JitterAdditiveRangeMS: &[2]float64{60, 160}}, "additive +0–100ms"},
+		{"proportional", graph.Backoff{Jitter: graph.JitterProportional, JitterFraction: ptr(0.2), JitterFractionRange: &[2]float64{0.07, 0.28}}, "proportional ±20%"},
+		{"proportional, the fraction unknown", graph.Backoff{Jitter: graph.JitterProportional, JitterFractionRange: &[2]float64{0.11, 0.76}}, "proportional ±11–76%"},
 		{"additive, the width unknown", graph.Backoff{Jitter: graph.JitterAdditive, JitterAdditiveRangeMS: &[2]float64{24.365, 248.169}}, "additive, width 24.4ms–248.2ms"},
 	} {
 		if got := jitterText(graph.Edge{Retries: true, Backoff: tc.b}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestBackoffCap: a growing backoff shows the cap its waits showed, or,
+// where none showed, how high any cap is where that is above the base; a
+// constant one neither.
+func TestBackoffCap(t *testing.T) {
+	two, inc := 2.0, 20.0
+	for _, tc := range []struct {
+		name string
+		b    graph.Backoff
+		want string
+	}{
+		{"capped", graph.Backoff{Kind: "exponential", BaseMS: 20, Multiplier: &two, CapMS: ptr(160.0)}, "exponential 20ms ×2 cap 160ms"},
+		{"no cap seen", graph.Backoff{Kind: "exponential", BaseMS: 25, Multiplier: &two, CapAboveMS: ptr(158.232)}, "exponential 25ms ×2 no cap up to 158.2ms"},
+		{"neither", graph.Backoff{Kind: "exponential", BaseMS: 25, Multiplier: &two}, "exponential 25ms ×2"},
+		{"no cap seen, up to a level below the base", graph.Backoff{Kind: "exponential", BaseMS: 20.6, Multiplier: &two, CapAboveMS: ptr(13.1)}, "exponential 20.6ms ×2"},
+		{"linear, no cap seen", graph.Backoff{Kind: graph.BackoffLinear, BaseMS: 20, IncrementMS: &inc, CapAboveMS: ptr(73.3)}, "linear 20ms +20ms no cap up to 73.3ms"},
+		{"constant", graph.Backoff{Kind: "constant", BaseMS: 25}, "constant 25ms"},
+	} {
+		if got := backoffText(graph.Edge{Retries: true, Backoff: tc.b}); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
