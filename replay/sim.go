@@ -413,13 +413,9 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 			s.budgets[i] = e.Policy.Budget.New()
 		}
 		if e.Policy.Breaker.Enabled() {
-			// One breaker per instance of the caller, each with a random
-			// stream of its own: the first instance's is the edge's
-			// stream of a caller that runs as one.
+			// One breaker per instance of the caller, each made when its
+			// instance first calls (see breaker).
 			s.breakers[i] = make([]*Breaker, s.svcs[e.Caller].insts)
-			for k := range s.breakers[i] {
-				s.breakers[i][k] = NewBreaker(e.Policy.Breaker, newRNG(cfg.Seed, uint64(k)<<32|(100+uint64(i))))
-			}
 		}
 		if e.Policy.MaxRequests > 0 && s.outSlot == nil {
 			s.outSlot = outSlots(m.Edges)
@@ -775,10 +771,24 @@ func (s *sim) send(ci int32, c *call) {
 // breaker is the circuit breaker call c (of an edge) goes through, its
 // caller instance's on its edge; nil for none.
 func (s *sim) breaker(c *call) *Breaker {
-	if brs := s.breakers[c.edge]; brs != nil {
-		return brs[c.inst]
+	brs := s.breakers[c.edge]
+	if brs == nil {
+		return nil
 	}
-	return nil
+	if br := brs[c.inst]; br != nil {
+		return br
+	}
+	return s.newBreaker(c.edge, c.inst)
+}
+
+// newBreaker makes instance k's breaker on edge e, with a random stream
+// of its own: instance 0's is the edge's stream of a caller that runs as
+// one, and none depends on when it is made. Made on first use, an
+// instance that never calls costs its slot only.
+func (s *sim) newBreaker(e, k int32) *Breaker {
+	br := NewBreaker(s.m.Edges[e].Policy.Breaker, newRNG(s.cfg.Seed, uint64(k)<<32|(100+uint64(e))))
+	s.breakers[e][k] = br
+	return br
 }
 
 // caller is the service that makes call c (-1 for the end user). The
