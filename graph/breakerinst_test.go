@@ -101,6 +101,15 @@ func TestBreakerInstances(t *testing.T) {
 			case br.Instances.WithBreaker != tc.inst.WithBreaker || br.Instances.Calling != tc.inst.Calling:
 				t.Errorf("instances %+v, want %d with a breaker of %d calling", *br.Instances, tc.inst.WithBreaker, tc.inst.Calling)
 			}
+			// The service knows its instances whether or not a breaker
+			// shows: as many as called, 0 where none is named.
+			wantN := 0
+			if tc.inst != nil {
+				wantN = tc.inst.Calling
+			}
+			if n := service(t, tp, "gateway").Instances; n != wantN {
+				t.Errorf("gateway: %d instances, want %d", n, wantN)
+			}
 			if br.Instances != nil {
 				all := strings.Join(br.Instances.Unknown, "; ")
 				for _, u := range tc.unknowns {
@@ -114,4 +123,16 @@ func TestBreakerInstances(t *testing.T) {
 			}
 		})
 	}
+}
+
+// service returns the topology's service named name.
+func service(t *testing.T, tp *Topology, name string) Service {
+	t.Helper()
+	for _, s := range tp.Services {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no service %s", name)
+	return Service{}
 }

@@ -9,6 +9,10 @@ import (
 	"math"
 )
 
+// MaxInstances is the most process instances a service may have
+// (Service.Instances): as many as ingest can tell apart.
+const MaxInstances = 1 << 16
+
 // ReadTopology reads a topology written by `retryaudit infer --format json`
 // (and perhaps edited by hand). Unknown fields are errors, so a misspelt
 // field in an edited file is caught rather than ignored; errors give the
@@ -26,6 +30,11 @@ func ReadTopology(r io.Reader) (*Topology, error) {
 	}
 	if t.Schema != Schema {
 		return nil, fmt.Errorf("schema %q: this version reads %q", t.Schema, Schema)
+	}
+	for i, s := range t.Services {
+		if s.Instances < 0 || s.Instances > MaxInstances {
+			return nil, fmt.Errorf("services[%d] (%s): instances %d: want 0 (not known) to %d", i, s.Name, s.Instances, MaxInstances)
+		}
 	}
 	for i, e := range t.Edges {
 		if e.Caller == "" || e.Callee == "" {

@@ -62,10 +62,11 @@ func canceled(ctx context.Context, i int) error {
 func infer(ctx context.Context, ix *index) (*Topology, error) {
 	var ops opTable
 	var instrumented map[string]bool
+	var instances map[string]map[string]bool
 	statsDone := make(chan struct{})
 	go func() {
 		defer close(statsDone)
-		ops, instrumented = serverStats(ix) // reads the index only
+		ops, instrumented, instances = serverStats(ix) // reads the index only
 	}()
 	names := newNaming(ix)
 	calls, err := extractCalls(ctx, ix, names)
@@ -77,7 +78,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	<-statsDone
 	// Before anything else is built from the calls: what the operations'
 	// statistics hold is freed as they are read.
-	svcs := services(ix, ops, instrumented, ecs)
+	svcs := services(ix, ops, instrumented, instances, ecs)
 
 	var byFinding findingExamples
 	t := &Topology{Schema: Schema, Services: []Service{}, Edges: []Edge{}, Paths: []Path{}, Warnings: []string{}}
@@ -316,15 +317,18 @@ func (t opTable) get(svc, op string) *opStats {
 // mysql and redis-manual are) serves nothing of its own that a span shows,
 // so it is virtual, timed by its callers' attempts. It reads the index
 // only, so Infer runs it beside call extraction.
-func serverStats(ix *index) (opTable, map[string]bool) {
+func serverStats(ix *index) (opTable, map[string]bool, map[string]map[string]bool) {
 	st := mapShards(ix, ix.serverStatsIn, (*opPartial).merge)
-	return st.ops, st.instrumented
+	return st.ops, st.instrumented, st.instances
 }
 
 // opPartial is the operations' statistics of some traces.
 type opPartial struct {
 	ops          opTable
 	instrumented map[string]bool
+	// instances are the process instances each service's spans ran in,
+	// by name ("": a span that names none).
+	instances map[string]map[string]bool
 }
 
 // merge adds o's executions (of other traces) to p.
@@ -338,12 +342,19 @@ func (p *opPartial) merge(o *opPartial) {
 		}
 	}
 	maps.Copy(p.instrumented, o.instrumented)
+	for svc, in := range o.instances {
+		if p.instances[svc] == nil {
+			p.instances[svc] = map[string]bool{}
+		}
+		maps.Copy(p.instances[svc], in)
+	}
 }
 
 // serverStatsIn is serverStats' map step, over the selected spans.
 func (ix *index) serverStatsIn(s sel) *opPartial {
 	ops := opTable{}
 	instrumented := map[string]bool{}
+	instances := map[string]map[string]bool{}
 	for i := range ix.spans {
 		sp := &ix.spans[i]
 		if !ix.keep[i] || !s.has(int32(i)) {
@@ -352,21 +363,26 @@ func (ix *index) serverStatsIn(s sel) *opPartial {
 		if !isServer(sp) && ix.parent[i] >= 0 {
 			continue
 		}
-		instrumented[ix.str(sp.Service)] = true
-		st := ops.get(ix.str(sp.Service), ix.opName(int32(i)))
+		svc := ix.str(sp.Service)
+		instrumented[svc] = true
+		if instances[svc] == nil {
+			instances[svc] = map[string]bool{}
+		}
+		instances[svc][ix.str(ix.set.Instance(sp))] = true
+		st := ops.get(svc, ix.opName(int32(i)))
 		st.dur.add(float64(sp.Duration()) / 1e6)
 		st.self.add(float64(selfTime(ix, int32(i))) / 1e6)
 		if o, _ := classify(ix, int32(i), int32(i)); o.failed() {
 			st.failed++
 		}
 	}
-	return &opPartial{ops: ops, instrumented: instrumented}
+	return &opPartial{ops: ops, instrumented: instrumented, instances: instances}
 }
 
 // services lists every service with the operations it serves: measured
 // from SERVER spans for instrumented services (ops), from their callers'
 // attempts for virtual ones.
-func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeCalls) []Service {
+func services(ix *index, ops opTable, instrumented map[string]bool, instances map[string]map[string]bool, ecs []*edgeCalls) []Service {
 	for _, ec := range ecs {
 		if instrumented[ec.key.callee] {
 			continue
@@ -386,7 +402,7 @@ func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeC
 	}
 	var out []Service
 	for svc, m := range ops {
-		s := Service{Name: svc, Virtual: !instrumented[svc], Operations: []Operation{}}
+		s := Service{Name: svc, Virtual: !instrumented[svc], Operations: []Operation{}, Instances: instanceCount(instances[svc])}
 		for op, st := range m {
 			o := Operation{Name: op, Count: st.dur.n(), SelfQuantilesMS: []float64{}}
 			o.P50MS, o.P95MS, o.P99MS = st.dur.latency()
@@ -405,6 +421,18 @@ func services(ix *index, ops opTable, instrumented map[string]bool, ecs []*edgeC
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// instanceCount is how many process instances a service ran in, from
+// the instances its spans name (in: "" for a span that names none):
+// those named, and one more where spans that name none run beside
+// them (as instanceGroups reads a caller's breakers); 0 where no span
+// names one.
+func instanceCount(in map[string]bool) int {
+	if len(in) == 0 || len(in) == 1 && in[""] {
+		return 0
+	}
+	return len(in)
 }
 
 // selfTime is a span's duration minus the time covered by its children

@@ -48,12 +48,15 @@ func TestRealPairsAgree(t *testing.T) {
 }
 
 // TestTopologyRoundTrip: what infer writes, ReadTopology reads back equal,
-// failure episodes included (breaker-concurrent has three).
+// failure episodes included (breaker-concurrent has three), and the
+// services' instances (breaker-instances runs api as three; the others
+// name none).
 func TestTopologyRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		sample    string
 		incidents int
-	}{{"mixed", 0}, {"breaker-concurrent", 3}} {
+		instances map[string]int
+	}{{"mixed", 0, nil}, {"breaker-concurrent", 3, nil}, {"breaker-instances", 3, map[string]int{"api": 3}}} {
 		top := inferFile(t, filepath.Join("..", "samples", tc.sample, "traces.otlp.jsonl.gz"))
 		n := 0
 		for _, e := range top.Edges {
@@ -63,6 +66,11 @@ func TestTopologyRoundTrip(t *testing.T) {
 		}
 		if n != tc.incidents {
 			t.Errorf("%s: %d failure episodes, want %d", tc.sample, n, tc.incidents)
+		}
+		for _, s := range top.Services {
+			if s.Instances != tc.instances[s.Name] {
+				t.Errorf("%s: %s has %d instances, want %d", tc.sample, s.Name, s.Instances, tc.instances[s.Name])
+			}
 		}
 		b, err := json.MarshalIndent(top, "", "  ")
 		if err != nil {
@@ -113,6 +121,7 @@ func TestReadTopologyErrors(t *testing.T) {
 		{"{\n  \"schema\": \"retryaudit.topology/v1\",\n  \"edges\": 5\n}", "line 3, column"},
 		{`{"schema":"retryaudit.topology/v1","edges":[{"caller":"a","callee":"b","max_attempts":0}]}`, "max_attempts 0"},
 		{`{"schema":`, "unexpected EOF"},
+		{`{"schema":"retryaudit.topology/v1","services":[{"name":"api","virtual":false,"instances":-1,"operations":[]}]}`, "services[0] (api): instances -1"},
 		{`{"schema":"retryaudit.topology/v1","edges":[{"caller":"a","callee":"b","max_attempts":1,"outcomes":{"incidents":[{"start_ms":5,"end_ms":5}]}}]}`, "incidents[0]: from 5ms to 5ms"},
 		{`{"schema":"retryaudit.topology/v1","edges":[{"caller":"a","callee":"b","max_attempts":1,"outcomes":{"incidents":[{"bucket":-1}]}}]}`, "bucket -1"},
 	} {

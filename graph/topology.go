@@ -53,6 +53,14 @@ type LeakShapes struct {
 type Service struct {
 	Name    string `json:"name"`
 	Virtual bool   `json:"virtual"`
+	// Instances is how many process instances served the service's
+	// requests, where its spans name one (service.instance.id, a Jaeger
+	// client-uuid, a pod, host or address with its process id; spans
+	// that name none beside ones that do count as one more): each keeps
+	// its own client state, such as a circuit breaker, and replay runs
+	// one per instance. 0 (absent) where no span names an instance: the
+	// traces do not say, and replay runs one.
+	Instances int `json:"instances,omitempty"`
 	// Operations the service serves, with their observed latency.
 	Operations []Operation `json:"operations"`
 }

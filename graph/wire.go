@@ -485,6 +485,9 @@ func counts(ns []int) error {
 type opPartialWire struct {
 	Ops          []opWire
 	Instrumented []string
+	// Instances are each service's process instances by name ("" for
+	// spans that name none).
+	Instances []pair[string, []string]
 }
 
 type opWire struct {
@@ -494,7 +497,7 @@ type opWire struct {
 }
 
 func opPartialToWire(p *opPartial) opPartialWire {
-	w := opPartialWire{Instrumented: setOf(p.instrumented)}
+	w := opPartialWire{Instrumented: setOf(p.instrumented), Instances: pairsOf(p.instances, setOf[string])}
 	for _, svc := range slices.Sorted(maps.Keys(p.ops)) {
 		for _, op := range slices.Sorted(maps.Keys(p.ops[svc])) {
 			st := p.ops[svc][op]
@@ -505,9 +508,18 @@ func opPartialToWire(p *opPartial) opPartialWire {
 }
 
 func opPartialFromWire(w *opPartialWire) (*opPartial, error) {
-	p := &opPartial{ops: opTable{}, instrumented: map[string]bool{}}
+	p := &opPartial{ops: opTable{}, instrumented: map[string]bool{}, instances: map[string]map[string]bool{}}
 	for _, s := range w.Instrumented {
 		p.instrumented[s] = true
+	}
+	for _, in := range w.Instances {
+		if p.instances[in.K] != nil {
+			return nil, fmt.Errorf("decode the operations' statistics: the instances of %s twice", in.K)
+		}
+		p.instances[in.K] = map[string]bool{}
+		for _, name := range in.V {
+			p.instances[in.K][name] = true
+		}
 	}
 	for _, o := range w.Ops {
 		if p.ops[o.Service][o.Op] != nil {

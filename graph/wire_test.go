@@ -69,7 +69,7 @@ func FuzzDecodePartial(f *testing.F) {
 			p.fit()
 		case *opPartial:
 			p.merge(q.(*opPartial))
-			services(nil, p.ops, p.instrumented, nil)
+			services(nil, p.ops, p.instrumented, p.instances, nil)
 		case *headSampling:
 			p.merge(q.(*headSampling))
 			p.sampling()

@@ -24,9 +24,8 @@ type Capacity struct {
 // name is everything before the last "=": a name is data, even one that
 // holds "=".
 func ParseCapacity(spec string) (string, Capacity, error) {
-	i := strings.LastIndexByte(spec, '=')
-	name, val, ok := spec[:max(i, 0)], spec[i+1:], i >= 0
-	if !ok || name == "" || val == "" {
+	name, val, ok := splitSpec(spec)
+	if !ok {
 		return "", Capacity{}, fmt.Errorf("capacity %q: want SERVICE=WORKERS or SERVICE=RATErps, e.g. db=8 or db=120rps", spec)
 	}
 	if r, isRate := strings.CutSuffix(val, "rps"); isRate {
@@ -41,6 +40,30 @@ func ParseCapacity(spec string) (string, Capacity, error) {
 		return "", Capacity{}, fmt.Errorf("capacity %q: %q is not a worker count from 1 to %d; want e.g. %s=8", spec, val, 1<<20, name)
 	}
 	return name, Capacity{Workers: n}, nil
+}
+
+// ParseInstances reads "svc=N", the process instances service svc runs
+// as (each with breakers of its own), split as ParseCapacity splits.
+func ParseInstances(spec string) (string, int, error) {
+	name, val, ok := splitSpec(spec)
+	if !ok {
+		return "", 0, fmt.Errorf("instances %q: want SERVICE=COUNT, e.g. api=3", spec)
+	}
+	n, err := strconv.Atoi(val)
+	if err != nil || n < 1 || n > graph.MaxInstances {
+		return "", 0, fmt.Errorf("instances %q: %q is not an instance count from 1 to %d; want e.g. %s=3", spec, val, graph.MaxInstances, name)
+	}
+	return name, n, nil
+}
+
+// splitSpec splits "name=value" at the last "=", both parts non-empty.
+func splitSpec(spec string) (name, val string, ok bool) {
+	i := strings.LastIndexByte(spec, '=')
+	if i < 0 {
+		return "", "", false
+	}
+	name, val = spec[:i], spec[i+1:]
+	return name, val, name != "" && val != ""
 }
 
 // BuildOptions shape the model built from a topology.
@@ -58,7 +81,12 @@ type BuildOptions struct {
 	ClientDeadline float64
 	// Capacity overrides per service; others get Headroom × their observed
 	// concurrency (Little's law on the traces), at least MinWorkers.
-	Capacity   map[string]Capacity
+	Capacity map[string]Capacity
+	// Instances overrides how many process instances a service runs as
+	// (each with breakers of its own, Service.Instances); others run as
+	// many as the traces name (graph.Service.Instances), one where they
+	// name none.
+	Instances  map[string]int
 	Headroom   float64
 	MinWorkers int
 	// Arrivals, when set, replay the traces' own root requests (graph.
@@ -162,6 +190,19 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 		}
 	}
+	instancesFrom := map[string]string{} // where each service's count of instances comes from
+	for _, s := range t.Services {
+		if si, ok := svcIdx[s.Name]; ok && s.Instances > 0 {
+			m.Services[si].Instances, instancesFrom[s.Name] = s.Instances, "seen in the traces"
+		}
+	}
+	for name, n := range o.Instances {
+		si, ok := svcIdx[name]
+		if !ok {
+			return nil, fmt.Errorf("--instances %s: no such service (have %s)", name, strings.Join(serviceNames(m), ", "))
+		}
+		m.Services[si].Instances, instancesFrom[name] = n, fmt.Sprintf("set by --instances %s=%d", name, n)
+	}
 	cut := deadlineCuts(t)
 	concurrent, total := map[[2]int]float64{}, map[[2]int]float64{}
 	var offset []float64 // per model edge: when the caller makes it
@@ -226,8 +267,10 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				"a concurrency limit the traces do not size, so it is not simulated as a limit; those fast failures are replayed in the edge's outcome mix",
 				e.Caller, e.Callee, e.Operation, br.ProxyShed))
 		}
-		if br := e.Breaker; br != nil && br.Detected && br.Instances != nil && (br.Instances.WithBreaker > 1 || br.TripRule == graph.TripUnknown) {
-			m.Assumed = append(m.Assumed, instancesNote(e))
+		if n := m.Services[ci].Instances; n > 1 && ed.Policy.Breaker.Enabled() {
+			m.Assumed = append(m.Assumed, instancesNote(e, n, instancesFrom[e.Caller]))
+		} else if br := e.Breaker; br != nil && br.Detected && br.Instances != nil && (br.Instances.WithBreaker > 1 || br.TripRule == graph.TripUnknown) {
+			m.Assumed = append(m.Assumed, oneBreakerNote(e))
 		}
 		if br := e.Breaker; br != nil && br.Detected && br.TripRule == graph.TripFailureRate {
 			note, err := failureRateNote(e, ed.Policy.Breaker)
@@ -364,6 +407,13 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		s.Workers = max(o.MinWorkers, int(math.Ceil(o.Headroom*busy)), peak)
 		m.Assumed = append(m.Assumed, fmt.Sprintf("%s: %d workers (mean in flight %.2f by Little's law × headroom %g, at least the %d it was seen holding at once and %d; held at any --load); set with --capacity %s=N",
 			s.Name, s.Workers, busy, o.Headroom, peak, o.MinWorkers, s.Name))
+	}
+	for i, s := range m.Services {
+		if s.Instances > 1 && slices.ContainsFunc(m.Edges, func(e Edge) bool { return e.Caller == i }) {
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s: %d instances (%s), the requests it serves spread over them round robin by arrival, one pool of workers: "+
+				"each instance keeps its own circuit breakers on %s's calls, the traced ones and those a policy adds (breaker); set with --instances %s=N",
+				s.Name, s.Instances, instancesFrom[s.Name], s.Name, s.Name))
+		}
 	}
 	m.Assumed = append(m.Assumed, "a worker is a request slot (a thread or connection), not CPU: a request holds it while it waits on its calls and between their attempts, but only its own work counts as work")
 	for k := range o.Capacity {
@@ -721,22 +771,44 @@ func observedPolicy(e graph.Edge) Policy {
 	return p
 }
 
-// instancesNote says how the replay runs the breaker of edge e, whose
-// caller's instances each keep one: as one breaker for the edge, with
-// the setting the instances pooled (and, where they disagree on the trip
-// rule, on failures in a row at the fewest any instance opened after).
-func instancesNote(e graph.Edge) string {
-	br := e.Breaker
-	setting := fmt.Sprintf("open after %d failures in a row, for %.3gms", max(br.TripAfter, 1), max(br.OpenMS, 1))
-	if br.TripRule == graph.TripFailureRate {
-		setting = "the failure-rate breaker the next note describes"
+// instancesNote says how the replay runs the traced breaker of edge e
+// whose caller runs as n instances (from: where the count comes from):
+// one breaker per instance, each with the setting the instances pooled
+// (and, where they disagree on the trip rule, on failures in a row at the
+// fewest any instance opened after).
+func instancesNote(e graph.Edge, n int, from string) string {
+	note := fmt.Sprintf("%s → %s %s: the replay runs one breaker per %s instance (%d instances, %s), requests spread over them round robin by arrival; each %s",
+		e.Caller, e.Callee, e.Operation, e.Caller, n, from, breakerSetting(e.Breaker))
+	if in := e.Breaker.Instances; in != nil {
+		note += fmt.Sprintf("; %d of the %d instances that called showed a breaker of their own", in.WithBreaker, in.Calling)
+		if len(in.Unknown) > 0 {
+			note += "; unknown: " + strings.Join(in.Unknown, "; ")
+		}
 	}
+	return note
+}
+
+// oneBreakerNote says how the replay runs the breaker of edge e, whose
+// caller's instances each keep one, where the model runs the caller as
+// one instance (--instances SVC=1): as one breaker for the edge, with the
+// setting the instances pooled.
+func oneBreakerNote(e graph.Edge) string {
+	br := e.Breaker
 	note := fmt.Sprintf("%s → %s %s: %d of the caller's %d instances showed a circuit breaker of their own; the replay runs one breaker for the edge with their pooled setting (%s), which opens on the failures of all instances' calls together",
-		e.Caller, e.Callee, e.Operation, br.Instances.WithBreaker, br.Instances.Calling, setting)
+		e.Caller, e.Callee, e.Operation, br.Instances.WithBreaker, br.Instances.Calling, breakerSetting(br))
 	if len(br.Instances.Unknown) > 0 {
 		note += "; unknown: " + strings.Join(br.Instances.Unknown, "; ")
 	}
 	return note
+}
+
+// breakerSetting is the setting the replay runs a traced breaker with,
+// as the notes state it.
+func breakerSetting(br *graph.Breaker) string {
+	if br.TripRule == graph.TripFailureRate {
+		return "the failure-rate breaker the next note describes"
+	}
+	return fmt.Sprintf("open after %d failures in a row, for %.3gms", max(br.TripAfter, 1), max(br.OpenMS, 1))
 }
 
 // sizedFailureRate is the failure-rate breaker a failure-rate breaker's fit

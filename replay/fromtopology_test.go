@@ -147,6 +147,27 @@ func TestParseCapacity(t *testing.T) {
 	}
 }
 
+func TestParseInstances(t *testing.T) {
+	for _, tc := range []struct {
+		spec, name string
+		n          int
+		err        string
+	}{
+		{"api=3", "api", 3, ""},
+		{"a=b=2", "a=b", 2, ""},
+		{"api", "", 0, "want SERVICE=COUNT"},
+		{"=3", "", 0, "want SERVICE=COUNT"},
+		{"api=0", "", 0, "instance count from 1"},
+		{"api=70000", "", 0, "instance count from 1"},
+		{"api=x", "", 0, "instance count from 1"},
+	} {
+		name, n, err := ParseInstances(tc.spec)
+		if (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) || name != tc.name || n != tc.n {
+			t.Errorf("ParseInstances(%q) = %q, %d, %v; want %q, %d, %q", tc.spec, name, n, err, tc.name, tc.n, tc.err)
+		}
+	}
+}
+
 // TestTraceArrivals: --arrivals trace sends the traces' own root requests,
 // repeated to fill the run, time compressed by the load.
 func TestTraceArrivals(t *testing.T) {
@@ -271,19 +292,55 @@ func TestPropagatedDeadlineFromTopology(t *testing.T) {
 // says nothing of instances.
 func TestInstancesNote(t *testing.T) {
 	for _, tc := range []struct {
-		scenario string
-		want     string // "" for no note
+		scenario  string
+		instances map[string]int // --instances
+		want      []string       // what the notes say; nil: no note on instances
+		api       int            // api's instances in the model
 	}{
-		{"breaker-instances", "3 of the caller's 3 instances showed a circuit breaker of their own; the replay runs one breaker for the edge with their pooled setting (open after 3 failures in a row"},
-		{"breaker-concurrent", ""},
+		{"breaker-instances", nil, []string{
+			"api → inventory GET /inventory/{sku}: the replay runs one breaker per api instance (3 instances, seen in the traces), requests spread over them round robin by arrival; each open after 3 failures in a row, for 39.1ms; 3 of the 3 instances that called showed a breaker of their own",
+			"api: 3 instances (seen in the traces), the requests it serves spread over them round robin by arrival",
+		}, 3},
+		{"breaker-instances", map[string]int{"api": 1}, []string{
+			"3 of the caller's 3 instances showed a circuit breaker of their own; the replay runs one breaker for the edge with their pooled setting (open after 3 failures in a row",
+		}, 1},
+		{"breaker-instances", map[string]int{"api": 5}, []string{
+			"one breaker per api instance (5 instances, set by --instances api=5)",
+			"api: 5 instances (set by --instances api=5)",
+		}, 5},
+		{"breaker-concurrent", nil, nil, 0},
+		{"breaker-concurrent", map[string]int{"api": 2}, []string{"one breaker per api instance (2 instances, set by --instances api=2), requests spread over them round robin by arrival; each open after"}, 2},
 	} {
-		m, err := FromTopology(sampleTopology(t, tc.scenario), BuildOptions{})
+		m, err := FromTopology(sampleTopology(t, tc.scenario), BuildOptions{Instances: tc.instances})
 		if err != nil {
 			t.Fatal(err)
 		}
 		notes := strings.Join(m.Assumed, "\n")
-		if got := strings.Contains(notes, "instances showed a circuit breaker"); got != (tc.want != "") || !strings.Contains(notes, tc.want) {
-			t.Errorf("%s: notes\n%s\nwant one saying %q", tc.scenario, notes, tc.want)
+		if got := strings.Contains(notes, "instance"); got != (tc.want != nil) {
+			t.Errorf("%s %v: notes\n%s\nsay nothing of instances: %v, want %v", tc.scenario, tc.instances, notes, !got, tc.want == nil)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(notes, w) {
+				t.Errorf("%s %v: notes\n%s\nwant one saying %q", tc.scenario, tc.instances, notes, w)
+			}
+		}
+		if n := m.Services[serviceIndex(t, m, "api")].Instances; n != tc.api {
+			t.Errorf("%s %v: api runs as %d instances, want %d", tc.scenario, tc.instances, n, tc.api)
 		}
 	}
+	if _, err := FromTopology(sampleTopology(t, "breaker-instances"), BuildOptions{Instances: map[string]int{"apii": 2}}); err == nil || !strings.Contains(err.Error(), "--instances apii: no such service") {
+		t.Errorf("an unknown service's instances: %v, want an error naming it", err)
+	}
+}
+
+// serviceIndex is the index of model m's service named name.
+func serviceIndex(t *testing.T, m *Model, name string) int {
+	t.Helper()
+	for i, s := range m.Services {
+		if s.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("no service %s", name)
+	return -1
 }

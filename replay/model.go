@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/retryaudit/retryaudit/graph"
 )
 
 // Model is what replay simulates: services with workers and FIFO queues,
@@ -90,7 +92,18 @@ type Service struct {
 	// per worker), capped at 4× that, as lock contention, pool thrashing
 	// and GC pressure do. 0: service times do not depend on load.
 	Thrash float64
-	Ops    []Op
+	// Instances is how many process instances the service runs as (the
+	// traces' graph.Service.Instances, or --instances): each keeps its own
+	// circuit breaker on every edge it calls over with one, as gobreaker,
+	// resilience4j, opossum and Polly hold their state in the process.
+	// The requests the service serves go to its instances in turn, round
+	// robin by arrival: which instance a load balancer picked is not in
+	// the traces, and round robin spreads them evenly (as the common
+	// balancers' default does) without a random draw, so no other
+	// stream's sequence moves. Workers and queues stay the service's, one
+	// pool. 0 or 1: one instance.
+	Instances int
+	Ops       []Op
 }
 
 // Op is one operation a service serves.
@@ -356,6 +369,9 @@ func (m *Model) Validate() error {
 		}
 		if !(s.Thrash >= 0) || math.IsInf(s.Thrash, 0) {
 			return fmt.Errorf("service %s: thrash %v: want a finite number ≥ 0", s.Name, s.Thrash)
+		}
+		if s.Instances < 0 || s.Instances > graph.MaxInstances {
+			return fmt.Errorf("service %s: %d instances: want 0 (one) to %d", s.Name, s.Instances, graph.MaxInstances)
 		}
 		if s.QueueCap < 0 || s.ShedRetriesAt < 0 {
 			return fmt.Errorf("service %s: queue bound %d, retries shed from %d queued: want 0 (none) or more", s.Name, s.QueueCap, s.ShedRetriesAt)

@@ -39,7 +39,7 @@ const (
 // job is one attempt being served by a service. It holds no pointer (its
 // failure model is an index), so the slab is never scanned by the
 // garbage collector and writing a job needs no write barrier; the fields
-// go by size, 104 bytes with no padding but the end's.
+// go by size, 112 bytes with one byte of padding (before inst).
 type job struct {
 	start    float64 // when a worker took it
 	selfEnd  float64 // when its own service time ended (calling and later)
@@ -86,6 +86,9 @@ type job struct {
 	// slow: the callee is still at work when the caller gives up (drawn
 	// by the edge's SlowTries).
 	slow bool
+	// inst is the instance of its service that serves it (see
+	// Service.Instances): its calls go through that instance's breakers.
+	inst int32
 }
 
 // call is one logical call: a root request, or one caller job's call over
@@ -129,6 +132,9 @@ type call struct {
 	direct, directBack, propagate bool
 	// slow: the latest attempt sent was drawn slow at the callee.
 	slow bool
+	// inst is the caller's instance that makes the call (its job's), whose
+	// breaker on the edge it goes through.
+	inst int32
 	// failedEdges (root requests): the edges on which an attempt serving
 	// it has failed.
 	failedEdges []int32
@@ -206,6 +212,9 @@ type svcState struct {
 	direct, directBack bool
 	// sheds: the service bounds its queue (QueueCap or ShedRetriesAt).
 	sheds bool
+	// insts is how many instances the service runs as (at least 1), and
+	// nextInst the one the next request it serves goes to.
+	insts, nextInst int32
 	// eff is what the faults do to every attempt from now until
 	// effUntil, when they start or end, unless it varies by caller or
 	// part: the effect is computed once per such span, not per attempt.
@@ -281,7 +290,9 @@ type sim struct {
 	// cluster. Both nil otherwise.
 	outstanding []int32
 	outSlot     []int32
-	breakers    []*Breaker
+	// breakers are each edge's circuit breakers, one per instance of its
+	// caller (call.inst), nil for an edge without one.
+	breakers [][]*Breaker
 	// lastEnded: per edge, how its latest calls to end had ended (see
 	// edgeRun).
 	lastEnded []edgeRun
@@ -349,6 +360,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		st.direct = len(st.faults) == 0 && m.Hop == nil
 		st.directBack = len(st.faults) == 0 && (m.Hop == nil || m.HopRoundTrip)
 		st.sheds = svc.QueueCap > 0 || svc.ShedRetriesAt > 0
+		st.insts = int32(max(svc.Instances, 1))
 		st.parts, st.byKey = faults.Shards(svc.Name), true
 		if r := faults.Replicas(svc.Name); r > 1 {
 			st.parts, st.byKey = r, false
@@ -373,7 +385,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 	}
 	shared := map[int]Budget{}
 	s.budgets = make([]Budget, len(m.Edges))
-	s.breakers = make([]*Breaker, len(m.Edges))
+	s.breakers = make([][]*Breaker, len(m.Edges))
 	s.lastEnded = make([]edgeRun, len(m.Edges))
 	s.fails = []*Failures{nil}
 	failIndex := func(f *Failures) int32 {
@@ -401,7 +413,9 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 			s.budgets[i] = e.Policy.Budget.New()
 		}
 		if e.Policy.Breaker.Enabled() {
-			s.breakers[i] = NewBreaker(e.Policy.Breaker, newRNG(cfg.Seed, 100+uint64(i)))
+			// One breaker per instance of the caller, each made when its
+			// instance first calls (see breaker).
+			s.breakers[i] = make([]*Breaker, s.svcs[e.Caller].insts)
 		}
 		if e.Policy.MaxRequests > 0 && s.outSlot == nil {
 			s.outSlot = outSlots(m.Edges)
@@ -702,7 +716,7 @@ func (s *sim) unout(c *call, n int16) {
 func (s *sim) send(ci int32, c *call) {
 	p := s.policy(c)
 	if c.edge >= 0 {
-		if br := s.breakers[c.edge]; br != nil && (c.attempts == 0 || !p.Breaker.PerCall) && !br.Allow(s.now) {
+		if br := s.breaker(c); br != nil && (c.attempts == 0 || !p.Breaker.PerCall) && !br.Allow(s.now) {
 			s.met.refusedBreaker(c.edge, s.now)
 			s.refuse(ci, c)
 			return
@@ -752,6 +766,29 @@ func (s *sim) send(ci int32, c *call) {
 		return
 	}
 	s.cross(a, false)
+}
+
+// breaker is the circuit breaker call c (of an edge) goes through, its
+// caller instance's on its edge; nil for none.
+func (s *sim) breaker(c *call) *Breaker {
+	brs := s.breakers[c.edge]
+	if brs == nil {
+		return nil
+	}
+	if br := brs[c.inst]; br != nil {
+		return br
+	}
+	return s.newBreaker(c.edge, c.inst)
+}
+
+// newBreaker makes instance k's breaker on edge e, with a random stream
+// of its own: instance 0's is the edge's stream of a caller that runs as
+// one, and none depends on when it is made. Made on first use, an
+// instance that never calls costs its slot only.
+func (s *sim) newBreaker(e, k int32) *Breaker {
+	br := NewBreaker(s.m.Edges[e].Policy.Breaker, newRNG(s.cfg.Seed, uint64(k)<<32|(100+uint64(e))))
+	s.breakers[e][k] = br
+	return br
 }
 
 // caller is the service that makes call c (-1 for the end user). The
@@ -888,6 +925,14 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
 	jp.faulty = len(st.faults) > 0
+	if st.insts > 1 {
+		// The service's instances take the requests it serves in turn
+		// (round robin by arrival).
+		jp.inst = st.nextInst
+		if st.nextInst++; st.nextInst == st.insts {
+			st.nextInst = 0
+		}
+	}
 	if fail != 0 && s.fails[fail].Slow != nil { // fails[0] is nil: no failure model
 		jp.slow = s.rngOutcome.Float64() < s.fails[fail].Slow.prob(a.n, a.afterSlow)
 		c.slow = jp.slow
@@ -1080,7 +1125,7 @@ func (s *sim) startCall(ji, e int32) {
 	key, run, st := s.key(int32(ed.Callee)), s.lastEnded[e].failedFor(j.root, j.rootGen), &s.svcs[ed.Callee]
 	c, cp := s.newCall()
 	cp.job, cp.jobGen, cp.edge, cp.fail, cp.svc, cp.op = ji, j.gen, e, s.edgeFail[e], int32(ed.Callee), int32(ed.CalleeOp)
-	cp.start, cp.deadline, cp.key, cp.run = s.now, deadline, key, run
+	cp.start, cp.deadline, cp.key, cp.run, cp.inst = s.now, deadline, key, run, j.inst
 	cp.direct, cp.directBack, cp.propagate = st.direct && ed.Transit == nil, st.directBack, ed.Policy.Propagate
 	s.send(c, cp)
 }
@@ -1216,7 +1261,7 @@ func (s *sim) settleEdge(c *call, ok, timeout, retry bool) {
 		b.Result(s.now, ok, timeout)
 		b.Done(s.now, retry)
 	}
-	if br := s.breakers[c.edge]; br != nil && !s.m.Edges[c.edge].Policy.Breaker.PerCall {
+	if br := s.breaker(c); br != nil && !s.m.Edges[c.edge].Policy.Breaker.PerCall {
 		br.Result(s.now, ok)
 	}
 }
@@ -1366,7 +1411,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		// traces hold no such call on the edge either.
 		r, gen := s.rootOf(ci)
 		s.lastEnded[c.edge].ended(r, gen, !ok)
-		if br := s.breakers[c.edge]; br != nil && s.m.Edges[c.edge].Policy.Breaker.PerCall {
+		if br := s.breaker(c); br != nil && s.m.Edges[c.edge].Policy.Breaker.PerCall {
 			br.Result(s.now, ok) // a breaker around the call hears its outcome once
 		}
 	}

@@ -56,6 +56,8 @@ func TestAbsurdParameters(t *testing.T) {
 		{[]string{"replay", "--sample-rate", "0", sample}, exitUsage, "--sample-rate 0: want a probability in (0,1]"},
 		{[]string{"calibrate", "--sample-rate", "0", sample}, exitUsage, "--sample-rate 0: want a probability in (0,1]"},
 		{[]string{"replay", "--capacity", "db=NaN", sample}, exitUsage, "is not a worker count"},
+		{[]string{"replay", "--instances", "api=0", sample}, exitUsage, "--instances: instances \"api=0\": \"0\" is not an instance count"},
+		{[]string{"calibrate", "--instances", "api", sample}, exitUsage, "want SERVICE=COUNT"},
 		{[]string{"replay", "--max-spans", "0", sample}, exitUsage, "--max-spans 0"},
 		{[]string{"replay", "--max-document", "100000000000", sample}, exitUsage, "--max-document 100000000000"},
 		{[]string{"audit", "--seeds", "1000000000", sample}, exitUsage, "--seeds 1000000000: want 1 to 100"},

@@ -18,6 +18,7 @@ import (
 // command that replays one (replay, audit, calibrate).
 type modelFlags struct {
 	capacity   []string
+	instances  []string
 	headroom   float64
 	deadline   time.Duration
 	sampleRate float64
@@ -27,6 +28,7 @@ type modelFlags struct {
 
 func (s *modelFlags) bind(f *pflag.FlagSet) {
 	f.StringArrayVar(&s.capacity, "capacity", nil, "a service's capacity, `SVC=WORKERS` or SVC=RATErps (repeatable)")
+	f.StringArrayVar(&s.instances, "instances", nil, "how many process instances a service runs as, `SVC=N`, each with circuit breakers of its own (repeatable; default: as many as the traces name, else one)")
 	f.Float64Var(&s.headroom, "headroom", replay.DefaultHeadroom, "assumed capacity = observed concurrency × this, for services without --capacity")
 	f.DurationVar(&s.deadline, "client-deadline", 5*time.Second, "how long end users wait for a root request")
 	f.Float64Var(&s.sampleRate, "sample-rate", 0, "head-sampling probability `P` the traces were kept with (default: read from the traces, else 1 and rates are lower bounds)")
@@ -62,7 +64,15 @@ func (s *modelFlags) build(o replay.BuildOptions) (replay.BuildOptions, error) {
 		}
 		caps[name] = cp
 	}
-	o.ClientDeadline, o.Capacity, o.Headroom, o.SampleRate = s.deadline.Seconds(), caps, s.headroom, s.sampleRate
+	insts := map[string]int{}
+	for _, spec := range s.instances {
+		name, n, err := replay.ParseInstances(spec)
+		if err != nil {
+			return o, usageError{fmt.Errorf("--instances: %w", err)}
+		}
+		insts[name] = n
+	}
+	o.ClientDeadline, o.Capacity, o.Instances, o.Headroom, o.SampleRate = s.deadline.Seconds(), caps, insts, s.headroom, s.sampleRate
 	return o, nil
 }
 
