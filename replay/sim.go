@@ -856,7 +856,7 @@ func (s *sim) cross(ai int32, answer bool) {
 		// The traces' own network time and client overhead on this edge:
 		// the attempt reaches the callee that much later and holds no
 		// callee worker meanwhile.
-		s.h.later(s.now+s.m.Edges[c.edge].Transit.Sample(s.rngOutcome), arrival, ai, a.gen)
+		s.h.later(s.now+sample(s.m.Edges[c.edge].Transit, s.rngOutcome), arrival, ai, a.gen)
 	case s.m.Hop != nil && !(answer && s.m.HopRoundTrip):
 		s.h.later(s.now+sample(s.m.Hop, s.rngFault), arrival, ai, a.gen)
 	case answer:
