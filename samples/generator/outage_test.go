@@ -55,20 +55,7 @@ func TestBreakerConcurrentRun(t *testing.T) {
 		t.Skip("runs the mesh for about 2s")
 	}
 	sc := breakerConcurrent()
-	sc.Name = "short"
-	out := t.TempDir()
-	if _, _, err := runScenario(context.Background(), sc, out, false); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(out, sc.Name)
-	var tr truth
-	readJSON(t, filepath.Join(dir, fileTruth), &tr)
-	var b *truthBreaker
-	for _, e := range tr.Edges {
-		if e.Breaker != nil {
-			b = e.Breaker
-		}
-	}
+	dir, b := runBreakerScenario(t, sc)
 	if b == nil || b.OpenPeriods < 3 || b.FastFailedCalls < b.OpenPeriods {
 		t.Fatalf("breaker truth %+v, want at least 3 open periods, each failing a call fast", b)
 	}
@@ -100,20 +87,7 @@ func TestBreakerInstancesRun(t *testing.T) {
 		t.Skip("runs the mesh for about 2s")
 	}
 	sc := breakerInstances()
-	sc.Name = "short"
-	out := t.TempDir()
-	if _, _, err := runScenario(context.Background(), sc, out, false); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(out, sc.Name)
-	var tr truth
-	readJSON(t, filepath.Join(dir, fileTruth), &tr)
-	var b *truthBreaker
-	for _, e := range tr.Edges {
-		if e.Breaker != nil {
-			b = e.Breaker
-		}
-	}
+	dir, b := runBreakerScenario(t, sc)
 	if b == nil || len(b.Instances) != 3 {
 		t.Fatalf("breaker truth %+v, want one listing 3 instances", b)
 	}
@@ -149,4 +123,26 @@ func TestBreakerInstancesRun(t *testing.T) {
 	if !maps.Equal(served, want) {
 		t.Errorf("api served %v by instance, want %v", served, want)
 	}
+}
+
+// runBreakerScenario runs sc, renamed short, into a temporary directory,
+// and returns the directory of its run and the breaker its truth.json
+// records (nil: none).
+func runBreakerScenario(t *testing.T, sc Scenario) (string, *truthBreaker) {
+	t.Helper()
+	sc.Name = "short"
+	out := t.TempDir()
+	if _, _, err := runScenario(context.Background(), sc, out, false); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(out, sc.Name)
+	var tr truth
+	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	var b *truthBreaker
+	for _, e := range tr.Edges {
+		if e.Breaker != nil {
+			b = e.Breaker
+		}
+	}
+	return dir, b
 }
