@@ -211,13 +211,16 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			verdicts[i].CriticalNote = "the critical-utilization search was skipped"
 		}
 	} else {
-		// Variants whose policies are the same (the safety rules can make
-		// them so) are searched once.
-		same := twins(vs)
+		// Variants that replay alike under a degradation (the safety rules
+		// can make their policies the same; see twins) are searched once.
+		same := make([][]int, len(cfg.Degradations))
+		for d := range cfg.Degradations {
+			same[d] = twins(vs, cfg.Degradations[d].Faults)
+		}
 		err = each(len(verdicts), func(i int) error {
 			v := &verdicts[i]
 			d, vi := i/len(vs), i%len(vs)
-			if same[vi] != vi {
+			if same[d][vi] != vi {
 				return nil
 			}
 			u0, ok := today[v.Service]
@@ -238,7 +241,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		}
 		for i := range verdicts {
 			d, vi := i/len(vs), i%len(vs)
-			if j := d*len(vs) + same[vi]; j != i {
+			if j := d*len(vs) + same[d][vi]; j != i {
 				src := verdicts[j]
 				verdicts[i].CriticalUtilization, verdicts[i].CriticalBySeed, verdicts[i].CriticalSearched, verdicts[i].CriticalNote, verdicts[i].Probes =
 					src.CriticalUtilization, src.CriticalBySeed, src.CriticalSearched, src.CriticalNote, src.Probes

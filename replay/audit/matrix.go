@@ -97,9 +97,14 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 			mx.runs[s][d] = make([]replay.Result, len(vs))
 		}
 	}
-	// A variant that replays exactly as an earlier one (observed+keys
-	// where keys change no policy: a key changes no load) takes its runs.
-	twin := twins(vs)
+	// A variant that replays exactly as an earlier one under a
+	// degradation (observed+keys where keys change no policy: a key
+	// changes no load; retry-after where no Retry-After reaches the edges
+	// it changes) takes its runs.
+	twin := make([][]int, len(ds))
+	for d := range ds {
+		twin[d] = twins(vs, ds[d].Faults)
+	}
 	per := len(ds)*len(vs) + 1
 	err := each(len(seeds)*per, func(i int) error {
 		s, j := i/per, i%per
@@ -112,7 +117,7 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 			return err
 		}
 		d, v := j/len(vs), j%len(vs)
-		if twin[v] != v {
+		if twin[d][v] != v {
 			return nil
 		}
 		r, err := p.run(ctx, vs[v].model, ds[d].Faults, c)
@@ -129,7 +134,7 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 	for s := range seeds {
 		for d := range ds {
 			row := mx.runs[s][d]
-			for v, u := range twin {
+			for v, u := range twin[d] {
 				if u != v {
 					row[v] = row[u]
 					row[v].Policy = vs[v].policy
@@ -141,16 +146,17 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 	return mx, nil
 }
 
-// twins maps each variant to the first one whose policies are the same
-// (samePolicies), itself where none is: every variant is made from the
-// one model of the traces, which the policies alone tell apart, so twins
-// replay alike and are run and searched once.
-func twins(vs []variant) []int {
+// twins maps each variant to the first one that replays alike under
+// faults (replaysAlike), itself where none is: every variant is made from
+// the one model of the traces, which the policies alone tell apart, so
+// twins replay alike, at any load (the search scales what every variant
+// shares, never a policy), and are run and searched once.
+func twins(vs []variant, faults degrade.Schedule) []int {
 	twin := make([]int, len(vs))
 	for v := range vs {
 		twin[v] = v
 		for u := range v {
-			if samePolicies(vs[u].model, vs[v].model) {
+			if replaysAlike(vs[u].model, vs[v].model, faults) {
 				twin[v] = u
 				break
 			}
