@@ -11,9 +11,10 @@ import "github.com/retryaudit/retryaudit/degrade"
 //
 // An attempt's answer carries a Retry-After from three places, all at the
 // callee (a callee never passes on one its own calls received):
-//   - a fault on the callee service fails the attempt on arrival (every
-//     fault kind is read through the schedule's Effect, so any fault that
-//     names the callee counts);
+//   - a fault on the callee service fails the attempt on arrival (one
+//     that FailsFast: an error-after-work fault's answer carries the
+//     callee's own outcome's Retry-After, and the other kinds fail
+//     nothing);
 //   - the callee sheds it (its QueueCap or ShedRetriesAt);
 //   - the edge's own failure model draws a Retry-After answer, which needs
 //     a Retry-After to send and some outcome mix that gives one.
@@ -24,7 +25,7 @@ func (m *Model) RetryAfterReaches(e int, faults degrade.Schedule) bool {
 	ed := &m.Edges[e]
 	callee := &m.Services[ed.Callee]
 	for _, f := range faults {
-		if f.Service == callee.Name {
+		if f.Service == callee.Name && f.FailsFast() {
 			return true
 		}
 	}

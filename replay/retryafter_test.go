@@ -23,6 +23,9 @@ func TestRetryAfterReaches(t *testing.T) {
 	}{
 		{name: "no fault, no failure model", want: false},
 		{name: "a fault on the callee's callee only", faults: schedule("outage:svc=db,at=5s,for=5s,mode=error"), want: false},
+		{name: "a slow shard on the callee", faults: schedule("slow-shard:svc=svc,at=5s,for=5s,shard=0,x=10"), want: false},
+		{name: "a hung callee", faults: schedule("outage:svc=svc,at=5s,for=5s,mode=timeout"), want: false},
+		{name: "a callee failing after the work", faults: schedule("outage:svc=svc,at=5s,for=5s,mode=error-after-work"), want: false},
 		{name: "a fault on the callee", faults: schedule("outage:svc=svc,at=5s,for=5s,mode=error"), want: true},
 		{name: "an error-rate fault on the callee", faults: schedule("error-rate:svc=svc,at=5s,for=5s,p=0.3"), want: true},
 		{

@@ -11,8 +11,9 @@ import (
 // TestTwinsUnderFaults: policy retry-after replays as observed, and is
 // run and searched once with it, under a degradation where no Retry-After
 // reaches the one edge that retries (client → edge: a fault on the db
-// behind it, the traces' own failures without Retry-After answers), and
-// on its own where one may (a fault on the edge service, or the
+// behind it, the traces' own failures without Retry-After answers, a hang
+// at the edge service), and on its own where one may (an outage failing
+// fast at the edge service, or the
 // shed modifier, which sheds at every service). Policy none is nobody's
 // twin: it retries nowhere.
 func TestTwinsUnderFaults(t *testing.T) {
@@ -40,6 +41,7 @@ func TestTwinsUnderFaults(t *testing.T) {
 	}{
 		{"a fault behind the retrying edge", []string{"observed", "none", "retry-after"}, outage("db"), []int{0, 1, 0}},
 		{"the traces' own failures", []string{"observed", "none", "retry-after"}, degrade.Schedule{{Kind: degrade.Observed}}, []int{0, 1, 0}},
+		{"a hang at the retrying edge's callee", []string{"observed", "none", "retry-after"}, degrade.Schedule{{Kind: degrade.Outage, Service: "edge", At: 10, For: 5, Mode: degrade.ModeTimeout}}, []int{0, 1, 0}},
 		{"a fault on the retrying edge's callee", []string{"observed", "none", "retry-after"}, outage("edge"), []int{0, 1, 2}},
 		{"the callee sheds", []string{"shed", "none", "retry-after+shed"}, outage("db"), []int{0, 1, 2}},
 	}
