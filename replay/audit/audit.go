@@ -47,6 +47,9 @@ type Config struct {
 	// branch marks the audit Run runs with the operations of unknown
 	// idempotency declared idempotent (Recommendation.IfIdempotent).
 	branch bool
+	// cache holds the audit's runs, shared with its branch (nil: Run
+	// makes it).
+	cache *runCache
 	// Progress, when set, is called after each run with runs done and an
 	// estimate of the runs in all, which grows when a search needs more.
 	Progress func(done, total int)
@@ -123,6 +126,9 @@ type RuledOut struct {
 // safety rules, the ranking and the recommendation. Runs use every core;
 // ctx stops them.
 func Run(ctx context.Context, cfg Config) (*Audit, error) {
+	if cfg.cache == nil {
+		cfg.cache = newRunCache()
+	}
 	orig, done := cfg, 0
 	if cfg.Progress != nil {
 		report := cfg.Progress
@@ -193,6 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			cfg.Progress(done, max(total, done))
 		}
 	})
+	p.cache = cfg.cache
 	mx, err := runMatrix(ctx, p, vs, noneAt, cfg.Degradations, seeds, cfg.Run)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,9 @@ package audit
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/retryaudit/retryaudit/degrade"
@@ -18,15 +20,94 @@ type pool struct {
 	mu       sync.Mutex
 	done     int
 	progress func(done int)
+	// cache, when set, makes each distinct run once.
+	cache *runCache
 }
 
 func newPool(progress func(done int)) *pool {
 	return &pool{slots: make(chan struct{}, runtime.GOMAXPROCS(0)), progress: progress}
 }
 
-// run simulates one model, waiting for a free core; it gives up when ctx
-// is done.
+// runCache holds every run made, by its whole input, so that a run asked
+// for again (the if-idempotent branch of an audit repeats every run of a
+// variant its declarations leave alone) is made once. The simulator is a
+// function of the model's contents, the faults and the run's
+// configuration alone (each run draws from its own streams, seeded from
+// the configuration), so equal inputs give the same result.
+type runCache struct {
+	mu   sync.Mutex
+	runs map[runKey][]*cachedRun
+}
+
+// runKey sorts runs into small buckets; cachedRun.same decides.
+type runKey struct {
+	cfg          replay.RunConfig
+	rate, period float64
+	faults       int
+	first        degrade.Fault
+}
+
+type cachedRun struct {
+	m      *replay.Model
+	faults degrade.Schedule
+	done   chan struct{} // closed once r and err are set
+	r      replay.Result
+	err    error
+}
+
+func newRunCache() *runCache { return &runCache{runs: map[runKey][]*cachedRun{}} }
+
+// same reports whether c is the run of m under faults: the faults equal
+// and the models deeply equal, every field the simulator reads included
+// (a NaN anywhere makes them unequal: a run made twice, never a wrong one).
+func (c *cachedRun) same(m *replay.Model, faults degrade.Schedule) bool {
+	return slices.Equal(c.faults, faults) && (c.m == m || reflect.DeepEqual(c.m, m))
+}
+
+// lookup returns the entry of the run of m under faults with cfg and
+// whether it was there; when it was not, the caller must make the run and
+// call finish on the new entry.
+func (rc *runCache) lookup(m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (*cachedRun, bool) {
+	k := runKey{cfg: cfg, rate: m.Rate, period: m.Period, faults: len(faults)}
+	if len(faults) > 0 {
+		k.first = faults[0]
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, c := range rc.runs[k] {
+		if c.same(m, faults) {
+			return c, true
+		}
+	}
+	c := &cachedRun{m: m, faults: faults, done: make(chan struct{})}
+	rc.runs[k] = append(rc.runs[k], c)
+	return c, false
+}
+
+// run simulates one model, waiting for a free core, or returns the result
+// of the same run made before (or being made); it gives up when ctx is
+// done.
 func (p *pool) run(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+	if p.cache == nil {
+		return p.simulate(ctx, m, faults, cfg)
+	}
+	c, found := p.cache.lookup(m, faults, cfg)
+	if !found {
+		c.r, c.err = p.simulate(ctx, m, faults, cfg)
+		close(c.done)
+		return c.r, c.err
+	}
+	// Waiting holds no core: the run waited for takes one of its own.
+	select {
+	case <-c.done:
+		return c.r, c.err
+	case <-ctx.Done():
+		return replay.Result{}, ctx.Err()
+	}
+}
+
+// simulate makes one run on a free core.
+func (p *pool) simulate(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():

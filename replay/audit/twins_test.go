@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"context"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -49,6 +51,63 @@ func TestTwinsUnderFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := twins(variants(tt.policies...), tt.faults); !slices.Equal(got, tt.want) {
 				t.Errorf("twins = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunCache: a run asked for again, with the same model or an equal
+// copy of it, the same faults and configuration, is made once and gives
+// the result of making it; a run that differs in any of them is made.
+func TestRunCache(t *testing.T) {
+	base := func() *replay.Model {
+		return oneService(0.5, replay.Policy{MaxAttempts: 3, Backoff: replay.Backoff{Kind: "constant", Base: 0.005, Jitter: "none"}})
+	}
+	m := base()
+	outage := degrade.Schedule{{Kind: degrade.Outage, Service: "server", At: 5, For: 2, Mode: degrade.ModeError}}
+	cfg := replay.RunConfig{Seed: 1, Duration: 20}
+	type ask struct {
+		m      *replay.Model
+		faults degrade.Schedule
+		cfg    replay.RunConfig
+	}
+	honor := base()
+	honor.Edges[0].Policy.HonorRetryAfter = true
+	slower := base()
+	slower.Services[1].Ops[0].Time = replay.Exponential{MeanS: 0.06}
+	tests := []struct {
+		name  string
+		again ask
+		runs  int
+	}{
+		{"the same model", ask{m, outage, cfg}, 1},
+		{"an equal copy", ask{base(), slices.Clone(outage), cfg}, 1},
+		{"another policy", ask{honor, outage, cfg}, 2},
+		{"another service time", ask{slower, outage, cfg}, 2},
+		{"another seed", ask{m, outage, replay.RunConfig{Seed: 2, Duration: 20}}, 2},
+		{"other faults", ask{m, degrade.Schedule{{Kind: degrade.Outage, Service: "server", At: 5, For: 3, Mode: degrade.ModeError}}, cfg}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			made := 0
+			p := newPool(func(done int) { made = done })
+			p.cache = newRunCache()
+			if _, err := p.run(context.Background(), m, outage, cfg); err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.run(context.Background(), tt.again.m, tt.again.faults, tt.again.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if made != tt.runs {
+				t.Errorf("%d runs made, want %d", made, tt.runs)
+			}
+			want, err := replay.Run(tt.again.m, tt.again.faults, tt.again.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the result differs from a run of its own: %d events against %d", got.Events, want.Events)
 			}
 		})
 	}
