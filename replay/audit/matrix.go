@@ -65,8 +65,10 @@ func (c *cachedRun) same(m *replay.Model, faults degrade.Schedule) bool {
 }
 
 // lookup returns the entry of the run of m under faults with cfg and
-// whether it was there; when it was not, the caller must make the run and
-// call finish on the new entry.
+// whether it was there; when it was not, the caller must make the run,
+// set the new entry's r and err and close its done. An audit never
+// changes a model once made (the search's loads are copies), so the same
+// pointer is the same input.
 func (rc *runCache) lookup(m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (*cachedRun, bool) {
 	k := runKey{cfg: cfg, rate: m.Rate, period: m.Period, faults: len(faults)}
 	if len(faults) > 0 {
