@@ -121,6 +121,20 @@ func (s Schedule) Effect(caller, svc string, shard int, t float64) Effect {
 	return e
 }
 
+// FailsFast reports whether the fault, while active, can make an
+// attempt fail on arrival: set Effect's Fail (an outage that is neither
+// timeout nor error-after-work) or its ErrorRate (an error-rate that is
+// not error-after-work). No other fault kind sets either.
+func (f Fault) FailsFast() bool {
+	switch f.Kind {
+	case Outage:
+		return f.Mode != ModeTimeout && f.Mode != ModeAfterWork
+	case ErrorRate:
+		return f.Mode != ModeAfterWork
+	}
+	return false
+}
+
 // Varies reports whether what the faults on svc active at t do depends on
 // the caller or the shard: packet loss on one edge, a slow shard or
 // replica. Otherwise Effect(caller, svc, shard, t) is the same for every

@@ -419,3 +419,42 @@ func TestVariesNextChange(t *testing.T) {
 		}
 	}
 }
+
+// TestFailsFast: every kind's example, in every mode it takes, fails
+// attempts on arrival in Effect (Fail, or an ErrorRate) exactly when
+// FailsFast says so, on every shard and from any caller.
+func TestFailsFast(t *testing.T) {
+	for _, k := range kindOrder {
+		modes := []string{""}
+		if slices.Contains(kindInfos[k].keys, "mode") {
+			modes = append(modes, ",mode="+ModeError, ",mode="+ModeTimeout, ",mode="+ModeAfterWork)
+		}
+		for _, mode := range modes {
+			example, _, _ := strings.Cut(kindInfos[k].example, ",mode=")
+			spec := string(k) + ":" + example + mode
+			t.Run(spec, func(t *testing.T) {
+				f, err := Parse(spec)
+				if err != nil {
+					if mode == ",mode="+ModeTimeout && k != Outage {
+						return // error-rate has no timeout mode
+					}
+					t.Fatal(err)
+				}
+				got := false
+				for shard := range 8 {
+					for _, caller := range []string{"", "api", "other"} {
+						svc := f.Service
+						if svc == "" {
+							svc = "db" // packet loss on an edge: its callee
+						}
+						e := Schedule{f}.Effect(caller, svc, shard, f.At+1)
+						got = got || e.Fail || e.ErrorRate > 0
+					}
+				}
+				if got != f.FailsFast() {
+					t.Errorf("Effect fails on arrival: %v; FailsFast: %v", got, f.FailsFast())
+				}
+			})
+		}
+	}
+}

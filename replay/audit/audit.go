@@ -47,6 +47,9 @@ type Config struct {
 	// branch marks the audit Run runs with the operations of unknown
 	// idempotency declared idempotent (Recommendation.IfIdempotent).
 	branch bool
+	// cache holds the audit's runs, shared with its branch (nil: Run
+	// makes it).
+	cache *runCache
 	// Progress, when set, is called after each run with runs done and an
 	// estimate of the runs in all, which grows when a search needs more.
 	Progress func(done, total int)
@@ -123,6 +126,9 @@ type RuledOut struct {
 // safety rules, the ranking and the recommendation. Runs use every core;
 // ctx stops them.
 func Run(ctx context.Context, cfg Config) (*Audit, error) {
+	if cfg.cache == nil {
+		cfg.cache = newRunCache()
+	}
 	orig, done := cfg, 0
 	if cfg.Progress != nil {
 		report := cfg.Progress
@@ -193,6 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			cfg.Progress(done, max(total, done))
 		}
 	})
+	p.cache = cfg.cache
 	mx, err := runMatrix(ctx, p, vs, noneAt, cfg.Degradations, seeds, cfg.Run)
 	if err != nil {
 		return nil, err
@@ -211,13 +218,16 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			verdicts[i].CriticalNote = "the critical-utilization search was skipped"
 		}
 	} else {
-		// Variants whose policies are the same (the safety rules can make
-		// them so) are searched once.
-		same := twins(vs)
+		// Variants that replay alike under a degradation (the safety rules
+		// can make their policies the same; see twins) are searched once.
+		same := make([][]int, len(cfg.Degradations))
+		for d := range cfg.Degradations {
+			same[d] = twins(vs, cfg.Degradations[d].Faults)
+		}
 		err = each(len(verdicts), func(i int) error {
 			v := &verdicts[i]
 			d, vi := i/len(vs), i%len(vs)
-			if same[vi] != vi {
+			if same[d][vi] != vi {
 				return nil
 			}
 			u0, ok := today[v.Service]
@@ -238,7 +248,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		}
 		for i := range verdicts {
 			d, vi := i/len(vs), i%len(vs)
-			if j := d*len(vs) + same[vi]; j != i {
+			if j := d*len(vs) + same[d][vi]; j != i {
 				src := verdicts[j]
 				verdicts[i].CriticalUtilization, verdicts[i].CriticalBySeed, verdicts[i].CriticalSearched, verdicts[i].CriticalNote, verdicts[i].Probes =
 					src.CriticalUtilization, src.CriticalBySeed, src.CriticalSearched, src.CriticalNote, src.Probes

@@ -3,7 +3,9 @@ package audit
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/retryaudit/retryaudit/degrade"
@@ -18,15 +20,96 @@ type pool struct {
 	mu       sync.Mutex
 	done     int
 	progress func(done int)
+	// cache, when set, makes each distinct run once.
+	cache *runCache
 }
 
 func newPool(progress func(done int)) *pool {
 	return &pool{slots: make(chan struct{}, runtime.GOMAXPROCS(0)), progress: progress}
 }
 
-// run simulates one model, waiting for a free core; it gives up when ctx
-// is done.
+// runCache holds every run made, by its whole input, so that a run asked
+// for again (the if-idempotent branch of an audit repeats every run of a
+// variant its declarations leave alone) is made once. The simulator is a
+// function of the model's contents, the faults and the run's
+// configuration alone (each run draws from its own streams, seeded from
+// the configuration), so equal inputs give the same result.
+type runCache struct {
+	mu   sync.Mutex
+	runs map[runKey][]*cachedRun
+}
+
+// runKey sorts runs into small buckets; cachedRun.same decides.
+type runKey struct {
+	cfg          replay.RunConfig
+	rate, period float64
+	faults       int
+	first        degrade.Fault
+}
+
+type cachedRun struct {
+	m      *replay.Model
+	faults degrade.Schedule
+	done   chan struct{} // closed once r and err are set
+	r      replay.Result
+	err    error
+}
+
+func newRunCache() *runCache { return &runCache{runs: map[runKey][]*cachedRun{}} }
+
+// same reports whether c is the run of m under faults: the faults equal
+// and the models deeply equal, every field the simulator reads included
+// (a NaN anywhere makes them unequal: a run made twice, never a wrong one).
+func (c *cachedRun) same(m *replay.Model, faults degrade.Schedule) bool {
+	return slices.Equal(c.faults, faults) && (c.m == m || reflect.DeepEqual(c.m, m))
+}
+
+// lookup returns the entry of the run of m under faults with cfg and
+// whether it was there; when it was not, the caller must make the run,
+// set the new entry's r and err and close its done. An audit never
+// changes a model once made (the search's loads are copies), so the same
+// pointer is the same input.
+func (rc *runCache) lookup(m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (*cachedRun, bool) {
+	k := runKey{cfg: cfg, rate: m.Rate, period: m.Period, faults: len(faults)}
+	if len(faults) > 0 {
+		k.first = faults[0]
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, c := range rc.runs[k] {
+		if c.same(m, faults) {
+			return c, true
+		}
+	}
+	c := &cachedRun{m: m, faults: faults, done: make(chan struct{})}
+	rc.runs[k] = append(rc.runs[k], c)
+	return c, false
+}
+
+// run simulates one model, waiting for a free core, or returns the result
+// of the same run made before (or being made); it gives up when ctx is
+// done.
 func (p *pool) run(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+	if p.cache == nil {
+		return p.simulate(ctx, m, faults, cfg)
+	}
+	c, found := p.cache.lookup(m, faults, cfg)
+	if !found {
+		c.r, c.err = p.simulate(ctx, m, faults, cfg)
+		close(c.done)
+		return c.r, c.err
+	}
+	// Waiting holds no core: the run waited for takes one of its own.
+	select {
+	case <-c.done:
+		return c.r, c.err
+	case <-ctx.Done():
+		return replay.Result{}, ctx.Err()
+	}
+}
+
+// simulate makes one run on a free core.
+func (p *pool) simulate(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -97,9 +180,14 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 			mx.runs[s][d] = make([]replay.Result, len(vs))
 		}
 	}
-	// A variant that replays exactly as an earlier one (observed+keys
-	// where keys change no policy: a key changes no load) takes its runs.
-	twin := twins(vs)
+	// A variant that replays exactly as an earlier one under a
+	// degradation (observed+keys where keys change no policy: a key
+	// changes no load; retry-after where no Retry-After reaches the edges
+	// it changes) takes its runs.
+	twin := make([][]int, len(ds))
+	for d := range ds {
+		twin[d] = twins(vs, ds[d].Faults)
+	}
 	per := len(ds)*len(vs) + 1
 	err := each(len(seeds)*per, func(i int) error {
 		s, j := i/per, i%per
@@ -112,7 +200,7 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 			return err
 		}
 		d, v := j/len(vs), j%len(vs)
-		if twin[v] != v {
+		if twin[d][v] != v {
 			return nil
 		}
 		r, err := p.run(ctx, vs[v].model, ds[d].Faults, c)
@@ -129,7 +217,7 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 	for s := range seeds {
 		for d := range ds {
 			row := mx.runs[s][d]
-			for v, u := range twin {
+			for v, u := range twin[d] {
 				if u != v {
 					row[v] = row[u]
 					row[v].Policy = vs[v].policy
@@ -141,16 +229,17 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 	return mx, nil
 }
 
-// twins maps each variant to the first one whose policies are the same
-// (samePolicies), itself where none is: every variant is made from the
-// one model of the traces, which the policies alone tell apart, so twins
-// replay alike and are run and searched once.
-func twins(vs []variant) []int {
+// twins maps each variant to the first one that replays alike under
+// faults (replaysAlike), itself where none is: every variant is made from
+// the one model of the traces, which the policies alone tell apart, so
+// twins replay alike, at any load (the search scales what every variant
+// shares, never a policy), and are run and searched once.
+func twins(vs []variant, faults degrade.Schedule) []int {
 	twin := make([]int, len(vs))
 	for v := range vs {
 		twin[v] = v
 		for u := range v {
-			if samePolicies(vs[u].model, vs[v].model) {
+			if replaysAlike(vs[u].model, vs[v].model, faults) {
 				twin[v] = u
 				break
 			}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/retryaudit/retryaudit/degrade"
 	"github.com/retryaudit/retryaudit/graph"
 	"github.com/retryaudit/retryaudit/replay"
 )
@@ -267,12 +268,31 @@ func ms(s float64) string {
 
 // samePolicies reports whether two models (of the same graph) give every
 // edge and service the same client policy.
-func samePolicies(a, b *replay.Model) bool {
+func samePolicies(a, b *replay.Model) bool { return policiesAlike(a, b, nil) }
+
+// replaysAlike reports whether two models (of the same graph) replay the
+// same under faults, event for event: their policies are the same
+// (samePolicies) but for HonorRetryAfter on edges where no answer can
+// carry a Retry-After under these faults in either model
+// (replay.Model.RetryAfterReaches), where it never acts.
+func replaysAlike(a, b *replay.Model, faults degrade.Schedule) bool {
+	return policiesAlike(a, b, func(e int) bool {
+		return !a.RetryAfterReaches(e, faults) && !b.RetryAfterReaches(e, faults)
+	})
+}
+
+// policiesAlike is samePolicies with HonorRetryAfter ignored on the edges
+// deaf says no Retry-After reaches (nil: none).
+func policiesAlike(a, b *replay.Model, deaf func(e int) bool) bool {
 	if a.RootPropagate != b.RootPropagate || len(a.Edges) != len(b.Edges) {
 		return false
 	}
 	for i := range a.Edges {
-		if !samePolicy(a.Edges[i].Policy, b.Edges[i].Policy) {
+		pa, pb := a.Edges[i].Policy, b.Edges[i].Policy
+		if pa.HonorRetryAfter != pb.HonorRetryAfter && deaf != nil && deaf(i) {
+			pa.HonorRetryAfter, pb.HonorRetryAfter = false, false
+		}
+		if !samePolicy(pa, pb) {
 			return false
 		}
 	}
