@@ -1070,11 +1070,8 @@ func fractionStated(f float64, r [2]float64, bound float64) bool {
 // bulk's), the fraction W/(2·centre) (the centre the floor, the shortest
 // wait less the W/(n+1) it lies above it on average, plus W/2) and its
 // weighted mean (by the inverse variance of the width's logarithm),
-// whose 99% range is that mean times e^(±z99·se). The low end reaches
-// lower by what late waits may shift the estimator's r-th wait up (none
-// for the range, 4/3 for the quartile's, 2 for the bulk's), and by the
-// noise late timers widen every index by, over twice the centre; the
-// high end stops at 1 (a wait of (1 ± f) times its centre is never
+// whose 99% range is widthSpan's, the noise late timers widen every
+// index by taken over twice the centre; the high end stops at 1 (a wait of (1 ± f) times its centre is never
 // negative). The range is the union of the three.
 func fractionRange(gaps [][]float64, idx []waitIndex, z []float64, noise float64) (lo, hi float64) {
 	var use [][]float64
@@ -1095,7 +1092,7 @@ func fractionRange(gaps [][]float64, idx []waitIndex, z []float64, noise float64
 		use, noise = [][]float64{z}, noise/least
 	}
 	lo, hi = math.Inf(1), 0
-	for by, shift := range []float64{byRange: 1, byQuartile: 0.75, byBulk: 0.5} {
+	for by := range lateShift {
 		var sum, nsum, sw float64
 		for _, g := range use {
 			w, rel, _ := widthWith(g, by)
@@ -1109,9 +1106,8 @@ func fractionRange(gaps [][]float64, idx []waitIndex, z []float64, noise float64
 		if sw == 0 {
 			continue
 		}
-		m, se := sum/sw, 1/math.Sqrt(sw)
-		lo = min(lo, max(m*math.Exp(-z99*se)*shift-nsum/sw, 0))
-		hi = max(hi, min(m*math.Exp(z99*se), 1))
+		l, h := widthSpan(sum/sw, 1/math.Sqrt(sw), by, nsum/sw)
+		lo, hi = min(lo, l), max(hi, min(h, 1))
 	}
 	if lo > hi {
 		return 0, 1 // no index had a width to read: any fraction
@@ -1188,6 +1184,20 @@ const (
 	byQuartile
 	byBulk
 )
+
+// lateShift is, by estimator, how far late waits may have shifted the
+// r-th wait its width reads up, as a factor on the width: none for the
+// range, which holds them; up to a quarter of the waits late under the
+// upper quartile's (4/3); up to half under the bulk's (2).
+var lateShift = [...]float64{byRange: 1, byQuartile: 0.75, byBulk: 0.5}
+
+// widthSpan is the 99% range of an estimator's weighted mean width m
+// (se: the standard deviation of its logarithm), reaching lower by what
+// late waits may have shifted the estimator (lateShift[by]) and by noise,
+// what late timers widen every index by; never below 0.
+func widthSpan(m, se float64, by int, noise float64) (lo, hi float64) {
+	return max(m*math.Exp(-z99*se)*lateShift[by]-noise, 0), m * math.Exp(z99*se)
+}
 
 // widthLevel is the estimator widthOf reads g's width with. Where late
 // says the edge's timings have a late tail (tailed), the range is not
@@ -1365,26 +1375,20 @@ func widthGrowth(gaps [][]float64, idx []waitIndex, noise float64, late bool) (g
 			}
 		}
 		a := additiveWidth{lo: math.Inf(1), tail: math.Inf(-1)}
-		// Its 99% range holds the reading of every estimator, each from
-		// the standard deviation of its weighted mean's logarithm,
-		// reaching lower by what late waits may have shifted the
-		// estimator's r-th wait up (up to a quarter of them late under
-		// the upper quartile's, the share its reading stands, shift it
-		// by up to 4/3; up to half under the bulk's, by 2) and by the
-		// noise late timers widen every index by: on the range alone,
-		// where the edge's noise does not show the timers' lateness, it
-		// would rest on late waits.
-		for by, shift := range []float64{byRange: 1, byQuartile: 0.75, byBulk: 0.5} {
+		// Its 99% range holds the reading of every estimator
+		// (widthSpan): on the range alone, where the edge's noise does
+		// not show the timers' lateness, it would rest on late waits.
+		for by := range lateShift {
 			var sum, sw float64
 			for _, k := range use {
 				w, rel, _ := widthWith(gaps[k], by)
 				sum, sw = sum+w/(rel*rel), sw+1/(rel*rel)
 			}
-			m, se := sum/sw, 1/math.Sqrt(sw)
 			if by == level {
-				a.ms = m
+				a.ms = sum / sw
 			}
-			a.lo, a.hi = min(a.lo, max(m*math.Exp(-z99*se)*shift-noise, 0)), max(a.hi, m*math.Exp(z99*se))
+			l, h := widthSpan(sum/sw, 1/math.Sqrt(sw), by, noise)
+			a.lo, a.hi = min(a.lo, l), max(a.hi, h)
 		}
 		// tail: how far the longest wait at any index reaches past its
 		// floor and the width.
