@@ -433,9 +433,6 @@ func (m *OutcomeMix) merge(o OutcomeMix) {
 	m.Transport += o.Transport
 }
 
-// retryable is the number of failures a caller may retry.
-func (m OutcomeMix) retryable() int { return m.Failed() - m.ClientError }
-
 // calibrate adds the calibration statistics to t: every edge's outcome mix
 // and timeline, work-only self times, the roots' outcomes and latency,
 // concurrency by Little's law and the sampling probability.
