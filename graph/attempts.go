@@ -933,5 +933,26 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		ix.addAttempts(cl, attempt{span: s, server: s, outcome: o, status: status,
 			retryAfter: ix.set.Extra(srv).RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
+	cl.hedged, cl.hedgeGap = concurrentAttempts(ix, servers)
 	return cl
+}
+
+// concurrentAttempts reads hedging from the callee's spans of one request
+// (the SERVER spans under one client span, in the order they started): an
+// attempt that starts while an earlier one still runs is a hedge, since a
+// retry waits for its predecessor to fail (grpc-js's hedgingPolicy, or any
+// library below the instrumentation that sends a request again before the
+// first answered). gap is the delay from the start of the attempt before
+// the first hedge to the hedge: the first attempt to overlap another can
+// only overlap the one just before it, and a hedge timer counts from the
+// start of the latest attempt (grpc-js restarts it with every attempt;
+// failsafe-go's nth hedge comes n delays after the first attempt).
+func concurrentAttempts(ix *index, servers []int32) (hedged bool, gap int64) {
+	for i := 1; i < len(servers); i++ {
+		prev, sp := &ix.spans[servers[i-1]], &ix.spans[servers[i]]
+		if sp.Start+overlapTolerance < prev.End {
+			return true, sp.Start - prev.Start
+		}
+	}
+	return false, 0
 }

@@ -514,6 +514,10 @@ type Hedging struct {
 	MaxRequests int `json:"max_requests"`
 	// NonIdempotent counts hedged calls of a non-idempotent method.
 	NonIdempotent int `json:"non_idempotent,omitempty"`
+	// IdempotencyUnknown counts hedged calls whose method is not an HTTP
+	// method (an RPC, a statement): nothing in a span says whether
+	// sending it twice is safe.
+	IdempotencyUnknown int `json:"idempotency_unknown,omitempty"`
 }
 
 // Idempotency is the key coverage of retried non-idempotent calls.
