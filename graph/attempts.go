@@ -889,6 +889,40 @@ func sameOperation(ix *index, servers []int32) bool {
 	return true
 }
 
+// answeredByEarlier reports whether a call read below the instrumentation
+// (as: the callee's spans under client span as[0].req) was answered by an
+// attempt that an attempt started after it outlasted: the client took the
+// first answer, and ended, while a later request still ran. Only hedging
+// does that; a per-try timeout gives each attempt up before the next
+// starts, so a call that succeeds ends on the latest attempt's answer, and
+// one that ends otherwise is no evidence either way.
+func (ix *index) answeredByEarlier(as []attempt) bool {
+	cl := &ix.spans[as[0].req]
+	if cl.Status == ingest.StatusError {
+		return false
+	}
+	end := func(k int) int64 { return ix.spans[as[k].span].End }
+	w := -1 // the first answer that succeeded
+	for k := range as {
+		if as[k].outcome == outcomeOK && (w < 0 || end(k) < end(w)) {
+			w = k
+		}
+	}
+	if w < 0 || end(w) > cl.End+overlapTolerance {
+		return false
+	}
+	later := false
+	for k := range as {
+		switch {
+		case k != w && end(k) > end(w) && end(k) <= cl.End:
+			return false // another answer came before the call ended: w did not end it
+		case k > w && end(k) > cl.End+overlapTolerance:
+			later = true
+		}
+	}
+	return later
+}
+
 // maxSynthetic bounds the attempts made up from one span's retry counter.
 const maxSynthetic = 64
 

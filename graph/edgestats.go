@@ -102,6 +102,12 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.hedged.IdempotencyUnknown++
 			st.show(ix, FindingHedgeUnknown, c)
 		}
+		if as[0].span == as[0].server && as[0].req != as[0].span {
+			st.hedged.BelowInstrumentation++
+			if ix.answeredByEarlier(as) {
+				st.hedged.AnsweredByEarlier++
+			}
+		}
 		// The callee served every request, the hedges that lost too: its
 		// latency is theirs as well (the slow answers hedging works around).
 		for k := range as {
@@ -261,6 +267,8 @@ func (st *edgeStats) merge(o *edgeStats) {
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, h.MaxRequests)
 		st.hedged.NonIdempotent += h.NonIdempotent
 		st.hedged.IdempotencyUnknown += h.IdempotencyUnknown
+		st.hedged.BelowInstrumentation += h.BelowInstrumentation
+		st.hedged.AnsweredByEarlier += h.AnsweredByEarlier
 	}
 	st.hedgeDelays.merge(&o.hedgeDelays)
 	st.outlived += o.outlived

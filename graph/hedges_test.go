@@ -2,6 +2,7 @@ package graph
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -88,7 +89,9 @@ func belowCall(b *builder, root int, at float64, atts []below, opts ...opt) {
 // of the attempt before it (a non-fatal failure sent again at once does
 // not stretch it); a call allowed N concurrent requests multiplies by N;
 // a hedged RPC, whose idempotency no span shows, is a finding, a hedged
-// GET is not.
+// GET is not. Only a call answered by an earlier attempt while a later one
+// still ran tells hedging from per-try timeouts that leave the callee at
+// work; where no call shows it, a warning says so.
 func TestHedgesBelowInstrumentation(t *testing.T) {
 	slowWins := []below{{0, 150, false}, {30, 1, false}}                    // the hedge answers first
 	allSlow := []below{{0, 150, false}, {30, 150, false}, {60, 150, false}} // the first answers first
@@ -100,14 +103,18 @@ func TestHedgesBelowInstrumentation(t *testing.T) {
 		delay     float64 // their delay (ms)
 		most      int     // the most requests one sent
 		unknown   int     // hedged calls of unknown idempotency
+		earlier   int     // hedged calls answered by an earlier attempt
 		retries   bool
 		worst     int
 		findingID string // the hedging finding expected, "" for none
 	}{
 		{name: "overlapping attempts 30ms apart are hedges", calls: [][]below{slowWins, allSlow, slowWins, {{0, 1, false}}},
-			hedged: 3, delay: 30, most: 3, unknown: 3, worst: 3, findingID: FindingHedgeUnknown},
+			hedged: 3, delay: 30, most: 3, unknown: 3, earlier: 1, worst: 3, findingID: FindingHedgeUnknown},
 		{name: "a hedged GET is idempotent: no finding", calls: [][]below{slowWins, allSlow, {{0, 1, false}}}, opts: []opt{method("GET"), name("GET")},
-			hedged: 2, delay: 30, most: 3, worst: 3},
+			hedged: 2, delay: 30, most: 3, earlier: 1, worst: 3},
+		{name: "each call answered by its latest attempt: hedges or per-try timeouts, and a warning says so",
+			calls:  [][]below{slowWins, {{0, 150, false}, {30, 150, false}, {60, 1, false}}},
+			hedged: 2, delay: 30, most: 3, unknown: 2, worst: 3, findingID: FindingHedgeUnknown},
 		{name: "the delay counts from the attempt before the hedge, not from a failure sent again",
 			calls:  [][]below{{{0, 1, true}, {3, 150, false}, {33, 1, false}}, {{0, 1, true}, {3, 150, false}, {33, 150, false}, {63, 1, false}}},
 			hedged: 2, delay: 30, most: 4, unknown: 2, worst: 4, findingID: FindingHedgeUnknown},
@@ -128,10 +135,14 @@ func TestHedgesBelowInstrumentation(t *testing.T) {
 			case tc.hedged > 0 && h == nil:
 				t.Errorf("no hedging, want %d hedged calls", tc.hedged)
 			case tc.hedged > 0:
-				if want := (Hedging{Calls: tc.hedged, DelayMS: tc.delay, MaxRequests: tc.most, IdempotencyUnknown: tc.unknown}); *h != want {
+				want := Hedging{Calls: tc.hedged, DelayMS: tc.delay, MaxRequests: tc.most, IdempotencyUnknown: tc.unknown,
+					BelowInstrumentation: tc.hedged, AnsweredByEarlier: tc.earlier}
+				if *h != want {
 					t.Errorf("hedging %+v, want %+v", *h, want)
 				}
 			}
+			warned := slices.ContainsFunc(tp.Warnings, func(w string) bool { return strings.Contains(w, "may be retries, not hedges") })
+			wantEq(t, "warned that the overlaps may be per-try timeouts", warned, tc.hedged > 0 && tc.earlier == 0)
 			wantEq(t, "worst case", tp.Paths[0].WorstCaseAmplification, tc.worst)
 			for _, id := range []string{FindingHedgeUnknown, FindingHedgeWrite} {
 				if got := slices.Contains(findingIDs(tp), id); got != (id == tc.findingID) {

@@ -518,6 +518,14 @@ type Hedging struct {
 	// method (an RPC, a statement): nothing in a span says whether
 	// sending it twice is safe.
 	IdempotencyUnknown int `json:"idempotency_unknown,omitempty"`
+	// BelowInstrumentation counts the hedged calls read from the callee's
+	// spans under one client span (a library hedging below the
+	// instrumentation); AnsweredByEarlier those of them answered by an
+	// attempt that one started after it outlasted, which only hedging
+	// does: a per-try timeout that leaves the callee at work overlaps the
+	// callee's spans too, but its call ends on the latest attempt.
+	BelowInstrumentation int `json:"below_instrumentation,omitempty"`
+	AnsweredByEarlier    int `json:"answered_by_earlier,omitempty"`
 }
 
 // Idempotency is the key coverage of retried non-idempotent calls.

@@ -249,6 +249,12 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					case te.Method == "" && !hasFinding(top, FindingHedgeUnknown, e.Caller+" → "+e.Callee+" "+e.Operation):
 						// An RPC: nothing in a span says it is safe to send twice.
 						t.Errorf("%s: hedged RPC without a %s finding", loc, FindingHedgeUnknown)
+					case te.BelowInstrumentation && (g.BelowInstrumentation != h.HedgedCalls || g.AnsweredByEarlier == 0):
+						// Hedges below the instrumentation: some call must
+						// show an earlier attempt answering while a later
+						// one ran, or they could be per-try timeouts.
+						t.Errorf("%s: %d hedged calls read below the instrumentation, %d answered by an earlier attempt; want %d, some",
+							loc, g.BelowInstrumentation, g.AnsweredByEarlier, h.HedgedCalls)
 					}
 				}
 				if q := te.RetryQuota; q != nil {
