@@ -7,8 +7,8 @@ import (
 )
 
 // TestHedgesAmplify: 3 gateway attempts, each hedged by api into 3
-// concurrent requests, is 9 requests at the bottom, not 3; a hedged POST
-// is a finding.
+// concurrent requests, is 9 requests at the bottom, not 3, at worst and as
+// observed; a hedged POST is a finding.
 func TestHedgesAmplify(t *testing.T) {
 	b := newBuilder()
 	sequential(b, 3, "gateway", func(root, i int) {
@@ -43,6 +43,9 @@ func TestHedgesAmplify(t *testing.T) {
 			worst = p.WorstCaseAmplification
 			wantEq(t, "exact", p.WorstCaseExact, false)
 			wantEq(t, "layers", len(p.RetryingLayers), 2)
+			// Each trace sent ledger 9 requests for one root request:
+			// the hedges count, as retries do.
+			wantEq(t, "observed at ledger", p.ObservedMaxAmplification, 9.0)
 		}
 	}
 	wantEq(t, "worst case at ledger", worst, 9)
