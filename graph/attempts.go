@@ -889,6 +889,40 @@ func sameOperation(ix *index, servers []int32) bool {
 	return true
 }
 
+// answeredByEarlier reports whether a call read below the instrumentation
+// (as: the callee's spans under client span as[0].req) was answered by an
+// attempt that an attempt started after it outlasted: the client took the
+// first answer, and ended, while a later request still ran. Only hedging
+// does that; a per-try timeout gives each attempt up before the next
+// starts, so a call that succeeds ends on the latest attempt's answer, and
+// one that ends otherwise is no evidence either way.
+func (ix *index) answeredByEarlier(as []attempt) bool {
+	cl := &ix.spans[as[0].req]
+	if cl.Status == ingest.StatusError {
+		return false
+	}
+	end := func(k int) int64 { return ix.spans[as[k].span].End }
+	w := -1 // the first answer that succeeded
+	for k := range as {
+		if as[k].outcome == outcomeOK && (w < 0 || end(k) < end(w)) {
+			w = k
+		}
+	}
+	if w < 0 || end(w) > cl.End+overlapTolerance {
+		return false
+	}
+	later := false
+	for k := range as {
+		switch {
+		case k != w && end(k) > end(w) && end(k) <= cl.End:
+			return false // another answer came before the call ended: w did not end it
+		case k > w && end(k) > cl.End+overlapTolerance:
+			later = true
+		}
+	}
+	return later
+}
+
 // maxSynthetic bounds the attempts made up from one span's retry counter.
 const maxSynthetic = 64
 
@@ -933,5 +967,26 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		ix.addAttempts(cl, attempt{span: s, server: s, outcome: o, status: status,
 			retryAfter: ix.set.Extra(srv).RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
+	cl.hedged, cl.hedgeGap = concurrentAttempts(ix, servers)
 	return cl
+}
+
+// concurrentAttempts reads hedging from the callee's spans of one request
+// (the SERVER spans under one client span, in the order they started): an
+// attempt that starts while an earlier one still runs is a hedge, since a
+// retry waits for its predecessor to fail (grpc-js's hedgingPolicy, or any
+// library below the instrumentation that sends a request again before the
+// first answered). gap is the delay from the start of the attempt before
+// the first hedge to the hedge: the first attempt to overlap another can
+// only overlap the one just before it, and a hedge timer counts from the
+// start of the latest attempt (grpc-js restarts it with every attempt;
+// failsafe-go's nth hedge comes n delays after the first attempt).
+func concurrentAttempts(ix *index, servers []int32) (hedged bool, gap int64) {
+	for i := 1; i < len(servers); i++ {
+		prev, sp := &ix.spans[servers[i-1]], &ix.spans[servers[i]]
+		if sp.Start+overlapTolerance < prev.End {
+			return true, sp.Start - prev.Start
+		}
+	}
+	return false, 0
 }

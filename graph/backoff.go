@@ -69,8 +69,10 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // chains are the same waits call by call (splitServerDirected): how one
 // call's consecutive waits depend on each other tells decorrelated
 // jitter from the kinds that draw each wait on its own (see
-// dependence).
-func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Backoff {
+// dependence). roundTrip is how long a wait of nothing lasts as the waits
+// were read: 0 between client spans, the trip back to the caller and out
+// again between the callee's spans.
+func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip float64) Backoff {
 	b := Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown}
 	var all []float64
 	var idx []waitIndex // per attempt index, while samples last
@@ -103,8 +105,10 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk float64) Bac
 	// never fires early, so the rest are a busy host's late ones (HotROD's
 	// driver, four dispatches at a time: 99 of 100 waits under 0.35 ms, one
 	// of 4.1 ms); a jitter whose range reaches past immediateMS would put
-	// more than a tenth of its waits there.
-	if quantile(all, 0.9) < immediateMS {
+	// more than a tenth of its waits there. Waits that hold a round trip
+	// through the caller (read between the callee's spans) are that much
+	// longer.
+	if quantile(all, 0.9) < immediateMS+roundTrip {
 		b.Kind = BackoffImmediate
 		for _, w := range idx {
 			if w.n >= minNoJitter {

@@ -762,6 +762,13 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 		for k := range as {
 			a := &as[k]
+			// idx is the attempt's index as its outcome is counted: a
+			// hedge, sent while the attempt before it still ran, followed
+			// no failure of its call, and counts as a first attempt.
+			idx := k
+			if c.hedged && k > 0 && ix.spans[a.span].Start+overlapTolerance < ix.spans[as[k-1].span].End {
+				idx = 0
+			}
 			if a.retryAfter >= 0 && a.outcome.failed() {
 				st.raSum += float64(a.retryAfter)
 				st.raN++
@@ -803,13 +810,13 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				continue
 			}
 			afterDown := false
-			if k > 0 {
+			if idx > 0 {
 				p := &as[k-1]
 				afterDown = p.server >= 0 && downFailed.has(p.server) && p.outcome.failed()
 			}
 			// (A retry's other is its own call's failure: no bar to run.)
-			run := !after && (k > 0 || !other) && prevFailed[ci] > 0
-			st.recs = append(st.recs, outcomeRec{class: classOf(a), k: k, at: start, after: after, run: run, other: other, afterDown: afterDown})
+			run := !after && (idx > 0 || !other) && prevFailed[ci] > 0
+			st.recs = append(st.recs, outcomeRec{class: classOf(a), k: idx, at: start, after: after, run: run, other: other, afterDown: afterDown})
 		}
 		for k := 1; k < len(as); k++ {
 			prev, next := &as[k-1], &as[k]

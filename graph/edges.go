@@ -103,9 +103,12 @@ func (ix *index) callerAttempt(i int32) int32 {
 // TRACE, PUT, DELETE). Anything else is not known to be safe: the writes
 // (see WriteMethod) and a call with no HTTP method at all (an RPC, a
 // database statement), which is idempotent only when declared so (gRPC's
-// idempotency_level in a policy file, --idempotent).
+// idempotency_level in a policy file, --idempotent). Method tokens are
+// case-sensitive (RFC 9110 §9.1) and instrumentations record the standard
+// ones in upper case: "Get" or "Delete" is an RPC's method name (gRPC
+// instrumentations record rpc.method so), not HTTP's GET or DELETE.
 func IdempotentMethod(m string) bool {
-	switch strings.ToUpper(m) {
+	switch m {
 	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
 		return true
 	}
@@ -117,7 +120,7 @@ func IdempotentMethod(m string) bool {
 // unknown: the findings about unkeyed writes do not judge it, and replay
 // does not repeat it unless it is declared idempotent.
 func WriteMethod(m string) bool {
-	switch strings.ToUpper(m) {
+	switch m {
 	case "POST", "PATCH", "CONNECT":
 		return true
 	}

@@ -94,9 +94,26 @@ func (st *edgeStats) add(ix *index, c *call) {
 		st.hedged.Calls++
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, n)
 		st.hedgeDelays.add(ix.keyOfAttempt(&as[0], 0), float64(c.hedgeGap)/1e6)
-		if WriteMethod(name.method) {
+		switch {
+		case WriteMethod(name.method):
 			st.hedged.NonIdempotent++
 			st.show(ix, FindingHedgeWrite, c)
+		case !IdempotentMethod(name.method):
+			st.hedged.IdempotencyUnknown++
+			st.show(ix, FindingHedgeUnknown, c)
+		}
+		if as[0].span == as[0].server && as[0].req != as[0].span {
+			st.hedged.BelowInstrumentation++
+			if ix.answeredByEarlier(as) {
+				st.hedged.AnsweredByEarlier++
+			}
+		}
+		// The callee served every request, the hedges that lost too: its
+		// latency is theirs as well (the slow answers hedging works around).
+		for k := range as {
+			if as[k].server >= 0 {
+				st.serverDur.add(float64(ix.spans[as[k].server].Duration()) / 1e6)
+			}
 		}
 		return
 	}
@@ -249,6 +266,9 @@ func (st *edgeStats) merge(o *edgeStats) {
 		st.hedged.Calls += h.Calls
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, h.MaxRequests)
 		st.hedged.NonIdempotent += h.NonIdempotent
+		st.hedged.IdempotencyUnknown += h.IdempotencyUnknown
+		st.hedged.BelowInstrumentation += h.BelowInstrumentation
+		st.hedged.AnsweredByEarlier += h.AnsweredByEarlier
 	}
 	st.hedgeDelays.merge(&o.hedgeDelays)
 	st.outlived += o.outlived
@@ -359,7 +379,17 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 			e.RetryAfterHonored += directed
 			e.RetryAfterUncaptured = directed
 		}
-		e.Backoff = inferBackoff(gaps, chains, noise, bulk)
+		// Waits read between the callee's spans (retries below the
+		// instrumentation) hold the round trip through the caller that
+		// took the failure and sent the request again: the network's
+		// share of the edge's answered attempts, client span less server
+		// span. Waits read between client spans hold none.
+		roundTrip := 0.0
+		if legs := st.legs.values(); e.Evidence == "below-instrumentation" && len(legs) > 0 {
+			slices.Sort(legs)
+			roundTrip = quantile(legs, 0.5)
+		}
+		e.Backoff = inferBackoff(gaps, chains, noise, bulk, roundTrip)
 		if after != nil {
 			ev := *after.evidence
 			ev.Waits, ev.Judged = st.waits.scale(ev.Waits), st.waits.scale(ev.Judged)

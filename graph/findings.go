@@ -19,6 +19,7 @@ const (
 	FindingRetryAfter      = "retry-after-ignored"
 	FindingDependencyDown  = "retry-against-failing-dependency"
 	FindingHedgeWrite      = "hedged-non-idempotent"
+	FindingHedgeUnknown    = "hedged-idempotency-unknown"
 	FindingNoBreaker       = "no-circuit-breaker"
 )
 
@@ -31,7 +32,7 @@ const hammerRun = 10
 func FindingIDs() []string {
 	return []string{FindingMultiLayer, FindingNoJitter, FindingRetry4xx, FindingNoIdempotency,
 		FindingTimeoutBelowP99, FindingOutlivedCaller, FindingRetryAfter, FindingDependencyDown,
-		FindingHedgeWrite, FindingNoBreaker}
+		FindingHedgeWrite, FindingHedgeUnknown, FindingNoBreaker}
 }
 
 // failingShare is the failure rate over all of a callee's attempts above
@@ -121,6 +122,11 @@ func findings(edges []Edge, paths []Path, shows findingExamples) []Finding {
 		if h := e.Hedging; h != nil && h.NonIdempotent > 0 {
 			add(FindingHedgeWrite, SeverityHigh, edgeLocation(e), shows.of(i, e, FindingHedgeWrite), "%d hedged calls of %s, which is not idempotent: both requests may apply the write",
 				h.NonIdempotent, e.Method)
+		}
+		if h := e.Hedging; h != nil && h.IdempotencyUnknown > 0 {
+			add(FindingHedgeUnknown, SeverityMedium, edgeLocation(e), shows.of(i, e, FindingHedgeUnknown),
+				"%d hedged calls of %s, whose idempotency no span shows: each hedge repeats the request, safe only if the operation is idempotent (a gRPC method declared idempotency_level IDEMPOTENT or NO_SIDE_EFFECTS)",
+				h.IdempotencyUnknown, e.Operation)
 		}
 		if b := e.Breaker; b != nil && !b.Detected && b.LongestFailureRun >= hammerRun {
 			add(FindingNoBreaker, SeverityMedium, edgeLocation(e), e.Examples, "%d calls in a row failed and every next request called again: no circuit breaker sheds load from a dead dependency",

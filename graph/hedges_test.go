@@ -1,12 +1,14 @@
 package graph
 
 import (
+	"slices"
+	"strings"
 	"testing"
 )
 
 // TestHedgesAmplify: 3 gateway attempts, each hedged by api into 3
-// concurrent requests, is 9 requests at the bottom, not 3; a hedged POST
-// is a finding.
+// concurrent requests, is 9 requests at the bottom, not 3, at worst and as
+// observed; a hedged POST is a finding.
 func TestHedgesAmplify(t *testing.T) {
 	b := newBuilder()
 	sequential(b, 3, "gateway", func(root, i int) {
@@ -41,10 +43,174 @@ func TestHedgesAmplify(t *testing.T) {
 			worst = p.WorstCaseAmplification
 			wantEq(t, "exact", p.WorstCaseExact, false)
 			wantEq(t, "layers", len(p.RetryingLayers), 2)
+			// Each trace sent ledger 9 requests for one root request:
+			// the hedges count, as retries do.
+			wantEq(t, "observed at ledger", p.ObservedMaxAmplification, 9.0)
 		}
 	}
 	wantEq(t, "worst case at ledger", worst, 9)
 	f := finding(t, tp, FindingHedgeWrite)
 	wantEq(t, "location", f.Location, "api → ledger POST")
 	wantEq(t, "severity", f.Severity, SeverityHigh)
+}
+
+// below is one call whose attempts a library below the instrumentation
+// made: a CLIENT span from front to stock (an RPC unless opts name an HTTP
+// method) and under it one stock SERVER span per attempt, each {start,
+// duration, failed} in ms from the call's start.
+type below struct {
+	start, dur float64
+	failed     bool
+}
+
+func belowCall(b *builder, root int, at float64, atts []below, opts ...opt) {
+	end := 0.0
+	for _, a := range atts {
+		if !a.failed && (end == 0 || a.start+a.dur < end) {
+			end = a.start + a.dur // the first answer commits the call
+		}
+	}
+	if end == 0 {
+		end = atts[len(atts)-1].start + atts[len(atts)-1].dur
+	}
+	opts = append([]opt{method("Get"), name("retryaudit.Stock/Get")}, opts...)
+	c := b.client(root, "stock", at, end+1, opts...)
+	for _, a := range atts {
+		status := grpcCode(0)
+		if a.failed {
+			status = grpcCode(14)
+		}
+		b.server(c, "stock", "retryaudit.Stock/Get", at+0.5+a.start, a.dur, status)
+	}
+}
+
+// TestHedgesBelowInstrumentation: attempts of one call that a library
+// below the instrumentation sent (grpc-js's hedgingPolicy), seen only as
+// the callee's SERVER spans under one CLIENT span, are hedges when one
+// starts while an earlier one still runs, and retries when each starts
+// after the one before has failed. A hedge's delay counts from the start
+// of the attempt before it (a non-fatal failure sent again at once does
+// not stretch it); a call allowed N concurrent requests multiplies by N;
+// a hedged RPC, whose idempotency no span shows, is a finding, a hedged
+// GET is not. Only a call answered by an earlier attempt while a later one
+// still ran tells hedging from per-try timeouts that leave the callee at
+// work; where no call shows it, a warning says so.
+func TestHedgesBelowInstrumentation(t *testing.T) {
+	slowWins := []below{{0, 150, false}, {30, 1, false}}                    // the hedge answers first
+	allSlow := []below{{0, 150, false}, {30, 150, false}, {60, 150, false}} // the first answers first
+	for _, tc := range []struct {
+		name      string
+		calls     [][]below
+		opts      []opt
+		hedged    int     // calls read as hedged
+		delay     float64 // their delay (ms)
+		most      int     // the most requests one sent
+		unknown   int     // hedged calls of unknown idempotency
+		earlier   int     // hedged calls answered by an earlier attempt
+		retries   bool
+		worst     int
+		findingID string // the hedging finding expected, "" for none
+	}{
+		{name: "overlapping attempts 30ms apart are hedges", calls: [][]below{slowWins, allSlow, slowWins, {{0, 1, false}}},
+			hedged: 3, delay: 30, most: 3, unknown: 3, earlier: 1, worst: 3, findingID: FindingHedgeUnknown},
+		{name: "a hedged GET is idempotent: no finding", calls: [][]below{slowWins, allSlow, {{0, 1, false}}}, opts: []opt{method("GET"), name("GET")},
+			hedged: 2, delay: 30, most: 3, earlier: 1, worst: 3},
+		{name: "each call answered by its latest attempt: hedges or per-try timeouts, and a warning says so",
+			calls:  [][]below{slowWins, {{0, 150, false}, {30, 150, false}, {60, 1, false}}},
+			hedged: 2, delay: 30, most: 3, unknown: 2, worst: 3, findingID: FindingHedgeUnknown},
+		{name: "the delay counts from the attempt before the hedge, not from a failure sent again",
+			calls:  [][]below{{{0, 1, true}, {3, 150, false}, {33, 1, false}}, {{0, 1, true}, {3, 150, false}, {33, 150, false}, {63, 1, false}}},
+			hedged: 2, delay: 30, most: 4, unknown: 2, worst: 4, findingID: FindingHedgeUnknown},
+		{name: "attempts each after the one before failed are retries, not hedges",
+			calls:   [][]below{{{0, 1, true}, {3, 1, false}}, {{0, 1, true}, {3, 1, true}, {6, 1, true}}, {{0, 1, false}}},
+			retries: true, worst: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, len(tc.calls), "front", func(root, i int) { belowCall(b, root, 1, tc.calls[i], tc.opts...) })
+			tp := b.infer()
+			e := edge(t, tp, "front", "stock")
+			wantEq(t, "calls", e.Calls, len(tc.calls))
+			wantEq(t, "retries", e.Retries, tc.retries)
+			switch h := e.Hedging; {
+			case tc.hedged == 0 && h != nil:
+				t.Errorf("hedging %+v, want none", *h)
+			case tc.hedged > 0 && h == nil:
+				t.Errorf("no hedging, want %d hedged calls", tc.hedged)
+			case tc.hedged > 0:
+				want := Hedging{Calls: tc.hedged, DelayMS: tc.delay, MaxRequests: tc.most, IdempotencyUnknown: tc.unknown,
+					BelowInstrumentation: tc.hedged, AnsweredByEarlier: tc.earlier}
+				if *h != want {
+					t.Errorf("hedging %+v, want %+v", *h, want)
+				}
+			}
+			warned := slices.ContainsFunc(tp.Warnings, func(w string) bool { return strings.Contains(w, "may be retries, not hedges") })
+			wantEq(t, "warned that the overlaps may be per-try timeouts", warned, tc.hedged > 0 && tc.earlier == 0)
+			wantEq(t, "worst case", tp.Paths[0].WorstCaseAmplification, tc.worst)
+			for _, id := range []string{FindingHedgeUnknown, FindingHedgeWrite} {
+				if got := slices.Contains(findingIDs(tp), id); got != (id == tc.findingID) {
+					t.Errorf("finding %s present %v, want %v: %v", id, got, id == tc.findingID, findingIDs(tp))
+				}
+			}
+			if tc.findingID != "" {
+				wantEq(t, "severity", finding(t, tp, tc.findingID).Severity, SeverityMedium)
+			}
+			if tc.hedged > 0 {
+				// A hedge follows no failure: its outcome counts as a
+				// first attempt's, so that a replay draws it as one.
+				first, retried := 0, 0
+				if o := e.Outcomes; o != nil {
+					first = o.First.Total()
+					for _, m := range o.RetryByAttempt {
+						retried += m.Total()
+					}
+				}
+				hedges, resent := 0, 0
+				for _, c := range tc.calls {
+					for k := 1; k < len(c); k++ {
+						if c[k].start < c[k-1].start+c[k-1].dur {
+							hedges++
+						} else {
+							resent++
+						}
+					}
+				}
+				wantEq(t, "first attempts and hedges counted first", first, len(tc.calls)+hedges)
+				wantEq(t, "attempts sent again after a failure counted as retries", retried, resent)
+			}
+		})
+	}
+}
+
+// TestImmediateBelowInstrumentation: waits read between the callee's
+// spans hold the round trip through the caller, which the edge's answered
+// single attempts show (client span less server span): a library sending
+// a failed request again at once below the instrumentation retries
+// immediately, though every wait between the callee's spans is 2.5ms. The
+// same 2.5ms with a 0.2ms round trip is a wait of the caller's own.
+func TestImmediateBelowInstrumentation(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		roundTrip float64 // ms the single attempts' client spans outlast their server spans
+		want      BackoffKind
+	}{
+		{"2.5ms waits with a 3ms round trip are immediate", 3, BackoffImmediate},
+		{"2.5ms waits with a 0.2ms round trip are not", 0.2, BackoffConstant},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, 16, "front", func(root, i int) {
+				if i%2 == 0 {
+					// A single attempt, answered: the round trip.
+					c := b.client(root, "stock", 1, 1+tc.roundTrip, method("Get"), name("retryaudit.Stock/Get"), grpcCode(0))
+					b.server(c, "stock", "retryaudit.Stock/Get", 1+tc.roundTrip/2, 1, grpcCode(0))
+					return
+				}
+				belowCall(b, root, 1, []below{{0, 1, true}, {3.5, 1, true}, {7, 1, false}})
+			})
+			e := edge(t, b.infer(), "front", "stock")
+			wantEq(t, "evidence", e.Evidence, "below-instrumentation")
+			wantEq(t, "backoff", e.Backoff.Kind, tc.want)
+		})
+	}
 }

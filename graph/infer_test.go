@@ -357,8 +357,9 @@ func TestNotRetries(t *testing.T) {
 			name: "overlapping attempts for the same request are a hedge",
 			build: func(b *builder) {
 				root := b.server(-1, "frontend", "GET /", 0, 100)
-				b.call(root, "backend", "GET /quote", 10, 45, failed("context canceled"), target("http://backend/quote?id=7"))
-				b.call(root, "backend", "GET /quote", 40, 15, httpStatus(200), target("http://backend/quote?id=7"))
+				// GET: idempotent, so no hedged-idempotency-unknown count.
+				b.call(root, "backend", "GET /quote", 10, 45, failed("context canceled"), target("http://backend/quote?id=7"), method("GET"))
+				b.call(root, "backend", "GET /quote", 40, 15, httpStatus(200), target("http://backend/quote?id=7"), method("GET"))
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "frontend", "backend")

@@ -466,10 +466,9 @@ func observedIn(ix *index, s sel, byServer *serverCalls, keys []edgeKey) *chainT
 				in := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
 				for _, ec := range byServer.of(in.span) {
+					// A hedged call's requests count as its retries' do:
+					// each reached the callee (and the losers' work ran).
 					c := byServer.call(ec)
-					if c.hedged {
-						continue
-					}
 					n := t.step(in.at, int(ec.edge))
 					for int(n) >= len(attempts) {
 						attempts, first = append(attempts, 0), append(first, 0)

@@ -514,6 +514,18 @@ type Hedging struct {
 	MaxRequests int `json:"max_requests"`
 	// NonIdempotent counts hedged calls of a non-idempotent method.
 	NonIdempotent int `json:"non_idempotent,omitempty"`
+	// IdempotencyUnknown counts hedged calls whose method is not an HTTP
+	// method (an RPC, a statement): nothing in a span says whether
+	// sending it twice is safe.
+	IdempotencyUnknown int `json:"idempotency_unknown,omitempty"`
+	// BelowInstrumentation counts the hedged calls read from the callee's
+	// spans under one client span (a library hedging below the
+	// instrumentation); AnsweredByEarlier those of them answered by an
+	// attempt that one started after it outlasted, which only hedging
+	// does: a per-try timeout that leaves the callee at work overlaps the
+	// callee's spans too, but its call ends on the latest attempt.
+	BelowInstrumentation int `json:"below_instrumentation,omitempty"`
+	AnsweredByEarlier    int `json:"answered_by_earlier,omitempty"`
 }
 
 // Idempotency is the key coverage of retried non-idempotent calls.

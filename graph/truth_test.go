@@ -85,6 +85,11 @@ type truth struct {
 			DelayMS      float64 `json:"delay_ms"`
 			HedgedCalls  int     `json:"hedged_calls"`
 			MostRequests int     `json:"most_requests"`
+			// DelayLateMedianMS, where written: how much later than the
+			// delay the hedges reached the callee in this capture (the
+			// delay may read that much longer: timers fire late, never
+			// early).
+			DelayLateMedianMS float64 `json:"delay_late_median_ms"`
 		} `json:"hedge"`
 		// Written by the Node scenarios: the calls the caller made, the
 		// attempts whose spans are in their own request's trace (the
@@ -236,10 +241,20 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					switch g := e.Hedging; {
 					case g == nil:
 						t.Errorf("%s: no hedging, want %d hedged calls", loc, h.HedgedCalls)
-					case g.Calls != h.HedgedCalls || g.MaxRequests != h.MostRequests || math.Abs(g.DelayMS-h.DelayMS) > 2+0.1*h.DelayMS:
+					case g.Calls != h.HedgedCalls || g.MaxRequests != h.MostRequests ||
+						g.DelayMS < h.DelayMS-2-0.1*h.DelayMS || g.DelayMS > h.DelayMS+2+0.1*h.DelayMS+h.DelayLateMedianMS:
 						t.Errorf("%s: hedging %+v, want %d calls, up to %d requests, after %gms", loc, *g, h.HedgedCalls, h.MostRequests, h.DelayMS)
-					case WriteMethod(te.Method) && !hasFinding(top, FindingHedgeWrite, loc):
+					case WriteMethod(te.Method) && !hasFinding(top, FindingHedgeWrite, e.Caller+" → "+e.Callee+" "+e.Operation):
 						t.Errorf("%s: hedged %s without a %s finding", loc, te.Method, FindingHedgeWrite)
+					case te.Method == "" && !hasFinding(top, FindingHedgeUnknown, e.Caller+" → "+e.Callee+" "+e.Operation):
+						// An RPC: nothing in a span says it is safe to send twice.
+						t.Errorf("%s: hedged RPC without a %s finding", loc, FindingHedgeUnknown)
+					case te.BelowInstrumentation && (g.BelowInstrumentation != h.HedgedCalls || g.AnsweredByEarlier == 0):
+						// Hedges below the instrumentation: some call must
+						// show an earlier attempt answering while a later
+						// one ran, or they could be per-try timeouts.
+						t.Errorf("%s: %d hedged calls read below the instrumentation, %d answered by an earlier attempt; want %d, some",
+							loc, g.BelowInstrumentation, g.AnsweredByEarlier, h.HedgedCalls)
 					}
 				}
 				if q := te.RetryQuota; q != nil {

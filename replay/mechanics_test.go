@@ -157,6 +157,29 @@ func TestHedgesUpToMaxAttempts(t *testing.T) {
 	}
 }
 
+// TestHedgeDrawnAsFirst: a hedge goes out before any attempt of its call
+// has failed, so the callee's outcome for it is drawn from the first
+// attempts' mix (graph counts hedges there), not from the retries'.
+// Against a constant 200 ms callee that fails half the first attempts and
+// every retry, a call hedged after 60 ms fails only when both its
+// requests do (a quarter of them); a call retried after a failure, always.
+func TestHedgeDrawnAsFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		hedge float64
+		want  float64 // availability
+	}{{"hedged", 0.06, 0.75}, {"retried", 0, 0.5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := single("db", 1000, Constant(0.2), 100, 0, Policy{MaxAttempts: 2, HedgeAfter: tc.hedge})
+			m.Edges[0].Fail = &Failures{First: Mix{Fail: 0.5}, Retry: Mix{Fail: 1}}
+			r := mustRun(t, m, nil, RunConfig{Seed: 1, Duration: 20})
+			if math.Abs(r.Availability-tc.want) > 0.04 {
+				t.Errorf("availability %.3f, want %.2f", r.Availability, tc.want)
+			}
+		})
+	}
+}
+
 // TestWastedWork (item 5): wasted work is every service-second that did
 // not end in a successful root response. A run where nothing succeeds
 // wastes all of it; a healthy run without retries wastes none.
@@ -436,14 +459,17 @@ func TestRefusals(t *testing.T) {
 }
 
 // TestIdempotentEdge (item 11): unknown is not idempotent; HTTP methods
-// by their semantics; keyed retries are safe.
+// by their semantics (their tokens are case-sensitive, and ingest records
+// them in upper case: "Get" is an RPC's method, grpc-js's Stock/Get);
+// keyed retries are safe.
 func TestIdempotentEdge(t *testing.T) {
 	for _, tc := range []struct {
 		e    graph.Edge
 		want bool
 	}{
 		{graph.Edge{Method: "GET"}, true},
-		{graph.Edge{Method: "delete"}, true},
+		{graph.Edge{Method: "DELETE"}, true},
+		{graph.Edge{Method: "Get", Operation: "Get retryaudit.Stock/Get"}, false},
 		{graph.Edge{Method: "PUT"}, true},
 		{graph.Edge{Method: "POST"}, false},
 		{graph.Edge{Method: "PATCH"}, false},

@@ -162,6 +162,10 @@ type attempt struct {
 	open bool
 	// afterSlow: the attempt its call sent before it was drawn slow.
 	afterSlow bool
+	// hedge: sent while an earlier attempt of its call was still out,
+	// before any answer: the callee's outcome is drawn as a first
+	// attempt's (graph counts hedges so).
+	hedge     bool
 	ok        bool    // the answer on its way
 	throttled bool    // it is a failure the callee throttled (outThrottled)
 	ra        float64 // the Retry-After it carries (seconds), 0 for none
@@ -730,6 +734,7 @@ func (s *sim) send(ci int32, c *call) {
 			return
 		}
 	}
+	hedge := c.inflight > 0
 	c.attempts++
 	c.inflight++
 	n := c.attempts
@@ -751,6 +756,7 @@ func (s *sim) send(ci int32, c *call) {
 	a, ap := s.newAttempt()
 	ap.call, ap.job, ap.n, ap.open, ap.deadline, ap.next = ci, -1, n, true, deadline, c.open
 	ap.afterSlow, c.slow = c.slow, false
+	ap.hedge = hedge
 	c.open = a
 	if !math.IsInf(deadline, 1) {
 		s.h.push(deadline, evTimeout, a, ap.gen)
@@ -921,8 +927,12 @@ func (s *sim) arrive(ai int32, a *attempt, c *call) {
 		// had already failed on this edge.
 		same, other = c.tainted, false
 	}
+	no := a.n
+	if a.hedge {
+		no = 1
+	}
 	j, jp := s.newJob()
-	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, a.n
+	jp.att, jp.svc, jp.op, jp.pool, jp.part, jp.deadline, jp.attemptNo = ai, c.svc, c.op, pi, part, deadline, no
 	jp.fail, jp.afterFailure, jp.afterRun, jp.afterOther, jp.afterDown, jp.root, jp.rootGen = fail, same, c.run, other, c.downFailed, root, rootGen
 	jp.faulty = len(st.faults) > 0
 	if st.insts > 1 {

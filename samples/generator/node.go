@@ -29,6 +29,9 @@ var nodeScenarios = []nodeScenario{
 	// aborted due to timeout".
 	{Name: "fetch-timeout-signal", Dir: "fetch-timeout", Env: []string{"TIMEOUT_STYLE=signal"}},
 	{Name: "grpc-js-retry", Dir: "grpc-js-retry"},
+	// The same services with a hedgingPolicy: hedges below the
+	// instrumentation, overlapping SERVER spans under one CLIENT span.
+	{Name: "grpc-js-hedge", Dir: "grpc-js-retry"},
 	{Name: "got-retry", Dir: "got-retry"},
 	{Name: "cockatiel", Dir: "cockatiel"},
 	// cockatiel's default ExponentialBackoff: decorrelated jitter.

@@ -44,6 +44,7 @@ func TestNodeSamples(t *testing.T) {
 					t.Errorf("%s → %s: %d attempts in their own traces of %d, for %d calls", e.Caller, e.Callee, *o, e.Attempts, e.Calls)
 				}
 				checkBreakerTruth(t, e)
+				checkHedgeTruth(t, e)
 			}
 			if l := tr.ContextLeaks; l != nil && l.Late+l.Repeated == 0 {
 				t.Error("context_leaks written with none")
@@ -69,6 +70,26 @@ func checkBreakerTruth(t *testing.T, e nodeEdge) {
 	if b.ErrorThresholdPercentage > 0 && (b.OpenPeriods == 0 || b.FewestFailuresInARow == 0 || b.MostLetThrough < b.FewestFailuresInARow) {
 		t.Errorf("%s → %s: a failure-rate breaker opened %d times, after %d failures in a row at fewest, let a call through after %d: the run does not tell its rule",
 			e.Caller, e.Callee, b.OpenPeriods, b.FewestFailuresInARow, b.MostLetThrough)
+	}
+}
+
+// checkHedgeTruth holds a hedge's truth to itself: a hedged call sent at
+// most max_hedges+1 requests and at least two, no more calls were hedged
+// or answered by an attempt than were made, and every call kept at least
+// one attempt its caller did not cancel.
+func checkHedgeTruth(t *testing.T, e nodeEdge) {
+	t.Helper()
+	h := e.Hedge
+	if h == nil {
+		return
+	}
+	won := 0
+	for _, n := range h.WonByAttempt {
+		won += n
+	}
+	if h.MostRequests > h.MaxHedges+1 || h.MostRequests < 2 || h.HedgedCalls > e.Calls || won > e.Calls ||
+		len(h.WonByAttempt) > h.MaxHedges+1 || h.CancelledAttempts > e.Attempts-e.Calls {
+		t.Errorf("%s → %s: hedge %+v for %d calls and %d attempts: it contradicts itself", e.Caller, e.Callee, *h, e.Calls, e.Attempts)
 	}
 }
 

@@ -109,13 +109,24 @@ type truthInstanceBreaker struct {
 	FastFailedCalls int    `json:"fast_failed_calls"`
 }
 
-// truthHedge is a failsafe-go hedge policy and what it did.
+// truthHedge is a hedge policy (failsafe-go's, grpc-js's hedgingPolicy)
+// and what it did.
 type truthHedge struct {
 	Library      string `json:"library"`
 	DelayMS      int64  `json:"delay_ms"`
 	MaxHedges    int    `json:"max_hedges"`
 	HedgedCalls  int    `json:"hedged_calls"`
 	MostRequests int    `json:"most_requests"`
+	// Written by the scenarios that record them (grpc-js-hedge):
+	// DelayLateMedianMS is the median of how much later than the delay
+	// each hedge reached the callee on this host; CancelledAttempts
+	// counts the attempts the callee saw cancelled (hedges that lost);
+	// WonByAttempt[i] the calls that attempt i+1 answered; NonFatalCodes
+	// the statuses after which the next attempt starts at once.
+	DelayLateMedianMS *float64 `json:"delay_late_median_ms,omitempty"`
+	CancelledAttempts int      `json:"cancelled_attempts,omitempty"`
+	WonByAttempt      []int    `json:"won_by_attempt,omitempty"`
+	NonFatalCodes     []string `json:"non_fatal_codes,omitempty"`
 }
 
 // truthQuota is an AWS SDK retry quota (a token bucket retries draw

@@ -10,6 +10,9 @@
 //                                               4 attempts on UNAVAILABLE,
 //                                               20 ms ×2 up to 200 ms)
 //
+// SCENARIO grpc-js-hedge runs the same services with a hedgingPolicy
+// instead (hedge.js).
+//
 // Run by the Go generator (`go run . -out .. -node grpc-js-retry`), which
 // receives the spans over OTLP/HTTP and writes the trace files; this program
 // writes truth.json's content to $TRUTH_OUT from its configuration and the
@@ -27,24 +30,36 @@ const PACE_MS = 20; // between root requests
 // With 4 it fails every attempt the policy allows: the call gives up.
 const CASES = [[6, 0], [6, 1], [5, 2], [4, 3], [3, 4]];
 
-async function main() {
-  const stock = start('stock', {});
+// retry is this scenario as main runs it: the client's service config,
+// stock's environment, each root request's fault script and the truth.
+const retry = {
+  seed: SEED, serviceConfig: SERVICE_CONFIG, stockEnv: {},
+  scripts: CASES.flatMap(([count, k]) => Array.from({ length: count }, () => Array.from({ length: k }, () => 'unavailable'))),
+  buildTruth,
+};
+
+// main runs scenario sc: one root request per fault script, in an order
+// shuffled by its seed, each sending stock its script first.
+async function main(sc) {
+  const stock = start('stock', sc.stockEnv);
   const sport = await stock.ready;
-  const front = start('front', { STOCK_ADDR: `127.0.0.1:${sport}`, SERVICE_CONFIG: JSON.stringify(SERVICE_CONFIG) });
+  const front = start('front', { STOCK_ADDR: `127.0.0.1:${sport}`, SERVICE_CONFIG: JSON.stringify(sc.serviceConfig) });
   const fport = await front.ready;
-  const cases = CASES.flatMap(([count, k]) => Array.from({ length: count }, () => k));
-  shuffle(cases, rng(SEED));
+  const scripts = shuffle(sc.scripts.slice(), rng(sc.seed));
   const answers = {};
-  for (const [i, k] of cases.entries()) {
+  for (const [i, script] of scripts.entries()) {
     const id = String(3001 + i);
-    stock.child.send({ type: 'script', sku: `sku-${id}`, script: Array.from({ length: k }, () => 'unavailable') });
+    stock.child.send({ type: 'script', sku: `sku-${id}`, script });
     const code = await get(fport, `/items/${id}`);
     answers[code] = (answers[code] || 0) + 1;
     await sleep(PACE_MS);
   }
+  // Attempts front stopped waiting for (hedges that lost) may still be at
+  // work in stock: their SERVER spans end when they answer.
+  await sleep(sc.settleMS || 0);
   const fronts = await stop(front);
   const stocks = await stop(stock);
-  fs.writeFileSync(process.env.TRUTH_OUT, JSON.stringify(buildTruth(fronts, stocks, answers)));
+  fs.writeFileSync(process.env.TRUTH_OUT, JSON.stringify(sc.buildTruth(fronts, stocks, answers)));
 }
 
 const sec = (s) => Math.round(Number(s.slice(0, -1)) * 1000);
@@ -99,4 +114,4 @@ function buildTruth(fronts, stocks, answers) {
   };
 }
 
-main().catch((err) => { console.error(err.stack || String(err)); process.exit(1); });
+main(process.env.SCENARIO === 'grpc-js-hedge' ? require('./hedge') : retry).catch((err) => { console.error(err.stack || String(err)); process.exit(1); });

@@ -1,15 +1,16 @@
 'use strict';
-// One instrumented service of the grpc-js-retry scenario, run as a child
-// process of main.js (one process per service, so that each has its own
-// TracerProvider and service.name): `node service.js front|stock`.
+// One instrumented service of the grpc-js-retry and grpc-js-hedge
+// scenarios, run as a child process of main.js (one process per service,
+// so that each has its own TracerProvider and service.name):
+// `node service.js front|stock`.
 //
 // The OpenTelemetry SDK is set up before http and @grpc/grpc-js are loaded,
 // as `node --require` would: instrumentation-http makes front's SERVER
 // spans, instrumentation-grpc the gRPC CLIENT span of each call (one per
-// call: grpc-js retries below the client interceptors it wraps) and stock's
-// SERVER span of each attempt. Spans leave through the OTLP/HTTP protobuf
-// exporter to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the Go generator's
-// receiver).
+// call: grpc-js retries and hedges below the client interceptors it wraps)
+// and stock's SERVER span of each attempt. Spans leave through the
+// OTLP/HTTP protobuf exporter to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the Go
+// generator's receiver).
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
@@ -39,16 +40,30 @@ function ready(port) { process.send({ type: 'ready', port }); }
 if (role === 'stock') {
   // Get answers from a fault script per sku, one entry per attempt:
   // "unavailable" fails it with UNAVAILABLE (which the client's policy
-  // retries), past the end of the script it answers.
+  // retries, or, hedging, treats as non-fatal), "slow" answers after
+  // STOCK_SLOW_MS, past the end of the script it answers at once. Like
+  // most handlers it does not stop work when its caller cancels (a hedge
+  // that lost): it answers anyway, and instrumentation-grpc ends its
+  // SERVER span then; the record notes the cancellation it saw, and the
+  // grpc-previous-rpc-attempts grpc-js sends with every retry or hedge.
   const nextStep = faultScripts('ok');
+  const slowMS = Number(process.env.STOCK_SLOW_MS || 0);
   const server = new grpc.Server();
   server.addService(stockService, {
     Get(call, cb) {
       const sku = call.request.sku;
       const step = nextStep(sku);
-      records.push({ call: String(call.metadata.get('x-call-id')[0] || ''), sku, at: now(), step });
-      if (step === 'unavailable') cb({ code: grpc.status.UNAVAILABLE, details: 'stock shard unavailable' });
-      else cb(null, { sku, available: 7 });
+      const prev = call.metadata.get('grpc-previous-rpc-attempts')[0];
+      const rec = { call: String(call.metadata.get('x-call-id')[0] || ''), sku, at: now(), step,
+        previous_attempts: prev === undefined ? 0 : Number(prev), cancelled: false };
+      records.push(rec);
+      // grpc-js emits 'cancelled' when the stream closes unanswered: the
+      // client cancelled it (or went away) before stock answered.
+      call.on('cancelled', () => { if (rec.end === undefined) { rec.cancelled = true; rec.cancelled_at = now(); } });
+      const done = (err, value) => { rec.end = now(); cb(err, value); };
+      if (step === 'unavailable') done({ code: grpc.status.UNAVAILABLE, details: 'stock shard unavailable' });
+      else if (step === 'slow') setTimeout(() => done(null, { sku, available: 7 }), slowMS);
+      else done(null, { sku, available: 7 });
     },
   });
   server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
