@@ -655,6 +655,15 @@ func (st *outcomeStats) reduce(e *Edge) {
 		e.TransitQuantilesMS = st.transit.quantiles(WorkLevels)
 		summarized(&e.Summarized, "transit", st.transit.summary())
 	}
+	if rt := retryTransit(&st.byKind[0], &st.byKind[1]); rt != nil {
+		e.RetryTransit = rt
+		if rt.Split {
+			e.FirstTransitQuantilesMS = st.byKind[0].quantiles(WorkLevels)
+			e.RetryTransitQuantilesMS = st.byKind[1].quantiles(WorkLevels)
+			summarized(&e.Summarized, "first_transit", st.byKind[0].summary())
+			summarized(&e.Summarized, "retry_transit", st.byKind[1].summary())
+		}
+	}
 }
 
 // outcomeRec is one attempt whose outcome is the callee's own, by value:
@@ -712,7 +721,10 @@ type outcomeStats struct {
 	raSum     float64 // of whole milliseconds: exact in any order
 	raN       int
 	transit   dist
-	waits     []dist // by retry
+	// byKind: the transit times of first attempts and of later ones, of
+	// the attempts with a client span of their own
+	byKind [2]dist
+	waits  []dist // by retry
 	// decisions: how calls went on after failed attempts, by status
 	decisions map[statusClass]*statusRetries
 }
@@ -727,6 +739,8 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 	st.raSum += o.raSum
 	st.raN += o.raN
 	st.transit.merge(&o.transit)
+	st.byKind[0].merge(&o.byKind[0])
+	st.byKind[1].merge(&o.byKind[1])
 	for sc, r := range o.decisions {
 		if st.decisions[sc] == nil {
 			st.decisions[sc] = &statusRetries{}
@@ -778,7 +792,13 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				continue
 			}
 			if a.server >= 0 {
-				st.transit.add(float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0)) / 1e6)
+				tr := float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0)) / 1e6
+				st.transit.add(tr)
+				if a.span != a.server && !a.synthetic {
+					// Attempts read from the callee's spans under one
+					// client span have no transit of their own.
+					st.byKind[min(k, 1)].add(tr)
+				}
 			}
 			if a.server >= 0 && breakerFast.has(a.server) {
 				// The callee's breaker failed it fast; replay's breaker,
@@ -1548,21 +1568,7 @@ func mergeWork(sum, p map[node]*workTimes) {
 // workOf is workSelfTimes' map step: per operation, the work times of the
 // selected executions.
 func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, instrumented map[string]bool) map[node]*workTimes {
-	waits := map[int32][][2]int64{}
-	for _, ec := range ecs {
-		for _, c := range ec.calls {
-			if !s.has(c.from) {
-				continue
-			}
-			as := ix.attemptsOf(c)
-			for k := 1; k < len(as); k++ {
-				prev, next := &as[k-1], &as[k]
-				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
-					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
-				}
-			}
-		}
-	}
+	waits := attemptWaits(ix, s, ecs)
 	// A request refused or failing fast takes less work than one served,
 	// and one its caller gave up on often more.
 	self := map[node]*workTimes{}
@@ -1613,6 +1619,28 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 		}
 	}
 	return self
+}
+
+// attemptWaits are, per caller span of the selected calls, the waits
+// between the attempts of its calls (backoff and Retry-After sleeps), which
+// hold a request but do no work.
+func attemptWaits(ix *index, s sel, ecs []*edgeCalls) map[int32][][2]int64 {
+	waits := map[int32][][2]int64{}
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			if !s.has(c.from) {
+				continue
+			}
+			as := ix.attemptsOf(c)
+			for k := 1; k < len(as); k++ {
+				prev, next := &as[k-1], &as[k]
+				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
+					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
+				}
+			}
+		}
+	}
+	return waits
 }
 
 // work returns d at WorkLevels, nil for none, and names d in op's
