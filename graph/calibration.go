@@ -579,7 +579,7 @@ func (st *outcomeStats) reduce(e *Edge) {
 			retryAt, retryFailed = append(retryAt, r.at), append(retryFailed, f)
 		}
 	}
-	eps := splitByRetries(episodeSpans(at, failed), retryAt, retryFailed)
+	eps := splitByRetries(episodeSpans(at, failed, retryAt, retryFailed), retryAt, retryFailed)
 	for _, ep := range eps {
 		o.Incidents = append(o.Incidents, Incident{StartMS: round3(float64(ep.start) / 1e6), EndMS: round3(float64(ep.end) / 1e6)})
 	}
@@ -769,7 +769,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 		as := ix.attemptsOf(c)
 		if p := prevFailed[ci]; p != 0 {
-			st.calls = append(st.calls, callRec{at: max(ix.spans[as[0].span].Start-t0, 0), prev: p, failed: ix.last(c).outcome.failed()})
+			st.calls = append(st.calls, callRec{at: max(ix.arrival(&as[0])-t0, 0), prev: p, failed: ix.last(c).outcome.failed()})
 		}
 		if !c.hedged {
 			st.countDecisions(as, len(as)+int(c.missing))
@@ -811,7 +811,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			// For a retry, a failure before its call began: an earlier call.
 			after := failed && ff <= ix.spans[as[0].span].Start
 			other := !after && anyFailed && af <= ix.spans[a.span].Start
-			start := max(ix.spans[a.span].Start-t0, 0)
+			start := max(ix.arrival(a)-t0, 0)
 			if a.server >= 0 && downFailed.has(a.server) {
 				st.downstreamFailed++
 				if k == 0 && !after && !other {
@@ -843,6 +843,21 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 	}
 	return st
+}
+
+// arrival is when attempt a reached its callee, the instant the callee's
+// state decided its outcome and the one replay reads the failure timeline
+// at (a job's start): the callee's span's start where the callee is
+// instrumented, never before the attempt was sent (clocks of two hosts
+// can disagree), else the attempt's own start. Under load the two lie
+// apart: a retry sent while every connection to a failing callee was busy
+// reached it milliseconds later, after the callee had come back.
+func (ix *index) arrival(a *attempt) int64 {
+	at := ix.spans[a.span].Start
+	if a.server >= 0 {
+		at = max(at, ix.spans[a.server].Start)
+	}
+	return at
 }
 
 // countDecisions counts how a call of n attempts (as, and any not

@@ -84,7 +84,7 @@ func TestEpisodeSpans(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at, failed := calls(tc.n, tc.start, tc.dur, tc.failing)
-			got := episodeSpans(at, failed)
+			got := episodeSpans(at, failed, nil, nil)
 			if len(got) != len(tc.want) {
 				t.Fatalf("%d episodes %v; want %d", len(got), got, len(tc.want))
 			}
@@ -106,7 +106,7 @@ func TestNoEpisodesInNoise(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 4))
 			at, failed := calls(2000, func(i int) float64 { return float64(i) * 3 }, func(int) float64 { return 1 },
 				func(float64, float64) bool { return rng.Float64() < p })
-			if eps := episodeSpans(at, failed); len(eps) > 0 {
+			if eps := episodeSpans(at, failed, nil, nil); len(eps) > 0 {
 				t.Errorf("%.0f%% failing independently, draw %d: episodes %v; want none", 100*p, seed, eps)
 			}
 		}
@@ -123,7 +123,7 @@ func TestEpisodeRamp(t *testing.T) {
 		const n = 1000
 		at, failed := calls(n, func(i int) float64 { return float64(i) }, func(int) float64 { return 1 },
 			func(start, _ float64) bool { return rng.Float64() < start/n })
-		eps := episodeSpans(at, failed)
+		eps := episodeSpans(at, failed, nil, nil)
 		if len(eps) == 0 {
 			t.Fatalf("draw %d: no episode on a ramp to every call failing", seed)
 		}
@@ -200,5 +200,61 @@ func TestChangePoints(t *testing.T) {
 	flaky = append(flaky, seq(40, false, 20, true, 40, false)...)
 	if got, want := changePoints(flaky), []int{40, 99, 140, 160}; !slices.Equal(got, want) {
 		t.Errorf("flaky stretch then an outage: change points %v; want %v", got, want)
+	}
+}
+
+// TestEpisodeBoundsFromRetries: an episode's ends are placed between the
+// last attempt of any kind that showed the callee failing and the first
+// that showed it answering, halfway. First attempts every 10 ms fail from
+// 100 to 200 ms (the piece [100, 200]); a breaker then holds them back,
+// and the next first attempt comes at 300 ms, a success.
+func TestEpisodeBoundsFromRetries(t *testing.T) {
+	var at []int64
+	var failed []bool
+	for ms := 0; ms <= 400; ms += 10 {
+		if ms > 200 && ms < 300 {
+			continue // held back by the breaker
+		}
+		at, failed = append(at, int64(ms)*1e6), append(failed, ms >= 100 && ms <= 200)
+	}
+	type retry struct {
+		ms     float64
+		failed bool
+	}
+	for _, tc := range []struct {
+		name       string
+		retries    []retry
+		start, end float64 // ms
+	}{
+		// Halfway from the last failed first attempt to the next one.
+		{"no retries", nil, 95, 250},
+		// Retries failing at 220 and 240 ms show the callee still down:
+		// the end lies between 240 and the first attempt at 300.
+		{"retries failed after the last first attempt", []retry{{220, true}, {240, true}}, 95, 270},
+		// A retry answered at 230 bounds it sooner: between 220 and 230.
+		{"a retry answered before the next first attempt", []retry{{220, true}, {230, false}, {240, true}}, 95, 225},
+		// A retry answered right after the piece: the end is before it.
+		{"a retry answered at once", []retry{{205, false}, {240, true}}, 95, 202.5},
+		// A retry answered at 96 ms, after the first attempt at 90:
+		// the beginning lies between 96 and 100.
+		{"a retry answered before the first failure", []retry{{96, false}}, 98, 250},
+		// A retry failing at 94 ms, before the piece's first failed
+		// first attempt: the callee failed from between 90 and 94 on.
+		{"a retry failed before the first failure", []retry{{94, true}}, 92, 250},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs []int64
+			var rFailed []bool
+			for _, r := range tc.retries {
+				rs, rFailed = append(rs, int64(r.ms*1e6)), append(rFailed, r.failed)
+			}
+			eps := episodeSpans(at, failed, rs, rFailed)
+			if len(eps) != 1 {
+				t.Fatalf("episodes %v; want one", eps)
+			}
+			if got := [2]float64{float64(eps[0].start) / 1e6, float64(eps[0].end) / 1e6}; got != [2]float64{tc.start, tc.end} {
+				t.Errorf("episode %v ms; want [%g, %g]", got, tc.start, tc.end)
+			}
+		})
 	}
 }
