@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -257,4 +258,68 @@ func TestEpisodeBoundsFromRetries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEpisodeFromArrivals: inference places each attempt where it reached
+// the callee and ends an episode by the retries too. inventory is down
+// (503 after 4 ms) for requests arriving in [100, 200) ms; a request every
+// 5 ms until 145 ms, then none until 280 (a breaker held them), each
+// call's attempts 30 ms apart; the third attempt of the call of 140 ms is
+// sent at 197 ms and queued until 201, after the outage, and succeeds.
+// The episode starts between the last first attempt answered (95.05 ms)
+// and the first that failed (100.05), and ends between the last failed
+// retry (195.05) and that answered retry's arrival (201): 97.55–198.025
+// ms. From first attempts alone it ended at 212.55 (halfway to the next
+// first attempt at 280.05); from send times, at 196.
+func TestEpisodeFromArrivals(t *testing.T) {
+	b := newBuilder()
+	down := func(arrival float64) bool { return arrival >= 100 && arrival < 200 }
+	starts := []float64{}
+	for ms := 0.0; ms <= 145; ms += 5 {
+		starts = append(starts, ms)
+	}
+	for ms := 280.0; ms <= 400; ms += 5 {
+		starts = append(starts, ms)
+	}
+	for _, t0 := range starts {
+		b.newTrace()
+		root := b.server(-1, "api", "GET /orders", t0, 80)
+		for k := range 3 {
+			sent := t0 + 30*float64(k)
+			arrival := sent + 0.05
+			if t0 == 140 && k == 2 {
+				sent, arrival = 197, 201
+			}
+			code, dur := 200, 1.0
+			if down(arrival) {
+				code, dur = 503, 4.0
+			}
+			c := b.client(root, "inventory", sent, arrival-sent+dur+0.05, httpStatus(code))
+			b.server(c, "inventory", "GET /stock", arrival, dur, httpStatus(code))
+			if code == 200 {
+				break
+			}
+		}
+	}
+	top, err := Infer(context.Background(), b.set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range top.Edges {
+		if e.Caller != "api" {
+			continue
+		}
+		if e.Outcomes == nil || len(e.Outcomes.Incidents) != 1 {
+			t.Fatalf("api → inventory: outcomes %+v; want one episode", e.Outcomes)
+		}
+		inc := e.Outcomes.Incidents[0]
+		if inc.StartMS != 97.55 || inc.EndMS != 198.025 {
+			t.Errorf("episode %g–%g ms; want 97.55–198.025", inc.StartMS, inc.EndMS)
+		}
+		if inc.First.ServerError != 10 || inc.Retry.ServerError != 18 || inc.Retry.OK != 0 {
+			t.Errorf("episode's first attempts %+v, retries %+v; want 10 and 18 failed, no retry answered", inc.First, inc.Retry)
+		}
+		return
+	}
+	t.Fatal("no api → inventory edge")
 }
