@@ -235,8 +235,9 @@ type Edge struct {
 	// WorkLevels; empty when no attempt reached an instrumented callee.
 	TransitQuantilesMS []float64 `json:"transit_quantiles_ms,omitempty"`
 	// RetryTransit compares the transit times of the attempts after the
-	// first (retries and hedges) with the first attempts'; nil when the
-	// edge has no attempt of either kind that reached its callee.
+	// first (retries and hedges) with the first attempts'; nil unless
+	// attempts of both kinds, each with a client span of its own, reached
+	// an instrumented callee.
 	RetryTransit *RetryTransit `json:"retry_transit,omitempty"`
 	// FirstTransitQuantilesMS and RetryTransitQuantilesMS are the transit
 	// times of first attempts and of the later ones apart, at WorkLevels,

@@ -977,8 +977,11 @@ func outcomeStatsFromWire(w *outcomeStatsWire) (*outcomeStats, error) {
 				other: r.Flags&flagOther != 0, run: r.Flags&flagRun != 0, afterDown: r.Flags&flagAfterDown != 0})
 		}
 	}
-	for i, d := range []distWire{w.Transit, w.FirstTransit, w.RetryTransit} {
-		if err := []*dist{&st.transit, &st.byKind[0], &st.byKind[1]}[i].fromWire(d); err != nil {
+	for _, t := range []struct {
+		d *dist
+		w distWire
+	}{{&st.transit, w.Transit}, {&st.byKind[0], w.FirstTransit}, {&st.byKind[1], w.RetryTransit}} {
+		if err := t.d.fromWire(t.w); err != nil {
 			return fail(err)
 		}
 	}

@@ -263,13 +263,13 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 		}
 		if rt := e.RetryTransit; rt != nil && rt.Split && len(e.FirstTransitQuantilesMS) > 0 && len(e.RetryTransitQuantilesMS) > 0 {
-			var first, retry Dist
 			first, err := quantileDist(graph.WorkLevels, e.FirstTransitQuantilesMS)
-			if err == nil {
-				retry, err = quantileDist(graph.WorkLevels, e.RetryTransitQuantilesMS)
-			}
 			if err != nil {
-				return nil, fmt.Errorf("edge %s → %s %s: transit of first attempts and of retries: %w", e.Caller, e.Callee, e.Operation, err)
+				return nil, fmt.Errorf("edge %s → %s %s: transit of first attempts: %w", e.Caller, e.Callee, e.Operation, err)
+			}
+			retry, err := quantileDist(graph.WorkLevels, e.RetryTransitQuantilesMS)
+			if err != nil {
+				return nil, fmt.Errorf("edge %s → %s %s: transit of retries: %w", e.Caller, e.Callee, e.Operation, err)
 			}
 			if first.Mean() > 0 || retry.Mean() > 0 {
 				ed.Transit, ed.RetryTransit = first, retry
