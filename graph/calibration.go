@@ -579,7 +579,7 @@ func (st *outcomeStats) reduce(e *Edge) {
 			retryAt, retryFailed = append(retryAt, r.at), append(retryFailed, f)
 		}
 	}
-	eps := splitByRetries(episodeSpans(at, failed), retryAt, retryFailed)
+	eps := splitByRetries(episodeSpans(at, failed, retryAt, retryFailed), retryAt, retryFailed)
 	for _, ep := range eps {
 		o.Incidents = append(o.Incidents, Incident{StartMS: round3(float64(ep.start) / 1e6), EndMS: round3(float64(ep.end) / 1e6)})
 	}
@@ -655,6 +655,15 @@ func (st *outcomeStats) reduce(e *Edge) {
 		e.TransitQuantilesMS = st.transit.quantiles(WorkLevels)
 		summarized(&e.Summarized, "transit", st.transit.summary())
 	}
+	if rt := retryTransit(&st.byKind[0], &st.byKind[1]); rt != nil {
+		e.RetryTransit = rt
+		if rt.Split {
+			e.FirstTransitQuantilesMS = st.byKind[0].quantiles(WorkLevels)
+			e.RetryTransitQuantilesMS = st.byKind[1].quantiles(WorkLevels)
+			summarized(&e.Summarized, "first_transit", st.byKind[0].summary())
+			summarized(&e.Summarized, "retry_transit", st.byKind[1].summary())
+		}
+	}
 }
 
 // outcomeRec is one attempt whose outcome is the callee's own, by value:
@@ -712,7 +721,10 @@ type outcomeStats struct {
 	raSum     float64 // of whole milliseconds: exact in any order
 	raN       int
 	transit   dist
-	waits     []dist // by retry
+	// byKind: the transit times of first attempts and of later ones, of
+	// the attempts with a client span of their own
+	byKind [2]dist
+	waits  []dist // by retry
 	// decisions: how calls went on after failed attempts, by status
 	decisions map[statusClass]*statusRetries
 }
@@ -727,6 +739,8 @@ func (st *outcomeStats) merge(o *outcomeStats) {
 	st.raSum += o.raSum
 	st.raN += o.raN
 	st.transit.merge(&o.transit)
+	st.byKind[0].merge(&o.byKind[0])
+	st.byKind[1].merge(&o.byKind[1])
 	for sc, r := range o.decisions {
 		if st.decisions[sc] == nil {
 			st.decisions[sc] = &statusRetries{}
@@ -755,7 +769,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 		as := ix.attemptsOf(c)
 		if p := prevFailed[ci]; p != 0 {
-			st.calls = append(st.calls, callRec{at: max(ix.spans[as[0].span].Start-t0, 0), prev: p, failed: ix.last(c).outcome.failed()})
+			st.calls = append(st.calls, callRec{at: max(ix.arrival(&as[0])-t0, 0), prev: p, failed: ix.last(c).outcome.failed()})
 		}
 		if !c.hedged {
 			st.countDecisions(as, len(as)+int(c.missing))
@@ -785,7 +799,13 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				continue
 			}
 			if a.server >= 0 {
-				st.transit.add(float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0)) / 1e6)
+				tr := float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0)) / 1e6
+				st.transit.add(tr)
+				if a.span != a.server && !a.synthetic {
+					// Attempts read from the callee's spans under one
+					// client span have no transit of their own.
+					st.byKind[min(k, 1)].add(tr)
+				}
 			}
 			if a.server >= 0 && breakerFast.has(a.server) {
 				// The callee's breaker failed it fast; replay's breaker,
@@ -798,7 +818,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			// For a retry, a failure before its call began: an earlier call.
 			after := failed && ff <= ix.spans[as[0].span].Start
 			other := !after && anyFailed && af <= ix.spans[a.span].Start
-			start := max(ix.spans[a.span].Start-t0, 0)
+			start := max(ix.arrival(a)-t0, 0)
 			if a.server >= 0 && downFailed.has(a.server) {
 				st.downstreamFailed++
 				if k == 0 && !after && !other {
@@ -830,6 +850,21 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 	}
 	return st
+}
+
+// arrival is when attempt a reached its callee, the instant the callee's
+// state decided its outcome and the one replay reads the failure timeline
+// at (a job's start): the callee's span's start where the callee is
+// instrumented, never before the attempt was sent (clocks of two hosts
+// can disagree), else the attempt's own start. Under load the two lie
+// apart: a retry sent while every connection to a failing callee was busy
+// reached it milliseconds later, after the callee had come back.
+func (ix *index) arrival(a *attempt) int64 {
+	at := ix.spans[a.span].Start
+	if a.server >= 0 {
+		at = max(at, ix.spans[a.server].Start)
+	}
+	return at
 }
 
 // countDecisions counts how a call of n attempts (as, and any not
@@ -1555,21 +1590,7 @@ func mergeWork(sum, p map[node]*workTimes) {
 // workOf is workSelfTimes' map step: per operation, the work times of the
 // selected executions.
 func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, instrumented map[string]bool) map[node]*workTimes {
-	waits := map[int32][][2]int64{}
-	for _, ec := range ecs {
-		for _, c := range ec.calls {
-			if !s.has(c.from) {
-				continue
-			}
-			as := ix.attemptsOf(c)
-			for k := 1; k < len(as); k++ {
-				prev, next := &as[k-1], &as[k]
-				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
-					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
-				}
-			}
-		}
-	}
+	waits := attemptWaits(ix, s, ecs)
 	// A request refused or failing fast takes less work than one served,
 	// and one its caller gave up on often more.
 	self := map[node]*workTimes{}
@@ -1620,6 +1641,28 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 		}
 	}
 	return self
+}
+
+// attemptWaits are, per caller span of the selected calls, the waits
+// between the attempts of its calls (backoff and Retry-After sleeps), which
+// hold a request but do no work.
+func attemptWaits(ix *index, s sel, ecs []*edgeCalls) map[int32][][2]int64 {
+	waits := map[int32][][2]int64{}
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			if !s.has(c.from) {
+				continue
+			}
+			as := ix.attemptsOf(c)
+			for k := 1; k < len(as); k++ {
+				prev, next := &as[k-1], &as[k]
+				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
+					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
+				}
+			}
+		}
+	}
+	return waits
 }
 
 // work returns d at WorkLevels, nil for none, and names d in op's

@@ -199,11 +199,25 @@ type episodeSpan struct {
 // that are no episode: a piece that passes the test against every other
 // piece is an episode, and the others are tested again without it, until
 // none passes (a second outage is not the baseline a first one is held
-// to). A piece begins and ends halfway between its first (last) attempt
-// and the attempt before (after) it, where the change most likely fell;
-// at either end of the edge's timeline, half the piece's mean gap
-// between attempts beyond it.
-func episodeSpans(at []int64, failed []bool) []episodeSpan {
+// to).
+//
+// Where an episode begins and ends is read from every attempt, the
+// retries' too (rs, sorted, and rFailed): the callee's state at an
+// instant shows in any attempt that reached it then. The end lies after
+// the piece's last failed first attempt and after the retries that failed
+// after it before any attempt succeeded, and before the next first attempt
+// or that successful retry, whichever came first: the episode ends halfway
+// between the two, the most the data can say (the change fell somewhere
+// between them). The beginning mirrors it: after the first attempt before
+// the piece, or the latest retry that succeeded after it, and before the
+// earliest of the failed retries that came between that success and the
+// piece's first attempt. Where first attempts thin out while the callee
+// fails (a breaker open, callers backing off), only retries still show
+// that it failed: read from first attempts alone, the episodes of
+// breaker-concurrent and breaker-instances ended 2–13 ms before their
+// outages did. At either end of the edge's timeline the bound beyond the
+// last attempt is half the piece's mean gap between first attempts.
+func episodeSpans(at []int64, failed []bool, rs []int64, rFailed []bool) []episodeSpan {
 	cps := changePoints(failed)
 	if len(cps) == 0 {
 		return nil
@@ -246,12 +260,38 @@ func episodeSpans(at []int64, failed []bool) []episodeSpan {
 		if to-from > 1 {
 			halfGap = (at[to-1] - at[from]) / int64(to-from-1) / 2
 		}
-		e := episodeSpan{start: max(at[from]-halfGap, 0), end: at[to-1] + halfGap}
-		if from > 0 {
-			e.start = at[from-1] + (at[from]-at[from-1])/2
-		}
+		// The end: from the last failure on through the retries that
+		// failed before anything succeeded.
+		last, next := at[to-1], int64(math.MaxInt64)
 		if to < n {
-			e.end = at[to-1] + (at[to]-at[to-1])/2
+			next = at[to]
+		}
+		for i, _ := slices.BinarySearch(rs, last); i < len(rs) && rs[i] < next; i++ {
+			if !rFailed[i] {
+				next = rs[i]
+				break
+			}
+			last = rs[i]
+		}
+		// The beginning: back from the first failure through the retries
+		// that failed since the latest success.
+		first, prev := at[from], int64(math.MinInt64)
+		if from > 0 {
+			prev = at[from-1]
+		}
+		for i, _ := slices.BinarySearch(rs, first); i > 0 && rs[i-1] > prev; i-- {
+			if !rFailed[i-1] {
+				prev = rs[i-1]
+				break
+			}
+			first = rs[i-1]
+		}
+		e := episodeSpan{start: max(first-halfGap, 0), end: last + halfGap}
+		if prev != math.MinInt64 {
+			e.start = prev + (first-prev)/2
+		}
+		if next != math.MaxInt64 {
+			e.end = last + (next-last)/2
 		}
 		if e.end <= e.start {
 			e.end = e.start + 1 // attempts at one instant: a span of a nanosecond

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -84,7 +85,7 @@ func TestEpisodeSpans(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at, failed := calls(tc.n, tc.start, tc.dur, tc.failing)
-			got := episodeSpans(at, failed)
+			got := episodeSpans(at, failed, nil, nil)
 			if len(got) != len(tc.want) {
 				t.Fatalf("%d episodes %v; want %d", len(got), got, len(tc.want))
 			}
@@ -106,7 +107,7 @@ func TestNoEpisodesInNoise(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 4))
 			at, failed := calls(2000, func(i int) float64 { return float64(i) * 3 }, func(int) float64 { return 1 },
 				func(float64, float64) bool { return rng.Float64() < p })
-			if eps := episodeSpans(at, failed); len(eps) > 0 {
+			if eps := episodeSpans(at, failed, nil, nil); len(eps) > 0 {
 				t.Errorf("%.0f%% failing independently, draw %d: episodes %v; want none", 100*p, seed, eps)
 			}
 		}
@@ -123,7 +124,7 @@ func TestEpisodeRamp(t *testing.T) {
 		const n = 1000
 		at, failed := calls(n, func(i int) float64 { return float64(i) }, func(int) float64 { return 1 },
 			func(start, _ float64) bool { return rng.Float64() < start/n })
-		eps := episodeSpans(at, failed)
+		eps := episodeSpans(at, failed, nil, nil)
 		if len(eps) == 0 {
 			t.Fatalf("draw %d: no episode on a ramp to every call failing", seed)
 		}
@@ -201,4 +202,124 @@ func TestChangePoints(t *testing.T) {
 	if got, want := changePoints(flaky), []int{40, 99, 140, 160}; !slices.Equal(got, want) {
 		t.Errorf("flaky stretch then an outage: change points %v; want %v", got, want)
 	}
+}
+
+// TestEpisodeBoundsFromRetries: an episode's ends are placed between the
+// last attempt of any kind that showed the callee failing and the first
+// that showed it answering, halfway. First attempts every 10 ms fail from
+// 100 to 200 ms (the piece [100, 200]); a breaker then holds them back,
+// and the next first attempt comes at 300 ms, a success.
+func TestEpisodeBoundsFromRetries(t *testing.T) {
+	var at []int64
+	var failed []bool
+	for ms := 0; ms <= 400; ms += 10 {
+		if ms > 200 && ms < 300 {
+			continue // held back by the breaker
+		}
+		at, failed = append(at, int64(ms)*1e6), append(failed, ms >= 100 && ms <= 200)
+	}
+	type retry struct {
+		ms     float64
+		failed bool
+	}
+	for _, tc := range []struct {
+		name       string
+		retries    []retry
+		start, end float64 // ms
+	}{
+		// Halfway from the last failed first attempt to the next one.
+		{"no retries", nil, 95, 250},
+		// Retries failing at 220 and 240 ms show the callee still down:
+		// the end lies between 240 and the first attempt at 300.
+		{"retries failed after the last first attempt", []retry{{220, true}, {240, true}}, 95, 270},
+		// A retry answered at 230 bounds it sooner: between 220 and 230.
+		{"a retry answered before the next first attempt", []retry{{220, true}, {230, false}, {240, true}}, 95, 225},
+		// A retry answered right after the piece: the end is before it.
+		{"a retry answered at once", []retry{{205, false}, {240, true}}, 95, 202.5},
+		// A retry answered at 96 ms, after the first attempt at 90:
+		// the beginning lies between 96 and 100.
+		{"a retry answered before the first failure", []retry{{96, false}}, 98, 250},
+		// A retry failing at 94 ms, before the piece's first failed
+		// first attempt: the callee failed from between 90 and 94 on.
+		{"a retry failed before the first failure", []retry{{94, true}}, 92, 250},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs []int64
+			var rFailed []bool
+			for _, r := range tc.retries {
+				rs, rFailed = append(rs, int64(r.ms*1e6)), append(rFailed, r.failed)
+			}
+			eps := episodeSpans(at, failed, rs, rFailed)
+			if len(eps) != 1 {
+				t.Fatalf("episodes %v; want one", eps)
+			}
+			if got := [2]float64{float64(eps[0].start) / 1e6, float64(eps[0].end) / 1e6}; got != [2]float64{tc.start, tc.end} {
+				t.Errorf("episode %v ms; want [%g, %g]", got, tc.start, tc.end)
+			}
+		})
+	}
+}
+
+// TestEpisodeFromArrivals: inference places each attempt where it reached
+// the callee and ends an episode by the retries too. inventory is down
+// (503 after 4 ms) for requests arriving in [100, 200) ms; a request every
+// 5 ms until 145 ms, then none until 280 (a breaker held them), each
+// call's attempts 30 ms apart; the third attempt of the call of 140 ms is
+// sent at 197 ms and queued until 201, after the outage, and succeeds.
+// The episode starts between the last first attempt answered (95.05 ms)
+// and the first that failed (100.05), and ends between the last failed
+// retry (195.05) and that answered retry's arrival (201): 97.55–198.025
+// ms. From first attempts alone it ended at 212.55 (halfway to the next
+// first attempt at 280.05); from send times, at 196.
+func TestEpisodeFromArrivals(t *testing.T) {
+	b := newBuilder()
+	down := func(arrival float64) bool { return arrival >= 100 && arrival < 200 }
+	starts := []float64{}
+	for ms := 0.0; ms <= 145; ms += 5 {
+		starts = append(starts, ms)
+	}
+	for ms := 280.0; ms <= 400; ms += 5 {
+		starts = append(starts, ms)
+	}
+	for _, t0 := range starts {
+		b.newTrace()
+		root := b.server(-1, "api", "GET /orders", t0, 80)
+		for k := range 3 {
+			sent := t0 + 30*float64(k)
+			arrival := sent + 0.05
+			if t0 == 140 && k == 2 {
+				sent, arrival = 197, 201
+			}
+			code, dur := 200, 1.0
+			if down(arrival) {
+				code, dur = 503, 4.0
+			}
+			c := b.client(root, "inventory", sent, arrival-sent+dur+0.05, httpStatus(code))
+			b.server(c, "inventory", "GET /stock", arrival, dur, httpStatus(code))
+			if code == 200 {
+				break
+			}
+		}
+	}
+	top, err := Infer(context.Background(), b.set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range top.Edges {
+		if e.Caller != "api" {
+			continue
+		}
+		if e.Outcomes == nil || len(e.Outcomes.Incidents) != 1 {
+			t.Fatalf("api → inventory: outcomes %+v; want one episode", e.Outcomes)
+		}
+		inc := e.Outcomes.Incidents[0]
+		if inc.StartMS != 97.55 || inc.EndMS != 198.025 {
+			t.Errorf("episode %g–%g ms; want 97.55–198.025", inc.StartMS, inc.EndMS)
+		}
+		if inc.First.ServerError != 10 || inc.Retry.ServerError != 18 || inc.Retry.OK != 0 {
+			t.Errorf("episode's first attempts %+v, retries %+v; want 10 and 18 failed, no retry answered", inc.First, inc.Retry)
+		}
+		return
+	}
+	t.Fatal("no api → inventory edge")
 }

@@ -234,6 +234,17 @@ type Edge struct {
 	// callee's span (network, connection set-up, serialisation), at
 	// WorkLevels; empty when no attempt reached an instrumented callee.
 	TransitQuantilesMS []float64 `json:"transit_quantiles_ms,omitempty"`
+	// RetryTransit compares the transit times of the attempts after the
+	// first (retries and hedges) with the first attempts'; nil unless
+	// attempts of both kinds, each with a client span of its own, reached
+	// an instrumented callee.
+	RetryTransit *RetryTransit `json:"retry_transit,omitempty"`
+	// FirstTransitQuantilesMS and RetryTransitQuantilesMS are the transit
+	// times of first attempts and of the later ones apart, at WorkLevels,
+	// set when they differ beyond chance (RetryTransit.Split): replay then
+	// draws each attempt's transit from its kind's.
+	FirstTransitQuantilesMS []float64 `json:"first_transit_quantiles_ms,omitempty"`
+	RetryTransitQuantilesMS []float64 `json:"retry_transit_quantiles_ms,omitempty"`
 	// NotReached counts executions of the caller's operation that did not
 	// make this call after an earlier call had failed; CallOffsetMS is the
 	// median time from the execution's start to the call: the order of

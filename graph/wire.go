@@ -874,6 +874,7 @@ type outcomeStatsWire struct {
 	RASum                        float64
 	RAN                          int
 	Transit                      distWire
+	FirstTransit, RetryTransit   distWire
 	Waits                        []distWire
 	Decisions                    []decisionWire
 }
@@ -910,7 +911,8 @@ type decisionWire struct {
 func outcomeStatsToWire(st *outcomeStats) outcomeStatsWire {
 	w := outcomeStatsWire{Edge: st.key.toWire(),
 		Slow: st.slow, DownstreamFailed: st.downstreamFailed, Propagated: st.propagated,
-		FirstDown: st.firstDown, RASum: st.raSum, RAN: st.raN, Transit: st.transit.toWire()}
+		FirstDown: st.firstDown, RASum: st.raSum, RAN: st.raN,
+		Transit: st.transit.toWire(), FirstTransit: st.byKind[0].toWire(), RetryTransit: st.byKind[1].toWire()}
 	for _, r := range st.recs {
 		for len(w.ByAttempt) <= r.k {
 			w.ByAttempt = append(w.ByAttempt, nil)
@@ -975,8 +977,13 @@ func outcomeStatsFromWire(w *outcomeStatsWire) (*outcomeStats, error) {
 				other: r.Flags&flagOther != 0, run: r.Flags&flagRun != 0, afterDown: r.Flags&flagAfterDown != 0})
 		}
 	}
-	if err := st.transit.fromWire(w.Transit); err != nil {
-		return fail(err)
+	for _, t := range []struct {
+		d *dist
+		w distWire
+	}{{&st.transit, w.Transit}, {&st.byKind[0], w.FirstTransit}, {&st.byKind[1], w.RetryTransit}} {
+		if err := t.d.fromWire(t.w); err != nil {
+			return fail(err)
+		}
 	}
 	st.waits = make([]dist, len(w.Waits))
 	for k := range w.Waits {

@@ -30,16 +30,6 @@ func sampleScenarios(t testing.TB) []string {
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
 var knownMisses = map[string]string{
-	"breaker-instances": "Go: breaker-concurrent's gobreaker (3 in a row, 40 ms open) in each of three api instances, their calls " +
-		"interleaved by a round-robin edge (a request every 2 ms, every 6 ms to each instance). Inference reads the breakers per instance " +
-		"right (155 fast failures, 18 open periods, 3 in a row, open 39.1 ms, 3 of 3 instances), and the replay runs one breaker per api " +
-		"instance (services[].instances 3, requests round robin): api → inventory 1.479 attempts per call replayed against 1.468 traced, " +
-		"within (1.346 with one breaker for the edge). What misses is the root p50, 0.730 ms replayed against 0.528 traced (band " +
-		"0.506–0.558, tolerance to 0.698; 0.687 with one breaker). The p50 falls among the successful requests (traced: 136 requests " +
-		"failed in under 2 ms, median 0.14 ms; 230 succeeded, median 0.56 ms, their 28th to 39th percentiles 0.47–0.51 ms), whose latency the " +
-		"replay draws long: one breaker's extra fast failures (159 a period) put the p50 lower among them. Per instance the breakers " +
-		"fail 147.6 calls fast a period against 155 traced (the failure episodes end halfway between the last failed first attempt " +
-		"and the next, sooner than the outages: lengthening each by 12 ms gives 154.2), and even then the p50 is 0.72 ms",
 	"grpc-js-hedge": "Node: grpc-js's hedgingPolicy (3 attempts, a hedge 30 ms after the previous attempt) against a stock that answers " +
 		"scripted attempts after 150 ms. Inference reads it (12 hedged calls, 31 ms, at most 3 requests; hedges counted as first attempts, " +
 		"which the replay draws them as), and the root server-error rate replays within (3.3% against 8.7%, band 3.1–19%). What misses is " +

@@ -262,6 +262,20 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				ed.Transit = tr
 			}
 		}
+		if rt := e.RetryTransit; rt != nil && rt.Split && len(e.FirstTransitQuantilesMS) > 0 && len(e.RetryTransitQuantilesMS) > 0 {
+			first, err := quantileDist(graph.WorkLevels, e.FirstTransitQuantilesMS)
+			if err != nil {
+				return nil, fmt.Errorf("edge %s → %s %s: transit of first attempts: %w", e.Caller, e.Callee, e.Operation, err)
+			}
+			retry, err := quantileDist(graph.WorkLevels, e.RetryTransitQuantilesMS)
+			if err != nil {
+				return nil, fmt.Errorf("edge %s → %s %s: transit of retries: %w", e.Caller, e.Callee, e.Operation, err)
+			}
+			if first.Mean() > 0 || retry.Mean() > 0 {
+				ed.Transit, ed.RetryTransit = first, retry
+				m.Assumed = append(m.Assumed, retryTransitNote(e))
+			}
+		}
 		if br := e.Breaker; br != nil && br.ProxyShed > 0 {
 			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: the caller's sidecar refused %d attempts at its circuit breaker's limits (Envoy UO): "+
 				"a concurrency limit the traces do not size, so it is not simulated as a limit; those fast failures are replayed in the edge's outcome mix",
@@ -1003,4 +1017,14 @@ func slowNote(e graph.Edge, sl *SlowTries) string {
 	}
 	return fmt.Sprintf("%s → %s %s: %s; %s; a slow try's callee works at least the %.4g ms per-try timeout, drawn from %s",
 		e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries), how, 1000*sl.Timeout, from)
+}
+
+// retryTransitNote says that edge e's attempts after the first travel
+// otherwise than its first attempts, and from what the replay draws them.
+func retryTransitNote(e graph.Edge) string {
+	rt := e.RetryTransit
+	return fmt.Sprintf("%s → %s %s: the attempts after the first spend other times outside the callee than the first attempts (median %.3gms against %.3gms; "+
+		"a retry outlasts a first attempt with chance %.2f over %d retries and %d first attempts, %.1f deviations from even): the replay draws each kind's from its own",
+		e.Caller, e.Callee, e.Operation, e.RetryTransitQuantilesMS[len(e.RetryTransitQuantilesMS)/2], e.FirstTransitQuantilesMS[len(e.FirstTransitQuantilesMS)/2],
+		rt.Later, rt.Retries, rt.First, rt.Deviations)
 }

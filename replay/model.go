@@ -144,6 +144,9 @@ type Edge struct {
 	// Transit, when set, is the time an attempt takes to reach the callee
 	// beyond the callee's own time (network, connection set-up).
 	Transit Dist
+	// RetryTransit, when set, is the transit of the attempts after the
+	// first (retries and hedges), Transit then the first attempts'.
+	RetryTransit Dist
 	// CalleeP95 is the callee's observed p95 latency (seconds), for hedging.
 	CalleeP95 float64
 	Policy    Policy

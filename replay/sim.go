@@ -861,8 +861,14 @@ func (s *sim) cross(ai int32, answer bool) {
 	case !answer && c.edge >= 0 && s.m.Edges[c.edge].Transit != nil:
 		// The traces' own network time and client overhead on this edge:
 		// the attempt reaches the callee that much later and holds no
-		// callee worker meanwhile.
-		s.h.later(s.now+sample(s.m.Edges[c.edge].Transit, s.rngOutcome), arrival, ai, a.gen)
+		// callee worker meanwhile. A retry's is its own where the traces
+		// tell it from a first attempt's.
+		ed := &s.m.Edges[c.edge]
+		tr := ed.Transit
+		if a.n > 1 && ed.RetryTransit != nil {
+			tr = ed.RetryTransit
+		}
+		s.h.later(s.now+sample(tr, s.rngOutcome), arrival, ai, a.gen)
 	case s.m.Hop != nil && !(answer && s.m.HopRoundTrip):
 		s.h.later(s.now+sample(s.m.Hop, s.rngFault), arrival, ai, a.gen)
 	case answer:

@@ -1,0 +1,128 @@
+package graph
+
+import (
+	"context"
+	"testing"
+)
+
+// distOf is a dist holding vs.
+func distOf(vs ...float64) *dist {
+	d := &dist{}
+	for _, v := range vs {
+		d.add(v)
+	}
+	return d
+}
+
+// evenTimes is n values evenly from lo to hi.
+func evenTimes(n int, lo, hi float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = lo + (hi-lo)*float64(i)/float64(max(n-1, 1))
+	}
+	return out
+}
+
+// TestRetryTransit: the retries' transit times are told from the first
+// attempts' only when the rank-sum statistic lies three deviations from
+// even, either way.
+func TestRetryTransit(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		first, later []float64
+		want         *RetryTransit
+	}{
+		{"no retries", evenTimes(30, 0.05, 0.07), nil, nil},
+		{"no first attempts reached the callee", nil, evenTimes(5, 0.2, 0.3), nil},
+		{"the same times", evenTimes(30, 0.05, 0.07), evenTimes(30, 0.05, 0.07),
+			&RetryTransit{First: 30, Retries: 30, Later: 0.5, Deviations: 0}},
+		// Every retry slower than every first attempt: Later 1, and
+		// (1 − 0.5)/√(51/(12·30·20)) = 5.94 deviations.
+		{"retries on new connections", evenTimes(30, 0.05, 0.07), evenTimes(20, 0.2, 0.25),
+			&RetryTransit{First: 30, Retries: 20, Later: 1, Deviations: 5.941, Split: true}},
+		{"retries faster", evenTimes(30, 0.2, 0.25), evenTimes(20, 0.05, 0.07),
+			&RetryTransit{First: 30, Retries: 20, Later: 0, Deviations: -5.941, Split: true}},
+		// As far apart, but 3 and 2 attempts: 0.5/√(6/72) = 1.73
+		// deviations, which chance gives one time in 24.
+		{"too few to tell", evenTimes(3, 0.05, 0.07), evenTimes(2, 0.2, 0.25),
+			&RetryTransit{First: 3, Retries: 2, Later: 1, Deviations: 1.732}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := retryTransit(distOf(tc.first...), distOf(tc.later...))
+			switch {
+			case tc.want == nil && got != nil:
+				t.Fatalf("got %+v, want nil", *got)
+			case tc.want == nil:
+			case got == nil:
+				t.Fatalf("got nil, want %+v", *tc.want)
+			case *got != *tc.want:
+				t.Errorf("got %+v, want %+v", *got, *tc.want)
+			}
+		})
+	}
+}
+
+// TestRetryTransitInferred: on hand-built traces whose retries spend
+// 0.4 ms outside the callee's span and whose first attempts 0.1 ms (a new
+// connection dialled after each failure), inference keeps each kind's
+// transit apart; with the same transit for both it keeps them pooled.
+func TestRetryTransitInferred(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		retryTransit   float64
+		split          bool
+		firstP50, rP50 float64
+	}{
+		{"retries dial anew", 0.4, true, 0.1, 0.4},
+		{"retries reuse the connection", 0.1, false, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			for i := range 40 {
+				b.newTrace()
+				start := float64(i) * 100
+				root := b.server(-1, "api", "GET /orders", start, 50)
+				at := start + 1
+				if i%2 == 0 {
+					// A failed first attempt, then a retry 5 ms later.
+					c := b.client(root, "inventory", at, 2.1, httpStatus(503))
+					b.server(c, "inventory", "GET /stock", at+0.05, 2, httpStatus(503))
+					at += 2.1 + 5
+					c = b.client(root, "inventory", at, 1+tc.retryTransit, httpStatus(200))
+					b.server(c, "inventory", "GET /stock", at+tc.retryTransit/2, 1, httpStatus(200))
+					continue
+				}
+				c := b.client(root, "inventory", at, 1.1, httpStatus(200))
+				b.server(c, "inventory", "GET /stock", at+0.05, 1, httpStatus(200))
+			}
+			top, err := Infer(context.Background(), b.set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e *Edge
+			for i := range top.Edges {
+				if top.Edges[i].Caller == "api" {
+					e = &top.Edges[i]
+				}
+			}
+			if e == nil || e.RetryTransit == nil {
+				t.Fatalf("no api edge with retry transit: %+v", top.Edges)
+			}
+			if e.RetryTransit.First != 40 || e.RetryTransit.Retries != 20 || e.RetryTransit.Split != tc.split {
+				t.Errorf("retry transit %+v, want 40 first attempts, 20 retries, split %v", *e.RetryTransit, tc.split)
+			}
+			if !tc.split {
+				if e.FirstTransitQuantilesMS != nil || e.RetryTransitQuantilesMS != nil {
+					t.Errorf("split quantiles set for times that do not differ")
+				}
+				return
+			}
+			if got := e.FirstTransitQuantilesMS[50]; got != tc.firstP50 {
+				t.Errorf("first attempts' median transit %g, want %g", got, tc.firstP50)
+			}
+			if got := e.RetryTransitQuantilesMS[50]; got != tc.rP50 {
+				t.Errorf("retries' median transit %g, want %g", got, tc.rP50)
+			}
+		})
+	}
+}

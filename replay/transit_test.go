@@ -1,0 +1,44 @@
+package replay
+
+import (
+	"math"
+	"testing"
+)
+
+// TestRetryTransit: an attempt after the first travels with the edge's
+// RetryTransit where it has one, a first attempt with Transit. A callee of
+// 1 ms whose first attempts all fail, retried once 5 ms later: the
+// request takes transit + 1 + 5 + retry transit + 1 ms.
+func TestRetryTransit(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		transit, retry Dist
+		firstFails     bool
+		wantMS         float64
+	}{
+		{"a retry dials anew", Constant(0.0001), Constant(0.0004), true, 0.1 + 1 + 5 + 0.4 + 1},
+		{"no retry transit of its own", Constant(0.0001), nil, true, 0.1 + 1 + 5 + 0.1 + 1},
+		{"no retry", Constant(0.0001), Constant(0.0004), false, 0.1 + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := single("server", 64, Constant(0.001), 0, 0, Policy{MaxAttempts: 2, Backoff: Backoff{Kind: BackoffConstant, Base: 0.005}})
+			for i := range 100 {
+				m.Arrivals = append(m.Arrivals, Arrival{At: float64(i) / 100})
+			}
+			m.Period = 1
+			m.Edges[0].Transit, m.Edges[0].RetryTransit = tc.transit, tc.retry
+			if tc.firstFails {
+				m.Edges[0].Fail = &Failures{First: Mix{Fail: 1}, FirstAfterFailure: Mix{Fail: 1}, FirstAfterOtherFailure: Mix{Fail: 1}}
+			}
+			r := mustRun(t, m, schedule(), RunConfig{Seed: 1, Duration: 1})
+			if r.RootRequests != 100 || r.ServerErrors != 0 {
+				t.Fatalf("%d server errors of %d root requests; want none of 100", r.ServerErrors, r.RootRequests)
+			}
+			for _, got := range []float64{r.P50MS, r.P99MS} {
+				if math.Abs(got-tc.wantMS) > 1e-6 {
+					t.Errorf("latency %.6f ms (p50 %.6f, p99 %.6f), want %.6f", got, r.P50MS, r.P99MS, tc.wantMS)
+				}
+			}
+		})
+	}
+}
