@@ -273,8 +273,20 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 			if first.Mean() > 0 || retry.Mean() > 0 {
 				ed.Transit, ed.RetryTransit = first, retry
-				m.Assumed = append(m.Assumed, retryTransitNote(e))
+				m.Assumed = append(m.Assumed, laterNote(e, "spend other times outside the callee", "", e.RetryTransit, e.FirstTransitQuantilesMS, e.RetryTransitQuantilesMS))
 			}
+		}
+		if rw := e.RetryWork; rw != nil && rw.Split && len(e.FirstWorkQuantilesMS) > 0 && len(e.RetryWorkQuantilesMS) > 0 {
+			first, err := quantileDist(graph.WorkLevels, e.FirstWorkQuantilesMS)
+			if err != nil {
+				return nil, fmt.Errorf("edge %s → %s %s: callee work of first attempts: %w", e.Caller, e.Callee, e.Operation, err)
+			}
+			retry, err := quantileDist(graph.WorkLevels, e.RetryWorkQuantilesMS)
+			if err != nil {
+				return nil, fmt.Errorf("edge %s → %s %s: callee work of later attempts: %w", e.Caller, e.Callee, e.Operation, err)
+			}
+			ed.Work, ed.RetryWork = first, retry
+			m.Assumed = append(m.Assumed, laterNote(e, "(retries and hedges) meet other work at the callee", "work ", e.RetryWork, e.FirstWorkQuantilesMS, e.RetryWorkQuantilesMS))
 		}
 		if br := e.Breaker; br != nil && br.ProxyShed > 0 {
 			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: the caller's sidecar refused %d attempts at its circuit breaker's limits (Envoy UO): "+
@@ -1019,12 +1031,13 @@ func slowNote(e graph.Edge, sl *SlowTries) string {
 		e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries), how, 1000*sl.Timeout, from)
 }
 
-// retryTransitNote says that edge e's attempts after the first travel
-// otherwise than its first attempts, and from what the replay draws them.
-func retryTransitNote(e graph.Edge) string {
-	rt := e.RetryTransit
-	return fmt.Sprintf("%s → %s %s: the attempts after the first spend other times outside the callee than the first attempts (median %.3gms against %.3gms; "+
+// laterNote says that edge e's attempts after the first differ from its
+// first attempts in a time (what; kind names the time before its medians,
+// if it needs naming), compared in la with the first attempts' and the
+// later ones' quantiles, and that the replay draws each kind's from its
+// own.
+func laterNote(e graph.Edge, what, kind string, la *graph.LaterAttempts, first, later []float64) string {
+	return fmt.Sprintf("%s → %s %s: the attempts after the first %s than the first attempts (%smedian %.3gms against %.3gms; "+
 		"a retry outlasts a first attempt with chance %.2f over %d retries and %d first attempts, %.1f deviations from even): the replay draws each kind's from its own",
-		e.Caller, e.Callee, e.Operation, e.RetryTransitQuantilesMS[len(e.RetryTransitQuantilesMS)/2], e.FirstTransitQuantilesMS[len(e.FirstTransitQuantilesMS)/2],
-		rt.Later, rt.Retries, rt.First, rt.Deviations)
+		e.Caller, e.Callee, e.Operation, what, kind, later[len(later)/2], first[len(first)/2], la.Later, la.Retries, la.First, la.Deviations)
 }

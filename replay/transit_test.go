@@ -42,3 +42,51 @@ func TestRetryTransit(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryWork: the callee works an edge's Work for a first attempt and
+// its RetryWork for a later one (a retry, a hedge) where the edge has
+// them, the callee operation's Time where not; an execution that fails on
+// its own works its FailTime whatever the attempt. A callee that works
+// 1 ms, retried once 5 ms after a failed first attempt, or hedged after
+// 3 ms.
+func TestRetryWork(t *testing.T) {
+	retry := Policy{MaxAttempts: 2, Backoff: Backoff{Kind: BackoffConstant, Base: 0.005}}
+	hedge := Policy{MaxAttempts: 2, HedgeAfter: 0.003}
+	for _, tc := range []struct {
+		name            string
+		policy          Policy
+		work, retryWork Dist
+		failTime        Dist
+		firstFails      bool
+		wantMS          float64
+	}{
+		{"a retry served by a cold replica", retry, Constant(0.002), Constant(0.004), nil, true, 2 + 5 + 4},
+		{"no work of the edge's own", retry, nil, nil, nil, true, 1 + 5 + 1},
+		{"no retry", retry, Constant(0.002), Constant(0.004), nil, false, 2},
+		{"a failure works its fail time", retry, Constant(0.002), Constant(0.004), Constant(0.0005), true, 0.5 + 5 + 4},
+		{"a hedge answered first", hedge, Constant(0.010), Constant(0.001), nil, false, 3 + 1},
+		{"a hedge of the operation's time", hedge, nil, nil, nil, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := single("server", 64, Constant(0.001), 0, 0, tc.policy)
+			for i := range 100 {
+				m.Arrivals = append(m.Arrivals, Arrival{At: float64(i) / 100})
+			}
+			m.Period = 1
+			m.Edges[0].Work, m.Edges[0].RetryWork = tc.work, tc.retryWork
+			m.Services[1].Ops[0].FailTime = tc.failTime
+			if tc.firstFails {
+				m.Edges[0].Fail = &Failures{First: Mix{Fail: 1}, FirstAfterFailure: Mix{Fail: 1}, FirstAfterOtherFailure: Mix{Fail: 1}}
+			}
+			r := mustRun(t, m, schedule(), RunConfig{Seed: 1, Duration: 1})
+			if r.RootRequests != 100 || r.ServerErrors != 0 {
+				t.Fatalf("%d server errors of %d root requests; want none of 100", r.ServerErrors, r.RootRequests)
+			}
+			for _, got := range []float64{r.P50MS, r.P99MS} {
+				if math.Abs(got-tc.wantMS) > 1e-6 {
+					t.Errorf("latency %.6f ms (p50 %.6f, p99 %.6f), want %.6f", got, r.P50MS, r.P99MS, tc.wantMS)
+				}
+			}
+		})
+	}
+}
