@@ -2,7 +2,10 @@ package replay
 
 import (
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/retryaudit/retryaudit/graph"
 )
 
 // TestRetryTransit: an attempt after the first travels with the edge's
@@ -86,6 +89,82 @@ func TestRetryWork(t *testing.T) {
 				if math.Abs(got-tc.wantMS) > 1e-6 {
 					t.Errorf("latency %.6f ms (p50 %.6f, p99 %.6f), want %.6f", got, r.P50MS, r.P99MS, tc.wantMS)
 				}
+			}
+		})
+	}
+}
+
+// TestRetryWorkFromTopology: a model built from a topology draws an
+// edge's later attempts' callee work apart from its first attempts' where
+// the topology splits them, with a note; not where it does not, and not
+// where the edge's slow tries have work times of their own, which stand
+// (the note says so).
+func TestRetryWorkFromTopology(t *testing.T) {
+	for _, tc := range []struct {
+		name, scenario, caller, callee string
+		unsplit                        bool // clear the split in the topology
+		apart                          bool
+		note                           string // in the model's notes, "" for no note on the edge's work
+	}{
+		{"split", "edge-only", "edge", "api", false, true, "the replay draws each kind's from its own"},
+		{"not split", "edge-only", "edge", "api", true, false, ""},
+		{"slow tries' own times stand", "go-resiliency", "inventory", "db", false, false, "not drawn apart"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			top := sampleTopology(t, tc.scenario)
+			var te *graph.Edge
+			for i := range top.Edges {
+				if e := &top.Edges[i]; e.Caller == tc.caller && e.Callee == tc.callee {
+					te = e
+				}
+			}
+			if te == nil || te.RetryWork == nil || !te.RetryWork.Split {
+				t.Fatalf("%s → %s: no split retry work in the topology: %+v", tc.caller, tc.callee, te)
+			}
+			if tc.unsplit {
+				te.RetryWork.Split, te.FirstWorkQuantilesMS, te.RetryWorkQuantilesMS = false, nil, nil
+			}
+			m, err := FromTopology(top, BuildOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ed *Edge
+			for i := range m.Edges {
+				if e := &m.Edges[i]; m.Services[e.Caller].Name == tc.caller && m.Services[e.Callee].Name == tc.callee {
+					ed = e
+				}
+			}
+			if ed == nil {
+				t.Fatalf("no model edge %s → %s", tc.caller, tc.callee)
+			}
+			if got := ed.Work != nil && ed.RetryWork != nil; got != tc.apart || (ed.Work == nil) != (ed.RetryWork == nil) {
+				t.Fatalf("work %v, retry work %v; want drawn apart %v", ed.Work, ed.RetryWork, tc.apart)
+			}
+			if tc.apart {
+				for _, w := range []struct {
+					d Dist
+					q []float64
+				}{{ed.Work, te.FirstWorkQuantilesMS}, {ed.RetryWork, te.RetryWorkQuantilesMS}} {
+					want, err := quantileDist(graph.WorkLevels, w.q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if math.Abs(w.d.Mean()-want.Mean()) > 1e-12 {
+						t.Errorf("mean work %g s, want the topology's %g", w.d.Mean(), want.Mean())
+					}
+				}
+			}
+			var notes []string
+			for _, n := range m.Assumed {
+				if strings.HasPrefix(n, tc.caller+" → "+tc.callee) && strings.Contains(n, "meet other work at the callee") {
+					notes = append(notes, n)
+				}
+			}
+			switch {
+			case tc.note == "" && len(notes) > 0:
+				t.Errorf("notes on the edge's work: %q, want none", notes)
+			case tc.note != "" && (len(notes) != 1 || !strings.Contains(notes[0], tc.note)):
+				t.Errorf("notes on the edge's work: %q, want one saying %q", notes, tc.note)
 			}
 		})
 	}
