@@ -655,7 +655,7 @@ func (st *outcomeStats) reduce(e *Edge) {
 		e.TransitQuantilesMS = st.transit.quantiles(WorkLevels)
 		summarized(&e.Summarized, "transit", st.transit.summary())
 	}
-	if rt := retryTransit(&st.byKind[0], &st.byKind[1]); rt != nil {
+	if rt := laterAttempts(&st.byKind[0], &st.byKind[1]); rt != nil {
 		e.RetryTransit = rt
 		if rt.Split {
 			e.FirstTransitQuantilesMS = st.byKind[0].quantiles(WorkLevels)
@@ -1544,6 +1544,22 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 		instrumented[s.Name] = !s.Virtual
 	}
 	self := mapShards(ix, func(s sel) map[node]*workTimes { return workOf(ix, s, ecs, ownFailed, slowServed, instrumented) }, mergeWork)
+	keys := edgeKeys(ecs)
+	byKind := mapShards(ix, func(s sel) *perEdge[attemptWork] {
+		return attemptWorkOf(ix, s, ecs, keys, ownFailed, slowServed, instrumented)
+	}, func(sum, p *perEdge[attemptWork]) { sum.merge(p, mergeAttemptWork) }).in(keys)
+	for i := range byKind {
+		e, w := &t.Edges[i], &byKind[i]
+		if la := laterAttempts(&w[0], &w[1]); la != nil {
+			e.RetryWork = la
+			if la.Split {
+				e.FirstWorkQuantilesMS = w[0].quantiles(WorkLevels)
+				e.RetryWorkQuantilesMS = w[1].quantiles(WorkLevels)
+				summarized(&e.Summarized, "first_work", w[0].summary())
+				summarized(&e.Summarized, "retry_work", w[1].summary())
+			}
+		}
+	}
 	for si := range t.Services {
 		s := &t.Services[si]
 		for oi := range s.Operations {
@@ -1641,6 +1657,57 @@ func workOf(ix *index, s sel, ecs []*edgeCalls, ownFailed, slowServed spanSet, i
 		}
 	}
 	return self
+}
+
+// attemptWork is one edge's callee work times: of the executions its
+// first attempts reached ([0]) and of those its later attempts (retries
+// and hedges) reached ([1]); of each, those workOf counts among the
+// operation's work times ([0] of workTimes: not failed on their own).
+type attemptWork [2]dist
+
+// mergeAttemptWork adds p's work times (of other calls) to sum's.
+func mergeAttemptWork(sum *attemptWork, p attemptWork) {
+	sum[0].merge(&p[0])
+	sum[1].merge(&p[1])
+}
+
+// attemptWorkOf is the map step of the edges' callee work by kind of
+// attempt: the work of the executions the selected calls' attempts
+// reached, each measured as workOf measures it (its span less its
+// children and the waits between its own calls' attempts; an
+// uninstrumented callee's, the attempt's duration). Attempts that stand
+// for tries hidden in one span have no time of their own.
+func attemptWorkOf(ix *index, s sel, ecs []*edgeCalls, keys []edgeKey, ownFailed, slowServed spanSet, instrumented map[string]bool) *perEdge[attemptWork] {
+	waits := attemptWaits(ix, s, ecs)
+	out := newPerEdge[attemptWork](keys, nil)
+	for i, ec := range ecs {
+		inst := instrumented[ec.key.callee]
+		for _, c := range ec.calls {
+			if !s.has(c.from) {
+				continue
+			}
+			as := ix.attemptsOf(c)
+			for k := range as {
+				a := &as[k]
+				var w int64
+				switch {
+				case a.synthetic:
+					continue
+				case !inst:
+					if a.outcome.failed() {
+						continue
+					}
+					w = ix.spans[a.span].Duration()
+				case a.server < 0 || ownFailed.has(a.server) && !slowServed.has(a.server):
+					continue
+				default:
+					w = workTime(ix, a.server, waits[a.server])
+				}
+				out.of[i][min(k, 1)].add(float64(w) / 1e6)
+			}
+		}
+	}
+	return out
 }
 
 // attemptWaits are, per caller span of the selected calls, the waits

@@ -125,6 +125,7 @@ func TestShardedInfer(t *testing.T) {
 	}
 	wantWired := []string{"*graph.callEndList", "*graph.callOrders", "*graph.chainTrie", "*graph.edgeStats", "*graph.headSampling",
 		"*graph.nameVotes", "*graph.opPartial", "*graph.outcomeStats",
+		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.attemptWork]",
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.overlaps]",
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.rootOutcomes]",
 		"*graph.perEdge[int]",

@@ -238,13 +238,25 @@ type Edge struct {
 	// first (retries and hedges) with the first attempts'; nil unless
 	// attempts of both kinds, each with a client span of its own, reached
 	// an instrumented callee.
-	RetryTransit *RetryTransit `json:"retry_transit,omitempty"`
+	RetryTransit *LaterAttempts `json:"retry_transit,omitempty"`
 	// FirstTransitQuantilesMS and RetryTransitQuantilesMS are the transit
 	// times of first attempts and of the later ones apart, at WorkLevels,
 	// set when they differ beyond chance (RetryTransit.Split): replay then
 	// draws each attempt's transit from its kind's.
 	FirstTransitQuantilesMS []float64 `json:"first_transit_quantiles_ms,omitempty"`
 	RetryTransitQuantilesMS []float64 `json:"retry_transit_quantiles_ms,omitempty"`
+	// RetryWork compares the callee's work (its own time, of the
+	// executions that did not fail on their own) of the attempts after the
+	// first (retries and hedges) with the first attempts'; nil when the
+	// edge has no measured execution of either kind.
+	RetryWork *LaterAttempts `json:"retry_work,omitempty"`
+	// FirstWorkQuantilesMS and RetryWorkQuantilesMS are those work times
+	// of first attempts and of the later ones apart, at WorkLevels, set
+	// when they differ beyond chance (RetryWork.Split): replay then draws
+	// the callee's work for each attempt of the edge from its kind's, in
+	// place of the callee operation's WorkQuantilesMS.
+	FirstWorkQuantilesMS []float64 `json:"first_work_quantiles_ms,omitempty"`
+	RetryWorkQuantilesMS []float64 `json:"retry_work_quantiles_ms,omitempty"`
 	// NotReached counts executions of the caller's operation that did not
 	// make this call after an earlier call had failed; CallOffsetMS is the
 	// median time from the execution's start to the call: the order of

@@ -30,25 +30,25 @@ func TestRetryTransit(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		first, later []float64
-		want         *RetryTransit
+		want         *LaterAttempts
 	}{
 		{"no retries", evenTimes(30, 0.05, 0.07), nil, nil},
 		{"no first attempts reached the callee", nil, evenTimes(5, 0.2, 0.3), nil},
 		{"the same times", evenTimes(30, 0.05, 0.07), evenTimes(30, 0.05, 0.07),
-			&RetryTransit{First: 30, Retries: 30, Later: 0.5, Deviations: 0}},
+			&LaterAttempts{First: 30, Retries: 30, Later: 0.5, Deviations: 0}},
 		// Every retry slower than every first attempt: Later 1, and
 		// (1 − 0.5)/√(51/(12·30·20)) = 5.94 deviations.
 		{"retries on new connections", evenTimes(30, 0.05, 0.07), evenTimes(20, 0.2, 0.25),
-			&RetryTransit{First: 30, Retries: 20, Later: 1, Deviations: 5.941, Split: true}},
+			&LaterAttempts{First: 30, Retries: 20, Later: 1, Deviations: 5.941, Split: true}},
 		{"retries faster", evenTimes(30, 0.2, 0.25), evenTimes(20, 0.05, 0.07),
-			&RetryTransit{First: 30, Retries: 20, Later: 0, Deviations: -5.941, Split: true}},
+			&LaterAttempts{First: 30, Retries: 20, Later: 0, Deviations: -5.941, Split: true}},
 		// As far apart, but 3 and 2 attempts: 0.5/√(6/72) = 1.73
 		// deviations, which chance gives one time in 24.
 		{"too few to tell", evenTimes(3, 0.05, 0.07), evenTimes(2, 0.2, 0.25),
-			&RetryTransit{First: 3, Retries: 2, Later: 1, Deviations: 1.732}},
+			&LaterAttempts{First: 3, Retries: 2, Later: 1, Deviations: 1.732}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := retryTransit(distOf(tc.first...), distOf(tc.later...))
+			got := laterAttempts(distOf(tc.first...), distOf(tc.later...))
 			switch {
 			case tc.want == nil && got != nil:
 				t.Fatalf("got %+v, want nil", *got)
@@ -122,6 +122,82 @@ func TestRetryTransitInferred(t *testing.T) {
 			}
 			if got := e.RetryTransitQuantilesMS[50]; got != tc.rP50 {
 				t.Errorf("retries' median transit %g, want %g", got, tc.rP50)
+			}
+		})
+	}
+}
+
+// TestRetryWorkInferred: on hand-built traces, the callee's own work is
+// compared between the executions an edge's first attempts reached and
+// those its later attempts (retries, hedges) reached, by the same test as
+// transit. A retry served by a cold replica (3 ms of work against 1 ms)
+// is told apart, its callee's 5 ms call to db and the failed first
+// attempts' fast errors left out (the operation's work times leave them
+// out too); a retry served alike is not. Hedges below the instrumentation
+// (grpc-js's hedgingPolicy): a first attempt that takes 60 ms half the
+// time, each hedged after 30 ms by one answered in 0.5 ms, are told apart
+// the other way.
+func TestRetryWorkInferred(t *testing.T) {
+	retries := func(retryWork float64) func(b *builder) {
+		return func(b *builder) {
+			sequential(b, 40, "api", func(root, i int) {
+				at := 1.0
+				if i%2 == 0 {
+					// A first attempt failing fast, then a retry 5 ms later.
+					c := b.client(root, "inventory", at, 1.2, httpStatus(503))
+					b.server(c, "inventory", "GET /stock", at+0.1, 1, httpStatus(503))
+					at += 1.2 + 5
+					c = b.client(root, "inventory", at, retryWork+5.2, httpStatus(200))
+					s := b.server(c, "inventory", "GET /stock", at+0.1, retryWork+5, httpStatus(200))
+					b.call(s, "db", "SELECT", at+0.1+retryWork, 5)
+					return
+				}
+				c := b.client(root, "inventory", at, 6.2, httpStatus(200))
+				s := b.server(c, "inventory", "GET /stock", at+0.1, 6, httpStatus(200))
+				b.call(s, "db", "SELECT", at+1.1, 5)
+			})
+		}
+	}
+	hedges := func(b *builder) {
+		sequential(b, 40, "front", func(root, i int) {
+			if i%2 == 0 {
+				belowCall(b, root, 1, []below{{0, 60, false}, {30, 0.5, false}})
+				return
+			}
+			belowCall(b, root, 1, []below{{0, 1, false}})
+		})
+	}
+	for _, tc := range []struct {
+		name               string
+		build              func(b *builder)
+		caller, callee     string
+		first, later       int
+		split              bool
+		firstP50, laterP50 float64
+	}{
+		{"retries served by a cold replica", retries(3), "api", "inventory", 20, 20, true, 1, 3},
+		{"retries served alike", retries(1), "api", "inventory", 20, 20, false, 0, 0},
+		{"hedges answered fast after slow first attempts", hedges, "front", "stock", 40, 20, true, 1, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			tc.build(b)
+			e := edge(t, b.infer(), tc.caller, tc.callee)
+			rw := e.RetryWork
+			if rw == nil || rw.First != tc.first || rw.Retries != tc.later || rw.Split != tc.split {
+				t.Fatalf("retry work %+v, want %d first attempts, %d later, split %v", rw, tc.first, tc.later, tc.split)
+			}
+			if !tc.split {
+				if e.FirstWorkQuantilesMS != nil || e.RetryWorkQuantilesMS != nil {
+					t.Errorf("split work quantiles set for times that do not differ")
+				}
+				return
+			}
+			if got := e.FirstWorkQuantilesMS[50]; got != tc.firstP50 {
+				t.Errorf("first attempts' median callee work %g ms, want %g", got, tc.firstP50)
+			}
+			if got := e.RetryWorkQuantilesMS[50]; got != tc.laterP50 {
+				t.Errorf("later attempts' median callee work %g ms, want %g", got, tc.laterP50)
 			}
 		})
 	}

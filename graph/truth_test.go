@@ -417,7 +417,8 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 // TestFormatsAgree infers each scenario from its three exports: OTLP JSON
 // lines, OTLP protobuf and Jaeger JSON must give the same topology. Jaeger
 // keeps microseconds, so millisecond figures may differ by a few
-// microseconds per span involved; they are compared to 0.05 ms or 1%.
+// microseconds per span involved; they are compared to 0.05 ms or 1%, a
+// rank-sum statistic's deviations to half a deviation.
 func TestFormatsAgree(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join("..", "samples", "*", "truth.json"))
 	for _, d := range dirs {
@@ -455,8 +456,15 @@ func diffJSON(path string, a, b any) []string {
 	case float64:
 		y, ok := b.(float64)
 		abs := 0.05
-		if strings.Contains(path, "_us") {
+		switch {
+		case strings.Contains(path, "_us"):
 			abs = 1
+		case strings.HasSuffix(path, ".deviations"):
+			// A rank-sum statistic in standard deviations, of times as
+			// short as 10 µs (a Go handler's work), which Jaeger's whole
+			// microseconds move by a tenth or more: edge-only's retry
+			// work lies 7.32 deviations from even in OTLP, 6.92 in Jaeger.
+			abs = 0.5
 		}
 		if ok && math.Abs(x-y) <= math.Max(abs, 0.01*math.Abs(y)) {
 			return nil

@@ -69,6 +69,8 @@ type partialWire struct {
 	Chains chainTrieWire
 	// Requests is the root requests by operation, and the spans' time.
 	Requests rootSetWire
+	// AttemptWork is the edges' callee work by kind of attempt.
+	AttemptWork perEdgeWire[[2]distWire]
 }
 
 type partialKind uint8
@@ -93,6 +95,7 @@ const (
 	kindRoots
 	kindChains
 	kindRequests
+	kindAttemptWork
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -139,6 +142,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 	case *callOrders:
 		w.Kind, w.Orders = kindOrders, callOrdersWire{opCountsOf(p.failedRuns), opCountsOf(p.stopped), opCountsOf(p.continued),
 			perEdgeToWire(p.edges, func(e edgeOrder) edgeOrderWire { return edgeOrderWire{e.reached, e.offsets} })}
+	case *perEdge[attemptWork]:
+		w.Kind, w.AttemptWork = kindAttemptWork, perEdgeToWire(p, func(x attemptWork) [2]distWire { return [2]distWire{x[0].toWire(), x[1].toWire()} })
 	case *perEdge[overlaps]:
 		w.Kind, w.Overlaps = kindOverlaps, perEdgeToWire(p, func(o overlaps) overlapsWire {
 			return overlapsWire{o.any, o.other, pairsOf(o.widths, same[int])}
@@ -207,6 +212,16 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		return callOrdersFromWire(&w.Orders)
 	case kindOverlaps:
 		return perEdgeFromWire(&w.Overlaps, overlapsFromWire)
+	case kindAttemptWork:
+		return perEdgeFromWire(&w.AttemptWork, func(d [2]distWire) (attemptWork, error) {
+			var x attemptWork
+			for k := range x {
+				if err := x[k].fromWire(d[k]); err != nil {
+					return x, fmt.Errorf("decode the callee work of %s attempts: %w", []string{"first", "later"}[k], err)
+				}
+			}
+			return x, nil
+		})
 	}
 	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }

@@ -273,7 +273,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 			if first.Mean() > 0 || retry.Mean() > 0 {
 				ed.Transit, ed.RetryTransit = first, retry
-				m.Assumed = append(m.Assumed, retryTransitNote(e))
+				m.Assumed = append(m.Assumed, laterNote(e, "spend other times outside the callee", "", e.RetryTransit, e.FirstTransitQuantilesMS, e.RetryTransitQuantilesMS, drawnApart))
 			}
 		}
 		if br := e.Breaker; br != nil && br.ProxyShed > 0 {
@@ -327,6 +327,26 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				times := slowTimes[[2]string{e.Callee, e.Operation}]
 				f.Slow.SlowTime, f.Slow.Time = times[0], times[1]
 				m.Assumed = append(m.Assumed, slowNote(e, f.Slow))
+			}
+		}
+		if rw := e.RetryWork; rw != nil && rw.Split && len(e.FirstWorkQuantilesMS) > 0 && len(e.RetryWorkQuantilesMS) > 0 {
+			if f := ed.Fail; f != nil && f.Slow != nil && f.Slow.Time != nil {
+				// The slow tries' own times (slow and not) stand in for
+				// the callee's work on this edge already.
+				m.Assumed = append(m.Assumed, laterNote(e, "(retries and hedges) meet other work at the callee", "work ", e.RetryWork,
+					e.FirstWorkQuantilesMS, e.RetryWorkQuantilesMS, "not drawn apart: the edge's slow and other tries' own work times are drawn instead"))
+			} else {
+				first, err := quantileDist(graph.WorkLevels, e.FirstWorkQuantilesMS)
+				if err != nil {
+					return nil, fmt.Errorf("edge %s → %s %s: callee work of first attempts: %w", e.Caller, e.Callee, e.Operation, err)
+				}
+				retry, err := quantileDist(graph.WorkLevels, e.RetryWorkQuantilesMS)
+				if err != nil {
+					return nil, fmt.Errorf("edge %s → %s %s: callee work of later attempts: %w", e.Caller, e.Callee, e.Operation, err)
+				}
+				ed.Work, ed.RetryWork = first, retry
+				m.Assumed = append(m.Assumed, laterNote(e, "(retries and hedges) meet other work at the callee", "work ", e.RetryWork,
+					e.FirstWorkQuantilesMS, e.RetryWorkQuantilesMS, drawnApart))
 			}
 		}
 		if h := ed.Policy.HedgeAfter; h > 0 {
@@ -1019,12 +1039,16 @@ func slowNote(e graph.Edge, sl *SlowTries) string {
 		e.Caller, e.Callee, e.Operation, slowCounts(e.Outcomes.SlowTries), how, 1000*sl.Timeout, from)
 }
 
-// retryTransitNote says that edge e's attempts after the first travel
-// otherwise than its first attempts, and from what the replay draws them.
-func retryTransitNote(e graph.Edge) string {
-	rt := e.RetryTransit
-	return fmt.Sprintf("%s → %s %s: the attempts after the first spend other times outside the callee than the first attempts (median %.3gms against %.3gms; "+
-		"a retry outlasts a first attempt with chance %.2f over %d retries and %d first attempts, %.1f deviations from even): the replay draws each kind's from its own",
-		e.Caller, e.Callee, e.Operation, e.RetryTransitQuantilesMS[len(e.RetryTransitQuantilesMS)/2], e.FirstTransitQuantilesMS[len(e.FirstTransitQuantilesMS)/2],
-		rt.Later, rt.Retries, rt.First, rt.Deviations)
+// drawnApart is laterNote's how where the replay draws each kind's time
+// from its own.
+const drawnApart = "the replay draws each kind's from its own"
+
+// laterNote says that edge e's attempts after the first differ from its
+// first attempts in a time (what; kind names the time before its medians,
+// if it needs naming), compared in la with the first attempts' and the
+// later ones' quantiles, and how the replay draws them.
+func laterNote(e graph.Edge, what, kind string, la *graph.LaterAttempts, first, later []float64, how string) string {
+	return fmt.Sprintf("%s → %s %s: the attempts after the first %s than the first attempts (%smedian %.3gms against %.3gms; "+
+		"a retry outlasts a first attempt with chance %.2f over %d retries and %d first attempts, %.1f deviations from even): %s",
+		e.Caller, e.Callee, e.Operation, what, kind, later[len(later)/2], first[len(first)/2], la.Later, la.Retries, la.First, la.Deviations, how)
 }

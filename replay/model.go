@@ -147,6 +147,12 @@ type Edge struct {
 	// RetryTransit, when set, is the transit of the attempts after the
 	// first (retries and hedges), Transit then the first attempts'.
 	RetryTransit Dist
+	// Work, when set, is the callee's work for this edge's first attempts,
+	// RetryWork for its later ones (retries and hedges), both in place of
+	// the callee operation's Time (not of its FailTime, nor of the slow
+	// tries' own times): set together, where the traces tell the two
+	// apart.
+	Work, RetryWork Dist
 	// CalleeP95 is the callee's observed p95 latency (seconds), for hedging.
 	CalleeP95 float64
 	Policy    Policy

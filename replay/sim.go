@@ -1024,6 +1024,17 @@ func (s *sim) begin(ji int32, j *job, p *pool) {
 	op := &sv.Ops[j.op]
 	j.leaf = len(op.Calls) == 0
 	dist := op.Time
+	if j.att >= 0 {
+		// An edge whose later attempts meet other work at the callee than
+		// its first attempts: each kind's own.
+		a := &s.atts[j.att]
+		if e := s.calls[a.call].edge; e >= 0 && s.m.Edges[e].Work != nil {
+			dist = s.m.Edges[e].Work
+			if a.n > 1 {
+				dist = s.m.Edges[e].RetryWork
+			}
+		}
+	}
 	var slow *SlowTries
 	if j.fail != 0 {
 		slow = s.fails[j.fail].Slow
