@@ -282,6 +282,9 @@ type sim struct {
 	jobFree, callFree, attFree int32
 
 	budgets []Budget // per edge (shared budgets appear under each of their edges)
+	// shadows are other policies followed through the run (see
+	// RunShadowed); nil for none.
+	shadows []shadow
 	// outstanding counts the attempts out (sent, not yet answered or
 	// given up on) from each caller to each callee, when some edge limits
 	// them (Policy.MaxRequests), and outSlot is each edge's count: one for
@@ -383,8 +386,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		}
 		st.pools = s.pools[st.pool0:len(s.pools):len(s.pools)]
 	}
-	shared := map[int]Budget{}
-	s.budgets = make([]Budget, len(m.Edges))
+	s.budgets = budgetsOf(len(m.Edges), func(i int) (Policy, int) { return m.Edges[i].Policy, m.Edges[i].Callee })
 	s.breakers = make([][]*Breaker, len(m.Edges))
 	s.lastEnded = make([]edgeRun, len(m.Edges))
 	s.fails = []*Failures{nil}
@@ -402,16 +404,6 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		s.edgeFail = append(s.edgeFail, failIndex(e.Fail))
 	}
 	for i, e := range m.Edges {
-		switch {
-		case e.Policy.Budget.Kind == BudgetNone:
-		case e.Policy.SharedBudget:
-			if shared[e.Callee] == nil {
-				shared[e.Callee] = e.Policy.Budget.New()
-			}
-			s.budgets[i] = shared[e.Callee]
-		default:
-			s.budgets[i] = e.Policy.Budget.New()
-		}
 		if e.Policy.Breaker.Enabled() {
 			// One breaker per instance of the caller, each made when its
 			// instance first calls (see breaker).
@@ -680,8 +672,13 @@ var rootPolicy = Policy{MaxAttempts: 1}
 // the budget granted gives its slot back, and the call fails unless an
 // attempt of it is still out (a refused hedge).
 func (s *sim) refuse(ci int32, c *call) {
-	if c.attempts > 0 && s.budgets[c.edge] != nil {
-		s.budgets[c.edge].Done(s.now, true)
+	if c.attempts > 0 {
+		if s.budgets[c.edge] != nil {
+			s.budgets[c.edge].Done(s.now, true)
+		}
+		if s.shadows != nil {
+			s.shadowDone(c.edge, true)
+		}
 	}
 	if c.inflight > 0 {
 		return
@@ -739,6 +736,9 @@ func (s *sim) send(ci int32, c *call) {
 		}
 		if b := s.budgets[c.edge]; b != nil && n == 1 {
 			b.Request(s.now)
+		}
+		if s.shadows != nil && n == 1 {
+			s.shadowRequest(c.edge)
 		}
 		s.met.attemptSent(c.edge, n > 1, s.now)
 	}
@@ -1261,6 +1261,9 @@ func (s *sim) settleEdge(c *call, ok, timeout, retry bool) {
 		b.Result(s.now, ok, timeout)
 		b.Done(s.now, retry)
 	}
+	if s.shadows != nil {
+		s.shadowSettle(c.edge, ok, timeout, retry)
+	}
 	if br := s.breaker(c); br != nil && !s.m.Edges[c.edge].Policy.Breaker.PerCall {
 		br.Result(s.now, ok)
 	}
@@ -1334,7 +1337,11 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64, class int) {
 		return // a hedged attempt is still out
 	}
 	p := s.policy(c)
-	if c.clientErr || int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
+	capped := int(c.attempts) >= p.MaxAttempts
+	if s.shadows != nil && c.edge >= 0 && !c.clientErr && s.now < c.deadline {
+		s.shadowCap(c.edge, c.attempts, capped)
+	}
+	if c.clientErr || capped || s.now >= c.deadline {
 		s.finish(ci, false, 0)
 		return
 	}
@@ -1348,7 +1355,12 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64, class int) {
 		return
 	}
 	if c.edge >= 0 {
-		if b := s.budgets[c.edge]; b != nil && !b.Retry(s.now) {
+		b := s.budgets[c.edge]
+		ok := b == nil || b.Retry(s.now)
+		if s.shadows != nil {
+			s.shadowRetry(c.edge, ok)
+		}
+		if !ok {
 			s.met.refusedBudget(c.edge, s.now)
 			s.finish(ci, false, 0)
 			return
@@ -1364,6 +1376,9 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64, class int) {
 		if c.edge >= 0 && s.budgets[c.edge] != nil {
 			s.budgets[c.edge].Done(s.now, true)
 		}
+		if c.edge >= 0 && s.shadows != nil {
+			s.shadowDone(c.edge, true)
+		}
 		s.finish(ci, false, 0)
 		return
 	}
@@ -1376,7 +1391,12 @@ func (s *sim) hedge(ci int32) {
 	if c.done || c.edge < 0 || int(c.attempts) >= s.policy(c).MaxAttempts {
 		return
 	}
-	if b := s.budgets[c.edge]; b != nil && !b.Retry(s.now) {
+	b := s.budgets[c.edge]
+	ok := b == nil || b.Retry(s.now)
+	if s.shadows != nil {
+		s.shadowRetry(c.edge, ok)
+	}
+	if !ok {
 		s.met.refusedBudget(c.edge, s.now)
 		return
 	}
@@ -1423,6 +1443,9 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		s.freeAttempt(ai, a)
 		if c.edge >= 0 && s.budgets[c.edge] != nil {
 			s.budgets[c.edge].Done(s.now, retry)
+		}
+		if c.edge >= 0 && s.shadows != nil {
+			s.shadowDone(c.edge, retry)
 		}
 		ai = next
 	}

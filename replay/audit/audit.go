@@ -185,6 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	facts := factsOf(observed, cfg.Topology, cfg.Declarations)
 	vs, ruled, adj := safeVariants(cfg.Variants, observed, facts)
 	noneAt = slices.IndexFunc(vs, func(v variant) bool { return v.policy == "none" })
+	planShadows(vs)
 
 	searches := len(vs) * len(cfg.Degradations)
 	if cfg.NoSearch {
@@ -224,11 +225,25 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		for d := range cfg.Degradations {
 			same[d] = twins(vs, cfg.Degradations[d].Faults)
 		}
+		// A variant with a via (planShadows) searches once its via has
+		// under the same degradation, reading the via's probes.
+		searched := make([]chan struct{}, len(verdicts))
+		for i := range searched {
+			searched[i] = make(chan struct{})
+		}
 		err = each(len(verdicts), func(i int) error {
+			defer close(searched[i])
 			v := &verdicts[i]
 			d, vi := i/len(vs), i%len(vs)
 			if same[d][vi] != vi {
 				return nil
+			}
+			if vs[vi].via != nil {
+				select {
+				case <-searched[d*len(vs)+vs[vi].viaAt]:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			}
 			u0, ok := today[v.Service]
 			switch {
@@ -239,7 +254,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				v.CriticalNote = "no utilization of " + v.Service + " to scale (closed-loop arrivals or a cyclic call graph)"
 				return nil
 			}
-			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
+			c, err := searchCritical(ctx, p, &vs[vi], v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
 			v.CriticalUtilization, v.CriticalBySeed, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.BySeed, c.Searched, c.Why, c.Probes
 			return err
 		})

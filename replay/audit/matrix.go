@@ -50,9 +50,20 @@ type runKey struct {
 type cachedRun struct {
 	m      *replay.Model
 	faults degrade.Schedule
-	done   chan struct{} // closed once r and err are set
+	done   chan struct{} // closed once r, err and idle are set
 	r      replay.Result
 	err    error
+	// shadows are the other policies the run followed (replay.RunShadowed)
+	// and idle says, for each, that it never acted: the run is theirs too.
+	shadows [][]replay.Policy
+	idle    []bool
+}
+
+// standsFor reports whether the run is also the run of its model with
+// the policies pol: it followed them as a shadow, which never acted.
+func (c *cachedRun) standsFor(pol []replay.Policy) bool {
+	k := slices.IndexFunc(c.shadows, func(s []replay.Policy) bool { return slices.Equal(s, pol) })
+	return k >= 0 && c.err == nil && c.idle[k]
 }
 
 func newRunCache() *runCache { return &runCache{runs: map[runKey][]*cachedRun{}} }
@@ -70,6 +81,11 @@ func (c *cachedRun) same(m *replay.Model, faults degrade.Schedule) bool {
 // changes a model once made (the search's loads are copies), so the same
 // pointer is the same input.
 func (rc *runCache) lookup(m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (*cachedRun, bool) {
+	return rc.find(m, faults, cfg, true)
+}
+
+// find is lookup; with add false, a run not there is not added (nil).
+func (rc *runCache) find(m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig, add bool) (*cachedRun, bool) {
 	k := runKey{cfg: cfg, rate: m.Rate, period: m.Period, faults: len(faults)}
 	if len(faults) > 0 {
 		k.first = faults[0]
@@ -81,6 +97,9 @@ func (rc *runCache) lookup(m *replay.Model, faults degrade.Schedule, cfg replay.
 			return c, true
 		}
 	}
+	if !add {
+		return nil, false
+	}
 	c := &cachedRun{m: m, faults: faults, done: make(chan struct{})}
 	rc.runs[k] = append(rc.runs[k], c)
 	return c, false
@@ -90,43 +109,92 @@ func (rc *runCache) lookup(m *replay.Model, faults degrade.Schedule, cfg replay.
 // of the same run made before (or being made); it gives up when ctx is
 // done.
 func (p *pool) run(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+	c, err := p.runShadowed(ctx, m, nil, faults, cfg)
+	if err != nil {
+		return replay.Result{}, err
+	}
+	return c.r, c.err
+}
+
+// runShadowed is run with the policies shadows followed through the run
+// when it is made now (a run made before keeps the shadows it was made
+// with). The error is ctx's; the run's own is the entry's.
+func (p *pool) runShadowed(ctx context.Context, m *replay.Model, shadows [][]replay.Policy, faults degrade.Schedule, cfg replay.RunConfig) (*cachedRun, error) {
 	if p.cache == nil {
-		return p.simulate(ctx, m, faults, cfg)
+		c := &cachedRun{m: m, faults: faults, shadows: shadows}
+		c.r, c.idle, c.err = p.simulate(ctx, m, shadows, faults, cfg)
+		return c, ctx.Err()
 	}
 	c, found := p.cache.lookup(m, faults, cfg)
 	if !found {
-		c.r, c.err = p.simulate(ctx, m, faults, cfg)
+		c.shadows = shadows
+		c.r, c.idle, c.err = p.simulate(ctx, m, shadows, faults, cfg)
 		close(c.done)
-		return c.r, c.err
+		return c, ctx.Err()
 	}
 	// Waiting holds no core: the run waited for takes one of its own.
 	select {
 	case <-c.done:
-		return c.r, c.err
+		return c, nil
 	case <-ctx.Done():
-		return replay.Result{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
-// simulate makes one run on a free core.
-func (p *pool) simulate(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+// runVariant makes the run of variant v whose model, at the load run,
+// is m: the run of v.via's model bm, when that run followed v's policies
+// as a shadow and they never acted, which is then v's run bit for bit
+// (replay.RunShadowed); else v's own, carrying the shadows of the
+// variants whose via v is. bm nil: v's own. made says bm's run is made
+// anyway (the matrix makes it): it is made now if it is not yet; else
+// only a run of bm made or being made already is read, since one made
+// for v alone would be waste wherever v's policies act.
+func (p *pool) runVariant(ctx context.Context, v *variant, m, bm *replay.Model, made bool, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+	if bm != nil && v.via != nil && p.cache != nil {
+		c, found := p.cache.find(bm, faults, cfg, false)
+		if made {
+			var err error
+			if c, err = p.runShadowed(ctx, bm, v.via.shadows, faults, cfg); err != nil {
+				return replay.Result{}, err
+			}
+		} else if found {
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return replay.Result{}, ctx.Err()
+			}
+		}
+		if c != nil && c.standsFor(v.via.shadows[v.viaK]) {
+			return c.r, nil
+		}
+	}
+	c, err := p.runShadowed(ctx, m, v.shadows, faults, cfg)
+	if err != nil {
+		return replay.Result{}, err
+	}
+	return c.r, c.err
+}
+
+// simulate makes one run on a free core, with shadows (see
+// replay.RunShadowed).
+func (p *pool) simulate(ctx context.Context, m *replay.Model, shadows [][]replay.Policy, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, []bool, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return replay.Result{}, ctx.Err()
+		return replay.Result{}, nil, ctx.Err()
 	}
 	defer func() { <-p.slots }()
 	if err := ctx.Err(); err != nil {
-		return replay.Result{}, err
+		return replay.Result{}, nil, err
 	}
-	r, err := replay.RunContext(ctx, m, faults, cfg)
+	r, same, err := replay.RunShadowed(ctx, m, faults, cfg, shadows)
 	if p.progress != nil {
 		p.mu.Lock()
 		p.done++
 		p.progress(p.done)
 		p.mu.Unlock()
 	}
-	return r, err
+	return r, same, err
 }
 
 // each calls f(0..n-1) concurrently and returns the first error.
@@ -158,6 +226,33 @@ type variant struct {
 	// keyed are the edges on which the variant sends an idempotency key
 	// that today's calls lack (observed+keys), by model edge index.
 	keyed []int
+	// via is the variant whose runs stand for this one's wherever this
+	// one's policies, followed through them as a shadow, never act (nil:
+	// none), viaAt its index; viaK is this one's among via's shadows, the
+	// policies of every variant whose via it is (see planShadows).
+	via         *variant
+	viaAt, viaK int
+	shadows     [][]replay.Policy
+}
+
+// planShadows gives each variant whose model is an earlier one's but for
+// policies a run can follow as shadows (replay.ShadowOf: a budget, a cap
+// on attempts, or retries where the other makes one attempt) that
+// variant as its via: the first such one that has no via itself.
+func planShadows(vs []variant) {
+	for v := range vs {
+		for u := range v {
+			if vs[u].via == nil && replay.ShadowOf(vs[u].model, vs[v].model) {
+				var pol []replay.Policy
+				for _, e := range vs[v].model.Edges {
+					pol = append(pol, e.Policy)
+				}
+				vs[v].via, vs[v].viaAt, vs[v].viaK = &vs[u], u, len(vs[u].shadows)
+				vs[u].shadows = append(vs[u].shadows, pol)
+				break
+			}
+		}
+	}
 }
 
 // matrix holds every run of the audit at today's load: runs[s][d][v] is
@@ -203,7 +298,13 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 		if twin[d][v] != v {
 			return nil
 		}
-		r, err := p.run(ctx, vs[v].model, ds[d].Faults, c)
+		// The via's run at today's load is made here too, unless the via
+		// itself takes a twin's runs.
+		var bm *replay.Model
+		if u := vs[v].via; u != nil && twin[d][vs[v].viaAt] == vs[v].viaAt {
+			bm = u.model
+		}
+		r, err := p.runVariant(ctx, &vs[v], vs[v].model, bm, true, ds[d].Faults, c)
 		if err != nil {
 			return fmt.Errorf("policy %s under %s: %w", vs[v].policy, ds[d].Name, err)
 		}

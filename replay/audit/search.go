@@ -230,7 +230,8 @@ type Probe struct {
 // seed (the matrix ran it): the search then takes u0 as its lower end
 // when u0 is in range, so a collapse at one probe below today's load,
 // which the matrix contradicts, cannot put the answer under it.
-func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u0 float64, upToday bool, d replay.Degradation, seeds []uint64, cfg replay.RunConfig) (Critical, error) {
+func searchCritical(ctx context.Context, p *pool, v *variant, svc string, u0 float64, upToday bool, d replay.Degradation, seeds []uint64, cfg replay.RunConfig) (Critical, error) {
+	m := v.model
 	start, end, ok := d.Faults.Trigger()
 	if !ok || math.IsInf(end, 1) {
 		return Critical{Why: "the fault does not end within the run"}, nil
@@ -268,10 +269,16 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 			svc, u0, u0*maxScale, maxScale, MaxLoadScale, svc, stretch, SearchHigh)
 	}
 	pr := newProber(len(seeds), func(u float64, si int) (replay.Result, error) {
+		// The shadow base's model at the same load: the variant's model
+		// and its differ in policies alone, which no step here reads.
 		sm, _ := atUtilization(m, svc, u0, u, maxScale)
+		var bm *replay.Model
+		if v.via != nil {
+			bm, _ = atUtilization(v.via.model, svc, u0, u, maxScale)
+		}
 		c := probe
 		c.Seed = seeds[si]
-		return p.run(ctx, sm, d.Faults, c)
+		return p.runVariant(ctx, v, sm, bm, false, d.Faults, c)
 	})
 	found := func(u *float64) Critical {
 		return Critical{Utilization: u, Searched: true, Why: why, Probes: pr.list()}
