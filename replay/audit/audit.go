@@ -225,25 +225,22 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		for d := range cfg.Degradations {
 			same[d] = twins(vs, cfg.Degradations[d].Faults)
 		}
-		// A variant with a via (planShadows) searches once its via has
-		// under the same degradation, reading the via's probes.
-		searched := make([]chan struct{}, len(verdicts))
-		for i := range searched {
-			searched[i] = make(chan struct{})
+		// A variant with a via (planShadows) reads the via's probes under
+		// the same degradation, as the via's search makes them.
+		logs := make([]*probeLog, len(verdicts))
+		for i := range logs {
+			logs[i] = newProbeLog()
 		}
 		err = each(len(verdicts), func(i int) error {
-			defer close(searched[i])
+			defer logs[i].end()
 			v := &verdicts[i]
 			d, vi := i/len(vs), i%len(vs)
 			if same[d][vi] != vi {
 				return nil
 			}
+			var via *probeLog
 			if vs[vi].via != nil {
-				select {
-				case <-searched[d*len(vs)+vs[vi].viaAt]:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+				via = logs[d*len(vs)+vs[vi].viaAt]
 			}
 			u0, ok := today[v.Service]
 			switch {
@@ -254,7 +251,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				v.CriticalNote = "no utilization of " + v.Service + " to scale (closed-loop arrivals or a cyclic call graph)"
 				return nil
 			}
-			c, err := searchCritical(ctx, p, &vs[vi], v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
+			c, err := searchCritical(ctx, p, &vs[vi], probeLogs{own: logs[i], via: via}, v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
 			v.CriticalUtilization, v.CriticalBySeed, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.BySeed, c.Searched, c.Why, c.Probes
 			return err
 		})

@@ -81,11 +81,6 @@ func (c *cachedRun) same(m *replay.Model, faults degrade.Schedule) bool {
 // changes a model once made (the search's loads are copies), so the same
 // pointer is the same input.
 func (rc *runCache) lookup(m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (*cachedRun, bool) {
-	return rc.find(m, faults, cfg, true)
-}
-
-// find is lookup; with add false, a run not there is not added (nil).
-func (rc *runCache) find(m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig, add bool) (*cachedRun, bool) {
 	k := runKey{cfg: cfg, rate: m.Rate, period: m.Period, faults: len(faults)}
 	if len(faults) > 0 {
 		k.first = faults[0]
@@ -96,9 +91,6 @@ func (rc *runCache) find(m *replay.Model, faults degrade.Schedule, cfg replay.Ru
 		if c.same(m, faults) {
 			return c, true
 		}
-	}
-	if !add {
-		return nil, false
 	}
 	c := &cachedRun{m: m, faults: faults, done: make(chan struct{})}
 	rc.runs[k] = append(rc.runs[k], c)
@@ -145,26 +137,16 @@ func (p *pool) runShadowed(ctx context.Context, m *replay.Model, shadows [][]rep
 // is m: the run of v.via's model bm, when that run followed v's policies
 // as a shadow and they never acted, which is then v's run bit for bit
 // (replay.RunShadowed); else v's own, carrying the shadows of the
-// variants whose via v is. bm nil: v's own. made says bm's run is made
-// anyway (the matrix makes it): it is made now if it is not yet; else
-// only a run of bm made or being made already is read, since one made
-// for v alone would be waste wherever v's policies act.
-func (p *pool) runVariant(ctx context.Context, v *variant, m, bm *replay.Model, made bool, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+// variants whose via v is. bm nil: v's own. A caller passes bm only where
+// the via's run is made anyway (a run made for v alone would be waste
+// wherever v's policies act); whichever asks first makes it.
+func (p *pool) runVariant(ctx context.Context, v *variant, m, bm *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
 	if bm != nil && v.via != nil && p.cache != nil {
-		c, found := p.cache.find(bm, faults, cfg, false)
-		if made {
-			var err error
-			if c, err = p.runShadowed(ctx, bm, v.via.shadows, faults, cfg); err != nil {
-				return replay.Result{}, err
-			}
-		} else if found {
-			select {
-			case <-c.done:
-			case <-ctx.Done():
-				return replay.Result{}, ctx.Err()
-			}
+		c, err := p.runShadowed(ctx, bm, v.via.shadows, faults, cfg)
+		if err != nil {
+			return replay.Result{}, err
 		}
-		if c != nil && c.standsFor(v.via.shadows[v.viaK]) {
+		if c.standsFor(v.via.shadows[v.viaK]) {
 			return c.r, nil
 		}
 	}
@@ -304,7 +286,7 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 		if u := vs[v].via; u != nil && twin[d][vs[v].viaAt] == vs[v].viaAt {
 			bm = u.model
 		}
-		r, err := p.runVariant(ctx, &vs[v], vs[v].model, bm, true, ds[d].Faults, c)
+		r, err := p.runVariant(ctx, &vs[v], vs[v].model, bm, ds[d].Faults, c)
 		if err != nil {
 			return fmt.Errorf("policy %s under %s: %w", vs[v].policy, ds[d].Name, err)
 		}
