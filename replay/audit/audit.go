@@ -50,6 +50,9 @@ type Config struct {
 	// cache holds the audit's runs, shared with its branch (nil: Run
 	// makes it).
 	cache *runCache
+	// noShadows makes every variant's runs its own (no planShadows): the
+	// audit the shadows must leave unchanged, for the tests.
+	noShadows bool
 	// Progress, when set, is called after each run with runs done and an
 	// estimate of the runs in all, which grows when a search needs more.
 	Progress func(done, total int)
@@ -185,7 +188,9 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	facts := factsOf(observed, cfg.Topology, cfg.Declarations)
 	vs, ruled, adj := safeVariants(cfg.Variants, observed, facts)
 	noneAt = slices.IndexFunc(vs, func(v variant) bool { return v.policy == "none" })
-	planShadows(vs)
+	if !cfg.noShadows {
+		planShadows(vs)
+	}
 
 	searches := len(vs) * len(cfg.Degradations)
 	if cfg.NoSearch {
