@@ -136,7 +136,7 @@ func runWith(ctx context.Context, m *Model, faults degrade.Schedule, cfg RunConf
 			ErrEventBudget, n, m.rootRate(), cfg.Duration, n/math.Max(m.rootRate()*cfg.Duration, 1), cfg.MaxEvents)
 	}
 	s := newSim(m, faults, cfg)
-	s.shadows = newShadows(m, alts)
+	s.shadowRun(alts)
 	if err := s.run(ctx); err != nil {
 		return Result{}, nil, err
 	}

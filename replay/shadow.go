@@ -23,12 +23,15 @@ import (
 // or given up; nothing else of the run depends on either, and neither
 // draws from a random stream. The chance of giving up, Retry-After and
 // the backoff are read only once a failed call may try again, which on
-// an edge of one attempt it never may. Up to the first decision a shadow would
-// make otherwise, a run with the shadow's policies takes the same steps
-// with the same draws: when no decision differs at all, its Result is
-// this run's, bit for bit. Hedge timers depend on MaxAttempts before any
-// decision is made, so a shadow may change MaxAttempts only on edges
-// that do not hedge.
+// an edge of one attempt it never may. Up to the first decision a shadow
+// would make otherwise, a run with the shadow's policies takes the same
+// steps with the same draws: when no decision differs at all, its Result
+// is this run's, bit for bit. Hedge timers depend on MaxAttempts before
+// any decision is made, so a shadow may change MaxAttempts only on edges
+// that do not hedge. The shadows' budgets are fed through a wrapper
+// around each edge's own (shadowedBudget), and the cap is compared where
+// the simulator reads it (shadowCap): a run without shadows pays one
+// test per failed attempt.
 
 // ShadowOf reports whether alt is m with other client policies that a
 // run of m can shadow: equal to m in everything but its edges'
@@ -103,17 +106,22 @@ type shadow struct {
 	acted   bool
 }
 
-// newShadows makes the shadows of alts on m's edges, their budgets built
-// as the run's own are (budgetsOf).
-func newShadows(m *Model, alts [][]Policy) []shadow {
+// shadowRun makes s a run with the shadows of alts: each edge's budget
+// becomes a shadowedBudget around the run's own (nil included), so that
+// every call the simulator makes on an edge's budget reaches the
+// shadows' too, while a run without shadows keeps its budgets, and its
+// hot paths, as they are.
+func (s *sim) shadowRun(alts [][]Policy) {
 	if len(alts) == 0 {
-		return nil
+		return
 	}
-	sh := make([]shadow, len(alts))
+	s.shadows = make([]shadow, len(alts))
 	for k, pol := range alts {
-		sh[k] = shadow{pol: pol, budgets: budgetsOf(len(pol), func(i int) (Policy, int) { return pol[i], m.Edges[i].Callee })}
+		s.shadows[k] = shadow{pol: pol, budgets: budgetsOf(len(pol), func(i int) (Policy, int) { return pol[i], s.m.Edges[i].Callee })}
 	}
-	return sh
+	for e := range s.budgets {
+		s.budgets[e] = &shadowedBudget{own: s.budgets[e], e: e, shadows: s.shadows}
+	}
 }
 
 // budgetsOf builds the budget of each of n edges, edge i's policy and
@@ -139,62 +147,77 @@ func budgetsOf(n int, edge func(i int) (Policy, int)) []Budget {
 	return out
 }
 
-// The hooks below run where the model's own policies decide or are told
-// something; each is called only when the run has shadows.
+// shadowedBudget is edge e's budget in a run with shadows: the run's own
+// (nil: every retry allowed), whose answers it gives, and each shadow's
+// budget on the edge, fed the same calls. A shadow whose budget answers a
+// retry otherwise than the run's has acted.
+type shadowedBudget struct {
+	own     Budget
+	e       int
+	shadows []shadow
+}
 
-// shadowRequest: an original request is sent on edge e.
-func (s *sim) shadowRequest(e int32) {
-	for k := range s.shadows {
-		if sh := &s.shadows[k]; !sh.acted {
-			if b := sh.budgets[e]; b != nil {
-				b.Request(s.now)
-			}
+// Request records an original request in every budget.
+func (b *shadowedBudget) Request(t float64) {
+	if b.own != nil {
+		b.own.Request(t)
+	}
+	for k := range b.shadows {
+		if sh := &b.shadows[k]; !sh.acted && sh.budgets[b.e] != nil {
+			sh.budgets[b.e].Request(t)
 		}
 	}
 }
 
-// shadowSettle: an attempt on edge e ended (ok, or failed; timeout says
-// whether by its timeout; retry whether it was a retry).
-func (s *sim) shadowSettle(e int32, ok, timeout, retry bool) {
-	for k := range s.shadows {
-		if sh := &s.shadows[k]; !sh.acted {
-			if b := sh.budgets[e]; b != nil {
-				b.Result(s.now, ok, timeout)
-				b.Done(s.now, retry)
-			}
+// Retry asks every budget, and answers as the run's own.
+func (b *shadowedBudget) Retry(t float64) bool {
+	ok := b.own == nil || b.own.Retry(t)
+	for k := range b.shadows {
+		if sh := &b.shadows[k]; !sh.acted {
+			sb := sh.budgets[b.e]
+			sh.acted = (sb == nil || sb.Retry(t)) != ok
+		}
+	}
+	return ok
+}
+
+// Result records an outcome in every budget.
+func (b *shadowedBudget) Result(t float64, ok, timeout bool) {
+	if b.own != nil {
+		b.own.Result(t, ok, timeout)
+	}
+	for k := range b.shadows {
+		if sh := &b.shadows[k]; !sh.acted && sh.budgets[b.e] != nil {
+			sh.budgets[b.e].Result(t, ok, timeout)
 		}
 	}
 }
 
-// shadowDone: an attempt (retry: a retry) on edge e is over without an
-// answer, or a granted retry will never be sent.
-func (s *sim) shadowDone(e int32, retry bool) {
-	for k := range s.shadows {
-		if sh := &s.shadows[k]; !sh.acted {
-			if b := sh.budgets[e]; b != nil {
-				b.Done(s.now, retry)
-			}
+// Done records a finished attempt in every budget.
+func (b *shadowedBudget) Done(t float64, retry bool) {
+	if b.own != nil {
+		b.own.Done(t, retry)
+	}
+	for k := range b.shadows {
+		if sh := &b.shadows[k]; !sh.acted && sh.budgets[b.e] != nil {
+			sh.budgets[b.e].Done(t, retry)
 		}
 	}
 }
 
-// shadowRetry: the run's budget on edge e granted a retry or hedge (ok)
-// or refused it; a shadow whose budget answers otherwise has acted.
-func (s *sim) shadowRetry(e int32, ok bool) {
-	for k := range s.shadows {
-		if sh := &s.shadows[k]; !sh.acted {
-			b := sh.budgets[e]
-			sh.acted = (b == nil || b.Retry(s.now)) != ok
-		}
+// shadowCap: call c, whose policy is p, failed an attempt; where it may
+// try again under one of the caps, its own or a shadow's, and not under
+// the other, the shadow has acted. (The cap decides only for a call of an
+// edge without a client error and before its deadline.)
+//
+//go:noinline
+func (s *sim) shadowCap(c *call, p *Policy) {
+	if c.edge < 0 || c.clientErr || s.now >= c.deadline {
+		return
 	}
-}
-
-// shadowCap: a failed call on edge e that has made attempts attempts
-// may try again (capped false) or has reached its cap; a shadow whose
-// cap says otherwise has acted.
-func (s *sim) shadowCap(e int32, attempts int16, capped bool) {
+	capped := int(c.attempts) >= p.MaxAttempts
 	for k := range s.shadows {
-		if sh := &s.shadows[k]; !sh.acted && (int(attempts) >= sh.pol[e].MaxAttempts) != capped {
+		if sh := &s.shadows[k]; !sh.acted && (int(c.attempts) >= sh.pol[c.edge].MaxAttempts) != capped {
 			sh.acted = true
 		}
 	}

@@ -282,9 +282,6 @@ type sim struct {
 	jobFree, callFree, attFree int32
 
 	budgets []Budget // per edge (shared budgets appear under each of their edges)
-	// shadows are other policies followed through the run (see
-	// RunShadowed); nil for none.
-	shadows []shadow
 	// outstanding counts the attempts out (sent, not yet answered or
 	// given up on) from each caller to each callee, when some edge limits
 	// them (Policy.MaxRequests), and outSlot is each edge's count: one for
@@ -325,6 +322,11 @@ type sim struct {
 	rngLine  *rand.Rand
 
 	met metrics
+
+	// shadows are other policies followed through the run (see
+	// RunShadowed), nil for none; each edge's budget is then a shadowed
+	// one, which feeds theirs.
+	shadows []shadow
 }
 
 // waitingRoot is a root request that arrived at At for entry Entry and
@@ -672,13 +674,8 @@ var rootPolicy = Policy{MaxAttempts: 1}
 // the budget granted gives its slot back, and the call fails unless an
 // attempt of it is still out (a refused hedge).
 func (s *sim) refuse(ci int32, c *call) {
-	if c.attempts > 0 {
-		if s.budgets[c.edge] != nil {
-			s.budgets[c.edge].Done(s.now, true)
-		}
-		if s.shadows != nil {
-			s.shadowDone(c.edge, true)
-		}
+	if c.attempts > 0 && s.budgets[c.edge] != nil {
+		s.budgets[c.edge].Done(s.now, true)
 	}
 	if c.inflight > 0 {
 		return
@@ -736,9 +733,6 @@ func (s *sim) send(ci int32, c *call) {
 		}
 		if b := s.budgets[c.edge]; b != nil && n == 1 {
 			b.Request(s.now)
-		}
-		if s.shadows != nil && n == 1 {
-			s.shadowRequest(c.edge)
 		}
 		s.met.attemptSent(c.edge, n > 1, s.now)
 	}
@@ -1261,9 +1255,6 @@ func (s *sim) settleEdge(c *call, ok, timeout, retry bool) {
 		b.Result(s.now, ok, timeout)
 		b.Done(s.now, retry)
 	}
-	if s.shadows != nil {
-		s.shadowSettle(c.edge, ok, timeout, retry)
-	}
 	if br := s.breaker(c); br != nil && !s.m.Edges[c.edge].Policy.Breaker.PerCall {
 		br.Result(s.now, ok)
 	}
@@ -1337,11 +1328,10 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64, class int) {
 		return // a hedged attempt is still out
 	}
 	p := s.policy(c)
-	capped := int(c.attempts) >= p.MaxAttempts
-	if s.shadows != nil && c.edge >= 0 && !c.clientErr && s.now < c.deadline {
-		s.shadowCap(c.edge, c.attempts, capped)
+	if s.shadows != nil {
+		s.shadowCap(c, p)
 	}
-	if c.clientErr || capped || s.now >= c.deadline {
+	if c.clientErr || int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
 		s.finish(ci, false, 0)
 		return
 	}
@@ -1355,12 +1345,7 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64, class int) {
 		return
 	}
 	if c.edge >= 0 {
-		b := s.budgets[c.edge]
-		ok := b == nil || b.Retry(s.now)
-		if s.shadows != nil {
-			s.shadowRetry(c.edge, ok)
-		}
-		if !ok {
+		if b := s.budgets[c.edge]; b != nil && !b.Retry(s.now) {
 			s.met.refusedBudget(c.edge, s.now)
 			s.finish(ci, false, 0)
 			return
@@ -1376,9 +1361,6 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64, class int) {
 		if c.edge >= 0 && s.budgets[c.edge] != nil {
 			s.budgets[c.edge].Done(s.now, true)
 		}
-		if c.edge >= 0 && s.shadows != nil {
-			s.shadowDone(c.edge, true)
-		}
 		s.finish(ci, false, 0)
 		return
 	}
@@ -1391,12 +1373,7 @@ func (s *sim) hedge(ci int32) {
 	if c.done || c.edge < 0 || int(c.attempts) >= s.policy(c).MaxAttempts {
 		return
 	}
-	b := s.budgets[c.edge]
-	ok := b == nil || b.Retry(s.now)
-	if s.shadows != nil {
-		s.shadowRetry(c.edge, ok)
-	}
-	if !ok {
+	if b := s.budgets[c.edge]; b != nil && !b.Retry(s.now) {
 		s.met.refusedBudget(c.edge, s.now)
 		return
 	}
@@ -1443,9 +1420,6 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		s.freeAttempt(ai, a)
 		if c.edge >= 0 && s.budgets[c.edge] != nil {
 			s.budgets[c.edge].Done(s.now, retry)
-		}
-		if c.edge >= 0 && s.shadows != nil {
-			s.shadowDone(c.edge, retry)
 		}
 		ai = next
 	}
