@@ -87,7 +87,7 @@ func RunShadowed(ctx context.Context, m *Model, faults degrade.Schedule, cfg Run
 		}
 		for i := range pol {
 			if !shadowable(m.Edges[i].Policy, pol[i]) {
-				return Result{}, nil, fmt.Errorf("shadow %d: edge %d: the policy differs in more than max attempts and budget, or hedges with other max attempts", k, i)
+				return Result{}, nil, fmt.Errorf("shadow %d: edge %d: the policy differs from the run's in more than a shadow may (max attempts where the edge does not hedge, the budget, and where either makes one attempt what only a retry reads)", k, i)
 			}
 			if err := pol[i].Budget.Validate(); err != nil {
 				return Result{}, nil, fmt.Errorf("shadow %d: edge %d: %w", k, i, err)

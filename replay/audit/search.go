@@ -274,8 +274,6 @@ func searchCritical(ctx context.Context, p *pool, v *variant, logs probeLogs, sv
 			svc, u0, u0*maxScale, maxScale, MaxLoadScale, svc, stretch, SearchHigh)
 	}
 	pr := newProber(len(seeds), func(u float64, si int) (replay.Result, error) {
-		// The shadow base's model at the same load: the variant's model
-		// and its differ in policies alone, which no step here reads.
 		sm, _ := atUtilization(m, svc, u0, u, maxScale)
 		logs.own.add(u, si)
 		made, err := logs.via.makes(ctx, u, si)
@@ -284,6 +282,9 @@ func searchCritical(ctx context.Context, p *pool, v *variant, logs probeLogs, sv
 		}
 		var bm *replay.Model
 		if made {
+			// The via's model at the same load: it and the variant's
+			// differ in policies alone, which no step of atUtilization
+			// (nor maxScale's estimate) reads.
 			bm, _ = atUtilization(v.via.model, svc, u0, u, maxScale)
 		}
 		c := probe
