@@ -110,31 +110,43 @@ func Run(m *Model, faults degrade.Schedule, cfg RunConfig) (Result, error) {
 // RunContext is Run under a context: the event loop checks it every few
 // thousand events and returns its error once it is done.
 func RunContext(ctx context.Context, m *Model, faults degrade.Schedule, cfg RunConfig) (Result, error) {
+	r, _, err := runWith(ctx, m, faults, cfg, nil)
+	return r, err
+}
+
+// runWith is RunContext with shadows of the policies alts (see
+// RunShadowed): same[k] says whether alts[k] never decided otherwise.
+func runWith(ctx context.Context, m *Model, faults degrade.Schedule, cfg RunConfig, alts [][]Policy) (Result, []bool, error) {
 	if err := cfg.check(); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	if err := m.Validate(); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	names := make([]string, len(m.Services))
 	for i, svc := range m.Services {
 		names[i] = svc.Name
 	}
 	if err := faults.Check(names); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	cfg = cfg.withDefaults()
 	if n := EstimateEvents(m, cfg); n > float64(cfg.MaxEvents) {
-		return Result{}, fmt.Errorf("%w: the run would take about %.3g events (%.4g root requests a second for %gs, about %.3g events each), over the budget of %d; raise it (--max-events) or lower the rate or the duration",
+		return Result{}, nil, fmt.Errorf("%w: the run would take about %.3g events (%.4g root requests a second for %gs, about %.3g events each), over the budget of %d; raise it (--max-events) or lower the rate or the duration",
 			ErrEventBudget, n, m.rootRate(), cfg.Duration, n/math.Max(m.rootRate()*cfg.Duration, 1), cfg.MaxEvents)
 	}
 	s := newSim(m, faults, cfg)
+	s.shadowRun(alts)
 	if err := s.run(ctx); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	r := s.result()
 	s.met.release()
-	return r, nil
+	var same []bool
+	for _, sh := range s.shadows {
+		same = append(same, !sh.acted)
+	}
+	return r, same, nil
 }
 
 // rootRate is the model's root requests a second: its rate, its arrival

@@ -326,6 +326,11 @@ type sim struct {
 	rngLine  *rand.Rand
 
 	met metrics
+
+	// shadows are other policies followed through the run (see
+	// RunShadowed), nil for none; each edge's budget is then a shadowed
+	// one, which feeds theirs.
+	shadows []shadow
 }
 
 // waitingRoot is a root request that arrived at At for entry Entry and
@@ -387,8 +392,7 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		}
 		st.pools = s.pools[st.pool0:len(s.pools):len(s.pools)]
 	}
-	shared := map[int]Budget{}
-	s.budgets = make([]Budget, len(m.Edges))
+	s.budgets = budgetsOf(len(m.Edges), func(i int) (Policy, int) { return m.Edges[i].Policy, m.Edges[i].Callee })
 	s.breakers = make([][]*Breaker, len(m.Edges))
 	s.lastEnded = make([]edgeRun, len(m.Edges))
 	s.fails = []*Failures{nil}
@@ -406,16 +410,6 @@ func newSim(m *Model, faults degrade.Schedule, cfg RunConfig) *sim {
 		s.edgeFail = append(s.edgeFail, failIndex(e.Fail))
 	}
 	for i, e := range m.Edges {
-		switch {
-		case e.Policy.Budget.Kind == BudgetNone:
-		case e.Policy.SharedBudget:
-			if shared[e.Callee] == nil {
-				shared[e.Callee] = e.Policy.Budget.New()
-			}
-			s.budgets[i] = shared[e.Callee]
-		default:
-			s.budgets[i] = e.Policy.Budget.New()
-		}
 		if e.Policy.Breaker.Enabled() {
 			// One breaker per instance of the caller, each made when its
 			// instance first calls (see breaker).
@@ -1361,6 +1355,9 @@ func (s *sim) retryOrFail(ci int32, retryAfter float64, class int) {
 		return // a hedged attempt is still out
 	}
 	p := s.policy(c)
+	if s.shadows != nil {
+		s.shadowCap(c, p)
+	}
 	if c.clientErr || int(c.attempts) >= p.MaxAttempts || s.now >= c.deadline {
 		s.finish(ci, false, 0)
 		return

@@ -50,6 +50,9 @@ type Config struct {
 	// cache holds the audit's runs, shared with its branch (nil: Run
 	// makes it).
 	cache *runCache
+	// noShadows makes every variant's runs its own (no planShadows): the
+	// audit the shadows must leave unchanged, for the tests.
+	noShadows bool
 	// Progress, when set, is called after each run with runs done and an
 	// estimate of the runs in all, which grows when a search needs more.
 	Progress func(done, total int)
@@ -185,6 +188,9 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 	facts := factsOf(observed, cfg.Topology, cfg.Declarations)
 	vs, ruled, adj := safeVariants(cfg.Variants, observed, facts)
 	noneAt = slices.IndexFunc(vs, func(v variant) bool { return v.policy == "none" })
+	if !cfg.noShadows {
+		planShadows(vs)
+	}
 
 	searches := len(vs) * len(cfg.Degradations)
 	if cfg.NoSearch {
@@ -224,11 +230,22 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		for d := range cfg.Degradations {
 			same[d] = twins(vs, cfg.Degradations[d].Faults)
 		}
+		// A variant with a via (planShadows) reads the via's probes under
+		// the same degradation, as the via's search makes them.
+		logs := make([]*probeLog, len(verdicts))
+		for i := range logs {
+			logs[i] = newProbeLog()
+		}
 		err = each(len(verdicts), func(i int) error {
+			defer logs[i].end()
 			v := &verdicts[i]
 			d, vi := i/len(vs), i%len(vs)
 			if same[d][vi] != vi {
 				return nil
+			}
+			var via *probeLog
+			if vs[vi].via != nil {
+				via = logs[d*len(vs)+vs[vi].viaAt]
 			}
 			u0, ok := today[v.Service]
 			switch {
@@ -239,7 +256,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 				v.CriticalNote = "no utilization of " + v.Service + " to scale (closed-loop arrivals or a cyclic call graph)"
 				return nil
 			}
-			c, err := searchCritical(ctx, p, vs[vi].model, v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
+			c, err := searchCritical(ctx, p, &vs[vi], probeLogs{own: logs[i], via: via}, v.Service, u0, mx.recoveredAll(d, vi), cfg.Degradations[d], seeds, cfg.Run)
 			v.CriticalUtilization, v.CriticalBySeed, v.CriticalSearched, v.CriticalNote, v.Probes = c.Utilization, c.BySeed, c.Searched, c.Why, c.Probes
 			return err
 		})

@@ -45,7 +45,7 @@ func TestCriticalUtilizationBistability(t *testing.T) {
 		if err != nil || math.Abs(u0-0.5) > 1e-9 {
 			t.Fatalf("utilization %v, %v: want 0.5", u0, err)
 		}
-		c, err := searchCritical(context.Background(), newPool(nil), m, "server", u0, false, slow, seeds, replay.RunConfig{Duration: 40})
+		c, err := searchCritical(context.Background(), newPool(nil), &variant{model: m}, probeLogs{}, "server", u0, false, slow, seeds, replay.RunConfig{Duration: 40})
 		if err != nil || !c.Searched {
 			t.Fatalf("search: %+v, %v", c, err)
 		}
@@ -86,7 +86,7 @@ func TestCriticalUtilizationFullOutage(t *testing.T) {
 	crit := func(mode string, p replay.Policy) float64 {
 		t.Helper()
 		out := replay.Degradation{Name: "outage", Faults: degrade.Schedule{{Kind: degrade.Outage, Service: "server", At: 10, For: 5, Mode: mode}}}
-		c, err := searchCritical(context.Background(), newPool(nil), oneService(0.5, p), "server", 0.5, false, out, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
+		c, err := searchCritical(context.Background(), newPool(nil), &variant{model: oneService(0.5, p)}, probeLogs{}, "server", 0.5, false, out, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
 		if err != nil || !c.Searched {
 			t.Fatalf("search: %+v, %v", c, err)
 		}
@@ -142,7 +142,7 @@ func TestThreeLayersVersusBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := searchCritical(context.Background(), newPool(nil), m, "db", u0, false, outage, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
+		c, err := searchCritical(context.Background(), newPool(nil), &variant{model: m}, probeLogs{}, "db", u0, false, outage, []uint64{1, 2, 3}, replay.RunConfig{Duration: 40})
 		if err != nil || !c.Searched {
 			t.Fatalf("search: %+v, %v", c, err)
 		}

@@ -50,9 +50,20 @@ type runKey struct {
 type cachedRun struct {
 	m      *replay.Model
 	faults degrade.Schedule
-	done   chan struct{} // closed once r and err are set
+	done   chan struct{} // closed once r, err and idle are set
 	r      replay.Result
 	err    error
+	// shadows are the other policies the run followed (replay.RunShadowed)
+	// and idle says, for each, that it never acted: the run is theirs too.
+	shadows [][]replay.Policy
+	idle    []bool
+}
+
+// standsFor reports whether the run is also the run of its model with
+// the policies pol: it followed them as a shadow, which never acted.
+func (c *cachedRun) standsFor(pol []replay.Policy) bool {
+	k := slices.IndexFunc(c.shadows, func(s []replay.Policy) bool { return slices.Equal(s, pol) })
+	return k >= 0 && c.err == nil && c.idle[k]
 }
 
 func newRunCache() *runCache { return &runCache{runs: map[runKey][]*cachedRun{}} }
@@ -90,43 +101,82 @@ func (rc *runCache) lookup(m *replay.Model, faults degrade.Schedule, cfg replay.
 // of the same run made before (or being made); it gives up when ctx is
 // done.
 func (p *pool) run(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+	c, err := p.runShadowed(ctx, m, nil, faults, cfg)
+	if err != nil {
+		return replay.Result{}, err
+	}
+	return c.r, c.err
+}
+
+// runShadowed is run with the policies shadows followed through the run
+// when it is made now (a run made before keeps the shadows it was made
+// with). The error is ctx's; the run's own is the entry's.
+func (p *pool) runShadowed(ctx context.Context, m *replay.Model, shadows [][]replay.Policy, faults degrade.Schedule, cfg replay.RunConfig) (*cachedRun, error) {
 	if p.cache == nil {
-		return p.simulate(ctx, m, faults, cfg)
+		c := &cachedRun{m: m, faults: faults, shadows: shadows}
+		c.r, c.idle, c.err = p.simulate(ctx, m, shadows, faults, cfg)
+		return c, ctx.Err()
 	}
 	c, found := p.cache.lookup(m, faults, cfg)
 	if !found {
-		c.r, c.err = p.simulate(ctx, m, faults, cfg)
+		c.shadows = shadows
+		c.r, c.idle, c.err = p.simulate(ctx, m, shadows, faults, cfg)
 		close(c.done)
-		return c.r, c.err
+		return c, ctx.Err()
 	}
 	// Waiting holds no core: the run waited for takes one of its own.
 	select {
 	case <-c.done:
-		return c.r, c.err
+		return c, nil
 	case <-ctx.Done():
-		return replay.Result{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
-// simulate makes one run on a free core.
-func (p *pool) simulate(ctx context.Context, m *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+// runVariant makes the run of variant v whose model, at the load run,
+// is m: the run of v.via's model bm, when that run followed v's policies
+// as a shadow and they never acted, which is then v's run bit for bit
+// (replay.RunShadowed); else v's own, carrying the shadows of the
+// variants whose via v is. bm nil: v's own. A caller passes bm only where
+// the via's run is made anyway (a run made for v alone would be waste
+// wherever v's policies act); whichever asks first makes it.
+func (p *pool) runVariant(ctx context.Context, v *variant, m, bm *replay.Model, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, error) {
+	if bm != nil && v.via != nil && p.cache != nil {
+		c, err := p.runShadowed(ctx, bm, v.via.shadows, faults, cfg)
+		if err != nil {
+			return replay.Result{}, err
+		}
+		if c.standsFor(v.via.shadows[v.viaK]) {
+			return c.r, nil
+		}
+	}
+	c, err := p.runShadowed(ctx, m, v.shadows, faults, cfg)
+	if err != nil {
+		return replay.Result{}, err
+	}
+	return c.r, c.err
+}
+
+// simulate makes one run on a free core, with shadows (see
+// replay.RunShadowed).
+func (p *pool) simulate(ctx context.Context, m *replay.Model, shadows [][]replay.Policy, faults degrade.Schedule, cfg replay.RunConfig) (replay.Result, []bool, error) {
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return replay.Result{}, ctx.Err()
+		return replay.Result{}, nil, ctx.Err()
 	}
 	defer func() { <-p.slots }()
 	if err := ctx.Err(); err != nil {
-		return replay.Result{}, err
+		return replay.Result{}, nil, err
 	}
-	r, err := replay.RunContext(ctx, m, faults, cfg)
+	r, same, err := replay.RunShadowed(ctx, m, faults, cfg, shadows)
 	if p.progress != nil {
 		p.mu.Lock()
 		p.done++
 		p.progress(p.done)
 		p.mu.Unlock()
 	}
-	return r, err
+	return r, same, err
 }
 
 // each calls f(0..n-1) concurrently and returns the first error.
@@ -158,6 +208,33 @@ type variant struct {
 	// keyed are the edges on which the variant sends an idempotency key
 	// that today's calls lack (observed+keys), by model edge index.
 	keyed []int
+	// via is the variant whose runs stand for this one's wherever this
+	// one's policies, followed through them as a shadow, never act (nil:
+	// none), viaAt its index; viaK is this one's among via's shadows, the
+	// policies of every variant whose via it is (see planShadows).
+	via         *variant
+	viaAt, viaK int
+	shadows     [][]replay.Policy
+}
+
+// planShadows gives each variant whose model is an earlier one's but for
+// policies a run can follow as shadows (replay.ShadowOf: a budget, a cap
+// on attempts, or retries where the other makes one attempt) that
+// variant as its via: the first such one that has no via itself.
+func planShadows(vs []variant) {
+	for v := range vs {
+		for u := range v {
+			if vs[u].via == nil && replay.ShadowOf(vs[u].model, vs[v].model) {
+				var pol []replay.Policy
+				for _, e := range vs[v].model.Edges {
+					pol = append(pol, e.Policy)
+				}
+				vs[v].via, vs[v].viaAt, vs[v].viaK = &vs[u], u, len(vs[u].shadows)
+				vs[u].shadows = append(vs[u].shadows, pol)
+				break
+			}
+		}
+	}
 }
 
 // matrix holds every run of the audit at today's load: runs[s][d][v] is
@@ -203,7 +280,13 @@ func runMatrix(ctx context.Context, p *pool, vs []variant, noneAt int, ds []repl
 		if twin[d][v] != v {
 			return nil
 		}
-		r, err := p.run(ctx, vs[v].model, ds[d].Faults, c)
+		// The via's run at today's load is made here too, unless the via
+		// itself takes a twin's runs.
+		var bm *replay.Model
+		if u := vs[v].via; u != nil && twin[d][vs[v].viaAt] == vs[v].viaAt {
+			bm = u.model
+		}
+		r, err := p.runVariant(ctx, &vs[v], vs[v].model, bm, ds[d].Faults, c)
 		if err != nil {
 			return fmt.Errorf("policy %s under %s: %w", vs[v].policy, ds[d].Name, err)
 		}

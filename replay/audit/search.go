@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/retryaudit/retryaudit/replay"
 )
@@ -230,7 +231,12 @@ type Probe struct {
 // seed (the matrix ran it): the search then takes u0 as its lower end
 // when u0 is in range, so a collapse at one probe below today's load,
 // which the matrix contradicts, cannot put the answer under it.
-func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u0 float64, upToday bool, d replay.Degradation, seeds []uint64, cfg replay.RunConfig) (Critical, error) {
+//
+// The search of a variant with a via (planShadows) reads the via's probes
+// at the same load and seed where the via's search makes them (logs.via),
+// and logs its own for the variants whose via it is (logs.own).
+func searchCritical(ctx context.Context, p *pool, v *variant, logs probeLogs, svc string, u0 float64, upToday bool, d replay.Degradation, seeds []uint64, cfg replay.RunConfig) (Critical, error) {
+	m := v.model
 	start, end, ok := d.Faults.Trigger()
 	if !ok || math.IsInf(end, 1) {
 		return Critical{Why: "the fault does not end within the run"}, nil
@@ -269,9 +275,21 @@ func searchCritical(ctx context.Context, p *pool, m *replay.Model, svc string, u
 	}
 	pr := newProber(len(seeds), func(u float64, si int) (replay.Result, error) {
 		sm, _ := atUtilization(m, svc, u0, u, maxScale)
+		logs.own.add(u, si)
+		made, err := logs.via.makes(ctx, u, si)
+		if err != nil {
+			return replay.Result{}, err
+		}
+		var bm *replay.Model
+		if made {
+			// The via's model at the same load: it and the variant's
+			// differ in policies alone, which no step of atUtilization
+			// (nor maxScale's estimate) reads.
+			bm, _ = atUtilization(v.via.model, svc, u0, u, maxScale)
+		}
 		c := probe
 		c.Seed = seeds[si]
-		return p.run(ctx, sm, d.Faults, c)
+		return p.runVariant(ctx, v, sm, bm, d.Faults, c)
 	})
 	found := func(u *float64) Critical {
 		return Critical{Utilization: u, Searched: true, Why: why, Probes: pr.list()}
@@ -526,4 +544,73 @@ func (p *prober) list() []Probe {
 	}
 	slices.SortFunc(out, func(a, b Probe) int { return cmp.Compare(a.Utilization, b.Utilization) })
 	return out
+}
+
+// probeLogs are the probe logs a search keeps (own) and reads (via, its
+// via's under the same degradation; nil for none).
+type probeLogs struct{ own, via *probeLog }
+
+// probeLog is which probes, by load and seed, a search has made so far,
+// and whether it is over: the search of a variant with a via makes its
+// probes alongside its via's, and takes the via's run, where its own
+// policies never act in it, at each load and seed the via's search makes;
+// where the via's search is over without it, it runs its own. So the
+// runs made do not depend on which search gets ahead, and none is made
+// for a variant alone that its own run could have been.
+type probeLog struct {
+	mu   sync.Mutex
+	more chan struct{} // closed and renewed at each change
+	made map[probeAt]bool
+	over bool
+}
+
+type probeAt struct {
+	u    float64
+	seed int
+}
+
+func newProbeLog() *probeLog {
+	return &probeLog{more: make(chan struct{}), made: map[probeAt]bool{}}
+}
+
+// add logs the probe at load u with seed si as made (or being made).
+func (l *probeLog) add(u float64, si int) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.made[probeAt{u, si}] = true
+	close(l.more)
+	l.more = make(chan struct{})
+}
+
+// end logs that the search is over.
+func (l *probeLog) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.over = true
+	close(l.more)
+	l.more = make(chan struct{})
+}
+
+// makes waits until the search has made the probe at load u with seed
+// si (true) or is over without it (false); a nil log makes none.
+func (l *probeLog) makes(ctx context.Context, u float64, si int) (bool, error) {
+	if l == nil {
+		return false, nil
+	}
+	for {
+		l.mu.Lock()
+		made, over, more := l.made[probeAt{u, si}], l.over, l.more
+		l.mu.Unlock()
+		if made || over {
+			return made, nil
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
 }

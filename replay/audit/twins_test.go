@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
@@ -108,6 +110,45 @@ func TestRunCache(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("the result differs from a run of its own: %d events against %d", got.Events, want.Events)
+			}
+		})
+	}
+}
+
+// TestShadowedAudit: an audit whose variants take their via's runs where
+// their policies never act in them (planShadows) is the audit that runs
+// every variant itself, byte for byte (JSON): on breaker, whose budget,
+// budget-sized and none are idle in many runs (fewer runs are made), and
+// on mixed, where under these faults every shadow acts and each variant
+// runs its own.
+func TestShadowedAudit(t *testing.T) {
+	tests := []struct {
+		sample string
+		saves  bool
+	}{{"breaker", true}, {"mixed", false}}
+	for _, tt := range tests {
+		t.Run(tt.sample, func(t *testing.T) {
+			var out [2][]byte
+			var runs [2]int
+			for k, off := range []bool{false, true} {
+				cfg := sampleConfig(t, tt.sample, replay.BuildOptions{})
+				target := Targets(cfg.Topology)[0]
+				cfg.Degradations = slices.DeleteFunc(cfg.Degradations, func(d replay.Degradation) bool { return d.Faults[0].Service != target })[:2]
+				cfg.Seeds, cfg.noShadows = 2, off
+				cfg.Progress = func(done, _ int) { runs[k] = done }
+				a, err := Run(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out[k], err = json.Marshal(a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(out[0], out[1]) {
+				t.Errorf("the audit with shadows differs from the audit without")
+			}
+			if saves := runs[0] < runs[1]; saves != tt.saves || runs[0] > runs[1] {
+				t.Errorf("%d runs with shadows, %d without: want fewer %v", runs[0], runs[1], tt.saves)
 			}
 		})
 	}
