@@ -56,7 +56,7 @@ const median = (xs) => xs.slice().sort((x, y) => x - y)[xs.length >> 1];
 const round1 = (x) => Math.round(x * 10) / 10;
 
 // buildTruth reads what the replicas received per call: its attempts in
-// the order they arrived, which started while the one before still ran (a
+// the order grpc-js sent them, which started while the one before still ran (a
 // hedge the timer started) and which after it had failed (sent again at
 // once on a non-fatal status), and which attempt answered first with OK
 // (the one the call committed to); and how many attempts each replica
@@ -97,7 +97,6 @@ function buildTruth(fronts, stocks, answers) {
   }
   // Exhaustion is left to chance (every attempt of a call on stock-1, each
   // failing): the truth says whether it happened.
-
   if (most !== POLICY.maxAttempts || late.length === 0 || cancelled === 0 || answeredByEarlier === 0 || byReplica.includes(0)) {
     problems.push(`most attempts in one call ${most}, hedges ${late.length}, cancelled ${cancelled}, answered by an earlier attempt ${answeredByEarlier}, attempts by replica ${byReplica}`);
   }

@@ -16,12 +16,12 @@ const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { GrpcInstrumentation } = require('@opentelemetry/instrumentation-grpc');
 const { answer, faultScripts, instrument, now, onStop, route } = require('../common/service');
-const { rng } = require('../common/harness');
 
 // A replica of stock (grpc-js-hedge) names itself by service.instance.id.
 const instance = process.env.SERVICE_INSTANCE_ID;
 const provider = instrument(role, [new HttpInstrumentation(), new GrpcInstrumentation()],
   instance ? { 'service.instance.id': instance } : {});
+const { rng } = require('../common/harness'); // after instrument: it loads node:http
 
 const http = require('node:http');
 const grpc = require('@grpc/grpc-js');
