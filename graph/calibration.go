@@ -780,7 +780,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			// hedge, sent while the attempt before it still ran, followed
 			// no failure of its call, and counts as a first attempt.
 			idx := k
-			if c.hedged && k > 0 && ix.spans[a.span].Start+overlapTolerance < ix.spans[as[k-1].span].End {
+			if c.hedged && k > 0 && (ix.spans[a.span].Start+overlapTolerance < ix.spans[as[k-1].span].End || ix.lateConcurrent(as, k)) {
 				idx = 0
 			}
 			if a.retryAfter >= 0 && a.outcome.failed() {
@@ -845,8 +845,8 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 		for k := 1; k < len(as); k++ {
 			prev, next := &as[k-1], &as[k]
-			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 {
-				continue
+			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 || ix.lateConcurrent(as, k) {
+				continue // no wait known, or none: next was sent before prev's call was answered
 			}
 			for len(st.waits) < k {
 				st.waits = append(st.waits, dist{})

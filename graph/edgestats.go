@@ -93,7 +93,9 @@ func (st *edgeStats) add(ix *index, c *call) {
 		}
 		st.hedged.Calls++
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, n)
-		st.hedgeDelays.add(ix.keyOfAttempt(&as[0], 0), float64(c.hedgeGap)/1e6)
+		if c.hedgeGap >= 0 {
+			st.hedgeDelays.add(ix.keyOfAttempt(&as[0], 0), float64(c.hedgeGap)/1e6)
+		}
 		switch {
 		case WriteMethod(name.method):
 			st.hedged.NonIdempotent++

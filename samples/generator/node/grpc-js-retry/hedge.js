@@ -56,8 +56,9 @@ const median = (xs) => xs.slice().sort((x, y) => x - y)[xs.length >> 1];
 const round1 = (x) => Math.round(x * 10) / 10;
 
 // buildTruth reads what the replicas received per call: its attempts in
-// the order grpc-js sent them, which started while the one before still ran (a
-// hedge the timer started) and which after it had failed (sent again at
+// the order grpc-js sent them, which started while the one before still ran
+// or after an earlier one had answered OK (a hedge the timer started) and
+// which after it had failed (sent again at
 // once on a non-fatal status), and which attempt answered first with OK
 // (the one the call committed to); and how many attempts each replica
 // received.
@@ -80,9 +81,14 @@ function buildTruth(fronts, stocks, answers) {
     for (let i = 0; i < as.length; i++) {
       if (as[i].previous_attempts !== i) problems.push(`call ${as[i].call}: attempt ${i} says ${as[i].previous_attempts} previous attempts`);
       if (i === 0) continue;
-      if (as.slice(0, i).some((p) => as[i].at < p.end)) hedged = true;
+      // grpc-js commits a call to its first OK answer and sends nothing
+      // after it: an attempt sent after an earlier one that answered OK
+      // was the hedge timer's, fired before front read that answer (its
+      // event loop busy on a loaded host), however the replicas' times lie.
+      const afterOK = as.slice(0, i).some((p) => p.step !== 'unavailable');
+      if (afterOK || as.slice(0, i).some((p) => as[i].at < p.end)) hedged = true;
       if (as[i].at < as[i - 1].end) late.push(as[i].at - as[i - 1].at - sec(POLICY.hedgingDelay));
-      else resent[i]++;
+      else if (!afterOK) resent[i]++;
     }
     if (hedged) hedgedCalls++;
     if (as.length === POLICY.maxAttempts && as.every((a) => a.step === 'unavailable')) exhausted++;
