@@ -29,21 +29,7 @@ func sampleScenarios(t testing.TB) []string {
 // their traces hold what it would need, with the defect: a model defect,
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
-var knownMisses = map[string]string{
-	"grpc-js-hedge": "Node: grpc-js's hedgingPolicy (3 attempts, a hedge 30 ms after the previous attempt) over three stock replicas " +
-		"behind round_robin, stock-0 slow (150 ms, 3 in 4), stock-1 UNAVAILABLE (3 in 10): 100 calls, 143 attempts, 23 hedged. " +
-		"front → stock replays within (1.413 attempts per call against 1.430, tolerance ±0.072): round robin hands a call's " +
-		"hedge to any replica, so the later attempts' work is the first attempts' (retry_work Later 0.521, 0.39 deviations; slow " +
-		"answers 22 of 100 first attempts, 12 of 43 later ones). What misses is the root p50, 5.7 ms replayed against 9.2 (band " +
-		"8.0–10.9, tolerance 25%), from the edge's transit: outcomesOf (graph/calibration.go) adds each answered attempt's span " +
-		"duration minus its server span's to the transit pool, and an attempt read from the callee's spans under one CLIENT span " +
-		"is its server span (graph/attempts.go belowCall), so it adds 0. The 32 calls with more than one attempt hold 75 of the 143, and 53 of the pool's 101 " +
-		"quantiles are 0 (p90 8.7 ms) while the 68 single-attempt calls' transit (client span minus server span) has p50 5.2 ms, " +
-		"p90 12.7: replay draws every attempt's transit from the pool, so half its single-attempt calls cross no network. With the " +
-		"pool replaced by the single-attempt calls' transit (an edited topology, not kept) it calibrates: p50 9.5 against 9.2, " +
-		"p90 60.2 against 59.4, 1.411 attempts per call. Ten captures of this configuration on a loaded host all replay the p50 30–57% " +
-		"low; two passed because their traced band reached low enough",
-}
+var knownMisses = map[string]string{}
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must
