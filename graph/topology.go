@@ -541,9 +541,8 @@ type Hedging struct {
 	// after a success).
 	Calls int `json:"calls"`
 	// DelayMS is the median delay from the start of the attempt before a
-	// call's first hedge to the hedge, over the calls that show it: a
-	// call with an attempt delayed in transit past an OK answer does not
-	// show when its attempts were sent.
+	// call's first hedge to the hedge, over the calls that show it (all
+	// but DelayUnknown).
 	DelayMS float64 `json:"delay_ms"`
 	// MaxRequests is the most requests one hedged call sent (the original
 	// and its hedges): what hedging multiplies load by at worst, as far as
@@ -563,6 +562,12 @@ type Hedging struct {
 	// callee's spans too, but its call ends on the latest attempt.
 	BelowInstrumentation int `json:"below_instrumentation,omitempty"`
 	AnsweredByEarlier    int `json:"answered_by_earlier,omitempty"`
+	// DelayUnknown counts the hedged calls that show no hedge delay: read
+	// below the instrumentation, an attempt of theirs reached the callee
+	// after another had answered OK, so the order their attempts arrived
+	// in is not the order they were sent in. DelayMS is read from the
+	// others; where every hedged call is such a call it is 0, unknown.
+	DelayUnknown int `json:"delay_unknown,omitempty"`
 }
 
 // Idempotency is the key coverage of retried non-idempotent calls.
