@@ -245,7 +245,7 @@ type call struct {
 	// attempt count); limit: the sidecar said it ran out of retries (URX).
 	proxy, limit bool
 	held         bool
-	hedgeGap     int64 // delay from the first attempt to the hedge
+	hedgeGap     int64 // delay from the first attempt to the hedge; -1 unknown
 	inline       [1]attempt
 }
 
@@ -968,7 +968,41 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 			retryAfter: ix.set.Extra(srv).RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
 	cl.hedged, cl.hedgeGap = concurrentAttempts(ix, servers)
+	as := ix.attemptsOf(cl)
+	for k := range as {
+		if ix.lateConcurrent(as, k) {
+			// An attempt sent before the call was answered reached the
+			// callee after: the call was hedged, and its arrivals do not
+			// show when its attempts were sent, nor the hedge delay.
+			cl.hedged, cl.hedgeGap = true, -1
+			break
+		}
+	}
 	return cl
+}
+
+// lateConcurrent reports whether attempt k of a call read below the
+// instrumentation (as, the callee's spans under one client span, in the
+// order they reached the callee) reached the callee after an earlier
+// attempt of the call had already succeeded there. No retry library sends
+// a request again after a success, so the client sent it before that
+// answer came back, while another attempt ran: a concurrent attempt (a
+// hedge, or the first attempt a hedge overtook) delayed in transit, which
+// arrived late on a loaded host or network, not a retry after an OK
+// answer. Attempts with client spans of their own show when they were
+// sent and are never late in this sense.
+func (ix *index) lateConcurrent(as []attempt, k int) bool {
+	a := &as[k]
+	if a.server < 0 || a.span != a.server || a.req == a.span {
+		return false
+	}
+	start := ix.spans[a.span].Start
+	for j := range k {
+		if as[j].outcome == outcomeOK && ix.spans[as[j].span].End <= start+overlapTolerance {
+			return true
+		}
+	}
+	return false
 }
 
 // concurrentAttempts reads hedging from the callee's spans of one request

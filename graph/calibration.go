@@ -780,7 +780,7 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			// hedge, sent while the attempt before it still ran, followed
 			// no failure of its call, and counts as a first attempt.
 			idx := k
-			if c.hedged && k > 0 && ix.spans[a.span].Start+overlapTolerance < ix.spans[as[k-1].span].End {
+			if c.hedged && k > 0 && (ix.spans[a.span].Start+overlapTolerance < ix.spans[as[k-1].span].End || ix.lateConcurrent(as, k)) {
 				idx = 0
 			}
 			if a.retryAfter >= 0 && a.outcome.failed() {
@@ -798,13 +798,18 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 				// timeout here as well would fail it twice.
 				continue
 			}
-			if a.server >= 0 {
+			switch {
+			case a.server >= 0 && a.span != a.server:
 				tr := float64(max(ix.spans[a.span].Duration()-ix.spans[a.server].Duration(), 0)) / 1e6
 				st.transit.add(tr)
-				if a.span != a.server && !a.synthetic {
-					// Attempts read from the callee's spans under one
-					// client span have no transit of their own.
-					st.byKind[min(k, 1)].add(tr)
+				st.byKind[min(k, 1)].add(tr)
+			case a.server >= 0 && k == 0:
+				// Attempts read from the callee's spans under one client
+				// span have no transit of their own (their span is the
+				// callee's): the call gives one, of its first request out
+				// and the answer that ended it back.
+				if tr, ok := ix.belowTransit(as); ok {
+					st.transit.add(tr)
 				}
 			}
 			if a.server >= 0 && breakerFast.has(a.server) {
@@ -840,8 +845,8 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 		for k := 1; k < len(as); k++ {
 			prev, next := &as[k-1], &as[k]
-			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 {
-				continue
+			if prev.synthetic || next.synthetic || prev.retryAfter >= 0 || prev.nth < 0 || next.nth != prev.nth+1 || ix.lateConcurrent(as, k) {
+				continue // no wait known, or none: next was sent before prev's call was answered
 			}
 			for len(st.waits) < k {
 				st.waits = append(st.waits, dist{})
@@ -850,6 +855,33 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		}
 	}
 	return st
+}
+
+// belowTransit is the transit time, in ms, of a call whose attempts (as)
+// are its callee's spans under one client span (belowCall): from the
+// client span's start to the first attempt's start, plus from the end of
+// the attempt whose answer ended the call (the latest to end before the
+// client span did) to the client span's end. That is one request's way
+// out and one answer's way back, what a call of one attempt's transit
+// holds; the time between attempts (waits, hedge delays) is left out.
+// ok is false where no attempt ended within the client span (the callee's
+// clock runs apart from the caller's) or the first began before it.
+func (ix *index) belowTransit(as []attempt) (ms float64, ok bool) {
+	cl := &ix.spans[as[0].req]
+	first := &ix.spans[as[0].span]
+	var last *ingest.Span
+	for k := range as {
+		sp := &ix.spans[as[k].span]
+		if sp.End <= cl.End+overlapTolerance && (last == nil || sp.End > last.End) {
+			last = sp
+		}
+	}
+	if last == nil || first.Start+overlapTolerance < cl.Start {
+		return 0, false
+	}
+	out := max(first.Start-cl.Start, 0)
+	back := max(cl.End-last.End, 0)
+	return float64(out+back) / 1e6, true
 }
 
 // arrival is when attempt a reached its callee, the instant the callee's

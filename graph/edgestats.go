@@ -93,7 +93,11 @@ func (st *edgeStats) add(ix *index, c *call) {
 		}
 		st.hedged.Calls++
 		st.hedged.MaxRequests = max(st.hedged.MaxRequests, n)
-		st.hedgeDelays.add(ix.keyOfAttempt(&as[0], 0), float64(c.hedgeGap)/1e6)
+		if c.hedgeGap >= 0 {
+			st.hedgeDelays.add(ix.keyOfAttempt(&as[0], 0), float64(c.hedgeGap)/1e6)
+		} else {
+			st.hedged.DelayUnknown++
+		}
 		switch {
 		case WriteMethod(name.method):
 			st.hedged.NonIdempotent++
@@ -269,6 +273,7 @@ func (st *edgeStats) merge(o *edgeStats) {
 		st.hedged.IdempotencyUnknown += h.IdempotencyUnknown
 		st.hedged.BelowInstrumentation += h.BelowInstrumentation
 		st.hedged.AnsweredByEarlier += h.AnsweredByEarlier
+		st.hedged.DelayUnknown += h.DelayUnknown
 	}
 	st.hedgeDelays.merge(&o.hedgeDelays)
 	st.outlived += o.outlived

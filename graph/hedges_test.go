@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -211,6 +212,80 @@ func TestImmediateBelowInstrumentation(t *testing.T) {
 			e := edge(t, b.infer(), "front", "stock")
 			wantEq(t, "evidence", e.Evidence, "below-instrumentation")
 			wantEq(t, "backoff", e.Backoff.Kind, tc.want)
+		})
+	}
+}
+
+// TestLateConcurrentAttempts: attempts read below the instrumentation (the
+// callee's spans under one client span) are ordered by when they reached
+// the callee, which on a loaded host is not when they were sent. One that
+// reached it after another attempt of the call had answered OK was sent
+// before the client read that answer, since no library sends a request
+// again after a success: a concurrent attempt delayed in transit (here the
+// first attempt, overtaken by the hedge sent 30 ms after it), which makes
+// the call hedged, with no hedge delay of its own (delay_unknown; where no
+// hedged call shows one, the delay is unknown and a warning says so), no
+// wait before it and no retry after an OK answer. Attempts sent again after a failure stay
+// retries, with their waits, beside such calls as well as without them.
+func TestLateConcurrentAttempts(t *testing.T) {
+	retried := []below{{0, 1, true}, {3, 1, false}}        // UNAVAILABLE, sent again 2 ms after
+	overtaken := []below{{30, 1, false}, {45, 150, false}} // the hedge answers before the first attempt arrives
+	hedged := []below{{0, 150, false}, {30, 1, false}}     // the hedge answers first, both on time
+	for _, tc := range []struct {
+		name         string
+		calls        [][]below
+		hedged       int      // calls read as hedged
+		delay        float64  // their delay (ms), from the calls that show it
+		delayUnknown int      // hedged calls that show no delay
+		waits        int      // waits read between attempts
+		retriedCodes []string // the statuses sent again
+		retries      bool
+		firsts       int     // attempts whose outcome counts as a first attempt's
+		longest      float64 // the longest wait before a first retry replay draws (ms; a hedge's is 0)
+	}{
+		{name: "a plain retry below the instrumentation stays a retry", calls: [][]below{retried, retried, retried, {{0, 1, false}}},
+			waits: 3, retriedCodes: []string{"grpc UNAVAILABLE"}, retries: true, firsts: 4, longest: 2},
+		{name: "a first attempt overtaken by its hedge is no retry after OK", calls: [][]below{overtaken, overtaken, hedged, {{0, 1, false}}},
+			hedged: 3, delay: 30, delayUnknown: 2, retriedCodes: []string{}, firsts: 7},
+		{name: "overtaken attempts beside retries", calls: [][]below{overtaken, retried, hedged, retried, {{0, 1, false}}},
+			hedged: 2, delay: 30, delayUnknown: 1, waits: 2, retriedCodes: []string{"grpc UNAVAILABLE"}, retries: true, firsts: 7, longest: 2},
+		{name: "every hedged call overtaken: the delay is unknown, and a warning says so", calls: [][]below{overtaken, overtaken, retried, {{0, 1, false}}},
+			hedged: 2, delayUnknown: 2, waits: 1, retriedCodes: []string{"grpc UNAVAILABLE"}, retries: true, firsts: 6, longest: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, len(tc.calls), "front", func(root, i int) { belowCall(b, root, 1, tc.calls[i]) })
+			tp := b.infer()
+			e := edge(t, tp, "front", "stock")
+			switch h := e.Hedging; {
+			case tc.hedged == 0 && h != nil:
+				t.Errorf("hedging %+v, want none", *h)
+			case tc.hedged > 0 && h == nil:
+				t.Errorf("no hedging, want %d hedged calls", tc.hedged)
+			case tc.hedged > 0:
+				wantEq(t, "hedged calls", h.Calls, tc.hedged)
+				wantEq(t, "hedge delay", h.DelayMS, tc.delay)
+				wantEq(t, "hedged calls that show no delay", h.DelayUnknown, tc.delayUnknown)
+			}
+			warned := slices.ContainsFunc(tp.Warnings, func(w string) bool { return strings.Contains(w, "hedge delay unknown") })
+			wantEq(t, "warned that the hedge delay is unknown", warned, tc.hedged > 0 && tc.delayUnknown == tc.hedged)
+			wantEq(t, "retries", e.Retries, tc.retries)
+			wantEq(t, "waits read", e.Backoff.Samples, tc.waits)
+			if !slices.Equal(e.RetriedStatus, tc.retriedCodes) {
+				t.Errorf("retried statuses %q, want %q", e.RetriedStatus, tc.retriedCodes)
+			}
+			longest := 0.0
+			if len(e.WaitQuantilesMS) > 0 {
+				longest = e.WaitQuantilesMS[0][len(e.WaitQuantilesMS[0])-1]
+			}
+			if math.Abs(longest-tc.longest) > 1e-6 {
+				t.Errorf("longest wait before a first retry replay draws %g ms, want %g", longest, tc.longest)
+			}
+			first := 0
+			if o := e.Outcomes; o != nil {
+				first = o.First.Total()
+			}
+			wantEq(t, "attempts counted as first attempts", first, tc.firsts)
 		})
 	}
 }

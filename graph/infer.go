@@ -496,6 +496,10 @@ func warningsOf(ix *index, t *Topology) []string {
 		}
 	}
 	for _, e := range t.Edges {
+		if h := e.Hedging; h != nil && h.DelayUnknown == h.Calls {
+			w = append(w, fmt.Sprintf("%s: hedge delay unknown: in each of the %d hedged calls an attempt reached the callee after another had answered OK, "+
+				"so the order the attempts arrived in is not the order they were sent in", edgeLocation(e), h.Calls))
+		}
 		if h := e.Hedging; h != nil && h.BelowInstrumentation > 0 && h.AnsweredByEarlier == 0 {
 			w = append(w, fmt.Sprintf("%s: %d calls sent attempts that overlapped under one client span, and none was answered by an earlier attempt while a later one still ran: "+
 				"per-try timeouts that leave the callee at work look the same, so these may be retries, not hedges", edgeLocation(e), h.BelowInstrumentation))

@@ -233,6 +233,11 @@ type Edge struct {
 	// TransitQuantilesMS is the time an attempt spends outside the
 	// callee's span (network, connection set-up, serialisation), at
 	// WorkLevels; empty when no attempt reached an instrumented callee.
+	// Attempts read from the callee's spans under one client span (a
+	// library retrying or hedging below the instrumentation) have none of
+	// their own: each such call gives one, from its client span's start to
+	// its first attempt's plus from the end of the attempt that answered
+	// it to its client span's end.
 	TransitQuantilesMS []float64 `json:"transit_quantiles_ms,omitempty"`
 	// RetryTransit compares the transit times of the attempts after the
 	// first (retries and hedges) with the first attempts'; nil unless
@@ -529,7 +534,15 @@ type WaitStep struct {
 
 // Hedging describes overlapping attempts to the same request.
 type Hedging struct {
-	Calls   int     `json:"calls"`
+	// Calls counts the hedged calls: those with an attempt sent while an
+	// earlier one still ran, and, below the instrumentation, those with an
+	// attempt that reached the callee after another had answered OK (sent
+	// before the client read that answer, since nothing is sent again
+	// after a success).
+	Calls int `json:"calls"`
+	// DelayMS is the median delay from the start of the attempt before a
+	// call's first hedge to the hedge, over the calls that show it (all
+	// but DelayUnknown).
 	DelayMS float64 `json:"delay_ms"`
 	// MaxRequests is the most requests one hedged call sent (the original
 	// and its hedges): what hedging multiplies load by at worst, as far as
@@ -549,6 +562,12 @@ type Hedging struct {
 	// callee's spans too, but its call ends on the latest attempt.
 	BelowInstrumentation int `json:"below_instrumentation,omitempty"`
 	AnsweredByEarlier    int `json:"answered_by_earlier,omitempty"`
+	// DelayUnknown counts the hedged calls that show no hedge delay: read
+	// below the instrumentation, an attempt of theirs reached the callee
+	// after another had answered OK, so the order their attempts arrived
+	// in is not the order they were sent in. DelayMS is read from the
+	// others; where every hedged call is such a call it is 0, unknown.
+	DelayUnknown int `json:"delay_unknown,omitempty"`
 }
 
 // Idempotency is the key coverage of retried non-idempotent calls.

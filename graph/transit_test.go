@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"math"
 	"testing"
 )
 
@@ -198,6 +199,43 @@ func TestRetryWorkInferred(t *testing.T) {
 			}
 			if got := e.RetryWorkQuantilesMS[50]; got != tc.laterP50 {
 				t.Errorf("later attempts' median callee work %g ms, want %g", got, tc.laterP50)
+			}
+		})
+	}
+}
+
+// TestTransitBelowInstrumentation: attempts a library below the
+// instrumentation sent (the callee's spans under one client span) have no
+// transit of their own; each such call gives one, its first request's way
+// out and its answer's way back, so an edge whose every call spends 1 ms
+// outside the callee's spans (0.5 ms each way) has a transit of 1 ms at
+// every level, whether its calls were hedged, retried or made once.
+func TestTransitBelowInstrumentation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		multi []below // every other call's attempts; the rest make one
+	}{
+		{"hedged", []below{{0, 60, false}, {30, 1, false}}},
+		{"retried after UNAVAILABLE", []below{{0, 1, true}, {1.2, 2, false}}},
+		{"three hedges, the first answering", []below{{0, 40, false}, {30, 40, false}, {60, 40, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, 40, "front", func(root, i int) {
+				if i%2 == 0 {
+					belowCall(b, root, 1, tc.multi)
+					return
+				}
+				belowCall(b, root, 1, []below{{0, 1, false}})
+			})
+			e := edge(t, b.infer(), "front", "stock")
+			if len(e.TransitQuantilesMS) == 0 {
+				t.Fatal("no transit quantiles")
+			}
+			for i, q := range e.TransitQuantilesMS {
+				if math.Abs(q-1) > 1e-6 {
+					t.Fatalf("transit at level %g %g ms, want 1 (quantiles %v)", WorkLevels[i], q, e.TransitQuantilesMS)
+				}
 			}
 		})
 	}

@@ -29,22 +29,7 @@ func sampleScenarios(t testing.TB) []string {
 // their traces hold what it would need, with the defect: a model defect,
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
-var knownMisses = map[string]string{
-	"grpc-js-hedge": "Node: grpc-js's hedgingPolicy (3 attempts, a hedge 30 ms after the previous attempt) against a stock that answers " +
-		"scripted attempts after 150 ms. Inference reads it (12 hedged calls, 31 ms, at most 3 requests; hedges counted as first attempts " +
-		"for the outcome mix, which the replay draws them from), and the root server-error rate replays within (3.3% against 8.7%, band " +
-		"3.1–19%). What misses is front → stock, 1.906 attempts per call replayed against 2.130 (tolerance ±0.107). The scenario scripts " +
-		"slowness and failure by position: of the first attempts 12 of 18 answered are slow (150 ms) and 5 of 23 fail, of the hedges 7 of " +
-		"15 answered are slow and 2 of 17 fail, of the retries none of 5 answered is slow. retry_work compares the callee's work of the 18 " +
-		"first attempts with the 20 later ones': Later 0.225, -2.9 deviations, short of the 3 that tell them apart, so the replay draws " +
-		"both from stock's pooled work; drawn apart anyway (the bar lowered to 2.8, not kept) the edge replays 1.992, still short of 2.023. " +
-		"The other half is the outcome mix, where 23 calls cannot tell hedges (2 of 17 failed) from first attempts (5 of 23) either: " +
-		"pooled (7 of 40), the replay's first attempts fail less often than the traced ones. Both drawn apart by hand (the work split " +
-		"and the first attempts' own 5 of 23 in the edge's first mix of an edited topology; not kept) replay 2.025, just within; the " +
-		"mix alone 1.931. In one long run (retryaudit replay --degrade observed --policy observed) the hedge timer sends 0.744 attempts " +
-		"per call (traced 0.739 hedges) and 0.194 others follow failures (traced 0.391). The same program with each attempt slow at " +
-		"random (39%, seed 5; not committed) calibrates: 1.504 attempts per call replayed against 1.522",
-}
+var knownMisses = map[string]string{}
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must

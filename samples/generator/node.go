@@ -111,6 +111,10 @@ type nodeEdge struct {
 	// WaitsByAttemptIndex counts the waits between attempts by the index
 	// of the attempt they precede (as the Go scenarios' summary does).
 	WaitsByAttemptIndex []int `json:"waits_by_attempt_index,omitempty"`
+	// AttemptsByReplica counts the attempts each callee replica received
+	// (service.instance.id in index order) where the caller balanced over
+	// several.
+	AttemptsByReplica []int `json:"attempts_by_replica,omitempty"`
 	// WaitLateMedianMS is the median of how much later each wait came than
 	// the policy's schedule (before jitter), as the callee's arrivals
 	// show: on a loaded host every retry hop adds its delay.

@@ -15,10 +15,11 @@ const { getRPCMetadata, RPCType } = require('@opentelemetry/core');
 const api = require('@opentelemetry/api');
 
 // instrument registers a tracer provider for service role with the given
-// instrumentations and returns it.
-function instrument(role, instrumentations) {
+// instrumentations and returns it; attrs adds resource attributes (a
+// replica's service.instance.id).
+function instrument(role, instrumentations, attrs = {}) {
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': role }),
+    resource: resourceFromAttributes({ 'service.name': role, ...attrs }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT }))],
   });
   provider.register();

@@ -38,28 +38,42 @@ const retry = {
   buildTruth,
 };
 
-// main runs scenario sc: one root request per fault script, in an order
-// shuffled by its seed, each sending stock its script first.
+// main runs scenario sc. With fault scripts (sc.scripts) it sends one root
+// request per script, in an order shuffled by its seed, each sending stock
+// its script first and waiting for the answer and PACE_MS more. With
+// replicas (sc.replicas, each a stock process's environment) front's
+// channel balances over them, and sc.requests root requests leave open
+// loop, sc.gapMS(rand) apart, drawn from the seed's PRNG.
 async function main(sc) {
-  const stock = start('stock', sc.stockEnv);
-  const sport = await stock.ready;
-  const front = start('front', { STOCK_ADDR: `127.0.0.1:${sport}`, SERVICE_CONFIG: JSON.stringify(sc.serviceConfig) });
+  const stocks = (sc.replicas || [sc.stockEnv]).map((env) => start('stock', env));
+  const ports = await Promise.all(stocks.map((s) => s.ready));
+  const addr = sc.replicas ? `ipv4:${ports.map((p) => `127.0.0.1:${p}`).join(',')}` : `127.0.0.1:${ports[0]}`;
+  const front = start('front', { STOCK_ADDR: addr, SERVICE_CONFIG: JSON.stringify(sc.serviceConfig) });
   const fport = await front.ready;
-  const scripts = shuffle(sc.scripts.slice(), rng(sc.seed));
+  const rand = rng(sc.seed);
   const answers = {};
-  for (const [i, script] of scripts.entries()) {
-    const id = String(3001 + i);
-    stock.child.send({ type: 'script', sku: `sku-${id}`, script });
-    const code = await get(fport, `/items/${id}`);
-    answers[code] = (answers[code] || 0) + 1;
-    await sleep(PACE_MS);
+  const count = (code) => { answers[code] = (answers[code] || 0) + 1; };
+  if (sc.scripts) {
+    for (const [i, script] of shuffle(sc.scripts.slice(), rand).entries()) {
+      const id = String(3001 + i);
+      stocks[0].child.send({ type: 'script', sku: `sku-${id}`, script });
+      count(await get(fport, `/items/${id}`));
+      await sleep(PACE_MS);
+    }
+  } else {
+    const sent = [];
+    for (let i = 0; i < sc.requests; i++) {
+      sent.push(get(fport, `/items/${3001 + i}`).then(count));
+      await sleep(sc.gapMS(rand));
+    }
+    await Promise.all(sent);
   }
   // Attempts front stopped waiting for (hedges that lost) may still be at
   // work in stock: their SERVER spans end when they answer.
   await sleep(sc.settleMS || 0);
   const fronts = await stop(front);
-  const stocks = await stop(stock);
-  fs.writeFileSync(process.env.TRUTH_OUT, JSON.stringify(sc.buildTruth(fronts, stocks, answers)));
+  const received = (await Promise.all(stocks.map(stop))).flat();
+  fs.writeFileSync(process.env.TRUTH_OUT, JSON.stringify(sc.buildTruth(fronts, received, answers)));
 }
 
 const sec = (s) => Math.round(Number(s.slice(0, -1)) * 1000);
