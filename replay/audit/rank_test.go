@@ -67,7 +67,8 @@ func TestRank(t *testing.T) {
 			seeded(verdict("b", "d1", nil, good, little, false), 0.62, 0.71, 0.68),
 		}, []string{"b", "a"}, "availability during the faults", nil, nil},
 		{"ties chain: an interval linked to the best through another is in the top group", false, []Verdict{
-			// a 0.91 ±0.045, b 0.82 ±0.07, c 0.73 ±0.045 (apart from a), d 0.51 ±0.045.
+			// a 0.91 ±0.045, b 0.82 ±0.07, c 0.73 ±0.045 (apart from a), d 0.51
+			// ±0.045 (the typical spread, 0.01, is a's, c's and d's own).
 			seeded(verdict("a", "d1", nil, poor, little, false), 0.90, 0.92, 0.91),
 			seeded(verdict("b", "d1", nil, poor, little, false), 0.80, 0.84, 0.82),
 			seeded(verdict("c", "d1", nil, good, little, false), 0.72, 0.74, 0.73),
@@ -80,7 +81,7 @@ func TestRank(t *testing.T) {
 		{"each seed's worst degradation: per seed, the lowest over the degradations", false, []Verdict{
 			seeded(verdict("a", "d1", nil, good, little, false), 0.60, 1, 0.61), seeded(verdict("a", "d2", nil, good, little, false), 1, 0.60, 0.62),
 			seeded(verdict("b", "d1", nil, poor, little, false), 0.70, 0.72, 0.71), seeded(verdict("b", "d2", nil, poor, little, false), 0.70, 0.72, 0.71),
-		}, []string{"b", "a"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: b 0.71 ±0.04, seeds 0.70–0.72; the best of the rest a 0.60 ±0.03, seeds 0.60–0.61, below beyond both intervals)", nil, nil},
+		}, []string{"b", "a"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: b 0.71 ±0.04, seeds 0.70–0.72; the best of the rest a 0.60 ±0.04, seeds 0.60–0.61, below beyond both intervals)", nil, nil},
 		{"critical utilizations within 0.04 tie; availability decides", false, []Verdict{
 			verdict("a", "d1", ptr(0.62), poor, little, false),
 			verdict("b", "d1", ptr(0.60), good, little, false),
