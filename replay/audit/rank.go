@@ -315,7 +315,8 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) ([]standi
 	for i, s := range cands {
 		policies[i] = s.policy
 	}
-	var others, chose []string // what a seed set without one seed chose instead, said and named
+	var others, chose []string // what a seed set without one seed chose instead, and without which seeds
+	without := map[string][]string{}
 	for k := range n {
 		st := standings(policies, withoutSeed(vs, k))
 		for i := range st {
@@ -323,12 +324,26 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) ([]standi
 		}
 		o, ok := rank(st, given)
 		if o[0].policy != order[0].policy {
-			others = append(others, fmt.Sprintf("without seed %s %s (by %s)", seedName(k), o[0].policy, keyName(ok)))
+			other := fmt.Sprintf("%s (by %s)", o[0].policy, keyName(ok))
+			if _, ok := without[other]; !ok {
+				others = append(others, other)
+			}
+			without[other] = append(without[other], seedName(k))
 			chose = append(chose, o[0].policy)
 		}
 	}
 	if len(others) == 0 {
 		return order, key
+	}
+	for i, o := range others {
+		seeds := "any one seed"
+		if w := without[o]; len(w) < n {
+			seeds = "seed " + w[len(w)-1]
+			if len(w) > 1 {
+				seeds = "seed " + strings.Join(w[:len(w)-1], ", ") + " or " + w[len(w)-1]
+			}
+		}
+		others[i] = "without " + seeds + " " + o
 	}
 	noise := fmt.Sprintf("with all %d seeds %s (by %s), %s", n, order[0].policy, keyName(key), strings.Join(others, ", "))
 	more := fmt.Sprintf("more seeds (--seeds above %d) may decide it", n)
