@@ -313,10 +313,10 @@ func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing
 // user's utilization (given: whether any was) or else by critical
 // utilization, the mean of each seed's own within its confidence interval
 // and the search's resolution (criticalCI); then by availability during
-// the faults; then by the least extra work, those two by their ranges
-// over the seeds. At each key the candidates kept are the top block
-// (topBlock) of those intervals: differences within them count as ties. Candidates
-// still tied are told apart by the least change from today's policies
+// the faults; then by the least extra work, those two seed by seed
+// (pairedBlock). At each key the candidates kept are the top block
+// (topBlock, pairedBlock): differences within the noise count as ties.
+// Candidates still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,
 // for the winner, the key that decided against the runner-up.
