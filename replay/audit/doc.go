@@ -19,10 +19,9 @@
 // collapsing at the given utilization, or else the largest critical
 // utilization (the mean of each seed's own, with its 95% interval, at
 // least the audit's typical seed spread, and the search's resolution),
-// then availability during the faults, then the least extra work (those
-// two seed by seed), each key keeping the candidates tied with the top
-// one, directly or through others, differences within the noise counting
-// as ties; candidates tied on every key go to the least change from
+// then availability during the faults, then the least extra work (their
+// ranges over the seeds), each key keeping the candidates whose intervals
+// link to the top one's, differences within them counting as ties; candidates tied on every key go to the least change from
 // today's policies, then to the fewest attempts allowed. A choice that
 // some seed set one seed smaller does not make is said to be within the
 // seed noise, and today's policies are kept where such a set chooses

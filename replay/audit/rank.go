@@ -34,10 +34,6 @@ type standing struct {
 	worst     string
 	avail     Stat // mean over degradations of each seed statistic
 	extra     Stat
-	// availSeeds and extraSeeds are each seed's own availability and
-	// extra work, the mean over the degradations (nil where a verdict
-	// keeps none by seed: then their ranges are compared).
-	availSeeds, extraSeeds []float64
 	// changed counts the edges and services whose policy differs from
 	// today's; attempts is the most attempts its edges allow, summed over
 	// them: the tie-breaks, least change first, then least extra work at
@@ -51,24 +47,11 @@ func standings(policies []string, vs []Verdict) []standing {
 		s := standing{policy: p, critical: 1}
 		n := 0.0
 		var seeds []float64 // per seed, the lowest over the degradations
-		var avail, extra []float64
-		bySeeds := true // every verdict of p keeps its figures by seed
 		for _, v := range vs {
 			if v.Policy != p {
 				continue
 			}
 			n++
-			if len(v.AvailabilityBySeed) != v.Seeds || len(v.ExtraWorkBySeed) != v.Seeds || avail != nil && len(avail) != v.Seeds {
-				bySeeds = false
-			} else if bySeeds {
-				if avail == nil {
-					avail, extra = make([]float64, v.Seeds), make([]float64, v.Seeds)
-				}
-				for i := range avail {
-					avail[i] += v.AvailabilityBySeed[i]
-					extra[i] += v.ExtraWorkBySeed[i]
-				}
-			}
 			if v.CriticalSearched && v.CriticalUtilization != nil && *v.CriticalUtilization < s.critical {
 				s.critical, s.criticalAt = *v.CriticalUtilization, v.Degradation
 			}
@@ -94,13 +77,6 @@ func standings(policies []string, vs []Verdict) []standing {
 		if n > 0 {
 			s.avail = Stat{s.avail.Mean / n, s.avail.Min / n, s.avail.Max / n}
 			s.extra = Stat{s.extra.Mean / n, s.extra.Min / n, s.extra.Max / n}
-		}
-		if bySeeds && avail != nil {
-			for i := range avail {
-				avail[i] /= n
-				extra[i] /= n
-			}
-			s.availSeeds, s.extraSeeds = avail, extra
 		}
 		if seeds == nil {
 			seeds = []float64{1}
@@ -205,75 +181,6 @@ func meanCI(xs []float64, floor, res float64) (mean, half float64) {
 	return mean, half
 }
 
-// Availability and extra work differences that count: half the unit the
-// report writes them in (0.001, 0.01), below which the seeds' differences
-// are not told from none.
-const (
-	availTie = 0.0005
-	extraTie = 0.005
-)
-
-// pairedBlock is the top block (topBlock) on a figure every seed of every
-// candidate has (fig: each seed's, larger is better): the candidate of
-// the highest mean, then every candidate tied with one already in the
-// block, where two tie when the 95% interval of the mean of their
-// differences seed by seed (Student's t, widened by res, the figure's
-// resolution) holds 0. The seeds of an audit replay the same arrivals and
-// failure draws under every policy, so a seed that is hard for one policy
-// is hard for the others: seed by seed, what they share cancels, and a
-// difference every seed shows is told apart from the seeds' own spread
-// (on breaker, edge-only's availability during the faults is 0.0075 above
-// observed's in every seed, while each one's seeds spread over 0.008).
-// Where some candidate keeps no figures by seed, or other seeds, the
-// ranges (iv) are compared as topBlock does.
-func pairedBlock(cands []standing, fig func(s standing) []float64, res float64, iv func(s standing) (lo, hi float64)) []standing {
-	n := len(fig(cands[0]))
-	for _, s := range cands {
-		if len(fig(s)) != n || n < 2 {
-			return topBlock(cands, iv)
-		}
-	}
-	mean := func(i int) float64 { return stat.Mean(fig(cands[i]), nil) }
-	top := 0
-	for i := range cands {
-		if mean(i) > mean(top) {
-			top = i
-		}
-	}
-	tied := func(a, b int) bool {
-		fa, fb := fig(cands[a]), fig(cands[b])
-		d := make([]float64, n)
-		for k := range d {
-			d[k] = fa[k] - fb[k]
-		}
-		m, h := meanCI(d, 0, res)
-		return math.Abs(m) <= h
-	}
-	in := make([]bool, len(cands))
-	in[top] = true
-	for grew := true; grew; {
-		grew = false
-		for i := range cands {
-			if in[i] {
-				continue
-			}
-			for j := range cands {
-				if in[j] && tied(i, j) {
-					in[i], grew = true, true
-					break
-				}
-			}
-		}
-	}
-	var out []standing
-	for i, s := range cands {
-		if in[i] {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // topBlock is the candidates that cannot be told apart from the best on
 // one key: each candidate's figure is an interval (lo, hi: larger is
 // better), the intervals that overlap link, and the top block is every
@@ -313,9 +220,9 @@ func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing
 // user's utilization (given: whether any was) or else by critical
 // utilization, the mean of each seed's own within its confidence interval
 // and the search's resolution (criticalCI); then by availability during
-// the faults; then by the least extra work, those two seed by seed
-// (pairedBlock). At each key the candidates kept are the top block
-// (topBlock, pairedBlock): differences within the noise count as ties.
+// the faults; then by the least extra work, those two by their ranges
+// over the seeds. At each key the candidates kept are the top block
+// (topBlock) of those intervals: differences within them count as ties.
 // Candidates still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,
@@ -484,15 +391,8 @@ func best(cands []standing, given bool) ([]standing, string) {
 			return m - h, m + h
 		}), func(kept []standing) string { return criticalApart(kept, all) })
 	}
-	narrow("availability during the faults", pairedBlock(cands, func(s standing) []float64 { return s.availSeeds }, availTie,
-		func(s standing) (float64, float64) { return s.avail.Min, s.avail.Max }), nil)
-	narrow("extra work", pairedBlock(cands, func(s standing) []float64 {
-		less := make([]float64, len(s.extraSeeds))
-		for i, x := range s.extraSeeds {
-			less[i] = -x
-		}
-		return less
-	}, extraTie, func(s standing) (float64, float64) { return -s.extra.Max, -s.extra.Min }), nil)
+	narrow("availability during the faults", topBlock(cands, func(s standing) (float64, float64) { return s.avail.Min, s.avail.Max }), nil)
+	narrow("extra work", topBlock(cands, func(s standing) (float64, float64) { return -s.extra.Max, -s.extra.Min }), nil)
 	if len(cands) == 1 {
 		return cands, cmp.Or(key, "being the only candidate left")
 	}
