@@ -243,9 +243,9 @@ func rank(cands []standing, given bool) ([]standing, string) {
 }
 
 // rankHeld ranks the candidates (rank) and then asks whether the choice
-// rests on the seeds: the verdicts are ranked again without each seed in
-// turn (withoutSeed), every figure and interval recomputed from the seeds
-// left. A choice some seed set one seed smaller does not make is within
+// rests on one seed's critical utilization: the verdicts are ranked
+// again without each seed's in turn (withoutSeed), each interval
+// recomputed from the seeds left. A choice some seed set one seed smaller does not make is within
 // the seed noise, as a rerun with other seeds may show: then today's
 // policies (base), where one of those seed sets chooses them and, with a
 // given utilization, they do not collapse at it, are kept (a change is
@@ -308,37 +308,29 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) ([]standi
 }
 
 // withoutSeed is the verdicts as if seed k (counted from 0) had not been
-// run: its own critical utilization, availability and extra work left
-// out of each verdict's, and the figures of the seeds left, a verdict's
-// critical utilization their lowest; a verdict that keeps no figures by
-// seed keeps its statistics. With a given utilization, whether the policy
-// collapses there is judged again on the seeds left.
+// run, for the critical utilization: its own left out of each verdict's,
+// the verdict's figure the lowest of the seeds left; with a given
+// utilization, whether the policy collapses there is judged again on
+// them. Availability and extra work keep their ranges over every seed: a
+// range over fewer seeds is narrower, so leaving one out would only ever
+// tell candidates further apart, which says nothing about the noise. A
+// verdict that keeps no critical utilizations by seed is left as it is.
 func withoutSeed(vs []Verdict, k int) []Verdict {
 	out := slices.Clone(vs)
 	for i := range out {
 		v := &out[i]
-		if k >= v.Seeds {
+		if !v.CriticalSearched || k >= len(v.CriticalBySeed) || len(v.CriticalBySeed) != v.Seeds {
 			continue
 		}
-		if len(v.AvailabilityBySeed) == v.Seeds {
-			v.AvailabilityBySeed = slices.Delete(slices.Clone(v.AvailabilityBySeed), k, k+1)
-			v.Availability = statOf(v.AvailabilityBySeed)
-		}
-		if len(v.ExtraWorkBySeed) == v.Seeds {
-			v.ExtraWorkBySeed = slices.Delete(slices.Clone(v.ExtraWorkBySeed), k, k+1)
-			v.ExtraWork = statOf(v.ExtraWorkBySeed)
-		}
-		if v.CriticalSearched && len(v.CriticalBySeed) == v.Seeds {
-			v.CriticalBySeed = slices.Delete(slices.Clone(v.CriticalBySeed), k, k+1)
-			v.CriticalUtilization = nil
-			for _, u := range v.CriticalBySeed {
-				if u != nil && (v.CriticalUtilization == nil || *u < *v.CriticalUtilization) {
-					v.CriticalUtilization = u
-				}
+		v.CriticalBySeed = slices.Delete(slices.Clone(v.CriticalBySeed), k, k+1)
+		v.CriticalUtilization = nil
+		for _, u := range v.CriticalBySeed {
+			if u != nil && (v.CriticalUtilization == nil || *u < *v.CriticalUtilization) {
+				v.CriticalUtilization = u
 			}
-			if v.UtilizationGiven {
-				v.Collapses = v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization
-			}
+		}
+		if v.UtilizationGiven {
+			v.Collapses = v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization
 		}
 		v.Seeds--
 	}

@@ -274,9 +274,7 @@ func TestOrdinaryDayGate(t *testing.T) {
 // recovered at SearchHigh), availability and extra work, its statistics
 // those of the seeds.
 func bySeeds(policy, deg string, crit, avail, extra []float64) Verdict {
-	v := seeded(verdict(policy, deg, nil, statOf(avail), statOf(extra), false), crit...)
-	v.AvailabilityBySeed, v.ExtraWorkBySeed = avail, extra
-	return v
+	return seeded(verdict(policy, deg, nil, statOf(avail), statOf(extra), false), crit...)
 }
 
 // TestRankHeldAcrossSeedSets: the critical utilizations of additive-jitter
@@ -340,9 +338,7 @@ func TestRankHeldAcrossSeedSets(t *testing.T) {
 // withCollapse is v judged at a given utilization u with each seed's own
 // critical utilization crit.
 func withCollapse(v Verdict, u float64, crit ...float64) Verdict {
-	a, x := v.AvailabilityBySeed, v.ExtraWorkBySeed
 	v = seeded(v, crit...)
-	v.AvailabilityBySeed, v.ExtraWorkBySeed = a, x
 	v.Utilization, v.UtilizationGiven = u, true
 	v.Collapses = v.CriticalUtilization != nil && u > *v.CriticalUtilization
 	return v
@@ -431,37 +427,37 @@ func TestRankHeld(t *testing.T) {
 	}
 }
 
-// TestWithoutSeed: a verdict without one of its seeds has the figures of
-// the seeds left (critical utilization their lowest, collapse at a given
-// utilization judged again), and the verdict it came from is left as it
-// was; one that keeps no figures by seed keeps its statistics.
+// TestWithoutSeed: a verdict without one of its seeds has the critical
+// utilizations of the seeds left (its figure their lowest, collapse at a
+// given utilization judged again) and its ranges over every seed; the
+// verdict it came from is left as it was; one that keeps no critical
+// utilizations by seed is left as it is.
 func TestWithoutSeed(t *testing.T) {
-	full := bySeeds("a", "d1", []float64{0.5, 1, 0.4}, []float64{0.9, 0.8, 1.0}, []float64{0.1, 0.2, 0.3})
+	avail, extra := Stat{0.9, 0.8, 1}, Stat{0.2, 0.1, 0.3}
+	full := seeded(verdict("a", "d1", nil, avail, extra, false), 0.5, 1, 0.4)
 	full.Utilization, full.UtilizationGiven, full.Collapses = 0.45, true, true
-	bare := verdict("b", "d1", ptr(0.3), Stat{0.9, 0.8, 1}, Stat{0.2, 0.1, 0.3}, false)
+	bare := verdict("b", "d1", ptr(0.3), avail, extra, false)
 	for _, c := range []struct {
 		name      string
 		in        Verdict
 		k         int
 		crit      *float64
-		avail     Stat
-		extra     Stat
 		collapses bool
 		seeds     int
 	}{
-		{"the lowest left out: the next is the figure, no collapse at 0.45", full, 2, ptr(0.5), Stat{0.85, 0.8, 0.9}, Stat{0.15, 0.1, 0.2}, false, 2},
-		{"the lowest kept", full, 0, ptr(0.4), Stat{0.9, 0.8, 1}, Stat{0.25, 0.2, 0.3}, true, 2},
-		{"no figures by seed: statistics kept", bare, 1, ptr(0.3), Stat{0.9, 0.8, 1}, Stat{0.2, 0.1, 0.3}, false, 2},
+		{"the lowest left out: the next is the figure, no collapse at 0.45", full, 2, ptr(0.5), false, 2},
+		{"the lowest kept", full, 0, ptr(0.4), true, 2},
+		{"no critical utilizations by seed: left as it is", bare, 1, ptr(0.3), false, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := slices.Clone(c.in.CriticalBySeed)
 			got := withoutSeed([]Verdict{c.in}, c.k)[0]
 			if (got.CriticalUtilization == nil) != (c.crit == nil) || c.crit != nil && *got.CriticalUtilization != *c.crit ||
-				!statNear(got.Availability, c.avail) || !statNear(got.ExtraWork, c.extra) || got.Collapses != c.collapses || got.Seeds != c.seeds {
+				!statNear(got.Availability, avail) || !statNear(got.ExtraWork, extra) || got.Collapses != c.collapses || got.Seeds != c.seeds {
 				t.Errorf("got critical %v, availability %v, extra work %v, collapses %v, %d seeds; want %v, %v, %v, %v, %d",
-					got.CriticalUtilization, got.Availability, got.ExtraWork, got.Collapses, got.Seeds, c.crit, c.avail, c.extra, c.collapses, c.seeds)
+					got.CriticalUtilization, got.Availability, got.ExtraWork, got.Collapses, got.Seeds, c.crit, avail, extra, c.collapses, c.seeds)
 			}
-			if !slices.Equal(c.in.CriticalBySeed, before) || len(c.in.AvailabilityBySeed) != len(before) {
+			if !slices.Equal(c.in.CriticalBySeed, before) {
 				t.Errorf("the verdict it came from changed: %v", c.in)
 			}
 		})

@@ -46,13 +46,7 @@ type Verdict struct {
 	// ExtraWork is work amplification minus that of policy none on the
 	// same degradation and seed.
 	ExtraWork Stat `json:"extra_work"`
-	// AvailabilityBySeed and ExtraWorkBySeed are each seed's own, in the
-	// order of the seeds, of which Availability and ExtraWork are the
-	// statistics: the ranking asks whether its choice holds without any
-	// one of them. Empty in an audit saved before they were kept.
-	AvailabilityBySeed []float64 `json:"availability_by_seed,omitempty"`
-	ExtraWorkBySeed    []float64 `json:"extra_work_by_seed,omitempty"`
-	P99MS              Stat      `json:"p99_ms"`
+	P99MS     Stat `json:"p99_ms"`
 	// PeakOfferedMultiplier is the load forecast: the most attempts per
 	// second offered to the dependency during the trigger ÷ its attempts
 	// per second in the 10 s before, mean over the seeds; nil without a
@@ -143,7 +137,6 @@ func (mx *matrix) verdicts(vs []variant, noneAt int, ds []replay.Degradation, se
 				}
 			}
 			vd.Availability, vd.ExtraWork, vd.P99MS = statOf(avail), statOf(extra), statOf(p99)
-			vd.AvailabilityBySeed, vd.ExtraWorkBySeed = avail, extra
 			if len(peaks) == len(mx.seeds) {
 				x := statOf(peaks).Mean
 				vd.PeakOfferedMultiplier = &x
