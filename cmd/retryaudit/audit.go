@@ -75,9 +75,12 @@ is below today's policies' (observed, or the better of observed+safe and
 observed+keys) beyond the seed spread, ranks the rest (never collapsing at the
 utilization you give with --utilization, or else the largest critical
 utilization; then availability; then least extra work, differences within
-the seed spread counting as ties; candidates tied on every key go to the
+the seed noise counting as ties; candidates tied on every key go to the
 least change from today's policies, then the fewest attempts allowed, and
-the sentence says what tied) and reports the capacity plan, then the
+the sentence says what tied; a choice that some seed set one seed smaller
+does not make is said to be within the seed noise, and today's policies
+are kept where such a set chooses them) and reports the capacity plan,
+then the
 recommendation as concrete changes edge by edge, then the topology, its
 findings and the detail of the first seed.
 

@@ -492,7 +492,7 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, ob
 			}
 		}
 	}
-	order, key := rank(st, given)
+	order, key := rankHeld(st, faults, given, baseline(cands, verdicts, ordinary))
 	for _, s := range order {
 		rec.Ranking = append(rec.Ranking, s.policy)
 	}

@@ -17,12 +17,15 @@
 // because headroom on a bad day does
 // not pay for availability lost every day; then the survivors rank by never
 // collapsing at the given utilization, or else the largest critical
-// utilization (the mean of each seed's own, with its 95% interval and the
-// search's resolution), then availability during the faults, then the
-// least extra work (their ranges over the seeds), each key keeping the
-// candidates whose intervals link to the top one's, differences within
-// them counting as ties; candidates tied on every key go to the least change
-// from today's policies, then to the fewest attempts allowed. Where the
+// utilization (the mean of each seed's own, with its 95% interval, at
+// least the audit's typical seed spread, and the search's resolution),
+// then availability during the faults, then the least extra work (their
+// ranges over the seeds), each key keeping the candidates whose intervals
+// link to the top one's, differences within them counting as ties; candidates tied on every key go to the least change from
+// today's policies, then to the fewest attempts allowed. A choice that
+// some seed set one seed smaller does not make is said to be within the
+// seed noise, and today's policies are kept where such a set chooses
+// them. Where the
 // traces retry more than the standard budget allows, a budget sized to
 // today's retry share is a candidate beside it.
 package audit

@@ -24,6 +24,10 @@ type standing struct {
 	// max: Min is critical.
 	seeds  []float64
 	bySeed Stat
+	// floor is the pooled standard deviation of the seeds' own critical
+	// utilizations over every candidate and degradation of the ranking
+	// (seedNoise): the least spread criticalCI grants one candidate's.
+	floor float64
 	// collapses: above its critical utilization somewhere, at the user's
 	// utilization; worst names where.
 	collapses bool
@@ -80,7 +84,46 @@ func standings(policies []string, vs []Verdict) []standing {
 		s.seeds, s.bySeed = seeds, statOf(seeds)
 		out = append(out, s)
 	}
+	// A seed's critical utilization is one search's (under the degradation
+	// where it is lowest), so the searches' seeds give its typical spread.
+	var crit [][]float64
+	for _, v := range vs {
+		if slices.Contains(policies, v.Policy) && v.CriticalSearched && len(v.CriticalBySeed) > 1 && !slices.Contains(v.CriticalBySeed, nil) {
+			crit = append(crit, bySeed(v))
+		}
+	}
+	floor := pooledSD(crit)
+	for i := range out {
+		out[i].floor = floor
+	}
 	return out
+}
+
+// pooledSD is the typical spread of the groups' figures: the median
+// over the groups of two figures or more of each one's standard
+// deviation: how much one seed's figure moves from another's in this
+// audit, over every candidate and degradation of the ranking, taken as
+// the floor of each candidate's own. The seeds of one candidate alone are
+// too few to say it: five seeds that all land on one step of the
+// critical-utilization search have no spread, and the next five may have
+// one. The median, not the mean of the variances, so that one noisy
+// group (a seed that recovers far above the others) does not widen every
+// candidate's interval. For critical utilizations the groups are the
+// searched verdicts whose every seed found its own (none recovered at
+// SearchHigh, where how far above it is unknown). 0 where no group has
+// two figures.
+func pooledSD(groups [][]float64) float64 {
+	var sds []float64
+	for _, xs := range groups {
+		if len(xs) > 1 {
+			sds = append(sds, stat.StdDev(xs, nil))
+		}
+	}
+	if len(sds) == 0 {
+		return 0
+	}
+	slices.Sort(sds)
+	return (sds[(len(sds)-1)/2] + sds[len(sds)/2]) / 2
 }
 
 // bySeed is v's critical utilization per seed, 1 where a seed recovered
@@ -115,12 +158,25 @@ const criticalTie = 2 * SearchTolerance
 // the verdict's figure, is an extreme value that one seed more or less
 // moves (a seed that recovers far above the others, or collapses far
 // below); their mean moves by a fifth of it, and the interval says by
-// how much it may. One seed, or seeds alike, leave the resolution alone.
+// how much it may. The spread is the candidate's own seeds', but never
+// less than the audit's pooled one (floor): seeds that happen to agree
+// do not make a figure surer than the simulation's noise allows. One
+// seed leaves the resolution alone.
 func (s standing) criticalCI() (mean, half float64) {
-	mean, sd := stat.MeanStdDev(s.seeds, nil)
-	half = criticalTie / 2
-	if n := float64(len(s.seeds)); n > 1 && sd > 0 {
-		half += distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975) * sd / math.Sqrt(n)
+	return meanCI(s.seeds, s.floor, criticalTie/2)
+}
+
+// meanCI is where the mean of the seeds' figures xs lies, with 95%
+// confidence (Student's t with one degree of freedom fewer than the
+// seeds), their spread taken as at least floor, widened by res: the mean
+// and half the interval's width.
+func meanCI(xs []float64, floor, res float64) (mean, half float64) {
+	mean, sd := stat.MeanStdDev(xs, nil)
+	half = res
+	if n := float64(len(xs)); n > 1 {
+		if sd = max(sd, floor); sd > 0 {
+			half += distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975) * sd / math.Sqrt(n)
+		}
 	}
 	return mean, half
 }
@@ -166,8 +222,8 @@ func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing
 // and the search's resolution (criticalCI); then by availability during
 // the faults; then by the least extra work, those two by their ranges
 // over the seeds. At each key the candidates kept are the top block
-// (topBlock) of those intervals: differences within them count as ties. Candidates
-// still tied are told apart by the least change from today's policies
+// (topBlock) of those intervals: differences within them count as ties.
+// Candidates still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,
 // for the winner, the key that decided against the runner-up.
@@ -184,6 +240,118 @@ func rank(cands []standing, given bool) ([]standing, string) {
 		left = slices.DeleteFunc(left, func(s standing) bool { return s.policy == pool[0].policy })
 	}
 	return out, decided
+}
+
+// rankHeld ranks the candidates (rank) and then asks whether the choice
+// rests on one seed's critical utilization: the verdicts are ranked
+// again without each seed's in turn (withoutSeed), each interval
+// recomputed from the seeds left. A choice some seed set one seed smaller does not make is within
+// the seed noise, as a rerun with other seeds may show: then today's
+// policies (base), where one of those seed sets chooses them and, with a
+// given utilization, they do not collapse at it, are kept (a change is
+// advised only where it holds on every such seed set, and the status quo
+// costs nothing to adopt); otherwise the choice stands. Either way the
+// key says so, with what each seed set chose. Fewer than three seeds, or
+// one candidate, are not asked.
+func rankHeld(cands []standing, vs []Verdict, given bool, base string) ([]standing, string) {
+	order, key := rank(cands, given)
+	n := 0
+	for _, v := range vs {
+		n = max(n, v.Seeds)
+	}
+	if len(order) < 2 || n < 3 {
+		return order, key
+	}
+	policies := make([]string, len(cands))
+	for i, s := range cands {
+		policies[i] = s.policy
+	}
+	var others, chose []string // what a seed set without one seed chose instead, and without which seeds
+	without := map[string][]string{}
+	for k := range n {
+		st := standings(policies, withoutSeed(vs, k))
+		for i := range st {
+			st[i].changed, st[i].attempts = cands[i].changed, cands[i].attempts
+		}
+		o, ok := rank(st, given)
+		if o[0].policy != order[0].policy {
+			other := fmt.Sprintf("%s (by %s)", o[0].policy, keyName(ok))
+			if _, ok := without[other]; !ok {
+				others = append(others, other)
+			}
+			without[other] = append(without[other], seedName(k))
+			chose = append(chose, o[0].policy)
+		}
+	}
+	if len(others) == 0 {
+		return order, key
+	}
+	for i, o := range others {
+		seeds := "any one seed"
+		if w := without[o]; len(w) < n {
+			seeds = "seed " + w[len(w)-1]
+			if len(w) > 1 {
+				seeds = "seed " + strings.Join(w[:len(w)-1], ", ") + " or " + w[len(w)-1]
+			}
+		}
+		others[i] = "without " + seeds + " " + o
+	}
+	noise := fmt.Sprintf("with all %d seeds %s (by %s), %s", n, order[0].policy, keyName(key), strings.Join(others, ", "))
+	more := fmt.Sprintf("more seeds (--seeds above %d) may decide it", n)
+	at := slices.IndexFunc(order, func(s standing) bool { return s.policy == base })
+	if at <= 0 || !slices.Contains(chose, base) || given && order[at].collapses {
+		return order, key + "; the choice is within the seed noise: " + noise + "; " + more
+	}
+	kept := append([]standing{order[at]}, slices.Delete(slices.Clone(order), at, at+1)...)
+	return kept, "keeping today's policies, the choice being within the seed noise: " + noise +
+		"; a change is advised only where every seed set one seed smaller makes it, and " + more
+}
+
+// withoutSeed is the verdicts as if seed k (counted from 0) had not been
+// run, for the critical utilization: its own left out of each verdict's,
+// the verdict's figure the lowest of the seeds left; with a given
+// utilization, whether the policy collapses there is judged again on
+// them. Availability and extra work keep their ranges over every seed: a
+// range over fewer seeds is narrower, so leaving one out would only ever
+// tell candidates further apart, which says nothing about the noise. A
+// verdict that keeps no critical utilizations by seed is left as it is.
+func withoutSeed(vs []Verdict, k int) []Verdict {
+	out := slices.Clone(vs)
+	for i := range out {
+		v := &out[i]
+		if !v.CriticalSearched || k >= len(v.CriticalBySeed) || len(v.CriticalBySeed) != v.Seeds {
+			continue
+		}
+		v.CriticalBySeed = slices.Delete(slices.Clone(v.CriticalBySeed), k, k+1)
+		v.CriticalUtilization = nil
+		for _, u := range v.CriticalBySeed {
+			if u != nil && (v.CriticalUtilization == nil || *u < *v.CriticalUtilization) {
+				v.CriticalUtilization = u
+			}
+		}
+		if v.UtilizationGiven {
+			v.Collapses = v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization
+		}
+		v.Seeds--
+	}
+	return out
+}
+
+// seedName names seed k of an audit (counted from 0) by the flag that
+// sets the first.
+func seedName(k int) string {
+	if k == 0 {
+		return "--seed"
+	}
+	return fmt.Sprintf("--seed+%d", k)
+}
+
+// keyName is a key of the ranking without its figures.
+func keyName(key string) string {
+	if i := strings.IndexAny(key, "(:;"); i > 0 {
+		return strings.TrimSpace(key[:i])
+	}
+	return key
 }
 
 // best narrows the candidates key by key and returns those left, in
@@ -339,23 +507,8 @@ func reason(w standing, key string, given bool, assumption string) string {
 // rules do not require. Without an ordinary day among the verdicts, or
 // without the baseline, nothing is ruled out.
 func ordinaryDayGate(cands []string, vs []Verdict, ordinary string) ([]string, []RuledOut) {
-	day := func(p string) (Stat, bool) {
-		i := slices.IndexFunc(vs, func(v Verdict) bool { return v.Degradation == ordinary && v.Policy == p })
-		if i < 0 {
-			return Stat{}, false
-		}
-		return vs[i].Availability, true
-	}
-	base := "observed"
-	if !slices.Contains(cands, base) {
-		base += SafeSuffix
-		keys := "observed" + KeysSuffix
-		k, kok := day(keys)
-		s, sok := day(base)
-		if kok && slices.Contains(cands, keys) && (!sok || !slices.Contains(cands, base) || k.Mean > s.Mean) {
-			base = keys
-		}
-	}
+	day := func(p string) (Stat, bool) { return ordinaryDay(vs, ordinary, p) }
+	base := baseline(cands, vs, ordinary)
 	b, ok := day(base)
 	if !ok || !slices.Contains(cands, base) {
 		return cands, nil
@@ -374,4 +527,32 @@ func ordinaryDayGate(cands []string, vs []Verdict, ordinary string) ([]string, [
 			ordinary, a.Mean, a.Min, a.Max, b.Mean, b.Min, b.Max, base)})
 	}
 	return kept, ruled
+}
+
+// ordinaryDay is policy p's availability on an ordinary day, if among
+// the verdicts.
+func ordinaryDay(vs []Verdict, ordinary, p string) (Stat, bool) {
+	i := slices.IndexFunc(vs, func(v Verdict) bool { return v.Degradation == ordinary && v.Policy == p })
+	if i < 0 {
+		return Stat{}, false
+	}
+	return vs[i].Availability, true
+}
+
+// baseline is today's policies among the candidates: observed, or, when
+// a safety rule ruled it out, the better on an ordinary day of
+// observed+safe and observed+keys (observed+safe without the day).
+func baseline(cands []string, vs []Verdict, ordinary string) string {
+	base := "observed"
+	if slices.Contains(cands, base) {
+		return base
+	}
+	base += SafeSuffix
+	keys := "observed" + KeysSuffix
+	k, kok := ordinaryDay(vs, ordinary, keys)
+	s, sok := ordinaryDay(vs, ordinary, base)
+	if kok && slices.Contains(cands, keys) && (!sok || !slices.Contains(cands, base) || k.Mean > s.Mean) {
+		base = keys
+	}
+	return base
 }

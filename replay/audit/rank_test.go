@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -67,7 +68,8 @@ func TestRank(t *testing.T) {
 			seeded(verdict("b", "d1", nil, good, little, false), 0.62, 0.71, 0.68),
 		}, []string{"b", "a"}, "availability during the faults", nil, nil},
 		{"ties chain: an interval linked to the best through another is in the top group", false, []Verdict{
-			// a 0.91 ±0.045, b 0.82 ±0.07, c 0.73 ±0.045 (apart from a), d 0.51 ±0.045.
+			// a 0.91 ±0.045, b 0.82 ±0.07, c 0.73 ±0.045 (apart from a), d 0.51
+			// ±0.045 (the typical spread, 0.01, is a's, c's and d's own).
 			seeded(verdict("a", "d1", nil, poor, little, false), 0.90, 0.92, 0.91),
 			seeded(verdict("b", "d1", nil, poor, little, false), 0.80, 0.84, 0.82),
 			seeded(verdict("c", "d1", nil, good, little, false), 0.72, 0.74, 0.73),
@@ -80,7 +82,7 @@ func TestRank(t *testing.T) {
 		{"each seed's worst degradation: per seed, the lowest over the degradations", false, []Verdict{
 			seeded(verdict("a", "d1", nil, good, little, false), 0.60, 1, 0.61), seeded(verdict("a", "d2", nil, good, little, false), 1, 0.60, 0.62),
 			seeded(verdict("b", "d1", nil, poor, little, false), 0.70, 0.72, 0.71), seeded(verdict("b", "d2", nil, poor, little, false), 0.70, 0.72, 0.71),
-		}, []string{"b", "a"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: b 0.71 ±0.04, seeds 0.70–0.72; the best of the rest a 0.60 ±0.03, seeds 0.60–0.61, below beyond both intervals)", nil, nil},
+		}, []string{"b", "a"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: b 0.71 ±0.04, seeds 0.70–0.72; the best of the rest a 0.60 ±0.04, seeds 0.60–0.61, below beyond both intervals)", nil, nil},
 		{"critical utilizations within 0.04 tie; availability decides", false, []Verdict{
 			verdict("a", "d1", ptr(0.62), poor, little, false),
 			verdict("b", "d1", ptr(0.60), good, little, false),
@@ -263,6 +265,226 @@ func TestOrdinaryDayGate(t *testing.T) {
 			order, _ := rank(standings(kept, c.verdicts), false)
 			if len(order) == 0 || order[0].policy != c.want {
 				t.Errorf("winner %v, want %s", order, c.want)
+			}
+		})
+	}
+}
+
+// bySeeds is a verdict with each seed's own critical utilization (1:
+// recovered at SearchHigh), availability and extra work, its statistics
+// those of the seeds.
+func bySeeds(policy, deg string, crit, avail, extra []float64) Verdict {
+	return seeded(verdict(policy, deg, nil, statOf(avail), statOf(extra), false), crit...)
+}
+
+// TestRankHeldAcrossSeedSets: the critical utilizations of additive-jitter
+// under its worst degradation (slow-shard of db) as the audits with first
+// seeds 1, 11 and 21 found them, five seeds each; availability and extra
+// work hand-built around theirs (everywhere 0.995, today's 0.94). With
+// first seed 21 everywhere's five seeds all read 0.71: alone, its interval
+// was the search's ±0.02, below observed's, and observed won on critical
+// utilization where the other two sets chose everywhere on availability.
+// The typical spread of the audit's seeds (here a candidate's and another
+// degradation's) is the floor of its interval now: the three sets agree.
+// A real difference still decides, and holds without any one seed: with
+// everywhere's critical utilization near 0.50 observed wins on it in
+// every set.
+func TestRankHeldAcrossSeedSets(t *testing.T) {
+	sets := []struct {
+		first               int
+		observed, everywhre []float64
+	}{
+		{1, []float64{0.77, 0.77, 0.74, 0.74, 0.77}, []float64{0.74, 0.74, 0.71, 0.74, 0.68}},
+		{11, []float64{0.77, 0.71, 0.80, 0.74, 0.74}, []float64{0.74, 0.68, 0.74, 0.74, 0.71}},
+		{21, []float64{0.77, 0.80, 0.80, 0.77, 0.77}, []float64{0.71, 0.71, 0.71, 0.71, 0.71}},
+	}
+	availObs, availEvery := []float64{0.937, 0.949, 0.940, 0.932, 0.944}, []float64{0.995, 0.995, 0.994, 0.995, 0.996}
+	extra := []float64{0.20, 0.22, 0.21, 0.19, 0.21}
+	lower := func(xs []float64, by float64) []float64 {
+		out := make([]float64, len(xs))
+		for i, x := range xs {
+			out[i] = x - by
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		shift   float64 // taken off everywhere's critical utilizations
+		want    string
+		keyHead string
+	}{
+		{"a step of the search apart: tied, availability decides", 0, "everywhere", "availability during the faults"},
+		{"0.2 apart: critical utilization decides", 0.2, "observed", "critical utilization (the mean of each seed's own"},
+	} {
+		for _, set := range sets {
+			t.Run(fmt.Sprintf("%s, first seed %d", c.name, set.first), func(t *testing.T) {
+				vs := []Verdict{
+					bySeeds("observed", "slow-shard", set.observed, availObs, extra),
+					bySeeds("observed", "outage", []float64{1, 1, 1, 1, 1}, availObs, extra),
+					bySeeds("everywhere", "slow-shard", lower(set.everywhre, c.shift), availEvery, extra),
+					bySeeds("everywhere", "outage", []float64{0.90, 0.88, 0.90, 0.92, 0.90}, availEvery, extra),
+				}
+				st := standings([]string{"observed", "everywhere"}, vs)
+				st[1].changed = 3
+				order, key := rankHeld(st, vs, false, "observed")
+				if order[0].policy != c.want || !strings.HasPrefix(key, c.keyHead) {
+					t.Errorf("%s decided by %q, want %s by %s…", order[0].policy, key, c.want, c.keyHead)
+				}
+			})
+		}
+	}
+}
+
+// withCollapse is v judged at a given utilization u with each seed's own
+// critical utilization crit.
+func withCollapse(v Verdict, u float64, crit ...float64) Verdict {
+	v = seeded(v, crit...)
+	v.Utilization, v.UtilizationGiven = u, true
+	v.Collapses = v.CriticalUtilization != nil && u > *v.CriticalUtilization
+	return v
+}
+
+// TestRankHeld pins what happens when the choice rests on one seed: the
+// ranking is redone without each seed in turn; where a seed set one seed
+// smaller chooses today's policies, they are kept, and where none does,
+// the choice stands; either way the reason says it is within the seed
+// noise and what each seed set chose. A choice every such set makes is
+// left as it is.
+func TestRankHeld(t *testing.T) {
+	one := []float64{1, 1, 1, 1, 1}
+	little := []float64{0.01, 0.01, 0.01, 0.01, 0.01}
+	for _, c := range []struct {
+		name     string
+		given    bool
+		verdicts []Verdict
+		base     string
+		want     []string
+		key      string
+	}{
+		{"every seed set one seed smaller agrees: left as it is", false, []Verdict{
+			bySeeds("observed", "d1", one, []float64{0.90, 0.91, 0.92, 0.91, 0.90}, little),
+			bySeeds("budget", "d1", one, []float64{0.97, 0.98, 0.97, 0.98, 0.97}, little),
+		}, "observed", []string{"budget", "observed"}, "availability during the faults"},
+		// budget's critical utilizations are 0.07 above observed's seed by
+		// seed: 0.68 ±0.032 against 0.61 ±0.032 with five seeds, apart; with
+		// four, ±0.038, they overlap, availability ties, and the least
+		// change keeps observed.
+		{"a seed set one seed smaller keeps today's policies: kept", false, []Verdict{
+			bySeeds("observed", "d1", []float64{0.60, 0.62, 0.61, 0.60, 0.62}, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little),
+			bySeeds("budget", "d1", []float64{0.67, 0.69, 0.68, 0.67, 0.69}, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little),
+		}, "observed", []string{"observed", "budget"}, "keeping today's policies, the choice being within the seed noise: with all 5 seeds budget (by critical utilization), " +
+			"without any one seed observed (by the least change from today's policies); a change is advised only where every seed set one seed smaller makes it, and more seeds (--seeds above 5) may decide it"},
+		{"the same, today's policies being observed+keys", false, []Verdict{
+			bySeeds("observed+keys", "d1", []float64{0.60, 0.62, 0.61, 0.60, 0.62}, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little),
+			bySeeds("budget", "d1", []float64{0.67, 0.69, 0.68, 0.67, 0.69}, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little),
+		}, "observed+keys", []string{"observed+keys", "budget"}, "keeping today's policies, the choice being within the seed noise: with all 5 seeds budget (by critical utilization), " +
+			"without any one seed observed+keys (by the least change from today's policies); a change is advised only where every seed set one seed smaller makes it, and more seeds (--seeds above 5) may decide it"},
+		{"a seed set one seed smaller chooses another change: the choice stands, said", false, []Verdict{
+			bySeeds("observed", "d1", []float64{0.30, 0.32, 0.31, 0.30, 0.32}, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little),
+			bySeeds("budget", "d1", []float64{0.60, 0.62, 0.61, 0.60, 0.62}, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little),
+			bySeeds("everywhere", "d1", []float64{0.67, 0.69, 0.68, 0.67, 0.69}, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little),
+		}, "observed", []string{"everywhere", "budget", "observed"}, "critical utilization (the mean of each seed's own under its worst degradation, ±95% confidence and the search's ±0.02: " +
+			"everywhere 0.68 ±0.03, seeds 0.67–0.69; the best of the rest budget 0.61 ±0.03, seeds 0.60–0.62, below beyond both intervals); the choice is within the seed noise: " +
+			"with all 5 seeds everywhere (by critical utilization), without any one seed budget (by the least change from today's policies); more seeds (--seeds above 5) may decide it"},
+		{"with a given utilization today's policies collapsing at it are not kept", true, []Verdict{
+			withCollapse(bySeeds("observed", "d1", one, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little), 0.5, 0.45, 0.46, 0.40, 0.55, 0.60),
+			withCollapse(bySeeds("budget", "d1", one, []float64{0.940, 0.965, 0.950, 0.940, 0.955}, little), 0.5, 0.70, 0.72, 0.71, 0.70, 0.72),
+		}, "observed", []string{"budget", "observed"}, "never collapsing at the given utilization"},
+		// Seed --seed+4 alone collapses under observed at 0.5: without it
+		// observed would be kept, but with every seed it collapses at the
+		// user's utilization, and keeping it would be unsafe advice.
+		{"one seed makes today's policies collapse at a given utilization: not kept, said", true, []Verdict{
+			withCollapse(bySeeds("observed", "d1", one, []float64{0.930, 0.935, 0.930, 0.940, 0.935}, little), 0.5, 0.55, 0.56, 0.60, 0.55, 0.45),
+			withCollapse(bySeeds("budget", "d1", one, []float64{0.940, 0.965, 0.950, 0.940, 0.955}, little), 0.5, 0.70, 0.72, 0.71, 0.70, 0.72),
+		}, "observed", []string{"budget", "observed"}, "never collapsing at the given utilization; the choice is within the seed noise: with all 5 seeds budget (by never collapsing at the given utilization), " +
+			"without seed --seed+4 observed (by the least change from today's policies); more seeds (--seeds above 5) may decide it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var policies []string
+			for _, v := range c.verdicts {
+				if !slices.Contains(policies, v.Policy) {
+					policies = append(policies, v.Policy)
+				}
+			}
+			st := standings(policies, c.verdicts)
+			for i := range st {
+				if st[i].policy == "budget" {
+					st[i].changed = 1
+				}
+				if st[i].policy == "everywhere" {
+					st[i].changed = 3
+				}
+			}
+			order, key := rankHeld(st, c.verdicts, c.given, c.base)
+			var got []string
+			for _, s := range order {
+				got = append(got, s.policy)
+			}
+			if !slices.Equal(got, c.want) || key != c.key {
+				t.Errorf("rank = %v decided by %q,\nwant %v by %q", got, key, c.want, c.key)
+			}
+		})
+	}
+}
+
+// TestWithoutSeed: a verdict without one of its seeds has the critical
+// utilizations of the seeds left (its figure their lowest, collapse at a
+// given utilization judged again) and its ranges over every seed; the
+// verdict it came from is left as it was; one that keeps no critical
+// utilizations by seed is left as it is.
+func TestWithoutSeed(t *testing.T) {
+	avail, extra := Stat{0.9, 0.8, 1}, Stat{0.2, 0.1, 0.3}
+	full := seeded(verdict("a", "d1", nil, avail, extra, false), 0.5, 1, 0.4)
+	full.Utilization, full.UtilizationGiven, full.Collapses = 0.45, true, true
+	bare := verdict("b", "d1", ptr(0.3), avail, extra, false)
+	for _, c := range []struct {
+		name      string
+		in        Verdict
+		k         int
+		crit      *float64
+		collapses bool
+		seeds     int
+	}{
+		{"the lowest left out: the next is the figure, no collapse at 0.45", full, 2, ptr(0.5), false, 2},
+		{"the lowest kept", full, 0, ptr(0.4), true, 2},
+		{"no critical utilizations by seed: left as it is", bare, 1, ptr(0.3), false, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := slices.Clone(c.in.CriticalBySeed)
+			got := withoutSeed([]Verdict{c.in}, c.k)[0]
+			if (got.CriticalUtilization == nil) != (c.crit == nil) || c.crit != nil && *got.CriticalUtilization != *c.crit ||
+				!statNear(got.Availability, avail) || !statNear(got.ExtraWork, extra) || got.Collapses != c.collapses || got.Seeds != c.seeds {
+				t.Errorf("got critical %v, availability %v, extra work %v, collapses %v, %d seeds; want %v, %v, %v, %v, %d",
+					got.CriticalUtilization, got.Availability, got.ExtraWork, got.Collapses, got.Seeds, c.crit, avail, extra, c.collapses, c.seeds)
+			}
+			if !slices.Equal(c.in.CriticalBySeed, before) {
+				t.Errorf("the verdict it came from changed: %v", c.in)
+			}
+		})
+	}
+}
+
+func statNear(a, b Stat) bool {
+	return math.Abs(a.Mean-b.Mean) < 1e-12 && math.Abs(a.Min-b.Min) < 1e-12 && math.Abs(a.Max-b.Max) < 1e-12
+}
+
+// TestPooledSD: the typical spread is the median of the groups' own
+// standard deviations, groups of one left out, so one noisy group does
+// not set it.
+func TestPooledSD(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		groups [][]float64
+		want   float64
+	}{
+		{"none", nil, 0},
+		{"groups of one say nothing", [][]float64{{0.7}, {0.9}}, 0},
+		{"odd: the middle one", [][]float64{{0.7, 0.7, 0.7}, {0.70, 0.74}, {0.3, 0.95, 0.3}}, 0.04 / math.Sqrt2},
+		{"even: the middle two's mean", [][]float64{{0.7, 0.7}, {0.70, 0.74}, {0.70, 0.72}, {0.3, 0.95}}, 0.03 / math.Sqrt2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := pooledSD(c.groups); math.Abs(got-c.want) > 1e-12 {
+				t.Errorf("pooledSD = %g, want %g", got, c.want)
 			}
 		})
 	}
