@@ -25,23 +25,8 @@ func TestRetryTransit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := single("server", 64, Constant(0.001), 0, 0, Policy{MaxAttempts: 2, Backoff: Backoff{Kind: BackoffConstant, Base: 0.005}})
-			for i := range 100 {
-				m.Arrivals = append(m.Arrivals, Arrival{At: float64(i) / 100})
-			}
-			m.Period = 1
 			m.Edges[0].Transit, m.Edges[0].RetryTransit = tc.transit, tc.retry
-			if tc.firstFails {
-				m.Edges[0].Fail = &Failures{First: Mix{Fail: 1}, FirstAfterFailure: Mix{Fail: 1}, FirstAfterOtherFailure: Mix{Fail: 1}}
-			}
-			r := mustRun(t, m, schedule(), RunConfig{Seed: 1, Duration: 1})
-			if r.RootRequests != 100 || r.ServerErrors != 0 {
-				t.Fatalf("%d server errors of %d root requests; want none of 100", r.ServerErrors, r.RootRequests)
-			}
-			for _, got := range []float64{r.P50MS, r.P99MS} {
-				if math.Abs(got-tc.wantMS) > 1e-6 {
-					t.Errorf("latency %.6f ms (p50 %.6f, p99 %.6f), want %.6f", got, r.P50MS, r.P99MS, tc.wantMS)
-				}
-			}
+			wantLatency(t, m, tc.firstFails, tc.wantMS)
 		})
 	}
 }
@@ -72,24 +57,9 @@ func TestRetryWork(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := single("server", 64, Constant(0.001), 0, 0, tc.policy)
-			for i := range 100 {
-				m.Arrivals = append(m.Arrivals, Arrival{At: float64(i) / 100})
-			}
-			m.Period = 1
 			m.Edges[0].Work, m.Edges[0].RetryWork = tc.work, tc.retryWork
 			m.Services[1].Ops[0].FailTime = tc.failTime
-			if tc.firstFails {
-				m.Edges[0].Fail = &Failures{First: Mix{Fail: 1}, FirstAfterFailure: Mix{Fail: 1}, FirstAfterOtherFailure: Mix{Fail: 1}}
-			}
-			r := mustRun(t, m, schedule(), RunConfig{Seed: 1, Duration: 1})
-			if r.RootRequests != 100 || r.ServerErrors != 0 {
-				t.Fatalf("%d server errors of %d root requests; want none of 100", r.ServerErrors, r.RootRequests)
-			}
-			for _, got := range []float64{r.P50MS, r.P99MS} {
-				if math.Abs(got-tc.wantMS) > 1e-6 {
-					t.Errorf("latency %.6f ms (p50 %.6f, p99 %.6f), want %.6f", got, r.P50MS, r.P99MS, tc.wantMS)
-				}
-			}
+			wantLatency(t, m, tc.firstFails, tc.wantMS)
 		})
 	}
 }
@@ -167,5 +137,28 @@ func TestRetryWorkFromTopology(t *testing.T) {
 				t.Errorf("notes on the edge's work: %q, want one saying %q", notes, tc.note)
 			}
 		})
+	}
+}
+
+// wantLatency runs model m (one caller edge, constant times) under 100
+// root requests 10 ms apart, the edge's first attempts failing where
+// firstFails, and requires every request to succeed in exactly wantMS.
+func wantLatency(t *testing.T, m *Model, firstFails bool, wantMS float64) {
+	t.Helper()
+	for i := range 100 {
+		m.Arrivals = append(m.Arrivals, Arrival{At: float64(i) / 100})
+	}
+	m.Period = 1
+	if firstFails {
+		m.Edges[0].Fail = &Failures{First: Mix{Fail: 1}, FirstAfterFailure: Mix{Fail: 1}, FirstAfterOtherFailure: Mix{Fail: 1}}
+	}
+	r := mustRun(t, m, schedule(), RunConfig{Seed: 1, Duration: 1})
+	if r.RootRequests != 100 || r.ServerErrors != 0 {
+		t.Fatalf("%d server errors of %d root requests; want none of 100", r.ServerErrors, r.RootRequests)
+	}
+	for _, got := range []float64{r.P50MS, r.P99MS} {
+		if math.Abs(got-wantMS) > 1e-6 {
+			t.Errorf("latency %.6f ms (p50 %.6f, p99 %.6f), want %.6f", got, r.P50MS, r.P99MS, wantMS)
+		}
 	}
 }
