@@ -487,6 +487,11 @@ func reason(w standing, key string, given bool, assumption string) string {
 		extra = "0.00"
 	}
 	fmt.Fprintf(&b, ", with availability %.3f (%.3f–%.3f over the seeds) and extra work %s; decided by %s", w.avail.Mean, w.avail.Min, w.avail.Max, extra, key)
+	if !given && w.collapses {
+		// The best policy is not enough at the model's own utilization:
+		// say so, or the reader takes "run X" for "X keeps you up today".
+		fmt.Fprintf(&b, "; at the model's own utilization it stays collapsed after the trigger under %s (the capacity plan's verdict): there it is not enough, and the degraded dependency needs the capacity to run below its critical utilization", w.worst)
+	}
 	if assumption != "" {
 		b.WriteString("; " + assumption)
 	}

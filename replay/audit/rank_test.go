@@ -489,3 +489,33 @@ func TestPooledSD(t *testing.T) {
 		})
 	}
 }
+
+// TestReasonSaysCollapseToday: a recommendation judged at the model's own
+// utilization says so when the chosen policy itself stays collapsed there
+// under some degradation (run X must not read as "X keeps you up today"),
+// naming the degradation; it says nothing of the kind when the policy
+// recovers there, and at a given utilization the sentence that opens the
+// reason already says it.
+func TestReasonSaysCollapseToday(t *testing.T) {
+	const clause = "at the model's own utilization it stays collapsed after the trigger under slow-shard:svc=db"
+	w := standing{policy: "budget", critical: 0.29, criticalAt: "slow-shard:svc=db", bySeed: Stat{0.3, 0.29, 0.32},
+		avail: Stat{0.8, 0.7, 0.9}, extra: Stat{0.1, 0, 0.2}}
+	for _, tc := range []struct {
+		name             string
+		collapses, given bool
+		want             bool
+	}{
+		{"collapses at the model's utilization", true, false, true},
+		{"recovers at the model's utilization", false, false, false},
+		{"collapses at the given utilization", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := w
+			w.collapses, w.worst = tc.collapses, "slow-shard:svc=db"
+			got := reason(w, "availability during the faults", tc.given, "")
+			if strings.Contains(got, clause) != tc.want {
+				t.Errorf("reason %q: contains %q = %v, want %v", got, clause, !tc.want, tc.want)
+			}
+		})
+	}
+}
