@@ -276,6 +276,18 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				m.Assumed = append(m.Assumed, laterNote(e, "spend other times outside the callee", "", e.RetryTransit, e.FirstTransitQuantilesMS, e.RetryTransitQuantilesMS, drawnApart))
 			}
 		}
+		if e.Evidence == "below-instrumentation" && ed.Transit != nil && ed.RetryTransit == nil {
+			// The attempts a library sent below the instrumentation share one
+			// client span, whose time outside the callee's spans is the
+			// call's (the span opening before the first request leaves,
+			// closing after the answer): the waits read between the
+			// callee's spans already carry each later attempt's way out and
+			// back, so they add no transit of their own.
+			ed.RetryTransit = Constant(0)
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: attempts after the first were read below the instrumentation (the callee's spans under one client span): "+
+				"the transit is drawn once a call, for its first attempt; the waits between the callee's spans carry the later attempts' way out and back",
+				e.Caller, e.Callee, e.Operation))
+		}
 		if br := e.Breaker; br != nil && br.ProxyShed > 0 {
 			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: the caller's sidecar refused %d attempts at its circuit breaker's limits (Envoy UO): "+
 				"a concurrency limit the traces do not size, so it is not simulated as a limit; those fast failures are replayed in the edge's outcome mix",

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,5 +161,49 @@ func wantLatency(t *testing.T, m *Model, firstFails bool, wantMS float64) {
 		if math.Abs(got-wantMS) > 1e-6 {
 			t.Errorf("latency %.6f ms (p50 %.6f, p99 %.6f), want %.6f", got, r.P50MS, r.P99MS, wantMS)
 		}
+	}
+}
+
+// TestTransitOnceBelowInstrumentation: where an edge's attempts were read
+// below the instrumentation (the callee's spans under one client span),
+// the model draws the edge's transit for a call's first attempt only
+// (later attempts add none, with a note), since the waits between the
+// callee's spans carry their way out and back; an edge whose attempts
+// each have a client span of their own keeps drawing it for every
+// attempt, without the note.
+func TestTransitOnceBelowInstrumentation(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, caller, callee string
+		once                     bool
+	}{
+		{"grpc-js-retry", "front", "stock", true},
+		{"retry-below-otelhttp", "inventory", "db", true},
+		{"fibonacci", "inventory", "db", false},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			m, err := FromTopology(sampleTopology(t, tc.scenario), BuildOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ed *Edge
+			for i := range m.Edges {
+				if e := &m.Edges[i]; m.Services[e.Caller].Name == tc.caller && m.Services[e.Callee].Name == tc.callee {
+					ed = e
+				}
+			}
+			if ed == nil || ed.Transit == nil {
+				t.Fatalf("no model edge %s → %s with a transit: %+v", tc.caller, tc.callee, ed)
+			}
+			once := ed.RetryTransit != nil && ed.RetryTransit.Mean() == 0
+			if once != tc.once {
+				t.Errorf("later attempts' transit %v, want none of their own %v", ed.RetryTransit, tc.once)
+			}
+			noted := slices.ContainsFunc(m.Assumed, func(n string) bool {
+				return strings.HasPrefix(n, tc.caller+" → "+tc.callee) && strings.Contains(n, "the transit is drawn once a call")
+			})
+			if noted != tc.once {
+				t.Errorf("note on the transit drawn once: %v, want %v", noted, tc.once)
+			}
+		})
 	}
 }
