@@ -514,7 +514,7 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 			g := groupOf(groupKey{callee, op, true})
 			g.calls = joinAttempt(ix, g.calls, a, sp, func() *call {
 				return ix.newCall(call{from: p, proxy: forwarded,
-					name: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: op, evidence: "below-instrumentation"})})
+					name: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: op, evidence: EvidenceBelow})})
 			})
 			continue
 		}
@@ -928,7 +928,7 @@ const maxSynthetic = 64
 
 func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	sp := &ix.spans[c]
-	n := callName{method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "below-instrumentation"}
+	n := callName{method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: EvidenceBelow}
 	cl := ix.newCall(call{from: p, proxy: sp.Has(ingest.FlagProxy), limit: sp.Has(ingest.FlagRetryLimit)})
 	if len(servers) == 0 {
 		n.callee, n.op = names.resolve(ix, c, -1)
@@ -1003,6 +1003,15 @@ func (ix *index) lateConcurrent(as []attempt, k int) bool {
 		}
 	}
 	return false
+}
+
+// sentConcurrently reports whether attempt k of a call (as) was sent while
+// an earlier attempt of the call still ran: it began before the attempt
+// just before it ended, or it reached the callee after an earlier one
+// had already succeeded there (lateConcurrent). A retry waits for its
+// predecessor to fail; such an attempt is a hedge.
+func (ix *index) sentConcurrently(as []attempt, k int) bool {
+	return k > 0 && (ix.spans[as[k].span].Start+overlapTolerance < ix.spans[as[k-1].span].End || ix.lateConcurrent(as, k))
 }
 
 // concurrentAttempts reads hedging from the callee's spans of one request

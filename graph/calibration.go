@@ -777,10 +777,10 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 		for k := range as {
 			a := &as[k]
 			// idx is the attempt's index as its outcome is counted: a
-			// hedge, sent while the attempt before it still ran, followed
-			// no failure of its call, and counts as a first attempt.
+			// hedge followed no failure of its call, and counts as a first
+			// attempt.
 			idx := k
-			if c.hedged && k > 0 && (ix.spans[a.span].Start+overlapTolerance < ix.spans[as[k-1].span].End || ix.lateConcurrent(as, k)) {
+			if c.hedged && ix.sentConcurrently(as, k) {
 				idx = 0
 			}
 			if a.retryAfter >= 0 && a.outcome.failed() {

@@ -390,7 +390,7 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 		// share of the edge's answered attempts, client span less server
 		// span. Waits read between client spans hold none.
 		roundTrip := 0.0
-		if legs := st.legs.values(); e.Evidence == "below-instrumentation" && len(legs) > 0 {
+		if legs := st.legs.values(); e.Evidence == EvidenceBelow && len(legs) > 0 {
 			slices.Sort(legs)
 			roundTrip = quantile(legs, 0.5)
 		}

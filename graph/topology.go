@@ -116,6 +116,12 @@ type Operation struct {
 	Summarized map[string]Summary `json:"summarized,omitempty"`
 }
 
+// EvidenceBelow is Edge.Evidence where a library sent the attempts below
+// the instrumentation: the callee's spans under one client span (or under
+// a caller span with no client span, a proxy's), which the replay reads
+// too (the call's transit is drawn once, for its first attempt).
+const EvidenceBelow = "below-instrumentation"
+
 // Edge is one caller → callee operation with the retry policy inferred for it.
 type Edge struct {
 	Caller    string `json:"caller"`

@@ -276,7 +276,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				m.Assumed = append(m.Assumed, laterNote(e, "spend other times outside the callee", "", e.RetryTransit, e.FirstTransitQuantilesMS, e.RetryTransitQuantilesMS, drawnApart))
 			}
 		}
-		if e.Evidence == "below-instrumentation" && ed.Transit != nil && ed.RetryTransit == nil {
+		if e.Evidence == graph.EvidenceBelow && ed.Transit != nil && ed.RetryTransit == nil {
 			// The attempts a library sent below the instrumentation share one
 			// client span, whose time outside the callee's spans is the
 			// call's (the span opening before the first request leaves,

@@ -581,8 +581,7 @@ func (l *probeLog) add(u float64, si int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.made[probeAt{u, si}] = true
-	close(l.more)
-	l.more = make(chan struct{})
+	l.changed()
 }
 
 // end logs that the search is over.
@@ -590,6 +589,11 @@ func (l *probeLog) end() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.over = true
+	l.changed()
+}
+
+// changed wakes every makes waiting on the log; l.mu is held.
+func (l *probeLog) changed() {
 	close(l.more)
 	l.more = make(chan struct{})
 }
