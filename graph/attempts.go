@@ -957,8 +957,12 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	if tries := int(ix.set.Extra(sp).RetryCount) + 1; tries > len(servers) {
 		cl.missing = int32(tries - len(servers))
 	}
+	silent := ix.silentServers(c, servers)
 	for i, s := range servers {
 		o, status := classify(ix, s, s)
+		if silent && o == outcomeOK && ix.unanswered(s) {
+			o, status = outcomeRetryable, labelNoResponse
+		}
 		srv := &ix.spans[s]
 		nth := int32(i)
 		if cl.missing > 0 {
@@ -979,6 +983,32 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		}
 	}
 	return cl
+}
+
+// unanswered reports whether server span s, of an HTTP request, records
+// no answer: no status code, and no error status.
+func (ix *index) unanswered(s int32) bool {
+	sp := &ix.spans[s]
+	return sp.Kind == ingest.KindServer && sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent &&
+		sp.Status != ingest.StatusError && httpMethod(ix.str(sp.Method))
+}
+
+// silentServers reports whether a server span without a status code among
+// servers (the callee's spans of one request under client span c) sent
+// no answer: HTTP instrumentations record the status code of every
+// response sent (OpenTelemetry's conventions: if and only if one was
+// sent), which a sibling that carries one shows this callee's does, and
+// an HTTP client span without one got no answer at all. A handler that
+// aborts, or a connection closed under it, ends its span so (Go's otelhttp
+// after http.ErrAbortHandler), and the client sends the request again:
+// net/http's Transport resends a GET at once on a new connection, a
+// hedging library sends its next request.
+func (ix *index) silentServers(c int32, servers []int32) bool {
+	cl := &ix.spans[c]
+	if cl.Kind == ingest.KindClient && cl.HTTPStatus == 0 && httpMethod(ix.str(cl.Method)) {
+		return true
+	}
+	return slices.ContainsFunc(servers, func(s int32) bool { return ix.spans[s].HTTPStatus != 0 })
 }
 
 // lateConcurrent reports whether attempt k of a call read below the

@@ -289,3 +289,95 @@ func TestLateConcurrentAttempts(t *testing.T) {
 		})
 	}
 }
+
+// wire is one request a library below the instrumentation sent over HTTP:
+// the callee's SERVER span, {start, duration} in ms from the call's start,
+// answered with HTTP status code (0: the span ends without one).
+type wire struct {
+	start, dur float64
+	code       int
+}
+
+// httpBelowCall adds one GET from parent to db whose requests a library
+// below the instrumentation sent: one CLIENT span, ending at end (ms from
+// at) with status code answer (0: no answer reached it, an EOF), and under
+// it one db SERVER span per request.
+func httpBelowCall(b *builder, parent int, at, end float64, answer int, reqs []wire) {
+	opts := []opt{method("GET"), target("http://db/db/stock/1")}
+	if answer != 0 {
+		opts = append(opts, httpStatus(answer))
+	} else {
+		opts = append(opts, failed("EOF"))
+	}
+	c := b.client(parent, "db", at, end, opts...)
+	for _, r := range reqs {
+		sopts := []opt{method("GET")}
+		if r.code != 0 {
+			sopts = append(sopts, httpStatus(r.code))
+		}
+		b.server(c, "db", "GET /db/stock/{sku}", at+0.1+r.start, r.dur, sopts...)
+	}
+}
+
+// TestUnansweredBelowInstrumentation: an HTTP SERVER span that ends
+// without a status code sent no answer (a handler that aborted, a
+// connection closed under it) where the callee's instrumentation is seen
+// to record codes (a sibling span under the same client span carries one)
+// or the client span got no answer either. The request sent right after
+// it is sent again after a failure, at once (net/http resending a GET on
+// a new connection, a hedging library's next request), not a hedge that
+// reached the callee late after an OK answer; without either evidence a
+// span without a code stays an answer.
+func TestUnansweredBelowInstrumentation(t *testing.T) {
+	aborted := []wire{{0, 0.1, 0}, {0.3, 0.1, 200}}                     // aborted, sent again at once, answered
+	abortedTwice := []wire{{0, 0.1, 0}, {0.3, 0.1, 0}, {0.6, 0.1, 200}} // the same after two aborts
+	hedgeAborted := []wire{{0, 150, 200}, {25, 0.1, 0}, {25.3, 0.1, 200}}
+	for _, tc := range []struct {
+		name    string
+		calls   [][]wire
+		ends    []float64 // when each call's client span ends (ms)
+		answers []int     // its status code, 0 for none (EOF)
+		retries bool
+		hedged  int     // calls read as hedged
+		delay   float64 // their delay (ms)
+		unknown int     // hedged calls that show no delay
+		retried []string
+	}{
+		{name: "an answer-less span beside an answered one failed: the next request is a retry at once",
+			calls: [][]wire{aborted, abortedTwice, aborted, {{0, 0.1, 200}}}, ends: []float64{0.6, 0.9, 0.6, 0.3}, answers: []int{200, 200, 200, 200},
+			retries: true, retried: []string{"no response"}},
+		{name: "a client span without an answer: every span without a code under it failed",
+			calls: [][]wire{{{0, 0.1, 0}, {0.3, 0.1, 0}}, aborted, {{0, 0.1, 200}}}, ends: []float64{0.6, 0.6, 0.3}, answers: []int{0, 200, 200},
+			retries: true, retried: []string{"no response"}},
+		{name: "a hedge that got no answer, sent again at once: the call is hedged after the delay",
+			calls: [][]wire{hedgeAborted, hedgeAborted, {{0, 0.1, 200}}}, ends: []float64{26, 26, 0.3}, answers: []int{200, 200, 200},
+			hedged: 2, delay: 25, retried: []string{}}, // a hedged call's requests count as hedging's, not as retries
+		{name: "no code anywhere and an answered client: no evidence, the spans stay answers",
+			calls: [][]wire{{{0, 0.1, 0}, {0.3, 0.1, 0}}, {{0, 0.1, 0}}}, ends: []float64{0.6, 0.3}, answers: []int{200, 200},
+			hedged: 1, unknown: 1, retried: []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, len(tc.calls), "inventory", func(root, i int) { httpBelowCall(b, root, 1, tc.ends[i], tc.answers[i], tc.calls[i]) })
+			e := edge(t, b.infer(), "inventory", "db")
+			wantEq(t, "calls", e.Calls, len(tc.calls))
+			wantEq(t, "retries", e.Retries, tc.retries)
+			if !slices.Equal(e.RetriedStatus, tc.retried) {
+				t.Errorf("retried statuses %q, want %q", e.RetriedStatus, tc.retried)
+			}
+			if tc.retries {
+				wantEq(t, "backoff", e.Backoff.Kind, BackoffImmediate)
+			}
+			switch h := e.Hedging; {
+			case tc.hedged == 0 && h != nil:
+				t.Errorf("hedging %+v, want none", *h)
+			case tc.hedged > 0 && h == nil:
+				t.Errorf("no hedging, want %d hedged calls", tc.hedged)
+			case tc.hedged > 0:
+				wantEq(t, "hedged calls", h.Calls, tc.hedged)
+				wantEq(t, "hedge delay", h.DelayMS, tc.delay)
+				wantEq(t, "hedged calls that show no delay", h.DelayUnknown, tc.unknown)
+			}
+		})
+	}
+}

@@ -170,6 +170,13 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 			return nil, b.String(), fmt.Errorf("too few retries for inference, nothing written:\n%w", err)
 		}
 	}
+	if sc.CountAtCallee {
+		for _, c := range m.callers {
+			if c.edge.Policy.Hedge != nil {
+				c.stats.received = m.faults.receivedBy(c.edge.Callee, c.edge.Route)
+			}
+		}
+	}
 	t, err := buildTruth(sc, m.callers)
 	if err != nil {
 		return nil, b.String(), err
