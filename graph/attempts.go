@@ -551,7 +551,13 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 			servers = ix.serverChildren(tries[0]) // one try through the sidecar: the application's attempt
 		}
 		if len(servers) > 1 && sameOperation(ix, servers) || ix.set.Extra(sp).RetryCount > 0 {
-			out = append(out, ix.belowCall(names, p, c, servers))
+			bc := ix.belowCall(names, p, c, servers)
+			if len(servers) == 0 {
+				out = append(out, bc) // attempts counted by a retry counter: no times to join by
+				continue
+			}
+			g := groupOf(groupKey{ix.nameOf(bc).callee, ix.clientOpName(c), false})
+			g.calls = joinBelow(ix, g.calls, bc)
 			continue
 		}
 		server := int32(-1)
@@ -699,6 +705,70 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 	}
 	ix.addAttempts(cur, a)
 	return calls
+}
+
+// joinBelow adds bc, a call whose requests a library below the
+// instrumentation sent under one client span, to the calls of its group.
+// A layer above may send the same request again through that library:
+// when bc's client span starts after the group's latest call ended
+// failing, for the same request, bc is that call's retry; when it starts
+// while that call's latest attempt still runs, for the same request, and
+// one of the two did not answer OK, it is a hedge (a hedging library over
+// net/http, whose Transport resends a GET on a new connection below the
+// instrumentation). Either way bc's requests join that call's, in the
+// order sent; otherwise bc is a call of its own.
+func joinBelow(ix *index, calls []*call, bc *call) []*call {
+	as := ix.attemptsOf(bc)
+	if len(calls) == 0 || bc.missing > 0 {
+		return append(calls, bc)
+	}
+	cur := calls[len(calls)-1]
+	if cur.appAttempts > 0 || cur.missing > 0 {
+		return append(calls, bc)
+	}
+	prev, first := ix.last(cur), &as[0]
+	prevTarget, prevPeer, prevRoute := ix.request(prev)
+	target, peer, route := ix.request(first)
+	sent := ix.spans[first.req].Start
+	switch {
+	case ix.spans[prev.span].End <= sent+overlapTolerance:
+		if !prev.outcome.failed() || !sameRequest(prevTarget, target, prevPeer, peer, prevRoute, route) {
+			return append(calls, bc)
+		}
+	case prevTarget != 0 && prevTarget == target && (prev.outcome != outcomeOK || slices.ContainsFunc(as, func(a attempt) bool { return a.outcome != outcomeOK })):
+		cur.hedged = true
+		if cur.hedgeGap == 0 {
+			cur.hedgeGap = sent - ix.spans[ix.attemptsOf(cur)[0].req].Start
+		}
+	default:
+		return append(calls, bc)
+	}
+	if bc.hedged {
+		cur.hedged = true
+		if cur.hedgeGap == 0 {
+			cur.hedgeGap = bc.hedgeGap
+		}
+	}
+	for _, a := range as {
+		a.nth = int32(len(ix.attemptsOf(cur))) + cur.missing
+		ix.addAttempts(cur, a)
+	}
+	return calls
+}
+
+// waitOf is the wait between consecutive attempts prev and next of a
+// call, from when prev ended to when next was sent: between the callee's
+// spans where a library below the instrumentation sent both under one
+// client span (nothing else shows its waits), and otherwise between the
+// client's own spans, so that a request sent again through another client
+// span after one whose requests were read below it (joinBelow) waits from
+// when that client span ended, when its client had the error, not from
+// its last request's end at the callee.
+func (ix *index) waitOf(prev, next *attempt) (from, to int64) {
+	if prev.req != next.req {
+		return ix.spans[prev.req].End, ix.spans[next.req].Start
+	}
+	return ix.spans[prev.span].End, ix.spans[next.span].Start
 }
 
 // sameRequest reports whether two attempts, by their request identity
