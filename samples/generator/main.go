@@ -157,8 +157,11 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 	b.WriteString(sum)
 	for _, c := range m.callers {
 		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d", cmp.Or(c.instance, c.edge.Caller), c.edge.Callee, c.edge.Route, c.stats.calls)
-		if c.edge.Policy.retries() {
-			fmt.Fprintf(&b, ", gave up after %d attempts: %d, %s", c.edge.Policy.MaxAttempts, c.stats.exhausted, describeWaits(c.stats))
+		switch p := c.edge.Policy; {
+		case p.Hedge != nil:
+			fmt.Fprintf(&b, ", hedged (by the caller's count) %d, most requests %d", c.stats.hedgedCalls, c.stats.mostRequests)
+		case p.retries():
+			fmt.Fprintf(&b, ", gave up after %d attempts: %d, %s", p.MaxAttempts, c.stats.exhausted, describeWaits(c.stats))
 		}
 		if c.edge.Policy.Quota != nil {
 			fmt.Fprintf(&b, ", refused a retry by the quota: %d", c.stats.quotaRefused)
