@@ -719,8 +719,8 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 // order sent; otherwise bc is a call of its own.
 func joinBelow(ix *index, calls []*call, bc *call) []*call {
 	as := ix.attemptsOf(bc)
-	if len(calls) == 0 || bc.missing > 0 {
-		return append(calls, bc)
+	if len(calls) == 0 || bc.missing > 0 || bc.proxy || bc.limit {
+		return append(calls, bc) // a sidecar's tries are the proxy's (joinProxy)
 	}
 	cur := calls[len(calls)-1]
 	if cur.appAttempts > 0 || cur.missing > 0 {
@@ -1030,15 +1030,19 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	silent := ix.silentServers(c, servers)
 	for i, s := range servers {
 		o, status := classify(ix, s, s)
-		if silent && o == outcomeOK && ix.unanswered(s) {
-			o, status = outcomeRetryable, labelNoResponse
+		// A request the callee sent no answer to failed in transport at
+		// the client (a closed connection, an EOF): the callee ended it,
+		// the client gave nothing up (no per-try timeout to read).
+		dropped := silent && o == outcomeOK && ix.unanswered(s)
+		if dropped {
+			o, status = outcomeRetryable, labelTransport
 		}
 		srv := &ix.spans[s]
 		nth := int32(i)
 		if cl.missing > 0 {
 			nth = -1 // which attempts are missing is unknown
 		}
-		ix.addAttempts(cl, attempt{span: s, server: s, outcome: o, status: status,
+		ix.addAttempts(cl, attempt{span: s, server: s, outcome: o, status: status, transport: dropped,
 			retryAfter: ix.set.Extra(srv).RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
 	cl.hedged, cl.hedgeGap = concurrentAttempts(ix, servers)
@@ -1065,7 +1069,7 @@ func (ix *index) unanswered(s int32) bool {
 
 // silentServers reports whether a server span without a status code among
 // servers (the callee's spans of one request under client span c) sent
-// no answer: HTTP instrumentations record the status code of every
+// no answer, which its client takes as a transport error: HTTP instrumentations record the status code of every
 // response sent (OpenTelemetry's conventions: if and only if one was
 // sent), which a sibling that carries one shows this callee's does, and
 // an HTTP client span without one got no answer at all. A handler that

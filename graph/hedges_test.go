@@ -345,10 +345,10 @@ func TestUnansweredBelowInstrumentation(t *testing.T) {
 	}{
 		{name: "an answer-less span beside an answered one failed: the next request is a retry at once",
 			calls: [][]wire{aborted, abortedTwice, aborted, {{0, 0.1, 200}}}, ends: []float64{0.6, 0.9, 0.6, 0.3}, answers: []int{200, 200, 200, 200},
-			retries: true, retried: []string{"no response"}},
+			retries: true, retried: []string{"transport error"}},
 		{name: "a client span without an answer: every span without a code under it failed",
 			calls: [][]wire{{{0, 0.1, 0}, {0.3, 0.1, 0}}, aborted, {{0, 0.1, 200}}}, ends: []float64{0.6, 0.6, 0.3}, answers: []int{0, 200, 200},
-			retries: true, retried: []string{"no response"}},
+			retries: true, retried: []string{"transport error"}},
 		{name: "a hedge that got no answer, sent again at once: the call is hedged after the delay",
 			calls: [][]wire{hedgeAborted, hedgeAborted, {{0, 0.1, 200}}}, ends: []float64{26, 26, 0.3}, answers: []int{200, 200, 200},
 			hedged: 2, delay: 25, retried: []string{}}, // a hedged call's requests count as hedging's, not as retries

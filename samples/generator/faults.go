@@ -101,26 +101,30 @@ type faultTable struct {
 	received map[string][]visit
 }
 
-// visit is one request an endpoint received: when it arrived and when its
-// handler was done with it.
-type visit struct{ from, to time.Time }
+// visit is one request an endpoint received: when it arrived, when its
+// handler was done with it, and whether it was answered (not aborted by
+// its fault: an answer, whatever its status).
+type visit struct {
+	from, to time.Time
+	answered bool
+}
 
 func newFaultTable() *faultTable {
 	return &faultTable{scripts: map[string][]Fault{}, received: map[string][]visit{}}
 }
 
 // arrived records a request to service's route with key and returns the
-// function that records it done with.
-func (ft *faultTable) arrived(service, route, key string) func() {
+// function that records it done with, answered or not.
+func (ft *faultTable) arrived(service, route, key string) func(answered bool) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	k := faultKey(service, route, key)
 	ft.received[k] = append(ft.received[k], visit{from: time.Now()})
 	i := len(ft.received[k]) - 1
-	return func() {
+	return func(answered bool) {
 		ft.mu.Lock()
 		defer ft.mu.Unlock()
-		ft.received[k][i].to = time.Now()
+		ft.received[k][i].to, ft.received[k][i].answered = time.Now(), answered
 	}
 }
 

@@ -232,13 +232,12 @@ func truthOf(c *caller) (truthEdge, error) {
 			te.Hedge.TransportResends = st.transportResends
 		}
 		if st.received != nil {
-			// What the callee received, not what the caller sent: a call
-			// was hedged where one of its requests arrived while an
-			// earlier one still ran (one sent after another failed is a
-			// resend, not a hedge).
+			// What the callee received, not what the caller sent (one
+			// request sent again after another got no answer is a resend,
+			// not a hedge).
 			te.Hedge.HedgedCalls, te.Hedge.MostRequests, te.Attempts = 0, 0, 0
 			for _, vs := range st.received {
-				if overlapping(vs) {
+				if hedgedAtCallee(vs) {
 					te.Hedge.HedgedCalls++
 				}
 				te.Hedge.MostRequests = max(te.Hedge.MostRequests, len(vs))
@@ -327,12 +326,20 @@ func (te *truthEdge) configure(p Policy) {
 	}
 }
 
-// overlapping reports whether a request of vs (in the order they
-// arrived) arrived before an earlier one was done with.
-func overlapping(vs []visit) bool {
+// hedgedAtCallee reports whether the requests of one call, vs in the
+// order they arrived, show a hedge: one arrived while an earlier one was
+// still being handled, or after an earlier one had been answered. A
+// hedging client (hedgedhttp) sends nothing once it has an answer,
+// whatever its status, so such a request left before that answer came
+// back, and reached the callee late (on a loaded host); only a request
+// that got no answer is followed by one sent after it.
+func hedgedAtCallee(vs []visit) bool {
 	var busy time.Time // when the latest earlier request is done
 	for i, v := range vs {
 		if i > 0 && v.from.Before(busy) {
+			return true
+		}
+		if v.answered && i < len(vs)-1 {
 			return true
 		}
 		if v.to.After(busy) {
