@@ -8,6 +8,7 @@
 //
 //	go run . -out ..                     # every scenario
 //	go run . -out .. -scenario incident  # one scenario alone
+//	go run . -out DIR -scenario hedgedhttp # one written only when named
 //	go run . -out .. -node all           # the Node.js scenarios (node.go)
 //	go run . -out .. -hotrod BIN         # Jaeger's HotROD demo itself (hotrod.go)
 //	go run . -out .. -caddy BIN          # Caddy retrying across replicas (caddy.go)
@@ -106,7 +107,7 @@ func main() {
 		}
 	}
 	for _, sc := range scenarios() {
-		if *only != "" && sc.Name != *only {
+		if *only != "" && sc.Name != *only || *only == "" && sc.OnlyByName {
 			continue
 		}
 		found = true

@@ -49,6 +49,10 @@ type Scenario struct {
 	// their own); its callers spread their calls over them in turn. A
 	// service not named runs as one.
 	Instances map[string]int
+	// OnlyByName leaves the scenario out of a run of every scenario: it
+	// is written only when named (-scenario), a capture kept
+	// reproducible but not committed under samples/.
+	OnlyByName bool
 	// CountAtCallee counts the requests of each hedged call where its
 	// callee received them (one call per fault key: the scenario's
 	// hedged edge is called once per root request), for the truth.
@@ -133,6 +137,7 @@ func hedgedHTTPAbove() Scenario {
 			"or at once after one got no answer; the first answer, a 503 too, ends the call) over otelhttp's transport: " +
 			"one CLIENT span per request. db is sometimes slow (250ms), sometimes aborts the connection, sometimes answers 503.",
 		Seed:          29,
+		OnlyByName:    true, // hedgedhttp-below is the committed capture
 		CountAtCallee: true,
 		Edges: []Edge{
 			{"edge", "api", routeOrder, single()},
@@ -151,7 +156,7 @@ func hedgedHTTPAbove() Scenario {
 // request's headers, the traceparent among them, with every hedge).
 func hedgedHTTPBelow() Scenario {
 	sc := hedgedHTTPAbove()
-	sc.Name = "hedgedhttp-below"
+	sc.Name, sc.OnlyByName = "hedgedhttp-below", false
 	sc.Description = "inventory hedges GET /db/stock to db with cristalhq/hedgedhttp (upto 3 requests, each 25ms after the one before " +
 		"or at once after one got no answer; the first answer, a 503 too, ends the call) below otelhttp: one CLIENT span per call, " +
 		"db's SERVER spans of its requests overlapping under it. db is sometimes slow (250ms), sometimes aborts the connection, sometimes answers 503."
