@@ -551,7 +551,13 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 			servers = ix.serverChildren(tries[0]) // one try through the sidecar: the application's attempt
 		}
 		if len(servers) > 1 && sameOperation(ix, servers) || ix.set.Extra(sp).RetryCount > 0 {
-			out = append(out, ix.belowCall(names, p, c, servers))
+			bc := ix.belowCall(names, p, c, servers)
+			if len(servers) == 0 {
+				out = append(out, bc) // attempts counted by a retry counter: no times to join by
+				continue
+			}
+			g := groupOf(groupKey{ix.nameOf(bc).callee, ix.clientOpName(c), false})
+			g.calls = joinBelow(ix, g.calls, bc)
 			continue
 		}
 		server := int32(-1)
@@ -699,6 +705,70 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 	}
 	ix.addAttempts(cur, a)
 	return calls
+}
+
+// joinBelow adds bc, a call whose requests a library below the
+// instrumentation sent under one client span, to the calls of its group.
+// A layer above may send the same request again through that library:
+// when bc's client span starts after the group's latest call ended
+// failing, for the same request, bc is that call's retry; when it starts
+// while that call's latest attempt still runs, for the same request, and
+// one of the two did not answer OK, it is a hedge (a hedging library over
+// net/http, whose Transport resends a GET on a new connection below the
+// instrumentation). Either way bc's requests join that call's, in the
+// order sent; otherwise bc is a call of its own.
+func joinBelow(ix *index, calls []*call, bc *call) []*call {
+	as := ix.attemptsOf(bc)
+	if len(calls) == 0 || bc.missing > 0 || bc.proxy || bc.limit {
+		return append(calls, bc) // a sidecar's tries are the proxy's (joinProxy)
+	}
+	cur := calls[len(calls)-1]
+	if cur.appAttempts > 0 || cur.missing > 0 {
+		return append(calls, bc)
+	}
+	prev, first := ix.last(cur), &as[0]
+	prevTarget, prevPeer, prevRoute := ix.request(prev)
+	target, peer, route := ix.request(first)
+	sent := ix.spans[first.req].Start
+	switch {
+	case ix.spans[prev.span].End <= sent+overlapTolerance:
+		if !prev.outcome.failed() || !sameRequest(prevTarget, target, prevPeer, peer, prevRoute, route) {
+			return append(calls, bc)
+		}
+	case prevTarget != 0 && prevTarget == target && (prev.outcome != outcomeOK || slices.ContainsFunc(as, func(a attempt) bool { return a.outcome != outcomeOK })):
+		cur.hedged = true
+		if cur.hedgeGap == 0 {
+			cur.hedgeGap = sent - ix.spans[ix.attemptsOf(cur)[0].req].Start
+		}
+	default:
+		return append(calls, bc)
+	}
+	if bc.hedged {
+		cur.hedged = true
+		if cur.hedgeGap == 0 {
+			cur.hedgeGap = bc.hedgeGap
+		}
+	}
+	for _, a := range as {
+		a.nth = int32(len(ix.attemptsOf(cur))) + cur.missing
+		ix.addAttempts(cur, a)
+	}
+	return calls
+}
+
+// waitOf is the wait between consecutive attempts prev and next of a
+// call, from when prev ended to when next was sent: between the callee's
+// spans where a library below the instrumentation sent both under one
+// client span (nothing else shows its waits), and otherwise between the
+// client's own spans, so that a request sent again through another client
+// span after one whose requests were read below it (joinBelow) waits from
+// when that client span ended, when its client had the error, not from
+// its last request's end at the callee.
+func (ix *index) waitOf(prev, next *attempt) (from, to int64) {
+	if prev.req != next.req {
+		return ix.spans[prev.req].End, ix.spans[next.req].Start
+	}
+	return ix.spans[prev.span].End, ix.spans[next.span].Start
 }
 
 // sameRequest reports whether two attempts, by their request identity
@@ -957,14 +1027,22 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 	if tries := int(ix.set.Extra(sp).RetryCount) + 1; tries > len(servers) {
 		cl.missing = int32(tries - len(servers))
 	}
+	silent := ix.silentServers(c, servers)
 	for i, s := range servers {
 		o, status := classify(ix, s, s)
+		// A request the callee sent no answer to failed in transport at
+		// the client (a closed connection, an EOF): the callee ended it,
+		// the client gave nothing up (no per-try timeout to read).
+		dropped := silent && o == outcomeOK && ix.unanswered(s)
+		if dropped {
+			o, status = outcomeRetryable, labelTransport
+		}
 		srv := &ix.spans[s]
 		nth := int32(i)
 		if cl.missing > 0 {
 			nth = -1 // which attempts are missing is unknown
 		}
-		ix.addAttempts(cl, attempt{span: s, server: s, outcome: o, status: status,
+		ix.addAttempts(cl, attempt{span: s, server: s, outcome: o, status: status, transport: dropped,
 			retryAfter: ix.set.Extra(srv).RetryAfterMS, idemKey: srv.Has(ingest.FlagIdempotencyKey), req: c, nth: nth})
 	}
 	cl.hedged, cl.hedgeGap = concurrentAttempts(ix, servers)
@@ -979,6 +1057,32 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		}
 	}
 	return cl
+}
+
+// unanswered reports whether server span s, of an HTTP request, records
+// no answer: no status code, and no error status.
+func (ix *index) unanswered(s int32) bool {
+	sp := &ix.spans[s]
+	return sp.Kind == ingest.KindServer && sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent &&
+		sp.Status != ingest.StatusError && httpMethod(ix.str(sp.Method))
+}
+
+// silentServers reports whether a server span without a status code among
+// servers (the callee's spans of one request under client span c) sent
+// no answer, which its client takes as a transport error: HTTP instrumentations record the status code of every
+// response sent (OpenTelemetry's conventions: if and only if one was
+// sent), which a sibling that carries one shows this callee's does, and
+// an HTTP client span without one got no answer at all. A handler that
+// aborts, or a connection closed under it, ends its span so (Go's otelhttp
+// after http.ErrAbortHandler), and the client sends the request again:
+// net/http's Transport resends a GET at once on a new connection, a
+// hedging library sends its next request.
+func (ix *index) silentServers(c int32, servers []int32) bool {
+	cl := &ix.spans[c]
+	if cl.Kind == ingest.KindClient && cl.HTTPStatus == 0 && httpMethod(ix.str(cl.Method)) {
+		return true
+	}
+	return slices.ContainsFunc(servers, func(s int32) bool { return ix.spans[s].HTTPStatus != 0 })
 }
 
 // lateConcurrent reports whether attempt k of a call read below the

@@ -851,7 +851,8 @@ func outcomesOf(ix *index, s sel, ec *edgeCalls, t0 int64, downFailed, breakerFa
 			for len(st.waits) < k {
 				st.waits = append(st.waits, dist{})
 			}
-			st.waits[k-1].add(float64(max(ix.spans[next.span].Start-ix.spans[prev.span].End, 0)) / 1e6)
+			from, to := ix.waitOf(prev, next)
+			st.waits[k-1].add(float64(max(to-from, 0)) / 1e6)
 		}
 	}
 	return st
@@ -1755,7 +1756,7 @@ func attemptWaits(ix *index, s sel, ecs []*edgeCalls) map[int32][][2]int64 {
 			as := ix.attemptsOf(c)
 			for k := 1; k < len(as); k++ {
 				prev, next := &as[k-1], &as[k]
-				if pe, ns := ix.spans[prev.span].End, ix.spans[next.span].Start; ns > pe && !prev.synthetic && !next.synthetic {
+				if pe, ns := ix.waitOf(prev, next); ns > pe && !prev.synthetic && !next.synthetic {
 					waits[c.from] = append(waits[c.from], [2]int64{pe, ns})
 				}
 			}

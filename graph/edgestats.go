@@ -167,7 +167,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 		case a.outcome.failed() && ix.abandoned(*a):
 			st.abandoned.add(ix.keyOfAttempt(a, k), abandonedAttempt{ms: float64(ix.spans[a.span].Duration()) / 1e6, named: a.status != labelNoResponse && a.status != labelTransport,
 				timedOut: timedOut(a.status),
-				byCaller: ix.endsWithCaller(c.from, ix.spans[a.span].End)})
+				byCaller: !sentAfter(ix, as[k+1:], ix.spans[a.span].End) && ix.endsWithCaller(c.from, ix.spans[a.span].End)})
 		}
 		if callerAttempt >= 0 && ix.spans[a.span].Start > ix.spans[callerAttempt].End {
 			st.outlived++
@@ -181,7 +181,8 @@ func (st *edgeStats) add(ix *index, c *call) {
 		if a.nth < 0 || next.nth != a.nth+1 {
 			continue // not consecutive attempts: no wait between them is known
 		}
-		wait := float64(ix.spans[next.span].Start-ix.spans[a.span].End) / 1e6
+		from, to := ix.waitOf(a, &next)
+		wait := float64(to-from) / 1e6
 		if a.retryAfter >= 0 {
 			if wait >= 0.9*float64(a.retryAfter)-5 {
 				st.raHonored++
@@ -208,6 +209,15 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.gaveUp[status] = n
 		}
 	}
+}
+
+// sentAfter reports whether one of the attempts later reached the callee
+// at or after end: the call went on after an attempt that ended then, so
+// its caller was still waiting and no deadline of its own cut that
+// attempt (an aborted request sent again at once ends as fast as the
+// caller's short call does, within endsWithCaller's tolerance).
+func sentAfter(ix *index, later []attempt, end int64) bool {
+	return slices.ContainsFunc(later, func(a attempt) bool { return ix.spans[a.span].Start+overlapTolerance >= end })
 }
 
 // show records c as an example of finding id on this edge.

@@ -289,3 +289,206 @@ func TestLateConcurrentAttempts(t *testing.T) {
 		})
 	}
 }
+
+// wire is one request a library below the instrumentation sent over HTTP:
+// the callee's SERVER span, {start, duration} in ms from the call's start,
+// answered with HTTP status code (0: the span ends without one).
+type wire struct {
+	start, dur float64
+	code       int
+}
+
+// httpBelowCall adds one GET from parent to db whose requests a library
+// below the instrumentation sent: one CLIENT span, ending at end (ms from
+// at) with status code answer (0: no answer reached it, an EOF), and under
+// it one db SERVER span per request.
+func httpBelowCall(b *builder, parent int, at, end float64, answer int, reqs []wire) {
+	opts := []opt{method("GET"), target("http://db/db/stock/1")}
+	if answer != 0 {
+		opts = append(opts, httpStatus(answer))
+	} else {
+		opts = append(opts, failed("EOF"))
+	}
+	c := b.client(parent, "db", at, end, opts...)
+	for _, r := range reqs {
+		sopts := []opt{method("GET")}
+		if r.code != 0 {
+			sopts = append(sopts, httpStatus(r.code))
+		}
+		b.server(c, "db", "GET /db/stock/{sku}", at+0.1+r.start, r.dur, sopts...)
+	}
+}
+
+// TestUnansweredBelowInstrumentation: an HTTP SERVER span that ends
+// without a status code sent no answer (a handler that aborted, a
+// connection closed under it) where the callee's instrumentation is seen
+// to record codes (a sibling span under the same client span carries one)
+// or the client span got no answer either. The request sent right after
+// it is sent again after a failure, at once (net/http resending a GET on
+// a new connection, a hedging library's next request), not a hedge that
+// reached the callee late after an OK answer; without either evidence a
+// span without a code stays an answer.
+func TestUnansweredBelowInstrumentation(t *testing.T) {
+	aborted := []wire{{0, 0.1, 0}, {0.3, 0.1, 200}}                     // aborted, sent again at once, answered
+	abortedTwice := []wire{{0, 0.1, 0}, {0.3, 0.1, 0}, {0.6, 0.1, 200}} // the same after two aborts
+	hedgeAborted := []wire{{0, 150, 200}, {25, 0.1, 0}, {25.3, 0.1, 200}}
+	for _, tc := range []struct {
+		name    string
+		calls   [][]wire
+		ends    []float64 // when each call's client span ends (ms)
+		answers []int     // its status code, 0 for none (EOF)
+		retries bool
+		hedged  int     // calls read as hedged
+		delay   float64 // their delay (ms)
+		unknown int     // hedged calls that show no delay
+		retried []string
+	}{
+		{name: "an answer-less span beside an answered one failed: the next request is a retry at once",
+			calls: [][]wire{aborted, abortedTwice, aborted, {{0, 0.1, 200}}}, ends: []float64{0.6, 0.9, 0.6, 0.3}, answers: []int{200, 200, 200, 200},
+			retries: true, retried: []string{"transport error"}},
+		{name: "a client span without an answer: every span without a code under it failed",
+			calls: [][]wire{{{0, 0.1, 0}, {0.3, 0.1, 0}}, aborted, {{0, 0.1, 200}}}, ends: []float64{0.6, 0.6, 0.3}, answers: []int{0, 200, 200},
+			retries: true, retried: []string{"transport error"}},
+		{name: "a hedge that got no answer, sent again at once: the call is hedged after the delay",
+			calls: [][]wire{hedgeAborted, hedgeAborted, {{0, 0.1, 200}}}, ends: []float64{26, 26, 0.3}, answers: []int{200, 200, 200},
+			hedged: 2, delay: 25, retried: []string{}}, // a hedged call's requests count as hedging's, not as retries
+		{name: "no code anywhere and an answered client: no evidence, the spans stay answers",
+			calls: [][]wire{{{0, 0.1, 0}, {0.3, 0.1, 0}}, {{0, 0.1, 0}}}, ends: []float64{0.6, 0.3}, answers: []int{200, 200},
+			hedged: 1, unknown: 1, retried: []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, len(tc.calls), "inventory", func(root, i int) { httpBelowCall(b, root, 1, tc.ends[i], tc.answers[i], tc.calls[i]) })
+			e := edge(t, b.infer(), "inventory", "db")
+			wantEq(t, "calls", e.Calls, len(tc.calls))
+			wantEq(t, "retries", e.Retries, tc.retries)
+			if !slices.Equal(e.RetriedStatus, tc.retried) {
+				t.Errorf("retried statuses %q, want %q", e.RetriedStatus, tc.retried)
+			}
+			if tc.retries {
+				wantEq(t, "backoff", e.Backoff.Kind, BackoffImmediate)
+			}
+			switch h := e.Hedging; {
+			case tc.hedged == 0 && h != nil:
+				t.Errorf("hedging %+v, want none", *h)
+			case tc.hedged > 0 && h == nil:
+				t.Errorf("no hedging, want %d hedged calls", tc.hedged)
+			case tc.hedged > 0:
+				wantEq(t, "hedged calls", h.Calls, tc.hedged)
+				wantEq(t, "hedge delay", h.DelayMS, tc.delay)
+				wantEq(t, "hedged calls that show no delay", h.DelayUnknown, tc.unknown)
+			}
+		})
+	}
+}
+
+// TestBelowJoinsAbove: a layer above the instrumentation may send a
+// request again through a library that resends below it (hedgedhttp over
+// net/http, whose Transport resends a GET on a new connection when a
+// reused one closes with no answer): one client span holding several of
+// the callee's spans, and sibling client spans of the same request. When
+// a client span starts after the call before it ended failing, or while
+// that call's request still runs (a hedge), its requests are that call's,
+// in the order sent; the wait before a client span sent again counts
+// from when the client span before it ended, not from its last request's
+// end at the callee. After a call that answered OK, a client span starts
+// a call of its own.
+func TestBelowJoinsAbove(t *testing.T) {
+	type step struct {
+		at, end float64 // the client span, ms from the root's start
+		answer  int     // its status code, 0: no answer (EOF), -1: cancelled (a hedge that lost)
+		reqs    []wire  // the callee's spans under it, ms from at
+	}
+	// The client span ends 4.6ms after its last request's end at the
+	// callee (net/http noticing the closed connection): the layer above
+	// sends again at once after that.
+	resentBelowFailed := []step{{1, 6, 0, []wire{{0, 0.1, 0}, {0.3, 0.1, 0}}}, {6, 6.5, 200, []wire{{0.1, 0.2, 200}}}}
+	failedThenBelow := []step{{1, 1.3, 0, []wire{{0, 0.1, 0}}}, {1.3, 2, 200, []wire{{0, 0.1, 0}, {0.3, 0.2, 200}}}}
+	hedgeResentBelow := []step{{1, 27, -1, []wire{{0.1, 150, 200}}}, {26, 27, 200, []wire{{0.1, 0.1, 0}, {0.4, 0.2, 200}}}}
+	okThenBelow := []step{{1, 1.3, 200, []wire{{0.1, 0.1, 200}}}, {2, 2.6, 200, []wire{{0, 0.1, 0}, {0.3, 0.2, 200}}}}
+	for _, tc := range []struct {
+		name     string
+		call     []step
+		calls    int // calls per trace
+		attempts int // attempts per trace
+		hedged   bool
+		delay    float64
+		waits    int // waits read per trace
+	}{
+		{"a client span sent again after one whose requests all failed below it", resentBelowFailed, 1, 3, false, 0, 2},
+		{"requests resent below a client span sent again after a failure", failedThenBelow, 1, 3, false, 0, 2},
+		{"a hedge whose first request got no answer and was resent below it", hedgeResentBelow, 1, 3, true, 25, 0}, // a hedged call's gaps are no waits
+		{"a client span after a call answered OK is a call of its own", okThenBelow, 2, 3, false, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 6
+			b := newBuilder()
+			sequential(b, n, "inventory", func(root, i int) {
+				for _, s := range tc.call {
+					opts := []opt{method("GET"), target("http://db/db/stock/1")}
+					switch s.answer {
+					case 0:
+						opts = append(opts, failed("EOF"))
+					case -1:
+						opts = append(opts, failed("context canceled"))
+					default:
+						opts = append(opts, httpStatus(s.answer))
+					}
+					c := b.client(root, "db", s.at, s.end-s.at, opts...)
+					for _, r := range s.reqs {
+						sopts := []opt{method("GET")}
+						if r.code != 0 {
+							sopts = append(sopts, httpStatus(r.code))
+						}
+						b.server(c, "db", "GET /db/stock/{sku}", s.at+r.start, r.dur, sopts...)
+					}
+				}
+			})
+			e := edge(t, b.infer(), "inventory", "db")
+			wantEq(t, "calls", e.Calls, n*tc.calls)
+			wantEq(t, "attempts", e.Attempts, n*tc.attempts)
+			wantEq(t, "hedged", e.Hedging != nil, tc.hedged)
+			if tc.hedged && e.Hedging != nil {
+				wantEq(t, "hedged calls", e.Hedging.Calls, n)
+				wantEq(t, "hedge delay", e.Hedging.DelayMS, tc.delay)
+			}
+			wantEq(t, "waits read", e.Backoff.Samples, n*tc.waits)
+			if tc.waits > 0 {
+				wantEq(t, "backoff", e.Backoff.Kind, BackoffImmediate)
+			}
+		})
+	}
+}
+
+// TestAbortedResentNoDeadline: a request the callee aborted and the
+// client sent again at once ends as fast as the short call around it,
+// within the tolerance that tells an attempt cut by the caller's own
+// deadline; the call went on after it, so its caller was still waiting:
+// no deadline cut it. An attempt cut with nothing after it, when the
+// caller's attempt ended, is one.
+func TestAbortedResentNoDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cut  bool // the db attempt is the call's last, cut as the caller's attempt ends
+		want int
+	}{
+		{"an aborted request sent again at once", false, 0},
+		{"an attempt cut as its caller's attempt ended", true, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, 8, "api", func(root, i int) {
+				up := b.client(root, "inventory", 1, 1.5, method("GET"), httpStatus(200))
+				inv := b.server(up, "inventory", "GET /inventory/{sku}", 1.05, 1.4, method("GET"), httpStatus(200))
+				if tc.cut {
+					c := b.client(inv, "db", 1.1, 1.35, method("GET"), target("http://db/db/stock/1"), failed("context deadline exceeded"))
+					b.server(c, "db", "GET /db/stock/{sku}", 1.15, 100, method("GET"), httpStatus(200))
+					return
+				}
+				httpBelowCall(b, inv, 1.1, 0.6, 200, []wire{{0, 0.1, 0}, {0.3, 0.1, 200}})
+			})
+			e := edge(t, b.infer(), "inventory", "db")
+			wantEq(t, "attempts cut by the caller's deadline", e.DeadlineFromCaller, tc.want)
+		})
+	}
+}

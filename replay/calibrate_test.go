@@ -29,7 +29,15 @@ func sampleScenarios(t testing.TB) []string {
 // their traces hold what it would need, with the defect: a model defect,
 // not the traces' (those say so in truth.json). TestCalibrateSamples
 // requires them to miss still, so that a fix shows.
-var knownMisses = map[string]string{}
+var knownMisses = map[string]string{
+	// Measured on the capture (root p90 250.7ms replayed against 43.5ms
+	// traced, 1.678 attempts per call against 1.824; with the failures
+	// taken out of the edge's outcome mix the replay gives p90 51.6).
+	"hedgedhttp-below": "a failed attempt of a hedged call makes the call wait for the attempts still out (sim.retryOrFail), " +
+		"where hedgedhttp ends the call on any HTTP answer and sends its next request at once after one got none " +
+		"(with that changed, p90 72.5ms); and the replay gives a call up on a failure by class, pooling the 503s " +
+		"hedgedhttp never sends again (6 of 6) with the requests without an answer it always does (14 of 14) into one 30% share",
+}
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/cenkalti/backoff/v5"
+	"github.com/cristalhq/hedgedhttp"
 	"github.com/eapache/go-resiliency/retrier"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
@@ -161,6 +163,11 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 	case libFailsafe:
 		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
 		c.send = c.sendHedged
+	case libHedgedhttp:
+		// Above the instrumentation: each request hedgedhttp sends goes
+		// through otelhttp (transport), a CLIENT span of its own.
+		c.client = &http.Client{Transport: hedgedTransport(p, transport), Timeout: p.PerTryTimeout}
+		c.send = c.attempt
 	case libRetryablehttp:
 		minWait, maxWait, backoff := p.Backoff.Base, p.Backoff.Cap, retryablehttp.DefaultBackoff
 		if p.Backoff.Kind == "linear" {
@@ -202,15 +209,31 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 	return c
 }
 
-// retryBelow moves a go-retryablehttp caller's retries below the
-// instrumentation: its retrying client becomes the RoundTripper that
-// instrument (otelhttp) wraps, so a call is one CLIENT span and each
-// attempt only a request on the wire (captureTransport still logs each
-// one for the ground truth).
+// hedgedTransport is hedgedhttp's round tripper over rt, sending up to
+// MaxHedges+1 requests a call, Delay apart. hedgedhttp refuses only
+// negative figures, which no scenario's policy holds.
+func hedgedTransport(p Policy, rt http.RoundTripper) http.RoundTripper {
+	h, err := hedgedhttp.NewRoundTripper(p.Hedge.Delay, p.Hedge.MaxHedges+1, rt)
+	if err != nil {
+		panic(fmt.Sprintf("hedge policy %+v: %v", *p.Hedge, err))
+	}
+	return h
+}
+
+// retryBelow moves a go-retryablehttp caller's retries, or a hedgedhttp
+// caller's hedges, below the instrumentation: the retrying or hedging
+// round tripper becomes the one instrument (otelhttp) wraps, so a call is
+// one CLIENT span and each attempt only a request on the wire
+// (captureTransport still logs each one for the ground truth).
 func (c *caller) retryBelow(instrument func(http.RoundTripper) http.RoundTripper) {
-	c.rc.HTTPClient = &http.Client{Transport: captureTransport{base: &http.Transport{MaxIdleConnsPerHost: 16}},
-		Timeout: c.edge.Policy.PerTryTimeout}
-	c.client = &http.Client{Transport: instrument(&retryablehttp.RoundTripper{Client: c.rc})}
+	wire := captureTransport{base: &http.Transport{MaxIdleConnsPerHost: 16}}
+	p := c.edge.Policy
+	if p.Library == libHedgedhttp {
+		c.client = &http.Client{Transport: instrument(hedgedTransport(p, wire)), Timeout: p.PerTryTimeout}
+	} else {
+		c.rc.HTTPClient = &http.Client{Transport: wire, Timeout: p.PerTryTimeout}
+		c.client = &http.Client{Transport: instrument(&retryablehttp.RoundTripper{Client: c.rc})}
+	}
 	c.send = c.attempt
 }
 
@@ -489,6 +512,12 @@ type attemptLog struct {
 	// started counts requests sent: hedges the winner cancelled may log
 	// their outcome only after the call was recorded.
 	started int
+	// wonBy is 1 + the index, in the order they were sent, of the first
+	// request answered (any status), 0 while none has been.
+	wonBy int
+	// resent counts the requests net/http's Transport wrote again on a
+	// new connection (captureTransport).
+	resent int
 	// start and end of each attempt's round trip, for how late the waits
 	// between them came (scheduling noise on a busy host).
 	start, end []time.Time
@@ -517,15 +546,33 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		span.SetAttributes(attribute.StringSlice("http.request.header.idempotency-key", keys))
 	}
 	log, _ := req.Context().Value(attemptLogKey{}).(*attemptLog)
+	idx := 0
 	if log != nil {
 		log.mu.Lock()
+		idx = log.started
 		log.started++
 		log.mu.Unlock()
 	}
+	// net/http's Transport writes a request again, on a new connection,
+	// when the reused connection it sent a replayable request (a GET
+	// without a body) on closes with no answer: a resend below every
+	// instrumentation, counted by its writes.
+	var writes atomic.Int32
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { writes.Add(1) },
+	}))
 	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
 	end := time.Now()
 	status, retryAfter := 0, false
+	if log != nil {
+		log.mu.Lock()
+		if err == nil && log.wonBy == 0 {
+			log.wonBy = idx + 1
+		}
+		log.resent += max(int(writes.Load())-1, 0)
+		log.mu.Unlock()
+	}
 	if err == nil {
 		status = resp.StatusCode
 		if ra := resp.Header.Values("Retry-After"); len(ra) > 0 {
@@ -572,8 +619,17 @@ type edgeStats struct {
 	// instances (add), is each instance's breaker.
 	instances []truthInstanceBreaker
 	// hedgedCalls counts calls that sent hedges; mostRequests is the most
-	// requests one of them sent.
+	// requests one of them sent. wonByAttempt[i] counts the hedging
+	// policy's calls that request i (in the order sent) answered first.
 	hedgedCalls, mostRequests int
+	wonByAttempt              []int
+	// transportResends counts the requests net/http resent on a new
+	// connection after a reused one closed without an answer.
+	transportResends int
+	// received, where the scenario counts them at the callee
+	// (Scenario.CountAtCallee), is the requests the callee received for
+	// each of the edge's calls.
+	received [][]visit
 	// quotaRefused counts calls that ended with attempts left because
 	// the retry quota refused their retry.
 	quotaRefused int
@@ -634,6 +690,11 @@ func (s *edgeStats) add(o *edgeStats, inst string, breaker bool) {
 	s.breakerOpenPeriods += o.breakerOpenPeriods
 	s.hedgedCalls += o.hedgedCalls
 	s.mostRequests = max(s.mostRequests, o.mostRequests)
+	for i, n := range o.wonByAttempt {
+		s.wonByAttempt = addAt(s.wonByAttempt, i, n)
+	}
+	s.received = append(s.received, o.received...)
+	s.transportResends += o.transportResends
 	s.quotaRefused += o.quotaRefused
 	if breaker {
 		s.instances = append(s.instances, truthInstanceBreaker{Instance: inst, Opened: o.breakerOpened,
@@ -664,10 +725,14 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 	}
 	n := len(log.statuses)
 	s.attempts += n
+	s.transportResends += log.resent
 	if p.Hedge != nil {
 		if log.started > 1 {
 			s.hedgedCalls++
 			s.mostRequests = max(s.mostRequests, log.started)
+		}
+		if log.wonBy > 0 {
+			s.wonByAttempt = addAt(s.wonByAttempt, log.wonBy-1, 1)
 		}
 		return // hedges overlap: there are no waits between them
 	}
@@ -690,4 +755,13 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 			s.exhausted++
 		}
 	}
+}
+
+// addAt adds n to xs[i], growing xs with zeros to hold it.
+func addAt(xs []int, i, n int) []int {
+	for len(xs) <= i {
+		xs = append(xs, 0)
+	}
+	xs[i] += n
+	return xs
 }

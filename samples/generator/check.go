@@ -57,6 +57,12 @@ func checkInferable(callers []*caller) error {
 	var errs []error
 	for _, c := range callers {
 		p := c.edge.Policy
+		if p.Hedge != nil {
+			// A hedging policy sends its requests at once after a
+			// failure, or a delay after the one before: no backoff to
+			// infer, and no attempt count to exhaust by design.
+			continue
+		}
 		c.stats.mu.Lock()
 		short := waitShortfalls(p, c.stats.waits)
 		if p.retries() && c.stats.exhausted == 0 {

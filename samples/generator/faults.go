@@ -1,8 +1,11 @@
 package main
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -22,6 +25,11 @@ type Fault struct {
 	// client is to wait before its retry, or a negative number telling it
 	// not to retry.
 	Pushback string
+	// Abort, after Delay, ends the request without an answer: the handler
+	// aborts (http.ErrAbortHandler) and the server closes the connection,
+	// as a crashed worker does. The client's request fails in transport
+	// and the callee's SERVER span ends without a status code.
+	Abort bool
 }
 
 // The faults the scenarios inject.
@@ -33,6 +41,8 @@ var (
 	// slowUnavailable is a 503 answered after a fixed 30ms: an error
 	// that takes time, not a timeout.
 	slowUnavailable = Fault{Status: http.StatusServiceUnavailable, Delay: 30 * time.Millisecond}
+	// aborted is a connection closed without an answer.
+	aborted = Fault{Abort: true}
 )
 
 // times returns a script of n copies of f.
@@ -85,10 +95,52 @@ type faultTable struct {
 	scripts map[string][]Fault
 	outages []Outage
 	start   time.Time // when the first root request was sent (outages' zero)
+	// received holds the requests each endpoint and key received, when
+	// each came and was done with: what the callee saw of a call's
+	// attempts and hedges, whatever the caller cancelled on their way.
+	received map[string][]visit
+}
+
+// visit is one request an endpoint received: when it arrived, when its
+// handler was done with it, and whether it was answered (not aborted by
+// its fault: an answer, whatever its status).
+type visit struct {
+	from, to time.Time
+	answered bool
 }
 
 func newFaultTable() *faultTable {
-	return &faultTable{scripts: map[string][]Fault{}}
+	return &faultTable{scripts: map[string][]Fault{}, received: map[string][]visit{}}
+}
+
+// arrived records a request to service's route with key and returns the
+// function that records it done with, answered or not.
+func (ft *faultTable) arrived(service, route, key string) func(answered bool) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	k := faultKey(service, route, key)
+	ft.received[k] = append(ft.received[k], visit{from: time.Now()})
+	i := len(ft.received[k]) - 1
+	return func(answered bool) {
+		ft.mu.Lock()
+		defer ft.mu.Unlock()
+		ft.received[k][i].to, ft.received[k][i].answered = time.Now(), answered
+	}
+}
+
+// receivedBy returns, for each key service's route received requests
+// for, those requests in the order they arrived; the keys in their order.
+func (ft *faultTable) receivedBy(service, route string) [][]visit {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	prefix := faultKey(service, route, "")
+	var out [][]visit
+	for _, k := range slices.Sorted(maps.Keys(ft.received)) {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, slices.Clone(ft.received[k]))
+		}
+	}
+	return out
 }
 
 func faultKey(service, route, key string) string { return service + " " + route + " " + key }
@@ -126,11 +178,14 @@ func (ft *faultTable) next(service, route, key string) Fault {
 	return Fault{}
 }
 
-// apply serves f: it sleeps for f.Delay, then answers f.Status if set and
-// reports whether it answered.
+// apply serves f: it sleeps for f.Delay, then aborts the request if
+// f.Abort, or answers f.Status if set and reports whether it answered.
 func (f Fault) apply(w http.ResponseWriter) bool {
 	if f.Delay > 0 {
 		time.Sleep(f.Delay)
+	}
+	if f.Abort {
+		panic(http.ErrAbortHandler) // net/http closes the connection and logs nothing
 	}
 	if f.Status == 0 {
 		return false

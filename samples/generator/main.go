@@ -8,6 +8,7 @@
 //
 //	go run . -out ..                     # every scenario
 //	go run . -out .. -scenario incident  # one scenario alone
+//	go run . -out DIR -scenario hedgedhttp # one written only when named
 //	go run . -out .. -node all           # the Node.js scenarios (node.go)
 //	go run . -out .. -hotrod BIN         # Jaeger's HotROD demo itself (hotrod.go)
 //	go run . -out .. -caddy BIN          # Caddy retrying across replicas (caddy.go)
@@ -106,7 +107,7 @@ func main() {
 		}
 	}
 	for _, sc := range scenarios() {
-		if *only != "" && sc.Name != *only {
+		if *only != "" && sc.Name != *only || *only == "" && sc.OnlyByName {
 			continue
 		}
 		found = true
@@ -157,8 +158,11 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 	b.WriteString(sum)
 	for _, c := range m.callers {
 		fmt.Fprintf(&b, "  %-9s → %-9s %-26s calls %3d", cmp.Or(c.instance, c.edge.Caller), c.edge.Callee, c.edge.Route, c.stats.calls)
-		if c.edge.Policy.retries() {
-			fmt.Fprintf(&b, ", gave up after %d attempts: %d, %s", c.edge.Policy.MaxAttempts, c.stats.exhausted, describeWaits(c.stats))
+		switch p := c.edge.Policy; {
+		case p.Hedge != nil:
+			fmt.Fprintf(&b, ", hedged (by the caller's count) %d, most requests %d", c.stats.hedgedCalls, c.stats.mostRequests)
+		case p.retries():
+			fmt.Fprintf(&b, ", gave up after %d attempts: %d, %s", p.MaxAttempts, c.stats.exhausted, describeWaits(c.stats))
 		}
 		if c.edge.Policy.Quota != nil {
 			fmt.Fprintf(&b, ", refused a retry by the quota: %d", c.stats.quotaRefused)
@@ -168,6 +172,13 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 	if requireInferable {
 		if err := checkInferable(mergeInstances(m.callers)); err != nil {
 			return nil, b.String(), fmt.Errorf("too few retries for inference, nothing written:\n%w", err)
+		}
+	}
+	if sc.CountAtCallee {
+		for _, c := range m.callers {
+			if c.edge.Policy.Hedge != nil {
+				c.stats.received = m.faults.receivedBy(c.edge.Callee, c.edge.Route)
+			}
 		}
 	}
 	t, err := buildTruth(sc, m.callers)

@@ -243,7 +243,10 @@ func (s *service) call(r *http.Request, route, path string, body []byte) (result
 // inject serves the scripted fault for this request, if any, and reports
 // whether it answered.
 func (s *service) inject(w http.ResponseWriter, r *http.Request, key string) bool {
-	return s.faults.next(s.name, r.Pattern, key).apply(w)
+	done := s.faults.arrived(s.name, r.Pattern, key)
+	f := s.faults.next(s.name, r.Pattern, key)
+	defer func() { done(!f.Abort) }() // done also when f aborts the request
+	return f.apply(w)
 }
 
 func (s *service) checkout(w http.ResponseWriter, r *http.Request) {

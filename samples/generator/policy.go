@@ -19,6 +19,7 @@ const (
 	libResiliency    = "github.com/eapache/go-resiliency/retrier"
 	libAWSRetry      = "github.com/aws/aws-sdk-go-v2/aws/retry"
 	libGoRetry       = "github.com/sethvargo/go-retry"
+	libHedgedhttp    = "github.com/cristalhq/hedgedhttp"
 )
 
 // Backoff describes the wait between attempts in the vocabulary of
@@ -61,15 +62,17 @@ type Policy struct {
 	// circuit breaker: once open, calls fail at once without an attempt.
 	Breaker *BreakerPolicy
 	// Hedge, when set, sends up to MaxHedges more requests for a call
-	// while none has answered, Delay apart (failsafe-go's hedge policy);
-	// the first answer wins and the others are cancelled.
+	// while none has answered, Delay apart (failsafe-go's hedge policy,
+	// cristalhq/hedgedhttp's round tripper); the first answer wins and
+	// the others are cancelled.
 	Hedge *HedgePolicy
 	// Replicas > 1 runs that many instances of the callee, each on its own
 	// port; the caller sends attempt k to replica k mod Replicas.
 	Replicas int
-	// BelowInstrumentation puts the retrying client under otelhttp (a
-	// go-retryablehttp RoundTripper as the transport otelhttp wraps): one
-	// CLIENT span per call, one callee SERVER span per attempt under it.
+	// BelowInstrumentation puts the retrying or hedging client under
+	// otelhttp (a go-retryablehttp or hedgedhttp RoundTripper as the
+	// transport otelhttp wraps): one CLIENT span per call, one callee
+	// SERVER span per attempt under it.
 	BelowInstrumentation bool
 	// Quota, when set, is a retry budget shared by all the edge's calls:
 	// a token bucket every retry draws from (the AWS SDK's retry quota).
@@ -101,7 +104,9 @@ func restyAcrossReplicas(attempts int, base, cap time.Duration, replicas int) Po
 		Backoff: Backoff{Kind: "exponential", Base: base, Multiplier: 2, Cap: cap, Jitter: "equal"}}
 }
 
-// HedgePolicy configures a failsafe-go hedge policy.
+// HedgePolicy configures a hedge policy: failsafe-go's, or
+// cristalhq/hedgedhttp's (whose upto, the requests of a call in all, is
+// MaxHedges+1).
 type HedgePolicy struct {
 	Delay     time.Duration
 	MaxHedges int
@@ -112,6 +117,24 @@ type HedgePolicy struct {
 func hedged(delay time.Duration, maxHedges int) Policy {
 	return Policy{Library: libFailsafe, MaxAttempts: 1, Backoff: Backoff{Kind: "none", Jitter: "none"},
 		Hedge: &HedgePolicy{Delay: delay, MaxHedges: maxHedges}}
+}
+
+// hedgedHTTP is a caller that hedges with cristalhq/hedgedhttp's round
+// tripper, upto requests per call in all: each one delay after the one
+// before was sent while none has answered, or at once after one failed
+// in transport (no answer at all), which makes it retry those at once
+// within the same upto. The first response, whatever its status, is the
+// call's answer: an HTTP error is never sent again.
+func hedgedHTTP(delay time.Duration, upto int) Policy {
+	return Policy{Library: libHedgedhttp, MaxAttempts: upto, Backoff: Backoff{Kind: "none", Jitter: "none"},
+		Hedge: &HedgePolicy{Delay: delay, MaxHedges: upto - 1}}
+}
+
+// retriesStatus reports whether the policy sends a call again after an
+// attempt answered with HTTP status code: never for hedgedhttp, which
+// takes any answer as the call's.
+func (p Policy) retriesStatus(code int) bool {
+	return p.retries() && p.Library != libHedgedhttp && retryableStatus(code)
 }
 
 // requests is the most requests one call can send: its attempts, or the

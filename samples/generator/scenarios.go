@@ -49,6 +49,14 @@ type Scenario struct {
 	// their own); its callers spread their calls over them in turn. A
 	// service not named runs as one.
 	Instances map[string]int
+	// OnlyByName leaves the scenario out of a run of every scenario: it
+	// is written only when named (-scenario), a capture kept
+	// reproducible but not committed under samples/.
+	OnlyByName bool
+	// CountAtCallee counts the requests of each hedged call where its
+	// callee received them (one call per fault key: the scenario's
+	// hedged edge is called once per root request), for the truth.
+	CountAtCallee bool
 	// ManualCache makes api look each order up in a cache first, through
 	// hand-made CLIENT spans under another service name (mesh.go).
 	ManualCache bool
@@ -86,7 +94,74 @@ const ms = time.Millisecond
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), breakerConcurrent(), breakerInstances(), hedging(), otherServiceName(),
 		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota(),
-		linearJitter(), fibonacci()}
+		linearJitter(), fibonacci(), hedgedHTTPAbove(), hedgedHTTPBelow()}
+}
+
+// hedgedHTTPCases are the root requests of the hedgedhttp scenarios, by
+// what db does with the requests of one call in turn: fast; slow, so that
+// a hedge answers first (the second, or after two slow ones the third);
+// slower than the hedge delay but faster than the slow hedge after it,
+// so that the earlier request answers while a later one still runs (what
+// only hedging does); aborted without an answer, which hedgedhttp follows
+// with the next request at once (an immediate resend, not a hedge); 503,
+// which it returns like any answer (never sent again), also when it comes
+// while a hedge runs; and two aborts in a row. net/http's Transport
+// itself writes a GET again on a new connection when the reused one it
+// was sent on closes with no answer (truth's transport_resends), so an
+// abort is sent again by net/http or by hedgedhttp, whichever saw it
+// first: two aborts make three requests either way, the last answered.
+func hedgedHTTPCases() []Case {
+	late := Fault{Delay: 40 * ms}
+	lateUnavailable := Fault{Status: http.StatusServiceUnavailable, Delay: 40 * ms}
+	return []Case{
+		{Count: 20},
+		{Count: 10, Target: dbStock, Script: times(1, slow)},
+		{Count: 6, Target: dbStock, Script: times(2, slow)},
+		{Count: 8, Target: dbStock, Script: []Fault{late, slow}},
+		{Count: 6, Target: dbStock, Script: times(1, aborted)},
+		{Count: 4, Target: dbStock, Script: []Fault{slow, aborted}},
+		{Count: 6, Target: dbStock, Script: times(1, unavailable)},
+		{Count: 4, Target: dbStock, Script: []Fault{lateUnavailable, slow}},
+		{Count: 4, Target: dbStock, Script: times(2, aborted)},
+	}
+}
+
+// hedgedHTTPAbove has inventory hedge its GETs to db with
+// cristalhq/hedgedhttp's round tripper over otelhttp's transport: every
+// request it sends is a CLIENT span of its own, siblings under
+// inventory's SERVER span, as failsafe-go's are (hedging).
+func hedgedHTTPAbove() Scenario {
+	return Scenario{
+		Name: "hedgedhttp",
+		Description: "inventory hedges GET /db/stock to db with cristalhq/hedgedhttp (upto 3 requests, each 25ms after the one before " +
+			"or at once after one got no answer; the first answer, a 503 too, ends the call) over otelhttp's transport: " +
+			"one CLIENT span per request. db is sometimes slow (250ms), sometimes aborts the connection, sometimes answers 503.",
+		Seed:          29,
+		OnlyByName:    true, // hedgedhttp-below is the committed capture
+		CountAtCallee: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, hedgedHTTP(25*ms, 3)},
+		},
+		Cases: hedgedHTTPCases(),
+	}
+}
+
+// hedgedHTTPBelow is hedgedhttp with the hedging below the
+// instrumentation: otelhttp's transport wraps hedgedhttp's round tripper,
+// so one CLIENT span covers every request of a call, and db's SERVER
+// spans, one per request, overlap under it (hedgedhttp shares the
+// request's headers, the traceparent among them, with every hedge).
+func hedgedHTTPBelow() Scenario {
+	sc := hedgedHTTPAbove()
+	sc.Name, sc.OnlyByName = "hedgedhttp-below", false
+	sc.Description = "inventory hedges GET /db/stock to db with cristalhq/hedgedhttp (upto 3 requests, each 25ms after the one before " +
+		"or at once after one got no answer; the first answer, a 503 too, ends the call) below otelhttp: one CLIENT span per call, " +
+		"db's SERVER spans of its requests overlapping under it. db is sometimes slow (250ms), sometimes aborts the connection, sometimes answers 503."
+	sc.Edges[3].Policy = sc.Edges[3].Policy.withRetriesBelowInstrumentation()
+	return sc
 }
 
 // linearJitter has inventory retry db with go-retryablehttp's

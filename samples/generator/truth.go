@@ -122,11 +122,18 @@ type truthHedge struct {
 	// each hedge reached the callee on this host; CancelledAttempts
 	// counts the attempts the callee saw cancelled (hedges that lost);
 	// WonByAttempt[i] the calls that attempt i+1 answered; NonFatalCodes
-	// the statuses after which the next attempt starts at once.
+	// the statuses after which the next attempt starts at once
+	// (hedgedhttp: "transport error", a request that got no answer).
 	DelayLateMedianMS *float64 `json:"delay_late_median_ms,omitempty"`
 	CancelledAttempts int      `json:"cancelled_attempts,omitempty"`
 	WonByAttempt      []int    `json:"won_by_attempt,omitempty"`
 	NonFatalCodes     []string `json:"non_fatal_codes,omitempty"`
+	// TransportResends counts the requests net/http's Transport wrote
+	// again on a new connection, below the hedging library, after a
+	// reused connection closed without an answer (a replayable request:
+	// a GET without a body): the callee received them on top of what the
+	// library sent (written by the hedgedhttp scenarios).
+	TransportResends int `json:"transport_resends,omitempty"`
 }
 
 // truthQuota is an AWS SDK retry quota (a token bucket retries draw
@@ -214,8 +221,29 @@ func truthOf(c *caller) (truthEdge, error) {
 	}
 	te.configure(p)
 	if h := p.Hedge; h != nil {
-		te.Hedge = &truthHedge{Library: libFailsafe, DelayMS: h.Delay.Milliseconds(), MaxHedges: h.MaxHedges,
+		te.Hedge = &truthHedge{Library: p.Library, DelayMS: h.Delay.Milliseconds(), MaxHedges: h.MaxHedges,
 			HedgedCalls: st.hedgedCalls, MostRequests: st.mostRequests}
+		if p.Library == libHedgedhttp {
+			// hedgedhttp sends the next request at once after one that
+			// got no answer at all; any answer, an HTTP error too, ends
+			// the call.
+			te.Hedge.WonByAttempt = slices.Clone(st.wonByAttempt)
+			te.Hedge.NonFatalCodes = []string{"transport error"}
+			te.Hedge.TransportResends = st.transportResends
+		}
+		if st.received != nil {
+			// What the callee received, not what the caller sent (one
+			// request sent again after another got no answer is a resend,
+			// not a hedge).
+			te.Hedge.HedgedCalls, te.Hedge.MostRequests, te.Attempts = 0, 0, 0
+			for _, vs := range st.received {
+				if hedgedAtCallee(vs) {
+					te.Hedge.HedgedCalls++
+				}
+				te.Hedge.MostRequests = max(te.Hedge.MostRequests, len(vs))
+				te.Attempts += len(vs)
+			}
+		}
 	}
 	if q := p.Quota; q != nil {
 		te.RetryQuota = &truthQuota{Library: p.Library, Capacity: q.Capacity, RetryCost: q.RetryCost,
@@ -231,7 +259,7 @@ func truthOf(c *caller) (truthEdge, error) {
 		te.WaitLateMS = &late
 	}
 	for status := range st.statuses {
-		if p.retries() && retryableStatus(status) {
+		if p.retriesStatus(status) {
 			te.RetriedStatus = append(te.RetriedStatus, status)
 		} else {
 			te.NotRetriedStatus = append(te.NotRetriedStatus, status)
@@ -296,6 +324,29 @@ func (te *truthEdge) configure(p Policy) {
 	default:
 		te.Backoff.JitterFraction = &p.Backoff.JitterFraction
 	}
+}
+
+// hedgedAtCallee reports whether the requests of one call, vs in the
+// order they arrived, show a hedge: one arrived while an earlier one was
+// still being handled, or after an earlier one had been answered. A
+// hedging client (hedgedhttp) sends nothing once it has an answer,
+// whatever its status, so such a request left before that answer came
+// back, and reached the callee late (on a loaded host); only a request
+// that got no answer is followed by one sent after it.
+func hedgedAtCallee(vs []visit) bool {
+	var busy time.Time // when the latest earlier request is done
+	for i, v := range vs {
+		if i > 0 && v.from.Before(busy) {
+			return true
+		}
+		if v.answered && i < len(vs)-1 {
+			return true
+		}
+		if v.to.After(busy) {
+			busy = v.to
+		}
+	}
+	return false
 }
 
 func sumWaits(w []int) int {
