@@ -671,7 +671,7 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 		if gap := int32(resend) - int32(len(ix.attemptsOf(cur))) - cur.missing; gap > 0 {
 			cur.missing += gap
 		}
-	case ix.spans[prev.span].End <= ix.spans[a.span].Start+overlapTolerance:
+	case ix.spans[prev.span].End <= ix.spans[a.span].Start+overlapTolerance || ix.answeredFirst(prev, &a):
 		// A different request identity after a failure is a loop moving
 		// on to its next argument, not a retry; the same request sent to
 		// another replica (another host or port, so another URL) is.
@@ -737,6 +737,26 @@ func joinProxy(ix *index, calls []*call, pc *call) []*call {
 		}
 	}
 	return append(calls, pc)
+}
+
+// answeredFirst reports whether the callee's own spans show that attempt
+// prev had failed before attempt a reached it, though prev's client span
+// ends after a's begins: prev's SERVER span ended before a's began, both
+// recorded by one callee process (one clock). A library that retries at
+// once from inside the failed response's handler (superagent) sends the
+// next request before the instrumentation's own handler ends the span of
+// the one that failed; the overlap is the handler's run, not a second
+// request outstanding. A hedge is sent while its predecessor still runs,
+// so the callee sees it arrive before that one is answered (or, within a
+// transit's time, just after, where nothing tells the two apart). Attempts
+// read from the callee's spans themselves (below the instrumentation) have
+// no client span of their own to overlap.
+func (ix *index) answeredFirst(prev, a *attempt) bool {
+	if !prev.outcome.failed() || prev.server < 0 || a.server < 0 || prev.server == prev.span || a.server == a.span {
+		return false
+	}
+	ps, as := &ix.spans[prev.server], &ix.spans[a.server]
+	return ps.Service == as.Service && ps.Origin == as.Origin && ps.End <= as.Start+overlapTolerance
 }
 
 // overlapTolerance absorbs the clock granularity of exporters that round
@@ -1007,11 +1027,12 @@ func (ix *index) lateConcurrent(as []attempt, k int) bool {
 
 // sentConcurrently reports whether attempt k of a call (as) was sent while
 // an earlier attempt of the call still ran: it began before the attempt
-// just before it ended, or it reached the callee after an earlier one
+// just before it ended (and the callee did not answer that one first:
+// answeredFirst), or it reached the callee after an earlier one
 // had already succeeded there (lateConcurrent). A retry waits for its
 // predecessor to fail; such an attempt is a hedge.
 func (ix *index) sentConcurrently(as []attempt, k int) bool {
-	return k > 0 && (ix.spans[as[k].span].Start+overlapTolerance < ix.spans[as[k-1].span].End || ix.lateConcurrent(as, k))
+	return k > 0 && (ix.spans[as[k].span].Start+overlapTolerance < ix.spans[as[k-1].span].End && !ix.answeredFirst(&as[k-1], &as[k]) || ix.lateConcurrent(as, k))
 }
 
 // concurrentAttempts reads hedging from the callee's spans of one request

@@ -339,7 +339,9 @@ func pushbackOf(status label) pushbackKind {
 // wholeSecondLateMS late (or the edge's timing noise, if more: on a busy
 // host the timer fires late by what its other timings vary) and
 // wholeSecondEarlyMS early, and may also lie below the schedule
-// (belowSchedule: a server asking for 1s where the schedule waits 2s). A
+// (belowSchedule: a server asking for 1s where the schedule waits 2s) or
+// above it by less than the factor where the schedule's own waits there
+// spread little (aboveSchedule: 1s where ky's schedule waits 600ms). A
 // gRPC pushback counts in milliseconds, so its value shows nothing; what
 // shows it is that a server's wait is the server's, unjittered and the
 // same whatever the attempt: at least minAgreeingPushbacks such waits
@@ -387,7 +389,10 @@ func wholeSeconds(ms, late float64) bool {
 func splitServerDirected(waits []pendingWait, noise float64) (gaps [][]float64, n int, chains [][]float64, after *serverWaitReading) {
 	directed := make([]bool, len(waits))
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback != pushbackNone && wholeSeconds(w.ms, noise) }, false,
-		func(s float64, all []float64) bool { return belowSchedule(s, all, noise) }, func(off []int) []int { return sameSecond(waits, off) })
+		func(s float64, all []float64) bool {
+			return belowSchedule(s, all, noise) || aboveSchedule(s, all, noise)
+		},
+		func(off []int) []int { return sameSecond(waits, off) })
 	// Every retry after UNAVAILABLE is a suspect here: the schedule is
 	// read from all the waits at an index.
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback == pushbackGRPC }, true,
@@ -705,6 +710,29 @@ func belowSchedule(s float64, waits []float64, noise float64) bool {
 	}
 	lo, hi := slices.Min(above), slices.Max(above)
 	return s < lo-(hi-lo) && s < lo*(1-1.0/offScheduleFactor)
+}
+
+// aboveSchedule is belowSchedule's mirror: whole-second wait s lies above
+// the schedule the other waits at its attempt index follow where
+// minNoJitter or more of them are shorter (leaving out those at s's own
+// whole second), and s is above their longest by more than their range
+// and by a third of it. Bounded jitter does not reach above its ceiling
+// by its own width, so a schedule waiting 600ms with little spread shows
+// a 1s Retry-After that offScheduleFactor (3×) alone would keep in it;
+// full jitter's waits span from near zero to their ceiling, so nothing
+// short of twice the ceiling stands above them.
+func aboveSchedule(s float64, waits []float64, noise float64) bool {
+	var below []float64
+	for _, x := range waits {
+		if x < s && !(wholeSeconds(x, noise) && math.Round(x/1000) == math.Round(s/1000)) {
+			below = append(below, x)
+		}
+	}
+	if len(below) < minNoJitter {
+		return false
+	}
+	lo, hi := slices.Min(below), slices.Max(below)
+	return s > hi+(hi-lo) && s > hi*(1+1.0/offScheduleFactor)
 }
 
 // spread is how much a timing varies: central, the width of the central

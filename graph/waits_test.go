@@ -81,6 +81,44 @@ func TestServerDirectedWaits(t *testing.T) {
 			},
 		},
 		{
+			// ky: 300·2^(n-1)ms up to 800ms, unjittered; a 429's
+			// Retry-After: 1 before the third attempt waits 1s where the
+			// schedule waits 600ms, less than offScheduleFactor times it
+			// but far above the little the schedule's waits spread there.
+			name: "uncaptured Retry-After: 1 less than 3x above an unjittered schedule",
+			build: func(b *builder) {
+				ky := func(rng *rand.Rand, k int) float64 { return min(300*math.Pow(2, float64(k)), 800) + rng.Float64() }
+				chainOf(b, 12, 1, 3, ky)
+				chainOf(b, 3, 2, 2, func(rng *rand.Rand, k int) float64 {
+					if k == 1 {
+						return 1000.4 + rng.Float64()
+					}
+					return ky(rng, k)
+				}, httpStatus(429))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "api", "backend")
+				wantEq(t, "retry-after honoured", e.RetryAfterHonored, 3)
+				wantEq(t, "of which uncaptured", e.RetryAfterUncaptured, 3)
+				if s := e.Backoff.Schedule; len(s) < 2 || s[1].Waits != 12 {
+					t.Errorf("schedule %+v: want the 12 backoff waits at the second retry, no server's wait among them", s)
+				}
+			},
+		},
+		{
+			// Proportional jitter of ±25% around 800ms reaches 1000ms: a
+			// whole-second wait there is the schedule's ceiling, not above
+			// it by the schedule's own spread.
+			name: "a whole-second wait at a proportional jitter's ceiling stays in it",
+			build: func(b *builder) {
+				chainOf(b, 12, 10, 1, func(rng *rand.Rand, k int) float64 { return 800 * (0.75 + 0.5*rng.Float64()) })
+				chainOf(b, 2, 11, 1, func(rng *rand.Rand, k int) float64 { return 1000.5 })
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+		{
 			// A busy host fired one retry's timer 1.6s late: a single wait
 			// on a whole second, far off a schedule of 100-350ms, after a
 			// 503 as every other. A server directs every caller it refuses
@@ -885,5 +923,35 @@ func TestAfterServerWaitSweep(t *testing.T) {
 	t.Logf("%d edges: %d the right reading, %d a wrong one, %d unknown", edges, right, wrong, unknown)
 	if wrong*50 > edges || 2*right < edges {
 		t.Errorf("%d edges: %d right, %d wrong: want at most 2%% wrong and at least half right", edges, right, wrong)
+	}
+}
+
+// TestImmediateWithFewWaits: with few waits two late timers are more than
+// the tenth the immediate rule allows; the retries are immediate still
+// where every attempt index's median wait is under immediateMS and no wait
+// is longer than the edge's noise allows a wait of nothing. A jitter, or a
+// later index that waits, keeps them from it.
+func TestImmediateWithFewWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		gaps        [][]float64
+		noise, bulk float64
+		immediate   bool
+	}{
+		{"two late waits of 8 within a noisy edge's tail", [][]float64{{0.1, 0.2, 0, 0.3, 4.5, 0.1}, {0.2, 10.3}}, 7, 1, true},
+		{"the same waits on a quiet edge: 10ms is no timer's lateness", [][]float64{{0.1, 0.2, 0, 0.3, 4.5, 0.1}, {0.2, 10.3}}, 0.5, 0.2, false},
+		{"immediate first retry, then a wait", [][]float64{{0.1, 0.2, 0, 0.3, 0.4, 0.1}, {100, 102}}, 7, 1, false},
+		{"a jitter up to 4ms: its median is past immediateMS", [][]float64{{0.3, 1.2, 2.5, 3.7, 0.8, 2.9}}, 7, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gaps := make([][]float64, len(tc.gaps))
+			for k, g := range tc.gaps {
+				gaps[k] = slices.Clone(g)
+			}
+			b := inferBackoff(gaps, nil, tc.noise, tc.bulk, 0)
+			if got := b.Kind == BackoffImmediate; got != tc.immediate {
+				t.Errorf("backoff %s, immediate %v; want immediate %v", b.Kind, got, tc.immediate)
+			}
+		})
 	}
 }
