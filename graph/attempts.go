@@ -739,24 +739,30 @@ func joinProxy(ix *index, calls []*call, pc *call) []*call {
 	return append(calls, pc)
 }
 
-// answeredFirst reports whether the callee's own spans show that attempt
-// prev had failed before attempt a reached it, though prev's client span
-// ends after a's begins: prev's SERVER span ended before a's began, both
-// recorded by one callee process (one clock). A library that retries at
-// once from inside the failed response's handler (superagent) sends the
-// next request before the instrumentation's own handler ends the span of
-// the one that failed; the overlap is the handler's run, not a second
-// request outstanding. A hedge is sent while its predecessor still runs,
-// so the callee sees it arrive before that one is answered (or, within a
-// transit's time, just after, where nothing tells the two apart). Attempts
-// read from the callee's spans themselves (below the instrumentation) have
-// no client span of their own to overlap.
+// answeredFirst reports whether attempt a was sent on prev's failed
+// answer though prev's client span ends after a's begins: a library that
+// retries at once from inside the failed response's handler (superagent)
+// sends the next request before the instrumentation's own handler ends
+// the span of the one that failed. It takes both sides to say so: the
+// client spans overlap by no more than immediateMS (a handler's run, not
+// a second request outstanding), and the callee's own spans, recorded by
+// one process on one clock, show prev answered before a arrived, to
+// within immediateMS (a Node server ends its span when the answer is
+// flushed, which its event loop may run after reading the next request:
+// 0.15ms after, in a capture). A hedge is sent on a timer while its
+// predecessor still runs, so the callee sees it arrive while it still
+// serves that one; one sent within a millisecond of a failed answer is
+// told from a retry by nothing in the spans. Attempts read from the
+// callee's spans themselves (below the instrumentation) have no client
+// span of their own to overlap.
 func (ix *index) answeredFirst(prev, a *attempt) bool {
 	if !prev.outcome.failed() || prev.server < 0 || a.server < 0 || prev.server == prev.span || a.server == a.span {
 		return false
 	}
+	const slack = int64(immediateMS * 1e6) // ns
 	ps, as := &ix.spans[prev.server], &ix.spans[a.server]
-	return ps.Service == as.Service && ps.Origin == as.Origin && ps.End <= as.Start+overlapTolerance
+	return ps.Service == as.Service && ps.Origin == as.Origin &&
+		ix.spans[prev.span].End <= ix.spans[a.span].Start+slack && ps.End <= as.Start+slack
 }
 
 // overlapTolerance absorbs the clock granularity of exporters that round

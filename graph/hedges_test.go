@@ -321,7 +321,8 @@ func TestImmediateRetriesOverlapping(t *testing.T) {
 		wantHedged bool
 	}{
 		{"the next request sent 0.4ms before the failed span ended, after the callee answered: an immediate retry", 1.6, 1.9, "stock-0", false},
-		{"the next request reached the callee while the first was served there: a hedge", 1.0, 1.1, "stock-0", true},
+		{"the next request reached the callee 0.5ms before the first was answered there: the server ended its span late, a retry still", 1.6, 0.7, "stock-0", false},
+		{"the next request sent 1.5ms before the failed span ended: more than a handler's run, a hedge", 0.5, 0.8, "stock-0", true},
 		{"answered first on another callee process: its clock cannot say, a hedge", 1.6, 1.9, "stock-1", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
