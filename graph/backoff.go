@@ -572,7 +572,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		hi := math.Pow(max(mhi[n]-oMax, 0)/max(mlo[0]-oMax, immediateMS), root)
 		fit := roundMultiplier(m, lo, hi)
 		b.MultiplierFit = ptr(fit)
-		if hi <= maxMultiplierSpread*lo {
+		if hi <= maxMultiplierSpread*lo && growsThroughSteps(fit, mlo[:n+1], mhi[:n+1], oMax) {
 			b.Multiplier = ptr(fit)
 		}
 		b.MultiplierRange = &[2]float64{math.Round(100*lo) / 100, math.Round(100*hi) / 100}
@@ -954,6 +954,24 @@ func ceilingOf(g []float64, a float64) (c, lo, hi float64) {
 // capShortfall: a ratio between consecutive waits below this share of
 // the growth before it is the cap cutting the schedule short.
 const capShortfall = 0.7
+
+// growsThroughSteps reports whether one schedule base·m^k passes through
+// every step's range [lo[k], hi[k]] (each wait may also hold an overhead
+// up to oMax, the same in all): some base lies in every step's range
+// shrunk by m^k. The multiplier is read from the first and last steps
+// alone; a cap that cut the last step short without standing out (ky's or
+// nice-grpc's 200 → 300 ms after ×2 steps, equal jitter's wide ranges
+// hiding the shortfall) pulls it below the growth the steps before show,
+// and a stated ×1.75 that no step in between allows misleads more than
+// an unknown one with its range.
+func growsThroughSteps(m float64, lo, hi []float64, oMax float64) bool {
+	bLo, bHi := 0.0, math.Inf(1)
+	for k := range lo {
+		f := math.Pow(m, float64(k))
+		bLo, bHi = max(bLo, (lo[k]-oMax)/f), min(bHi, hi[k]/f)
+	}
+	return bLo <= bHi
+}
 
 // roundMultiplier rounds a fitted multiplier m, whose 99% range is
 // [lo, hi], to the nearest quarter when the waits allow it (a spurious

@@ -955,3 +955,32 @@ func TestImmediateWithFewWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestGrowsThroughSteps: a multiplier is stated only where one schedule
+// base·m^k passes through every step's range; nice-grpc's equal-jitter
+// ceilings 50, 100, 200 and a cap at 300 (ranges as one capture read
+// them) fit neither ×1.75, which the first and last steps give, nor ×2.
+func TestGrowsThroughSteps(t *testing.T) {
+	capped := [][2]float64{{42.2, 58.1}, {83.7, 110.6}, {183.6, 255.3}, {219, 343.4}}
+	for _, tc := range []struct {
+		name   string
+		m      float64
+		steps  [][2]float64
+		oMax   float64
+		passes bool
+	}{
+		{"×2 through 50, 100, 200, 400", 2, [][2]float64{{45, 55}, {90, 110}, {180, 220}, {360, 440}}, 0, true},
+		{"×1.75 misses the third step of a schedule capped at the fourth", 1.75, capped, 0, false},
+		{"×2 misses the capped fourth step", 2, capped, 0, false},
+		{"an overhead every wait shares lets the steps through", 2, [][2]float64{{55, 60}, {105, 110}, {205, 210}}, 5, true},
+		{"without it they grow by less than ×2", 2, [][2]float64{{55, 60}, {105, 110}, {205, 210}}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lo, hi := make([]float64, len(tc.steps)), make([]float64, len(tc.steps))
+			for k, s := range tc.steps {
+				lo[k], hi[k] = s[0], s[1]
+			}
+			wantEq(t, "grows through the steps", growsThroughSteps(tc.m, lo, hi, tc.oMax), tc.passes)
+		})
+	}
+}
