@@ -387,6 +387,9 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 				floor = 0.5
 			}
 			c, lo, hi := ceilingOf(g, floor)
+			if cm, late := ceilingFromMedian(c, w.med, floor, n); late && kind == JitterEqual {
+				c, lo = cm, min(lo, cm)
+			}
 			sched[k], slo[k], shi[k] = c, lo, max(hi, rawTop[k])
 		case kind == JitterAdditive:
 			sched[k], slo[k], shi[k] = max(g[0]-additive.ms/(n+1), 0), max(g[0]-tail99*additive.ms/n, 0), g[0]
@@ -949,6 +952,22 @@ func ceilingOf(g []float64, a float64) (c, lo, hi float64) {
 		c = top / (a + (1-a)*float64(n)/float64(n+1))
 	}
 	return c, lo, max(hi, c)
+}
+
+// ceilingFromMedian checks ceiling c, read from the longest of n waits
+// drawn uniformly over [a·C, C], against their median med: the median is
+// (a+1)/2·C, erring by the width (1−a)·C over 2√n, and stands a late tail
+// that the longest waits do not. A c above the median's reading by more
+// than z99 of its error rests on late timers (a busy host's: a
+// nice-grpc capture's equal-jitter ceiling read 74.3ms for 50 from two
+// waits 9 and 23ms past it); then the median's reading is returned, and
+// true. Only equal jitter's waits are read so: full jitter's median
+// strays too far with few waits (a sweep of 12-call captures read half
+// the ceiling in some seeds), and decorrelated jitter's are not uniform.
+func ceilingFromMedian(c, med, a, n float64) (float64, bool) {
+	cm := med / ((a + 1) / 2)
+	se := (1 - a) * cm / (2 * math.Sqrt(n)) / ((a + 1) / 2)
+	return cm, c > cm+z99*se
 }
 
 // capShortfall: a ratio between consecutive waits below this share of
