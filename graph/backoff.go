@@ -573,7 +573,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		root := 1 / float64(n)
 		lo := math.Pow(max(mlo[n], 0)/max(mhi[0], immediateMS), root)
 		hi := math.Pow(max(mhi[n]-oMax, 0)/max(mlo[0]-oMax, immediateMS), root)
-		fit := roundMultiplier(m, lo, hi)
+		fit := bestQuarter(roundMultiplier(m, lo, hi), lo, hi, sched[:n+1], mlo[:n+1], mhi[:n+1], oMax)
 		b.MultiplierFit = ptr(fit)
 		if hi <= maxMultiplierSpread*lo && growsThroughSteps(fit, mlo[:n+1], mhi[:n+1], oMax) {
 			b.Multiplier = ptr(fit)
@@ -990,6 +990,49 @@ func growsThroughSteps(m float64, lo, hi []float64, oMax float64) bool {
 		bLo, bHi = max(bLo, (lo[k]-oMax)/f), min(bHi, hi[k]/f)
 	}
 	return bLo <= bHi
+}
+
+// bestQuarter picks, where more than one quarter multiplier within [lo,
+// hi] passes through every step's range (growsThroughSteps), the one that
+// fits the steps best: the least sum of squared deviations of the steps'
+// logarithms from base·q^k, each over its step's error (a quarter of its
+// 99% range's logarithmic width, as ±z99 spans it), the base the best for
+// that q. The first-to-last growth that fit is rounded from rests on two
+// steps; a cap that cut the last short pulls it down (nice-grpc's ×2
+// steps 50, 100, 200 and a cap at 300 read ×1.83, rounded to ×1.75, while
+// the steps between grow by ×2). Otherwise fit stands.
+func bestQuarter(fit, lo, hi float64, sched, slo, shi []float64, oMax float64) float64 {
+	var passing []float64
+	for q := math.Ceil(lo*4) / 4; q <= hi; q += 0.25 {
+		if q > 1 && growsThroughSteps(q, slo, shi, oMax) {
+			passing = append(passing, q)
+		}
+	}
+	if len(passing) < 2 {
+		return fit
+	}
+	best, bestSS := fit, math.Inf(1)
+	for _, q := range passing {
+		// Weighted least squares of ln sched[k] − k·ln q for ln base.
+		var sw, swy float64
+		w := make([]float64, len(sched))
+		for k := range sched {
+			se := math.Log(max(shi[k], immediateMS)/max(slo[k], immediateMS)) / (2 * z99)
+			w[k] = 1 / max(se*se, 1e-9)
+			sw += w[k]
+			swy += w[k] * (math.Log(max(sched[k], immediateMS)) - float64(k)*math.Log(q))
+		}
+		lb := swy / sw
+		ss := 0.0
+		for k := range sched {
+			d := math.Log(max(sched[k], immediateMS)) - float64(k)*math.Log(q) - lb
+			ss += w[k] * d * d
+		}
+		if ss < bestSS {
+			best, bestSS = q, ss
+		}
+	}
+	return best
 }
 
 // roundMultiplier rounds a fitted multiplier m, whose 99% range is

@@ -984,3 +984,33 @@ func TestGrowsThroughSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestBestQuarter: where several quarter multipliers pass through every
+// step, the one that fits the steps best is stated, not the one nearest
+// the first-to-last growth: nice-grpc's equal-jitter ceilings (×2 from
+// 50ms, capped at 300 at the fourth step, as one capture read them) grew
+// ×1.83 first to last, rounded to ×1.75.
+func TestBestQuarter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fit    float64
+		lo, hi float64
+		steps  [][3]float64 // the step's reading and its range
+		want   float64
+	}{
+		{"×2 with a cap the last step hides", 1.75, 1.7, 2.23,
+			[][3]float64{{51.0, 40.2, 58.3}, {98.8, 83.6, 114.1}, {203.9, 173.0, 249.7}, {314.7, 277.2, 456.0}}, 2},
+		{"×1.5 among ranges wide enough for ×1.75", 1.5, 1.4, 1.8,
+			[][3]float64{{50, 40, 60}, {75, 60, 95}, {112.5, 90, 150}, {168.8, 130, 230}}, 1.5},
+		{"one quarter passes: the fit stands", 2, 1.9, 2.1,
+			[][3]float64{{50, 48, 52}, {100, 97, 103}, {200, 195, 205}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sched, lo, hi []float64
+			for _, s := range tc.steps {
+				sched, lo, hi = append(sched, s[0]), append(lo, s[1]), append(hi, s[2])
+			}
+			wantEq(t, "multiplier", bestQuarter(tc.fit, tc.lo, tc.hi, sched, lo, hi, 0), tc.want)
+		})
+	}
+}
