@@ -48,6 +48,9 @@ var nodeScenarios = []nodeScenario{
 	{Name: "ky-retry", Dir: "ky"},
 	// ... and recorded on the CLIENT spans (headersToSpanAttributes).
 	{Name: "ky-retry-captured", Dir: "ky"},
+	// ky's jitter option: full jitter, U[0, delay), and the server's
+	// waits unjittered among them.
+	{Name: "ky-retry-jitter", Dir: "ky"},
 	// superagent's .retry(n): the next try at once, any method, Retry-After
 	// (recorded on the spans) ignored.
 	{Name: "superagent-retry", Dir: "superagent"},

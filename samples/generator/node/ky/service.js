@@ -36,7 +36,6 @@ if (role === 'stock') {
   // or 429 it gave up on.
   const retry = JSON.parse(process.env.KY_RETRY);
   const pKy = import('ky').then((m) => m.default.create({
-    retry,
     timeout: false,
     hooks: {
       // ky calls beforeRetry after its wait, before the next try: the
@@ -57,15 +56,19 @@ if (role === 'stock') {
     req.resume();
     route(get ? '/quotes/:id' : '/orders/:id');
     const id = (get || post)[1];
-    const rec = { call: `${id}#${++seq}`, method: req.method, start: now(), retries: [] };
+    const rec = { call: `${id}#${++seq}`, method: req.method, start: now(), retries: [], draws: [] };
     records.push(rec);
     calls.set(rec.call, rec);
     let status = 200;
     try {
       const ky = await pKy;
       const headers = { 'x-call-id': rec.call };
-      if (get) await ky.get(`${process.env.STOCK_URL}/stock/sku-${id}`, { headers }).text();
-      else await ky.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { headers, json: { qty: 1 } }).text();
+      // jitter: true is ky's full jitter, Math.random() · delay; the same
+      // draw through ky's jitter function, one per call, lets the truth
+      // record each wait ky chose (ky skips it for a Retry-After).
+      const opts = { headers, retry: retry.jitter === true ? { ...retry, jitter: (d) => { const j = Math.random() * d; rec.draws.push(j); return j; } } : retry };
+      if (get) await ky.get(`${process.env.STOCK_URL}/stock/sku-${id}`, opts).text();
+      else await ky.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { ...opts, json: { qty: 1 } }).text();
     } catch (err) {
       status = gatewayStatus(err.response?.status);
     }
