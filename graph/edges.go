@@ -712,27 +712,35 @@ func belowSchedule(s float64, waits []float64, noise float64) bool {
 	return s < lo-(hi-lo) && s < lo*(1-1.0/offScheduleFactor)
 }
 
-// aboveSchedule is belowSchedule's mirror: whole-second wait s lies above
-// the schedule the other waits at its attempt index follow where
-// minNoJitter or more of them are shorter (leaving out those at s's own
-// whole second), and s is above their longest by more than their range
-// and by a third of it. Bounded jitter does not reach above its ceiling
-// by its own width, so a schedule waiting 600ms with little spread shows
-// a 1s Retry-After that offScheduleFactor (3×) alone would keep in it;
-// full jitter's waits span from near zero to their ceiling, so nothing
-// short of twice the ceiling stands above them.
+// aboveSchedule reports whether whole-second wait s lies above the
+// schedule the other waits at its attempt index follow (leaving out those
+// at s's own whole second, which a server may have directed alike): none
+// of them is as long, minNoJitter or more are shorter, s is above their
+// longest by a third, and the schedule is unlikely to reach it: were the
+// waits drawn evenly from their shortest up to a ceiling at s or past it,
+// all n would fall at or below their longest with chance
+// ((longest−shortest)/(s−shortest))^n, under lateAlpha. An unjittered
+// schedule spreads by its timers' noise only (ky's 600ms waits within
+// 2ms: a 1s wait there is far above it, though under offScheduleFactor
+// times it); a jittered one by its jitter, full jitter's from near zero to
+// its ceiling (ky's U[0, 600): a 1s wait is above it only where the
+// others come near enough to the ceiling to show where it is).
 func aboveSchedule(s float64, waits []float64, noise float64) bool {
 	var below []float64
 	for _, x := range waits {
-		if x < s && !(wholeSeconds(x, noise) && math.Round(x/1000) == math.Round(s/1000)) {
-			below = append(below, x)
+		if wholeSeconds(x, noise) && math.Round(x/1000) == math.Round(s/1000) {
+			continue
 		}
+		if x >= s {
+			return false // the schedule reaches past s
+		}
+		below = append(below, x)
 	}
 	if len(below) < minNoJitter {
 		return false
 	}
 	lo, hi := slices.Min(below), slices.Max(below)
-	return s > hi+(hi-lo) && s > hi*(1+1.0/offScheduleFactor)
+	return s > hi*(1+1.0/offScheduleFactor) && math.Pow((hi-lo)/(s-lo), float64(len(below))) < lateAlpha
 }
 
 // spread is how much a timing varies: central, the width of the central

@@ -106,6 +106,41 @@ func TestServerDirectedWaits(t *testing.T) {
 			},
 		},
 		{
+			// ky's jitter: true, U[0, 300·2^(n-1)): a 429's Retry-After: 1
+			// before the third attempt waits 1s where the schedule's own
+			// waits reach up to 600ms; twelve of them show where it stops.
+			name: "uncaptured Retry-After: 1 above a full jitter's ceiling",
+			build: func(b *builder) {
+				full := func(rng *rand.Rand, k int) float64 { return 300 * math.Pow(2, float64(k)) * rng.Float64() }
+				chainOf(b, 12, 12, 2, full)
+				chainOf(b, 3, 13, 2, func(rng *rand.Rand, k int) float64 {
+					if k == 1 {
+						return 1000.4 + rng.Float64()
+					}
+					return full(rng, k)
+				}, httpStatus(429))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 3)
+			},
+		},
+		{
+			// Four waits spread over 150-480ms do not show that the
+			// schedule stops short of 1s (all four would fall that low
+			// under a ceiling at 1s with chance 0.023): two 1s waits there
+			// stay in it.
+			name: "too few waits to show a jittered schedule stops short of 1s",
+			build: func(b *builder) {
+				spread := []float64{150, 280, 380, 480}
+				next := 0
+				chainOf(b, 4, 14, 1, func(rng *rand.Rand, k int) float64 { next++; return spread[next-1] })
+				chainOf(b, 2, 15, 1, func(rng *rand.Rand, k int) float64 { return 1000.5 }, httpStatus(429))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+		{
 			// Proportional jitter of ±25% around 800ms reaches 1000ms: a
 			// whole-second wait there is the schedule's ceiling, not above
 			// it by the schedule's own spread.
