@@ -677,7 +677,7 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 		if gap := int32(resend) - int32(len(ix.attemptsOf(cur))) - cur.missing; gap > 0 {
 			cur.missing += gap
 		}
-	case ix.spans[prev.span].End <= ix.spans[a.span].Start+overlapTolerance:
+	case ix.spans[prev.span].End <= ix.spans[a.span].Start+overlapTolerance || ix.answeredFirst(prev, &a):
 		// A different request identity after a failure is a loop moving
 		// on to its next argument, not a retry; the same request sent to
 		// another replica (another host or port, so another URL) is.
@@ -807,6 +807,32 @@ func joinProxy(ix *index, calls []*call, pc *call) []*call {
 		}
 	}
 	return append(calls, pc)
+}
+
+// answeredFirst reports whether attempt a was sent on prev's failed
+// answer though prev's client span ends after a's begins: a library that
+// retries at once from inside the failed response's handler (superagent)
+// sends the next request before the instrumentation's own handler ends
+// the span of the one that failed. It takes both sides to say so: the
+// client spans overlap by no more than immediateMS (a handler's run, not
+// a second request outstanding), and the callee's own spans, recorded by
+// one process on one clock, show prev answered before a arrived, to
+// within immediateMS (a Node server ends its span when the answer is
+// flushed, which its event loop may run after reading the next request:
+// 0.15ms after, in a capture). A hedge is sent on a timer while its
+// predecessor still runs, so the callee sees it arrive while it still
+// serves that one; one sent within a millisecond of a failed answer is
+// told from a retry by nothing in the spans. Attempts read from the
+// callee's spans themselves (below the instrumentation) have no client
+// span of their own to overlap.
+func (ix *index) answeredFirst(prev, a *attempt) bool {
+	if !prev.outcome.failed() || prev.server < 0 || a.server < 0 || prev.server == prev.span || a.server == a.span {
+		return false
+	}
+	const slack = int64(immediateMS * 1e6) // ns
+	ps, as := &ix.spans[prev.server], &ix.spans[a.server]
+	return ps.Service == as.Service && ps.Origin == as.Origin &&
+		ix.spans[prev.span].End <= ix.spans[a.span].Start+slack && ps.End <= as.Start+slack
 }
 
 // overlapTolerance absorbs the clock granularity of exporters that round
@@ -1111,11 +1137,12 @@ func (ix *index) lateConcurrent(as []attempt, k int) bool {
 
 // sentConcurrently reports whether attempt k of a call (as) was sent while
 // an earlier attempt of the call still ran: it began before the attempt
-// just before it ended, or it reached the callee after an earlier one
+// just before it ended (and the callee did not answer that one first:
+// answeredFirst), or it reached the callee after an earlier one
 // had already succeeded there (lateConcurrent). A retry waits for its
 // predecessor to fail; such an attempt is a hedge.
 func (ix *index) sentConcurrently(as []attempt, k int) bool {
-	return k > 0 && (ix.spans[as[k].span].Start+overlapTolerance < ix.spans[as[k-1].span].End || ix.lateConcurrent(as, k))
+	return k > 0 && (ix.spans[as[k].span].Start+overlapTolerance < ix.spans[as[k-1].span].End && !ix.answeredFirst(&as[k-1], &as[k]) || ix.lateConcurrent(as, k))
 }
 
 // concurrentAttempts reads hedging from the callee's spans of one request

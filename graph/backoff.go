@@ -107,8 +107,18 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 	// of 4.1 ms); a jitter whose range reaches past immediateMS would put
 	// more than a tenth of its waits there. Waits that hold a round trip
 	// through the caller (read between the callee's spans) are that much
-	// longer.
-	if quantile(all, 0.9) < immediateMS+roundTrip {
+	// longer. With few waits two late ones are more than a tenth: there
+	// the retries are immediate too where the waits at every attempt
+	// index have their median under immediateMS and none is longer than
+	// the edge's timing noise (its late tail) allows a wait of nothing
+	// (superagent's POSTs: 6 of 8 waits under 0.6ms, two of 4.5 and 10.3ms
+	// on an edge whose timings spread 22ms): a jitter wide enough to
+	// reach past immediateMS would put half its waits there.
+	latenessOnly := all[len(all)-1] <= tol+roundTrip
+	for _, w := range idx {
+		latenessOnly = latenessOnly && w.med < immediateMS+roundTrip
+	}
+	if quantile(all, 0.9) < immediateMS+roundTrip || latenessOnly {
 		b.Kind = BackoffImmediate
 		for _, w := range idx {
 			if w.n >= minNoJitter {
@@ -377,6 +387,9 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 				floor = 0.5
 			}
 			c, lo, hi := ceilingOf(g, floor)
+			if cm, late := ceilingFromMedian(c, w.med, floor, n); late && kind == JitterEqual {
+				c, lo = cm, min(lo, cm)
+			}
 			sched[k], slo[k], shi[k] = c, lo, max(hi, rawTop[k])
 		case kind == JitterAdditive:
 			sched[k], slo[k], shi[k] = max(g[0]-additive.ms/(n+1), 0), max(g[0]-tail99*additive.ms/n, 0), g[0]
@@ -560,9 +573,9 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		root := 1 / float64(n)
 		lo := math.Pow(max(mlo[n], 0)/max(mhi[0], immediateMS), root)
 		hi := math.Pow(max(mhi[n]-oMax, 0)/max(mlo[0]-oMax, immediateMS), root)
-		fit := roundMultiplier(m, lo, hi)
+		fit := bestQuarter(roundMultiplier(m, lo, hi), lo, hi, sched[:n+1], mlo[:n+1], mhi[:n+1], oMax)
 		b.MultiplierFit = ptr(fit)
-		if hi <= maxMultiplierSpread*lo {
+		if hi <= maxMultiplierSpread*lo && growsThroughSteps(fit, mlo[:n+1], mhi[:n+1], oMax) {
 			b.Multiplier = ptr(fit)
 		}
 		b.MultiplierRange = &[2]float64{math.Round(100*lo) / 100, math.Round(100*hi) / 100}
@@ -941,9 +954,86 @@ func ceilingOf(g []float64, a float64) (c, lo, hi float64) {
 	return c, lo, max(hi, c)
 }
 
+// ceilingFromMedian checks ceiling c, read from the longest of n waits
+// drawn uniformly over [a·C, C], against their median med: the median is
+// (a+1)/2·C, erring by the width (1−a)·C over 2√n, and stands a late tail
+// that the longest waits do not. A c above the median's reading by more
+// than z99 of its error rests on late timers (a busy host's: a
+// nice-grpc capture's equal-jitter ceiling read 74.3ms for 50 from two
+// waits 9 and 23ms past it); then the median's reading is returned, and
+// true. Only equal jitter's waits are read so: full jitter's median
+// strays too far with few waits (a sweep of 12-call captures read half
+// the ceiling in some seeds), and decorrelated jitter's are not uniform.
+func ceilingFromMedian(c, med, a, n float64) (float64, bool) {
+	cm := med / ((a + 1) / 2)
+	se := (1 - a) * cm / (2 * math.Sqrt(n)) / ((a + 1) / 2)
+	return cm, c > cm+z99*se
+}
+
 // capShortfall: a ratio between consecutive waits below this share of
 // the growth before it is the cap cutting the schedule short.
 const capShortfall = 0.7
+
+// growsThroughSteps reports whether one schedule base·m^k passes through
+// every step's range [lo[k], hi[k]] (each wait may also hold an overhead
+// up to oMax, the same in all): some base lies in every step's range
+// shrunk by m^k. The multiplier is read from the first and last steps
+// alone; a cap that cut the last step short without standing out (ky's or
+// nice-grpc's 200 → 300 ms after ×2 steps, equal jitter's wide ranges
+// hiding the shortfall) pulls it below the growth the steps before show,
+// and a stated ×1.75 that no step in between allows misleads more than
+// an unknown one with its range.
+func growsThroughSteps(m float64, lo, hi []float64, oMax float64) bool {
+	bLo, bHi := 0.0, math.Inf(1)
+	for k := range lo {
+		f := math.Pow(m, float64(k))
+		bLo, bHi = max(bLo, (lo[k]-oMax)/f), min(bHi, hi[k]/f)
+	}
+	return bLo <= bHi
+}
+
+// bestQuarter picks, where more than one quarter multiplier within [lo,
+// hi] passes through every step's range (growsThroughSteps), the one that
+// fits the steps best: the least sum of squared deviations of the steps'
+// logarithms from base·q^k, each over its step's error (a quarter of its
+// 99% range's logarithmic width, as ±z99 spans it), the base the best for
+// that q. The first-to-last growth that fit is rounded from rests on two
+// steps; a cap that cut the last short pulls it down (nice-grpc's ×2
+// steps 50, 100, 200 and a cap at 300 read ×1.83, rounded to ×1.75, while
+// the steps between grow by ×2). Otherwise fit stands.
+func bestQuarter(fit, lo, hi float64, sched, slo, shi []float64, oMax float64) float64 {
+	var passing []float64
+	for q := math.Ceil(lo*4) / 4; q <= hi; q += 0.25 {
+		if q > 1 && growsThroughSteps(q, slo, shi, oMax) {
+			passing = append(passing, q)
+		}
+	}
+	if len(passing) < 2 {
+		return fit
+	}
+	best, bestSS := fit, math.Inf(1)
+	for _, q := range passing {
+		// Weighted least squares of ln sched[k] − k·ln q for ln base.
+		var sw, swy float64
+		w := make([]float64, len(sched))
+		for k := range sched {
+			se := math.Log(max(shi[k], immediateMS)/max(slo[k], immediateMS)) / (2 * z99)
+			w[k] = 1 / max(se*se, 1e-9)
+			sw += w[k]
+			swy += w[k] * (math.Log(max(sched[k], immediateMS)) - float64(k)*math.Log(q))
+		}
+		lb := swy / sw
+		ss := 0.0
+		for k := range sched {
+			d := math.Log(max(sched[k], immediateMS)) - float64(k)*math.Log(q) - lb
+			ss += w[k] * d * d
+		}
+		if ss < bestSS {
+			best, bestSS = q, ss
+		}
+	}
+	return best
+}
 
 // roundMultiplier rounds a fitted multiplier m, whose 99% range is
 // [lo, hi], to the nearest quarter when the waits allow it (a spurious

@@ -101,3 +101,46 @@ func TestCeilingOf(t *testing.T) {
 		}
 	}
 }
+
+// TestCeilingFromMedian: a ceiling read from the longest waits stands
+// unless it lies above what their median reads by more than the median's
+// error: four timers fired 2–23ms late at the top of 25 equal-jitter
+// waits (a busy host's tail, too gradual to stand apart from the rest)
+// would set it a fifth above the configured 50ms, and its range above it.
+// Two standing apart are ceilingOf's own to set aside.
+func TestCeilingFromMedian(t *testing.T) {
+	even := func(n int, lo, hi float64) []float64 {
+		g := make([]float64, n)
+		for i := range g {
+			g[i] = lo + (hi-lo)*(float64(i)+0.5)/float64(n)
+		}
+		return g
+	}
+	lateTop, apart := even(25, 25, 50), even(25, 25, 50)
+	copy(lateTop[21:], []float64{52, 56, 62, 73})
+	apart[23], apart[24] = 58.7, 72.9
+	for _, tc := range []struct {
+		name     string
+		g        []float64
+		floor    float64
+		late     bool
+		min, max float64 // where the ceiling read must lie
+	}{
+		{"equal jitter, no late waits", even(25, 25, 50), 0.5, false, 48, 52},
+		{"equal jitter, a late tail at the top", lateTop, 0.5, true, 45, 55},
+		{"equal jitter, two late timers standing apart", apart, 0.5, false, 45, 55},
+		{"full jitter, no late waits", even(20, 0, 100), 0, false, 95, 105},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := ceilingOf(tc.g, tc.floor)
+			cm, late := ceilingFromMedian(c, quantile(tc.g, 0.5), tc.floor, float64(len(tc.g)))
+			wantEq(t, "late", late, tc.late)
+			if late {
+				c = cm
+			}
+			if c < tc.min || c > tc.max {
+				t.Errorf("ceiling %.1f, want %g–%g", c, tc.min, tc.max)
+			}
+		})
+	}
+}

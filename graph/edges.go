@@ -339,7 +339,9 @@ func pushbackOf(status label) pushbackKind {
 // wholeSecondLateMS late (or the edge's timing noise, if more: on a busy
 // host the timer fires late by what its other timings vary) and
 // wholeSecondEarlyMS early, and may also lie below the schedule
-// (belowSchedule: a server asking for 1s where the schedule waits 2s). A
+// (belowSchedule: a server asking for 1s where the schedule waits 2s) or
+// above it by less than the factor where the schedule's own waits there
+// spread little (aboveSchedule: 1s where ky's schedule waits 600ms). A
 // gRPC pushback counts in milliseconds, so its value shows nothing; what
 // shows it is that a server's wait is the server's, unjittered and the
 // same whatever the attempt: at least minAgreeingPushbacks such waits
@@ -387,7 +389,10 @@ func wholeSeconds(ms, late float64) bool {
 func splitServerDirected(waits []pendingWait, noise float64) (gaps [][]float64, n int, chains [][]float64, after *serverWaitReading) {
 	directed := make([]bool, len(waits))
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback != pushbackNone && wholeSeconds(w.ms, noise) }, false,
-		func(s float64, all []float64) bool { return belowSchedule(s, all, noise) }, func(off []int) []int { return sameSecond(waits, off) })
+		func(s float64, all []float64) bool {
+			return belowSchedule(s, all, noise) || aboveSchedule(s, all, noise)
+		},
+		func(off []int) []int { return sameSecond(waits, off) })
 	// Every retry after UNAVAILABLE is a suspect here: the schedule is
 	// read from all the waits at an index.
 	markDirected(waits, directed, func(w pendingWait) bool { return w.pushback == pushbackGRPC }, true,
@@ -705,6 +710,37 @@ func belowSchedule(s float64, waits []float64, noise float64) bool {
 	}
 	lo, hi := slices.Min(above), slices.Max(above)
 	return s < lo-(hi-lo) && s < lo*(1-1.0/offScheduleFactor)
+}
+
+// aboveSchedule reports whether whole-second wait s lies above the
+// schedule the other waits at its attempt index follow (leaving out those
+// at s's own whole second, which a server may have directed alike): none
+// of them is as long, minNoJitter or more are shorter, s is above their
+// longest by a third, and the schedule is unlikely to reach it: were the
+// waits drawn evenly from their shortest up to a ceiling at s or past it,
+// all n would fall at or below their longest with chance
+// ((longest−shortest)/(s−shortest))^n, under lateAlpha. An unjittered
+// schedule spreads by its timers' noise only (ky's 600ms waits within
+// 2ms: a 1s wait there is far above it, though under offScheduleFactor
+// times it); a jittered one by its jitter, full jitter's from near zero to
+// its ceiling (ky's U[0, 600): a 1s wait is above it only where the
+// others come near enough to the ceiling to show where it is).
+func aboveSchedule(s float64, waits []float64, noise float64) bool {
+	var below []float64
+	for _, x := range waits {
+		if wholeSeconds(x, noise) && math.Round(x/1000) == math.Round(s/1000) {
+			continue
+		}
+		if x >= s {
+			return false // the schedule reaches past s
+		}
+		below = append(below, x)
+	}
+	if len(below) < minNoJitter {
+		return false
+	}
+	lo, hi := slices.Min(below), slices.Max(below)
+	return s > hi*(1+1.0/offScheduleFactor) && math.Pow((hi-lo)/(s-lo), float64(len(below))) < lateAlpha
 }
 
 // spread is how much a timing varies: central, the width of the central

@@ -492,3 +492,56 @@ func TestAbortedResentNoDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestImmediateRetriesOverlapping: a library that retries at once from
+// inside the failed response's handler (superagent) sends the next request
+// before the instrumentation ends the span of the one that failed, so the
+// client spans overlap by the handler's run; the callee's spans, on one
+// clock, show the failed attempt answered before the next arrived. Those
+// are immediate retries, not hedges. An attempt that reached the callee
+// while the one before was still being served there is a hedge, whatever
+// the client spans show; so is one whose callee is another process (its
+// clock says nothing of the other's).
+func TestImmediateRetriesOverlapping(t *testing.T) {
+	// attempt adds one attempt from root to stock at ms for dur ms,
+	// answered 503 (or 200) by stock's SERVER span from at+srvFrom for
+	// srvDur ms, recorded by the stock process named inst.
+	attempt := func(b *builder, root int, at, dur, srvFrom, srvDur float64, ok bool, inst string) {
+		st := httpStatus(503)
+		if ok {
+			st = httpStatus(200)
+		}
+		c := b.client(root, "stock", at, dur, st, target("http://stock/stock/1"))
+		b.server(c, "stock", "GET /stock/:sku", at+srvFrom, srvDur, st, instance(inst))
+	}
+	for _, tc := range []struct {
+		name string
+		// next is when the second attempt starts (the first runs 0-2ms,
+		// its server span 0.3-1.2ms), and where the callee serves it.
+		next       float64
+		nextSrvAt  float64
+		nextInst   string
+		wantHedged bool
+	}{
+		{"the next request sent 0.4ms before the failed span ended, after the callee answered: an immediate retry", 1.6, 1.9, "stock-0", false},
+		{"the next request reached the callee 0.5ms before the first was answered there: the server ended its span late, a retry still", 1.6, 0.7, "stock-0", false},
+		{"the next request sent 1.5ms before the failed span ended: more than a handler's run, a hedge", 0.5, 0.8, "stock-0", true},
+		{"answered first on another callee process: its clock cannot say, a hedge", 1.6, 1.9, "stock-1", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, 8, "front", func(root, _ int) {
+				attempt(b, root, 0, 2, 0.3, 0.9, false, "stock-0")
+				c := b.client(root, "stock", tc.next, 1.5, httpStatus(200), target("http://stock/stock/1"))
+				b.server(c, "stock", "GET /stock/:sku", tc.nextSrvAt, 0.5, httpStatus(200), instance(tc.nextInst))
+			})
+			e := edge(t, b.infer(), "front", "stock")
+			wantEq(t, "hedged", e.Hedging != nil, tc.wantHedged)
+			if !tc.wantHedged {
+				wantEq(t, "calls", e.Calls, 8)
+				wantEq(t, "retries", e.Retries, true)
+				wantEq(t, "backoff", e.Backoff.Kind, BackoffImmediate)
+			}
+		})
+	}
+}

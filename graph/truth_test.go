@@ -99,9 +99,16 @@ type truth struct {
 		// after the caller's own span had ended.
 		// (attempts, above, then counts every attempt sent, wherever
 		// its spans landed.)
-		Calls              int  `json:"calls"`
-		AttemptsInOwnTrace *int `json:"attempts_in_own_trace"`
-		AfterCallerGaveUp  *int `json:"retries_after_caller_gave_up"`
+		Calls int `json:"calls"`
+		// RetriedStatus and NotRetriedStatus: the HTTP error statuses
+		// the caller received, split by whether its policy retries them;
+		// RetriedCodes and NotRetriedCodes the same of gRPC codes.
+		RetriedStatus      []int    `json:"retried_status"`
+		NotRetriedStatus   []int    `json:"not_retried_status"`
+		RetriedCodes       []string `json:"retried_codes"`
+		NotRetriedCodes    []string `json:"not_retried_codes"`
+		AttemptsInOwnTrace *int     `json:"attempts_in_own_trace"`
+		AfterCallerGaveUp  *int     `json:"retries_after_caller_gave_up"`
 		// Layer, written by the proxy scenarios: "proxy" where the
 		// caller is a proxy forwarding the request it received (its
 		// retries are the proxy's), "application" where it is not.
@@ -154,7 +161,13 @@ func TestTruth(t *testing.T) {
 // samples/ (graph/testdata/*/truth.json beside traces.otlp.jsonl.gz):
 // axios-retry-late is the axios-retry scenario captured again on a busy
 // host, its waits a median 7.1ms late with a late tail up to 372ms, whose
-// late first waits once made its proportional jitter read additive.
+// late first waits once made its proportional jitter read additive;
+// superagent-retry-lag a superagent-retry capture where stock ended the
+// span of a failed try 0.15ms after the next try, sent at once, reached
+// it (read as a hedge of a POST with a 50us allowance);
+// nice-grpc-retry-cap a nice-grpc-retry capture whose cap at the fourth
+// step did not stand out, where the first and last steps gave ×1.75 for
+// the configured ×2.
 func TestHeldOutTruth(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*", "truth.json"))
 	if len(files) == 0 {
@@ -259,6 +272,10 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 							loc, g.BelowInstrumentation, g.AnsweredByEarlier, h.HedgedCalls)
 					}
 				}
+				if te.Hedge == nil && e.Hedging != nil {
+					t.Errorf("%s: hedging %+v where the caller sends no request while another runs", loc, *e.Hedging)
+				}
+				checkStatuses(t, loc, e, te.RetriedStatus, te.NotRetriedStatus, te.RetriedCodes, te.NotRetriedCodes)
 				if q := te.RetryQuota; q != nil {
 					// No span says a quota refused a retry: inference must
 					// count the calls given up with attempts left, every
@@ -504,6 +521,40 @@ func hasFinding(t *Topology, id, location string) bool {
 		}
 	}
 	return false
+}
+
+// checkStatuses holds the statuses inference lists as retried and not
+// retried to the truth's: each the truth names retried (HTTP status or
+// gRPC code) among the retried, each it names not retried among those
+// not, where the caller retries at all.
+func checkStatuses(t *testing.T, loc string, e Edge, retried, notRetried []int, codes, notCodes []string) {
+	t.Helper()
+	if !e.Retries {
+		return
+	}
+	var want, wantNot []string
+	for _, s := range retried {
+		want = append(want, fmt.Sprint(s))
+	}
+	for _, s := range notRetried {
+		wantNot = append(wantNot, fmt.Sprint(s))
+	}
+	for _, c := range codes {
+		want = append(want, "grpc "+c)
+	}
+	for _, c := range notCodes {
+		wantNot = append(wantNot, "grpc "+c)
+	}
+	for _, s := range want {
+		if !slices.Contains(e.RetriedStatus, s) {
+			t.Errorf("%s: retried statuses %v leave out %s, which the caller retries", loc, e.RetriedStatus, s)
+		}
+	}
+	for _, s := range wantNot {
+		if !slices.Contains(e.NotRetriedStatus, s) {
+			t.Errorf("%s: statuses not retried %v leave out %s, which the caller does not retry", loc, e.NotRetriedStatus, s)
+		}
+	}
 }
 
 // checkSchedule holds the figures of an inferred schedule to the truth:

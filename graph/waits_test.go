@@ -81,6 +81,79 @@ func TestServerDirectedWaits(t *testing.T) {
 			},
 		},
 		{
+			// ky: 300·2^(n-1)ms up to 800ms, unjittered; a 429's
+			// Retry-After: 1 before the third attempt waits 1s where the
+			// schedule waits 600ms, less than offScheduleFactor times it
+			// but far above the little the schedule's waits spread there.
+			name: "uncaptured Retry-After: 1 less than 3x above an unjittered schedule",
+			build: func(b *builder) {
+				ky := func(rng *rand.Rand, k int) float64 { return min(300*math.Pow(2, float64(k)), 800) + rng.Float64() }
+				chainOf(b, 12, 1, 3, ky)
+				chainOf(b, 3, 2, 2, func(rng *rand.Rand, k int) float64 {
+					if k == 1 {
+						return 1000.4 + rng.Float64()
+					}
+					return ky(rng, k)
+				}, httpStatus(429))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "api", "backend")
+				wantEq(t, "retry-after honoured", e.RetryAfterHonored, 3)
+				wantEq(t, "of which uncaptured", e.RetryAfterUncaptured, 3)
+				if s := e.Backoff.Schedule; len(s) < 2 || s[1].Waits != 12 {
+					t.Errorf("schedule %+v: want the 12 backoff waits at the second retry, no server's wait among them", s)
+				}
+			},
+		},
+		{
+			// ky's jitter: true, U[0, 300·2^(n-1)): a 429's Retry-After: 1
+			// before the third attempt waits 1s where the schedule's own
+			// waits reach up to 600ms; twelve of them show where it stops.
+			name: "uncaptured Retry-After: 1 above a full jitter's ceiling",
+			build: func(b *builder) {
+				full := func(rng *rand.Rand, k int) float64 { return 300 * math.Pow(2, float64(k)) * rng.Float64() }
+				chainOf(b, 12, 12, 2, full)
+				chainOf(b, 3, 13, 2, func(rng *rand.Rand, k int) float64 {
+					if k == 1 {
+						return 1000.4 + rng.Float64()
+					}
+					return full(rng, k)
+				}, httpStatus(429))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 3)
+			},
+		},
+		{
+			// Four waits spread over 150-480ms do not show that the
+			// schedule stops short of 1s (all four would fall that low
+			// under a ceiling at 1s with chance 0.023): two 1s waits there
+			// stay in it.
+			name: "too few waits to show a jittered schedule stops short of 1s",
+			build: func(b *builder) {
+				spread := []float64{150, 280, 380, 480}
+				next := 0
+				chainOf(b, 4, 14, 1, func(rng *rand.Rand, k int) float64 { next++; return spread[next-1] })
+				chainOf(b, 2, 15, 1, func(rng *rand.Rand, k int) float64 { return 1000.5 }, httpStatus(429))
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+		{
+			// Proportional jitter of ±25% around 800ms reaches 1000ms: a
+			// whole-second wait there is the schedule's ceiling, not above
+			// it by the schedule's own spread.
+			name: "a whole-second wait at a proportional jitter's ceiling stays in it",
+			build: func(b *builder) {
+				chainOf(b, 12, 10, 1, func(rng *rand.Rand, k int) float64 { return 800 * (0.75 + 0.5*rng.Float64()) })
+				chainOf(b, 2, 11, 1, func(rng *rand.Rand, k int) float64 { return 1000.5 })
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantEq(t, "retry-after honoured", edge(t, tp, "api", "backend").RetryAfterHonored, 0)
+			},
+		},
+		{
 			// A busy host fired one retry's timer 1.6s late: a single wait
 			// on a whole second, far off a schedule of 100-350ms, after a
 			// 503 as every other. A server directs every caller it refuses
@@ -885,5 +958,94 @@ func TestAfterServerWaitSweep(t *testing.T) {
 	t.Logf("%d edges: %d the right reading, %d a wrong one, %d unknown", edges, right, wrong, unknown)
 	if wrong*50 > edges || 2*right < edges {
 		t.Errorf("%d edges: %d right, %d wrong: want at most 2%% wrong and at least half right", edges, right, wrong)
+	}
+}
+
+// TestImmediateWithFewWaits: with few waits two late timers are more than
+// the tenth the immediate rule allows; the retries are immediate still
+// where every attempt index's median wait is under immediateMS and no wait
+// is longer than the edge's noise allows a wait of nothing. A jitter, or a
+// later index that waits, keeps them from it.
+func TestImmediateWithFewWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		gaps        [][]float64
+		noise, bulk float64
+		immediate   bool
+	}{
+		{"two late waits of 8 within a noisy edge's tail", [][]float64{{0.1, 0.2, 0, 0.3, 4.5, 0.1}, {0.2, 10.3}}, 7, 1, true},
+		{"the same waits on a quiet edge: 10ms is no timer's lateness", [][]float64{{0.1, 0.2, 0, 0.3, 4.5, 0.1}, {0.2, 10.3}}, 0.5, 0.2, false},
+		{"immediate first retry, then a wait", [][]float64{{0.1, 0.2, 0, 0.3, 0.4, 0.1}, {100, 102}}, 7, 1, false},
+		{"a jitter up to 4ms: its median is past immediateMS", [][]float64{{0.3, 1.2, 2.5, 3.7, 0.8, 2.9}}, 7, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gaps := make([][]float64, len(tc.gaps))
+			for k, g := range tc.gaps {
+				gaps[k] = slices.Clone(g)
+			}
+			b := inferBackoff(gaps, nil, tc.noise, tc.bulk, 0)
+			if got := b.Kind == BackoffImmediate; got != tc.immediate {
+				t.Errorf("backoff %s, immediate %v; want immediate %v", b.Kind, got, tc.immediate)
+			}
+		})
+	}
+}
+
+// TestGrowsThroughSteps: a multiplier is stated only where one schedule
+// base·m^k passes through every step's range; nice-grpc's equal-jitter
+// ceilings 50, 100, 200 and a cap at 300 (ranges as one capture read
+// them) fit neither ×1.75, which the first and last steps give, nor ×2.
+func TestGrowsThroughSteps(t *testing.T) {
+	capped := [][2]float64{{42.2, 58.1}, {83.7, 110.6}, {183.6, 255.3}, {219, 343.4}}
+	for _, tc := range []struct {
+		name   string
+		m      float64
+		steps  [][2]float64
+		oMax   float64
+		passes bool
+	}{
+		{"×2 through 50, 100, 200, 400", 2, [][2]float64{{45, 55}, {90, 110}, {180, 220}, {360, 440}}, 0, true},
+		{"×1.75 misses the third step of a schedule capped at the fourth", 1.75, capped, 0, false},
+		{"×2 misses the capped fourth step", 2, capped, 0, false},
+		{"an overhead every wait shares lets the steps through", 2, [][2]float64{{55, 60}, {105, 110}, {205, 210}}, 5, true},
+		{"without it they grow by less than ×2", 2, [][2]float64{{55, 60}, {105, 110}, {205, 210}}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lo, hi := make([]float64, len(tc.steps)), make([]float64, len(tc.steps))
+			for k, s := range tc.steps {
+				lo[k], hi[k] = s[0], s[1]
+			}
+			wantEq(t, "grows through the steps", growsThroughSteps(tc.m, lo, hi, tc.oMax), tc.passes)
+		})
+	}
+}
+
+// TestBestQuarter: where several quarter multipliers pass through every
+// step, the one that fits the steps best is stated, not the one nearest
+// the first-to-last growth: nice-grpc's equal-jitter ceilings (×2 from
+// 50ms, capped at 300 at the fourth step, as one capture read them) grew
+// ×1.83 first to last, rounded to ×1.75.
+func TestBestQuarter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fit    float64
+		lo, hi float64
+		steps  [][3]float64 // the step's reading and its range
+		want   float64
+	}{
+		{"×2 with a cap the last step hides", 1.75, 1.7, 2.23,
+			[][3]float64{{51.0, 40.2, 58.3}, {98.8, 83.6, 114.1}, {203.9, 173.0, 249.7}, {314.7, 277.2, 456.0}}, 2},
+		{"×1.5 among ranges wide enough for ×1.75", 1.5, 1.4, 1.8,
+			[][3]float64{{50, 40, 60}, {75, 60, 95}, {112.5, 90, 150}, {168.8, 130, 230}}, 1.5},
+		{"one quarter passes: the fit stands", 2, 1.9, 2.1,
+			[][3]float64{{50, 48, 52}, {100, 97, 103}, {200, 195, 205}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sched, lo, hi []float64
+			for _, s := range tc.steps {
+				sched, lo, hi = append(sched, s[0]), append(lo, s[1]), append(hi, s[2])
+			}
+			wantEq(t, "multiplier", bestQuarter(tc.fit, tc.lo, tc.hi, sched, lo, hi, 0), tc.want)
+		})
 	}
 }

@@ -42,6 +42,21 @@ var nodeScenarios = []nodeScenario{
 	// opossum's CircuitBreaker: trips on a failure rate over a rolling
 	// window, not on failures in a row.
 	{Name: "opossum", Dir: "opossum"},
+	// ky 2 over the global fetch: its own exponential schedule under
+	// backoffLimit, and a 429's Retry-After honoured, the header on no
+	// span (instrumentation-undici's default)...
+	{Name: "ky-retry", Dir: "ky"},
+	// ... and recorded on the CLIENT spans (headersToSpanAttributes).
+	{Name: "ky-retry-captured", Dir: "ky"},
+	// ky's jitter option: full jitter, U[0, delay), and the server's
+	// waits unjittered among them.
+	{Name: "ky-retry-jitter", Dir: "ky"},
+	// superagent's .retry(n): the next try at once, any method, Retry-After
+	// (recorded on the spans) ignored.
+	{Name: "superagent-retry", Dir: "superagent"},
+	// nice-grpc's retry middleware: a gRPC retry above grpc-js, a CLIENT
+	// span per attempt, equal jitter.
+	{Name: "nice-grpc-retry", Dir: "nice-grpc"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO
