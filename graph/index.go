@@ -37,6 +37,14 @@ type index struct {
 	leaks, repeats, leakedSpans int
 	// leakRoots are the client spans that start a leaked subtree.
 	leakRoots []int32
+	// roots holds what the streams of root client spans say of each
+	// (markRootStreams), lostOrigins the failed calls that lost-context
+	// roots retried; both nil when there is no root client span.
+	// lostRoots counts the lost-context roots, lostAmbiguous those that
+	// could be the retry of more than one failed call.
+	roots                    map[int32]rootVerdict
+	lostOrigins              map[int32]originVerdict
+	lostRoots, lostAmbiguous int
 	// polls counts the requests repeated under one parent after it was
 	// answered that were kept as the parent's own (markLeaks).
 	polls int
@@ -272,6 +280,7 @@ func shardedIndex(ctx context.Context, set *ingest.Set, sh shards) (*index, erro
 	}
 	ix.nameUnnamed(set)
 	ix.markLeaks()
+	ix.markRootStreams()
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err
 	}

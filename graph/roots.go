@@ -1,0 +1,479 @@
+package graph
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/retryaudit/retryaudit/ingest"
+)
+
+// Client spans that start their own trace (a root CLIENT span: no parent)
+// are calls whose caller is not traced, or whose context was lost:
+//
+//   - an instrumented client with no span around its calls (a script, a
+//     load generator, a CLI, a batch job): each attempt, retries included,
+//     is the root of a trace of its own, and nothing links a retry to the
+//     attempt it repeats;
+//   - a retry run with a fresh context (context.Background(), a worker's,
+//     timer's or pooled callback's): the first attempt sits under its
+//     caller, the retries start new traces;
+//   - an ordinary root: a cron or batch client's single calls.
+//
+// A root client span is a call of its own, made by its own service (the
+// client). Which of them are retries of which the spans do not say: roots
+// of one instance to one request that follow a failed one may be its
+// retries, or the client's next calls, and under concurrency nothing tells
+// which call a root repeats. Inference reads the roots as streams, one
+// per instance and request (rootStream), in time order, and counts what
+// the streams show as evidence (RootCalls): the edge's retries are unknown
+// where a root failed retryably, never "not retried". A root that starts
+// while a caller of the same instance still waits on a failed, unretried
+// call of the same request is that call's retry with its context lost: it
+// is left out of the calls and root requests, and counted on the failed
+// call's edge (Edge.LostContextRetries).
+
+// rootStream is what makes attempts one stream: the same instance of the
+// same service sending the same request (its URL or statement hash, host
+// and port, and operation as the client names it).
+type rootStream struct {
+	Service, Instance, Peer, Op string
+	Target                      uint64
+}
+
+func cmpStream(a, b rootStream) int {
+	return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Peer, b.Peer),
+		cmp.Compare(a.Op, b.Op), cmp.Compare(a.Target, b.Target))
+}
+
+// rootEvent is one attempt of a stream: a root client span (Root), or a
+// client span under a caller that failed retryably and was not sent again
+// under it (an origin of lost-context retries; WaitedTo is when its
+// parent ended). Its fields are exported for the wire form.
+type rootEvent struct {
+	Stream     rootStream
+	Trace      ingest.TraceID
+	Span       ingest.SpanID
+	Start, End int64
+	WaitedTo   int64
+	Root       bool
+	Failed     bool // failed retryably
+	Resent     bool // carries a resend marker (http.request.resend_count > 0)
+}
+
+// rootEvents is the streams' attempts of some traces (a map step's
+// partial), in no particular order.
+type rootEvents struct{ list []rootEvent }
+
+func (r *rootEvents) merge(o *rootEvents) { r.list = append(r.list, o.list...) }
+
+// rootVerdict is what the streams say of one root client span.
+type rootVerdict struct {
+	lost bool // a retry of a failed call whose context was lost
+	// follows: it is the next root of its stream after a failed one, gap
+	// (ns) after that one ended; afterOK: the next after a root that
+	// succeeded, okGap after it ended.
+	follows, afterOK bool
+	gap, okGap       int64
+	inFlight         int32 // roots of its stream running when it started, itself included
+	failed, resent   bool
+	stream           int32 // its stream's number, for counting streams per edge
+	noInstance       bool
+}
+
+// originVerdict is what the streams say of a failed call under a caller:
+// how many lost-context roots followed it, and whether any of them could
+// have followed another failed call as well.
+type originVerdict struct {
+	retries   int
+	ambiguous bool
+}
+
+// streamOf returns client span c's stream.
+func (ix *index) streamOf(c int32) rootStream {
+	sp := &ix.spans[c]
+	return rootStream{Service: ix.str(sp.Service), Instance: ix.str(ix.set.Instance(sp)), Peer: ix.str(sp.Peer), Op: ix.clientOpName(c), Target: sp.Target}
+}
+
+// rootClient reports whether span i is a root CLIENT span that inference
+// reads as an attempt (isRootAttempt, before any is found lost).
+func (ix *index) rootClient(i int32) bool {
+	sp := &ix.spans[i]
+	return ix.keep[i] && !ix.leaked[i] && sp.Kind == ingest.KindClient && ix.parent[i] < 0 && sp.ParentID.IsZero()
+}
+
+// rootClientServices is phase 1's map step: the services of the selected
+// root client spans.
+func (ix *index) rootClientServices(s sel) map[ingest.Sym]bool {
+	out := map[ingest.Sym]bool{}
+	for i := range ix.spans {
+		if s.has(int32(i)) && ix.rootClient(int32(i)) {
+			out[ix.spans[i].Service] = true
+		}
+	}
+	return out
+}
+
+// rootStreamEvents is phase 2's map step: the selected root client spans,
+// and the failed, unretried client calls under a caller of the services
+// that made root client spans in any trace (services).
+func (ix *index) rootStreamEvents(s sel, services map[ingest.Sym]bool) *rootEvents {
+	out := &rootEvents{}
+	if len(services) == 0 {
+		return out
+	}
+	lastAt := map[rootStream]int32{}
+	for p := range ix.spans {
+		if !ix.keep[p] || !s.has(int32(p)) {
+			continue
+		}
+		if ix.rootClient(int32(p)) {
+			o, _ := classify(ix, int32(p), ix.firstServer(int32(p)))
+			sp := &ix.spans[p]
+			out.list = append(out.list, rootEvent{Stream: ix.streamOf(int32(p)), Trace: sp.TraceID, Span: sp.SpanID, Start: sp.Start, End: sp.End,
+				Root: true, Failed: o == outcomeRetryable, Resent: ix.set.Extra(sp).ResendCount > 0})
+		}
+		if ix.leaked[p] || isAttempt(&ix.spans[p]) {
+			continue // the children of an attempt are its tries, not calls of their own
+		}
+		clear(lastAt)
+		for _, c := range ix.kids(int32(p)) {
+			sp := &ix.spans[c]
+			if sp.Kind == ingest.KindClient && !ix.leaked[c] && services[sp.Service] {
+				lastAt[ix.streamOf(c)] = c
+			}
+		}
+		for k, c := range lastAt {
+			if o, _ := classify(ix, c, ix.firstServer(c)); o == outcomeRetryable {
+				sp := &ix.spans[c]
+				out.list = append(out.list, rootEvent{Stream: k, Trace: sp.TraceID, Span: sp.SpanID, Start: sp.Start, End: sp.End,
+					WaitedTo: ix.spans[p].End, Failed: true})
+			}
+		}
+	}
+	return out
+}
+
+// spanRef names a span across shards.
+type spanRef struct {
+	trace ingest.TraceID
+	span  ingest.SpanID
+}
+
+// readRootStreams is the reduce: each stream's attempts in time order.
+// A root that starts after a failed origin of its stream ended, while the
+// origin's caller still waited, is a lost-context retry of it (of the
+// latest such origin; ambiguous when several were waiting). Every other
+// root is read against the root before it in its stream.
+func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]originVerdict) {
+	list := ev.list
+	slices.SortFunc(list, func(a, b rootEvent) int {
+		return cmp.Or(cmpStream(a.Stream, b.Stream), cmp.Compare(a.Start, b.Start), bytes.Compare(a.Trace[:], b.Trace[:]), bytes.Compare(a.Span[:], b.Span[:]))
+	})
+	roots, origins := map[spanRef]rootVerdict{}, map[spanRef]originVerdict{}
+	stream := int32(0)
+	for lo := 0; lo < len(list); stream++ {
+		hi := lo + 1
+		for hi < len(list) && list[hi].Stream == list[lo].Stream {
+			hi++
+		}
+		var waiting []rootEvent // origins whose caller may still wait
+		var running []int64     // ends of the stream's roots so far
+		prev := -1              // the stream's latest root that was no lost retry
+		for j := lo; j < hi; j++ {
+			e := list[j]
+			ref := spanRef{e.Trace, e.Span}
+			if !e.Root {
+				waiting = append(waiting, e)
+				continue
+			}
+			v := rootVerdict{failed: e.Failed, resent: e.Resent, stream: stream, noInstance: e.Stream.Instance == ""}
+			// Origins whose caller stopped waiting before this root started
+			// never match a later one either.
+			waiting = slices.DeleteFunc(waiting, func(o rootEvent) bool { return o.WaitedTo+leakTolerance < e.Start })
+			var from *rootEvent
+			n := 0
+			for k := range waiting {
+				o := &waiting[k]
+				if o.End <= e.Start+overlapTolerance && e.Start <= o.WaitedTo+leakTolerance {
+					n++
+					if from == nil || o.End > from.End {
+						from = o
+					}
+				}
+			}
+			if from != nil {
+				v.lost = true
+				ov := origins[spanRef{from.Trace, from.Span}]
+				ov.retries++
+				ov.ambiguous = ov.ambiguous || n > 1
+				origins[spanRef{from.Trace, from.Span}] = ov
+				roots[ref] = v
+				continue
+			}
+			running = slices.DeleteFunc(running, func(end int64) bool { return end <= e.Start+overlapTolerance })
+			v.inFlight = int32(len(running)) + 1
+			running = append(running, e.End)
+			if prev >= 0 && list[prev].End <= e.Start+overlapTolerance {
+				if list[prev].Failed {
+					v.follows, v.gap = true, e.Start-list[prev].End
+				} else {
+					v.afterOK, v.okGap = true, e.Start-list[prev].End
+				}
+			}
+			prev = j
+			roots[ref] = v
+		}
+		lo = hi
+	}
+	return roots, origins
+}
+
+// markRootStreams reads the root client spans' streams (rootStreamEvents,
+// readRootStreams) and keeps what they say by span: ix.roots for the roots,
+// ix.lostOrigins for the failed calls that lost-context roots retried.
+func (ix *index) markRootStreams() {
+	services := mapShards(ix, ix.rootClientServices, func(sum, p map[ingest.Sym]bool) {
+		for k := range p {
+			sum[k] = true
+		}
+	})
+	if len(services) == 0 {
+		return
+	}
+	ev := mapShards(ix, func(s sel) *rootEvents { return ix.rootStreamEvents(s, services) }, (*rootEvents).merge)
+	if len(ev.list) == 0 {
+		return
+	}
+	roots, origins := readRootStreams(ev)
+	ix.roots = map[int32]rootVerdict{}
+	ix.lostOrigins = map[int32]originVerdict{}
+	ix.each(func(s sel) {
+		for i := range ix.spans {
+			if !ix.keep[i] || !s.has(int32(i)) || ix.spans[i].Kind != ingest.KindClient {
+				continue
+			}
+			ref := spanRef{ix.spans[i].TraceID, ix.spans[i].SpanID}
+			if v, ok := roots[ref]; ok {
+				ix.roots[int32(i)] = v
+				if v.lost {
+					ix.lostRoots++
+				}
+			}
+			if o, ok := origins[ref]; ok {
+				ix.lostOrigins[int32(i)] = o
+				if o.ambiguous {
+					ix.lostAmbiguous += o.retries
+				}
+			}
+		}
+	})
+}
+
+// lostRoot reports whether root span i is a retry whose context was lost.
+func (ix *index) lostRoot(i int32) bool { return ix.roots != nil && ix.roots[i].lost }
+
+// RootCalls is the evidence of an edge's calls whose client span starts
+// its own trace (a client with no span around its calls): each such span
+// counts as a call, since no span links a retry to the attempt it repeats.
+type RootCalls struct {
+	// Calls counts the edge's calls whose client span is a trace's root,
+	// Failed those that failed retryably.
+	Calls  int `json:"calls"`
+	Failed int `json:"failed"`
+	// Streams counts the instance and request streams they came in (one
+	// instance of the client sending one request: URL, host and port,
+	// operation); NoInstance the calls whose spans name no instance, whose
+	// streams may mix several.
+	Streams    int `json:"streams"`
+	NoInstance int `json:"no_instance,omitempty"`
+	// FollowedFailure counts the calls that came next in their stream
+	// after a failed one, which ended before they started: retries of it,
+	// or the client's next calls; FollowedOK those that came next after
+	// one that succeeded. GapAfterFailureP50MS and GapAfterOKP50MS are the
+	// median gaps from the one before's end (null without any).
+	FollowedFailure      int      `json:"followed_failure"`
+	FollowedOK           int      `json:"followed_ok"`
+	GapAfterFailureP50MS *float64 `json:"gap_after_failure_p50_ms"`
+	GapAfterOKP50MS      *float64 `json:"gap_after_ok_p50_ms"`
+	// MostInFlight is the most calls of one stream running at once (1: one
+	// after another).
+	MostInFlight int `json:"most_in_flight"`
+	// Resent counts the calls whose span carries a resend marker
+	// (http.request.resend_count above 0): retries, whose earlier
+	// attempts are other roots.
+	Resent int `json:"resent,omitempty"`
+}
+
+// rootCallsOf gathers the evidence of the root calls among calls (an
+// edge's); nil when there are none.
+func rootCallsOf(ix *index, calls []*call) *RootCalls {
+	if ix.roots == nil {
+		return nil
+	}
+	rc := &RootCalls{}
+	streams := map[int32]bool{}
+	var afterFailure, afterOK []float64
+	for _, c := range calls {
+		v, ok := ix.roots[c.from]
+		if !ok || v.lost || ix.attemptsOf(c)[0].req != c.from {
+			continue
+		}
+		rc.Calls++
+		streams[v.stream] = true
+		rc.MostInFlight = max(rc.MostInFlight, int(v.inFlight))
+		if v.failed {
+			rc.Failed++
+		}
+		if v.noInstance {
+			rc.NoInstance++
+		}
+		if v.resent {
+			rc.Resent++
+		}
+		if v.follows {
+			rc.FollowedFailure++
+			afterFailure = append(afterFailure, float64(v.gap)/1e6)
+		}
+		if v.afterOK {
+			rc.FollowedOK++
+			afterOK = append(afterOK, float64(v.okGap)/1e6)
+		}
+	}
+	if rc.Calls == 0 {
+		return nil
+	}
+	rc.Streams = len(streams)
+	rc.GapAfterFailureP50MS, rc.GapAfterOKP50MS = medianMS(afterFailure), medianMS(afterOK)
+	return rc
+}
+
+// medianMS is the median of xs rounded to a microsecond, nil for none.
+func medianMS(xs []float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	slices.Sort(xs)
+	m := round3(quantile(xs, 0.5))
+	return &m
+}
+
+// applyRootCalls sets what an edge's root calls allow it to claim: where
+// one of them failed retryably and nothing else shows the edge retrying,
+// its retries are unknown, not absent (RetriesUnknown): no attempt count,
+// status or schedule is claimed from calls nothing links.
+func applyRootCalls(e *Edge, rc *RootCalls) {
+	e.RootCalls = rc
+	if rc == nil || rc.Failed == 0 || e.Retries {
+		return
+	}
+	e.RetriesUnknown = true
+	e.MaxAttemptsExact = false
+	e.NotRetriedStatus = []string{}
+	e.Backoff = Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown}
+	e.PerTryTimeoutMS = nil
+}
+
+// lostRetries counts, for each edge of ecs, the lost-context retries of
+// its failed calls (ix.lostOrigins), whether any could have been another
+// call's as well, the status labels of the calls they retried, and the
+// most retries one call had where none could be another's.
+type lostOnEdge struct {
+	retries, most int
+	ambiguous     bool
+	status        []string
+}
+
+func lostRetries(ix *index, ecs []*edgeCalls) []lostOnEdge {
+	out := make([]lostOnEdge, len(ecs))
+	if len(ix.lostOrigins) == 0 {
+		return out
+	}
+	for i, ec := range ecs {
+		l := &out[i]
+		for _, c := range ec.calls {
+			for _, a := range ix.attemptsOf(c) {
+				o, ok := ix.lostOrigins[a.span]
+				if !ok {
+					continue
+				}
+				l.retries += o.retries
+				l.ambiguous = l.ambiguous || o.ambiguous
+				if !o.ambiguous {
+					l.most = max(l.most, o.retries)
+				}
+				if s := a.status.String(); !slices.Contains(l.status, s) {
+					l.status = append(l.status, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// applyLost sets what an edge's lost-context retries show: the edge
+// retries (the statuses they followed are retried ones), at least one
+// more attempt than it made under its callers (or than the most one call
+// had, where no retry could be another call's), and the schedule is
+// unknown: the retries' waits are not read.
+func applyLost(e *Edge, l lostOnEdge) {
+	if l.retries == 0 {
+		return
+	}
+	e.LostContextRetries = l.retries
+	if e.Retries {
+		return
+	}
+	e.Retries = true
+	e.MaxAttempts, e.MaxAttemptsExact = max(e.MaxAttempts+1, l.most+1), false
+	e.Evidence = EvidenceLostContext
+	e.Backoff = Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown}
+	for _, s := range l.status {
+		e.NotRetriedStatus = slices.DeleteFunc(e.NotRetriedStatus, func(x string) bool { return x == s })
+		if !slices.Contains(e.RetriedStatus, s) {
+			e.RetriedStatus = append(e.RetriedStatus, s)
+		}
+	}
+	slices.Sort(e.RetriedStatus)
+}
+
+// EvidenceLostContext is Edge.Evidence where the retries were read from
+// client spans that started their own trace right after a failed call of
+// the same instance and request, its caller still waiting: retries that
+// lost their context.
+const EvidenceLostContext = "lost-context"
+
+// rootWarnings explains the edges whose retries the root calls leave
+// unknown, and the lost-context retries.
+func rootWarnings(ix *index, t *Topology) []string {
+	var w []string
+	if ix.lostRoots > 0 {
+		amb := ""
+		if ix.lostAmbiguous > 0 {
+			amb = fmt.Sprintf("; %d of them could be the retry of more than one failed call, and count for the latest", ix.lostAmbiguous)
+		}
+		w = append(w, fmt.Sprintf("%d client spans started their own trace while a caller of the same instance still waited on the same request, which had just failed "+
+			"(retries that lost their context: a fresh context, a worker's or timer's callback?): counted as retries of the failed calls' edges (whose backoff is then unknown: the waits before them are not read), not as calls or root requests%s",
+			ix.lostRoots, amb))
+	}
+	for _, e := range t.Edges {
+		rc := e.RootCalls
+		if !e.RetriesUnknown || rc == nil {
+			continue
+		}
+		w = append(w, fmt.Sprintf("%s: %d calls start their own trace (no span around the client's calls) and %d of them failed; "+
+			"%d came next in their stream (instance and request) after a failed one (gap p50 %s; after a success %s), in %d streams, at most %d at once: "+
+			"no span links a retry to the call it repeats, so whether the client retries is unknown",
+			edgeLocation(e), rc.Calls, rc.Failed, rc.FollowedFailure, msOrNone(rc.GapAfterFailureP50MS), msOrNone(rc.GapAfterOKP50MS), rc.Streams, rc.MostInFlight))
+	}
+	return w
+}
+
+// msOrNone spells an optional duration for messages.
+func msOrNone(v *float64) string {
+	if v == nil {
+		return "none seen"
+	}
+	return ms(*v)
+}
