@@ -117,6 +117,12 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 			}
 			b.ProxyShed = n
 		}
+		if t.Edges[i].LostContextRetries > 0 {
+			// Its calls' retries, and their answers, are in other traces:
+			// a call that reads failed may have succeeded on a retry, so
+			// failures in a row say nothing of a breaker.
+			b = nil
+		}
 		t.Edges[i].Breaker = b
 	}
 	var truncated bool
