@@ -35,8 +35,11 @@
 //     calls not sent again under their caller (rootStreamEvents, by value:
 //     stream, trace and span id, times, outcome); reduce, each stream of
 //     one instance and request in time order (readRootStreams): which root
-//     is a lost-context retry of which failed call, and what each other
-//     root follows. Apply: the verdicts by span (markRootStreams).
+//     is a lost-context retry of which failed call, which a resend marker
+//     links to the root before it, and what each other root follows.
+//     Apply: the verdicts by span (markRootStreams). After phase 2's call
+//     extraction, the linked roots are added to the calls they continue
+//     (joinRootRetries): the only calls whose attempts span traces.
 //  2. Map: the calls the spans made, read with the naming table
 //     (extractIn); reduce: the calls in span order, grouped into edges.
 //     Map again, with the edges: per edge its statistics (edgeStats: counts,

@@ -45,6 +45,11 @@ type index struct {
 	roots                    map[int32]rootVerdict
 	lostOrigins              map[int32]originVerdict
 	lostRoots, lostAmbiguous int
+	// joins are the roots to read as the next attempt of another call:
+	// the span of that call's latest attempt, then the root's
+	// (joinRootRetries); unjoined counts those whose call was not found.
+	joins    [][2]int32
+	unjoined int
 	// polls counts the requests repeated under one parent after it was
 	// answered that were kept as the parent's own (markLeaks).
 	polls int

@@ -74,6 +74,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		<-statsDone
 		return nil, err
 	}
+	joinRootRetries(ix, names, calls)
 	ecs := groupEdges(ix, calls)
 	<-statsDone
 	// Before anything else is built from the calls: what the operations'
@@ -117,7 +118,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 			}
 			b.ProxyShed = n
 		}
-		if t.Edges[i].LostContextRetries > 0 {
+		if t.Edges[i].LostContextLeftOut > 0 {
 			// Its calls' retries, and their answers, are in other traces:
 			// a call that reads failed may have succeeded on a retry, so
 			// failures in a row say nothing of a breaker.
@@ -523,7 +524,7 @@ func warningsOf(ix *index, t *Topology) []string {
 			w = append(w, fmt.Sprintf("%s: %d attempts timed out, but at no one duration: the per-try timeout is unknown", edgeLocation(e), e.PerTryTimeoutUnknown))
 		}
 		switch b := e.Backoff; {
-		case !e.Retries || b.Kind != BackoffUnknown, e.Evidence == EvidenceLostContext && b.Samples == 0:
+		case !e.Retries || b.Kind != BackoffUnknown, e.LostContextLeftOut > 0 && b.Samples == 0:
 			// A lost-context edge's retries are in other traces: the
 			// warning on them says why their waits are not read.
 		case len(b.KindCandidates) > 1:

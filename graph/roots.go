@@ -28,11 +28,17 @@ import (
 // which call a root repeats. Inference reads the roots as streams, one
 // per instance and request (rootStream), in time order, and counts what
 // the streams show as evidence (RootCalls): the edge's retries are unknown
-// where a root failed retryably, never "not retried". A root that starts
-// while a caller of the same instance still waits on a failed, unretried
-// call of the same request is that call's retry with its context lost: it
-// is left out of the calls and root requests, and counted on the failed
-// call's edge (Edge.LostContextRetries).
+// where a root failed retryably, never "not retried". Two things do link
+// a root to another call, and make it that call's next attempt (joins,
+// joinRootRetries) rather than a call or root request of its own:
+//
+//   - it starts while a caller of the same instance still waits on a
+//     failed, unretried call of the same request: that call's retry with
+//     its context lost (Edge.LostContextRetries; where several such calls
+//     wait, whose it is is unknown, and it is only counted);
+//   - its resend marker (http.request.resend_count) is one above that of
+//     the root before it in its stream, which failed and ended before it
+//     started with no other root of the stream in flight.
 
 // rootStream is what makes attempts one stream: the same instance of the
 // same service sending the same request (its URL or statement hash, host
@@ -59,7 +65,13 @@ type rootEvent struct {
 	WaitedTo   int64
 	Root       bool
 	Failed     bool // failed retryably
-	Resent     bool // carries a resend marker (http.request.resend_count > 0)
+	// Resend is the root's resend marker (http.request.resend_count),
+	// 0 where it carries none.
+	Resend int16
+	// Below: the root's client span has several callee spans under it
+	// (attempts below the instrumentation): a call of its own, never
+	// joined to another as one attempt.
+	Below bool
 }
 
 // rootEvents is the streams' attempts of some traces (a map step's
@@ -71,23 +83,27 @@ func (r *rootEvents) merge(o *rootEvents) { r.list = append(r.list, o.list...) }
 // rootVerdict is what the streams say of one root client span.
 type rootVerdict struct {
 	lost bool // a retry of a failed call whose context was lost
+	// linked: a retry of the root before it in its stream, as its resend
+	// marker says (joined to that root's call).
+	linked bool
 	// follows: it is the next root of its stream after a failed one, gap
 	// (ns) after that one ended; afterOK: the next after a root that
 	// succeeded, okGap after it ended.
 	follows, afterOK bool
 	gap, okGap       int64
 	inFlight         int32 // roots of its stream running when it started, itself included
-	failed, resent   bool
+	failed           bool
 	stream           int32 // its stream's number, for counting streams per edge
 	noInstance       bool
 }
 
 // originVerdict is what the streams say of a failed call under a caller:
-// how many lost-context roots followed it, and whether any of them could
-// have followed another failed call as well.
+// how many lost-context roots followed it, how many of those were joined
+// to its call as its next attempts, and whether any of them could have
+// followed another failed call as well.
 type originVerdict struct {
-	retries   int
-	ambiguous bool
+	retries, joined int
+	ambiguous       bool
 }
 
 // streamOf returns client span c's stream.
@@ -132,7 +148,7 @@ func (ix *index) rootStreamEvents(s sel, services map[ingest.Sym]bool) *rootEven
 			o, _ := classify(ix, int32(p), ix.firstServer(int32(p)))
 			sp := &ix.spans[p]
 			out.list = append(out.list, rootEvent{Stream: ix.streamOf(int32(p)), Trace: sp.TraceID, Span: sp.SpanID, Start: sp.Start, End: sp.End,
-				Root: true, Failed: o == outcomeRetryable, Resent: ix.set.Extra(sp).ResendCount > 0})
+				Root: true, Failed: o == outcomeRetryable, Resend: max(ix.set.Extra(sp).ResendCount, 0), Below: len(ix.serverChildren(int32(p))) > 1})
 		}
 		if ix.leaked[p] || isAttempt(&ix.spans[p]) {
 			continue // the children of an attempt are its tries, not calls of their own
@@ -161,17 +177,35 @@ type spanRef struct {
 	span  ingest.SpanID
 }
 
+// rootJoin is a root client span to be read as the next attempt of the
+// call whose latest attempt is after: a lost-context retry whose failed
+// call is the only one it can be the retry of, or a root whose resend
+// marker continues the root before it in its stream.
+type rootJoin struct {
+	after, root spanRef
+	start       int64
+}
+
 // readRootStreams is the reduce: each stream's attempts in time order.
 // A root that starts after a failed origin of its stream ended, while the
 // origin's caller still waited, is a lost-context retry of it (of the
 // latest such origin; ambiguous when several were waiting). Every other
-// root is read against the root before it in its stream.
-func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]originVerdict) {
+// root is read against the root before it in its stream; one whose resend
+// marker is one more than that root's, which failed and ended before it
+// started with no other root of the stream in flight, is its retry. It
+// returns the verdicts by root and origin, and the joins in time order.
+func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]originVerdict, []rootJoin) {
 	list := ev.list
 	slices.SortFunc(list, func(a, b rootEvent) int {
 		return cmp.Or(cmpStream(a.Stream, b.Stream), cmp.Compare(a.Start, b.Start), bytes.Compare(a.Trace[:], b.Trace[:]), bytes.Compare(a.Span[:], b.Span[:]))
 	})
 	roots, origins := map[spanRef]rootVerdict{}, map[spanRef]originVerdict{}
+	var joins []rootJoin
+	// chain is, per origin, the latest attempt of its call so far (the
+	// origin, then each lost retry joined to it); -1 once a retry of it
+	// could have been another call's, or was not joined.
+	chain := map[spanRef]spanRef{}
+	broken := map[spanRef]bool{}
 	stream := int32(0)
 	for lo := 0; lo < len(list); stream++ {
 		hi := lo + 1
@@ -188,7 +222,7 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 				waiting = append(waiting, e)
 				continue
 			}
-			v := rootVerdict{failed: e.Failed, resent: e.Resent, stream: stream, noInstance: e.Stream.Instance == ""}
+			v := rootVerdict{failed: e.Failed, stream: stream, noInstance: e.Stream.Instance == ""}
 			// Origins whose caller stopped waiting before this root started
 			// never match a later one either.
 			waiting = slices.DeleteFunc(waiting, func(o rootEvent) bool { return o.WaitedTo+leakTolerance < e.Start })
@@ -203,23 +237,50 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 					}
 				}
 			}
+			if n > 1 {
+				// It could be the retry of any of them: none of their
+				// calls is read on from here.
+				for _, o := range waiting {
+					if o.End <= e.Start+overlapTolerance && e.Start <= o.WaitedTo+leakTolerance {
+						broken[spanRef{o.Trace, o.Span}] = true
+					}
+				}
+			}
 			if from != nil {
 				v.lost = true
-				ov := origins[spanRef{from.Trace, from.Span}]
+				o := spanRef{from.Trace, from.Span}
+				ov := origins[o]
 				ov.retries++
 				ov.ambiguous = ov.ambiguous || n > 1
-				origins[spanRef{from.Trace, from.Span}] = ov
+				origins[o] = ov
 				roots[ref] = v
+				after, ok := chain[o]
+				if !ok {
+					after = o
+				}
+				if n > 1 || e.Below || broken[o] {
+					broken[o] = true
+					continue
+				}
+				joins = append(joins, rootJoin{after: after, root: ref, start: e.Start})
+				chain[o] = ref
+				ov.joined++
+				origins[o] = ov
 				continue
 			}
 			running = slices.DeleteFunc(running, func(end int64) bool { return end <= e.Start+overlapTolerance })
 			v.inFlight = int32(len(running)) + 1
 			running = append(running, e.End)
 			if prev >= 0 && list[prev].End <= e.Start+overlapTolerance {
-				if list[prev].Failed {
-					v.follows, v.gap = true, e.Start-list[prev].End
+				p := &list[prev]
+				if p.Failed {
+					v.follows, v.gap = true, e.Start-p.End
 				} else {
-					v.afterOK, v.okGap = true, e.Start-list[prev].End
+					v.afterOK, v.okGap = true, e.Start-p.End
+				}
+				if p.Failed && e.Resend > 0 && p.Resend == e.Resend-1 && v.inFlight == 1 && !e.Below && !p.Below {
+					v.linked = true
+					joins = append(joins, rootJoin{after: spanRef{p.Trace, p.Span}, root: ref, start: e.Start})
 				}
 			}
 			prev = j
@@ -227,12 +288,16 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 		}
 		lo = hi
 	}
-	return roots, origins
+	slices.SortFunc(joins, func(a, b rootJoin) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), bytes.Compare(a.root.trace[:], b.root.trace[:]), bytes.Compare(a.root.span[:], b.root.span[:]))
+	})
+	return roots, origins, joins
 }
 
 // markRootStreams reads the root client spans' streams (rootStreamEvents,
 // readRootStreams) and keeps what they say by span: ix.roots for the roots,
-// ix.lostOrigins for the failed calls that lost-context roots retried.
+// ix.lostOrigins for the failed calls that lost-context roots retried,
+// ix.joins for the roots to read as the next attempt of another call.
 func (ix *index) markRootStreams() {
 	services := mapShards(ix, ix.rootClientServices, func(sum, p map[ingest.Sym]bool) {
 		for k := range p {
@@ -246,7 +311,11 @@ func (ix *index) markRootStreams() {
 	if len(ev.list) == 0 {
 		return
 	}
-	roots, origins := readRootStreams(ev)
+	roots, origins, joins := readRootStreams(ev)
+	inJoin := map[spanRef]int32{}
+	for _, j := range joins {
+		inJoin[j.after], inJoin[j.root] = -1, -1
+	}
 	ix.roots = map[int32]rootVerdict{}
 	ix.lostOrigins = map[int32]originVerdict{}
 	ix.each(func(s sel) {
@@ -267,19 +336,81 @@ func (ix *index) markRootStreams() {
 					ix.lostAmbiguous += o.retries
 				}
 			}
+			if _, ok := inJoin[ref]; ok {
+				inJoin[ref] = int32(i)
+			}
 		}
 	})
+	for _, j := range joins {
+		ix.joins = append(ix.joins, [2]int32{inJoin[j.after], inJoin[j.root]})
+	}
 }
 
-// lostRoot reports whether root span i is a retry whose context was lost.
-func (ix *index) lostRoot(i int32) bool { return ix.roots != nil && ix.roots[i].lost }
+// joinRootRetries adds each root of ix.joins, in time order, to the call
+// whose latest attempt is the span it follows, as that call's next
+// attempt: a lost-context retry to the failed call it retried, a root
+// whose resend marker continues the root before it to that root's call.
+// Calls hold attempts of one trace otherwise; these are the calls whose
+// attempts the traces split. A root whose call is not found (its latest
+// attempt is not the span it follows: the call went on under its caller,
+// or was hedged) is left out, counted in ix.unjoined.
+func joinRootRetries(ix *index, names *naming, calls []*call) {
+	if len(ix.joins) == 0 {
+		return
+	}
+	latest := map[int32]*call{}
+	for _, c := range calls {
+		if as := ix.attemptsOf(c); len(as) > 0 {
+			latest[as[len(as)-1].span] = c
+		}
+	}
+	for _, j := range ix.joins {
+		after, root := j[0], j[1]
+		c := latest[after]
+		if c == nil || c.hedged || after < 0 || root < 0 {
+			ix.unjoined++
+			continue
+		}
+		prev := ix.last(c)
+		server := ix.firstServer(root)
+		a := ix.newAttempt(root, server)
+		a.nth = -1
+		if prev.nth >= 0 {
+			a.nth = prev.nth + 1
+		}
+		ix.addAttempts(c, a)
+		if n := ix.nameOf(c); n.op == "" && server >= 0 {
+			_, op := names.resolve(ix, root, server)
+			ix.rename(c, func(n *callName) { n.op = op })
+		}
+		evidence := EvidenceLostContext
+		if ix.roots[root].linked {
+			evidence = "markers"
+		}
+		ix.rename(c, func(n *callName) { n.evidence = evidence })
+		delete(latest, after)
+		latest[root] = c
+	}
+}
+
+// lostRoot reports whether root span i is read as another call's attempt:
+// a retry whose context was lost, or one its resend marker links to the
+// root before it.
+func (ix *index) lostRoot(i int32) bool {
+	if ix.roots == nil {
+		return false
+	}
+	v := ix.roots[i]
+	return v.lost || v.linked
+}
 
 // RootCalls is the evidence of an edge's calls whose client span starts
 // its own trace (a client with no span around its calls): each such span
 // counts as a call, since no span links a retry to the attempt it repeats.
 type RootCalls struct {
 	// Calls counts the edge's calls whose client span is a trace's root,
-	// Failed those that failed retryably.
+	// Failed those whose root span (the call's first attempt) failed
+	// retryably.
 	Calls  int `json:"calls"`
 	Failed int `json:"failed"`
 	// Streams counts the instance and request streams they came in (one
@@ -300,10 +431,12 @@ type RootCalls struct {
 	// MostInFlight is the most calls of one stream running at once (1: one
 	// after another).
 	MostInFlight int `json:"most_in_flight"`
-	// Resent counts the calls whose span carries a resend marker
-	// (http.request.resend_count above 0): retries, whose earlier
-	// attempts are other roots.
-	Resent int `json:"resent,omitempty"`
+	// Linked counts the roots read as a later attempt of one of these
+	// calls: each carries a resend marker (http.request.resend_count) one
+	// above the root before it in its stream, which failed and ended
+	// before it started with no other root of the stream in flight. They
+	// are in Attempts, not Calls.
+	Linked int `json:"linked_by_markers,omitempty"`
 }
 
 // rootCallsOf gathers the evidence of the root calls among calls (an
@@ -329,8 +462,10 @@ func rootCallsOf(ix *index, calls []*call) *RootCalls {
 		if v.noInstance {
 			rc.NoInstance++
 		}
-		if v.resent {
-			rc.Resent++
+		for _, a := range ix.attemptsOf(c)[1:] {
+			if ix.roots[a.span].linked {
+				rc.Linked++
+			}
 		}
 		if v.follows {
 			rc.FollowedFailure++
@@ -380,9 +515,9 @@ func applyRootCalls(e *Edge, rc *RootCalls) {
 // call's as well, the status labels of the calls they retried, and the
 // most retries one call had where none could be another's.
 type lostOnEdge struct {
-	retries, most int
-	ambiguous     bool
-	status        []string
+	retries, leftOut, most int
+	ambiguous              bool
+	status                 []string
 }
 
 func lostRetries(ix *index, ecs []*edgeCalls) []lostOnEdge {
@@ -399,6 +534,7 @@ func lostRetries(ix *index, ecs []*edgeCalls) []lostOnEdge {
 					continue
 				}
 				l.retries += o.retries
+				l.leftOut += o.retries - o.joined
 				l.ambiguous = l.ambiguous || o.ambiguous
 				if !o.ambiguous {
 					l.most = max(l.most, o.retries)
@@ -412,16 +548,18 @@ func lostRetries(ix *index, ecs []*edgeCalls) []lostOnEdge {
 	return out
 }
 
-// applyLost sets what an edge's lost-context retries show: the edge
-// retries (the statuses they followed are retried ones), at least one
-// more attempt than it made under its callers (or than the most one call
-// had, where no retry could be another call's), and the schedule is
-// unknown: the retries' waits are not read.
+// applyLost sets what an edge's lost-context retries show. Those joined
+// to their calls are attempts the fits read. Where none was (each could
+// have been another call's), the edge still retries (the statuses they
+// followed are retried ones), with at least one more attempt than it made
+// under its callers (or than the most one call had, where no retry could
+// be another call's), and an unknown schedule: the retries' waits are not
+// read.
 func applyLost(e *Edge, l lostOnEdge) {
 	if l.retries == 0 {
 		return
 	}
-	e.LostContextRetries = l.retries
+	e.LostContextRetries, e.LostContextLeftOut = l.retries, l.leftOut
 	if e.Retries {
 		return
 	}
@@ -449,13 +587,21 @@ const EvidenceLostContext = "lost-context"
 func rootWarnings(ix *index, t *Topology) []string {
 	var w []string
 	if ix.lostRoots > 0 {
+		leftOut := 0
+		for _, o := range ix.lostOrigins {
+			leftOut += o.retries - o.joined
+		}
 		amb := ""
 		if ix.lostAmbiguous > 0 {
 			amb = fmt.Sprintf("; %d of them could be the retry of more than one failed call, and count for the latest", ix.lostAmbiguous)
 		}
 		w = append(w, fmt.Sprintf("%d client spans started their own trace while a caller of the same instance still waited on the same request, which had just failed "+
-			"(retries that lost their context: a fresh context, a worker's or timer's callback?): counted as retries of the failed calls' edges (whose backoff is then unknown: the waits before them are not read), not as calls or root requests%s",
-			ix.lostRoots, amb))
+			"(retries that lost their context: a fresh context, a worker's or timer's callback?): read as retries of the failed calls, not as calls or root requests; "+
+			"%d of them are read as their calls' attempts, %d are counted on the calls' edges only (lost_context_left_out; the waits before them are not read)%s",
+			ix.lostRoots, ix.lostRoots-leftOut, leftOut, amb))
+	}
+	if ix.unjoined > 0 {
+		w = append(w, fmt.Sprintf("%d client spans that start their own trace follow a call that went on after them (hedged, or continued under its caller): left out of attempts and calls", ix.unjoined))
 	}
 	for _, e := range t.Edges {
 		rc := e.RootCalls

@@ -60,7 +60,7 @@ func TestRootClientCalls(t *testing.T) {
 		shape            shape
 		unknown          bool
 		roots            *RootCalls
-		lost             int
+		lost, leftOut    int
 	}
 	cases := []struct {
 		name        string
@@ -135,6 +135,25 @@ func TestRootClientCalls(t *testing.T) {
 		rootCalls:  6,
 		noWarnings: true,
 	}, {
+		// Every attempt a root, each retry marked with its resend count
+		// (.NET's HttpClient, Java's): the marker links each root to the
+		// failed one before it in its stream, as that call's next attempt.
+		name: "every attempt a root, resend markers",
+		build: func(b *builder) {
+			for i := range 5 {
+				t := float64(i) * 1000
+				for k, code := range []int{503, 503, 200} {
+					c := b.rootClient("loadgen", "api", t, 10, httpStatus(code), method("GET"), target("http://api/x"), instance("lg-1"), resend(k))
+					b.server(c, "api", "GET /x", t+0.5, 9, httpStatus(code))
+					t += 10 + 50*float64(k+1)
+				}
+			}
+		},
+		edges: []want{{caller: "loadgen", callerOp: "GET",
+			shape: shape{Calls: 5, Attempts: 15, Hist: []int{0, 0, 5}, Retries: true, Max: 3, Evidence: "markers", Retried: []string{"503"}, NotRetry: []string{}},
+			roots: &RootCalls{Calls: 5, Failed: 5, Streams: 1, FollowedOK: 4, GapAfterOKP50MS: f(820), MostInFlight: 1, Linked: 10}}},
+		rootCalls: 5,
+	}, {
 		// One client span around a library's attempts is one call, read
 		// below the instrumentation: a root does not change that.
 		name: "root wrapping several attempts",
@@ -157,10 +176,10 @@ func TestRootClientCalls(t *testing.T) {
 		name:  "lost context",
 		build: func(b *builder) { lostContext(b, "f-1", 5, 1000) },
 		edges: []want{{caller: "front", callerOp: "GET /a", lost: 10,
-			shape: shape{Calls: 5, Attempts: 5, Hist: []int{5}, Retries: true, Max: 3, Evidence: EvidenceLostContext, Retried: []string{"503"}, NotRetry: []string{}}}},
+			shape: shape{Calls: 5, Attempts: 15, Hist: []int{0, 0, 5}, Retries: true, Max: 3, Evidence: EvidenceLostContext, Retried: []string{"503"}, NotRetry: []string{}}}},
 		rootCalls:   5,
 		lost:        10,
-		warnings:    []string{"10 client spans started their own trace while a caller of the same instance still waited"},
+		warnings:    []string{"10 client spans started their own trace while a caller of the same instance still waited", "10 of them are read as their calls' attempts, 0 are counted"},
 		wantNoEdges: []string{"GET"},
 	}, {
 		// Two requests of one instance fail at once and one root follows:
@@ -175,11 +194,11 @@ func TestRootClientCalls(t *testing.T) {
 			b.rootClient("front", "api", 40, 10, httpStatus(503), method("GET"), target("http://api/x"), instance("f-1"))
 			b.rootClient("front", "api", 90, 10, httpStatus(200), method("GET"), target("http://api/x"), instance("f-1"))
 		},
-		edges: []want{{caller: "front", callerOp: "GET /a", lost: 2,
+		edges: []want{{caller: "front", callerOp: "GET /a", lost: 2, leftOut: 2,
 			shape: shape{Calls: 2, Attempts: 2, Hist: []int{2}, Retries: true, Max: 2, Evidence: EvidenceLostContext, Retried: []string{"503"}, NotRetry: []string{}}}},
 		rootCalls: 2,
 		lost:      2,
-		warnings:  []string{"2 of them could be the retry of more than one failed call"},
+		warnings:  []string{"0 of them are read as their calls' attempts, 2 are counted", "2 of them could be the retry of more than one failed call"},
 	}, {
 		// A root of another instance, or after the caller stopped waiting,
 		// is nobody's lost retry: a call of its own.
@@ -219,6 +238,7 @@ func TestRootClientCalls(t *testing.T) {
 				wantShape(t, *e, w.shape)
 				wantEq(t, "retries_unknown", e.RetriesUnknown, w.unknown)
 				wantEq(t, "lost_context_retries", e.LostContextRetries, w.lost)
+				wantEq(t, "lost_context_left_out", e.LostContextLeftOut, w.leftOut)
 				if !reflect.DeepEqual(e.RootCalls, w.roots) {
 					t.Errorf("root_calls:\n got %s\nwant %s", show(e.RootCalls), show(w.roots))
 				}

@@ -154,7 +154,11 @@ type Edge struct {
 	// LostContextRetries counts client spans that started their own trace
 	// right after one of this edge's calls failed, while its caller still
 	// waited: its retries, whose context was lost (Source.LostContextRetries).
+	// Those that could be only one call's retry are read as its attempts
+	// (in Attempts, their waits in the backoff); LostContextLeftOut counts
+	// the others, counted here only.
 	LostContextRetries int  `json:"lost_context_retries,omitempty"`
+	LostContextLeftOut int  `json:"lost_context_left_out,omitempty"`
 	MaxAttempts        int  `json:"max_attempts"`
 	MaxAttemptsExact   bool `json:"max_attempts_exact"`
 	// Evidence says how retries were recognised: "markers" (resend count,
