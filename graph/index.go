@@ -41,10 +41,12 @@ type index struct {
 	// (markRootStreams), lostOrigins the failed calls that lost-context
 	// roots retried; both nil when there is no root client span.
 	// lostRoots counts the lost-context roots, lostAmbiguous those that
-	// could be the retry of more than one failed call.
+	// could be the retry of more than one failed call, lostMixed those
+	// whose stream also holds roots no failed call was waiting for.
 	roots                    map[int32]rootVerdict
 	lostOrigins              map[int32]originVerdict
 	lostRoots, lostAmbiguous int
+	lostMixed                int
 	// joins are the roots to read as the next attempt of another call:
 	// the span of that call's latest attempt, then the root's
 	// (joinRootRetries); unjoined counts those whose call was not found.

@@ -103,7 +103,9 @@ type rootVerdict struct {
 // followed another failed call as well.
 type originVerdict struct {
 	retries, joined int
-	ambiguous       bool
+	// ambiguous: a retry of it could be another failed call's; mixed: its
+	// stream also holds roots no failed call was waiting for.
+	ambiguous, mixed bool
 }
 
 // streamOf returns client span c's stream.
@@ -177,6 +179,35 @@ type spanRef struct {
 	span  ingest.SpanID
 }
 
+// waitingOrigins are the origins of a stream (failed calls not sent again
+// under their caller) seen so far in time order, whose caller may still
+// wait.
+type waitingOrigins struct{ list []rootEvent }
+
+func (w *waitingOrigins) add(o rootEvent) { w.list = append(w.list, o) }
+
+// waitsAt reports whether origin o had failed, and its caller still
+// waited, when root e started.
+func (o *rootEvent) waitsAt(e rootEvent) bool {
+	return o.End <= e.Start+overlapTolerance && e.Start <= o.WaitedTo+leakTolerance
+}
+
+// at returns how many origins were waiting when root e started, and the
+// one that failed last, after dropping those whose caller had stopped
+// waiting (they match no later root either: roots come in time order).
+func (w *waitingOrigins) at(e rootEvent) (from *rootEvent, n int) {
+	w.list = slices.DeleteFunc(w.list, func(o rootEvent) bool { return o.WaitedTo+leakTolerance < e.Start })
+	for k := range w.list {
+		if o := &w.list[k]; o.waitsAt(e) {
+			n++
+			if from == nil || o.End > from.End {
+				from = o
+			}
+		}
+	}
+	return from, n
+}
+
 // rootJoin is a root client span to be read as the next attempt of the
 // call whose latest attempt is after: a lost-context retry whose failed
 // call is the only one it can be the retry of, or a root whose resend
@@ -202,8 +233,9 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 	roots, origins := map[spanRef]rootVerdict{}, map[spanRef]originVerdict{}
 	var joins []rootJoin
 	// chain is, per origin, the latest attempt of its call so far (the
-	// origin, then each lost retry joined to it); -1 once a retry of it
-	// could have been another call's, or was not joined.
+	// origin, then each lost retry joined to it); broken, the origins
+	// whose call is read no further: a retry of it could have been
+	// another's, or was not joined.
 	chain := map[spanRef]spanRef{}
 	broken := map[spanRef]bool{}
 	stream := int32(0)
@@ -212,36 +244,37 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 		for hi < len(list) && list[hi].Stream == list[lo].Stream {
 			hi++
 		}
-		var waiting []rootEvent // origins whose caller may still wait
-		var running []int64     // ends of the stream's roots so far
-		prev := -1              // the stream's latest root that was no lost retry
+		// mixed: the stream also holds roots no failed call was waiting
+		// for (a poller or job of the same instance sending the same
+		// request): which of its roots are retries is then unknown.
+		mixed, any := false, false
+		var w waitingOrigins
+		for _, e := range list[lo:hi] {
+			if !e.Root {
+				w.add(e)
+				continue
+			}
+			_, n := w.at(e)
+			any, mixed = any || n > 0, mixed || n == 0
+		}
+		mixed = mixed && any
+		w = waitingOrigins{}
+		var running []int64 // ends of the stream's roots so far
+		prev := -1          // the stream's latest root that was no lost retry
 		for j := lo; j < hi; j++ {
 			e := list[j]
 			ref := spanRef{e.Trace, e.Span}
 			if !e.Root {
-				waiting = append(waiting, e)
+				w.add(e)
 				continue
 			}
 			v := rootVerdict{failed: e.Failed, stream: stream, noInstance: e.Stream.Instance == ""}
-			// Origins whose caller stopped waiting before this root started
-			// never match a later one either.
-			waiting = slices.DeleteFunc(waiting, func(o rootEvent) bool { return o.WaitedTo+leakTolerance < e.Start })
-			var from *rootEvent
-			n := 0
-			for k := range waiting {
-				o := &waiting[k]
-				if o.End <= e.Start+overlapTolerance && e.Start <= o.WaitedTo+leakTolerance {
-					n++
-					if from == nil || o.End > from.End {
-						from = o
-					}
-				}
-			}
+			from, n := w.at(e)
 			if n > 1 {
 				// It could be the retry of any of them: none of their
 				// calls is read on from here.
-				for _, o := range waiting {
-					if o.End <= e.Start+overlapTolerance && e.Start <= o.WaitedTo+leakTolerance {
+				for _, o := range w.list {
+					if o.waitsAt(e) {
 						broken[spanRef{o.Trace, o.Span}] = true
 					}
 				}
@@ -252,13 +285,14 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 				ov := origins[o]
 				ov.retries++
 				ov.ambiguous = ov.ambiguous || n > 1
+				ov.mixed = ov.mixed || mixed
 				origins[o] = ov
 				roots[ref] = v
 				after, ok := chain[o]
 				if !ok {
 					after = o
 				}
-				if n > 1 || e.Below || broken[o] {
+				if n > 1 || mixed || e.Below || broken[o] {
 					broken[o] = true
 					continue
 				}
@@ -334,6 +368,9 @@ func (ix *index) markRootStreams() {
 				ix.lostOrigins[int32(i)] = o
 				if o.ambiguous {
 					ix.lostAmbiguous += o.retries
+				}
+				if o.mixed {
+					ix.lostMixed += o.retries
 				}
 			}
 			if _, ok := inJoin[ref]; ok {
@@ -594,6 +631,9 @@ func rootWarnings(ix *index, t *Topology) []string {
 		amb := ""
 		if ix.lostAmbiguous > 0 {
 			amb = fmt.Sprintf("; %d of them could be the retry of more than one failed call, and count for the latest", ix.lostAmbiguous)
+		}
+		if ix.lostMixed > 0 {
+			amb += fmt.Sprintf("; %d of them share their instance and request with roots no failed call was waiting for (a poller or job sending the same request?), so which are retries is unknown", ix.lostMixed)
 		}
 		w = append(w, fmt.Sprintf("%d client spans started their own trace while a caller of the same instance still waited on the same request, which had just failed "+
 			"(retries that lost their context: a fresh context, a worker's or timer's callback?): read as retries of the failed calls, not as calls or root requests; "+

@@ -200,6 +200,31 @@ func TestRootClientCalls(t *testing.T) {
 		lost:      2,
 		warnings:  []string{"0 of them are read as their calls' attempts, 2 are counted", "2 of them could be the retry of more than one failed call"},
 	}, {
+		// The instance also polls the same URL from no span: its roots
+		// are no failed call's retries, so which of the stream's roots is
+		// a retry is unknown. The one that came while front waited is
+		// counted as a lost retry, not read as an attempt.
+		name: "lost context beside a poller of the same request",
+		build: func(b *builder) {
+			for _, t := range []float64{0, 500, 1000} {
+				b.rootClient("front", "api", t, 10, httpStatus(200), method("GET"), target("http://api/x"), instance("f-1"))
+			}
+			b.newTrace()
+			s := b.server(-1, "front", "GET /a", 1200, 200, instance("f-1"))
+			b.call(s, "api", "GET /x", 1201, 10, httpStatus(503), method("GET"), target("http://api/x"), instance("f-1"))
+			b.rootClient("front", "api", 1240, 10, httpStatus(200), method("GET"), target("http://api/x"), instance("f-1"))
+		},
+		edges: []want{
+			{caller: "front", callerOp: "GET /a", lost: 1, leftOut: 1,
+				shape: shape{Calls: 1, Attempts: 1, Hist: []int{1}, Retries: true, Max: 2, Evidence: EvidenceLostContext, Retried: []string{"503"}, NotRetry: []string{}}},
+			{caller: "front", callerOp: "GET",
+				shape: shape{Calls: 3, Attempts: 3, Hist: []int{3}, Max: 1, Retried: []string{}, NotRetry: []string{}},
+				roots: &RootCalls{Calls: 3, Streams: 1, FollowedOK: 2, GapAfterOKP50MS: f(490), MostInFlight: 1}},
+		},
+		rootCalls: 4,
+		lost:      1,
+		warnings:  []string{"1 of them share their instance and request with roots no failed call was waiting for"},
+	}, {
 		// A root of another instance, or after the caller stopped waiting,
 		// is nobody's lost retry: a call of its own.
 		name: "roots that are no lost retry",
@@ -283,7 +308,8 @@ func show(rc *RootCalls) string {
 
 // rootShapes is every shape of root client spans at once, for the shard
 // test: retries as roots from two instances at once, lost-context retries,
-// and a root that could be the retry of two failed calls.
+// a root that could be the retry of two failed calls, one beside a poller
+// of the same request, and roots linked by resend markers.
 func rootShapes(*testing.T) *ingest.Set {
 	b := newBuilder()
 	rootRetries(b, "lg-1", 4, 20)
@@ -296,5 +322,20 @@ func rootShapes(*testing.T) *ingest.Set {
 		b.call(s, "api", "GET /x", t+1, 10, httpStatus(503), method("GET"), target("http://api/x"), instance("f-3"))
 	}
 	b.rootClient("front", "api", 40, 10, httpStatus(503), method("GET"), target("http://api/x"), instance("f-3"))
+	for _, t := range []float64{0, 500} {
+		b.rootClient("front", "api", t, 10, httpStatus(200), method("GET"), target("http://api/x"), instance("f-4"))
+	}
+	b.newTrace()
+	s := b.server(-1, "front", "GET /a", 700, 200, instance("f-4"))
+	b.call(s, "api", "GET /x", 701, 10, httpStatus(503), method("GET"), target("http://api/x"), instance("f-4"))
+	b.rootClient("front", "api", 740, 10, httpStatus(200), method("GET"), target("http://api/x"), instance("f-4"))
+	for i := range 3 {
+		t := 2000 + float64(i)*300
+		for k, code := range []int{503, 200} {
+			c := b.rootClient("batch", "api", t, 10, httpStatus(code), method("GET"), target("http://api/y"), instance("b-1"), resend(k))
+			b.server(c, "api", "GET /y", t+0.5, 9, httpStatus(code))
+			t += 60
+		}
+	}
 	return b.set
 }
