@@ -52,6 +52,10 @@ type index struct {
 	// (joinRootRetries); unjoined counts those whose call was not found.
 	joins    [][2]int32
 	unjoined int
+	// attemptRoot marks the root client spans read as another call's
+	// attempt (lost or linked: lostRoot), by span; nil when there is no
+	// root client span. isRootAttempt asks for every span, often.
+	attemptRoot []bool
 	// polls counts the requests repeated under one parent after it was
 	// answered that were kept as the parent's own (markLeaks).
 	polls int

@@ -141,16 +141,24 @@ func (ix *index) rootStreamEvents(s sel, services map[ingest.Sym]bool) *rootEven
 	if len(services) == 0 {
 		return out
 	}
+	n := 0
+	for p := range ix.spans {
+		if s.has(int32(p)) && ix.rootClient(int32(p)) {
+			n++
+		}
+	}
+	out.list = make([]rootEvent, 0, n)
 	lastAt := map[rootStream]int32{}
 	for p := range ix.spans {
 		if !ix.keep[p] || !s.has(int32(p)) {
 			continue
 		}
 		if ix.rootClient(int32(p)) {
-			o, _ := classify(ix, int32(p), ix.firstServer(int32(p)))
+			server, servers := ix.serverCount(int32(p))
+			o, _ := classify(ix, int32(p), server)
 			sp := &ix.spans[p]
 			out.list = append(out.list, rootEvent{Stream: ix.streamOf(int32(p)), Trace: sp.TraceID, Span: sp.SpanID, Start: sp.Start, End: sp.End,
-				Root: true, Failed: o == outcomeRetryable, Resend: max(ix.set.Extra(sp).ResendCount, 0), Below: len(ix.serverChildren(int32(p))) > 1})
+				Root: true, Failed: o == outcomeRetryable, Resend: max(ix.set.Extra(sp).ResendCount, 0), Below: servers > 1})
 		}
 		if ix.leaked[p] || isAttempt(&ix.spans[p]) {
 			continue // the children of an attempt are its tries, not calls of their own
@@ -171,6 +179,22 @@ func (ix *index) rootStreamEvents(s sel, services map[ingest.Sym]bool) *rootEven
 		}
 	}
 	return out
+}
+
+// serverCount returns span i's first SERVER/CONSUMER child (-1 if none)
+// and how many it has, without making a list of them (firstServer,
+// serverChildren): it is asked for every root client span.
+func (ix *index) serverCount(i int32) (first int32, n int) {
+	first = -1
+	for _, c := range ix.kids(i) {
+		if isServer(&ix.spans[c]) {
+			if n == 0 {
+				first = c
+			}
+			n++
+		}
+	}
+	return first, n
 }
 
 // spanRef names a span across shards.
@@ -230,7 +254,7 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 	slices.SortFunc(list, func(a, b rootEvent) int {
 		return cmp.Or(cmpStream(a.Stream, b.Stream), cmp.Compare(a.Start, b.Start), bytes.Compare(a.Trace[:], b.Trace[:]), bytes.Compare(a.Span[:], b.Span[:]))
 	})
-	roots, origins := map[spanRef]rootVerdict{}, map[spanRef]originVerdict{}
+	roots, origins := make(map[spanRef]rootVerdict, len(list)), map[spanRef]originVerdict{}
 	var joins []rootJoin
 	// chain is, per origin, the latest attempt of its call so far (the
 	// origin, then each lost retry joined to it); broken, the origins
@@ -350,8 +374,9 @@ func (ix *index) markRootStreams() {
 	for _, j := range joins {
 		inJoin[j.after], inJoin[j.root] = -1, -1
 	}
-	ix.roots = map[int32]rootVerdict{}
+	ix.roots = make(map[int32]rootVerdict, len(roots))
 	ix.lostOrigins = map[int32]originVerdict{}
+	ix.attemptRoot = make([]bool, len(ix.spans))
 	ix.each(func(s sel) {
 		for i := range ix.spans {
 			if !ix.keep[i] || !s.has(int32(i)) || ix.spans[i].Kind != ingest.KindClient {
@@ -363,6 +388,7 @@ func (ix *index) markRootStreams() {
 				if v.lost {
 					ix.lostRoots++
 				}
+				ix.attemptRoot[i] = v.lost || v.linked
 			}
 			if o, ok := origins[ref]; ok {
 				ix.lostOrigins[int32(i)] = o
@@ -433,13 +459,7 @@ func joinRootRetries(ix *index, names *naming, calls []*call) {
 // lostRoot reports whether root span i is read as another call's attempt:
 // a retry whose context was lost, or one its resend marker links to the
 // root before it.
-func (ix *index) lostRoot(i int32) bool {
-	if ix.roots == nil {
-		return false
-	}
-	v := ix.roots[i]
-	return v.lost || v.linked
-}
+func (ix *index) lostRoot(i int32) bool { return ix.attemptRoot != nil && ix.attemptRoot[i] }
 
 // RootCalls is the evidence of an edge's calls whose client span starts
 // its own trace (a client with no span around its calls): each such span
