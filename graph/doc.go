@@ -36,7 +36,8 @@
 //     stream, trace and span id, times, outcome); reduce, each stream of
 //     one instance and request in time order (readRootStreams): which root
 //     is a lost-context retry of which failed call, which a resend marker
-//     links to the root before it, and what each other root follows.
+//     or a request key links to an earlier root, and what each other root
+//     follows.
 //     Apply: the verdicts by span (markRootStreams). After phase 2's call
 //     extraction, the linked roots are added to the calls they continue
 //     (joinRootRetries): the only calls whose attempts span traces.

@@ -68,6 +68,9 @@ type rootEvent struct {
 	// Resend is the root's resend marker (http.request.resend_count),
 	// 0 where it carries none.
 	Resend int16
+	// Key is the request's captured Idempotency-Key or X-Request-Id
+	// (ingest.SpanExtra.RequestKey), 0 where none was captured.
+	Key uint64
 	// Below: the root's client span has several callee spans under it
 	// (attempts below the instrumentation): a call of its own, never
 	// joined to another as one attempt.
@@ -84,8 +87,9 @@ func (r *rootEvents) merge(o *rootEvents) { r.list = append(r.list, o.list...) }
 type rootVerdict struct {
 	lost bool // a retry of a failed call whose context was lost
 	// linked: a retry of the root before it in its stream, as its resend
-	// marker says (joined to that root's call).
-	linked bool
+	// marker says, or of the stream's last root with its request key
+	// (byKey); joined to that root's call.
+	linked, byKey bool
 	// follows: it is the next root of its stream after a failed one, gap
 	// (ns) after that one ended; afterOK: the next after a root that
 	// succeeded, okGap after it ended.
@@ -158,7 +162,7 @@ func (ix *index) rootStreamEvents(s sel, services map[ingest.Sym]bool) *rootEven
 			o, _ := classify(ix, int32(p), server)
 			sp := &ix.spans[p]
 			out.list = append(out.list, rootEvent{Stream: ix.streamOf(int32(p)), Trace: sp.TraceID, Span: sp.SpanID, Start: sp.Start, End: sp.End,
-				Root: true, Failed: o == outcomeRetryable, Resend: max(ix.set.Extra(sp).ResendCount, 0), Below: servers > 1})
+				Root: true, Failed: o == outcomeRetryable, Resend: max(ix.set.Extra(sp).ResendCount, 0), Below: servers > 1, Key: ix.set.Extra(sp).RequestKey})
 		}
 		if ix.leaked[p] || isAttempt(&ix.spans[p]) {
 			continue // the children of an attempt are its tries, not calls of their own
@@ -174,7 +178,7 @@ func (ix *index) rootStreamEvents(s sel, services map[ingest.Sym]bool) *rootEven
 			if o, _ := classify(ix, c, ix.firstServer(c)); o == outcomeRetryable {
 				sp := &ix.spans[c]
 				out.list = append(out.list, rootEvent{Stream: k, Trace: sp.TraceID, Span: sp.SpanID, Start: sp.Start, End: sp.End,
-					WaitedTo: ix.spans[p].End, Failed: true})
+					WaitedTo: ix.spans[p].End, Failed: true, Key: ix.set.Extra(sp).RequestKey})
 			}
 		}
 	}
@@ -211,25 +215,37 @@ type waitingOrigins struct{ list []rootEvent }
 func (w *waitingOrigins) add(o rootEvent) { w.list = append(w.list, o) }
 
 // waitsAt reports whether origin o had failed, and its caller still
-// waited, when root e started.
+// waited, when root e started, for a request that may be e's: one of them
+// names no request key, or both name the same.
 func (o *rootEvent) waitsAt(e rootEvent) bool {
-	return o.End <= e.Start+overlapTolerance && e.Start <= o.WaitedTo+leakTolerance
+	return o.End <= e.Start+overlapTolerance && e.Start <= o.WaitedTo+leakTolerance && (o.Key == 0 || e.Key == 0 || o.Key == e.Key)
 }
 
 // at returns how many origins were waiting when root e started, and the
 // one that failed last, after dropping those whose caller had stopped
 // waiting (they match no later root either: roots come in time order).
-func (w *waitingOrigins) at(e rootEvent) (from *rootEvent, n int) {
+// Where e names a request key that exactly one of them names too, that
+// one is proved its origin (keyed), alone.
+func (w *waitingOrigins) at(e rootEvent) (from *rootEvent, n int, keyed bool) {
 	w.list = slices.DeleteFunc(w.list, func(o rootEvent) bool { return o.WaitedTo+leakTolerance < e.Start })
+	var byKey *rootEvent
+	same := 0
 	for k := range w.list {
 		if o := &w.list[k]; o.waitsAt(e) {
 			n++
 			if from == nil || o.End > from.End {
 				from = o
 			}
+			if e.Key != 0 && o.Key == e.Key {
+				same++
+				byKey = o
+			}
 		}
 	}
-	return from, n
+	if same == 1 {
+		return byKey, 1, true
+	}
+	return from, n, false
 }
 
 // rootJoin is a root client span to be read as the next attempt of the
@@ -278,13 +294,16 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 				w.add(e)
 				continue
 			}
-			_, n := w.at(e)
+			_, n, _ := w.at(e)
 			any, mixed = any || n > 0, mixed || n == 0
 		}
 		mixed = mixed && any
 		w = waitingOrigins{}
 		var running []int64 // ends of the stream's roots so far
 		prev := -1          // the stream's latest root that was no lost retry
+		// lastByKey is, per request key, the stream's latest root that
+		// named it and was no lost retry.
+		lastByKey := map[uint64]int{}
 		for j := lo; j < hi; j++ {
 			e := list[j]
 			ref := spanRef{e.Trace, e.Span}
@@ -293,7 +312,7 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 				continue
 			}
 			v := rootVerdict{failed: e.Failed, stream: stream, noInstance: e.Stream.Instance == ""}
-			from, n := w.at(e)
+			from, n, keyed := w.at(e)
 			if n > 1 {
 				// It could be the retry of any of them: none of their
 				// calls is read on from here.
@@ -309,14 +328,14 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 				ov := origins[o]
 				ov.retries++
 				ov.ambiguous = ov.ambiguous || n > 1
-				ov.mixed = ov.mixed || mixed
+				ov.mixed = ov.mixed || mixed && !keyed
 				origins[o] = ov
 				roots[ref] = v
 				after, ok := chain[o]
 				if !ok {
 					after = o
 				}
-				if n > 1 || mixed || e.Below || broken[o] {
+				if n > 1 || mixed && !keyed || e.Below || broken[o] {
 					broken[o] = true
 					continue
 				}
@@ -336,10 +355,21 @@ func readRootStreams(ev *rootEvents) (map[spanRef]rootVerdict, map[spanRef]origi
 				} else {
 					v.afterOK, v.okGap = true, e.Start-p.End
 				}
-				if p.Failed && e.Resend > 0 && p.Resend == e.Resend-1 && v.inFlight == 1 && !e.Below && !p.Below {
+				if e.Key == 0 && p.Failed && e.Resend > 0 && p.Resend == e.Resend-1 && v.inFlight == 1 && !e.Below && !p.Below {
 					v.linked = true
 					joins = append(joins, rootJoin{after: spanRef{p.Trace, p.Span}, root: ref, start: e.Start})
 				}
+			}
+			if k, ok := lastByKey[e.Key]; ok && e.Key != 0 {
+				// The same request key: the same request sent again, after
+				// its last root failed.
+				if p := &list[k]; p.Failed && p.End <= e.Start+overlapTolerance && !e.Below && !p.Below {
+					v.linked, v.byKey = true, true
+					joins = append(joins, rootJoin{after: spanRef{p.Trace, p.Span}, root: ref, start: e.Start})
+				}
+			}
+			if e.Key != 0 {
+				lastByKey[e.Key] = j
 			}
 			prev = j
 			roots[ref] = v
@@ -447,7 +477,10 @@ func joinRootRetries(ix *index, names *naming, calls []*call) {
 			ix.rename(c, func(n *callName) { n.op = op })
 		}
 		evidence := EvidenceLostContext
-		if ix.roots[root].linked {
+		switch v := ix.roots[root]; {
+		case v.byKey:
+			evidence = EvidenceRequestKey
+		case v.linked:
 			evidence = "markers"
 		}
 		ix.rename(c, func(n *callName) { n.evidence = evidence })
@@ -491,9 +524,12 @@ type RootCalls struct {
 	// Linked counts the roots read as a later attempt of one of these
 	// calls: each carries a resend marker (http.request.resend_count) one
 	// above the root before it in its stream, which failed and ended
-	// before it started with no other root of the stream in flight. They
-	// are in Attempts, not Calls.
-	Linked int `json:"linked_by_markers,omitempty"`
+	// before it started with no other root of the stream in flight.
+	// LinkedByKey counts those that name the same request key as the
+	// stream's last root to name it, which failed and ended before they
+	// started. Both are in Attempts, not Calls.
+	Linked      int `json:"linked_by_markers,omitempty"`
+	LinkedByKey int `json:"linked_by_key,omitempty"`
 }
 
 // rootCallsOf gathers the evidence of the root calls among calls (an
@@ -520,7 +556,10 @@ func rootCallsOf(ix *index, calls []*call) *RootCalls {
 			rc.NoInstance++
 		}
 		for _, a := range ix.attemptsOf(c)[1:] {
-			if ix.roots[a.span].linked {
+			switch v := ix.roots[a.span]; {
+			case v.byKey:
+				rc.LinkedByKey++
+			case v.linked:
 				rc.Linked++
 			}
 		}
@@ -632,6 +671,11 @@ func applyLost(e *Edge, l lostOnEdge) {
 	}
 	slices.Sort(e.RetriedStatus)
 }
+
+// EvidenceRequestKey is Edge.Evidence where the attempts of a call were
+// read from client spans that start their own traces and name the same
+// request key (a captured Idempotency-Key or X-Request-Id header).
+const EvidenceRequestKey = "request-key"
 
 // EvidenceLostContext is Edge.Evidence where the retries were read from
 // client spans that started their own trace right after a failed call of

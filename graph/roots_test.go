@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,6 +16,15 @@ func (b *builder) rootClient(svc, peer string, start, dur float64, opts ...opt) 
 	b.newTrace()
 	opts = append([]opt{func(s *ingest.Set, sp *ingest.Record) { sp.Peer = s.Intern(peer) }}, opts...)
 	return b.add(-1, ingest.KindClient, svc, "GET", start, dur, opts)
+}
+
+// requestKey sets the request key (a captured Idempotency-Key).
+func requestKey(k string) opt {
+	return func(_ *ingest.Set, sp *ingest.Record) {
+		h := fnv.New64a()
+		h.Write([]byte("idempotency-key " + k))
+		sp.RequestKey = h.Sum64()
+	}
 }
 
 // rootCall adds a root client call from svc's instance inst to api's
@@ -154,6 +164,28 @@ func TestRootClientCalls(t *testing.T) {
 			roots: &RootCalls{Calls: 5, Failed: 5, Streams: 1, FollowedOK: 4, GapAfterOKP50MS: f(820), MostInFlight: 1, Linked: 10}}},
 		rootCalls: 5,
 	}, {
+		// Every attempt a root, several requests to one URL in flight at
+		// once, each sending its Idempotency-Key with every attempt: the
+		// key says which root repeats which, concurrency or not.
+		name: "every attempt a root, concurrent, request keys",
+		build: func(b *builder) {
+			for i := range 4 {
+				t := float64(i) * 5
+				for k, code := range []int{503, 503, 200} {
+					c := b.rootClient("loadgen", "api", t, 10, httpStatus(code), method("POST"), target("http://api/x"), instance("lg-1"),
+						requestKey(fmt.Sprint("k", i)))
+					b.server(c, "api", "GET /x", t+0.5, 9, httpStatus(code))
+					t += 10 + 20*float64(k+1)
+				}
+			}
+		},
+		// The calls' first roots start at 0, 5, 10 and 15, each while the
+		// one before still runs: two at once, none after another ended.
+		edges: []want{{caller: "loadgen", callerOp: "GET",
+			shape: shape{Calls: 4, Attempts: 12, Hist: []int{0, 0, 4}, Retries: true, Max: 3, Evidence: EvidenceRequestKey, Retried: []string{"503"}, NotRetry: []string{}},
+			roots: &RootCalls{Calls: 4, Failed: 4, Streams: 1, MostInFlight: 2, LinkedByKey: 8}}},
+		rootCalls: 4,
+	}, {
 		// One client span around a library's attempts is one call, read
 		// below the instrumentation: a root does not change that.
 		name: "root wrapping several attempts",
@@ -199,6 +231,24 @@ func TestRootClientCalls(t *testing.T) {
 		rootCalls: 2,
 		lost:      2,
 		warnings:  []string{"0 of them are read as their calls' attempts, 2 are counted", "2 of them could be the retry of more than one failed call"},
+	}, {
+		// Two requests of one instance fail at once, and each retry names
+		// its request's key: whose retry each is, the key says.
+		name: "lost context, two callers waiting, request keys",
+		build: func(b *builder) {
+			for i, t := range []float64{0, 2} {
+				b.newTrace()
+				s := b.server(-1, "front", "GET /a", t, 200, instance("f-1"))
+				b.call(s, "api", "GET /x", t+1, 10, httpStatus(503), method("GET"), target("http://api/x"), instance("f-1"), requestKey(fmt.Sprint("k", i)))
+			}
+			b.rootClient("front", "api", 40, 10, httpStatus(200), method("GET"), target("http://api/x"), instance("f-1"), requestKey("k1"))
+			b.rootClient("front", "api", 45, 10, httpStatus(200), method("GET"), target("http://api/x"), instance("f-1"), requestKey("k0"))
+		},
+		edges: []want{{caller: "front", callerOp: "GET /a", lost: 2,
+			shape: shape{Calls: 2, Attempts: 4, Hist: []int{0, 2}, Retries: true, Max: 2, Evidence: EvidenceLostContext, Retried: []string{"503"}, NotRetry: []string{}}}},
+		rootCalls: 2,
+		lost:      2,
+		warnings:  []string{"2 of them are read as their calls' attempts, 0 are counted"},
 	}, {
 		// The instance also polls the same URL from no span: its roots
 		// are no failed call's retries, so which of the stream's roots is
@@ -329,6 +379,13 @@ func rootShapes(*testing.T) *ingest.Set {
 	s := b.server(-1, "front", "GET /a", 700, 200, instance("f-4"))
 	b.call(s, "api", "GET /x", 701, 10, httpStatus(503), method("GET"), target("http://api/x"), instance("f-4"))
 	b.rootClient("front", "api", 740, 10, httpStatus(200), method("GET"), target("http://api/x"), instance("f-4"))
+	for i := range 3 {
+		t := 3000 + float64(i)*5
+		for k, code := range []int{503, 200} {
+			b.rootClient("keyed", "api", t, 10, httpStatus(code), method("POST"), target("http://api/z"), instance("k-1"), requestKey(fmt.Sprint("z", i)))
+			t += 30 * float64(k+1)
+		}
+	}
 	for i := range 3 {
 		t := 2000 + float64(i)*300
 		for k, code := range []int{503, 200} {

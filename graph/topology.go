@@ -165,8 +165,11 @@ type Edge struct {
 	// grpc-go attempt spans, Envoy retry.count or x-envoy-attempt-count),
 	// "below-instrumentation" (several server spans under one client span,
 	// or under a span of a caller that made no client span: a proxy),
-	// "proxy" (several sidecar spans under one client span), or "timing"
-	// (sibling attempts that follow failures).
+	// "proxy" (several sidecar spans under one client span), "timing"
+	// (sibling attempts that follow failures), "lost-context" (retries
+	// that started their own trace while the failed call's caller waited)
+	// or "request-key" (client spans that start their own traces and name
+	// one request key: a captured Idempotency-Key or X-Request-Id).
 	Evidence string `json:"evidence,omitempty"`
 	// RetriesBy says which layer made the retries: "application" (the
 	// caller's own code or library), "proxy" (its service-mesh sidecar,

@@ -184,7 +184,8 @@ func TestHeldOutTruth(t *testing.T) {
 //
 // Where every attempt is a root, nothing links a retry to its call: the
 // retries are unknown, never "not retried", and every root is counted as
-// evidence (none is claimed a retry, none dropped). Where the retries are
+// evidence (none is claimed a retry, none dropped); unless each names its
+// request's key ("keyed"), which links every retry to its call. Where the retries are
 // roots, they are the calls' retries with their context lost: counted as
 // such, the calls not inflated by them, every one either read as its
 // call's attempt or counted as left out; the rest of the edge (attempts,
@@ -203,6 +204,14 @@ func checkRootTruth(t *testing.T, loc string, e Edge, roots string, calls, attem
 			t.Errorf("%s: %d roots follow a failure, %d a success, of %d in %d streams (%d failed)", loc, rc.FollowedFailure, rc.FollowedOK, rc.Calls, rc.Streams, rc.Failed)
 		case attempts > calls && rc.FollowedFailure == 0:
 			t.Errorf("%s: %d retries sent, no root follows a failure", loc, attempts-calls)
+		}
+	case "keyed":
+		rc := e.RootCalls
+		switch {
+		case !e.Retries || e.RetriesUnknown || e.Evidence != EvidenceRequestKey:
+			t.Errorf("%s: retries %v (unknown %v) from %q; want retries linked by their request key", loc, e.Retries, e.RetriesUnknown, e.Evidence)
+		case rc == nil || e.Calls != calls || e.Attempts != attempts || rc.Calls != calls || rc.LinkedByKey != attempts-calls:
+			t.Errorf("%s: %d calls, %d attempts, root calls %+v; want %d calls, %d attempts, %d linked by key", loc, e.Calls, e.Attempts, rc, calls, attempts, attempts-calls)
 		}
 	case "retries":
 		switch {
@@ -253,6 +262,8 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 				switch te.TracedAsRoots {
 				case "every":
 					rootRequests += te.RootAttempts
+				case "keyed":
+					rootRequests += te.Calls // the retries are linked to their calls
 				case "retries":
 					lost += te.RootAttempts
 				}

@@ -24,6 +24,7 @@ import (
 // their own trace.
 //
 //	loadgen  --otelhttp, go-retryablehttp x4, no span around its calls-->  api
+//	batch    --the same, 3 requests to one URL at once, each with its Idempotency-Key-->  api
 //	driver --(not instrumented)-->  front  --otelhttp, retry-go x3, retries from a worker pool with context.Background()-->  api
 //
 // loadgen is a load generator instrumented with otelhttp under
@@ -63,9 +64,10 @@ type rootCase struct {
 // (each to one of a few item URLs, so that a URL's stream holds several
 // requests), then front's, one after the other.
 type rootClients struct {
-	loadgen, front []rootCase
-	// loadgenWorkers sends loadgen's requests that many at a time.
-	loadgenWorkers int
+	loadgen, batch, front []rootCase
+	// loadgenWorkers and batchWorkers send those clients' requests that
+	// many at a time (batch's all to one URL).
+	loadgenWorkers, batchWorkers int
 	// items is how many item URLs loadgen's requests spread over.
 	items int
 }
@@ -73,6 +75,8 @@ type rootClients struct {
 func rootClientsScenario() rootClients {
 	return rootClients{
 		loadgen:        []rootCase{{16, 0}, {7, 1}, {5, 2}, {3, 3}, {3, 4}},
+		batch:          []rootCase{{5, 0}, {3, 1}, {2, 2}, {2, 4}},
+		batchWorkers:   3,
 		front:          []rootCase{{10, 0}, {7, 1}, {4, 2}, {3, 3}},
 		loadgenWorkers: 2,
 		items:          6,
@@ -81,8 +85,9 @@ func rootClientsScenario() rootClients {
 
 // rootEdgeTruth is an edge of truth.json with what this scenario adds:
 // the calls the caller made, and which of its attempts started a trace of
-// their own ("every": every attempt; "retries": the retries, not the
-// first attempt) and how many.
+// their own ("every": every attempt; "keyed": every attempt, each naming
+// its request's Idempotency-Key; "retries": the retries, not the first
+// attempt) and how many.
 type rootEdgeTruth struct {
 	truthEdge
 	Calls         int    `json:"calls"`
@@ -133,7 +138,7 @@ func (f *apiFaults) next(c string) int {
 // gave up (no call exhausted its attempts) fails before it writes anything.
 func runRootClients(ctx context.Context, sc rootClients, out string, requireInferable bool) (rootTruth, string, error) {
 	faults := &apiFaults{scripts: map[string]int{}, seen: map[string]int{}}
-	roots, loadgenCalls, loadgenGaveUp, frontGaveUp := 0, 0, 0, 0
+	roots, loadgenCalls, loadgenGaveUp, batchCalls, batchGaveUp, frontGaveUp := 0, 0, 0, 0, 0, 0
 	for _, c := range sc.front {
 		roots += c.count
 	}
@@ -181,56 +186,43 @@ func runRootClients(ctx context.Context, sc rootClients, out string, requireInfe
 		if err != nil {
 			return nil, nil, err
 		}
-		// loadgen: no server, no span of its own; its attempts are
-		// otelhttp's CLIENT spans under go-retryablehttp.
-		loadgenTP, err := newProvider(ctx, "loadgen", otlpURL, "loadgen-1")
+		// loadgen and batch: no server, no span of their own; their
+		// attempts are otelhttp's CLIENT spans under go-retryablehttp.
+		// batch's transport records the Idempotency-Key each of its
+		// requests sends with every attempt (captureTransport).
+		client := func(name string, base http.RoundTripper) (*retryablehttp.Client, error) {
+			tp, err := newProvider(ctx, name, otlpURL, name+"-1")
+			if err != nil {
+				return nil, err
+			}
+			tps = append(tps, tp)
+			return &retryablehttp.Client{
+				HTTPClient:   &http.Client{Transport: otelhttp.NewTransport(base, otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(prop))},
+				RetryWaitMin: loadgenRetry.Backoff.Base, RetryWaitMax: loadgenRetry.Backoff.Cap, RetryMax: loadgenRetry.MaxAttempts - 1,
+				CheckRetry: retryablehttp.DefaultRetryPolicy, Backoff: retryablehttp.DefaultBackoff,
+				ErrorHandler: retryablehttp.PassthroughErrorHandler,
+			}, nil
+		}
+		loadgenRC, err := client("loadgen", &http.Transport{MaxIdleConnsPerHost: 16})
 		if err != nil {
 			return nil, nil, err
 		}
-		tps = append(tps, loadgenTP)
-		rc := &retryablehttp.Client{
-			HTTPClient: &http.Client{Transport: otelhttp.NewTransport(&http.Transport{MaxIdleConnsPerHost: 16},
-				otelhttp.WithTracerProvider(loadgenTP), otelhttp.WithPropagators(prop))},
-			RetryWaitMin: loadgenRetry.Backoff.Base, RetryWaitMax: loadgenRetry.Backoff.Cap, RetryMax: loadgenRetry.MaxAttempts - 1,
-			CheckRetry: retryablehttp.DefaultRetryPolicy, Backoff: retryablehttp.DefaultBackoff,
-			ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		batchRC, err := client("batch", captureTransport{base: &http.Transport{MaxIdleConnsPerHost: 16}})
+		if err != nil {
+			return nil, nil, err
 		}
 		drive := func() (string, error) {
 			answers := map[int]int{}
-			var mu sync.Mutex
 			var errs []error
-			jobs := make(chan int)
-			var wg sync.WaitGroup
-			for range sc.loadgenWorkers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range jobs {
-						gaveUp, err := loadgenCall(rc, apiURL, i%sc.items, fmt.Sprint("L", i))
-						mu.Lock()
-						errs = append(errs, err)
-						if gaveUp {
-							loadgenGaveUp++
-						}
-						mu.Unlock()
-					}
-				}()
-			}
-			i := 0
-			for _, c := range sc.loadgen {
-				for range c.count {
-					faults.mu.Lock()
-					faults.scripts[fmt.Sprint("L", i)] = c.failures
-					faults.mu.Unlock()
-					jobs <- i
-					i++
-				}
-			}
-			close(jobs)
-			wg.Wait()
-			loadgenCalls = i
+			var err error
+			loadgenCalls, loadgenGaveUp, err = rootClientRun(loadgenRC, faults, apiURL, "L", sc.loadgen, sc.loadgenWorkers,
+				func(i int) string { return strconv.Itoa(i % sc.items) }, false)
+			errs = append(errs, err)
+			batchCalls, batchGaveUp, err = rootClientRun(batchRC, faults, apiURL, "B", sc.batch, sc.batchWorkers,
+				func(int) string { return "hot" }, true)
+			errs = append(errs, err)
 			plain := &http.Client{Timeout: 30 * time.Second} // not instrumented: front's span is the root
-			i = 0
+			i := 0
 			for _, c := range sc.front {
 				for range c.count {
 					id := fmt.Sprint("F", i)
@@ -267,33 +259,85 @@ func runRootClients(ctx context.Context, sc rootClients, out string, requireInfe
 	if err != nil {
 		return rootTruth{}, sum, err
 	}
-	loadgen, front := faults.tally("L", loadgenCalls, true, loadgenGaveUp), faults.tally("F", roots, false, frontGaveUp)
-	sum += loadgen.summary("loadgen") + front.summary("front")
-	if requireInferable && (loadgen.exhausted == 0 || front.exhausted == 0 || !loadgen.retried || !front.retried) {
+	loadgen, batch := faults.tally("L", loadgenCalls, true, loadgenGaveUp), faults.tally("B", batchCalls, true, batchGaveUp)
+	front := faults.tally("F", roots, false, frontGaveUp)
+	sum += loadgen.summary("loadgen") + batch.summary("batch") + front.summary("front")
+	if requireInferable && (loadgen.exhausted == 0 || batch.exhausted == 0 || front.exhausted == 0 || !loadgen.retried || !batch.retried || !front.retried) {
 		return rootTruth{}, sum, fmt.Errorf("a caller never retried or never gave up, nothing written")
 	}
 	t := rootTruth{Scenario: rootClientsName, RootRequests: roots,
 		Description: "loadgen, a load generator with otelhttp under go-retryablehttp (4 attempts, 20ms ×2 up to 160ms, no jitter) and no span " +
-			"around its calls, calls api: every attempt is the root of a trace of its own. front retries api with retry-go (3 attempts, " +
+			"around its calls, calls api: every attempt is the root of a trace of its own. batch does the same, several requests to one URL " +
+			"at once, each with an Idempotency-Key its spans record. front retries api with retry-go (3 attempts, " +
 			"25ms apart) and sends the retries from a worker pool with context.Background(): its first attempt is under its SERVER span, " +
 			"each retry starts a trace of its own while front waits.",
-		Edges: []rootEdgeTruth{loadgen.truth("loadgen", loadgenRetry, "every"), front.truth("front", frontRetry, "retries")},
+		Edges: []rootEdgeTruth{loadgen.truth("loadgen", loadgenRetry, "every"), batch.truth("batch", loadgenRetry, "keyed"),
+			front.truth("front", frontRetry, "retries")},
 		Paths: []truthPath{}}
 	return t, sum, writeSample(filepath.Join(out, rootClientsName), requests, t)
 }
 
-// loadgenCall sends one of loadgen's requests (case id) for item through
+// rootClientRun sends a client's requests (cases, each the case id prefix
+// and a number) through rc, workers at a time, each to the item its
+// number names; with keyed, each request sends an Idempotency-Key of its
+// own (the same on every attempt). It returns how many requests it sent
+// and how many it gave up on (the last attempt failed).
+func rootClientRun(rc *retryablehttp.Client, faults *apiFaults, apiURL, prefix string, cases []rootCase, workers int,
+	item func(int) string, keyed bool) (calls, gaveUp int, err error) {
+	var mu sync.Mutex
+	var errs []error
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				id := fmt.Sprint(prefix, i)
+				key := ""
+				if keyed {
+					key = "key-" + id
+				}
+				failed, err := rootClientCall(rc, apiURL, item(i), id, key)
+				mu.Lock()
+				errs = append(errs, err)
+				if failed {
+					gaveUp++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, c := range cases {
+		for range c.count {
+			faults.mu.Lock()
+			faults.scripts[fmt.Sprint(prefix, calls)] = c.failures
+			faults.mu.Unlock()
+			jobs <- calls
+			calls++
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return calls, gaveUp, errors.Join(errs...)
+}
+
+// rootClientCall sends one request (case id) for item through
 // go-retryablehttp, in a context with no span: each attempt's CLIENT span
-// is a root. It reports whether loadgen gave up (its last attempt failed).
-func loadgenCall(rc *retryablehttp.Client, apiURL string, item int, id string) (bool, error) {
-	req, err := retryablehttp.NewRequestWithContext(context.Background(), http.MethodGet, apiURL+"/items/"+strconv.Itoa(item), nil)
+// is a root. A key is sent as the request's Idempotency-Key. It reports
+// whether the client gave up (its last attempt failed).
+func rootClientCall(rc *retryablehttp.Client, apiURL, item, id, key string) (bool, error) {
+	req, err := retryablehttp.NewRequestWithContext(context.Background(), http.MethodGet, apiURL+"/items/"+item, nil)
 	if err != nil {
 		return false, err
 	}
 	req.Header.Set(caseHeader, id)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := rc.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("loadgen %s: %w", id, err)
+		return false, fmt.Errorf("%s: %w", id, err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
