@@ -35,10 +35,15 @@ import (
 //   - it starts while a caller of the same instance still waits on a
 //     failed, unretried call of the same request: that call's retry with
 //     its context lost (Edge.LostContextRetries; where several such calls
-//     wait, whose it is is unknown, and it is only counted);
+//     wait and no request key tells them apart, or the stream also holds
+//     roots no failed call waited for, whose it is is unknown, and it is
+//     only counted);
 //   - its resend marker (http.request.resend_count) is one above that of
 //     the root before it in its stream, which failed and ended before it
-//     started with no other root of the stream in flight.
+//     started with no other root of the stream in flight;
+//   - it names the same request key (a captured Idempotency-Key or
+//     X-Request-Id) as the stream's last root to name one, which failed
+//     and ended before it started, at any concurrency.
 
 // rootStream is what makes attempts one stream: the same instance of the
 // same service sending the same request (its URL or statement hash, host
