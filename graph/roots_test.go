@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -319,6 +320,11 @@ func TestRootClientCalls(t *testing.T) {
 				}
 				if w.unknown && (e.Backoff.Kind != BackoffUnknown || e.PerTryTimeoutMS != nil) {
 					t.Errorf("retries unknown, yet backoff %q and per-try timeout %v are claimed", e.Backoff.Kind, e.PerTryTimeoutMS)
+				}
+				for _, p := range tp.Paths {
+					if w.unknown && slices.Contains(p.Services, w.caller) && p.WorstCaseExact {
+						t.Errorf("path %v through an edge whose retries are unknown: worst case %dx claimed exact", p.Services, p.WorstCaseAmplification)
+					}
 				}
 			}
 			for _, op := range tc.wantNoEdges {
