@@ -460,9 +460,11 @@ func extractIn(ctx context.Context, ix *index, s sel, names *naming) *extracted 
 	return &extracted{calls: calls}
 }
 
-// isRootAttempt reports whether span i is an attempt that starts its trace.
+// isRootAttempt reports whether span i is an attempt that starts its
+// trace, other than a retry whose context was lost (markRootStreams: it
+// belongs to the failed call it repeats).
 func isRootAttempt(ix *index, i int32) bool {
-	return ix.parent[i] < 0 && ix.spans[i].ParentID.IsZero() && isAttempt(&ix.spans[i])
+	return ix.parent[i] < 0 && ix.spans[i].ParentID.IsZero() && isAttempt(&ix.spans[i]) && !ix.lostRoot(i)
 }
 
 // callsUnder groups the attempts among kids, made from span p, into calls.

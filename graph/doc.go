@@ -29,6 +29,18 @@
 //     a request). Reduce: the naming table and the origins. Apply: requests
 //     repeated under an answered parent are judged against the origins and
 //     marked as leaked or kept as polls (markRepeats), trace by trace.
+//     Then, only where some trace starts with a CLIENT span (roots.go):
+//     map, the services of root client spans (rootClientServices); map
+//     again, those services' root client spans and their failed client
+//     calls not sent again under their caller (rootStreamEvents, by value:
+//     stream, trace and span id, times, outcome); reduce, each stream of
+//     one instance and request in time order (readRootStreams): which root
+//     is a lost-context retry of which failed call, which a resend marker
+//     or a request key links to an earlier root, and what each other root
+//     follows.
+//     Apply: the verdicts by span (markRootStreams). After phase 2's call
+//     extraction, the linked roots are added to the calls they continue
+//     (joinRootRetries): the only calls whose attempts span traces.
 //  2. Map: the calls the spans made, read with the naming table
 //     (extractIn); reduce: the calls in span order, grouped into edges.
 //     Map again, with the edges: per edge its statistics (edgeStats: counts,
@@ -71,7 +83,8 @@
 // process), each with a wire form (encodePartial, decodePartial; names the
 // partial holds as symbols go as the names): the phase 0 and 1 tables
 // (service names, name votes, the leak rule's origins by trace and span
-// id), the edge statistics (edgeStats), the operations' statistics
+// id; the root client spans' stream events, rootEvents), the edge
+// statistics (edgeStats), the operations' statistics
 // (opPartial: times as dists), the roots counted by head-sampling
 // probability (headSampling, summed in probability order by the reduce),
 // and calibration's counts by operation (breakers' fast failures, own

@@ -37,6 +37,25 @@ type index struct {
 	leaks, repeats, leakedSpans int
 	// leakRoots are the client spans that start a leaked subtree.
 	leakRoots []int32
+	// roots holds what the streams of root client spans say of each
+	// (markRootStreams), lostOrigins the failed calls that lost-context
+	// roots retried; both nil when there is no root client span.
+	// lostRoots counts the lost-context roots, lostAmbiguous those that
+	// could be the retry of more than one failed call, lostMixed those
+	// whose stream also holds roots no failed call was waiting for.
+	roots                    map[int32]rootVerdict
+	lostOrigins              map[int32]originVerdict
+	lostRoots, lostAmbiguous int
+	lostMixed                int
+	// joins are the roots to read as the next attempt of another call:
+	// the span of that call's latest attempt, then the root's
+	// (joinRootRetries); unjoined counts those whose call was not found.
+	joins    [][2]int32
+	unjoined int
+	// attemptRoot marks the root client spans read as another call's
+	// attempt (lost or linked: lostRoot), by span; nil when there is no
+	// root client span. isRootAttempt asks for every span, often.
+	attemptRoot []bool
 	// polls counts the requests repeated under one parent after it was
 	// answered that were kept as the parent's own (markLeaks).
 	polls int
@@ -272,6 +291,7 @@ func shardedIndex(ctx context.Context, set *ingest.Set, sh shards) (*index, erro
 	}
 	ix.nameUnnamed(set)
 	ix.markLeaks()
+	ix.markRootStreams()
 	if err := canceled(ctx, 0); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		<-statsDone
 		return nil, err
 	}
+	joinRootRetries(ix, names, calls)
 	ecs := groupEdges(ix, calls)
 	<-statsDone
 	// Before anything else is built from the calls: what the operations'
@@ -92,6 +93,10 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	}
 	for i, n := range leakedAttempts(ix, names, ecs) {
 		t.Edges[i].LeakedAttempts = n
+	}
+	for i, l := range lostRetries(ix, ecs) {
+		applyRootCalls(&t.Edges[i], rootCallsOf(ix, ecs[i].calls))
+		applyLost(&t.Edges[i], l)
 	}
 	rs := mapShards(ix, ix.rootsOf, (*rootSet).merge)
 	roots, lo, hi := rs.ops, rs.lo, rs.hi
@@ -113,6 +118,12 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 			}
 			b.ProxyShed = n
 		}
+		if t.Edges[i].LostContextLeftOut > 0 {
+			// Its calls' retries, and their answers, are in other traces:
+			// a call that reads failed may have succeeded on a retry, so
+			// failures in a row say nothing of a breaker.
+			b = nil
+		}
 		t.Edges[i].Breaker = b
 	}
 	var truncated bool
@@ -123,6 +134,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 
 	rootCalls := requests(roots)
 	t.Source = Source{Traces: ix.traces, Spans: len(ix.spans) - ix.dups, RootCalls: rootCalls, ContextLeaks: ix.leaks + ix.repeats}
+	t.Source.LostContextRetries = ix.lostRoots
 	if ix.leaks+ix.repeats > 0 {
 		t.Source.ContextLeakShapes = &LeakShapes{Late: ix.leaks, Repeated: ix.repeats, Spans: ix.leakedSpans}
 	}
@@ -475,6 +487,7 @@ func warningsOf(ix *index, t *Topology) []string {
 			"they ran in the context of another request (a retrying agent on a reused connection, a worker's stale context?); left out of attempts, amplification and deadline findings",
 			strings.Join(shapes, " and "), ix.leakedSpans))
 	}
+	w = append(w, rootWarnings(ix, t)...)
 	if ix.unnamedNamed > 0 {
 		w = append(w, fmt.Sprintf("%d spans named no service (unknown_service): each was given the service its caller addressed (a server span) or its parent's (any other span)", ix.unnamedNamed))
 	}
@@ -511,7 +524,9 @@ func warningsOf(ix *index, t *Topology) []string {
 			w = append(w, fmt.Sprintf("%s: %d attempts timed out, but at no one duration: the per-try timeout is unknown", edgeLocation(e), e.PerTryTimeoutUnknown))
 		}
 		switch b := e.Backoff; {
-		case !e.Retries || b.Kind != BackoffUnknown:
+		case !e.Retries || b.Kind != BackoffUnknown, e.LostContextLeftOut > 0 && b.Samples == 0:
+			// A lost-context edge's retries are in other traces: the
+			// warning on them says why their waits are not read.
 		case len(b.KindCandidates) > 1:
 			w = append(w, fmt.Sprintf("%s: the %d waits between attempts fit several backoff kinds (%s) at every retry: the kind is unknown, the schedule stands as read",
 				edgeLocation(e), b.Samples, kindList(b.KindCandidates)))

@@ -82,9 +82,10 @@ func buildPaths(ix *index, edges []Edge, byServer *serverCalls, roots map[node]*
 // worst: its max attempts, or the most requests a hedged call sent when
 // that is more (a call allowed N concurrent requests multiplies by N).
 // exact is false when the figure is a lower bound: retries never seen
-// exhausted, or hedging, whose limit the traces only bound from below.
+// exhausted or unknown (RetriesUnknown), or hedging, whose limit the
+// traces only bound from below.
 func amplification(e Edge) (factor int, exact bool) {
-	factor, exact = e.MaxAttempts, e.MaxAttemptsExact || !e.Retries
+	factor, exact = e.MaxAttempts, e.MaxAttemptsExact || !e.Retries && !e.RetriesUnknown
 	if h := e.Hedging; h != nil && h.MaxRequests > factor {
 		factor, exact = h.MaxRequests, false
 	}
@@ -122,6 +123,11 @@ func makePath(edges []Edge, chain []int, observed float64) Path {
 				p.RetryingLayers = append(p.RetryingLayers, e.Caller+" (sidecar)")
 			}
 			p.WorstCaseExact = p.WorstCaseExact && exact
+		}
+		if e.RetriesUnknown {
+			// Whether this layer retries is unknown: the product is a
+			// lower bound, and no retrying layer is claimed.
+			p.WorstCaseExact = false
 		}
 	}
 	p.Examples = mergeExamples(examples...)

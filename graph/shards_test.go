@@ -33,6 +33,7 @@ func TestShardedInfer(t *testing.T) {
 		"hand-built/edges":    shardEdgeCases,
 		"hand-built/origins":  manyOrigins,
 		"hand-built/summary":  manyRetries,
+		"hand-built/roots":    rootShapes,
 		"synth/requests":      func(t *testing.T) *ingest.Set { return synthSet(t, synth.Requests(1500, 3)) },
 		"synth/http-requests": func(t *testing.T) *ingest.Set { return synthSet(t, synth.HTTPRequests(1500, 5)) },
 	}
@@ -130,7 +131,7 @@ func TestShardedInfer(t *testing.T) {
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.rootOutcomes]",
 		"*graph.perEdge[int]",
 		"*graph.perEdge[map[github.com/retryaudit/retryaudit/ingest.TraceID]int64]",
-		"*graph.requestsHeld", "*graph.rootSet", "graph.origins", "map[graph.node]*graph.workTimes", "map[graph.node][2]int",
+		"*graph.requestsHeld", "*graph.rootEvents", "*graph.rootSet", "graph.origins", "map[graph.node]*graph.workTimes", "map[graph.node][2]int",
 		"map[graph.node]int", "map[ingest.Sym]bool"}
 	if got := slices.Sorted(maps.Keys(wired)); !slices.Equal(got, wantWired) {
 		t.Errorf("partials sent through their wire form: %q, want %q", got, wantWired)

@@ -36,6 +36,12 @@ type Source struct {
 	// ContextLeakShapes splits ContextLeaks by how each showed, and counts
 	// the spans left out with them; absent when there are none.
 	ContextLeakShapes *LeakShapes `json:"context_leak_shapes,omitempty"`
+	// LostContextRetries counts client spans that started their own trace
+	// while a caller of the same instance still waited on the same request,
+	// which had just failed: retries that lost their context, counted on
+	// the failed calls' edges (Edge.LostContextRetries), not as calls or
+	// root requests.
+	LostContextRetries int `json:"lost_context_retries,omitempty"`
 }
 
 // LeakShapes are the two shapes of client spans that ran in another
@@ -136,14 +142,34 @@ type Edge struct {
 	// AttemptsHistogram[i] counts calls that made i+1 attempts.
 	AttemptsHistogram []int `json:"attempts_histogram"`
 	Retries           bool  `json:"retries"`
-	MaxAttempts       int   `json:"max_attempts"`
-	MaxAttemptsExact  bool  `json:"max_attempts_exact"`
+	// RetriesUnknown is set where the edge's calls start their own traces
+	// (RootCalls) and some failed, and nothing else shows the edge
+	// retrying: no span links a retry to the call it repeats, so Retries
+	// false means not seen, not "not retried", and no attempt count,
+	// status, schedule or per-try timeout is claimed.
+	RetriesUnknown bool `json:"retries_unknown,omitempty"`
+	// RootCalls is the evidence of the calls whose client span starts its
+	// own trace; absent where there are none.
+	RootCalls *RootCalls `json:"root_calls,omitempty"`
+	// LostContextRetries counts client spans that started their own trace
+	// right after one of this edge's calls failed, while its caller still
+	// waited: its retries, whose context was lost (Source.LostContextRetries).
+	// Those that could be only one call's retry are read as its attempts
+	// (in Attempts, their waits in the backoff); LostContextLeftOut counts
+	// the others, counted here only.
+	LostContextRetries int  `json:"lost_context_retries,omitempty"`
+	LostContextLeftOut int  `json:"lost_context_left_out,omitempty"`
+	MaxAttempts        int  `json:"max_attempts"`
+	MaxAttemptsExact   bool `json:"max_attempts_exact"`
 	// Evidence says how retries were recognised: "markers" (resend count,
 	// grpc-go attempt spans, Envoy retry.count or x-envoy-attempt-count),
 	// "below-instrumentation" (several server spans under one client span,
 	// or under a span of a caller that made no client span: a proxy),
-	// "proxy" (several sidecar spans under one client span), or "timing"
-	// (sibling attempts that follow failures).
+	// "proxy" (several sidecar spans under one client span), "timing"
+	// (sibling attempts that follow failures), "lost-context" (retries
+	// that started their own trace while the failed call's caller waited)
+	// or "request-key" (client spans that start their own traces and name
+	// one request key: a captured Idempotency-Key or X-Request-Id).
 	Evidence string `json:"evidence,omitempty"`
 	// RetriesBy says which layer made the retries: "application" (the
 	// caller's own code or library), "proxy" (its service-mesh sidecar,

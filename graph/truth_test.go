@@ -113,8 +113,18 @@ type truth struct {
 		// caller is a proxy forwarding the request it received (its
 		// retries are the proxy's), "application" where it is not.
 		Layer string `json:"layer"`
+		// TracedAsRoots, written by root-clients: which of the caller's
+		// attempts started a trace of their own ("every": every attempt,
+		// a client with no span around its calls; "retries": the
+		// retries, sent with a fresh context), how many, and how many of
+		// those failed.
+		TracedAsRoots      string `json:"traced_as_roots"`
+		RootAttempts       int    `json:"root_attempts"`
+		FailedRootAttempts int    `json:"failed_root_attempts"`
 	} `json:"edges"`
-	Paths []struct {
+	// RootRequests is how many root requests the driver sent.
+	RootRequests int `json:"root_requests"`
+	Paths        []struct {
 		Services   []string `json:"services"`
 		Operations []string `json:"operations"`
 		WorstCase  int      `json:"worst_case_amplification"`
@@ -180,6 +190,57 @@ func TestHeldOutTruth(t *testing.T) {
 	}
 }
 
+// checkRootTruth holds edge e to the truth of a caller some of whose
+// attempts started traces of their own (roots: "every" attempt, or the
+// "retries"): a caller that sent calls calls of attempts attempts, up to
+// max each, rootAttempts of them roots, failedRoots of those failed.
+//
+// Where every attempt is a root, nothing links a retry to its call: the
+// retries are unknown, never "not retried", and every root is counted as
+// evidence (none is claimed a retry, none dropped); unless each names its
+// request's key ("keyed"), which links every retry to its call. Where the retries are
+// roots, they are the calls' retries with their context lost: counted as
+// such, the calls not inflated by them, every one either read as its
+// call's attempt or counted as left out; the rest of the edge (attempts,
+// max attempts, backoff) is held to the truth as any edge's is.
+func checkRootTruth(t *testing.T, loc string, e Edge, roots string, calls, attempts, max, rootAttempts, failedRoots int) {
+	t.Helper()
+	switch roots {
+	case "every":
+		rc := e.RootCalls
+		switch {
+		case !e.RetriesUnknown || e.Retries || e.MaxAttemptsExact || len(e.NotRetriedStatus) > 0:
+			t.Errorf("%s: retries %v (unknown %v), exact %v, not retried %v; want unknown, nothing claimed", loc, e.Retries, e.RetriesUnknown, e.MaxAttemptsExact, e.NotRetriedStatus)
+		case rc == nil || e.Calls != rootAttempts || rc.Calls != rootAttempts || rc.Failed != failedRoots:
+			t.Errorf("%s: %d calls, root calls %+v; want the %d root attempts, %d failed", loc, e.Calls, rc, rootAttempts, failedRoots)
+		case rc.FollowedFailure > rc.Failed || rc.FollowedFailure+rc.FollowedOK > rc.Calls-rc.Streams:
+			t.Errorf("%s: %d roots follow a failure, %d a success, of %d in %d streams (%d failed)", loc, rc.FollowedFailure, rc.FollowedOK, rc.Calls, rc.Streams, rc.Failed)
+		case attempts > calls && rc.FollowedFailure == 0:
+			t.Errorf("%s: %d retries sent, no root follows a failure", loc, attempts-calls)
+		}
+	case "keyed":
+		rc := e.RootCalls
+		switch {
+		case !e.Retries || e.RetriesUnknown || e.Evidence != EvidenceRequestKey:
+			t.Errorf("%s: retries %v (unknown %v) from %q; want retries linked by their request key", loc, e.Retries, e.RetriesUnknown, e.Evidence)
+		case rc == nil || e.Calls != calls || e.Attempts != attempts || rc.Calls != calls || rc.LinkedByKey != attempts-calls:
+			t.Errorf("%s: %d calls, %d attempts, root calls %+v; want %d calls, %d attempts, %d linked by key", loc, e.Calls, e.Attempts, rc, calls, attempts, attempts-calls)
+		}
+	case "retries":
+		switch {
+		case !e.Retries || e.RetriesUnknown || e.Evidence != EvidenceLostContext || !slices.Contains(e.RetriedStatus, "503"):
+			t.Errorf("%s: retries %v (unknown %v) from %q, retried %v; want lost-context retries of 503", loc, e.Retries, e.RetriesUnknown, e.Evidence, e.RetriedStatus)
+		case e.LostContextRetries != rootAttempts || e.Calls != calls || e.Attempts+e.LostContextLeftOut != attempts:
+			t.Errorf("%s: %d calls, %d attempts, %d lost-context retries, %d of them left out; want %d calls, %d attempts and left out, %d lost",
+				loc, e.Calls, e.Attempts, e.LostContextRetries, e.LostContextLeftOut, calls, attempts, rootAttempts)
+		case e.MaxAttempts > max || e.MaxAttempts < 2:
+			t.Errorf("%s: max attempts %d, want at least 2 and at most %d", loc, e.MaxAttempts, max)
+		}
+	default:
+		t.Errorf("%s: traced_as_roots %q", loc, roots)
+	}
+}
+
 // checkTruth infers the traces.otlp.jsonl.gz beside truth file f and holds
 // them to it, counting the backoff and jitter figures decided and left
 // unknown.
@@ -209,6 +270,24 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					t.Errorf("context leaks %d, %+v; want %+v", top.Source.ContextLeaks, got, want)
 				}
 			}
+			rootRequests, lost := tr.RootRequests, 0
+			for _, te := range tr.Edges {
+				switch te.TracedAsRoots {
+				case "every":
+					rootRequests += te.RootAttempts
+				case "keyed":
+					rootRequests += te.Calls // the retries are linked to their calls
+				case "retries":
+					lost += te.RootAttempts
+				}
+			}
+			if lost > 0 || rootRequests > tr.RootRequests {
+				// Every root client span is a root request, but for the
+				// retries that lost their context.
+				if top.Source.RootCalls != rootRequests || top.Source.LostContextRetries != lost {
+					t.Errorf("%d root requests, %d lost-context retries; want %d and %d", top.Source.RootCalls, top.Source.LostContextRetries, rootRequests, lost)
+				}
+			}
 			for _, te := range tr.Edges {
 				op := te.Method + " " + te.Operation
 				e, ok := edges[[3]string{te.Caller, te.Callee, op}]
@@ -227,6 +306,12 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					continue
 				}
 				loc := te.Caller + " → " + te.Callee + " " + op
+				if te.TracedAsRoots != "" {
+					checkRootTruth(t, loc, e, te.TracedAsRoots, te.Calls, te.Attempts, te.MaxAttempts, te.RootAttempts, te.FailedRootAttempts)
+					if te.TracedAsRoots == "every" {
+						continue // nothing else is claimed
+					}
+				}
 				if c := te.RetryAfterCaptured; c != nil && !*c && e.RetryAfterHonored != te.RetryAfterWaits {
 					t.Errorf("%s: %d Retry-After waits honoured, want the %d the uncaptured header set", loc, e.RetryAfterHonored, te.RetryAfterWaits)
 				}

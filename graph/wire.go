@@ -71,6 +71,8 @@ type partialWire struct {
 	Requests rootSetWire
 	// AttemptWork is the edges' callee work by kind of attempt.
 	AttemptWork perEdgeWire[[2]distWire]
+	// RootEvents is the attempts of the root client spans' streams.
+	RootEvents []rootEvent
 }
 
 type partialKind uint8
@@ -96,6 +98,7 @@ const (
 	kindChains
 	kindRequests
 	kindAttemptWork
+	kindRootEvents
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -148,6 +151,8 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.Overlaps = kindOverlaps, perEdgeToWire(p, func(o overlaps) overlapsWire {
 			return overlapsWire{o.any, o.other, pairsOf(o.widths, same[int])}
 		})
+	case *rootEvents:
+		w.Kind, w.RootEvents = kindRootEvents, p.list
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -222,6 +227,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 			}
 			return x, nil
 		})
+	case kindRootEvents:
+		return &rootEvents{w.RootEvents}, nil
 	}
 	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }

@@ -20,6 +20,10 @@ type attrs struct {
 	method, route, urlTemplate, rpcService, rpcMethod, rpcSystem     string
 	errorType, retryAfter, otelStatus, otelStatusDesc, kindTag       string
 	upstreamCluster, responseFlags, requestID                        string
+	// idemKeyValue and appRequestID are a captured Idempotency-Key and
+	// X-Request-Id header (not Envoy's guid:x-request-id tag): what names
+	// the request whatever trace its attempts land in.
+	idemKeyValue, appRequestID string
 
 	sampler sampler
 
@@ -384,7 +388,13 @@ func (a *attrs) boolKey(k attrKey, b bool) {
 // isHeaderKey reports whether header may use key.
 func isHeaderKey(key string) bool {
 	return strings.HasSuffix(key, "x-envoy-attempt-count") ||
-		strings.Contains(key, "dempotency") || strings.Contains(key, "etry")
+		strings.Contains(key, "dempotency") || strings.Contains(key, "etry") || isRequestIDKey(key)
+}
+
+// isRequestIDKey reports whether key is a captured X-Request-Id header
+// (http.request.header.x-request-id, or with underscores).
+func isRequestIDKey(key string) bool {
+	return strings.HasSuffix(key, "x-request-id") || strings.HasSuffix(key, "x_request_id")
 }
 
 // header picks the retry-relevant headers out of captured request/response
@@ -407,7 +417,11 @@ func (a *attrs) header(key, v string) {
 	name = strings.ToLower(name)
 	switch {
 	case strings.Contains(name, "idempotency"):
-		a.idemKey = a.idemKey || v != "" && v != "[]"
+		if v != "" && v != "[]" {
+			a.idemKey, a.idemKeyValue = true, firstOfArray(v)
+		}
+	case isRequestIDKey(name) && v != "" && v != "[]":
+		a.appRequestID = firstOfArray(v)
 	case name == "retry-after" || name == "retry_after" || name == "grpc-retry-pushback-ms":
 		a.retryAfter = firstOfArray(v)
 		if name == "grpc-retry-pushback-ms" {
@@ -474,6 +488,12 @@ func (a *attrs) finish(set *Set, sp *Record) {
 	}
 	if a.idemKey {
 		sp.Flags |= FlagIdempotencyKey
+	}
+	switch {
+	case a.idemKeyValue != "":
+		sp.RequestKey = fnv64("idempotency-key " + a.idemKeyValue)
+	case a.appRequestID != "":
+		sp.RequestKey = fnv64("x-request-id " + a.appRequestID)
 	}
 	sp.RetryAfterMS = int32(retryAfterMS(a.retryAfter, sp.End))
 	a.sampler.apply(set, &sp.Span)

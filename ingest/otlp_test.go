@@ -222,6 +222,7 @@ func TestAttributes(t *testing.T) {
 		grpc, resend, prev, retry    int
 		retryAfterMS                 int
 		flags                        uint8
+		requestKey                   uint64
 	}
 	base := want{grpc: Absent, resend: Absent, prev: Absent, retry: Absent, retryAfterMS: Absent}
 	with := func(f func(*want)) want { w := base; f(&w); return w }
@@ -259,7 +260,14 @@ func TestAttributes(t *testing.T) {
 			with(func(w *want) { w.prev = 1; w.flags = FlagTransparentRetry })},
 		{"envoy retry.count", "3", str("retry.count", "3"), with(func(w *want) { w.retry = 3 })},
 		{"idempotency key header", "3", `{"key":"http.request.header.idempotency-key","value":{"arrayValue":{"values":[{"stringValue":"k-1"}]}}}`,
-			with(func(w *want) { w.flags = FlagIdempotencyKey })},
+			with(func(w *want) { w.flags = FlagIdempotencyKey; w.requestKey = fnv64("idempotency-key k-1") })},
+		{"x-request-id header", "3", `{"key":"http.request.header.x-request-id","value":{"arrayValue":{"values":[{"stringValue":"r-9"}]}}}`,
+			with(func(w *want) { w.requestKey = fnv64("x-request-id r-9") })},
+		{"x_request_id tag", "3", str("x_request_id", "r-9"), with(func(w *want) { w.requestKey = fnv64("x-request-id r-9") })},
+		{"idempotency key names the request before x-request-id", "3", str("http.request.header.x-request-id", "r-9") + "," +
+			str("http.request.header.idempotency-key", "k-1"),
+			with(func(w *want) { w.flags = FlagIdempotencyKey; w.requestKey = fnv64("idempotency-key k-1") })},
+		{"empty idempotency key", "3", str("http.request.header.idempotency-key", ""), base},
 		{"retry-after seconds", "3", `{"key":"http.response.header.retry-after","value":{"arrayValue":{"values":[{"stringValue":"2"}]}}}`,
 			with(func(w *want) { w.retryAfterMS = 2000 })},
 		{"retry-after date", "3", str("http.response.header.retry-after", "Wed, 31 Jan 2024 05:28:32 GMT"),
@@ -277,7 +285,7 @@ func TestAttributes(t *testing.T) {
 			x := set.Extra(&sp)
 			got := want{peer: set.Str(sp.Peer), method: set.Str(sp.Method), route: set.Str(sp.Route), errType: set.Str(x.ErrorType),
 				http: sp.HTTPStatus, grpc: int(sp.GRPCStatus), resend: int(x.ResendCount), prev: int(x.PrevAttempts),
-				retry: int(x.RetryCount), retryAfterMS: int(x.RetryAfterMS), flags: sp.Flags}
+				retry: int(x.RetryCount), retryAfterMS: int(x.RetryAfterMS), flags: sp.Flags, requestKey: x.RequestKey}
 			if got != tc.want {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}

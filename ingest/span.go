@@ -195,6 +195,11 @@ type SpanExtra struct {
 	// RetryCount is Envoy's retry.count (or a library's retry attempt tag), or Absent.
 	RetryCount int16
 	NumLinks   uint16
+	// RequestKey is a hash of the request's captured Idempotency-Key (or,
+	// without one, X-Request-Id) header, 0 when none was captured: the
+	// same key on two attempts makes them one request, whatever traces
+	// they are in.
+	RequestKey uint64
 }
 
 // NoExtra is the SpanExtra of a span that carries none of its fields.

@@ -25,6 +25,7 @@ type spanView struct {
 	ResendCount, PrevAttempts int16
 	RetryCount                int16
 	RetryAfterMS              int32
+	RequestKey                uint64
 	// Origin is Span.Origin: the sampling and the instance it indexes.
 	Origin struct {
 		Sampling
@@ -49,7 +50,7 @@ func viewSpan(set *Set, sp *Span) spanView {
 		Target: sp.Target, Kind: sp.Kind.String(), Status: sp.Status.String(), Flags: sp.Flags,
 		GRPCStatus: sp.GRPCStatus, HTTPStatus: sp.HTTPStatus,
 		ResendCount: x.ResendCount, PrevAttempts: x.PrevAttempts, RetryCount: x.RetryCount,
-		RetryAfterMS: x.RetryAfterMS, Links: strings.Join(links, ","),
+		RetryAfterMS: x.RetryAfterMS, RequestKey: x.RequestKey, Links: strings.Join(links, ","),
 	}
 	v.Origin.Sampling, v.Origin.Instance = set.Sampling(sp), set.Str(set.Instance(sp))
 	return v

@@ -724,9 +724,13 @@ func shortOperation(e *graph.Edge) string {
 }
 
 // operationLabel is one operation's line on a link that carries several:
-// "POST /reservations ×3 (const 30ms)", or "GET /prices/{item}: no retry".
+// "POST /reservations ×3 (const 30ms)", "GET /prices/{item}: no retry",
+// or "GET /items/{id}: retries unknown" (graph.Edge.RetriesUnknown).
 func operationLabel(e *graph.Edge) string {
 	op := shortOperation(e)
+	if e.RetriesUnknown {
+		return op + ": retries unknown"
+	}
 	if !e.Retries {
 		return op + ": no retry"
 	}

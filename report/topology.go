@@ -164,9 +164,14 @@ func listText(list []string) string {
 	return strings.Join(names, ", ")
 }
 
-// retriesText is "yes", "no", or which layer retries when a service
-// mesh's sidecar does: "yes (proxy)", "yes (proxy and application)".
+// retriesText is "yes", "no", "unknown" (calls that start their own
+// traces, some failed: graph.Edge.RetriesUnknown), or which layer retries
+// when a service mesh's sidecar does: "yes (proxy)", "yes (proxy and
+// application)".
 func retriesText(e graph.Edge) string {
+	if e.RetriesUnknown {
+		return "unknown"
+	}
 	if e.Retries && strings.Contains(e.RetriesBy, "proxy") {
 		return "yes (" + display(e.RetriesBy) + ")"
 	}
@@ -188,9 +193,10 @@ func atLeast(exact bool) string {
 	return "≥"
 }
 
-// maxAttempts is "3", or "≥2" when no retrying call was seen giving up.
+// maxAttempts is "3", or "≥2" when no retrying call was seen giving up
+// or the retries are unknown.
 func maxAttempts(e graph.Edge) string {
-	return atLeast(!e.Retries || e.MaxAttemptsExact) + strconv.Itoa(e.MaxAttempts)
+	return atLeast(!e.Retries && !e.RetriesUnknown || e.MaxAttemptsExact) + strconv.Itoa(e.MaxAttempts)
 }
 
 func worstCase(p graph.Path) string {
@@ -210,6 +216,9 @@ const wideBase = 0.2
 // more than a fifth of it, each followed by "+4ms overhead" when every wait carried a
 // fixed overhead the fit took off; "-" on an edge that does not retry.
 func backoffText(e graph.Edge) string {
+	if e.RetriesUnknown {
+		return "unknown"
+	}
 	if !e.Retries {
 		return "-"
 	}
@@ -313,8 +322,11 @@ func backoffShort(b graph.Backoff) string {
 // width's range, "present (3 waits)"
 // when waits vary but too few were seen to name the kind, "decorrelated or
 // full (54 waits)" when they narrow it to candidates, or "unknown"; "-" on
-// an edge that does not retry.
+// an edge that does not retry ("unknown" where its retries are).
 func jitterText(e graph.Edge) string {
+	if e.RetriesUnknown {
+		return "unknown"
+	}
 	if !e.Retries {
 		return "-"
 	}

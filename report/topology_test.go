@@ -543,3 +543,31 @@ func TestPropagatedDeadlineShown(t *testing.T) {
 }
 
 func ptrF(v float64) *float64 { return &v }
+
+// TestRetriesUnknownShown: an edge whose retries the traces cannot decide
+// (its calls start their own traces and some failed) reads "unknown" in
+// every column that would otherwise claim no retries or a schedule, its
+// max attempts as a lower bound; an edge that did not retry still reads
+// "no" and "-", and one that did reads its policy.
+func TestRetriesUnknownShown(t *testing.T) {
+	unknown := graph.Edge{Operation: "GET /x", MaxAttempts: 1, RetriesUnknown: true,
+		Backoff: graph.Backoff{Kind: graph.BackoffUnknown, Jitter: graph.JitterUnknown}}
+	none := graph.Edge{Operation: "GET /x", MaxAttempts: 1, Backoff: graph.Backoff{Kind: graph.BackoffImmediate, Jitter: graph.JitterNone}}
+	retried := graph.Edge{Operation: "GET /x", Retries: true, MaxAttempts: 3, MaxAttemptsExact: true,
+		Backoff: graph.Backoff{Kind: "constant", BaseMS: 25, Jitter: graph.JitterNone}}
+	for _, tc := range []struct {
+		name              string
+		e                 graph.Edge
+		retries, max, bo  string
+		jitter, linkLabel string
+	}{
+		{"unknown", unknown, "unknown", "≥1", "unknown", "unknown", "GET /x: retries unknown"},
+		{"not retried", none, "no", "1", "-", "-", "GET /x: no retry"},
+		{"retried", retried, "yes", "3", "constant 25ms", "none", "GET /x ×3 (const 25ms)"},
+	} {
+		got := [5]string{retriesText(tc.e), maxAttempts(tc.e), backoffText(tc.e), jitterText(tc.e), operationLabel(&tc.e)}
+		if want := [5]string{tc.retries, tc.max, tc.bo, tc.jitter, tc.linkLabel}; got != want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@
 //	go run . -out .. -node all           # the Node.js scenarios (node.go)
 //	go run . -out .. -hotrod BIN         # Jaeger's HotROD demo itself (hotrod.go)
 //	go run . -out .. -caddy BIN          # Caddy retrying across replicas (caddy.go)
+//	go run . -scenario root-clients      # client spans that start their own trace (roots.go), into ../../graph/testdata
 package main
 
 import (
@@ -39,8 +40,20 @@ func main() {
 	nodeOnly := flag.String("node", "", "run the Node.js scenario of this `NAME` under node/ instead (\"all\": every one; needs node and `npm ci` in node/)")
 	hotrod := flag.String("hotrod", "", "run Jaeger's HotROD demo, the binary at `PATH` (make samples-hotrod builds it), and write the hotrod scenario instead")
 	caddyBin := flag.String("caddy", "", "run the caddymesh program at `PATH` (module caddy/; make samples-caddy builds it), and write the caddy-replicas scenario instead")
+	testdata := flag.String("testdata", filepath.Join("..", "..", "graph", "testdata"), "directory that receives the root-clients scenario, which -scenario root-clients alone writes")
 	flag.Parse()
 	ctx := context.Background()
+	if *only == rootClientsName {
+		// Held out of samples/: replay models arrivals at SERVER roots,
+		// and cannot calibrate traffic whose roots are client spans.
+		start := time.Now()
+		_, sum, err := runRootClients(ctx, rootClientsScenario(), *testdata, true)
+		fmt.Printf("%s (%s)\n%s", rootClientsName, time.Since(start).Round(time.Millisecond), sum)
+		if err != nil {
+			log.Fatalf("%s: %v", rootClientsName, err)
+		}
+		return
+	}
 	if *caddyBin != "" {
 		start := time.Now()
 		sum, err := runCaddy(ctx, *caddyBin, *out)
