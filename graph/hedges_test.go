@@ -140,7 +140,7 @@ func TestHedgesBelowInstrumentation(t *testing.T) {
 				t.Errorf("no hedging, want %d hedged calls", tc.hedged)
 			case tc.hedged > 0:
 				want := Hedging{Calls: tc.hedged, DelayMS: tc.delay, MaxRequests: tc.most, IdempotencyUnknown: tc.unknown,
-					BelowInstrumentation: tc.hedged, AnsweredByEarlier: tc.earlier}
+					BelowInstrumentation: tc.hedged, AnsweredByEarlier: tc.earlier, OnFailure: HedgeFailUnknown} // no attempt fails while another is out
 				if *h != want {
 					t.Errorf("hedging %+v, want %+v", *h, want)
 				}
@@ -509,12 +509,12 @@ func TestHedgeFailureFollows(t *testing.T) {
 		answer int     // its status code, 0: no answer (EOF)
 		reqs   []wire
 	}
-	ended := call{40.5, 503, []wire{{0, 40, 503}, {25, 250, 200}}}               // hedgedhttp: the 503 is the call's answer
+	ended := call{40.5, 503, []wire{{0, 40, 503}, {25, 250, 200}}}                   // hedgedhttp: the 503 is the call's answer
 	sentNext := call{26, 200, []wire{{0, 150, 200}, {25, 0.1, 0}, {25.3, 0.1, 200}}} // no answer: the next at once
 	sentNextLate := call{31, 200, []wire{{0, 150, 200}, {25, 5, 503}, {30.1, 0.1, 200}}}
-	waited := call{125.5, 200, []wire{{0, 40, 503}, {25, 100, 200}}}                   // the call waited for the hedge
-	timer := call{52, 200, []wire{{0, 30, 503}, {25, 100, 200}, {50, 1, 200}}}          // the next only when the timer fired
-	quiet := call{27, 200, []wire{{0, 150, 200}, {25, 1, 200}}}                         // no failure while one was out
+	waited := call{125.5, 200, []wire{{0, 40, 503}, {25, 100, 200}}}           // the call waited for the hedge
+	timer := call{52, 200, []wire{{0, 30, 503}, {25, 100, 200}, {50, 1, 200}}} // the next only when the timer fired
+	quiet := call{27, 200, []wire{{0, 150, 200}, {25, 1, 200}}}                // no failure while one was out
 	fast := call{0.5, 200, []wire{{0, 0.1, 200}}}
 	for _, tc := range []struct {
 		name  string
