@@ -1006,7 +1006,7 @@ const (
 )
 
 // failedWhileOut reads, in a hedged call (its attempts as, gap its hedge
-// delay in ns, -1 unknown), the first attempt to answer with a failure
+// delay in ns, -1 unknown), the first attempt to fail (its span's end)
 // before any success while another attempt was still out (sent before the
 // failure, answered after it), and what the client did next. An attempt's
 // answer is its callee's span's end where the callee is instrumented (its
@@ -1029,27 +1029,37 @@ func (ix *index) failedWhileOut(as []attempt, gap int64) failFollow {
 		return ix.spans[as[k].span].End
 	}
 	start := func(k int) int64 { return ix.spans[as[k].span].Start }
-	f, tf := -1, int64(0)
+	firstOK := int64(math.MaxInt64)
+	var failed []int
 	for k := range as {
-		a := &as[k]
-		if a.synthetic {
+		switch a := &as[k]; {
+		case a.synthetic:
 			return failNone
-		}
-		if t := ix.spans[a.span].End; a.outcome.failed() && (f < 0 || t < tf) {
-			f, tf = k, t
+		case a.outcome == outcomeOK:
+			firstOK = min(firstOK, answered(k))
+		case a.outcome.failed():
+			failed = append(failed, k)
 		}
 	}
-	if f < 0 {
-		return failNone
-	}
-	for k := range as {
-		if as[k].outcome == outcomeOK && answered(k) <= tf {
+	slices.SortStableFunc(failed, func(i, j int) int { return cmp.Compare(ix.spans[as[i].span].End, ix.spans[as[j].span].End) })
+	for _, f := range failed {
+		tf := ix.spans[as[f].span].End
+		if firstOK <= tf {
 			return failNone // a success came first: the call ended on it
 		}
+		if follow := ix.afterFailure(as, f, tf, gap, below, answered, start); follow != failNone {
+			return follow
+		}
 	}
-	var out []int
+	return failNone
+}
+
+// afterFailure is failedWhileOut for attempt f of as, failed at tf: what
+// followed while another attempt was out, failNone where none was.
+func (ix *index) afterFailure(as []attempt, f int, tf, gap int64, below bool, answered, start func(int) int64) failFollow {
 	// last: the hedge timer restarts with every attempt sent, the failed
 	// one included.
+	var out []int
 	firstOut, last := int64(math.MaxInt64), start(f)
 	for k := range as {
 		if k == f || start(k) >= tf-overlapTolerance {

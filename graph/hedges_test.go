@@ -516,6 +516,9 @@ func TestHedgeFailureFollows(t *testing.T) {
 	timer := call{52, 200, []wire{{0, 30, 503}, {25, 100, 200}, {50, 1, 200}}} // the next only when the timer fired
 	quiet := call{27, 200, []wire{{0, 150, 200}, {25, 1, 200}}}                // no failure while one was out
 	fast := call{0.5, 200, []wire{{0, 0.1, 200}}}
+	// A lone failure sent again at once, then a hedge failing while that
+	// request is out: the second failure is the one read.
+	loneFirst := call{26.5, 200, []wire{{0, 0.1, 0}, {0.3, 150, 200}, {25.3, 0.1, 0}, {25.6, 0.1, 200}}}
 	for _, tc := range []struct {
 		name  string
 		calls []call
@@ -524,6 +527,7 @@ func TestHedgeFailureFollows(t *testing.T) {
 	}{
 		{"a failure ends the call", []call{ended, ended, quiet, fast}, FailedWhileOut{Ended: 2}, HedgeFailEnds},
 		{"the next request at once", []call{sentNext, sentNextLate, quiet, fast}, FailedWhileOut{SentNext: 2}, HedgeFailSendsNext},
+		{"a lone failure first: the one while another is out is read", []call{loneFirst, fast}, FailedWhileOut{SentNext: 1}, HedgeFailSendsNext},
 		{"some end, some send the next", []call{ended, sentNext, fast}, FailedWhileOut{Ended: 1, SentNext: 1}, HedgeFailEndsOrSendsNext},
 		{"the client waits for the attempt out or its timer", []call{waited, timer, fast}, FailedWhileOut{Waited: 2}, HedgeFailWaits},
 		{"more wait than act", []call{waited, timer, ended}, FailedWhileOut{Ended: 1, Waited: 2}, HedgeFailWaits},
