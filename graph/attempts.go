@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -1019,6 +1020,118 @@ func (ix *index) answeredByEarlier(as []attempt) bool {
 		}
 	}
 	return later
+}
+
+// What a hedged call's client did after an attempt failed while another
+// was out (index.failedWhileOut).
+type failFollow uint8
+
+const (
+	failNone     failFollow = iota // no attempt failed while another was out, or the spans cannot tell
+	failEnded                      // it stopped waiting for the attempts out, sending nothing more
+	failSentNext                   // it sent another attempt at once
+	failWaited                     // it waited for the attempts out or its hedge timer
+)
+
+// failedWhileOut reads, in a hedged call (its attempts as, gap its hedge
+// delay in ns, -1 unknown), the first attempt to fail (its span's end)
+// before any success while another attempt was still out (sent before the
+// failure, answered after it), and what the client did next. An attempt's
+// answer is its callee's span's end where the callee is instrumented (its
+// own span's otherwise); the failure is read when the failed attempt's span
+// ends. The client sent the next attempt at once when one went out after
+// the failure, before any attempt out answered and before its hedge timer
+// was due (the latest start before the failure plus gap, less a tenth of
+// gap for the timer's jitter); one sent later, or none before an answer,
+// means it waited, unless it had stopped waiting for every attempt out
+// before their answers: below the instrumentation the call's client span
+// ended before the first of them answered, above it each of their client
+// spans ended before its callee's. Calls with attempts that stand for
+// tries hidden in one span, or where no span tells, are failNone.
+func (ix *index) failedWhileOut(as []attempt, gap int64) failFollow {
+	below := as[0].span == as[0].server && as[0].req != as[0].span
+	answered := func(k int) int64 {
+		if as[k].server >= 0 {
+			return ix.spans[as[k].server].End
+		}
+		return ix.spans[as[k].span].End
+	}
+	start := func(k int) int64 { return ix.spans[as[k].span].Start }
+	firstOK := int64(math.MaxInt64)
+	var failed []int
+	for k := range as {
+		switch a := &as[k]; {
+		case a.synthetic:
+			return failNone
+		case a.outcome == outcomeOK:
+			firstOK = min(firstOK, answered(k))
+		case a.outcome.failed():
+			failed = append(failed, k)
+		}
+	}
+	slices.SortStableFunc(failed, func(i, j int) int { return cmp.Compare(ix.spans[as[i].span].End, ix.spans[as[j].span].End) })
+	for _, f := range failed {
+		tf := ix.spans[as[f].span].End
+		if firstOK <= tf {
+			return failNone // a success came first: the call ended on it
+		}
+		if follow := ix.afterFailure(as, f, tf, gap, below, answered, start); follow != failNone {
+			return follow
+		}
+	}
+	return failNone
+}
+
+// afterFailure is failedWhileOut for attempt f of as, failed at tf: what
+// followed while another attempt was out, failNone where none was.
+func (ix *index) afterFailure(as []attempt, f int, tf, gap int64, below bool, answered, start func(int) int64) failFollow {
+	// last: the hedge timer restarts with every attempt sent, the failed
+	// one included.
+	var out []int
+	firstOut, last := int64(math.MaxInt64), start(f)
+	for k := range as {
+		if k == f || start(k) >= tf-overlapTolerance {
+			continue
+		}
+		last = max(last, start(k))
+		if answered(k) > tf+overlapTolerance {
+			out = append(out, k)
+			firstOut = min(firstOut, answered(k))
+		}
+	}
+	if len(out) == 0 {
+		return failNone
+	}
+	next := int64(-1)
+	for k := range as {
+		if t := start(k); k != f && t >= tf-overlapTolerance && t < firstOut && (next < 0 || t < next) {
+			next = t
+		}
+	}
+	if next >= 0 {
+		if gap <= 0 {
+			return failNone // no hedge timer to tell a resend from
+		}
+		if next < last+gap-gap/10 {
+			return failSentNext
+		}
+		return failWaited
+	}
+	if below {
+		if ix.spans[as[0].req].End+overlapTolerance < firstOut {
+			return failEnded
+		}
+		return failWaited
+	}
+	for _, k := range out {
+		if as[k].server < 0 {
+			return failNone // no answer to compare its client's end with
+		}
+		if ix.spans[as[k].span].End+overlapTolerance >= answered(k) {
+			return failWaited
+		}
+	}
+	return failEnded
 }
 
 // maxSynthetic bounds the attempts made up from one span's retry counter.

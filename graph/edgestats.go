@@ -106,6 +106,14 @@ func (st *edgeStats) add(ix *index, c *call) {
 			st.hedged.IdempotencyUnknown++
 			st.show(ix, FindingHedgeUnknown, c)
 		}
+		switch ix.failedWhileOut(as, c.hedgeGap) {
+		case failEnded:
+			st.hedged.FailedWhileOut.Ended++
+		case failSentNext:
+			st.hedged.FailedWhileOut.SentNext++
+		case failWaited:
+			st.hedged.FailedWhileOut.Waited++
+		}
 		if as[0].span == as[0].server && as[0].req != as[0].span {
 			st.hedged.BelowInstrumentation++
 			if ix.answeredByEarlier(as) {
@@ -284,6 +292,9 @@ func (st *edgeStats) merge(o *edgeStats) {
 		st.hedged.BelowInstrumentation += h.BelowInstrumentation
 		st.hedged.AnsweredByEarlier += h.AnsweredByEarlier
 		st.hedged.DelayUnknown += h.DelayUnknown
+		st.hedged.FailedWhileOut.Ended += h.FailedWhileOut.Ended
+		st.hedged.FailedWhileOut.SentNext += h.FailedWhileOut.SentNext
+		st.hedged.FailedWhileOut.Waited += h.FailedWhileOut.Waited
 	}
 	st.hedgeDelays.merge(&o.hedgeDelays)
 	st.outlived += o.outlived
@@ -425,6 +436,7 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 		delays := st.hedgeDelays.values()
 		slices.Sort(delays)
 		h.DelayMS = round3(quantile(delays, 0.5))
+		h.OnFailure = h.FailedWhileOut.onFailure()
 		e.Hedging = &h
 	}
 	if st.idem.RetriedCalls > 0 {

@@ -140,7 +140,7 @@ func TestHedgesBelowInstrumentation(t *testing.T) {
 				t.Errorf("no hedging, want %d hedged calls", tc.hedged)
 			case tc.hedged > 0:
 				want := Hedging{Calls: tc.hedged, DelayMS: tc.delay, MaxRequests: tc.most, IdempotencyUnknown: tc.unknown,
-					BelowInstrumentation: tc.hedged, AnsweredByEarlier: tc.earlier}
+					BelowInstrumentation: tc.hedged, AnsweredByEarlier: tc.earlier, OnFailure: HedgeFailUnknown} // no attempt fails while another is out
 				if *h != want {
 					t.Errorf("hedging %+v, want %+v", *h, want)
 				}
@@ -542,6 +542,95 @@ func TestImmediateRetriesOverlapping(t *testing.T) {
 				wantEq(t, "retries", e.Retries, true)
 				wantEq(t, "backoff", e.Backoff.Kind, BackoffImmediate)
 			}
+		})
+	}
+}
+
+// TestHedgeFailureFollows: in a hedged call where an attempt answered
+// with a failure while another was still out, what the client did next is
+// read from the spans: it ended the call (its client span ends before
+// the attempt out answered, nothing more sent), sent the next request at
+// once (before the attempt out answered and before its hedge timer was
+// due), or waited (nothing sent until the attempt out answered, or only
+// when the timer fired). Below the instrumentation the call's one client
+// span says when the client stopped waiting; above it, each attempt's
+// own client span, cancelled before its callee answered. No call that
+// shows it: unknown.
+func TestHedgeFailureFollows(t *testing.T) {
+	type call struct {
+		end    float64 // the client span's end, ms from its start
+		answer int     // its status code, 0: no answer (EOF)
+		reqs   []wire
+	}
+	ended := call{40.5, 503, []wire{{0, 40, 503}, {25, 250, 200}}}                   // hedgedhttp: the 503 is the call's answer
+	sentNext := call{26, 200, []wire{{0, 150, 200}, {25, 0.1, 0}, {25.3, 0.1, 200}}} // no answer: the next at once
+	sentNextLate := call{31, 200, []wire{{0, 150, 200}, {25, 5, 503}, {30.1, 0.1, 200}}}
+	waited := call{125.5, 200, []wire{{0, 40, 503}, {25, 100, 200}}}           // the call waited for the hedge
+	timer := call{52, 200, []wire{{0, 30, 503}, {25, 100, 200}, {50, 1, 200}}} // the next only when the timer fired
+	quiet := call{27, 200, []wire{{0, 150, 200}, {25, 1, 200}}}                // no failure while one was out
+	fast := call{0.5, 200, []wire{{0, 0.1, 200}}}
+	// A lone failure sent again at once, then a hedge failing while that
+	// request is out: the second failure is the one read.
+	loneFirst := call{26.5, 200, []wire{{0, 0.1, 0}, {0.3, 150, 200}, {25.3, 0.1, 0}, {25.6, 0.1, 200}}}
+	for _, tc := range []struct {
+		name  string
+		calls []call
+		want  FailedWhileOut
+		on    string
+	}{
+		{"a failure ends the call", []call{ended, ended, quiet, fast}, FailedWhileOut{Ended: 2}, HedgeFailEnds},
+		{"the next request at once", []call{sentNext, sentNextLate, quiet, fast}, FailedWhileOut{SentNext: 2}, HedgeFailSendsNext},
+		{"a lone failure first: the one while another is out is read", []call{loneFirst, fast}, FailedWhileOut{SentNext: 1}, HedgeFailSendsNext},
+		{"some end, some send the next", []call{ended, sentNext, fast}, FailedWhileOut{Ended: 1, SentNext: 1}, HedgeFailEndsOrSendsNext},
+		{"the client waits for the attempt out or its timer", []call{waited, timer, fast}, FailedWhileOut{Waited: 2}, HedgeFailWaits},
+		{"more wait than act", []call{waited, timer, ended}, FailedWhileOut{Ended: 1, Waited: 2}, HedgeFailWaits},
+		{"no call shows it", []call{quiet, quiet, fast}, FailedWhileOut{}, HedgeFailUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, len(tc.calls), "inventory", func(root, i int) {
+				c := tc.calls[i]
+				httpBelowCall(b, root, 1, c.end, c.answer, c.reqs)
+			})
+			e := edge(t, b.infer(), "inventory", "db")
+			if e.Hedging == nil {
+				t.Fatal("no hedging")
+			}
+			wantEq(t, "failed while out", e.Hedging.FailedWhileOut, tc.want)
+			wantEq(t, "on failure", e.Hedging.OnFailure, tc.on)
+		})
+	}
+	// Above the instrumentation: each request its own client span.
+	for _, tc := range []struct {
+		name      string
+		cancelled bool // the hedge's client span ends when the 503 comes, before its callee answers
+		want      FailedWhileOut
+	}{{"the hedge cancelled at the failure: ended", true, FailedWhileOut{Ended: 1}},
+		{"the hedge's answer read: waited", false, FailedWhileOut{Waited: 1}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, 2, "api", func(root, i int) {
+				get := []opt{method("GET"), name("GET"), target("http://ledger/entries/1")}
+				if i == 1 {
+					c := b.client(root, "ledger", 1, 2, append(get, httpStatus(200))...)
+					b.server(c, "ledger", "GET /entries/{id}", 1.2, 1.6, httpStatus(200))
+					return
+				}
+				c := b.client(root, "ledger", 1, 40, append(get, httpStatus(503))...)
+				b.server(c, "ledger", "GET /entries/{id}", 1.2, 39.6, httpStatus(503))
+				hedge := append(get, httpStatus(200))
+				dur := 200.0
+				if tc.cancelled {
+					hedge, dur = append(get, failed("context canceled")), 15.2
+				}
+				h := b.client(root, "ledger", 26, dur, hedge...)
+				b.server(h, "ledger", "GET /entries/{id}", 26.2, 199.6, httpStatus(200))
+			})
+			e := edge(t, b.infer(), "api", "ledger")
+			if e.Hedging == nil {
+				t.Fatal("no hedging")
+			}
+			wantEq(t, "failed while out", e.Hedging.FailedWhileOut, tc.want)
 		})
 	}
 }

@@ -600,6 +600,65 @@ type Hedging struct {
 	// in is not the order they were sent in. DelayMS is read from the
 	// others; where every hedged call is such a call it is 0, unknown.
 	DelayUnknown int `json:"delay_unknown,omitempty"`
+	// OnFailure is what the client does when an attempt answers with a
+	// failure while another is still out, read from the hedged calls that
+	// show it (FailedWhileOut): HedgeFailEnds, HedgeFailSendsNext,
+	// HedgeFailEndsOrSendsNext (both seen: which one, by the failure's
+	// class, is the edge's give-up shares), HedgeFailWaits, or
+	// HedgeFailUnknown where no call shows it.
+	OnFailure string `json:"on_failure"`
+	// FailedWhileOut counts those calls by what followed the failure.
+	FailedWhileOut FailedWhileOut `json:"failed_while_out"`
+}
+
+// What a hedging client does when an attempt fails while another is out
+// (Hedging.OnFailure).
+const (
+	// HedgeFailEnds: the call ends on the failure, the attempts out are
+	// abandoned (cristalhq/hedgedhttp on an HTTP answer, failsafe-go's
+	// hedge policy by default, grpc-js on a fatal status).
+	HedgeFailEnds = "ends"
+	// HedgeFailSendsNext: the next attempt goes out at once, the attempts
+	// out are kept (hedgedhttp after a request got no answer, grpc-js on a
+	// non-fatal status).
+	HedgeFailSendsNext = "sends_next"
+	// HedgeFailEndsOrSendsNext: calls of both kinds.
+	HedgeFailEndsOrSendsNext = "ends_or_sends_next"
+	// HedgeFailWaits: the client waits for the attempts out (and its hedge
+	// timer) before it acts (failsafe-go with CancelIf on other results).
+	HedgeFailWaits = "waits"
+	// HedgeFailUnknown: no hedged call shows a failure while another
+	// attempt was out.
+	HedgeFailUnknown = "unknown"
+)
+
+// FailedWhileOut counts the hedged calls in which an attempt answered with
+// a failure, before any success, while another attempt of the call was
+// still out, by what the client did next: Ended (it stopped waiting for
+// the attempts out, sending nothing more, before any of them answered),
+// SentNext (it sent another attempt before any of them answered and
+// before its hedge timer was due), Waited (it sent nothing until one of
+// them answered or its hedge timer fired).
+type FailedWhileOut struct {
+	Ended    int `json:"ended"`
+	SentNext int `json:"sent_next"`
+	Waited   int `json:"waited"`
+}
+
+// onFailure is the behaviour the counts show: the one the calls show, the
+// waits where more calls waited than acted at once, unknown for none.
+func (f FailedWhileOut) onFailure() string {
+	switch acted := f.Ended + f.SentNext; {
+	case acted+f.Waited == 0:
+		return HedgeFailUnknown
+	case f.Waited >= acted:
+		return HedgeFailWaits
+	case f.Ended > 0 && f.SentNext > 0:
+		return HedgeFailEndsOrSendsNext
+	case f.Ended > 0:
+		return HedgeFailEnds
+	}
+	return HedgeFailSendsNext
 }
 
 // Idempotency is the key coverage of retried non-idempotent calls.

@@ -11,11 +11,13 @@ import (
 
 // Mix is how attempts end when the callee's own calls succeeded: the
 // probabilities of a retryable failure (Throttled of them a 429 or
-// RESOURCE_EXHAUSTED, which a policy's GiveUp tells apart), of one that
+// RESOURCE_EXHAUSTED, NoAnswer of them a request the callee sent no
+// answer to, both of which a policy's GiveUp tells apart), of one that
 // carries Retry-After, and of a client error (a 4xx callers do not retry).
 // The rest succeed.
 type Mix struct {
 	Fail, Throttled, RetryAfter, ClientError float64
+	NoAnswer                                 float64
 }
 
 // Failures is the failure model of an edge (or of a root operation): the
@@ -104,12 +106,15 @@ const (
 	outRetryAfter
 	outClientError
 	outThrottled // a failure that is a 429 or RESOURCE_EXHAUSTED
+	outNoAnswer  // a failure without an answer (a transport error)
 )
 
 func (m Mix) draw(u float64) outcome {
 	switch {
 	case u < m.Throttled:
 		return outThrottled
+	case u < m.Throttled+m.NoAnswer:
+		return outNoAnswer
 	case u < m.Fail:
 		return outFail
 	case u < m.Fail+m.RetryAfter:
@@ -168,7 +173,7 @@ func mixOf(m graph.OutcomeMix, fallback Mix) Mix {
 		return fallback
 	}
 	ra := float64(m.RetryAfter)
-	return Mix{Fail: float64(m.Failed()-m.RetryAfter-m.ClientError) / n, Throttled: float64(m.Throttled) / n, RetryAfter: ra / n,
+	return Mix{Fail: float64(m.Failed()-m.RetryAfter-m.ClientError) / n, Throttled: float64(m.Throttled) / n, NoAnswer: float64(m.Transport) / n, RetryAfter: ra / n,
 		ClientError: float64(m.ClientError) / n}
 }
 
@@ -381,7 +386,7 @@ func failuresOf(o *graph.Outcomes, failFast float64) *Failures {
 	f.First = mixOf(first, all)
 	if n := first.Total(); n > 0 && failFast > 0 {
 		sc := float64(n) / (float64(n) + failFast*float64(o.FirstDownstreamFailed))
-		f.First = Mix{Fail: f.First.Fail * sc, Throttled: f.First.Throttled * sc, RetryAfter: f.First.RetryAfter * sc, ClientError: f.First.ClientError * sc}
+		f.First = Mix{Fail: f.First.Fail * sc, Throttled: f.First.Throttled * sc, NoAnswer: f.First.NoAnswer * sc, RetryAfter: f.First.RetryAfter * sc, ClientError: f.First.ClientError * sc}
 	}
 	f.FirstAfterFailure = mixOf(o.FirstAfterFailure, all)
 	f.FirstAfterOtherFailure = mixOf(o.FirstAfterOtherFailure, all)

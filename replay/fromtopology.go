@@ -364,6 +364,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		if h := ed.Policy.HedgeAfter; h > 0 {
 			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: hedged after %.3gms, up to %d hedges (the most requests one call was seen sending at once: a lower bound of its limit)",
 				e.Caller, e.Callee, e.Operation, 1000*h, ed.Policy.MaxAttempts-1))
+			if note := hedgeFailureNote(e); note != "" {
+				m.Assumed = append(m.Assumed, note)
+			}
 		}
 		m.Edges = append(m.Edges, ed)
 		offset = append(offset, e.CallOffsetMS)
@@ -610,11 +613,63 @@ func quantileDist(levels, q []float64) (Dist, error) {
 
 // giveUpClassNames are, by a policy's GiveUp class, the graph's outcome
 // classes (graph.OutcomeMix's fields) it pools: the replay draws a
-// throttled answer and one with a Retry-After apart from other failures.
+// throttled answer and one with a Retry-After apart from other failures,
+// and one without an answer apart where giveUpSplit says so (else the
+// failure share pools it with the others, noAnswerPooled).
 var giveUpClassNames = [giveUpClasses][]string{
-	GiveUpFail:       {"server_error", "timeout", "transport"},
+	GiveUpFail:       {"server_error", "timeout"},
 	GiveUpThrottled:  {"throttled"},
 	GiveUpRetryAfter: {"retry_after"},
+	GiveUpNoAnswer:   {"transport"},
+}
+
+// noAnswerPooled are the classes the failure share pools while failures
+// without an answer are not told apart.
+var noAnswerPooled = []string{"server_error", "timeout", "transport"}
+
+// giveUpSplit says whether the traces show an edge's caller giving up on
+// failures without an answer (transport errors) and on its other failures
+// (server errors, timeouts) at different shares beyond chance (rs its
+// give-up counts): Fisher's exact test of the 2×2 table (no answer,
+// other) × (given up, retried), one-sided in the direction seen, p the
+// chance of a split at least as lopsided if both had one share, below
+// RunsAlpha (three deviations). With no failure of either, p is 1.
+func giveUpSplit(rs []graph.StatusRetries) (split bool, p float64) {
+	gn, nn := giveUpCount(rs, giveUpClassNames[GiveUpNoAnswer]...)
+	gf, nf := giveUpCount(rs, giveUpClassNames[GiveUpFail]...)
+	total, given := nn+nf, gn+gf
+	switch {
+	case nn == 0 || nf == 0:
+		p = 1
+	case gn*nf > gf*nn:
+		p = hypergeometricTail(total, given, nn, gn)
+	case gn*nf < gf*nn:
+		p = hypergeometricTail(total, given, nf, gf)
+	default:
+		p = 1
+	}
+	return p < RunsAlpha, p
+}
+
+// giveUpCount is graph.GiveUpShare's counts: the failures of the classes
+// named given up on, of how many.
+func giveUpCount(rs []graph.StatusRetries, classes ...string) (given, failures int) {
+	_, given, failures = graph.GiveUpShare(rs, classes...)
+	return given, failures
+}
+
+// giveUpShares are an edge's give-up shares by a policy's class (its
+// outcomes' GivenUp), with split: failures without an answer given up on
+// apart from the others (giveUpSplit), else both at their pooled share.
+func giveUpShares(rs []graph.StatusRetries) (g [giveUpClasses]float64, split bool) {
+	split, _ = giveUpSplit(rs)
+	for class, names := range giveUpClassNames {
+		if !split && (class == GiveUpFail || class == GiveUpNoAnswer) {
+			names = noAnswerPooled
+		}
+		g[class], _, _ = graph.GiveUpShare(rs, names...)
+	}
+	return g, split
 }
 
 // giveUpNote says, for an edge whose caller gave calls up with attempts
@@ -631,12 +686,27 @@ func giveUpNote(e graph.Edge) string {
 		}
 	}
 	var shares []string
+	split, p := giveUpSplit(e.Outcomes.GivenUp)
 	for class, names := range giveUpClassNames {
-		if g, given, n := graph.GiveUpShare(e.Outcomes.GivenUp, names...); given > 0 {
-			shares = append(shares, fmt.Sprintf("%s %d of %d (%.3g)", giveUpClassLabels[class], given, n, g))
+		label := giveUpClassLabels[class]
+		switch {
+		case class == GiveUpNoAnswer && !split:
+			continue // pooled with the failures
+		case class == GiveUpFail && !split:
+			names = noAnswerPooled
+		case class == GiveUpFail || class == GiveUpNoAnswer:
+			label += " (" + strings.Join(names, ", ") + ")"
+		}
+		// A class kept apart is shown given up on or not: its share is
+		// what tells it from the other.
+		if g, given, n := graph.GiveUpShare(e.Outcomes.GivenUp, names...); given > 0 || split && n > 0 && (class == GiveUpFail || class == GiveUpNoAnswer) {
+			shares = append(shares, fmt.Sprintf("%s %d of %d (%.3g)", label, given, n, g))
 		}
 	}
 	use := "the observed policy gives a call up on such a failure as often as the traces show: " + strings.Join(shares, ", ")
+	if split {
+		use += fmt.Sprintf("; failures without an answer apart from the others, the two given up on differently beyond chance (P = %.2g if one share, below %g)", p, RunsAlpha)
+	}
 	if len(shares) == 0 {
 		use = "the traces cannot tell a give-up from a call whose later attempts are elsewhere, so the observed policy retries every retryable failure"
 	}
@@ -700,7 +770,46 @@ func jitterNote(e graph.Edge, b Backoff, observed bool) string {
 }
 
 // giveUpClassLabels name a policy's GiveUp classes in notes and JSON.
-var giveUpClassLabels = [giveUpClasses]string{GiveUpFail: "failure", GiveUpThrottled: "throttled", GiveUpRetryAfter: "retry-after"}
+var giveUpClassLabels = [giveUpClasses]string{GiveUpFail: "failure", GiveUpThrottled: "throttled", GiveUpRetryAfter: "retry-after", GiveUpNoAnswer: "no answer"}
+
+// hedgeOnFailure is the replay's behaviour for each graph.Hedging.OnFailure
+// read from the traces; HedgeFailUnknown (and a topology without it)
+// replays as HedgeWaits.
+var hedgeOnFailure = map[string]HedgeOnFailure{
+	graph.HedgeFailEnds:            HedgeEnds,
+	graph.HedgeFailSendsNext:       HedgeSendsNext,
+	graph.HedgeFailEndsOrSendsNext: HedgeEndsOrSendsNext,
+	graph.HedgeFailWaits:           HedgeWaits,
+}
+
+// hedgeFailureNote says what the client of hedging edge e does when an
+// attempt fails while another is out, from how many calls, and what the
+// replay does; "" for a topology that does not say (written before the
+// field, or by hand).
+func hedgeFailureNote(e graph.Edge) string {
+	h := e.Hedging
+	if h.OnFailure == "" {
+		return ""
+	}
+	f := h.FailedWhileOut
+	seen := fmt.Sprintf("of the hedged calls in which an attempt failed while another was out, %d ended on the failure, %d sent the next attempt at once, %d waited for the attempts out",
+		f.Ended, f.SentNext, f.Waited)
+	var what string
+	switch hedgeOnFailure[h.OnFailure] {
+	case HedgeEnds:
+		what = "the replay stops waiting for the attempts out on such a failure and goes on as after a failure with none out (gives the call up as often as the traces show, or retries after the backoff)"
+	case HedgeSendsNext, HedgeEndsOrSendsNext:
+		what = "on such a failure the replay gives the call up with the edge's give-up share for its class (ending it, the attempts out abandoned), and otherwise sends the next attempt at once while attempts are left, keeping those out"
+	default:
+		what = "the replay waits for the attempts out before it decides on the call"
+	}
+	if h.OnFailure == graph.HedgeFailUnknown {
+		return fmt.Sprintf("%s → %s %s: after a failed attempt with another out: unknown (no hedged call shows one: %s); %s, as for every edge that does not say",
+			e.Caller, e.Callee, e.Operation, seen, what)
+	}
+	return fmt.Sprintf("%s → %s %s: after a failed attempt with another out the client %s (%s): %s",
+		e.Caller, e.Callee, e.Operation, strings.ReplaceAll(h.OnFailure, "_", " "), seen, what)
+}
 
 // observedPolicy is an edge's inferred policy as a client policy.
 func observedPolicy(e graph.Edge) Policy {
@@ -787,9 +896,7 @@ func observedPolicy(e graph.Edge) Policy {
 		}
 	}
 	if o := e.Outcomes; o != nil {
-		for class, names := range giveUpClassNames {
-			p.GiveUp[class], _, _ = graph.GiveUpShare(o.GivenUp, names...)
-		}
+		p.GiveUp, _ = giveUpShares(o.GivenUp)
 	}
 	if br := e.Breaker; br != nil && br.Detected {
 		// The breaker the traces show: its trip threshold, and how long it
@@ -813,6 +920,7 @@ func observedPolicy(e graph.Edge) Policy {
 		// up to that many, each the delay after the one before.
 		p.HedgeAfter = e.Hedging.DelayMS / 1000
 		p.MaxAttempts = max(p.MaxAttempts, e.Hedging.MaxRequests, 2)
+		p.OnFailureOut = hedgeOnFailure[e.Hedging.OnFailure] // unknown, or none read: HedgeWaits
 	}
 	return p
 }

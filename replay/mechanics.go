@@ -62,6 +62,10 @@ type EdgeGiveUp struct {
 	Failure    float64 `json:"failure"`
 	Throttled  float64 `json:"throttled"`
 	RetryAfter float64 `json:"retry_after"`
+	// NoAnswer is the chance for a failure without an answer where the
+	// traces show it given up on apart from the other failures (nil: at
+	// Failure's).
+	NoAnswer *float64 `json:"no_answer,omitempty"`
 }
 
 // EdgeSlowTries is one edge's slow-try model: the chance a first try is
@@ -126,7 +130,11 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 			mc.RequestLimits = append(mc.RequestLimits, EdgeRequestLimit{Edge: name, MaxRequests: e.Policy.MaxRequests})
 		}
 		if g := e.Policy.GiveUp; g != [giveUpClasses]float64{} {
-			mc.GiveUp = append(mc.GiveUp, EdgeGiveUp{Edge: name, Failure: g[GiveUpFail], Throttled: g[GiveUpThrottled], RetryAfter: g[GiveUpRetryAfter]})
+			eg := EdgeGiveUp{Edge: name, Failure: g[GiveUpFail], Throttled: g[GiveUpThrottled], RetryAfter: g[GiveUpRetryAfter]}
+			if g[GiveUpNoAnswer] != g[GiveUpFail] {
+				eg.NoAnswer = new(g[GiveUpNoAnswer])
+			}
+			mc.GiveUp = append(mc.GiveUp, eg)
 		}
 		if e.Fail == nil || e.Fail.Slow == nil {
 			continue
@@ -199,6 +207,9 @@ func (mc Mechanics) String() string {
 	for _, g := range mc.GiveUp {
 		fmt.Fprintf(&b, "; %s gives a call up with attempts left on a failure with chance %.3g, a throttled one %.3g, one with a Retry-After %.3g",
 			g.Edge, g.Failure, g.Throttled, g.RetryAfter)
+		if g.NoAnswer != nil {
+			fmt.Fprintf(&b, ", one without an answer %.3g", *g.NoAnswer)
+		}
 	}
 	fmt.Fprintf(&b, "; cancels arrive after %g ms; lost packets resent after %g ms, doubling, reset after %d retransmissions", mc.CancelDelayMS, mc.RTOMS, mc.Retransmits)
 	fmt.Fprintf(&b, "; recovered = goodput ≥ %g of its pre-trigger share over %g s with queues drained (queued work at most twice its pre-trigger peak plus 2), collapsed = under %g of it for %g s with a backlog above that bound not draining (with none, low goodput is the callee's own failures, never a collapse), judged up to %g s after the trigger",

@@ -349,15 +349,47 @@ type Policy struct {
 	// the answer asked not to be retried, a status it retries only
 	// sometimes, a refusal no span shows). Zero: it retries every one.
 	GiveUp [giveUpClasses]float64
+	// OnFailureOut is what a hedging client does when an attempt fails
+	// while another is still out (HedgeWaits, the zero value: it waits
+	// for them before it acts; HedgeEnds, HedgeSendsNext,
+	// HedgeEndsOrSendsNext: it acts at once; see sim.actAtOnce).
+	OnFailureOut HedgeOnFailure
 }
 
+// HedgeOnFailure is what a hedging client does when an attempt answers
+// with a failure while another of its call is still out
+// (graph.Hedging.OnFailure).
+type HedgeOnFailure uint8
+
+const (
+	// HedgeWaits: it waits for the attempts out (and its hedge timer), and
+	// decides on the call once none is out.
+	HedgeWaits HedgeOnFailure = iota
+	// HedgeEnds: it stops waiting for the attempts out, then goes on as
+	// after a failure with none out: it gives the call up, or retries
+	// after its backoff.
+	HedgeEnds
+	// HedgeSendsNext: it keeps the attempts out and, unless it gives the
+	// call up on the failure (GiveUp by its class; then the call ends),
+	// sends the next attempt at once while attempts are left.
+	HedgeSendsNext
+	// HedgeEndsOrSendsNext is HedgeSendsNext where the traces show calls
+	// of both kinds: which one a failure makes is its class's give-up
+	// share (hedgedhttp ends on a 503, sends the next after no answer).
+	HedgeEndsOrSendsNext
+)
+
 // The classes of failed answers a policy's GiveUp tells apart: throttled
-// (429, RESOURCE_EXHAUSTED without a Retry-After), with a Retry-After, and
-// every other failure (5xx, error statuses, timeouts, no answer).
+// (429, RESOURCE_EXHAUSTED without a Retry-After), with a Retry-After, no
+// answer (a transport error: an aborted or reset connection), and every
+// other failure (5xx, error statuses, timeouts). A model built from traces
+// gives no answer the share of the other failures unless the traces show
+// the two given up on differently beyond chance (giveUpShares).
 const (
 	GiveUpFail = iota
 	GiveUpThrottled
 	GiveUpRetryAfter
+	GiveUpNoAnswer
 	giveUpClasses
 )
 

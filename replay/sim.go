@@ -168,6 +168,7 @@ type attempt struct {
 	hedge     bool
 	ok        bool    // the answer on its way
 	throttled bool    // it is a failure the callee throttled (outThrottled)
+	noAnswer  bool    // it failed without an answer (outNoAnswer, a reset connection)
 	ra        float64 // the Retry-After it carries (seconds), 0 for none
 	slotHead
 }
@@ -837,7 +838,7 @@ func (s *sim) cross(ai int32, answer bool) {
 	a := &s.atts[ai]
 	if s.reset(ai) {
 		s.met.waste(a.useful, s.now)
-		a.ok, a.ra, a.useful = false, 0, 0
+		a.ok, a.ra, a.useful, a.noAnswer = false, 0, 0, true
 		s.answer(ai)
 		return
 	}
@@ -1180,7 +1181,7 @@ func (s *sim) complete(ji int32, j *job) {
 		// A failed answer's work is wasted; only a server error that asks
 		// for it carries a Retry-After (the outcome gives 0 otherwise).
 		s.met.waste(work, s.now)
-		a.throttled = o == outThrottled
+		a.throttled, a.noAnswer = o == outThrottled, o == outNoAnswer
 		s.reply(ai, a, false, retryAfter, 0)
 	}
 	s.startQueued(pi)
@@ -1251,6 +1252,8 @@ func (s *sim) answer(ai int32) {
 		class = GiveUpRetryAfter
 	case a.throttled:
 		class = GiveUpThrottled
+	case a.noAnswer:
+		class = GiveUpNoAnswer
 	}
 	c := &s.calls[ci]
 	s.close(ai, a, c)
@@ -1267,7 +1270,39 @@ func (s *sim) answer(ai int32) {
 		s.met.attemptFailed(c.edge)
 		s.taint(ci)
 	}
+	if c := &s.calls[ci]; c.inflight > 0 && !c.done && s.policy(c).OnFailureOut != HedgeWaits {
+		s.actAtOnce(ci, c, retryAfter, class)
+		return
+	}
 	s.retryOrFail(ci, retryAfter, class)
+}
+
+// actAtOnce acts on a failed answer of hedged call ci (c) while other
+// attempts of it are out, as a client whose policy's OnFailureOut is not
+// HedgeWaits does: a client error or a passed deadline ends the call;
+// HedgeEnds stops waiting for the attempts out and goes on as after a
+// failure with none out (retryOrFail: give up, or retry after the
+// backoff); otherwise the call is given up with its policy's share for
+// the failure's class (then it ends, the attempts out abandoned), or the
+// next attempt goes out now while attempts are left (a hedge's budget
+// and breaker apply), the attempts out kept.
+func (s *sim) actAtOnce(ci int32, c *call, retryAfter float64, class int) {
+	p := s.policy(c)
+	if c.clientErr || s.now >= c.deadline {
+		s.finish(ci, false, 0)
+		return
+	}
+	if p.OnFailureOut == HedgeEnds {
+		s.abandonOpen(c)
+		s.retryOrFail(ci, retryAfter, class)
+		return
+	}
+	if g := p.GiveUp[class]; g > 0 && s.rngClient.Float64() < g {
+		s.met.gaveUp(c.edge)
+		s.finish(ci, false, 0)
+		return
+	}
+	s.hedge(ci) // nothing while no attempt is left: the call waits for those out
 }
 
 // settle tells the edge's budget and breaker how an attempt ended.
@@ -1439,19 +1474,7 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 			br.Result(s.now, ok) // a breaker around the call hears its outcome once
 		}
 	}
-	for ai := c.open; ai >= 0; {
-		a := &s.atts[ai]
-		next, retry := a.next, a.n > 1
-		a.open, a.next = false, -1
-		s.abandon(ai, true)
-		s.freeAttempt(ai, a)
-		if c.edge >= 0 && s.budgets[c.edge] != nil {
-			s.budgets[c.edge].Done(s.now, retry)
-		}
-		ai = next
-	}
-	s.unout(c, c.inflight)
-	c.open, c.inflight = -1, 0
+	s.abandonOpen(c)
 	if c.job < 0 {
 		s.rootEnded(ci, c, ok, useful)
 		return
@@ -1482,6 +1505,25 @@ func (s *sim) finish(ci int32, ok bool, useful float64) {
 		return
 	}
 	s.nextCall(ji)
+}
+
+// abandonOpen stops call c's client waiting for its open attempts (hedge
+// losers, or the attempts out when a hedging client acts on a failure):
+// each is abandoned, its cancel sent, and its budget slot given back.
+func (s *sim) abandonOpen(c *call) {
+	for ai := c.open; ai >= 0; {
+		a := &s.atts[ai]
+		next, retry := a.next, a.n > 1
+		a.open, a.next = false, -1
+		s.abandon(ai, true)
+		s.freeAttempt(ai, a)
+		if c.edge >= 0 && s.budgets[c.edge] != nil {
+			s.budgets[c.edge].Done(s.now, retry)
+		}
+		ai = next
+	}
+	s.unout(c, c.inflight)
+	c.open, c.inflight = -1, 0
 }
 
 // rootEnded ends root request ci (c), ok or not, with the useful work of

@@ -317,5 +317,6 @@ func samePolicy(a, b replay.Policy) bool {
 	return a.MaxAttempts == b.MaxAttempts && a.PerTryTimeout == b.PerTryTimeout && a.Deadline == b.Deadline &&
 		a.Propagate == b.Propagate && a.Backoff == b.Backoff && a.HonorRetryAfter == b.HonorRetryAfter &&
 		a.Budget == b.Budget && a.SharedBudget == b.SharedBudget && a.Breaker == b.Breaker &&
-		a.MaxRequests == b.MaxRequests && a.HedgeAfter == b.HedgeAfter && a.GiveUp == b.GiveUp
+		a.MaxRequests == b.MaxRequests && a.HedgeAfter == b.HedgeAfter && a.GiveUp == b.GiveUp &&
+		a.OnFailureOut == b.OnFailureOut
 }
