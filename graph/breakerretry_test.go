@@ -141,13 +141,14 @@ func TestRetryAroundBreaker(t *testing.T) {
 			// loop's schedule nor its jitter.
 			name: "requests two waits apart, a refused try between them: the schedule stays 10ms constant, unjittered",
 			build: func(b *builder) {
-				joined := []string{"xxx", "rrr", "xro", "o"}
+				joined := []string{"xxx", "rrr", "xro", "xro", "xrx", "xro", "o"}
 				retryBreakerTraffic(b, joinCalls(healthy, retried, joined, healthy, joined, retried, joined, healthy, joined, healthy), 0)
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "gateway", "payments")
 				wantEq(t, "backoff", e.Backoff.Kind, BackoffConstant)
 				wantEq(t, "jitter", e.Backoff.Jitter, JitterNone)
+				wantEq(t, "server-directed waits", e.RetryAfterHonored, 0)
 				if e.Backoff.BaseMS < 9.5 || e.Backoff.BaseMS > 10.5 {
 					t.Errorf("base %.3gms, want 10", e.Backoff.BaseMS)
 				}
