@@ -98,6 +98,11 @@ type RetriedRefusals struct {
 	// of their requests may hold several waits.
 	LateStartCalls int `json:"late_start_calls"`
 	EarlyEndCalls  int `json:"early_end_calls"`
+	// JoinedGapCalls counts the calls with a gap between two of their
+	// requests longer than the schedule's wait there (its range's top)
+	// by at least one wait: a try refused between them, the gap joining
+	// its wait and the next, or a wait the server directed.
+	JoinedGapCalls int `json:"joined_gap_calls"`
 	// RefusedTries is "unknown": how many tries the breaker refused
 	// inside calls that did send requests the traces cannot show (a
 	// refused try leaves no span); Evidence says what they do show.
@@ -119,6 +124,10 @@ type RetriedRefusals struct {
 type retryWaits struct {
 	lo, hi, first, noise float64
 	attempts             int
+	// joined counts the calls with a gap longer than the schedule's
+	// wait at its index (Backoff.Schedule's range top) by a wait or
+	// more (RetriedRefusals.JoinedGapCalls).
+	joined int
 }
 
 // retryWaitsOf reads an edge's retryWaits from its calls (ec) and its
@@ -149,6 +158,19 @@ func retryWaitsOf(ix *index, ec *edgeCalls, e *Edge) retryWaits {
 			return retryWaits{}
 		}
 		w.lo, w.hi = w.lo+max(lo[i], 0), w.hi+hi[i]
+	}
+	if step := w.first - w.noise; step > 0 && len(e.Backoff.Schedule) > 0 {
+		sched := e.Backoff.Schedule
+		for _, c := range ec.calls {
+			as := ix.attemptsOf(c)
+			for i := 1; i < len(as); i++ {
+				top := sched[min(i, len(sched))-1].RangeMS[1]
+				if float64(ix.spans[as[i].span].Start-ix.spans[as[i-1].span].End)/1e6 >= top+step {
+					w.joined++
+					break
+				}
+			}
+		}
 	}
 	return w
 }
@@ -430,7 +452,7 @@ func tripReading(b *Breaker) string {
 // gave up early a wait after their last answer (bc, in start order;
 // offset the usual time from a request's start to its call's, ns).
 func retriedRefusals(ix *index, spans []int32, bc *brCalls, offset int64, w retryWaits, waited int) *RetriedRefusals {
-	rr := &RetriedRefusals{WaitedCalls: waited, WaitsMS: [2]float64{round3(w.lo), round3(w.hi)}, RefusedTries: TripUnknown}
+	rr := &RetriedRefusals{WaitedCalls: waited, WaitsMS: [2]float64{round3(w.lo), round3(w.hi)}, JoinedGapCalls: w.joined, RefusedTries: TripUnknown}
 	if step := (w.first - w.noise) * 1e6; step > 0 {
 		for k, s := range spans {
 			sp := &ix.spans[s]
@@ -445,8 +467,8 @@ func retriedRefusals(ix *index, spans []int32, bc *brCalls, offset int64, w retr
 			}
 		}
 	}
-	rr.Evidence = fmt.Sprintf("%d calls failed without a request after %.4g–%.4gms, their retry policy's waits through %d attempts: its retry loop retries the breaker's refusals, which send nothing; %d calls sent their first request a wait (%.4gms) or more late and %d gave up with fewer than %d requests a wait or more after their last answer, tries the breaker may have refused, which no span shows",
-		waited, rr.WaitsMS[0], rr.WaitsMS[1], w.attempts, rr.LateStartCalls, w.first, rr.EarlyEndCalls, w.attempts)
+	rr.Evidence = fmt.Sprintf("%d calls failed without a request after %.4g–%.4gms, their retry policy's waits through %d attempts: its retry loop retries the breaker's refusals, which send nothing; %d calls sent their first request a wait (%.4gms) or more late, %d gave up with fewer than %d requests a wait or more after their last answer and %d waited a wait or more longer than the schedule between two requests, tries the breaker may have refused, which no span shows",
+		waited, rr.WaitsMS[0], rr.WaitsMS[1], w.attempts, rr.LateStartCalls, w.first, rr.EarlyEndCalls, w.attempts, rr.JoinedGapCalls)
 	return rr
 }
 

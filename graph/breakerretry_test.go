@@ -120,6 +120,7 @@ func TestRetryAroundBreaker(t *testing.T) {
 				wantEq(t, "waited calls", rr.WaitedCalls, 6)
 				wantEq(t, "late-start calls", rr.LateStartCalls, 4)
 				wantEq(t, "early-end calls", rr.EarlyEndCalls, 2)
+				wantEq(t, "joined-gap calls", rr.JoinedGapCalls, 0)
 				wantEq(t, "refused tries", rr.RefusedTries, TripUnknown)
 				wantEq(t, "trip rule", br.TripRule, TripUnknown)
 				wantEq(t, "trip after", br.TripAfter, 0)
@@ -149,6 +150,13 @@ func TestRetryAroundBreaker(t *testing.T) {
 				wantEq(t, "backoff", e.Backoff.Kind, BackoffConstant)
 				wantEq(t, "jitter", e.Backoff.Jitter, JitterNone)
 				wantEq(t, "server-directed waits", e.RetryAfterHonored, 0)
+				// Every "xro" and "xrx" call: a gap of two waits.
+				if br := e.Breaker; br == nil || br.RetriedRefusals == nil {
+					t.Errorf("breaker %+v, want its retried refusals read", br)
+				} else {
+					wantEq(t, "joined-gap calls", br.RetriedRefusals.JoinedGapCalls, 16)
+					wantEq(t, "fast-failed calls", br.FastFailedCalls, 4)
+				}
 				if e.Backoff.BaseMS < 9.5 || e.Backoff.BaseMS > 10.5 {
 					t.Errorf("base %.3gms, want 10", e.Backoff.BaseMS)
 				}

@@ -168,8 +168,9 @@ func TestTruth(t *testing.T) {
 // as having waited out its retry loop; no more open periods than it had
 // (only those that failed a whole call show); the trip rule unknown (it
 // counts tries, some unseen); and the calls it failed in part (partly)
-// among those that sent their first request late or ended a wait after
-// their last answer.
+// among those that sent their first request late, ended a wait after
+// their last answer, or waited a wait longer than the schedule between
+// two requests.
 func checkRetriedRefusals(t *testing.T, loc string, br *Breaker, fast, periods, partly int) {
 	t.Helper()
 	rr := br.RetriedRefusals
@@ -182,8 +183,9 @@ func checkRetriedRefusals(t *testing.T, loc string, br *Breaker, fast, periods, 
 		t.Errorf("%s: %d open periods, more than the breaker's %d", loc, br.OpenPeriods, periods)
 	case br.TripRule != TripUnknown || br.TripAfter != 0 || rr.RefusedTries != TripUnknown:
 		t.Errorf("%s: trip rule %q after %d, refused tries %q; want both unknown", loc, br.TripRule, br.TripAfter, rr.RefusedTries)
-	case max(rr.LateStartCalls, rr.EarlyEndCalls) > partly || rr.LateStartCalls+rr.EarlyEndCalls < partly:
-		t.Errorf("%s: %d calls started late and %d ended early, want them to cover the %d calls refused in part", loc, rr.LateStartCalls, rr.EarlyEndCalls, partly)
+	case max(rr.LateStartCalls, rr.EarlyEndCalls, rr.JoinedGapCalls) > partly || rr.LateStartCalls+rr.EarlyEndCalls+rr.JoinedGapCalls < partly:
+		t.Errorf("%s: %d calls started late, %d ended early and %d waited long between requests, want them to cover the %d calls refused in part",
+			loc, rr.LateStartCalls, rr.EarlyEndCalls, rr.JoinedGapCalls, partly)
 	}
 }
 

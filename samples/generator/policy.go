@@ -170,15 +170,17 @@ type BreakerPolicy struct {
 
 // failsafeRetryAroundBreaker retries with failsafe-go's HTTP retry policy
 // (failsafehttp.NewRetryPolicyBuilder: transport errors, 429 and 5xx
-// other than 501), at most attempts, delay apart (WithDelay: constant,
-// no jitter), around a failsafe-go circuit breaker that opens after
+// other than 501; a 429's or 503's Retry-After waited instead of the
+// delay), at most attempts, delay apart (WithDelay: constant, no
+// jitter), around a failsafe-go circuit breaker that opens after
 // failures failed attempts in a row, stays open for openFor ± openJitter
 // and closes after successes probes in a row succeeded.
 func failsafeRetryAroundBreaker(attempts int, delay time.Duration, failures int, openFor, openJitter time.Duration, successes int) Policy {
 	return Policy{
-		Library:     libFailsafe,
-		MaxAttempts: attempts,
-		Backoff:     Backoff{Kind: "constant", Base: delay, Jitter: "none"},
+		Library:           libFailsafe,
+		MaxAttempts:       attempts,
+		Backoff:           Backoff{Kind: "constant", Base: delay, Jitter: "none"},
+		HonoursRetryAfter: true,
 		Breaker: &BreakerPolicy{ConsecutiveFailures: failures, OpenFor: openFor, OpenJitter: openJitter, InsideRetries: true,
 			SuccessThreshold: successes},
 	}
