@@ -7,16 +7,19 @@ import (
 
 // retryBreakerTraffic sends requests to gateway one after another, 5ms
 // after the one before ended, each in its own trace; gateway calls
-// payments through a retry loop (10ms between tries) around a circuit
-// breaker. Each call is a word of tries: 'o' a request payments answers
+// payments through a retry loop around a circuit breaker, waiting
+// waits[k-1] ms before try k (10ms each where waits is nil). Each call is a word of tries: 'o' a request payments answers
 // 200 in 2ms, 'x' one it answers 503 in 2ms, 'r' a try the open breaker
 // refuses (no request, no span; the loop still waits before the next).
 // The request ends 0.2ms after its last try, 200 if that succeeded,
 // else 503. slowMS, where a word is 's', is a request that answers 503
 // after that long without calling payments at all (the handler's own
 // failure, not a refused loop).
-func retryBreakerTraffic(b *builder, calls []string, slowMS float64) {
-	const wait, leg = 10.0, 2.0
+func retryBreakerTraffic(b *builder, calls []string, slowMS float64, waits []float64) {
+	const leg = 2.0
+	if waits == nil {
+		waits = []float64{10, 10}
+	}
 	at := 0.0
 	for i, word := range calls {
 		if i > 0 {
@@ -36,7 +39,7 @@ func retryBreakerTraffic(b *builder, calls []string, slowMS float64) {
 		t := at + 0.1
 		for k, try := range word {
 			if k > 0 {
-				t += wait
+				t += waits[k-1]
 			}
 			switch try {
 			case 'o':
@@ -99,7 +102,7 @@ func TestRetryAroundBreaker(t *testing.T) {
 		{
 			name: "calls refused whole after the loop's waits: fast failures, refused tries unknown",
 			build: func(b *builder) {
-				retryBreakerTraffic(b, joinCalls(healthy, retried, outage, healthy, outage, healthy), 0)
+				retryBreakerTraffic(b, joinCalls(healthy, retried, outage, healthy, outage, healthy), 0, nil)
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "gateway", "payments")
@@ -143,7 +146,7 @@ func TestRetryAroundBreaker(t *testing.T) {
 			name: "requests two waits apart, a refused try between them: the schedule stays 10ms constant, unjittered",
 			build: func(b *builder) {
 				joined := []string{"xxx", "rrr", "xro", "xro", "xrx", "xro", "o"}
-				retryBreakerTraffic(b, joinCalls(healthy, retried, joined, healthy, joined, retried, joined, healthy, joined, healthy), 0)
+				retryBreakerTraffic(b, joinCalls(healthy, retried, joined, healthy, joined, retried, joined, healthy, joined, healthy), 0, nil)
 			},
 			check: func(t *testing.T, tp *Topology) {
 				e := edge(t, tp, "gateway", "payments")
@@ -163,10 +166,35 @@ func TestRetryAroundBreaker(t *testing.T) {
 			},
 		},
 		{
+			// 10ms then 20ms: a call refused whole lasts 30ms; a request
+			// sent, a try refused, a request sent lie 30ms apart where
+			// the schedule waits 10.
+			name: "an exponential loop: whole refusals after 30ms, joined gaps against the schedule's first step",
+			build: func(b *builder) {
+				joined := []string{"xxx", "rrr", "xro", "o"}
+				retryBreakerTraffic(b, joinCalls(healthy, retried, joined, healthy, outage, retried, joined, healthy), 0, []float64{10, 20})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "gateway", "payments")
+				wantEq(t, "backoff", e.Backoff.Kind, BackoffExponential)
+				br := e.Breaker
+				if br == nil || br.RetriedRefusals == nil {
+					t.Fatalf("breaker %+v, want its retried refusals read", br)
+				}
+				rr := br.RetriedRefusals
+				wantEq(t, "fast-failed calls", br.FastFailedCalls, 5)
+				wantEq(t, "waited calls", rr.WaitedCalls, 5)
+				wantEq(t, "joined-gap calls", rr.JoinedGapCalls, 2)
+				if rr.WaitsMS[0] > 30.5 || rr.WaitsMS[1] < 30 {
+					t.Errorf("waits %v ms, want about 30 (10 and 20ms)", rr.WaitsMS)
+				}
+			},
+		},
+		{
 			name: "requests failed slowly without calling, after failures: the handler's own, no breaker",
 			build: func(b *builder) {
 				calls := joinCalls(healthy, retried, []string{"xxx", "s", "s", "s", "o"}, healthy, []string{"xxx", "s", "s", "s", "o"}, healthy)
-				retryBreakerTraffic(b, calls, 80)
+				retryBreakerTraffic(b, calls, 80, nil)
 			},
 			check: func(t *testing.T, tp *Topology) {
 				if br := edge(t, tp, "gateway", "payments").Breaker; br != nil && br.Detected {
@@ -178,7 +206,7 @@ func TestRetryAroundBreaker(t *testing.T) {
 			name: "requests failed at once after failures: a breaker around the loop, nothing retried",
 			build: func(b *builder) {
 				calls := joinCalls(healthy, recovered, []string{"xxx", "s", "s", "s", "o"}, healthy, []string{"xxx", "s", "s", "s", "o"}, healthy)
-				retryBreakerTraffic(b, calls, 0.3)
+				retryBreakerTraffic(b, calls, 0.3, nil)
 			},
 			check: func(t *testing.T, tp *Topology) {
 				br := edge(t, tp, "gateway", "payments").Breaker
