@@ -67,6 +67,119 @@ type Breaker struct {
 	// show it opening on or letting calls through after (or "unknown" and
 	// why). Null for other trip rules.
 	FailureRate *FailureRateFit `json:"failure_rate,omitempty"`
+	// RetriedRefusals, where the caller's retry loop wraps the breaker
+	// (failsafe-go's failsafe.With(retryPolicy, circuitBreaker), Polly's
+	// and resilience4j's retry decorating a breaker), is what the traces
+	// show of the tries it refused. Null where no call failed fast
+	// after waiting through its retry policy's waits: a breaker around
+	// the retry loop fails a call at once.
+	RetriedRefusals *RetriedRefusals `json:"retried_refusals,omitempty"`
+}
+
+// RetriedRefusals is what the traces show of a retry loop around a
+// breaker: the loop retries each try the open breaker refuses, after its
+// own wait, and a refused try sends nothing, so no span shows it.
+type RetriedRefusals struct {
+	// WaitedCalls counts the fast-failed calls (FastFailedCalls) that
+	// lasted their retry policy's waits through every retry, WaitsMS
+	// (low, high: the shortest and longest waits the edge's calls show
+	// before each retry, summed): every try refused and retried, nothing
+	// sent.
+	WaitedCalls int        `json:"waited_calls"`
+	WaitsMS     [2]float64 `json:"waits_ms"`
+	// LateStartCalls counts the calls that sent their first request at
+	// least one wait (the shortest before a first retry) later into their
+	// request than calls usually start: tries refused before it, or work
+	// the request did first. EarlyEndCalls counts the calls that failed
+	// with fewer requests than max_attempts and whose request ended at
+	// least one wait after their last answer: tries refused after it, or
+	// work the request did after. Such calls count fewer attempts in the
+	// edge's attempts_histogram than they made, and the gap between two
+	// of their requests may hold several waits.
+	LateStartCalls int `json:"late_start_calls"`
+	EarlyEndCalls  int `json:"early_end_calls"`
+	// JoinedGapCalls counts the calls with a gap between two of their
+	// requests longer than the schedule's wait there (its range's top)
+	// by at least one wait: a try refused between them, the gap joining
+	// its wait and the next, or a wait the server directed.
+	JoinedGapCalls int `json:"joined_gap_calls"`
+	// RefusedTries is "unknown": how many tries the breaker refused
+	// inside calls that did send requests the traces cannot show (a
+	// refused try leaves no span); Evidence says what they do show.
+	RefusedTries string `json:"refused_tries"`
+	Evidence     string `json:"evidence"`
+	// Trip says why the breaker's TripRule is "unknown" (and no
+	// trip_after_failures is given): what its calls alone would read.
+	Trip string `json:"trip"`
+}
+
+// retryWaits is how long a retry loop around a breaker waits when the
+// breaker refuses every try of a call: an open breaker refuses at once
+// and sends nothing, so such a call lasts its policy's waits before
+// retries 1 to attempts−1 and little else. Read from the waits the
+// edge's calls show before each retry (the shortest and the longest at
+// each index, summed, ms), noise being the edge's timing noise; the zero
+// value where the edge does not retry, hedges, has no exact attempt
+// count, or shows no wait before one of its retries.
+type retryWaits struct {
+	lo, hi, first, noise float64
+	attempts             int
+	// joined counts the calls with a gap longer than the schedule's
+	// wait at its index (Backoff.Schedule's range top) by a wait or
+	// more (RetriedRefusals.JoinedGapCalls).
+	joined int
+}
+
+// retryWaitsOf reads an edge's retryWaits from its calls (ec) and its
+// inferred policy (e).
+func retryWaitsOf(ix *index, ec *edgeCalls, e *Edge) retryWaits {
+	if !e.Retries || !e.MaxAttemptsExact || e.MaxAttempts < 2 || e.Hedging != nil {
+		return retryWaits{}
+	}
+	n := e.MaxAttempts - 1
+	lo, hi := make([]float64, n), make([]float64, n)
+	seen := make([]bool, n)
+	for _, c := range ec.calls {
+		as := ix.attemptsOf(c)
+		for i := 1; i < len(as) && i <= n; i++ {
+			g := float64(ix.spans[as[i].span].Start-ix.spans[as[i-1].span].End) / 1e6
+			if !seen[i-1] || g < lo[i-1] {
+				lo[i-1] = g
+			}
+			if !seen[i-1] || g > hi[i-1] {
+				hi[i-1] = g
+			}
+			seen[i-1] = true
+		}
+	}
+	w := retryWaits{first: lo[0], noise: e.Backoff.NoiseMS, attempts: e.MaxAttempts}
+	for i := range n {
+		if !seen[i] {
+			return retryWaits{}
+		}
+		w.lo, w.hi = w.lo+max(lo[i], 0), w.hi+hi[i]
+	}
+	if step := w.first - w.noise; step > 0 && len(e.Backoff.Schedule) > 0 {
+		sched := e.Backoff.Schedule
+		for _, c := range ec.calls {
+			as := ix.attemptsOf(c)
+			for i := 1; i < len(as); i++ {
+				top := sched[min(i, len(sched))-1].RangeMS[1]
+				if float64(ix.spans[as[i].span].Start-ix.spans[as[i-1].span].End)/1e6 >= top+step {
+					w.joined++
+					break
+				}
+			}
+		}
+	}
+	return w
+}
+
+// holds reports whether a request that lasted d (ns) without calling
+// the callee lasted its retry loop's waits, fast (ns) being how long a
+// request takes beyond them.
+func (w retryWaits) holds(d, fast float64) bool {
+	return w.attempts > 0 && d >= (w.lo-w.noise)*1e6 && d <= w.hi*1e6+fast
 }
 
 // BreakerInstances is how an edge's breaker reads across the caller's
@@ -127,7 +240,7 @@ const (
 // operation's requests (requestsByOp), the lists merge, and the reduce
 // puts them in time order (ties by trace and span id, whatever order the
 // shards merged in) and reads each request's calls.
-func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float64) []*Breaker {
+func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float64, waits []retryWaits) []*Breaker {
 	bySrc := mapShards(ix, ix.requestsByOp, func(sum, p map[node][]int32) {
 		for n, l := range p {
 			sum[n] = append(sum[n], l...)
@@ -158,7 +271,7 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 		spans := bySrc[n]
 		clear(states)
 		for _, ei := range eis {
-			states[ei] = &brCalls{make([]uint8, len(spans)), make([]int64, len(spans)), make([]int64, len(spans))}
+			states[ei] = &brCalls{make([]uint8, len(spans)), make([]int64, len(spans)), make([]int64, len(spans)), make([]uint8, len(spans))}
 		}
 		// Which requests called each edge, whether the call failed, when
 		// it was made and when its last answer came (when a breaker around
@@ -180,7 +293,9 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 				case bc.state[k] == noCall:
 					bc.state[k] = callOK
 				}
-				for _, a := range ix.attemptsOf(cl) {
+				atts := ix.attemptsOf(cl)
+				bc.sent[k] = uint8(min(int(bc.sent[k])+len(atts), 255))
+				for _, a := range atts {
 					as := &ix.spans[a.span]
 					if bc.start[k] == 0 || as.Start < bc.start[k] {
 						bc.start[k] = as.Start
@@ -190,10 +305,10 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 			}
 		}
 		for _, ei := range eis {
-			out[ei] = breakerOf(ix, spans, states[ei], tails[ei], false)
+			out[ei] = breakerOf(ix, spans, states[ei], tails[ei], waits[ei], false)
 			if b := out[ei]; b != nil && b.TripRule == TripFailureRate {
 				// Read again, keeping what each request did, to size it.
-				out[ei] = breakerOf(ix, spans, states[ei], tails[ei], true)
+				out[ei] = breakerOf(ix, spans, states[ei], tails[ei], waits[ei], true)
 			}
 		}
 	}
@@ -246,10 +361,11 @@ const (
 // brCalls is what each of a caller operation's requests (in start order)
 // did with one edge's callee: state, and for those that called it when the
 // call was made (its first attempt's start) and when its result came in
-// (its last answer's end), ns.
+// (its last answer's end), ns, and how many requests it sent (to 255).
 type brCalls struct {
 	state      []uint8
 	start, end []int64
+	sent       []uint8
 }
 
 // breakerOf reads one edge's breaker from its caller operation's requests
@@ -276,7 +392,11 @@ type brCalls struct {
 // (a half-open breaker lets one call through) belong to the same period.
 // On traffic sent one request at a time this is the reading in start
 // order.
-func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *Breaker {
+//
+// Where the caller's retry loop wraps the breaker (w, the loop's waits),
+// a request whose every try the breaker refused lasts the loop's waits
+// rather than failing fast: it counts as failed fast too.
+func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, w retryWaits, size bool) *Breaker {
 	state := bc.state
 	var called []float64
 	for k, s := range spans {
@@ -298,12 +418,58 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, size bool) *
 	slices.Sort(offsets)
 	offset := int64(max(quantile(offsets, 0.5), 0))
 	var rs []*brReading
+	waited := 0
 	for _, g := range instanceGroups(ix, spans, bc) {
-		r := readBreaker(ix, g.spans, g.calls, fast, offset, size)
+		r := readBreaker(ix, g.spans, g.calls, fast, offset, w, size)
 		r.instance, r.named = g.instance, g.named
 		rs = append(rs, r)
+		waited += r.waited
 	}
-	return decideBreaker(ix, rs, size)
+	b := decideBreaker(ix, rs, size)
+	if b != nil && b.Detected && waited > 0 {
+		b.RetriedRefusals = retriedRefusals(ix, spans, bc, offset, w, waited)
+		// A breaker inside the retry loop counts tries, and its refused
+		// tries leave no span: failed calls in a row do not size it,
+		// nor do the calls it let through tell its rule.
+		b.RetriedRefusals.Trip = fmt.Sprintf("unknown: the breaker counts tries, not calls, and refuses some unseen; read by call it opened after %d failed calls in a row at fewest, %s",
+			b.TripAfter, tripReading(b))
+		b.TripRule, b.TripAfter, b.PassedRuns, b.FailureRate = TripUnknown, 0, 0, nil
+	}
+	return b
+}
+
+// tripReading says what a breaker's calls alone would read its rule as.
+func tripReading(b *Breaker) string {
+	if b.TripRule == TripFailureRate {
+		return fmt.Sprintf("and let %d calls through after as many (which no count of failed calls in a row explains)", b.PassedRuns)
+	}
+	return "and never let one through after as many"
+}
+
+// retriedRefusals is what the traces show of a retry loop around a
+// breaker (w its waits) that failed waited calls fast after their
+// waits: the calls whose first request left a wait late, and those that
+// gave up early a wait after their last answer (bc, in start order;
+// offset the usual time from a request's start to its call's, ns).
+func retriedRefusals(ix *index, spans []int32, bc *brCalls, offset int64, w retryWaits, waited int) *RetriedRefusals {
+	rr := &RetriedRefusals{WaitedCalls: waited, WaitsMS: [2]float64{round3(w.lo), round3(w.hi)}, JoinedGapCalls: w.joined, RefusedTries: TripUnknown}
+	if step := (w.first - w.noise) * 1e6; step > 0 {
+		for k, s := range spans {
+			sp := &ix.spans[s]
+			if bc.state[k] == noCall {
+				continue
+			}
+			if float64(bc.start[k]-sp.Start-offset) >= step {
+				rr.LateStartCalls++
+			}
+			if bc.state[k] == callFailed && int(bc.sent[k]) < w.attempts && float64(sp.End-bc.end[k]) >= step {
+				rr.EarlyEndCalls++
+			}
+		}
+	}
+	rr.Evidence = fmt.Sprintf("%d calls failed without a request after %.4g–%.4gms, their retry policy's waits through %d attempts: its retry loop retries the breaker's refusals, which send nothing; %d calls sent their first request a wait (%.4gms) or more late, %d gave up with fewer than %d requests a wait or more after their last answer and %d waited a wait or more longer than the schedule between two requests, tries the breaker may have refused, which no span shows",
+		waited, rr.WaitsMS[0], rr.WaitsMS[1], w.attempts, rr.LateStartCalls, w.first, rr.EarlyEndCalls, w.attempts, rr.JoinedGapCalls)
+	return rr
 }
 
 // brGroup is the requests of one caller instance (in start order) and
@@ -340,6 +506,7 @@ func instanceGroups(ix *index, spans []int32, bc *brCalls) []brGroup {
 		g.calls.state = append(g.calls.state, bc.state[k])
 		g.calls.start = append(g.calls.start, bc.start[k])
 		g.calls.end = append(g.calls.end, bc.end[k])
+		g.calls.sent = append(g.calls.sent, bc.sent[k])
 	}
 	slices.SortFunc(groups, func(a, b brGroup) int { return strings.Compare(ix.str(a.instance), ix.str(b.instance)) })
 	for i := range groups {
@@ -372,19 +539,26 @@ type brReading struct {
 	healthy, tripped, healthyFast int
 	calls                         int
 	evs                           []brEvent
+	// waited counts the requests failed fast that lasted the retry
+	// loop's waits (retryWaits), not failing fast at once; refusedTries
+	// the tries the breaker refused in the requests it failed fast: one
+	// each, or for a waited one every try its loop makes.
+	waited, refusedTries int
 }
 
 // readBreaker reads one breaker from its requests in start order and what
 // each did with the callee (bc): fast is the duration below which an
 // answer without the call is fast (ns), offset the median time from a
-// request's start to its call's.
-func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int64, size bool) *brReading {
+// request's start to its call's, w the waits of a retry loop around the
+// breaker, which an answer without the call may last too.
+func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int64, w retryWaits, size bool) *brReading {
 	state := bc.state
 	r := &brReading{}
 	// The requests' moments in time order (results before starts and
 	// fast failures at the same moment: the breaker heard the result,
 	// then decided).
 	tl := brTimeline{ix: ix, spans: spans, end: bc.end, offset: offset, fast: make([]bool, len(spans))}
+	var waited []bool // requests failed fast after the retry loop's waits
 	for k, s := range spans {
 		sp := &ix.spans[s]
 		switch {
@@ -394,9 +568,21 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 		default:
 			// An open breaker answers as a server error (503, 500): a
 			// quick 4xx is the request's own fault, not a breaker's.
-			if o, _ := classify(ix, s, s); o == outcomeRetryable && float64(sp.Duration()) < fast {
+			o, _ := classify(ix, s, s)
+			if o != outcomeRetryable {
+				continue
+			}
+			d := float64(sp.Duration())
+			slow := d >= fast && w.holds(d, fast)
+			if d < fast || slow {
 				tl.fasts = append(tl.fasts, int32(k))
 				tl.fast[k] = true
+			}
+			if slow {
+				if waited == nil {
+					waited = make([]bool, len(spans))
+				}
+				waited[k] = true
 			}
 		}
 	}
@@ -511,6 +697,12 @@ func readBreaker(ix *index, spans []int32, bc *brCalls, fast float64, offset int
 				st, since, held = brOpen, trippedAt, 0
 			}
 			b.FastFailedCalls++
+			if waited != nil && waited[e.k] {
+				r.waited++
+				r.refusedTries += w.attempts
+			} else {
+				r.refusedTries++
+			}
 			if st == brOpen {
 				lastFast = sp.Start
 			}
@@ -556,8 +748,9 @@ func decideBreaker(ix *index, rs []*brReading, size bool) *Breaker {
 	b := &Breaker{}
 	var opens, unclosed []float64
 	var passed []passedRun
-	var healthy, tripped, healthyFast int
+	var healthy, tripped, healthyFast, refusedTries int
 	for _, r := range rs {
+		refusedTries += r.refusedTries
 		b.FastFailedCalls += r.b.FastFailedCalls
 		b.OpenPeriods += r.b.OpenPeriods
 		if r.b.TripAfter > 0 && (b.TripAfter == 0 || r.b.TripAfter < b.TripAfter) {
@@ -576,10 +769,12 @@ func decideBreaker(ix *index, rs []*brReading, size bool) *Breaker {
 	// Fast failures must be far likelier after failures in a row than
 	// while the callee is healthy (at most a fifth as likely there).
 	ownFailures := float64(healthyFast)*float64(max(tripped, 1)) >= 0.2*float64(b.FastFailedCalls)*float64(max(healthy, 1))
-	// And an open breaker fails every request until its probe: fast
-	// failures come in runs, not one at a time among failed calls.
+	// And an open breaker refuses every try until its probe: refusals
+	// come in runs, not one at a time among failed calls (a request
+	// failed after its retry loop's waits is a run of its own: each of
+	// its tries refused).
 	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && !ownFailures &&
-		2*b.FastFailedCalls >= 3*b.OpenPeriods
+		2*refusedTries >= 3*b.OpenPeriods
 	if !b.Detected {
 		if b.LongestFailureRun < minAbsentRun {
 			return nil // too few failures in a row to tell

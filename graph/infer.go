@@ -107,11 +107,15 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	}
 	// The edges' late-tail noise goes to the breakers' reading of fast
 	// answers; it is not part of the topology (nor of its JSON).
+	// The waits of each edge's retry loop: a loop around a breaker waits
+	// them out when the breaker refuses every try of a call.
 	tails := make([]float64, len(ecs))
-	for i := range ecs {
+	waits := make([]retryWaits, len(ecs))
+	for i, ec := range ecs {
 		tails[i], t.Edges[i].noiseTail = t.Edges[i].noiseTail, 0
+		waits[i] = retryWaitsOf(ix, ec, &t.Edges[i])
 	}
-	for i, b := range breakers(ix, ecs, byServer, tails) {
+	for i, b := range breakers(ix, ecs, byServer, tails, waits) {
 		if n := t.Edges[i].proxyShed; n > 0 {
 			if b == nil {
 				b = &Breaker{}

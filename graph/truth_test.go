@@ -74,6 +74,12 @@ type truth struct {
 			// Instances, for a caller run as several instances: each
 			// one's own breaker.
 			Instances []truthInstance `json:"instances"`
+			// InsideRetries: the breaker sits inside the retry loop
+			// (failsafe-go's failsafe.With(retryPolicy, circuitBreaker)),
+			// counting tries; PartlyRefusedCalls sent some requests and
+			// had other tries refused.
+			InsideRetries      bool `json:"inside_retries"`
+			PartlyRefusedCalls int  `json:"partly_refused_calls"`
 		} `json:"breaker"`
 		// RetryQuota: a retry budget the edge's calls share (the AWS
 		// SDK's token bucket); RefusedCalls ended failing with attempts
@@ -167,6 +173,32 @@ func TestTruth(t *testing.T) {
 	}
 }
 
+// checkRetriedRefusals holds the breaker read on an edge whose retry loop
+// wraps it (br) to its truth: every call it failed whole, none other, read
+// as having waited out its retry loop; no more open periods than it had
+// (only those that failed a whole call show); the trip rule unknown (it
+// counts tries, some unseen); and the calls it failed in part (partly)
+// among those that sent their first request late, ended a wait after
+// their last answer, or waited a wait longer than the schedule between
+// two requests.
+func checkRetriedRefusals(t *testing.T, loc string, br *Breaker, fast, periods, partly int) {
+	t.Helper()
+	rr := br.RetriedRefusals
+	switch {
+	case rr == nil:
+		t.Errorf("%s: breaker %+v, want its retried refusals read", loc, *br)
+	case br.FastFailedCalls != fast || rr.WaitedCalls != fast:
+		t.Errorf("%s: %d calls failed fast, %d of them after the retry loop's waits; want %d, all", loc, br.FastFailedCalls, rr.WaitedCalls, fast)
+	case br.OpenPeriods > periods:
+		t.Errorf("%s: %d open periods, more than the breaker's %d", loc, br.OpenPeriods, periods)
+	case br.TripRule != TripUnknown || br.TripAfter != 0 || rr.RefusedTries != TripUnknown:
+		t.Errorf("%s: trip rule %q after %d, refused tries %q; want both unknown", loc, br.TripRule, br.TripAfter, rr.RefusedTries)
+	case max(rr.LateStartCalls, rr.EarlyEndCalls, rr.JoinedGapCalls) > partly || rr.LateStartCalls+rr.EarlyEndCalls+rr.JoinedGapCalls < partly:
+		t.Errorf("%s: %d calls started late, %d ended early and %d waited long between requests, want them to cover the %d calls refused in part",
+			loc, rr.LateStartCalls, rr.EarlyEndCalls, rr.JoinedGapCalls, partly)
+	}
+}
+
 // TestHeldOutTruth holds inference to the truth of captures kept out of
 // samples/ (graph/testdata/*/truth.json beside traces.otlp.jsonl.gz):
 // axios-retry-late is the axios-retry scenario captured again on a busy
@@ -177,7 +209,9 @@ func TestTruth(t *testing.T) {
 // it (read as a hedge of a POST with a 50us allowance);
 // nice-grpc-retry-cap a nice-grpc-retry capture whose cap at the fourth
 // step did not stand out, where the first and last steps gave ×1.75 for
-// the configured ×2.
+// the configured ×2; retry-around-breaker failsafe-go's retry policy
+// around its circuit breaker (the breaker counts tries, and the loop
+// retries its refusals: calls failed whole after the loop's waits).
 func TestHeldOutTruth(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*", "truth.json"))
 	if len(files) == 0 {
@@ -318,6 +352,8 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 				switch b := te.Breaker; {
 				case b != nil && (e.Breaker == nil || !e.Breaker.Detected):
 					t.Errorf("%s: breaker %+v, want one detected", loc, e.Breaker)
+				case b != nil && b.InsideRetries:
+					checkRetriedRefusals(t, loc, e.Breaker, b.FastFailedCalls, b.OpenPeriods, b.PartlyRefusedCalls)
 				case b != nil && b.ConsecutiveFailures > 0 && (e.Breaker.FastFailedCalls != b.FastFailedCalls || e.Breaker.TripAfter != b.ConsecutiveFailures || e.Breaker.TripRule != TripConsecutive):
 					t.Errorf("%s: breaker fast-failed %d calls after %d failures (%s), want %d after %d in a row", loc,
 						e.Breaker.FastFailedCalls, e.Breaker.TripAfter, e.Breaker.TripRule, b.FastFailedCalls, b.ConsecutiveFailures)

@@ -298,6 +298,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		} else if br := e.Breaker; br != nil && br.Detected && br.Instances != nil && (br.Instances.WithBreaker > 1 || br.TripRule == graph.TripUnknown) {
 			m.Assumed = append(m.Assumed, oneBreakerNote(e))
 		}
+		if br := e.Breaker; br != nil && br.Detected && br.RetriedRefusals != nil {
+			m.Assumed = append(m.Assumed, retriedRefusalsNote(e))
+		}
 		if br := e.Breaker; br != nil && br.Detected && br.TripRule == graph.TripFailureRate {
 			note, err := failureRateNote(e, ed.Policy.Breaker)
 			if err != nil {
@@ -954,6 +957,15 @@ func oneBreakerNote(e graph.Edge) string {
 		note += "; unknown: " + strings.Join(br.Instances.Unknown, "; ")
 	}
 	return note
+}
+
+// retriedRefusalsNote says how the replay runs a breaker the traces show
+// inside the caller's retry loop (graph.RetriedRefusals): as one around
+// the call, which the traces size only in calls.
+func retriedRefusalsNote(e graph.Edge) string {
+	return fmt.Sprintf("%s → %s %s: the caller's retry loop wraps its circuit breaker (%d calls failed after waiting out the loop's retries, nothing sent): "+
+		"the breaker counts tries, some of which the traces do not show, so the replay runs it around the call (%s), failing a call at once where the loop waited and probed",
+		e.Caller, e.Callee, e.Operation, e.Breaker.RetriedRefusals.WaitedCalls, breakerSetting(e.Breaker))
 }
 
 // breakerSetting is the setting the replay runs a traced breaker with,

@@ -173,6 +173,35 @@ func TestProxyShedIsNoted(t *testing.T) {
 	}
 }
 
+// TestRetriedRefusalsAreNoted: a breaker the traces show inside the
+// caller's retry loop (its refusals retried) is replayed around the call,
+// and the notes say so; one around the loop gets no such note.
+func TestRetriedRefusalsAreNoted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rr   *graph.RetriedRefusals
+		want bool
+	}{
+		{"inside the loop", &graph.RetriedRefusals{WaitedCalls: 4, RefusedTries: graph.TripUnknown}, true},
+		{"around the loop", nil, false},
+	} {
+		top := sampleTopology(t, "retry-everywhere")
+		e := &top.Edges[0]
+		e.Breaker = &graph.Breaker{Detected: true, FastFailedCalls: 4, OpenPeriods: 3, TripRule: graph.TripConsecutive, TripAfter: 2, OpenMS: 20, RetriedRefusals: tc.rr}
+		if tc.rr != nil {
+			e.Breaker.TripRule, e.Breaker.TripAfter = graph.TripUnknown, 0
+		}
+		m, err := FromTopology(top, BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		note := e.Caller + " → " + e.Callee + " " + e.Operation + ": the caller's retry loop wraps its circuit breaker (4 calls failed after waiting out the loop's retries"
+		if got := strings.Contains(strings.Join(m.Assumed, "\n"), note); got != tc.want {
+			t.Errorf("%s: note %v, want %v (notes %q)", tc.name, got, tc.want, m.Assumed)
+		}
+	}
+}
+
 // TestObservedScheduleKinds: a linear or Fibonacci backoff the traces
 // show replays as that formula with its increment, jitter on top; a
 // schedule no one kind fits replays its steps as read (the last for

@@ -380,7 +380,8 @@ func hedgingText(h *graph.Hedging) string {
 
 // breakerText is "opened 3×, 13 fast-failed" (" on 2 of 3 instances"
 // after it where the traces name the caller's instances, "…, trip rule
-// unknown" where they disagree on it, "…, on a failure rate" where
+// unknown" where they disagree on it, "…, inside the caller's retry
+// loop (…)" where the loop retries its refusals (Breaker.RetriedRefusals), "…, on a failure rate" where
 // the traces show it does not count failures in a row, whose threshold a
 // reader would otherwise assume, with the shares and windows that fit,
 // "(39.6%–67.9% over 242–494ms)", or "(unsized)"), "none (12 failed in a row)" when
@@ -400,7 +401,10 @@ func breakerText(b *graph.Breaker) string {
 		if in := b.Instances; in != nil {
 			rule = fmt.Sprintf(" on %d of %d instances", in.WithBreaker, in.Calling)
 		}
-		if b.TripRule == graph.TripUnknown {
+		switch {
+		case b.RetriedRefusals != nil:
+			rule += ", inside the caller's retry loop (refused tries and trip rule unknown)"
+		case b.TripRule == graph.TripUnknown:
 			rule += ", trip rule unknown (the instances disagree)"
 		}
 		if b.TripRule == graph.TripFailureRate {

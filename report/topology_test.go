@@ -419,6 +419,9 @@ func TestTextHelpers(t *testing.T) {
 		{"breaker per instance, rule unknown", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 9, FastFailedCalls: 60, TripAfter: 3, TripRule: graph.TripUnknown,
 			Instances: &graph.BreakerInstances{WithBreaker: 2, Calling: 2, Unknown: []string{"trip rule: …"}}}),
 			"opened 9×, 60 fast-failed on 2 of 2 instances, trip rule unknown (the instances disagree)"},
+		{"breaker inside the retry loop", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 5, FastFailedCalls: 5, TripRule: graph.TripUnknown,
+			RetriedRefusals: &graph.RetriedRefusals{WaitedCalls: 5, RefusedTries: graph.TripUnknown}}),
+			"opened 5×, 5 fast-failed, inside the caller's retry loop (refused tries and trip rule unknown)"},
 		{"breaker on a failure rate and a proxy limit", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripRule: graph.TripFailureRate, ProxyShed: 2}),
 			"opened 4×, 38 fast-failed, on a failure rate; proxy limit shed 2 (UO)"},
 	} {

@@ -20,6 +20,8 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/cristalhq/hedgedhttp"
 	"github.com/eapache/go-resiliency/retrier"
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"github.com/go-resty/resty/v2"
@@ -93,7 +95,10 @@ type caller struct {
 	send   func(context.Context, request) (result, error)
 	stats  *edgeStats
 	cb     *gobreaker.CircuitBreaker[result]       // only with Policy.Breaker
-	hedge  hedgepolicy.HedgePolicy[*http.Response] // only for libFailsafe
+	hedge  hedgepolicy.HedgePolicy[*http.Response] // only for libFailsafe with a Hedge
+	// fcb is failsafe-go's circuit breaker inside the retry loop (only
+	// with a Breaker InsideRetries).
+	fcb circuitbreaker.CircuitBreaker[*http.Response]
 	// replicas are the callee's base URLs, one per replica (base is the first).
 	replicas []string
 	// instance is the service.instance.id of the caller's instance that
@@ -161,6 +166,11 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 		})
 		c.send = c.sendAWS
 	case libFailsafe:
+		if p.breakerInside() {
+			c.fcb = c.failsafeBreaker()
+			c.send = c.sendFailsafeRetry
+			break
+		}
 		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
 		c.send = c.sendHedged
 	case libHedgedhttp:
@@ -195,7 +205,7 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 	default:
 		c.send = c.attempt
 	}
-	if b := p.Breaker; b != nil {
+	if b := p.Breaker; b != nil && !b.InsideRetries {
 		c.cb = gobreaker.NewCircuitBreaker[result](gobreaker.Settings{
 			Name:        e.Caller + "→" + e.Callee,
 			MaxRequests: 1,
@@ -207,6 +217,63 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 		})
 	}
 	return c
+}
+
+// failsafeBreaker is failsafe-go's circuit breaker for the edge's
+// attempts: a transport error or a 5xx answer is a failure,
+// ConsecutiveFailures of them in a row open it for OpenFor ± OpenJitter, after which
+// it lets SuccessThreshold probes through (half-open) and closes once
+// they all succeeded; a failed probe opens it again. Its listeners write
+// the truth's open periods.
+func (c *caller) failsafeBreaker() circuitbreaker.CircuitBreaker[*http.Response] {
+	b := c.edge.Policy.Breaker
+	return circuitbreaker.NewBuilder[*http.Response]().
+		HandleIf(func(resp *http.Response, err error) bool { return err != nil || resp != nil && resp.StatusCode >= 500 }).
+		WithFailureThreshold(uint(b.ConsecutiveFailures)).
+		WithDelay(b.OpenFor).
+		WithJitter(b.OpenJitter).
+		WithSuccessThreshold(uint(b.SuccessThreshold)).
+		OnOpen(func(circuitbreaker.StateChangedEvent) { c.stats.breakerState(true) }).
+		OnHalfOpen(func(circuitbreaker.StateChangedEvent) { c.stats.breakerHalfOpen() }).
+		OnClose(func(circuitbreaker.StateChangedEvent) { c.stats.breakerState(false) }).
+		Build()
+}
+
+// sendFailsafeRetry sends r through failsafe-go's HTTP retry policy
+// around the edge's circuit breaker (failsafe.With(retryPolicy,
+// circuitBreaker) through failsafehttp): every attempt asks the breaker
+// first, and one it refuses (circuitbreaker.ErrOpen, nothing sent) is a
+// failed attempt the retry policy retries after its delay like any
+// other. The retry policy is built for each call, so that its
+// OnRetryScheduled listener logs this call's tries: which the breaker
+// refused, and the delay chosen after each.
+func (c *caller) sendFailsafeRetry(ctx context.Context, r request) (result, error) {
+	p := c.edge.Policy
+	log, _ := ctx.Value(attemptLogKey{}).(*attemptLog)
+	rp := failsafehttp.NewRetryPolicyBuilder().
+		WithMaxAttempts(p.MaxAttempts).
+		WithDelay(p.Backoff.Base).
+		ReturnLastFailure().
+		OnRetryScheduled(func(e failsafe.ExecutionScheduledEvent[*http.Response]) {
+			if resp := e.LastResult(); resp != nil {
+				// A failed answer the retry policy drops: read it, so
+				// that its connection is reused.
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			log.try(errors.Is(e.LastError(), circuitbreaker.ErrOpen), e.Delay)
+		}).
+		Build()
+	req, err := r.build(ctx)
+	if err != nil {
+		return result{}, err
+	}
+	resp, err := failsafehttp.NewRequest(req, c.client, rp, c.fcb).Do()
+	log.try(errors.Is(err, circuitbreaker.ErrOpen), 0)
+	if err != nil {
+		return result{}, err
+	}
+	return readResult(resp)
 }
 
 // hedgedTransport is hedgedhttp's round tripper over rt, sending up to
@@ -521,6 +588,20 @@ type attemptLog struct {
 	// start and end of each attempt's round trip, for how late the waits
 	// between them came (scheduling noise on a busy host).
 	start, end []time.Time
+	// refusedTry, for a retry loop around a breaker, is each try of the
+	// call in turn: whether the breaker refused it (nothing sent); delay
+	// the wait the retry policy chose after it (0 after the last).
+	refusedTry []bool
+	delay      []time.Duration
+}
+
+// try logs one try of a retry loop around a breaker: whether the breaker
+// refused it, and the delay chosen after it.
+func (l *attemptLog) try(refused bool, delay time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refusedTry = append(l.refusedTry, refused)
+	l.delay = append(l.delay, delay)
 }
 
 // add logs one attempt.
@@ -615,6 +696,18 @@ type edgeStats struct {
 	breakerOpen        bool
 	// breakerOpened counts the breaker's changes to open (OnStateChange).
 	breakerOpened int
+	// For a breaker inside the retry loop: breakerHalfOpened counts its
+	// changes to half-open (OnHalfOpen), refusedTries the tries it
+	// refused (nothing sent), partlyRefused the calls that sent some
+	// requests and had others refused, joinedWaits the gaps between two
+	// requests of a call with refused tries between them (several of
+	// the policy's waits joined, counted apart from waits), and
+	// triesPerCall[n] the calls that made n tries, sent or refused.
+	breakerHalfOpened int
+	refusedTries      int
+	partlyRefused     int
+	joinedWaits       int
+	triesPerCall      []int
 	// instances, on the stats merged from the callers of a caller's
 	// instances (add), is each instance's breaker.
 	instances []truthInstanceBreaker
@@ -650,6 +743,24 @@ func (s *edgeStats) fastFailed() {
 		s.breakerOpenPeriods++
 		s.breakerOpen = false
 	}
+}
+
+// refusedTry counts a try an open breaker inside the retry loop refused,
+// and the open period it belongs to.
+func (s *edgeStats) refusedTry() {
+	s.refusedTries++
+	if s.breakerOpen {
+		s.breakerOpenPeriods++
+		s.breakerOpen = false
+	}
+}
+
+// breakerHalfOpen records a breaker's change to half-open.
+func (s *edgeStats) breakerHalfOpen() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.breakerHalfOpened++
+	s.breakerOpen = false
 }
 
 // breakerState records a breaker's state change: whether it opened.
@@ -726,6 +837,10 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 	n := len(log.statuses)
 	s.attempts += n
 	s.transportResends += log.resent
+	if p.breakerInside() {
+		s.recordTries(ctx, p, log)
+		return
+	}
 	if p.Hedge != nil {
 		if log.started > 1 {
 			s.hedgedCalls++
@@ -752,6 +867,49 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 	}
 	if n == p.MaxAttempts && ctx.Err() == nil {
 		if last := log.statuses[n-1]; last == 0 || retryableStatus(last) {
+			s.exhausted++
+		}
+	}
+}
+
+// recordTries records a call of a retry loop around a breaker from its
+// tries (log.refusedTry), the requests it sent being the tries the
+// breaker let through, in order: a call that sent none was failed fast;
+// a wait is the gap between two requests sent by consecutive tries
+// (before the later's index), a joined wait one with refused tries
+// between them. s.mu and log.mu are held.
+func (s *edgeStats) recordTries(ctx context.Context, p Policy, log *attemptLog) {
+	sent, refused := len(log.statuses), 0
+	prev, j := -1, 0 // the try index of the latest request sent; the next request's index among those sent
+	for i, r := range log.refusedTry {
+		if r {
+			refused++
+			s.refusedTry()
+			continue
+		}
+		switch {
+		case prev < 0:
+		case prev == i-1:
+			s.waits = addAt(s.waits, i, 1)
+			if want, ok := p.intendedWait(i); ok {
+				late := float64(log.start[j].Sub(log.end[j-1])-want) / float64(time.Millisecond)
+				s.lateMS = max(s.lateMS, late)
+			}
+		default:
+			s.joinedWaits++
+		}
+		prev, j = i, j+1
+	}
+	s.triesPerCall = addAt(s.triesPerCall, len(log.refusedTry), 1)
+	switch {
+	case sent == 0:
+		s.breakerFastFails++
+	case refused > 0:
+		s.partlyRefused++
+	}
+	n := len(log.refusedTry)
+	if n == p.MaxAttempts && ctx.Err() == nil {
+		if log.refusedTry[n-1] || retryableStatus(log.statuses[sent-1]) || log.statuses[sent-1] == 0 {
 			s.exhausted++
 		}
 	}

@@ -180,6 +180,10 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 		if c.edge.Policy.Quota != nil {
 			fmt.Fprintf(&b, ", refused a retry by the quota: %d", c.stats.quotaRefused)
 		}
+		if c.edge.Policy.breakerInside() {
+			fmt.Fprintf(&b, ", breaker opened %d times (%d refusing), refused %d tries, failed %d calls fast, %d partly, %d joined waits",
+				c.stats.breakerOpened, c.stats.breakerOpenPeriods, c.stats.refusedTries, c.stats.breakerFastFails, c.stats.partlyRefused, c.stats.joinedWaits)
+		}
 		b.WriteString("\n")
 	}
 	if requireInferable {

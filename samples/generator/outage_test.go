@@ -125,6 +125,47 @@ func TestBreakerInstancesRun(t *testing.T) {
 	}
 }
 
+// TestRetryAroundBreakerRun runs retry-around-breaker end to end: the
+// breaker inside failsafe-go's retry loop refused tries, failing some
+// calls whole (no request traced) and others in part; every try is a
+// request sent or one refused, as the truth's tries per call count them,
+// and the calls traced are those that sent a request.
+func TestRetryAroundBreakerRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the mesh for about 2s")
+	}
+	sc := retryAroundBreaker()
+	dir, b := runBreakerScenario(t, sc)
+	if b == nil || !b.InsideRetries || b.Opened < 3 || b.FastFailedCalls == 0 || b.PartlyRefusedCalls == 0 {
+		t.Fatalf("breaker truth %+v, want one inside the retry loop that opened at least 3 times, failing calls whole and in part", b)
+	}
+	var tr truth
+	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	var te truthEdge
+	for _, e := range tr.Edges {
+		if e.Breaker != nil {
+			te = e
+		}
+	}
+	tries, calls := 0, 0
+	for n, k := range b.TriesPerCall {
+		tries, calls = tries+n*k, calls+k
+		if n > te.MaxAttempts && k > 0 {
+			t.Errorf("%d calls made %d tries, more than the policy's %d", k, n, te.MaxAttempts)
+		}
+	}
+	if tries != te.Attempts+b.RefusedTries || calls != sc.rootRequests() {
+		t.Errorf("%d tries in %d calls, want the %d requests sent and %d refused in %d calls", tries, calls, te.Attempts, b.RefusedTries, sc.rootRequests())
+	}
+	if b.RefusedTries < te.MaxAttempts*b.FastFailedCalls {
+		t.Errorf("%d tries refused, fewer than the %d tries of the %d calls failed whole", b.RefusedTries, te.MaxAttempts*b.FastFailedCalls, b.FastFailedCalls)
+	}
+	traced := callsInTraces(readJSONL(t, filepath.Join(dir, fileOTLPJSON)))["api inventory GET /inventory/{sku}"]
+	if len(traced)+b.FastFailedCalls != sc.rootRequests() {
+		t.Errorf("%d inventory calls traced and %d failed whole, want %d root requests", len(traced), b.FastFailedCalls, sc.rootRequests())
+	}
+}
+
 // runBreakerScenario runs sc, renamed short, into a temporary directory,
 // and returns the directory of its run and the breaker its truth.json
 // records (nil: none).

@@ -146,13 +146,48 @@ func (p Policy) requests() int {
 	return p.MaxAttempts
 }
 
-// BreakerPolicy configures a gobreaker circuit breaker.
+// BreakerPolicy configures a circuit breaker: gobreaker's around the
+// retrying call, or failsafe-go's inside the retry loop (InsideRetries).
 type BreakerPolicy struct {
-	// ConsecutiveFailures failed calls in a row open it.
+	// ConsecutiveFailures failed calls in a row open it (failed attempts,
+	// where it is InsideRetries).
 	ConsecutiveFailures int
-	// OpenFor is how long it stays open before it lets one probe through.
-	OpenFor time.Duration
+	// OpenFor is how long it stays open before it lets a probe through;
+	// OpenJitter moves each open period by up to ± that much (failsafe-go's
+	// WithJitter: U[−j, j) added to OpenFor), 0 for none.
+	OpenFor, OpenJitter time.Duration
+	// InsideRetries puts the breaker inside the retry loop, as
+	// failsafe-go's failsafe.With(retryPolicy, circuitBreaker) composes
+	// them: it counts and refuses attempts, not calls, and the retry
+	// policy retries its refusals after its own backoff, so while it is
+	// open a call sends fewer requests than it makes attempts.
+	InsideRetries bool
+	// SuccessThreshold is how many probes in a row must succeed while it
+	// is half-open to close it (failsafe-go's WithSuccessThreshold; it
+	// lets that many through at once); 0 for gobreaker's one probe.
+	SuccessThreshold int
 }
+
+// failsafeRetryAroundBreaker retries with failsafe-go's HTTP retry policy
+// (failsafehttp.NewRetryPolicyBuilder: transport errors, 429 and 5xx
+// other than 501; a 429's or 503's Retry-After waited instead of the
+// delay), at most attempts, delay apart (WithDelay: constant, no
+// jitter), around a failsafe-go circuit breaker that opens after
+// failures failed attempts in a row, stays open for openFor ± openJitter
+// and closes after successes probes in a row succeeded.
+func failsafeRetryAroundBreaker(attempts int, delay time.Duration, failures int, openFor, openJitter time.Duration, successes int) Policy {
+	return Policy{
+		Library:           libFailsafe,
+		MaxAttempts:       attempts,
+		Backoff:           Backoff{Kind: "constant", Base: delay, Jitter: "none"},
+		HonoursRetryAfter: true,
+		Breaker: &BreakerPolicy{ConsecutiveFailures: failures, OpenFor: openFor, OpenJitter: openJitter, InsideRetries: true,
+			SuccessThreshold: successes},
+	}
+}
+
+// breakerInside reports whether p's breaker sits inside its retry loop.
+func (p Policy) breakerInside() bool { return p.Breaker != nil && p.Breaker.InsideRetries }
 
 // withHiddenRetryAfter returns p with Retry-After left out of its spans.
 func (p Policy) withHiddenRetryAfter() Policy {

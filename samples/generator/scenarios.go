@@ -94,7 +94,7 @@ const ms = time.Millisecond
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), breakerConcurrent(), breakerInstances(), hedging(), otherServiceName(),
 		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota(),
-		linearJitter(), fibonacci(), hedgedHTTPAbove(), hedgedHTTPBelow()}
+		linearJitter(), fibonacci(), hedgedHTTPAbove(), hedgedHTTPBelow(), retryAroundBreaker()}
 }
 
 // hedgedHTTPCases are the root requests of the hedgedhttp scenarios, by
@@ -513,6 +513,55 @@ func breakerOverRetries() Scenario {
 			failing,
 			{Count: 15},
 			{Count: 8, Target: inventoryStock, Script: times(1, unavailable)},
+		},
+	}
+}
+
+// retryAroundBreaker is the reverse of breaker: api's retry loop wraps
+// the circuit breaker (failsafe-go's failsafe.With(retryPolicy,
+// circuitBreaker) through failsafehttp, each request its own otelhttp
+// CLIENT span). The breaker counts attempts: 3 failed in a row open it
+// for 25ms ± 10ms (its jitter), then 2 probes in a row must succeed to
+// close it. The retry
+// policy (3 attempts, 10ms apart) retries the breaker's refusals like
+// any failure, so while it is open a call sends fewer requests than it
+// makes tries (none at all when every try is refused), and a gap between
+// two of its requests can hold several of the policy's waits. Root
+// requests go one at a time, 4ms apart, through inventory outages in
+// time (503 after 2ms to every request), some failing once or twice on
+// their own in between. An open period longer than a call's 20ms of
+// waits fails whole calls fast; a probe that fails reopens it, and one
+// shorter than the two waits after it lets the call's last try through
+// after a refused one, a gap of two waits.
+func retryAroundBreaker() Scenario {
+	down := Fault{Status: http.StatusServiceUnavailable, Delay: 2 * ms}
+	return Scenario{
+		Name: "retry-around-breaker",
+		Description: "api calls inventory through failsafe-go: a retry policy (3 attempts, 10ms apart) around a circuit breaker " +
+			"that opens after 3 failed attempts in a row for 25ms ± 10ms and closes after 2 probes in a row succeed; the retry policy " +
+			"retries the open breaker's refusals, which send nothing; root requests go one at a time, 4ms apart, and inventory " +
+			"answers 503 after 2ms to every request for stretches of 150ms, 100ms, 60ms, 120ms and 40ms; some requests fail once or twice on their own.",
+		Seed: 31,
+		Pace: 4 * ms,
+		// Kept in graph/testdata (its OTLP JSON and truth), not samples/.
+		OnlyByName: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, failsafeRetryAroundBreaker(3, 10*ms, 3, 25*ms, 10*ms, 2)},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{
+			{Count: 110},
+			{Count: 20, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 12, Target: inventoryStock, Script: times(2, unavailable)},
+		},
+		Outages: []Outage{
+			{Target: inventoryStock, From: 150 * ms, For: 150 * ms, Fault: down},
+			{Target: inventoryStock, From: 420 * ms, For: 100 * ms, Fault: down},
+			{Target: inventoryStock, From: 650 * ms, For: 60 * ms, Fault: down},
+			{Target: inventoryStock, From: 850 * ms, For: 120 * ms, Fault: down},
+			{Target: inventoryStock, From: 1100 * ms, For: 40 * ms, Fault: down},
 		},
 	}
 }

@@ -96,6 +96,28 @@ type truthBreaker struct {
 	// Instances, for a caller run as several instances, is each
 	// instance's own breaker (the counts above are their sums).
 	Instances []truthInstanceBreaker `json:"instances,omitempty"`
+	// InsideRetries, for a breaker inside the retry loop (failsafe-go's
+	// failsafe.With(retryPolicy, circuitBreaker)), says it counts and
+	// refuses attempts: ConsecutiveFailures counts failed attempts,
+	// FastFailedCalls the calls whose every try it refused (no request
+	// sent), RefusedTries the tries it refused in all, PartlyRefusedCalls
+	// the calls that sent some requests and had others refused,
+	// JoinedWaits the gaps between two requests of one call with refused
+	// tries between them (several of the policy's waits in one gap, not
+	// counted in the edge's waits), TriesPerCall[n] the calls that made
+	// n tries, sent or refused; Opened and HalfOpened its OnOpen and
+	// OnHalfOpen events, SuccessThreshold the probes in a row that close
+	// it, OpenJitterMS how far each open period may lie from OpenForMS
+	// (U[−j, j) added to it).
+	InsideRetries      bool  `json:"inside_retries,omitempty"`
+	OpenJitterMS       int64 `json:"open_jitter_ms,omitempty"`
+	SuccessThreshold   int   `json:"success_threshold,omitempty"`
+	Opened             int   `json:"opened,omitempty"`
+	HalfOpened         int   `json:"half_opened,omitempty"`
+	RefusedTries       int   `json:"refused_tries,omitempty"`
+	PartlyRefusedCalls int   `json:"partly_refused_calls,omitempty"`
+	JoinedWaits        int   `json:"joined_waits,omitempty"`
+	TriesPerCall       []int `json:"tries_per_call,omitempty"`
 }
 
 // truthInstanceBreaker is what one caller instance's breaker did, from its
@@ -249,7 +271,13 @@ func truthOf(c *caller) (truthEdge, error) {
 		te.RetryQuota = &truthQuota{Library: p.Library, Capacity: q.Capacity, RetryCost: q.RetryCost,
 			ThrottlingRetryCost: q.ThrottlingRetryCost, NoRetryIncrement: q.NoRetryIncrement, RefusedCalls: st.quotaRefused}
 	}
-	if b := p.Breaker; b != nil {
+	if b := p.Breaker; b != nil && b.InsideRetries {
+		te.Breaker = &truthBreaker{Library: libFailsafe, ConsecutiveFailures: b.ConsecutiveFailures,
+			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails,
+			OpenPeriods: st.breakerOpenPeriods, InsideRetries: true, OpenJitterMS: b.OpenJitter.Milliseconds(), SuccessThreshold: b.SuccessThreshold,
+			Opened: st.breakerOpened, HalfOpened: st.breakerHalfOpened, RefusedTries: st.refusedTries,
+			PartlyRefusedCalls: st.partlyRefused, JoinedWaits: st.joinedWaits, TriesPerCall: slices.Clone(st.triesPerCall)}
+	} else if b != nil {
 		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
 			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails,
 			OpenPeriods: st.breakerOpenPeriods, Instances: st.instances}
