@@ -42,14 +42,14 @@ func TestArrivalTimeline(t *testing.T) {
 		return ix
 	}
 	for _, tc := range []struct {
-		name       string
-		otherRoot  bool
-		limit      int
-		gaps       []int64
-		entry      []int
-		binUS      int64
-		counts     []int
-		nilWant    bool
+		name      string
+		otherRoot bool
+		limit     int
+		gaps      []int64
+		entry     []int
+		binUS     int64
+		counts    []int
+		nilWant   bool
 	}{
 		{name: "listed", limit: 10, gaps: []int64{0, 5000, 2000, 33000, 1000, 259000}, entry: []int{1, 0, 1, 1, 0, 1}},
 		// 300 ms in at most 4 bins: 75,001 µs each.
