@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -185,6 +186,13 @@ func TestClientEntries(t *testing.T) {
 			r, err := Run(m, nil, RunConfig{Seed: 1, Duration: 20})
 			if err != nil {
 				t.Fatal(err)
+			}
+			wantMech := "loadgen no limit on workers (a client's calls)"
+			if tc.workers != clientWorkers {
+				wantMech = fmt.Sprintf("loadgen %d workers,", tc.workers)
+			}
+			if note := r.Mechanics.String(); !strings.Contains(note, wantMech) {
+				t.Errorf("mechanics %q, want %q", note, wantMech)
 			}
 			for _, a := range r.Attempts {
 				if a.Edge == "loadgen→api" || strings.HasPrefix(a.Edge, "loadgen") {
