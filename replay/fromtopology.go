@@ -1144,11 +1144,10 @@ func addClientEntries(m *Model, t *graph.Topology, svcIdx map[string]int, opIdx 
 	}
 	for _, si := range slices.Sorted(maps.Keys(unpooled)) {
 		name := m.Services[si].Name
+		m.Services[si].Workers = clientWorkers // --capacity, where given, replaces it
 		if _, ok := capacity[name]; ok {
-			m.Services[si].Workers = clientWorkers // --capacity replaces it
 			continue
 		}
-		m.Services[si].Workers = clientWorkers
 		notes = append(notes, fmt.Sprintf("%s: no limit on its calls in flight (a client that serves nothing the traces show, so no pool of its own they show); set with --capacity %s=N", name, name))
 	}
 	return notes, nil
