@@ -98,6 +98,16 @@ func TestClientEntries(t *testing.T) {
 		},
 		err: "client root cron GET (3 requests)",
 	}, {
+		// An operation of the client that calls nothing the topology
+		// holds is still an entry, answered at once, and said so.
+		name: "a client root that calls nothing",
+		edit: func(tp *graph.Topology) {
+			tp.Services[0].Operations = append(tp.Services[0].Operations, graph.Operation{Name: "HEAD", Count: 2, SelfQuantilesMS: tp.Services[0].Operations[0].SelfQuantilesMS})
+			tp.Calibration.ClientRoots = append(tp.Calibration.ClientRoots, graph.ClientRoot{Service: "loadgen", Operation: "HEAD", Requests: 2})
+		},
+		workers: clientWorkers, maxAttemp: 4,
+		notes: []string{"loadgen HEAD: a client's root operation that makes no call the topology holds: its 2 root requests are replayed as answered at once"},
+	}, {
 		name: "the traces' timeline",
 		edit: func(tp *graph.Topology) {
 			tl := &graph.ArrivalTimeline{Entries: []graph.TimelineEntry{{Service: "front", Operation: "GET /a", Requests: 10}, {Service: "loadgen", Operation: "GET", Requests: 12}},
@@ -135,10 +145,10 @@ func TestClientEntries(t *testing.T) {
 			}
 			var lg, front = -1, -1
 			for i, e := range m.Entry {
-				switch m.Services[e.Service].Name {
-				case "loadgen":
+				switch m.Services[e.Service].Name + " " + m.Services[e.Service].Ops[e.Op].Name {
+				case "loadgen GET":
 					lg = i
-				case "front":
+				case "front GET /a":
 					front = i
 				}
 			}
