@@ -16,11 +16,13 @@ type Arrival struct {
 }
 
 // rootArrivals lists the root requests in time order: the root SERVER
-// spans that become the `user` edges of the topology.
+// spans that become the `user` edges of the topology, and the root CLIENT
+// spans that start a call of a client with no span around its calls
+// (Calibration.ClientRoots).
 func rootArrivals(ix *index) []Arrival {
 	var roots []int32
 	for i := range ix.spans {
-		if ix.keep[i] && ix.parent[i] < 0 && isServer(&ix.spans[i]) {
+		if ix.keep[i] && ix.parent[i] < 0 && (isServer(&ix.spans[i]) || ix.clientRootRequest(int32(i))) {
 			roots = append(roots, int32(i))
 		}
 	}
@@ -90,7 +92,8 @@ func (tl *ArrivalTimeline) Binned() bool { return tl.BinUS > 0 }
 // arrivalTimeline is the timeline of the root requests that started from
 // lo to hi (ns; the kept ones, strays left out), listed up to limit of
 // them, binned past it (MaxTimelineArrivals). Every one must be a root
-// operation of the topology (a SERVER span, a `user` edge): otherwise
+// operation of the topology (a SERVER span, a `user` edge, or a root
+// CLIENT span, a client's call: Calibration.ClientRoots): otherwise
 // the timeline would send fewer requests than the rate counts, and it is
 // nil, as it is with fewer than two requests.
 func arrivalTimeline(roots map[node]*rootOp, lo, hi int64, limit int) *ArrivalTimeline {
@@ -112,7 +115,7 @@ func arrivalTimeline(roots map[node]*rootOp, lo, hi int64, limit int) *ArrivalTi
 		if in == 0 {
 			continue
 		}
-		if !o.server {
+		if !o.server && !o.client {
 			return nil
 		}
 		tl.Entries = append(tl.Entries, TimelineEntry{Service: n.svc, Operation: n.op, Requests: in})

@@ -19,7 +19,7 @@ import (
 func TestArrivalTimeline(t *testing.T) {
 	// Root requests at these ms, a ledger read between quotes.
 	starts := []float64{0, 5, 7, 40, 41, 300}
-	build := func(clientRoot bool) *index {
+	build := func(otherRoot bool) *index {
 		b := newBuilder()
 		for i, ms := range starts {
 			b.newTrace()
@@ -30,10 +30,10 @@ func TestArrivalTimeline(t *testing.T) {
 			root := b.server(-1, "front", op, ms, 2)
 			b.client(root, "db", ms+0.5, 1, httpStatus(200))
 		}
-		if clientRoot {
-			// A job's CLIENT span with no SERVER span above it.
+		if otherRoot {
+			// A job's INTERNAL span with no SERVER span above it.
 			b.newTrace()
-			b.server(b.add(-1, ingest.KindClient, "cron", "GET", 100, 1, nil), "front", "GET /quotes", 100.2, 0.5)
+			b.server(b.add(-1, ingest.KindInternal, "cron", "tick", 100, 1, nil), "front", "GET /quotes", 100.2, 0.5)
 		}
 		ix, err := newIndex(context.Background(), b.set)
 		if err != nil {
@@ -42,22 +42,22 @@ func TestArrivalTimeline(t *testing.T) {
 		return ix
 	}
 	for _, tc := range []struct {
-		name       string
-		clientRoot bool
-		limit      int
-		gaps       []int64
-		entry      []int
-		binUS      int64
-		counts     []int
-		nilWant    bool
+		name      string
+		otherRoot bool
+		limit     int
+		gaps      []int64
+		entry     []int
+		binUS     int64
+		counts    []int
+		nilWant   bool
 	}{
 		{name: "listed", limit: 10, gaps: []int64{0, 5000, 2000, 33000, 1000, 259000}, entry: []int{1, 0, 1, 1, 0, 1}},
 		// 300 ms in at most 4 bins: 75,001 µs each.
 		{name: "binned", limit: 4, binUS: 75001, counts: []int{5, 0, 0, 1}},
-		{name: "a root that is no root operation", clientRoot: true, limit: 10, nilWant: true},
+		{name: "a root that is no root operation", otherRoot: true, limit: 10, nilWant: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ix := build(tc.clientRoot)
+			ix := build(tc.otherRoot)
 			rs := mapShards(ix, ix.rootsOf, (*rootSet).merge)
 			lo, hi, _, _ := arrivalWindow(rootStarts(rs.ops))
 			tl := arrivalTimeline(rs.ops, lo, hi, tc.limit)

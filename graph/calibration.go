@@ -34,6 +34,14 @@ type Calibration struct {
 	// to which root operation; nil with fewer than two, or when some are
 	// no root operation of the topology (see arrivalTimeline).
 	Arrivals *ArrivalTimeline `json:"arrivals,omitempty"`
+	// ClientRoots are the root operations that are calls of a client with
+	// no span around them (root CLIENT spans: a load generator, a script,
+	// a client app): each call is a root request, its attempts (those
+	// joined from other traces too) the request's, its latency from the
+	// first attempt's start to the last one's end, its outcome the last
+	// one's. A replay sends them to the client's operation, which makes
+	// the call with no work of its own. Omitted when there are none.
+	ClientRoots []ClientRoot `json:"client_roots,omitempty"`
 	// BucketS is read from topologies written before failure episodes
 	// (the width of their incidents' time buckets) and never written:
 	// ReadTopology turns those incidents into spans of time.
@@ -43,6 +51,27 @@ type Calibration struct {
 	// InFlight is each service's mean number of requests in flight by
 	// Little's law: the sum of its span durations over the arrival window.
 	InFlight []ServiceLoad `json:"in_flight"`
+}
+
+// ClientRoot is one root operation whose root requests are a client's
+// calls: the client's service and operation (the edge's caller and
+// caller operation) and how many root requests it made.
+type ClientRoot struct {
+	Service   string `json:"service"`
+	Operation string `json:"operation"`
+	Requests  int    `json:"requests"`
+}
+
+// clientRoots lists the root operations of roots that are client calls,
+// sorted; nil when there are none.
+func clientRoots(roots map[node]*rootOp) []ClientRoot {
+	var out []ClientRoot
+	for _, n := range sortedNodes(roots) {
+		if o := roots[n]; o.client && !o.server {
+			out = append(out, ClientRoot{Service: n.svc, Operation: n.op, Requests: len(o.reqs)})
+		}
+	}
+	return out
 }
 
 // Sampling is the head-sampling probability the rates are scaled by.
@@ -448,6 +477,7 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node]*rootOp, t *Topology)
 	}
 	cal.Sampling = sampling(ix)
 	cal.Root = rootStats(roots)
+	cal.ClientRoots = clientRoots(roots)
 
 	// Per span: a call made while serving it failed; it made calls.
 	type serving struct{ downFailed, calling spanSet }

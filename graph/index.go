@@ -52,6 +52,10 @@ type index struct {
 	// (joinRootRetries); unjoined counts those whose call was not found.
 	joins    [][2]int32
 	unjoined int
+	// joinedEnds holds, for each root client span whose call was joined
+	// attempts of other traces (joinRootRetries), when its last attempt
+	// ended and how: that call's root request ends there (clientEnds).
+	joinedEnds map[int32]rootReq
 	// attemptRoot marks the root client spans read as another call's
 	// attempt (lost or linked: lostRoot), by span; nil when there is no
 	// root client span. isRootAttempt asks for every span, often.

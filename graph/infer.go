@@ -75,6 +75,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 		return nil, err
 	}
 	joinRootRetries(ix, names, calls)
+	ix.joinedEnds = clientEnds(ix, calls)
 	ecs := groupEdges(ix, calls)
 	<-statsDone
 	// Before anything else is built from the calls: what the operations'
@@ -180,15 +181,18 @@ type rootOp struct {
 	// first is the input position of the operation's first root span (the
 	// input's span order, which the index keeps), server and method that
 	// span's: they name the user edge, as the first root always has.
-	first  int32
-	server bool
-	method string
+	// client: that span is a root CLIENT span, a call whose caller is not
+	// traced (clientRootRequest): the operation is a client's entry.
+	first          int32
+	server, client bool
+	method         string
 	// examples are the best maxExamples requests (rootExample.better).
 	examples []rootExample
 }
 
 // rootReq is one root request: its span's start and duration (ns) and
-// its own outcome.
+// its own outcome; a client's call joined to attempts of other traces
+// lasts until its last attempt ended, with that attempt's outcome.
 type rootReq struct {
 	start, dur int64
 	out        outcome
@@ -198,6 +202,42 @@ type rootReq struct {
 // is no attempt, or an attempt made from no span.
 func (ix *index) isRootRequest(i int32) bool {
 	return ix.parent[i] < 0 && !isAttempt(&ix.spans[i]) || isRootAttempt(ix, i)
+}
+
+// clientRootRequest reports whether span i is a root CLIENT span that
+// starts a root request: a call of a client with no span around its
+// calls, not read as another call's attempt.
+func (ix *index) clientRootRequest(i int32) bool {
+	return ix.spans[i].Kind == ingest.KindClient && isRootAttempt(ix, i)
+}
+
+// clientEnds is, for each call made from a root client span that holds
+// attempts of other traces (root spans joined to it as its retries), when
+// its last attempt ended and that attempt's own outcome (start unset):
+// the root request the call stands for lasts from its first attempt's
+// start to its last one's end and ends as that attempt did. Nil when no
+// call was joined.
+func clientEnds(ix *index, calls []*call) map[int32]rootReq {
+	if len(ix.joins) == 0 {
+		return nil
+	}
+	out := map[int32]rootReq{}
+	for _, c := range calls {
+		if !ix.clientRootRequest(c.from) {
+			continue
+		}
+		last := ix.last(c)
+		if last.span == c.from || ix.parent[last.span] >= 0 {
+			continue // its attempts are all under its own span
+		}
+		end := ix.spans[c.from].End
+		for _, a := range ix.attemptsOf(c) {
+			end = max(end, ix.spans[a.span].End)
+		}
+		o, _ := classify(ix, last.span, last.span)
+		out[c.from] = rootReq{dur: end - ix.spans[c.from].Start, out: o}
+	}
+	return out
 }
 
 // rootNode is root span i's operation.
@@ -221,11 +261,15 @@ func (ix *index) rootsOf(s sel) *rootSet {
 		n := ix.rootNode(int32(i))
 		o := rs.ops[n]
 		if o == nil {
-			o = &rootOp{first: int32(i), server: isServer(sp), method: ix.str(sp.Method)}
+			o = &rootOp{first: int32(i), server: isServer(sp), client: ix.clientRootRequest(int32(i)), method: ix.str(sp.Method)}
 			rs.ops[n] = o
 		}
 		out, _ := classify(ix, int32(i), int32(i))
-		o.reqs = append(o.reqs, rootReq{sp.Start, sp.Duration(), out})
+		dur := sp.Duration()
+		if j, ok := ix.joinedEnds[int32(i)]; ok {
+			dur, out = j.dur, j.out
+		}
+		o.reqs = append(o.reqs, rootReq{sp.Start, dur, out})
 		o.addExample(rootExample{sp.TraceID, sp.SpanID, out.failed()})
 	}
 	return rs
@@ -254,7 +298,7 @@ func (rs *rootSet) merge(o *rootSet) {
 		}
 		sum.reqs = append(sum.reqs, p.reqs...)
 		if p.first < sum.first {
-			sum.first, sum.server, sum.method = p.first, p.server, p.method
+			sum.first, sum.server, sum.client, sum.method = p.first, p.server, p.client, p.method
 		}
 		for _, x := range p.examples {
 			sum.addExample(x)

@@ -1161,6 +1161,7 @@ type rootOpWire struct {
 	Outcomes     []byte
 	First        int32
 	Server       bool
+	Client       bool
 	Method       string
 	Examples     []rootExampleWire
 }
@@ -1176,7 +1177,7 @@ func rootSetToWire(rs *rootSet) rootSetWire {
 	for _, c := range opCountsOf(rs.ops) {
 		o := c.N
 		ow := rootOpWire{Starts: make([]int64, len(o.reqs)), Durs: make([]int64, len(o.reqs)), Outcomes: make([]byte, len(o.reqs)),
-			First: o.first, Server: o.server, Method: o.method}
+			First: o.first, Server: o.server, Client: o.client, Method: o.method}
 		for i, r := range o.reqs {
 			ow.Starts[i], ow.Durs[i], ow.Outcomes[i] = r.start, r.dur, byte(r.out)
 		}
@@ -1201,7 +1202,7 @@ func rootSetFromWire(w *rootSetWire) (*rootSet, error) {
 			return nil, fmt.Errorf("decode the root requests of %s %s: twice, or %d starts, %d durations, %d outcomes, first at %d, %d examples",
 				c.Service, c.Op, k, len(ow.Durs), len(ow.Outcomes), ow.First, len(ow.Examples))
 		}
-		o := &rootOp{reqs: make([]rootReq, k), first: ow.First, server: ow.Server, method: ow.Method}
+		o := &rootOp{reqs: make([]rootReq, k), first: ow.First, server: ow.Server, client: ow.Client, method: ow.Method}
 		for i := range k {
 			if outcome(ow.Outcomes[i]) > outcomeChallenge {
 				return nil, fmt.Errorf("decode the root requests of %s %s: request %d of outcome %d, which there is not", c.Service, c.Op, i, ow.Outcomes[i])

@@ -204,6 +204,7 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		m.Services[si].Instances, instancesFrom[name] = n, fmt.Sprintf("set by --instances %s=%d", name, n)
 	}
 	cut := deadlineCuts(t)
+	clients := clientEntries(t)
 	concurrent, total := map[[2]int]float64{}, map[[2]int]float64{}
 	var offset []float64 // per model edge: when the caller makes it
 	for _, e := range t.Edges {
@@ -218,7 +219,11 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		if !ok {
 			n = counts[[2]string{e.Caller, e.CallerOperation}]
 		}
-		if m.Services[ci].Ops[coi].StopOnFailure > 0 {
+		if r, ok := clients[[2]string{e.Caller, e.CallerOperation}]; ok {
+			// A client's root request is one call: its operation's
+			// executions counted its attempts' spans.
+			n = r
+		} else if m.Services[ci].Ops[coi].StopOnFailure > 0 {
 			// Executions that stopped at an earlier failed call could not
 			// make this one.
 			n -= e.NotReached
@@ -364,6 +369,9 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 					e.FirstWorkQuantilesMS, e.RetryWorkQuantilesMS, drawnApart))
 			}
 		}
+		if e.RetriesUnknown {
+			m.Assumed = append(m.Assumed, unknownRetriesNote(e))
+		}
 		if h := ed.Policy.HedgeAfter; h > 0 {
 			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: hedged after %.3gms, up to %d hedges (the most requests one call was seen sending at once: a lower bound of its limit)",
 				e.Caller, e.Callee, e.Operation, 1000*h, ed.Policy.MaxAttempts-1))
@@ -403,8 +411,13 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			slices.SortStableFunc(m.Services[si].Ops[oi].Calls, func(a, b int) int { return cmp.Compare(offset[a], offset[b]) })
 		}
 	}
+	notes, err := addClientEntries(m, t, svcIdx, opIdx, o.Capacity)
+	if err != nil {
+		return nil, err
+	}
+	m.Assumed = append(m.Assumed, notes...)
 	if len(m.Entry) == 0 {
-		return nil, fmt.Errorf("the topology has no root operation to send requests to (no trace has a root SERVER span: are the root spans missing from the input?)")
+		return nil, fmt.Errorf("the topology has no root operation to send requests to (no trace has a root SERVER span nor a root CLIENT span: are the root spans missing from the input?)")
 	}
 	if err := checkBuildable(m); err != nil {
 		return nil, err
@@ -448,11 +461,17 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 	for i := range m.Services {
 		s := &m.Services[i]
 		if c, ok := o.Capacity[s.Name]; ok {
+			if s.Workers == clientWorkers && c.RPS > 0 {
+				return nil, fmt.Errorf("--capacity %s=%grps: %s is a client (its calls start their own traces) with no work of its own to rate: give it a number of workers", s.Name, c.RPS, s.Name)
+			}
 			s.Workers = c.Workers
 			if c.RPS > 0 {
 				s.Workers = max(1, int(math.Ceil(c.RPS*meanTime(m, i))))
 			}
 			continue
+		}
+		if s.Workers == clientWorkers {
+			continue // a client's calls are never queued (addClientEntries)
 		}
 		mean, peak := inFlight(t, s.Name)
 		busy := mean / prob
@@ -495,7 +514,7 @@ func timelineOf(t *graph.Topology, o BuildOptions, prob float64) ([]graph.Arriva
 	switch {
 	case c == nil || c.Arrivals == nil || c.ArrivalWindowS <= 0:
 		return nil, "arrivals: Poisson at the traces' mean rate, not their own timeline: the topology carries none (fewer than two root requests, " +
-			"root spans that are no SERVER span, or a topology written before timelines were kept)"
+			"root spans that are neither a SERVER span nor a client's call, or a topology written before timelines were kept)"
 	case prob < 1:
 		return nil, fmt.Sprintf("arrivals: Poisson at the traces' mean rate scaled by 1/%.3g, not their own timeline: the traces were head-sampled, "+
 			"and the kept requests' times are a thinned sample of the traffic's, not its bursts", prob)
@@ -1183,4 +1202,84 @@ func laterNote(e graph.Edge, what, kind string, la *graph.LaterAttempts, first, 
 	return fmt.Sprintf("%s → %s %s: the attempts after the first %s than the first attempts (%smedian %.3gms against %.3gms; "+
 		"a retry outlasts a first attempt with chance %.2f over %d retries and %d first attempts, %.1f deviations from even): %s",
 		e.Caller, e.Callee, e.Operation, what, kind, later[len(later)/2], first[len(first)/2], la.Later, la.Retries, la.First, la.Deviations, how)
+}
+
+// clientWorkers is the workers of a client whose calls start their own
+// traces (addClientEntries): enough that its calls never queue.
+const clientWorkers = 1 << 20
+
+// clientEntries is the topology's root operations that are a client's
+// calls (graph.Calibration.ClientRoots), by service and operation, with
+// their root requests.
+func clientEntries(t *graph.Topology) map[[2]string]int {
+	out := map[[2]string]int{}
+	if t.Calibration != nil {
+		for _, c := range t.Calibration.ClientRoots {
+			out[[2]string{c.Service, c.Operation}] = c.Requests
+		}
+	}
+	return out
+}
+
+// addClientEntries makes each root operation that is a client's calls an
+// entry of m: the end user sends each root request to the client's
+// operation, which has no work of its own and makes the call, as the end
+// user in front of a served entry sends its one attempt. A client that
+// serves nothing the traces show has no pool they show either: its
+// workers are clientWorkers unless capacity sets them. It returns the
+// model notes that say so.
+func addClientEntries(m *Model, t *graph.Topology, svcIdx map[string]int, opIdx map[[2]string]int, capacity map[string]Capacity) ([]string, error) {
+	if t.Calibration == nil || len(t.Calibration.ClientRoots) == 0 {
+		return nil, nil
+	}
+	served := map[string]bool{}
+	for _, e := range t.Edges {
+		served[e.Callee] = true
+	}
+	var notes []string
+	unpooled := map[int]bool{}
+	for _, c := range t.Calibration.ClientRoots {
+		si, ok := svcIdx[c.Service]
+		oi, ok2 := opIdx[[2]string{c.Service, c.Operation}]
+		if !ok || !ok2 || c.Requests < 1 {
+			return nil, fmt.Errorf("topology calibration: client root %s %s (%d requests): want an operation of the topology with 1 or more", c.Service, c.Operation, c.Requests)
+		}
+		op := &m.Services[si].Ops[oi]
+		if len(op.Calls) == 0 {
+			notes = append(notes, fmt.Sprintf("%s %s: a client's root operation that makes no call the topology holds: its %d root requests are replayed as answered at once",
+				c.Service, c.Operation, c.Requests))
+		}
+		// The client span's own time outside its callee is the edge's
+		// transit; its failures are its call's.
+		op.Time, op.FailTime, op.FailFast, op.StopOnFailure = Constant(0), nil, 0, 0
+		m.Entry = append(m.Entry, Entry{Service: si, Op: oi, Weight: float64(c.Requests)})
+		note := fmt.Sprintf("%s %s: a client whose calls start their own traces (root CLIENT spans): its %d calls are root requests, each sent by the end user to the client, "+
+			"which makes the call with no work of its own; a request's latency runs from its first attempt to its last, its outcome is the last one's", c.Service, c.Operation, c.Requests)
+		if n := len(op.Calls); n > 1 {
+			note += fmt.Sprintf(" (its calls go to %d callees: each request makes each with the share of the requests it had, drawn apart, not one of them)", n)
+		}
+		notes = append(notes, note)
+		if !served[c.Service] {
+			unpooled[si] = true
+		}
+	}
+	for _, si := range slices.Sorted(maps.Keys(unpooled)) {
+		name := m.Services[si].Name
+		m.Services[si].Workers = clientWorkers // --capacity, where given, replaces it
+		if _, ok := capacity[name]; ok {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%s: no limit on its calls in flight (a client that serves nothing the traces show, so no pool of its own they show); set with --capacity %s=N", name, name))
+	}
+	return notes, nil
+}
+
+// unknownRetriesNote says that edge e's retries are unknown (its calls
+// start their own traces and nothing links a retry to the call it
+// repeats) and are replayed as none.
+func unknownRetriesNote(e graph.Edge) string {
+	return fmt.Sprintf("%s → %s %s: whether the client retries is unknown (its calls start their own traces, and nothing links a retry to the call it repeats): "+
+		"replayed with the attempts it was read with, one per call, no retries; so the figures that depend on its retries are lower bounds "+
+		"(attempts per call, the load on %s, amplification), and where the client did retry its calls succeed more often and take longer than replayed",
+		e.Caller, e.Callee, e.Operation, e.Callee)
 }

@@ -14,7 +14,14 @@ import (
 
 func sampleTopology(t testing.TB, scenario string) *graph.Topology {
 	t.Helper()
-	set, err := ingest.ReadFiles(context.Background(), []string{filepath.Join("..", "samples", scenario, "traces.otlp.jsonl.gz")}, nil, ingest.Options{})
+	return topologyAt(t, filepath.Join("..", "samples", scenario))
+}
+
+// topologyAt is the topology inferred from the OTLP traces of the
+// scenario in dir.
+func topologyAt(t testing.TB, dir string) *graph.Topology {
+	t.Helper()
+	set, err := ingest.ReadFiles(context.Background(), []string{filepath.Join(dir, "traces.otlp.jsonl.gz")}, nil, ingest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,11 @@ func (mc Mechanics) String() string {
 		if s.CancelRunning {
 			running = "running work stops"
 		}
-		fmt.Fprintf(&b, " %s %d workers, %s, thrash %g, cancel %g (%s)", s.Service, s.Workers, queue, s.Thrash, s.Cancel, running)
+		workers := fmt.Sprintf("%d workers", s.Workers)
+		if s.Workers >= clientWorkers {
+			workers = "no limit on workers (a client's calls)"
+		}
+		fmt.Fprintf(&b, " %s %s, %s, thrash %g, cancel %g (%s)", s.Service, workers, queue, s.Thrash, s.Cancel, running)
 		if s.ShedRetriesAt > 0 {
 			fmt.Fprintf(&b, ", retries shed from %d queued", s.ShedRetriesAt)
 		}

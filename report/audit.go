@@ -458,6 +458,11 @@ func recommendationText(w io.Writer, r *audit.Recommendation, md bool) error {
 		lines = append(lines, esc(changeWhere(c))+": "+esc(changeText(c)))
 	}
 	section("Changes", lines)
+	lines = nil
+	for _, n := range r.NotAdvised {
+		lines = append(lines, esc(n))
+	}
+	section("Not advised on", lines)
 	if r.WorstCase != nil {
 		section("Worst case", []string{esc(r.WorstCase.Sentence())})
 	}

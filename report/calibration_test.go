@@ -154,3 +154,39 @@ func TestAuditShowsCalibrationFirst(t *testing.T) {
 		t.Error("html: calibration is not the first section")
 	}
 }
+
+// TestAuditNotAdvised: the edges the recommendation gives no advice on
+// (their retries unknown) are listed under it in every format, and
+// nothing is listed where there are none.
+func TestAuditNotAdvised(t *testing.T) {
+	line := "loadgen → api GET /x: no advice on its retry policy: whether loadgen retries is unknown"
+	for _, tc := range []struct {
+		name       string
+		notAdvised []string
+		want       bool
+	}{{"one edge", []string{line}, true}, {"none", nil, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &AuditReport{Schema: AuditSchema, Topology: &graph.Topology{}, Calibration: handCalibration(true),
+				Recommendation: &audit.Recommendation{Policy: "observed", Reason: "best", NotAdvised: tc.notAdvised}}
+			var table, md, page bytes.Buffer
+			if err := AuditTable(&table, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := AuditMarkdown(&md, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := AuditHTML(&page, a); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []struct{ name, out, heading string }{
+				{"table", table.String(), "not advised on:"},
+				{"markdown", md.String(), "Not advised on:"},
+				{"html", page.String(), "<h3>Not advised on</h3>"},
+			} {
+				if got := strings.Contains(f.out, f.heading) && strings.Contains(f.out, "no advice on its retry policy"); got != tc.want {
+					t.Errorf("%s lists the edge not advised on: %v, want %v", f.name, got, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -192,6 +192,9 @@ type htmlRecommendation struct {
 	// WorstCase says how the recommendation changes the most attempts
 	// one request may send along a path; "" when it does not.
 	WorstCase string
+	// NotAdvised are the edges whose retry policy the audit gives no
+	// advice on, with why (audit.Recommendation.NotAdvised).
+	NotAdvised []string
 }
 
 type htmlRejection struct{ Policy, Why string }
@@ -290,6 +293,9 @@ func newHTMLRecommendation(r *audit.Recommendation) *htmlRecommendation {
 		return newHTMLTable(g)
 	}
 	h.Changes = changeTable(r.Changes)
+	for _, n := range r.NotAdvised {
+		h.NotAdvised = append(h.NotAdvised, printable(n))
+	}
 	if w := r.WorstCase; w != nil {
 		h.WorstCase = printable(w.Sentence())
 	}

@@ -148,9 +148,10 @@ func hostileAudit() *AuditReport {
 				{Caller: evilScript, Callee: evilQuote, Operation: evilImg, Action: audit.ActionStopRetrying, From: evilImg, To: "1 attempt", Why: "stop retrying " + evilImg},
 				{Caller: evilPipe, Action: audit.ActionShedRetries, Why: "shed at " + evilScript},
 			},
-			Ranking:  []string{evilImg, evilScript},
-			RuledOut: []audit.RuledOut{{Policy: evilImg, Why: "metastable under " + evilScript}},
-			Safety:   []audit.Adjustment{{Policy: evilScript, Caller: evilPipe, Callee: evilQuote, Operation: evilImg, Rule: audit.RuleNonIdempotent, Why: evilImg}},
+			Ranking:    []string{evilImg, evilScript},
+			RuledOut:   []audit.RuledOut{{Policy: evilImg, Why: "metastable under " + evilScript}},
+			Safety:     []audit.Adjustment{{Policy: evilScript, Caller: evilPipe, Callee: evilQuote, Operation: evilImg, Rule: audit.RuleNonIdempotent, Why: evilImg}},
+			NotAdvised: []string{evilPipe + " → " + evilQuote + " " + evilImg + ": no advice on its retry policy"},
 		},
 	}
 }

@@ -108,6 +108,11 @@ type Recommendation struct {
 	// idempotent, when that advice differs: the traces cannot decide it,
 	// the user can (--idempotent).
 	IfIdempotent *Conditional `json:"if_idempotent,omitempty"`
+	// NotAdvised names the edges whose retry policy the audit gives no
+	// advice on, and why: whether their callers retry is unknown (graph.
+	// Edge.RetriesUnknown), so every candidate leaves them as replayed
+	// (RuleRetriesUnknown).
+	NotAdvised []string `json:"not_advised,omitempty"`
 }
 
 // Conditional is the recommendation of the same audit with Declare
@@ -464,7 +469,7 @@ func withKeys(policy string, observed, proposed *replay.Model, facts []edgeFacts
 
 // recommend ranks the candidates and words the winner's changes.
 func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, observed *replay.Model, facts []edgeFacts, ruled []RuledOut, adj []Adjustment, given bool, assumption string) (Recommendation, *replay.Model) {
-	rec := Recommendation{Changes: []Change{}, Ranking: []string{}, RuledOut: ruled, Safety: adj, Assumption: assumption}
+	rec := Recommendation{Changes: []Change{}, Ranking: []string{}, RuledOut: ruled, Safety: adj, Assumption: assumption, NotAdvised: notAdvised(observed, facts)}
 	if rec.RuledOut == nil {
 		rec.RuledOut = []RuledOut{}
 	}

@@ -17,6 +17,9 @@ const (
 	RuleNonIdempotent = "non-idempotent" // no hedge, no retry added or kept on a write without keys
 	RuleHedgeDelay    = "hedge-delay"    // a hedge delay in [callee p95, per-try timeout)
 	RuleKeepBreaker   = "keep-breaker"   // a breaker seen in the traces is kept
+	// RuleRetriesUnknown: an edge whose retries the traces cannot show
+	// (graph.Edge.RetriesUnknown) is left as replayed, one attempt a call.
+	RuleRetriesUnknown = "retries-unknown"
 )
 
 // Declarations are what the user knows about operations that traces
@@ -83,6 +86,10 @@ type edgeFacts struct {
 	// budget the caller already has would show so, so the traces cannot
 	// say it has none.
 	givenUp, failures int
+	// unknown: whether the caller retries is unknown (its calls start
+	// their own traces: graph.Edge.RetriesUnknown); no policy is advised
+	// for the edge.
+	unknown bool
 }
 
 var (
@@ -146,6 +153,7 @@ func factsOf(m *replay.Model, top *graph.Topology, decl Declarations) []edgeFact
 		method := ""
 		if ge != nil {
 			method = ge.Method
+			f.unknown = ge.RetriesUnknown
 			if o := ge.Outcomes; o != nil {
 				_, f.givenUp, f.failures = graph.GiveUpShare(unexplained(o.GivenUp), "server_error", "throttled", "retry_after", "timeout", "transport")
 			}
@@ -217,6 +225,14 @@ func applySafety(policy string, observed, c *replay.Model, facts []edgeFacts) (*
 			}
 			adj = append(adj, a)
 		}
+		if f.unknown {
+			if !samePolicy(o, *n) {
+				*n = o
+				note(RuleRetriesUnknown, "left as replayed (%s): whether %s retries is unknown (its calls start their own traces), so no policy is advised here",
+					attempts(o), out.Services[e.Caller].Name)
+			}
+			continue
+		}
 		if f.write != "" && n.HedgeAfter > 0 && !(f.keyed && f.dedup) {
 			n.HedgeAfter, n.MaxAttempts = 0, 1
 			why := "no idempotency key on every retried call"
@@ -249,6 +265,23 @@ func applySafety(policy string, observed, c *replay.Model, facts []edgeFacts) (*
 		}
 	}
 	return &out, adj
+}
+
+// notAdvised says, for each edge of m whose retries are unknown, that the
+// audit gives no advice on its retry policy; nil when there is none.
+func notAdvised(m *replay.Model, facts []edgeFacts) []string {
+	var out []string
+	for i, f := range facts {
+		if !f.unknown {
+			continue
+		}
+		e := m.Edges[i]
+		caller, callee := m.Services[e.Caller].Name, m.Services[e.Callee].Name
+		out = append(out, fmt.Sprintf("%s → %s %s: no advice on its retry policy: whether %s retries is unknown (its calls start their own traces and nothing links a retry to the call it repeats); "+
+			"every candidate leaves it as replayed (%s), so what depends on its retries (the load on %s, amplification) is a lower bound",
+			caller, callee, m.Services[e.Callee].Ops[e.CalleeOp].Name, caller, attempts(e.Policy), callee))
+	}
+	return out
 }
 
 func keyWords(f edgeFacts) string {

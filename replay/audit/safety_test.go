@@ -64,6 +64,12 @@ func TestSafetyRules(t *testing.T) {
 		{"a hedge at or after the per-try timeout is not proposed", graph.Edge{Operation: "GET /g", Method: "GET"}, one, hedge(0.25, 0.1), 1, 0, RuleHedgeDelay, false},
 		{"a hedge between p95 and the per-try timeout is", graph.Edge{Operation: "GET /h", Method: "GET"}, one, hedge(0.06, 0.1), 2, 0.06, "", false},
 		{"a breaker seen is kept", graph.Edge{Operation: "GET /i", Method: "GET"}, withBreaker, three, 3, 0, RuleKeepBreaker, true},
+		// Whether the caller retries is unknown (its calls start their own
+		// traces): no candidate advises on the edge, read or write.
+		{"retries unknown: none added", graph.Edge{Operation: "GET /j", Method: "GET", RetriesUnknown: true}, one, three, 1, 0, RuleRetriesUnknown, false},
+		{"retries unknown: no hedge", graph.Edge{Operation: "GET /k", Method: "GET", RetriesUnknown: true}, one, hedge(0.06, 0.1), 1, 0, RuleRetriesUnknown, false},
+		{"retries unknown: a write without keys", graph.Edge{Operation: "POST /l", Method: "POST", RetriesUnknown: true}, one, three, 1, 0, RuleRetriesUnknown, false},
+		{"retries unknown: left alone", graph.Edge{Operation: "GET /m", Method: "GET", RetriesUnknown: true}, one, one, 1, 0, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			observed, top := fanOut([]graph.Edge{c.edge}, []replay.Policy{c.observed})
@@ -78,6 +84,37 @@ func TestSafetyRules(t *testing.T) {
 				t.Errorf("adjusted %+v, want no rule to act", adj)
 			case c.wantRule != "" && (len(adj) != 1 || adj[0].Rule != c.wantRule || adj[0].Why == "" || adj[0].Operation != c.edge.Operation):
 				t.Errorf("adjusted %+v, want rule %s stated once", adj, c.wantRule)
+			}
+		})
+	}
+}
+
+// TestNotAdvised: the recommendation names each edge whose retries are
+// unknown as one it gives no advice on, and only those.
+func TestNotAdvised(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edges []graph.Edge
+		want  []string
+	}{
+		{"none unknown", []graph.Edge{{Operation: "GET /a", Method: "GET"}}, nil},
+		{"one unknown", []graph.Edge{{Operation: "GET /a", Method: "GET"}, {Operation: "GET /b", Method: "GET", RetriesUnknown: true}},
+			[]string{"api → svc GET /b: no advice on its retry policy: whether api retries is unknown"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := make([]replay.Policy, len(tc.edges))
+			for i := range pol {
+				pol[i] = replay.Policy{MaxAttempts: 1}
+			}
+			m, top := fanOut(tc.edges, pol)
+			got := notAdvised(m, factsOf(m, top, Declarations{}))
+			if len(got) != len(tc.want) {
+				t.Fatalf("not advised %q, want %d lines", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(got[i], w) || !strings.Contains(got[i], "lower bound") {
+					t.Errorf("line %q, want it to start %q and say what is a lower bound", got[i], w)
+				}
 			}
 		})
 	}
