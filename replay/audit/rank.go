@@ -45,12 +45,15 @@ type standing struct {
 }
 
 // The least differences worth a change: another candidate beats today's
-// policies on critical utilization only where its interval clears
-// today's raised by worthCritical, and on availability during the faults
-// only where it clears today's with its unavailability cut by
-// worthUnavailability. A change of policy costs a rollout and carries its
-// own risk: a gain the seed noise barely shows, which the next seed set
-// may not, is not one an SRE acts on.
+// policies on a key only where it is above them beyond the seed noise
+// (its interval clear of theirs) and its mean above theirs by the least
+// gain worth a change: worthCritical of critical utilization, a cut of
+// worthUnavailability in the unavailability during the faults. The
+// ordinary-day gate holds a candidate to the same figure the other way.
+// A change of policy costs a rollout and carries its own risk: a gain the
+// seed noise barely shows, which the next seed set may not, is not one an
+// SRE acts on. Round figures for what a change is worth, not read off
+// any sample's.
 const (
 	worthCritical       = 0.05
 	worthUnavailability = 1.0 / 3
@@ -237,7 +240,9 @@ func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing
 // and the search's resolution (criticalCI); then by availability during
 // the faults; then by the least extra work, those two by their ranges
 // over the seeds. At each key the candidates kept are the top block
-// (topBlock) of those intervals: differences within them count as ties.
+// (topBlock) of those intervals: differences within them count as ties;
+// today's policies (today) stay in the block unless one of it beats them
+// by the least gain worth a change (worthCritical, worthUnavailability).
 // Candidates still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,
@@ -601,8 +606,11 @@ func ordinaryDayGate(cands []string, vs []Verdict, ordinary string) ([]string, [
 	for _, c := range cands {
 		a, ok := day(c)
 		// Going back from c to today's would cut its unavailability by
-		// more than the least difference worth a change.
-		back := 1-b.Mean < (1-a.Mean)*(1-worthUnavailability)
+		// more than the least difference worth a change. Where today's
+		// policies fail nothing, any loss is infinitely more, which says
+		// nothing: the spread alone decides (on hotrod one request of
+		// one seed's 216 failed under budget-sized+keys).
+		back := b.Mean < 1 && 1-b.Mean < (1-a.Mean)*(1-worthUnavailability)
 		if c == base || !ok || a.Overlaps(b) && !back || a.Mean > b.Mean {
 			kept = append(kept, c)
 			continue

@@ -214,8 +214,8 @@ func TestYieldOnlyAboveNoise(t *testing.T) {
 // seed spread does not win; within the spread it can, unless going back
 // from it to today's would cut its unavailability by more than the least
 // difference worth a change (its mean unavailability half today's or more
-// above it); the baseline is observed+safe when observed was ruled out by
-// a safety rule.
+// above it, where today's fail some requests); the baseline is
+// observed+safe when observed was ruled out by a safety rule.
 func TestOrdinaryDayGate(t *testing.T) {
 	today := Stat{0.91, 0.89, 0.93}
 	far, near, above := Stat{0.56, 0.52, 0.59}, Stat{0.90, 0.86, 0.92}, Stat{0.97, 0.96, 0.98}
@@ -246,6 +246,10 @@ func TestOrdinaryDayGate(t *testing.T) {
 			verdict("observed", "outage", ptr(0.38), faults, little, false), day("observed", today),
 			verdict("budget", "outage", nil, faults, little, false), day("budget", nearWorse),
 		}, "observed", []string{"budget"}},
+		{"today's failing nothing: a loss within the spread is not weighed by the margin", []string{"observed", "budget"}, []Verdict{
+			verdict("observed", "outage", ptr(0.38), faults, little, false), day("observed", Stat{1, 1, 1}),
+			verdict("budget", "outage", nil, faults, little, false), day("budget", Stat{0.999, 0.995, 1}),
+		}, "budget", nil},
 		{"above observed on an ordinary day: kept", []string{"observed", "budget"}, []Verdict{
 			verdict("observed", "outage", ptr(0.38), faults, little, false), day("observed", today),
 			verdict("budget", "outage", nil, faults, little, false), day("budget", above),
