@@ -56,7 +56,7 @@ type standing struct {
 // any sample's.
 const (
 	worthCritical       = 0.05
-	worthUnavailability = 1.0 / 3
+	worthUnavailability = 0.25
 )
 
 func standings(policies []string, vs []Verdict) []standing {

@@ -540,11 +540,13 @@ func TestReasonSaysCollapseToday(t *testing.T) {
 // gain worth a change (a cut of worthUnavailability in the unavailability
 // during the faults, worthCritical of critical utilization); below it,
 // today's policies stay tied and the least change keeps them, said. The
-// shapes of caddy-replicas and aws-standard with first seed 11:
-// retry-after's (everywhere's) availability clear of observed's by a
-// hair, a cut of its unavailability by 17% (31%), where the other seed
-// sets found it within the spread. A real difference still decides a
-// change.
+// shape of caddy-replicas with first seed 11: retry-after's availability
+// clear of observed's by a hair, a cut of its unavailability by 17%,
+// where the other seed sets found it within the spread. A real
+// difference still decides a change: aws-standard's everywhere with
+// first seed 11, a cut of 31%, does (with first seeds 1 and 21
+// retry-after's range links it to observed's and the least change keeps
+// observed: the flip this margin does not remove).
 func TestWorthAChange(t *testing.T) {
 	one := []float64{1, 1, 1, 1, 1}
 	little := []float64{0.01, 0.01, 0.01, 0.01, 0.01}
@@ -560,18 +562,22 @@ func TestWorthAChange(t *testing.T) {
 			bySeeds("retry-after", "d1", one, []float64{0.933, 0.936, 0.940, 0.935, 0.936}, little),
 		}, "observed", "the least change from today's policies: observed, retry-after tied on critical utilization, availability during the faults, extra work " +
 			"(within the seed spread and the search's resolution); observed 0, retry-after 1 edges changed; on availability during the faults retry-after 0.936 (0.933–0.940) above today's observed 0.922 (0.915–0.932) " +
-			"beyond the seed spread but by less than a cut of 33% in its unavailability, the least gain worth a change: keeping it"},
+			"beyond the seed spread but by less than a cut of 25% in its unavailability, the least gain worth a change: keeping it"},
 		{"kept level on availability by the margin, today's less extra work decides, said", []Verdict{
 			bySeeds("observed", "d1", one, today, []float64{0, 0.001, 0.002, 0, 0.001}),
 			bySeeds("retry-after", "d1", one, []float64{0.933, 0.936, 0.940, 0.935, 0.936}, []float64{0.007, 0.010, 0.013, 0.009, 0.011}),
 		}, "observed", "extra work; on availability during the faults retry-after 0.936 (0.933–0.940) above today's observed 0.922 (0.915–0.932) " +
-			"beyond the seed spread but by less than a cut of 33% in its unavailability, the least gain worth a change: keeping it"},
-		{"availability clear of today's by a cut of 31%: kept", []Verdict{
+			"beyond the seed spread but by less than a cut of 25% in its unavailability, the least gain worth a change: keeping it"},
+		{"availability clear of today's by a cut of 22%: kept", []Verdict{
 			bySeeds("observed", "d1", one, today, little),
-			bySeeds("everywhere", "d1", one, []float64{0.933, 0.940, 0.945, 0.942, 0.944}, little),
+			bySeeds("everywhere", "d1", one, []float64{0.933, 0.940, 0.943, 0.940, 0.9425}, little),
 		}, "observed", "the least change from today's policies: observed, everywhere tied on critical utilization, availability during the faults, extra work " +
-			"(within the seed spread and the search's resolution); observed 0, everywhere 1 edges changed; on availability during the faults everywhere 0.941 (0.933–0.945) above today's observed 0.922 (0.915–0.932) " +
-			"beyond the seed spread but by less than a cut of 33% in its unavailability, the least gain worth a change: keeping it"},
+			"(within the seed spread and the search's resolution); observed 0, everywhere 1 edges changed; on availability during the faults everywhere 0.940 (0.933–0.943) above today's observed 0.922 (0.915–0.932) " +
+			"beyond the seed spread but by less than a cut of 25% in its unavailability, the least gain worth a change: keeping it"},
+		{"availability clear of today's by a cut of 31%: decides", []Verdict{
+			bySeeds("observed", "d1", one, today, little),
+			bySeeds("everywhere", "d1", one, []float64{0.940, 0.948, 0.950, 0.947, 0.949}, little),
+		}, "everywhere", "availability during the faults"},
 		{"availability with today's unavailability halved: decides", []Verdict{
 			bySeeds("observed", "d1", one, today, little),
 			bySeeds("retry-after", "d1", one, []float64{0.958, 0.962, 0.966, 0.960, 0.964}, little),
