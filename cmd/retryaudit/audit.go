@@ -73,12 +73,12 @@ budget-sized+keys the sized budget's), rules out every policy whose
 availability on an ordinary day (degradation "observed", always replayed)
 is below today's policies' (observed, or the better of observed+safe and
 observed+keys) beyond the seed spread, or within it but with its
-unavailability more than half today's above it, ranks the rest (never
+unavailability more than a third above today's, ranks the rest (never
 collapsing at the utilization you give with --utilization, or else the
 largest critical utilization; then availability; then least extra work,
 differences within the seed noise counting as ties, and another policy
 beating today's on a key only by the least gain worth a change: 0.05 of
-critical utilization, a third of the unavailability during the faults;
+critical utilization, a quarter of the unavailability during the faults;
 candidates tied on every key go to the least change from today's
 policies, then the fewest attempts allowed, and the sentence says what
 tied; a choice that some seed set one seed smaller does not make is

@@ -584,16 +584,19 @@ func reason(w standing, on, key string, given bool, assumption string) string {
 // ordinaryDayGate rules out, before the ranking, every candidate whose
 // availability on an ordinary day (degradation ordinary: the traces' own
 // failures, with no fault added) is below that of today's policies beyond
-// the seed spread. Headroom on a bad day does not pay for availability lost
-// every day: a policy that refuses the retries today's failures need would
-// win on critical utilization alone. Today's policies are observed, or,
-// when observed breaks a safety rule, the better on an ordinary day of
-// observed+safe (the rules applied: what they cost is accepted, what a
-// candidate refuses beyond them is not) and observed+keys (the retries
-// the rules stop for want of an idempotency key kept, with the key): where
-// a key keeps today's availability, stopping those retries is a loss the
-// rules do not require. Without an ordinary day among the verdicts, or
-// without the baseline, nothing is ruled out.
+// the seed spread, or within it but with its mean unavailability so far
+// above theirs that going back to them would be a change worth making
+// (worthUnavailability). Headroom on a bad day does not pay for
+// availability lost every day: a policy that refuses the retries today's
+// failures need would win on critical utilization alone. Today's policies
+// are observed, or, when observed breaks a safety rule, the better on an
+// ordinary day of observed+safe (the rules applied: what they cost is
+// accepted, what a candidate refuses beyond them is not) and
+// observed+keys (the retries the rules stop for want of an idempotency
+// key kept, with the key): where a key keeps today's availability,
+// stopping those retries is a loss the rules do not require. Without an
+// ordinary day among the verdicts, or without the baseline, nothing is
+// ruled out.
 func ordinaryDayGate(cands []string, vs []Verdict, ordinary string) ([]string, []RuledOut) {
 	day := func(p string) (Stat, bool) { return ordinaryDay(vs, ordinary, p) }
 	base := baseline(cands, vs, ordinary)

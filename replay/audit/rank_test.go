@@ -213,8 +213,8 @@ func TestYieldOnlyAboveNoise(t *testing.T) {
 // but availability on an ordinary day below today's policies' beyond the
 // seed spread does not win; within the spread it can, unless going back
 // from it to today's would cut its unavailability by more than the least
-// difference worth a change (its mean unavailability half today's or more
-// above it, where today's fail some requests); the baseline is
+// difference worth a change (its mean unavailability more than a third
+// above today's, where today's fail some requests); the baseline is
 // observed+safe when observed was ruled out by a safety rule.
 func TestOrdinaryDayGate(t *testing.T) {
 	today := Stat{0.91, 0.89, 0.93}
