@@ -72,14 +72,19 @@ without a key, observed+keys keeps them with a key on every call, and
 budget-sized+keys the sized budget's), rules out every policy whose
 availability on an ordinary day (degradation "observed", always replayed)
 is below today's policies' (observed, or the better of observed+safe and
-observed+keys) beyond the seed spread, ranks the rest (never collapsing at the
-utilization you give with --utilization, or else the largest critical
-utilization; then availability; then least extra work, differences within
-the seed noise counting as ties; candidates tied on every key go to the
-least change from today's policies, then the fewest attempts allowed, and
-the sentence says what tied; a choice that some seed set one seed smaller
-does not make is said to be within the seed noise, and today's policies
-are kept where such a set chooses them) and reports the capacity plan,
+observed+keys) beyond the seed spread, or within it but with its
+unavailability more than a third above today's, ranks the rest (never
+collapsing at the utilization you give with --utilization, or else the
+largest critical utilization; then availability; then least extra work,
+differences within the seed noise counting as ties, and another policy
+beating today's on a key only by the least gain worth a change: 0.05 of
+critical utilization, a quarter of the unavailability during the faults;
+candidates tied on every key go to the least change from today's
+policies, then the fewest attempts allowed, and the sentence says what
+tied; a choice that some seed set one seed smaller does not make is
+within the seed noise: the candidates it is between and today's policies
+run over 5 seeds more and the larger set decides, today's policies kept
+where a set one seed smaller still chooses them) and reports the capacity plan,
 then the
 recommendation as concrete changes edge by edge, then the topology, its
 findings and the detail of the first seed.

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -103,6 +104,13 @@ type Recommendation struct {
 	// WorstCase is the most attempts one request may send along a path
 	// under the recommended policy beside today's, when they differ.
 	WorstCase *WorstCase `json:"worst_case,omitempty"`
+	// MoreSeeds, when set, says the choice was within the seed noise
+	// with the audit's seeds and was decided on more of them, for the
+	// candidates it was within the noise of.
+	MoreSeeds *MoreSeeds `json:"more_seeds,omitempty"`
+	// within names the candidates the choice is within the seed noise
+	// of (rankHeld), nil where it holds.
+	within []string
 	// IfIdempotent is the advice if the operations the safety rules
 	// treated as writes only because nothing shows otherwise are in fact
 	// idempotent, when that advice differs: the traces cannot decide it,
@@ -114,6 +122,22 @@ type Recommendation struct {
 	// (RuleRetriesUnknown).
 	NotAdvised []string `json:"not_advised,omitempty"`
 }
+
+// MoreSeeds is how the recommendation was decided where the audit's
+// seeds left the choice within the seed noise: the candidates that choice
+// was between, and today's policies, were run again over Seeds seeds (the
+// audit's and the next ones after them), with their verdicts.
+type MoreSeeds struct {
+	Seeds      int       `json:"seeds"`
+	Candidates []string  `json:"candidates"`
+	Verdicts   []Verdict `json:"verdicts"`
+}
+
+// ExtraSeeds is how many seeds more than the audit's decide a choice its
+// own seeds leave within the seed noise: the next ones after them, for
+// the candidates that choice is between alone, so that only an audit
+// whose choice needs them pays for them.
+const ExtraSeeds = 5
 
 // Conditional is the recommendation of the same audit with Declare
 // declared idempotent.
@@ -197,6 +221,14 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		planShadows(vs)
 	}
 
+	today := map[string]float64{}
+	for _, svc := range services {
+		if _, ok := today[svc]; !ok {
+			if u, err := Utilization(observed, svc); err == nil {
+				today[svc] = u
+			}
+		}
+	}
 	searches := len(vs) * len(cfg.Degradations)
 	if cfg.NoSearch {
 		searches = 0
@@ -211,19 +243,99 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		}
 	})
 	p.cache = cfg.cache
-	mx, err := runMatrix(ctx, p, vs, noneAt, cfg.Degradations, seeds, cfg.Run)
+	mx, verdicts, err := evaluate(ctx, p, cfg, vs, noneAt, seeds, services, today)
 	if err != nil {
 		return nil, err
 	}
-	verdicts := mx.verdicts(vs, noneAt, cfg.Degradations, services)
-	today := map[string]float64{}
-	for _, svc := range services {
-		if _, ok := today[svc]; !ok {
-			if u, err := Utilization(observed, svc); err == nil {
-				today[svc] = u
+	a := &Audit{Seeds: len(seeds), FirstSeed: seeds[0], Verdicts: verdicts, Observed: observed}
+	var assumed []string
+	for _, svc := range uniq(services) {
+		if svc == "" {
+			continue // the traces' own failures degrade no one dependency
+		}
+		su := ServiceUtilization{Service: svc, Model: today[svc]}
+		if u, ok := cfg.Utilization[svc]; ok {
+			su.Given = &u
+		} else {
+			assumed = append(assumed, fmt.Sprintf("%s %.2f", svc, today[svc]))
+		}
+		a.Utilization = append(a.Utilization, su)
+	}
+	for s := range mx.runs[0] {
+		a.Runs = append(a.Runs, mx.runs[0][s]...)
+	}
+	given := len(cfg.Utilization) > 0
+	a.Recommendation, a.Recommended = recommend(vs, noneAt, verdicts, ordinary, observed, facts, ruled, adj, given, assumption(assumed), "")
+	if within := a.Recommendation.within; len(within) > 0 {
+		// The choice is within the seed noise: the candidates it is
+		// between, today's policies among them, run again over the next
+		// seeds too, decide it.
+		var sub []variant
+		for i, v := range vs {
+			if i == noneAt || slices.Contains(within, v.policy) {
+				v.via, v.viaAt, v.viaK, v.shadows = nil, 0, 0, nil
+				sub = append(sub, v)
 			}
 		}
+		subNone := slices.IndexFunc(sub, func(v variant) bool { return v.policy == "none" })
+		if !cfg.noShadows {
+			planShadows(sub)
+		}
+		more := slices.Clone(seeds)
+		for i := range ExtraSeeds {
+			more = append(more, seeds[len(seeds)-1]+uint64(i)+1)
+		}
+		_, mv, err := evaluate(ctx, p, cfg, sub, subNone, more, services, today)
+		if err != nil {
+			return nil, err
+		}
+		first := a.Recommendation
+		note := fmt.Sprintf("on %d seeds (--seed to --seed+%d) for %s, the first %d having left the choice within the seed noise (with them %s)",
+			len(more), len(more)-1, strings.Join(within, ", "), len(seeds), cmp.Or(first.Policy, "no policy"))
+		r, m := recommend(sub, subNone, mv, ordinary, observed, facts, ruled, adj, given, assumption(assumed), note)
+		for _, pol := range first.Ranking {
+			if !slices.Contains(r.Ranking, pol) && !slices.ContainsFunc(r.RuledOut, func(x RuledOut) bool { return x.Policy == pol }) {
+				r.Ranking = append(r.Ranking, pol)
+			}
+		}
+		for _, x := range r.RuledOut {
+			if !slices.ContainsFunc(first.RuledOut, func(y RuledOut) bool { return y.Policy == x.Policy }) {
+				first.RuledOut = append(first.RuledOut, x)
+			}
+		}
+		r.RuledOut = first.RuledOut
+		r.MoreSeeds = &MoreSeeds{Seeds: len(more), Candidates: within, Verdicts: mv}
+		a.Recommendation, a.Recommended = r, m
 	}
+	a.Recommendation.SizedBudget = sized
+	if names := undecided(adj); len(names) > 0 && !cfg.branch {
+		alt := orig
+		alt.branch = true
+		alt.Declarations.Idempotent = append(slices.Clip(orig.Declarations.Idempotent), names...)
+		if orig.Progress != nil {
+			alt.Progress = func(d, total int) { orig.Progress(done+d, done+total) }
+		}
+		b, err := Run(ctx, alt)
+		if err != nil {
+			return nil, err
+		}
+		if r := b.Recommendation; r.Policy != a.Recommendation.Policy || !slices.Equal(r.Changes, a.Recommendation.Changes) {
+			a.Recommendation.IfIdempotent = &Conditional{Declare: names, Policy: r.Policy, Reason: r.Reason, Changes: r.Changes}
+		}
+	}
+	return a, nil
+}
+
+// evaluate runs the matrix of variants vs (none at noneAt) over the
+// seeds and the critical-utilization searches, and judges each verdict at
+// the user's utilization or the model's own today: the verdicts, by
+// degradation and variant, and the matrix they came from.
+func evaluate(ctx context.Context, p *pool, cfg Config, vs []variant, noneAt int, seeds []uint64, services []string, today map[string]float64) (*matrix, []Verdict, error) {
+	mx, err := runMatrix(ctx, p, vs, noneAt, cfg.Degradations, seeds, cfg.Run)
+	if err != nil {
+		return nil, nil, err
+	}
+	verdicts := mx.verdicts(vs, noneAt, cfg.Degradations, services)
 	if cfg.NoSearch {
 		for i := range verdicts {
 			verdicts[i].CriticalNote = "the critical-utilization search was skipped"
@@ -266,7 +378,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i := range verdicts {
 			d, vi := i/len(vs), i%len(vs)
@@ -277,22 +389,8 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 			}
 		}
 	}
-	a := &Audit{Seeds: len(seeds), FirstSeed: seeds[0], Verdicts: verdicts, Observed: observed}
-	var assumed []string
-	for _, svc := range uniq(services) {
-		if svc == "" {
-			continue // the traces' own failures degrade no one dependency
-		}
-		su := ServiceUtilization{Service: svc, Model: today[svc]}
-		if u, ok := cfg.Utilization[svc]; ok {
-			su.Given = &u
-		} else {
-			assumed = append(assumed, fmt.Sprintf("%s %.2f", svc, today[svc]))
-		}
-		a.Utilization = append(a.Utilization, su)
-	}
-	for i := range a.Verdicts {
-		v := &a.Verdicts[i]
+	for i := range verdicts {
+		v := &verdicts[i]
 		v.Utilization = today[v.Service]
 		if u, ok := cfg.Utilization[v.Service]; ok {
 			v.Utilization, v.UtilizationGiven = u, true
@@ -302,27 +400,7 @@ func Run(ctx context.Context, cfg Config) (*Audit, error) {
 		v.Collapses = v.CriticalSearched && v.CriticalUtilization != nil && v.Utilization > *v.CriticalUtilization ||
 			!v.UtilizationGiven && v.CollapsedSeeds > 0
 	}
-	for s := range mx.runs[0] {
-		a.Runs = append(a.Runs, mx.runs[0][s]...)
-	}
-	a.Recommendation, a.Recommended = recommend(vs, noneAt, verdicts, ordinary, observed, facts, ruled, adj, len(cfg.Utilization) > 0, assumption(assumed))
-	a.Recommendation.SizedBudget = sized
-	if names := undecided(adj); len(names) > 0 && !cfg.branch {
-		alt := orig
-		alt.branch = true
-		alt.Declarations.Idempotent = append(slices.Clip(orig.Declarations.Idempotent), names...)
-		if orig.Progress != nil {
-			alt.Progress = func(d, total int) { orig.Progress(done+d, done+total) }
-		}
-		b, err := Run(ctx, alt)
-		if err != nil {
-			return nil, err
-		}
-		if r := b.Recommendation; r.Policy != a.Recommendation.Policy || !slices.Equal(r.Changes, a.Recommendation.Changes) {
-			a.Recommendation.IfIdempotent = &Conditional{Declare: names, Policy: r.Policy, Reason: r.Reason, Changes: r.Changes}
-		}
-	}
-	return a, nil
+	return mx, verdicts, nil
 }
 
 // Sentence says what the traces cannot decide and the advice if it is so.
@@ -468,7 +546,8 @@ func withKeys(policy string, observed, proposed *replay.Model, facts []edgeFacts
 }
 
 // recommend ranks the candidates and words the winner's changes.
-func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, observed *replay.Model, facts []edgeFacts, ruled []RuledOut, adj []Adjustment, given bool, assumption string) (Recommendation, *replay.Model) {
+// note, when set, says on what the choice was decided (how many seeds).
+func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, observed *replay.Model, facts []edgeFacts, ruled []RuledOut, adj []Adjustment, given bool, assumption, note string) (Recommendation, *replay.Model) {
 	rec := Recommendation{Changes: []Change{}, Ranking: []string{}, RuledOut: ruled, Safety: adj, Assumption: assumption, NotAdvised: notAdvised(observed, facts)}
 	if rec.RuledOut == nil {
 		rec.RuledOut = []RuledOut{}
@@ -497,7 +576,8 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, ob
 			}
 		}
 	}
-	order, key := rankHeld(st, faults, given, baseline(cands, verdicts, ordinary))
+	order, key, within := rankHeld(st, faults, given, baseline(cands, verdicts, ordinary))
+	rec.within = within
 	for _, s := range order {
 		rec.Ranking = append(rec.Ranking, s.policy)
 	}
@@ -511,7 +591,7 @@ func recommend(vs []variant, noneAt int, verdicts []Verdict, ordinary string, ob
 		return rec, nil
 	}
 	rec.Policy = w.policy
-	rec.Reason = reason(w, key, given, assumption)
+	rec.Reason = reason(w, note, key, given, assumption)
 	var m *replay.Model
 	for _, v := range vs {
 		if v.policy == w.policy {

@@ -39,7 +39,25 @@ type standing struct {
 	// them: the tie-breaks, least change first, then least extra work at
 	// worst.
 	changed, attempts int
+	// today marks today's policies (rankHeld's base): another candidate
+	// beats them on a key only by the least difference worth a change.
+	today bool
 }
+
+// The least differences worth a change: another candidate beats today's
+// policies on a key only where it is above them beyond the seed noise
+// (its interval clear of theirs) and its mean above theirs by the least
+// gain worth a change: worthCritical of critical utilization, a cut of
+// worthUnavailability in the unavailability during the faults. The
+// ordinary-day gate holds a candidate to the same figure the other way.
+// A change of policy costs a rollout and carries its own risk: a gain the
+// seed noise barely shows, which the next seed set may not, is not one an
+// SRE acts on. Round figures for what a change is worth, not read off
+// any sample's.
+const (
+	worthCritical       = 0.05
+	worthUnavailability = 0.25
+)
 
 func standings(policies []string, vs []Verdict) []standing {
 	var out []standing
@@ -222,7 +240,9 @@ func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing
 // and the search's resolution (criticalCI); then by availability during
 // the faults; then by the least extra work, those two by their ranges
 // over the seeds. At each key the candidates kept are the top block
-// (topBlock) of those intervals: differences within them count as ties.
+// (topBlock) of those intervals: differences within them count as ties;
+// today's policies (today) stay in the block unless one of it beats them
+// by the least gain worth a change (worthCritical, worthUnavailability).
 // Candidates still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,
@@ -251,16 +271,23 @@ func rank(cands []standing, given bool) ([]standing, string) {
 // given utilization, they do not collapse at it, are kept (a change is
 // advised only where it holds on every such seed set, and the status quo
 // costs nothing to adopt); otherwise the choice stands. Either way the
-// key says so, with what each seed set chose. Fewer than three seeds, or
-// one candidate, are not asked.
-func rankHeld(cands []standing, vs []Verdict, given bool, base string) ([]standing, string) {
-	order, key := rank(cands, given)
+// key says so, with what each seed set chose, and within names the
+// candidates the choice is within the seed noise of: the one every seed
+// chose, those the smaller sets chose instead, and today's policies (nil
+// where the choice holds). Fewer than three seeds, or one candidate, are
+// not asked.
+func rankHeld(cands []standing, vs []Verdict, given bool, base string) (order []standing, key string, within []string) {
+	cands = slices.Clone(cands)
+	for i := range cands {
+		cands[i].today = cands[i].policy == base
+	}
+	order, key = rank(cands, given)
 	n := 0
 	for _, v := range vs {
 		n = max(n, v.Seeds)
 	}
 	if len(order) < 2 || n < 3 {
-		return order, key
+		return order, key, nil
 	}
 	policies := make([]string, len(cands))
 	for i, s := range cands {
@@ -271,7 +298,7 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) ([]standi
 	for k := range n {
 		st := standings(policies, withoutSeed(vs, k))
 		for i := range st {
-			st[i].changed, st[i].attempts = cands[i].changed, cands[i].attempts
+			st[i].changed, st[i].attempts, st[i].today = cands[i].changed, cands[i].attempts, cands[i].today
 		}
 		o, ok := rank(st, given)
 		if o[0].policy != order[0].policy {
@@ -284,7 +311,13 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) ([]standi
 		}
 	}
 	if len(others) == 0 {
-		return order, key
+		return order, key, nil
+	}
+	within = []string{order[0].policy}
+	for _, p := range append(slices.Clone(chose), base) {
+		if !slices.Contains(within, p) && slices.ContainsFunc(cands, func(s standing) bool { return s.policy == p }) {
+			within = append(within, p)
+		}
 	}
 	for i, o := range others {
 		seeds := "any one seed"
@@ -300,11 +333,11 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) ([]standi
 	more := fmt.Sprintf("more seeds (--seeds above %d) may decide it", n)
 	at := slices.IndexFunc(order, func(s standing) bool { return s.policy == base })
 	if at <= 0 || !slices.Contains(chose, base) || given && order[at].collapses {
-		return order, key + "; the choice is within the seed noise: " + noise + "; " + more
+		return order, key + "; the choice is within the seed noise: " + noise + "; " + more, within
 	}
 	kept := append([]standing{order[at]}, slices.Delete(slices.Clone(order), at, at+1)...)
 	return kept, "keeping today's policies, the choice being within the seed noise: " + noise +
-		"; a change is advised only where every seed set one seed smaller makes it, and " + more
+		"; a change is advised only where every seed set one seed smaller makes it, and " + more, within
 }
 
 // withoutSeed is the verdicts as if seed k (counted from 0) had not been
@@ -374,19 +407,56 @@ func best(cands []standing, given bool) ([]standing, string) {
 			cands = kept
 		}
 	}
+	// worth is the top block of the candidates on one key (iv: each one's
+	// interval, at its mean), with today's policies back in where none of
+	// the block beats their mean by the least gain worth a change (gain:
+	// whether a mean beats another by it); where that alone keeps them,
+	// it says so.
+	var worthNotes []string
+	worth := func(name string, iv func(s standing) (lo, mean, hi float64), gain func(mean, today float64) bool, show func(s standing) string, margin string) []standing {
+		block := topBlock(cands, func(s standing) (float64, float64) {
+			lo, _, hi := iv(s)
+			return lo, hi
+		})
+		at := slices.IndexFunc(cands, func(s standing) bool { return s.today })
+		if at < 0 || slices.ContainsFunc(block, func(s standing) bool { return s.today }) {
+			return block
+		}
+		_, today, _ := iv(cands[at])
+		var others []string
+		for _, s := range block {
+			if _, m, _ := iv(s); gain(m, today) {
+				return block
+			}
+			others = append(others, s.policy+" "+show(s))
+		}
+		worthNotes = append(worthNotes, fmt.Sprintf("on %s %s above today's %s %s beyond the seed spread but by less than %s, the least gain worth a change: keeping it",
+			name, strings.Join(others, ", "), cands[at].policy, show(cands[at]), margin))
+		return slices.DeleteFunc(slices.Clone(cands), func(s standing) bool {
+			return !s.today && !slices.ContainsFunc(block, func(k standing) bool { return k.policy == s.policy })
+		})
+	}
 	if given {
 		narrow("never collapsing at the given utilization", slices.DeleteFunc(slices.Clone(cands), func(s standing) bool { return s.collapses }), nil)
 	} else {
 		all := cands
-		narrow("critical utilization", topBlock(cands, func(s standing) (float64, float64) {
+		const name = "critical utilization"
+		narrow(name, worth(name, func(s standing) (float64, float64, float64) {
 			m, h := s.criticalCI()
-			return m - h, m + h
-		}), func(kept []standing) string { return criticalApart(kept, all) })
+			return m - h, m, m + h
+		}, func(mean, today float64) bool { return mean >= today+worthCritical }, func(s standing) string {
+			m, h := s.criticalCI()
+			return fmt.Sprintf("%s ±%.2f", utilText(m), h)
+		}, fmt.Sprintf("%.2f", worthCritical)), func(kept []standing) string { return criticalApart(kept, all) })
 	}
-	narrow("availability during the faults", topBlock(cands, func(s standing) (float64, float64) { return s.avail.Min, s.avail.Max }), nil)
+	const availability = "availability during the faults"
+	narrow(availability, worth(availability, func(s standing) (float64, float64, float64) { return s.avail.Min, s.avail.Mean, s.avail.Max },
+		func(mean, today float64) bool { return 1-mean <= (1-today)*(1-worthUnavailability) }, func(s standing) string {
+			return fmt.Sprintf("%.3f (%.3f–%.3f)", s.avail.Mean, s.avail.Min, s.avail.Max)
+		}, fmt.Sprintf("a cut of %.0f%% in its unavailability", 100*worthUnavailability)), nil)
 	narrow("extra work", topBlock(cands, func(s standing) (float64, float64) { return -s.extra.Max, -s.extra.Min }), nil)
 	if len(cands) == 1 {
-		return cands, cmp.Or(key, "being the only candidate left")
+		return cands, cmp.Or(key, "being the only candidate left") + worthText(worthNotes)
 	}
 	var names []string
 	for _, s := range cands {
@@ -416,14 +486,23 @@ func best(cands []standing, given bool) ([]standing, string) {
 	changed := func(s standing) int { return s.changed }
 	if kept := least(changed); len(kept) < len(cands) {
 		why := "the least change from today's policies: " + tied + "; " + figures(changed, "edges changed")
-		return kept, why
+		return kept, why + worthText(worthNotes)
 	}
 	attempts := func(s standing) int { return s.attempts }
 	if kept := least(attempts); len(kept) < len(cands) {
 		why := "the fewest attempts allowed, the least extra work at worst: " + tied + ", and change as many edges; " + figures(attempts, "attempts over every edge at most")
-		return kept, why
+		return kept, why + worthText(worthNotes)
 	}
-	return cands, "the order of the candidates: " + tied + ", and change as many edges and allow as many attempts"
+	return cands, "the order of the candidates: " + tied + ", and change as many edges and allow as many attempts" + worthText(worthNotes)
+}
+
+// worthText is what the least gain worth a change decided, as the tail
+// of a key: empty where it decided nothing.
+func worthText(notes []string) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(notes, "; ")
 }
 
 // criticalApart states the seeds' critical utilizations of the candidates
@@ -467,8 +546,9 @@ func utilText(u float64) string {
 	return fmt.Sprintf("%.2f", u)
 }
 
-// reason says in one sentence why the winner was chosen.
-func reason(w standing, key string, given bool, assumption string) string {
+// reason says in one sentence why the winner was chosen: by key, and on
+// what, where on says (how many seeds decided it).
+func reason(w standing, on, key string, given bool, assumption string) string {
 	var b strings.Builder
 	switch {
 	case given && w.collapses:
@@ -486,7 +566,10 @@ func reason(w standing, key string, given bool, assumption string) string {
 	if extra == "-0.00" || extra == "+0.00" {
 		extra = "0.00"
 	}
-	fmt.Fprintf(&b, ", with availability %.3f (%.3f–%.3f over the seeds) and extra work %s; decided by %s", w.avail.Mean, w.avail.Min, w.avail.Max, extra, key)
+	if on != "" {
+		on += ", "
+	}
+	fmt.Fprintf(&b, ", with availability %.3f (%.3f–%.3f over the seeds) and extra work %s; decided %sby %s", w.avail.Mean, w.avail.Min, w.avail.Max, extra, on, key)
 	if !given && w.collapses {
 		// The best policy is not enough at the model's own utilization:
 		// say so, or the reader takes "run X" for "X keeps you up today".
@@ -501,16 +584,19 @@ func reason(w standing, key string, given bool, assumption string) string {
 // ordinaryDayGate rules out, before the ranking, every candidate whose
 // availability on an ordinary day (degradation ordinary: the traces' own
 // failures, with no fault added) is below that of today's policies beyond
-// the seed spread. Headroom on a bad day does not pay for availability lost
-// every day: a policy that refuses the retries today's failures need would
-// win on critical utilization alone. Today's policies are observed, or,
-// when observed breaks a safety rule, the better on an ordinary day of
-// observed+safe (the rules applied: what they cost is accepted, what a
-// candidate refuses beyond them is not) and observed+keys (the retries
-// the rules stop for want of an idempotency key kept, with the key): where
-// a key keeps today's availability, stopping those retries is a loss the
-// rules do not require. Without an ordinary day among the verdicts, or
-// without the baseline, nothing is ruled out.
+// the seed spread, or within it but with its mean unavailability so far
+// above theirs that going back to them would be a change worth making
+// (worthUnavailability). Headroom on a bad day does not pay for
+// availability lost every day: a policy that refuses the retries today's
+// failures need would win on critical utilization alone. Today's policies
+// are observed, or, when observed breaks a safety rule, the better on an
+// ordinary day of observed+safe (the rules applied: what they cost is
+// accepted, what a candidate refuses beyond them is not) and
+// observed+keys (the retries the rules stop for want of an idempotency
+// key kept, with the key): where a key keeps today's availability,
+// stopping those retries is a loss the rules do not require. Without an
+// ordinary day among the verdicts, or without the baseline, nothing is
+// ruled out.
 func ordinaryDayGate(cands []string, vs []Verdict, ordinary string) ([]string, []RuledOut) {
 	day := func(p string) (Stat, bool) { return ordinaryDay(vs, ordinary, p) }
 	base := baseline(cands, vs, ordinary)
@@ -522,14 +608,25 @@ func ordinaryDayGate(cands []string, vs []Verdict, ordinary string) ([]string, [
 	var ruled []RuledOut
 	for _, c := range cands {
 		a, ok := day(c)
-		if c == base || !ok || a.Overlaps(b) || a.Mean > b.Mean {
+		// Going back from c to today's would cut its unavailability by
+		// more than the least difference worth a change. Where today's
+		// policies fail nothing, any loss is infinitely more, which says
+		// nothing: the spread alone decides (on hotrod one request of
+		// one seed's 216 failed under budget-sized+keys).
+		back := b.Mean < 1 && 1-b.Mean < (1-a.Mean)*(1-worthUnavailability)
+		if c == base || !ok || a.Overlaps(b) && !back || a.Mean > b.Mean {
 			kept = append(kept, c)
 			continue
 		}
+		below := "below it beyond the seed spread"
+		if a.Overlaps(b) {
+			below = fmt.Sprintf("within the seed spread, but its unavailability %.0f%% above today's by the mean: going back would cut it by %.0f%%, above %.0f%%, the least difference worth a change",
+				100*((1-a.Mean)/(1-b.Mean)-1), 100*(1-(1-b.Mean)/(1-a.Mean)), 100*worthUnavailability)
+		}
 		ruled = append(ruled, RuledOut{Policy: c, Why: fmt.Sprintf(
-			"availability on an ordinary day (%s: the traces' own failures) %.3f (%.3f–%.3f) vs %.3f (%.3f–%.3f) for %s, below it beyond the seed spread: "+
+			"availability on an ordinary day (%s: the traces' own failures) %.3f (%.3f–%.3f) vs %.3f (%.3f–%.3f) for %s, %s: "+
 				"following it loses availability every day to gain headroom on a bad day",
-			ordinary, a.Mean, a.Min, a.Max, b.Mean, b.Min, b.Max, base)})
+			ordinary, a.Mean, a.Min, a.Max, b.Mean, b.Min, b.Max, base, below)})
 	}
 	return kept, ruled
 }

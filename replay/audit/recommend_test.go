@@ -306,3 +306,47 @@ func TestNoAdviceThatEndsAvailability(t *testing.T) {
 		})
 	}
 }
+
+// TestMoreSeedsDecide: on grpc-deadlines with first seed 1 the five seeds
+// leave the choice between observed+keys and budget-sized+keys within the
+// seed noise (one seed of budget-sized+keys collapses at 0.35 under one
+// degradation where the other four recover to 0.50); those two alone run
+// over the next five seeds too and the ten decide it, which the reason
+// and recommendation.more_seeds say. The audit's own verdicts keep their
+// five seeds.
+func TestMoreSeedsDecide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole audit of a sample, searches included")
+	}
+	a, err := Run(context.Background(), sampleConfig(t, "grpc-deadlines", replay.BuildOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := a.Recommendation
+	more := rec.MoreSeeds
+	if more == nil {
+		t.Fatalf("no more seeds: %s", rec.Reason)
+	}
+	if want := DefaultSeeds + ExtraSeeds; more.Seeds != want || !strings.Contains(rec.Reason, "decided on 10 seeds (--seed to --seed+9) for observed+keys, budget-sized+keys, the first 5 having left the choice within the seed noise") {
+		t.Errorf("more seeds %d, reason %q: want %d said", more.Seeds, rec.Reason, want)
+	}
+	if !slices.Equal(more.Candidates, []string{"observed+keys", "budget-sized+keys"}) || !slices.Contains(more.Candidates, rec.Policy) {
+		t.Errorf("decided between %v: %s", more.Candidates, rec.Policy)
+	}
+	for _, v := range more.Verdicts {
+		if v.Seeds != more.Seeds || v.Policy != "none" && !slices.Contains(more.Candidates, v.Policy) {
+			t.Errorf("verdict of %s under %s over %d seeds", v.Policy, v.Degradation, v.Seeds)
+		}
+	}
+	for _, v := range a.Verdicts {
+		if v.Seeds != DefaultSeeds {
+			t.Errorf("the audit's verdict of %s under %s over %d seeds", v.Policy, v.Degradation, v.Seeds)
+		}
+	}
+	// Every candidate of the audit is still ranked or ruled out.
+	for _, v := range a.Verdicts {
+		if v.Policy != "none" && !slices.Contains(rec.Ranking, v.Policy) && !slices.ContainsFunc(rec.RuledOut, func(r RuledOut) bool { return r.Policy == v.Policy }) {
+			t.Errorf("%s neither ranked (%v) nor ruled out", v.Policy, rec.Ranking)
+		}
+	}
+}
