@@ -63,4 +63,33 @@ function send(port, method, p, headers = {}) {
 // get sends the driver's GET of path p.
 const get = (port, p, headers) => send(port, 'GET', p, headers);
 
-module.exports = { rng, shuffle, sleep, start, stop, get, send };
+// runScripted runs one scripted capture: it starts stock, then front with
+// frontEnv(stock's port) added to its environment, and sends the cases
+// ({count, method, script}: count root requests each) shuffled by seed,
+// paceMs apart, open loop: the i-th is a GET /quotes/{idBase+i} or a POST
+// /orders/{idBase+i}, after stock is given the script of sku-{idBase+i}.
+// It resolves to what front and stock recorded and the root answers
+// counted by status code.
+async function runScripted({ cases, seed, paceMs, idBase, frontEnv }) {
+  const stock = start('stock', {});
+  const sport = await stock.ready;
+  const front = start('front', frontEnv(sport));
+  const fport = await front.ready;
+  const all = cases.flatMap((c) => Array.from({ length: c.count }, () => c));
+  shuffle(all, rng(seed));
+  const answers = {};
+  const sent = [];
+  for (const [i, c] of all.entries()) {
+    const id = String(idBase + i);
+    stock.child.send({ type: 'script', sku: `sku-${id}`, script: c.script });
+    sent.push(send(fport, c.method, c.method === 'GET' ? `/quotes/${id}` : `/orders/${id}`)
+      .then((code) => { answers[code] = (answers[code] || 0) + 1; }));
+    await sleep(paceMs);
+  }
+  await Promise.all(sent);
+  const fronts = await stop(front);
+  const stocks = await stop(stock);
+  return { fronts, stocks, answers };
+}
+
+module.exports = { rng, shuffle, sleep, start, stop, get, send, runScripted };

@@ -24,7 +24,7 @@
 // front's SERVER span is the root.
 
 const fs = require('node:fs');
-const { rng, shuffle, sleep, start, stop, send } = require('../common/harness');
+const { runScripted } = require('../common/harness');
 const { callStats, median, round1, splitStatuses } = require('../common/calls');
 
 const SCENARIO = process.env.SCENARIO;
@@ -62,24 +62,10 @@ const CASES = [
 ];
 
 async function main() {
-  const stock = start('stock', {});
-  const sport = await stock.ready;
-  const front = start('front', { STOCK_URL: `http://127.0.0.1:${sport}`, KY_RETRY: JSON.stringify(KY), CAPTURE_RETRY_AFTER: CAPTURED ? '1' : '0' });
-  const fport = await front.ready;
-  const cases = CASES.flatMap((c) => Array.from({ length: c.count }, () => c));
-  shuffle(cases, rng(SEED));
-  const answers = {};
-  const sent = [];
-  for (const [i, c] of cases.entries()) {
-    const id = String(5001 + i);
-    stock.child.send({ type: 'script', sku: `sku-${id}`, script: c.script });
-    sent.push(send(fport, c.method, c.method === 'GET' ? `/quotes/${id}` : `/orders/${id}`)
-      .then((code) => { answers[code] = (answers[code] || 0) + 1; }));
-    await sleep(PACE_MS);
-  }
-  await Promise.all(sent);
-  const fronts = await stop(front);
-  const stocks = await stop(stock);
+  const { fronts, stocks, answers } = await runScripted({
+    cases: CASES, seed: SEED, paceMs: PACE_MS, idBase: 5001,
+    frontEnv: (port) => ({ STOCK_URL: `http://127.0.0.1:${port}`, KY_RETRY: JSON.stringify(KY), CAPTURE_RETRY_AFTER: CAPTURED ? '1' : '0' }),
+  });
   fs.writeFileSync(process.env.TRUTH_OUT, JSON.stringify(buildTruth(fronts, stocks, answers)));
 }
 
