@@ -18,6 +18,15 @@ import (
 // advanced breaker): TripRule says which the traces are consistent with.
 type Breaker struct {
 	Detected bool `json:"detected"`
+	// Unknown is true where the traces hint at a breaker too thinly to
+	// claim one or deny it: fewer than minFastFailed requests failed fast
+	// without the call after failed calls, and no quick failures while
+	// the callee was healthy say the handler fails so on its own.
+	// FastFailedCalls and OpenPeriods count that evidence, Evidence says
+	// it (and RetriedRefusals, where the fast failures lasted a retry
+	// loop's waits, what the traces show of the loop). Not Detected:
+	// replay runs no breaker from it, and its absence is not a finding.
+	Unknown bool `json:"unknown,omitempty"`
 	// FastFailedCalls counts requests answered without calling the callee
 	// while the breaker was open.
 	FastFailedCalls int `json:"fast_failed_calls"`
@@ -74,6 +83,9 @@ type Breaker struct {
 	// after waiting through its retry policy's waits: a breaker around
 	// the retry loop fails a call at once.
 	RetriedRefusals *RetriedRefusals `json:"retried_refusals,omitempty"`
+	// Evidence says, where the breaker is Unknown, what the traces show
+	// of one and why it is not claimed.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // RetriedRefusals is what the traces show of a retry loop around a
@@ -426,6 +438,11 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, w retryWaits
 		waited += r.waited
 	}
 	b := decideBreaker(ix, rs, size)
+	if b != nil && b.Unknown && waited > 0 {
+		b.RetriedRefusals = retriedRefusals(ix, spans, bc, offset, w, waited)
+		b.RetriedRefusals.Trip = fmt.Sprintf("unknown: fast-failed calls %d, too few to claim a breaker", b.FastFailedCalls)
+		return b
+	}
 	if b != nil && b.Detected && waited > 0 {
 		b.RetriedRefusals = retriedRefusals(ix, spans, bc, offset, w, waited)
 		// A breaker inside the retry loop counts tries, and its refused
@@ -776,6 +793,15 @@ func decideBreaker(ix *index, rs []*brReading, size bool) *Breaker {
 	b.Detected = b.OpenPeriods > 0 && b.FastFailedCalls >= minFastFailed && !ownFailures &&
 		2*refusedTries >= 3*b.OpenPeriods
 	if !b.Detected {
+		if b.OpenPeriods > 0 && b.FastFailedCalls < minFastFailed && !ownFailures {
+			// Too few fast failures to claim a breaker, and nothing says
+			// the handler fails fast on its own: neither is known.
+			*b = Breaker{Unknown: true, FastFailedCalls: b.FastFailedCalls, OpenPeriods: b.OpenPeriods, LongestFailureRun: b.LongestFailureRun,
+				Instances: instancesOf(ix, rs, nil)}
+			b.Evidence = fmt.Sprintf("requests failed fast without calling the callee after failed calls: %d (runs: %d), fewer than the %d a breaker is claimed from; while the callee was healthy: %d, too few to call them the handler's own: a breaker that opened, or the handler's own failures, the traces cannot tell",
+				b.FastFailedCalls, b.OpenPeriods, minFastFailed, healthyFast)
+			return b
+		}
 		if b.LongestFailureRun < minAbsentRun {
 			return nil // too few failures in a row to tell
 		}

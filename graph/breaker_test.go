@@ -11,7 +11,9 @@ import (
 // end later: one at a time), each in its own trace: script[i] is what
 // request i does:
 // 'o' calls payments, which answers 200; 'x' calls it and it fails with a
-// 503; 'f' answers 503 in 0.5ms without calling it (a breaker open). lag
+// 503; 'f' answers 503 in 0.5ms without calling it (a breaker open); 's'
+// answers 503 after 20ms without calling it (the handler's own slow
+// failure, no breaker). lag
 // (nil: none) is what a busy host adds to each request and to each call's
 // client span beyond its callee's.
 func breakerTraffic(b *builder, script string, lag func() float64) {
@@ -36,8 +38,11 @@ func breakerTraffic(b *builder, script string, lag func() float64) {
 			c := b.client(root, "payments", at+1, 6+leg, httpStatus(status))
 			b.server(c, "payments", "POST /charge", at+1.5+leg/2, 5, httpStatus(status))
 			ended = at + d
-		case 'f':
+		case 'f', 's':
 			d := 0.5 + lag()
+			if r == 's' {
+				d += 19.5
+			}
 			b.server(-1, "gateway", "GET /pay", at, d, httpStatus(503))
 			ended = at + d
 		}

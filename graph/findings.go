@@ -128,7 +128,7 @@ func findings(edges []Edge, paths []Path, shows findingExamples) []Finding {
 				"%d hedged calls of %s, whose idempotency no span shows: each hedge repeats the request, safe only if the operation is idempotent (a gRPC method declared idempotency_level IDEMPOTENT or NO_SIDE_EFFECTS)",
 				h.IdempotencyUnknown, e.Operation)
 		}
-		if b := e.Breaker; b != nil && !b.Detected && b.LongestFailureRun >= hammerRun {
+		if b := e.Breaker; b != nil && !b.Detected && !b.Unknown && b.LongestFailureRun >= hammerRun {
 			add(FindingNoBreaker, SeverityMedium, edgeLocation(e), e.Examples, "%d calls in a row failed and every next request called again: no circuit breaker sheds load from a dead dependency",
 				b.LongestFailureRun)
 		}

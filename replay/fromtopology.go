@@ -306,6 +306,10 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		if br := e.Breaker; br != nil && br.Detected && br.RetriedRefusals != nil {
 			m.Assumed = append(m.Assumed, retriedRefusalsNote(e))
 		}
+		if br := e.Breaker; br != nil && br.Unknown {
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: circuit breaker unknown (%s): the replay runs no breaker on the edge",
+				e.Caller, e.Callee, e.Operation, br.Evidence))
+		}
 		if br := e.Breaker; br != nil && br.Detected && br.TripRule == graph.TripFailureRate {
 			note, err := failureRateNote(e, ed.Policy.Breaker)
 			if err != nil {

@@ -293,3 +293,42 @@ func TestObservedProportionalFraction(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownBreakerIsNoted: a breaker the traces leave unknown (too few
+// fast failures to claim one) is not replayed, and the notes say it is
+// unknown with its evidence; a detected one is replayed and a breaker not
+// seen gets no such note.
+func TestUnknownBreakerIsNoted(t *testing.T) {
+	const evidence = "requests failed fast without calling the callee after failed calls: 2 (runs: 1)"
+	for _, tc := range []struct {
+		name        string
+		br          *graph.Breaker
+		replayed    bool
+		noteUnknown bool
+	}{
+		{"unknown", &graph.Breaker{Unknown: true, FastFailedCalls: 2, OpenPeriods: 1, LongestFailureRun: 3, Evidence: evidence}, false, true},
+		{"unknown inside a retry loop", &graph.Breaker{Unknown: true, FastFailedCalls: 1, OpenPeriods: 1, Evidence: evidence,
+			RetriedRefusals: &graph.RetriedRefusals{WaitedCalls: 1, RefusedTries: graph.TripUnknown}}, false, true},
+		{"detected", &graph.Breaker{Detected: true, FastFailedCalls: 4, OpenPeriods: 1, TripRule: graph.TripConsecutive, TripAfter: 3, OpenMS: 20}, true, false},
+		{"none seen", &graph.Breaker{LongestFailureRun: 12}, false, false},
+	} {
+		top := sampleTopology(t, "retry-everywhere")
+		e := &top.Edges[0]
+		e.Breaker = tc.br
+		if got := observedPolicy(*e).Breaker.Enabled(); got != tc.replayed {
+			t.Errorf("%s: breaker replayed %v, want %v", tc.name, got, tc.replayed)
+		}
+		m, err := FromTopology(top, BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(m.Assumed, "\n")
+		note := e.Caller + " → " + e.Callee + " " + e.Operation + ": circuit breaker unknown (" + evidence
+		if got := strings.Contains(notes, note); got != tc.noteUnknown {
+			t.Errorf("%s: unknown note %v, want %v (notes %q)", tc.name, got, tc.noteUnknown, m.Assumed)
+		}
+		if strings.Contains(notes, "retry loop wraps its circuit breaker") {
+			t.Errorf("%s: a retried-refusals note for a breaker not replayed as one (notes %q)", tc.name, m.Assumed)
+		}
+	}
+}

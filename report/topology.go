@@ -384,7 +384,10 @@ func hedgingText(h *graph.Hedging) string {
 // loop (…)" where the loop retries its refusals (Breaker.RetriedRefusals), "…, on a failure rate" where
 // the traces show it does not count failures in a row, whose threshold a
 // reader would otherwise assume, with the shares and windows that fit,
-// "(39.6%–67.9% over 242–494ms)", or "(unsized)"), "none (12 failed in a row)" when
+// "(39.6%–67.9% over 242–494ms)", or "(unsized)"), "unknown (2 fast
+// failures)" where too few requests failed fast to claim a breaker or
+// deny one (Breaker.Unknown; ", after the retry loop's waits" where they
+// lasted them), "none (12 failed in a row)" when
 // failures in a row were all sent on, or "-" when the traces cannot tell;
 // "proxy limit shed 3 (UO)" is added when the caller's sidecar refused
 // attempts because its circuit breaker's limits were full.
@@ -416,6 +419,12 @@ func breakerText(b *graph.Breaker) string {
 			}
 		}
 		return strings.TrimSuffix(fmt.Sprintf("opened %d×, %d fast-failed%s; %s", b.OpenPeriods, b.FastFailedCalls, rule, shed), "; ")
+	case b.Unknown:
+		waited := ""
+		if rr := b.RetriedRefusals; rr != nil {
+			waited = fmt.Sprintf(", %d after the retry loop's waits", rr.WaitedCalls)
+		}
+		return strings.TrimSuffix(fmt.Sprintf("unknown (%s%s); %s", plural(b.FastFailedCalls, "fast failure"), waited, shed), "; ")
 	case shed != "" && b.LongestFailureRun < minShownRun:
 		return shed
 	case shed != "":

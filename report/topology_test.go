@@ -422,6 +422,15 @@ func TestTextHelpers(t *testing.T) {
 		{"breaker inside the retry loop", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 5, FastFailedCalls: 5, TripRule: graph.TripUnknown,
 			RetriedRefusals: &graph.RetriedRefusals{WaitedCalls: 5, RefusedTries: graph.TripUnknown}}),
 			"opened 5×, 5 fast-failed, inside the caller's retry loop (refused tries and trip rule unknown)"},
+		{"breaker unknown, one fast failure", breakerText(&graph.Breaker{Unknown: true, OpenPeriods: 1, FastFailedCalls: 1, LongestFailureRun: 3}),
+			"unknown (1 fast failure)"},
+		{"breaker unknown, two fast failures after twelve failed in a row", breakerText(&graph.Breaker{Unknown: true, OpenPeriods: 2, FastFailedCalls: 2, LongestFailureRun: 12}),
+			"unknown (2 fast failures)"},
+		{"breaker unknown inside the retry loop", breakerText(&graph.Breaker{Unknown: true, OpenPeriods: 1, FastFailedCalls: 1,
+			RetriedRefusals: &graph.RetriedRefusals{WaitedCalls: 1, LateStartCalls: 4, RefusedTries: graph.TripUnknown}}),
+			"unknown (1 fast failure, 1 after the retry loop's waits)"},
+		{"breaker unknown and a proxy limit", breakerText(&graph.Breaker{Unknown: true, OpenPeriods: 1, FastFailedCalls: 2, ProxyShed: 3}),
+			"unknown (2 fast failures); proxy limit shed 3 (UO)"},
 		{"breaker on a failure rate and a proxy limit", breakerText(&graph.Breaker{Detected: true, OpenPeriods: 4, FastFailedCalls: 38, TripRule: graph.TripFailureRate, ProxyShed: 2}),
 			"opened 4×, 38 fast-failed, on a failure rate; proxy limit shed 2 (UO)"},
 	} {
@@ -572,5 +581,64 @@ func TestRetriesUnknownShown(t *testing.T) {
 		if want := [5]string{tc.retries, tc.max, tc.bo, tc.jitter, tc.linkLabel}; got != want {
 			t.Errorf("%s: got %q, want %q", tc.name, got, want)
 		}
+	}
+}
+
+// TestBreakerUnknownRendered: an edge whose breaker the traces leave
+// unknown says so, with its count, in the breaker column of the text
+// table, the Markdown and the HTML report, and is drawn with no breaker
+// bar in the call graph; an edge with none seen shows "-".
+func TestBreakerUnknownRendered(t *testing.T) {
+	top := &graph.Topology{Schema: graph.Schema, Edges: []graph.Edge{
+		{Caller: "api", Callee: "db", Operation: "query", Calls: 8, Attempts: 8, MaxAttempts: 1, Backoff: graph.Backoff{Kind: "none", Jitter: "none"},
+			Breaker: &graph.Breaker{Unknown: true, FastFailedCalls: 2, OpenPeriods: 1, LongestFailureRun: 3, Evidence: "requests failed fast …"}},
+		{Caller: "api", Callee: "cache", Operation: "get", Calls: 8, Attempts: 8, MaxAttempts: 1, Backoff: graph.Backoff{Kind: "none", Jitter: "none"}},
+	}}
+	var table, md bytes.Buffer
+	if err := TopologyTable(&table, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := TopologyMarkdown(&md, top); err != nil {
+		t.Fatal(err)
+	}
+	html := renderAudit(t, &AuditReport{Topology: top})
+	for _, c := range []struct {
+		format, out, row string
+		want, not        []string
+	}{
+		{"table", table.String(), "db", []string{"unknown (2 fast failures)"}, nil},
+		{"table", table.String(), "cache", nil, []string{"unknown"}},
+		{"markdown", md.String(), "db", []string{"| unknown (2 fast failures) |"}, nil},
+		{"markdown", md.String(), "cache", []string{"| -                         |"}, []string{"unknown"}},
+		{"html", html, "", []string{"<td>unknown (2 fast failures)</td>"}, nil},
+	} {
+		got := c.out
+		if c.row != "" {
+			got = ""
+			for _, l := range strings.Split(c.out, "\n") {
+				if strings.Contains(l, c.row) {
+					got = l
+					break
+				}
+			}
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s, %s row: %q lacks %q", c.format, c.row, got, w)
+			}
+		}
+		for _, w := range c.not {
+			if got == "" || strings.Contains(got, w) {
+				t.Errorf("%s, %s row: %q holds %q (or is missing)", c.format, c.row, got, w)
+			}
+		}
+	}
+	for _, l := range layoutCallGraph(newCallGraph(top)).Links {
+		if l.Breaker != "" {
+			t.Errorf("api → %s: breaker bar %q for an unknown breaker", l.To, l.Breaker)
+		}
+	}
+	if strings.Contains(html, `marker-start="url(#breaker)"`) {
+		t.Error("html draws a breaker bar for an unknown breaker")
 	}
 }
