@@ -13,11 +13,9 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { answer, gatewayStatus, instrument, now, route, serve, stockServer } = require('../common/service');
+const { frontServer, instrument, serve, stockServer } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation({ headersToSpanAttributes: { client: { responseHeaders: ['retry-after'] } } })]);
-
-const http = require('node:http');
 
 const records = [];
 let server;
@@ -53,29 +51,15 @@ if (role === 'stock') {
       return delay;
     },
   });
-  let seq = 0;
-  server = http.createServer(async (req, res) => {
-    const get = req.method === 'GET' && /^\/quotes\/([^/?]+)$/.exec(req.url);
-    const post = req.method === 'POST' && /^\/orders\/([^/?]+)$/.exec(req.url);
-    if (!get && !post) { res.writeHead(404).end(); return; }
-    req.resume();
-    route(get ? '/quotes/:id' : '/orders/:id');
-    const id = (get || post)[1];
-    const rec = { call: `${id}#${++seq}`, method: req.method, start: now() };
-    records.push(rec);
-    let status = 200;
+  server = frontServer(records, () => ({}), async (rec, get, id) => {
     try {
       const headers = { 'x-call-id': rec.call };
       if (get) await client.get(`${process.env.STOCK_URL}/stock/sku-${id}`, { headers });
       else await client.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { qty: 1 }, { headers });
-    } catch (err) {
-      const s = err.response?.status;
-      status = gatewayStatus(s);
+    } finally {
+      rec.delays = delays.get(rec.call) || [];
     }
-    rec.delays = delays.get(rec.call) || [];
-    rec.status = status;
-    answer(res, status);
-  });
+  }, (err) => err.response?.status);
 } else {
   throw new Error(`unknown role ${role}`);
 }

@@ -90,6 +90,37 @@ function stockServer(records) {
   });
 }
 
+// frontServer is front in the scripted scenarios (the drivers' runScripted):
+// GET /quotes/:id and POST /orders/:id (404 otherwise), each pushed to
+// records as {call: "id#n", method, start, ...fields} and handed to
+// send(rec, get, id), which calls stock through the library under test and
+// resolves once the call is over or throws the error it failed with. front
+// answers 200, or as a gateway would (gatewayStatus) to the status
+// statusOf(err) reads from that error (undefined: no answer). It must be
+// called after instrument, since it loads node:http.
+function frontServer(records, fields, send, statusOf) {
+  const http = require('node:http');
+  let seq = 0;
+  return http.createServer(async (req, res) => {
+    const get = req.method === 'GET' && /^\/quotes\/([^/?]+)$/.exec(req.url);
+    const post = req.method === 'POST' && /^\/orders\/([^/?]+)$/.exec(req.url);
+    if (!get && !post) { res.writeHead(404).end(); return; }
+    req.resume();
+    route(get ? '/quotes/:id' : '/orders/:id');
+    const id = (get || post)[1];
+    const rec = { call: `${id}#${++seq}`, method: req.method, start: now(), ...fields() };
+    records.push(rec);
+    let status = 200;
+    try {
+      await send(rec, Boolean(get), id);
+    } catch (err) {
+      status = gatewayStatus(statusOf(err));
+    }
+    rec.status = status;
+    answer(res, status);
+  });
+}
+
 // answer ends a response with status as its plain-text body, as every
 // scenario's caller answers its own caller.
 function answer(res, status) {
@@ -104,4 +135,4 @@ function gatewayStatus(s) {
   return s >= 400 && s < 500 && s !== 408 && s !== 429 ? s : 503;
 }
 
-module.exports = { answer, api, gatewayStatus, instrument, now, route, faultScripts, onStop, serve, stockServer };
+module.exports = { answer, api, frontServer, gatewayStatus, instrument, now, route, faultScripts, onStop, serve, stockServer };

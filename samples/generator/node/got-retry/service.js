@@ -11,11 +11,10 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { answer, gatewayStatus, instrument, now, route, serve, stockServer } = require('../common/service');
+const { frontServer, instrument, serve, stockServer } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation()]);
 
-const http = require('node:http');
 const diagnostics = require('node:diagnostics_channel');
 
 const records = [];
@@ -41,30 +40,16 @@ if (role === 'stock') {
     const res = msg.error.response;
     delays.get(call).push({ retry: msg.retryCount, delay: msg.delay, status: res?.statusCode, retryAfter: res ? 'retry-after' in res.headers : false });
   });
-  let seq = 0;
-  server = http.createServer(async (req, res) => {
-    const get = req.method === 'GET' && /^\/quotes\/([^/?]+)$/.exec(req.url);
-    const post = req.method === 'POST' && /^\/orders\/([^/?]+)$/.exec(req.url);
-    if (!get && !post) { res.writeHead(404).end(); return; }
-    req.resume();
-    route(get ? '/quotes/:id' : '/orders/:id');
-    const id = (get || post)[1];
-    const rec = { call: `${id}#${++seq}`, method: req.method, start: now() };
-    records.push(rec);
-    let status = 200;
+  server = frontServer(records, () => ({}), async (rec, get, id) => {
     try {
       const got = await pGot;
       const headers = { 'x-call-id': rec.call };
       if (get) await got(`${process.env.STOCK_URL}/stock/sku-${id}`, { headers });
       else await got.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { headers, json: { qty: 1 } });
-    } catch (err) {
-      const s = err.response?.statusCode;
-      status = gatewayStatus(s);
+    } finally {
+      rec.delays = delays.get(rec.call) || [];
     }
-    rec.delays = delays.get(rec.call) || [];
-    rec.status = status;
-    answer(res, status);
-  });
+  }, (err) => err.response?.statusCode);
 } else {
   throw new Error(`unknown role ${role}`);
 }

@@ -13,12 +13,10 @@
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
 const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
-const { answer, gatewayStatus, instrument, now, route, serve, stockServer } = require('../common/service');
+const { frontServer, instrument, serve, stockServer } = require('../common/service');
 
 const undiciConfig = process.env.CAPTURE_RETRY_AFTER === '1' ? { headersToSpanAttributes: { responseHeaders: ['retry-after'] } } : {};
 const provider = instrument(role, [new HttpInstrumentation(), new UndiciInstrumentation(undiciConfig)]);
-
-const http = require('node:http');
 
 const records = [];
 let server;
@@ -48,33 +46,17 @@ if (role === 'stock') {
     },
   }));
   const calls = new Map(); // call id → record
-  let seq = 0;
-  server = http.createServer(async (req, res) => {
-    const get = req.method === 'GET' && /^\/quotes\/([^/?]+)$/.exec(req.url);
-    const post = req.method === 'POST' && /^\/orders\/([^/?]+)$/.exec(req.url);
-    if (!get && !post) { res.writeHead(404).end(); return; }
-    req.resume();
-    route(get ? '/quotes/:id' : '/orders/:id');
-    const id = (get || post)[1];
-    const rec = { call: `${id}#${++seq}`, method: req.method, start: now(), retries: [], draws: [] };
-    records.push(rec);
+  server = frontServer(records, () => ({ retries: [], draws: [] }), async (rec, get, id) => {
     calls.set(rec.call, rec);
-    let status = 200;
-    try {
-      const ky = await pKy;
-      const headers = { 'x-call-id': rec.call };
-      // jitter: true is ky's full jitter, Math.random() · delay; the same
-      // draw through ky's jitter function, one per call, lets the truth
-      // record each wait ky chose (ky skips it for a Retry-After).
-      const opts = { headers, retry: retry.jitter === true ? { ...retry, jitter: (d) => { const j = Math.random() * d; rec.draws.push(j); return j; } } : retry };
-      if (get) await ky.get(`${process.env.STOCK_URL}/stock/sku-${id}`, opts).text();
-      else await ky.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { ...opts, json: { qty: 1 } }).text();
-    } catch (err) {
-      status = gatewayStatus(err.response?.status);
-    }
-    rec.status = status;
-    answer(res, status);
-  });
+    const ky = await pKy;
+    const headers = { 'x-call-id': rec.call };
+    // jitter: true is ky's full jitter, Math.random() · delay; the same
+    // draw through ky's jitter function, one per call, lets the truth
+    // record each wait ky chose (ky skips it for a Retry-After).
+    const opts = { headers, retry: retry.jitter === true ? { ...retry, jitter: (d) => { const j = Math.random() * d; rec.draws.push(j); return j; } } : retry };
+    if (get) await ky.get(`${process.env.STOCK_URL}/stock/sku-${id}`, opts).text();
+    else await ky.post(`${process.env.STOCK_URL}/reservations/sku-${id}`, { ...opts, json: { qty: 1 } }).text();
+  }, (err) => err.response?.status);
 } else {
   throw new Error(`unknown role ${role}`);
 }

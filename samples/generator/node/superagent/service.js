@@ -12,11 +12,9 @@
 
 const role = process.argv[2];
 const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-const { answer, gatewayStatus, instrument, now, route, serve, stockServer } = require('../common/service');
+const { frontServer, instrument, now, serve, stockServer } = require('../common/service');
 
 const provider = instrument(role, [new HttpInstrumentation({ headersToSpanAttributes: { client: { responseHeaders: ['retry-after'] } } })]);
-
-const http = require('node:http');
 
 const records = [];
 let server;
@@ -33,30 +31,14 @@ if (role === 'stock') {
   // 5xx or 429 it gave up on.
   const superagent = require('superagent');
   const retries = Number(process.env.RETRIES);
-  let seq = 0;
-  server = http.createServer(async (req, res) => {
-    const get = req.method === 'GET' && /^\/quotes\/([^/?]+)$/.exec(req.url);
-    const post = req.method === 'POST' && /^\/orders\/([^/?]+)$/.exec(req.url);
-    if (!get && !post) { res.writeHead(404).end(); return; }
-    req.resume();
-    route(get ? '/quotes/:id' : '/orders/:id');
-    const id = (get || post)[1];
-    const rec = { call: `${id}#${++seq}`, method: req.method, start: now(), judged: [] };
-    records.push(rec);
+  server = frontServer(records, () => ({ judged: [] }), async (rec, get, id) => {
     // superagent asks the callback of .retry about every try's outcome
     // while retries are left, success included; undefined keeps its own
     // rule: the truth records what it was asked about.
     const judged = (err, r) => { rec.judged.push({ status: r ? r.status : null, error: err && !r ? String(err.code || err.message) : null, at: now() }); };
-    let status = 200;
-    try {
-      const r = get ? superagent.get(`${process.env.STOCK_URL}/stock/sku-${id}`) : superagent.post(`${process.env.STOCK_URL}/reservations/sku-${id}`).send({ qty: 1 });
-      await r.set('x-call-id', rec.call).retry(retries, judged);
-    } catch (err) {
-      status = gatewayStatus(err.status);
-    }
-    rec.status = status;
-    answer(res, status);
-  });
+    const r = get ? superagent.get(`${process.env.STOCK_URL}/stock/sku-${id}`) : superagent.post(`${process.env.STOCK_URL}/reservations/sku-${id}`).send({ qty: 1 });
+    await r.set('x-call-id', rec.call).retry(retries, judged);
+  }, (err) => err.status);
 } else {
   throw new Error(`unknown role ${role}`);
 }
