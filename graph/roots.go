@@ -28,7 +28,7 @@ import (
 // which call a root repeats. Inference reads the roots as streams, one
 // per instance and request (rootStream), in time order, and counts what
 // the streams show as evidence (RootCalls): the edge's retries are unknown
-// where a root failed retryably, never "not retried". Two things do link
+// where a root failed retryably, never "not retried". Three things link
 // a root to another call, and make it that call's next attempt (joins,
 // joinRootRetries) rather than a call or root request of its own:
 //
