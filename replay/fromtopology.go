@@ -250,31 +250,31 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 		if len(e.WaitQuantilesMS) > 0 && ed.Policy.MaxAttempts > 1 {
 			ow := &ObservedWaits{}
 			for i, q := range e.WaitQuantilesMS {
-				d, err := quantileDist(graph.WorkLevels, q)
+				d, err := edgeDist(&e, fmt.Sprintf("waits before retry %d", i+1), q)
 				if err != nil {
-					return nil, fmt.Errorf("edge %s → %s %s: waits before retry %d: %w", e.Caller, e.Callee, e.Operation, i+1, err)
+					return nil, err
 				}
 				ow.ByRetry = append(ow.ByRetry, d)
 			}
 			ed.Policy.Backoff.Observed = ow
 		}
 		if len(e.TransitQuantilesMS) > 0 {
-			tr, err := quantileDist(graph.WorkLevels, e.TransitQuantilesMS)
+			tr, err := edgeDist(&e, "transit", e.TransitQuantilesMS)
 			if err != nil {
-				return nil, fmt.Errorf("edge %s → %s %s: transit: %w", e.Caller, e.Callee, e.Operation, err)
+				return nil, err
 			}
 			if tr.Mean() > 0 {
 				ed.Transit = tr
 			}
 		}
 		if rt := e.RetryTransit; rt != nil && rt.Split && len(e.FirstTransitQuantilesMS) > 0 && len(e.RetryTransitQuantilesMS) > 0 {
-			first, err := quantileDist(graph.WorkLevels, e.FirstTransitQuantilesMS)
+			first, err := edgeDist(&e, "transit of first attempts", e.FirstTransitQuantilesMS)
 			if err != nil {
-				return nil, fmt.Errorf("edge %s → %s %s: transit of first attempts: %w", e.Caller, e.Callee, e.Operation, err)
+				return nil, err
 			}
-			retry, err := quantileDist(graph.WorkLevels, e.RetryTransitQuantilesMS)
+			retry, err := edgeDist(&e, "transit of retries", e.RetryTransitQuantilesMS)
 			if err != nil {
-				return nil, fmt.Errorf("edge %s → %s %s: transit of retries: %w", e.Caller, e.Callee, e.Operation, err)
+				return nil, err
 			}
 			if first.Mean() > 0 || retry.Mean() > 0 {
 				ed.Transit, ed.RetryTransit = first, retry
@@ -360,13 +360,13 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 				m.Assumed = append(m.Assumed, laterNote(e, "(retries and hedges) meet other work at the callee", "work ", e.RetryWork,
 					e.FirstWorkQuantilesMS, e.RetryWorkQuantilesMS, "not drawn apart: the edge's slow and other tries' own work times are drawn instead"))
 			} else {
-				first, err := quantileDist(graph.WorkLevels, e.FirstWorkQuantilesMS)
+				first, err := edgeDist(&e, "callee work of first attempts", e.FirstWorkQuantilesMS)
 				if err != nil {
-					return nil, fmt.Errorf("edge %s → %s %s: callee work of first attempts: %w", e.Caller, e.Callee, e.Operation, err)
+					return nil, err
 				}
-				retry, err := quantileDist(graph.WorkLevels, e.RetryWorkQuantilesMS)
+				retry, err := edgeDist(&e, "callee work of later attempts", e.RetryWorkQuantilesMS)
 				if err != nil {
-					return nil, fmt.Errorf("edge %s → %s %s: callee work of later attempts: %w", e.Caller, e.Callee, e.Operation, err)
+					return nil, err
 				}
 				ed.Work, ed.RetryWork = first, retry
 				m.Assumed = append(m.Assumed, laterNote(e, "(retries and hedges) meet other work at the callee", "work ", e.RetryWork,
@@ -614,6 +614,16 @@ func serviceTime(op graph.Operation) (Dist, error) {
 		return Constant(op.P50MS / 1000), nil
 	}
 	return quantileDist(graph.SelfQuantileLevels, op.SelfQuantilesMS)
+}
+
+// edgeDist reads quantiles q of edge e over graph.WorkLevels
+// (quantileDist), an error naming the edge and what q is (what).
+func edgeDist(e *graph.Edge, what string, q []float64) (Dist, error) {
+	d, err := quantileDist(graph.WorkLevels, q)
+	if err != nil {
+		return nil, fmt.Errorf("edge %s → %s %s: %s: %w", e.Caller, e.Callee, e.Operation, what, err)
+	}
+	return d, nil
 }
 
 // quantileDist draws from quantiles in milliseconds at the given levels.

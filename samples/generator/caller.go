@@ -258,8 +258,7 @@ func (c *caller) sendFailsafeRetry(ctx context.Context, r request) (result, erro
 			if resp := e.LastResult(); resp != nil {
 				// A failed answer the retry policy drops: read it, so
 				// that its connection is reused.
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				drain(resp)
 			}
 			log.try(errors.Is(e.LastError(), circuitbreaker.ErrOpen), e.Delay)
 		}).

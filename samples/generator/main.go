@@ -286,9 +286,15 @@ func rootRequest(client *http.Client, method, url string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return drain(resp), nil
+}
+
+// drain reads resp's body to its end and closes it, so that its
+// connection is reused, and returns its status code.
+func drain(resp *http.Response) int {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode
 }
 
 // answersOf spells how root requests were answered, by status code in

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -339,9 +338,7 @@ func rootClientCall(rc *retryablehttp.Client, apiURL, item, id, key string) (boo
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", id, err)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode >= 500, nil
+	return drain(resp) >= 500, nil
 }
 
 // frontCall is front's call to api for request id: the first attempt in
@@ -383,9 +380,7 @@ func getItem(ctx context.Context, client *http.Client, apiURL, id string) (int, 
 	if err != nil {
 		return 0, err
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	return drain(resp), nil
 }
 
 // retryPool runs retries on worker goroutines that know nothing of the

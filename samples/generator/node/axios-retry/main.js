@@ -23,6 +23,7 @@
 
 const fs = require('node:fs');
 const { runScripted } = require('../common/harness');
+const { median, round1, stockPaths, unretriedPost } = require('../common/calls');
 
 const SEED = 27;
 const PACE_MS = 30; // between root requests
@@ -53,8 +54,6 @@ async function main() {
   fs.writeFileSync(process.env.TRUTH_OUT, JSON.stringify(buildTruth(fronts, stocks, answers)));
 }
 
-const round1 = (x) => Math.round(x * 10) / 10;
-const median = (xs) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
 
 function buildTruth(fronts, stocks, answers) {
   const problems = [];
@@ -117,18 +116,8 @@ function buildTruth(fronts, stocks, answers) {
       attempts: g.attempts, calls: g.calls,
       waits_by_attempt_index: waits,
       wait_late_median_ms: round1(median(late)),
-    }, {
-      ...base, operation: '/reservations/:sku', method: 'POST', library: null,
-      retries: false, max_attempts: 1, exhausted_in_traces: p.exhausted > 0,
-      backoff: { kind: 'none', base_ms: null, multiplier: null, cap_ms: null, jitter: 'none', jitter_fraction: null },
-      retried_status: [], not_retried_status: [...p.statuses].sort(),
-      honours_retry_after: false, retry_after_waits: 0,
-      attempts: p.attempts, calls: p.calls,
-    }],
-    paths: [
-      { services: ['front', 'stock'], operations: ['/quotes/:id', '/stock/:sku'], worst_case_amplification: maxAttempts, observed_max_amplification: g.most },
-      { services: ['front', 'stock'], operations: ['/orders/:id', '/reservations/:sku'], worst_case_amplification: 1, observed_max_amplification: p.most },
-    ],
+    }, unretriedPost(base, p)],
+    paths: stockPaths(maxAttempts, g, 1, p),
   };
 }
 

@@ -23,6 +23,7 @@
 
 const fs = require('node:fs');
 const { rng, shuffle, sleep, start, stop, get } = require('../common/harness');
+const { median, round1 } = require('../common/calls');
 
 const SEED = 21;
 const PACE_MS = 5;
@@ -92,7 +93,6 @@ async function main() {
   fs.writeFileSync(process.env.TRUTH_OUT, JSON.stringify(buildTruth(fronts, stocks, ledgers, answers)));
 }
 
-const round1 = (x) => Math.round(x * 10) / 10;
 
 function buildTruth(fronts, stocks, ledgers, answers) {
   const problems = [];
@@ -181,7 +181,6 @@ function buildTruth(fronts, stocks, ledgers, answers) {
   };
 }
 
-const median = (xs) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
 
 // lateness lists how much later than the delay cockatiel chose each retry
 // of a stock call reached stock, less the try before it: the time from one

@@ -43,4 +43,28 @@ function splitStatuses(statuses, retryable) {
   return { retried: all.filter(retryable), notRetried: all.filter((s) => !retryable(s)) };
 }
 
-module.exports = { callStats, median, round1, splitStatuses };
+// unretriedPost is the truth's edge of front's POST /reservations/:sku in
+// a scenario whose library retries no POST: base with the counts p
+// (callStats) of the POST calls.
+function unretriedPost(base, p) {
+  return {
+    ...base, operation: '/reservations/:sku', method: 'POST', library: null,
+    retries: false, max_attempts: 1, exhausted_in_traces: p.exhausted > 0,
+    backoff: { kind: 'none', base_ms: null, multiplier: null, cap_ms: null, jitter: 'none', jitter_fraction: null },
+    retried_status: [], not_retried_status: [...p.statuses].sort((a, b) => a - b),
+    honours_retry_after: false, retry_after_waits: 0,
+    attempts: p.attempts, calls: p.calls,
+  };
+}
+
+// stockPaths is the truth's two paths: GET /quotes/:id through stock's GET,
+// allowed maxAttempts, and POST /orders/:id through stock's POST, allowed
+// postAttempts; g and p are their counts (callStats).
+function stockPaths(maxAttempts, g, postAttempts, p) {
+  return [
+    { services: ['front', 'stock'], operations: ['/quotes/:id', '/stock/:sku'], worst_case_amplification: maxAttempts, observed_max_amplification: g.most },
+    { services: ['front', 'stock'], operations: ['/orders/:id', '/reservations/:sku'], worst_case_amplification: postAttempts, observed_max_amplification: p.most },
+  ];
+}
+
+module.exports = { callStats, median, round1, splitStatuses, stockPaths, unretriedPost };

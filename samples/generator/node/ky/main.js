@@ -25,7 +25,7 @@
 
 const fs = require('node:fs');
 const { runScripted } = require('../common/harness');
-const { callStats, median, round1, splitStatuses } = require('../common/calls');
+const { callStats, median, round1, splitStatuses, stockPaths, unretriedPost } = require('../common/calls');
 
 const SCENARIO = process.env.SCENARIO;
 const CAPTURED = SCENARIO === 'ky-retry-captured';
@@ -116,18 +116,8 @@ function buildTruth(fronts, stocks, answers) {
       waits_by_attempt_index: waits,
       wait_late_ms: round1(Math.max(...late)),
       wait_late_median_ms: round1(median(late)),
-    }, {
-      ...base, operation: '/reservations/:sku', method: 'POST', library: null,
-      retries: false, max_attempts: 1, exhausted_in_traces: p.exhausted > 0,
-      backoff: { kind: 'none', base_ms: null, multiplier: null, cap_ms: null, jitter: 'none', jitter_fraction: null },
-      retried_status: [], not_retried_status: [...p.statuses].sort((a, b) => a - b),
-      honours_retry_after: false, retry_after_waits: 0,
-      attempts: p.attempts, calls: p.calls,
-    }],
-    paths: [
-      { services: ['front', 'stock'], operations: ['/quotes/:id', '/stock/:sku'], worst_case_amplification: maxAttempts, observed_max_amplification: g.most },
-      { services: ['front', 'stock'], operations: ['/orders/:id', '/reservations/:sku'], worst_case_amplification: 1, observed_max_amplification: p.most },
-    ],
+    }, unretriedPost(base, p)],
+    paths: stockPaths(maxAttempts, g, 1, p),
   };
 }
 

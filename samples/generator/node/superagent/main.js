@@ -19,7 +19,7 @@
 
 const fs = require('node:fs');
 const { runScripted } = require('../common/harness');
-const { callStats, median, round1, splitStatuses } = require('../common/calls');
+const { callStats, median, round1, splitStatuses, stockPaths } = require('../common/calls');
 
 const SEED = 33;
 const PACE_MS = 30; // between root requests
@@ -91,10 +91,7 @@ function buildTruth(fronts, stocks, answers) {
       { ...edge(g, 'GET', '/stock/:sku'), waits_by_attempt_index: waits.GET },
       { ...edge(p, 'POST', '/reservations/:sku'), waits_by_attempt_index: waits.POST },
     ],
-    paths: [
-      { services: ['front', 'stock'], operations: ['/quotes/:id', '/stock/:sku'], worst_case_amplification: maxAttempts, observed_max_amplification: g.most },
-      { services: ['front', 'stock'], operations: ['/orders/:id', '/reservations/:sku'], worst_case_amplification: maxAttempts, observed_max_amplification: p.most },
-    ],
+    paths: stockPaths(maxAttempts, g, maxAttempts, p),
   };
 }
 
