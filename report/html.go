@@ -702,7 +702,9 @@ type mechanismLine struct{ class, text string }
 // mechanismLines are a link's lines about hedging and circuit breakers,
 // one per operation that shows either, named when the link carries
 // several operations: "hedge after 40 ms, ≤2 requests", "breaker: opened
-// 3×, 13 fast-failed".
+// 3×, 13 fast-failed". A breaker the traces leave unknown gets a line of
+// its own class ("breaker: unknown (2 fast failures)"), so the graph does
+// not read as "no breaker" there, and no bar.
 func mechanismLines(l callLink) []mechanismLine {
 	var out []mechanismLine
 	for _, e := range l.edges {
@@ -713,8 +715,11 @@ func mechanismLines(l callLink) []mechanismLine {
 		if h := e.Hedging; h != nil && h.Calls > 0 {
 			out = append(out, mechanismLine{"hedge", prefix + "hedge after " + ms(h.DelayMS) + ", ≤" + plural(h.MaxRequests, "request")})
 		}
-		if b := e.Breaker; b != nil && b.Detected {
+		switch b := e.Breaker; {
+		case b != nil && b.Detected:
 			out = append(out, mechanismLine{"breaker", prefix + "breaker: " + breakerText(b)})
+		case b != nil && b.Unknown:
+			out = append(out, mechanismLine{"breaker-unknown", prefix + "breaker: " + breakerText(b)})
 		}
 	}
 	return out
@@ -1077,9 +1082,12 @@ func placeCallGraph(g callGraph, back []bool, layers [][]int, label []string, wi
 				sl.Hedge = hedgingText(h)
 				sl.Title += "; hedges " + sl.Hedge
 			}
-			if b := e.Breaker; b != nil && b.Detected && sl.Breaker == "" {
+			switch b := e.Breaker; {
+			case b != nil && b.Detected && sl.Breaker == "":
 				sl.Breaker = breakerText(b)
 				sl.Title += "; circuit breaker " + sl.Breaker
+			case b != nil && b.Unknown && !b.Detected:
+				sl.Title += "; circuit breaker " + breakerText(b)
 			}
 		}
 		for k, t := range linkLabel(l, sg.Quiet) {

@@ -637,6 +637,16 @@ func TestBreakerUnknownRendered(t *testing.T) {
 		if l.Breaker != "" {
 			t.Errorf("api → %s: breaker bar %q for an unknown breaker", l.To, l.Breaker)
 		}
+		var lines []string
+		for _, t := range l.Labels {
+			if t.Class != "" {
+				lines = append(lines, t.Class+"|"+t.Text)
+			}
+		}
+		want := map[string][]string{"db": {"breaker-unknown|breaker: unknown (2 fast failures)"}}[l.To]
+		if !slices.Equal(lines, want) || (want != nil) != strings.Contains(l.Title, "circuit breaker unknown (2 fast failures)") {
+			t.Errorf("api → %s: mechanism lines %q, title %q; want %q and the title to say so", l.To, lines, l.Title, want)
+		}
 	}
 	if strings.Contains(html, `marker-start="url(#breaker)"`) {
 		t.Error("html draws a breaker bar for an unknown breaker")
