@@ -33,7 +33,10 @@ type standing struct {
 	collapses bool
 	worst     string
 	avail     Stat // mean over degradations of each seed statistic
-	extra     Stat
+	// availSeeds is each seed's availability, the mean over the
+	// degradations; nil where a verdict keeps none by seed.
+	availSeeds []float64
+	extra      Stat
 	// changed counts the edges and services whose policy differs from
 	// today's; attempts is the most attempts its edges allow, summed over
 	// them: the tie-breaks, least change first, then least extra work at
@@ -45,10 +48,12 @@ type standing struct {
 }
 
 // The least differences worth a change: another candidate beats today's
-// policies on a key only where it is above them beyond the seed noise
-// (its interval clear of theirs) and its mean above theirs by the least
-// gain worth a change: worthCritical of critical utilization, a cut of
-// worthUnavailability in the unavailability during the faults. The
+// policies on a key only where it surely gains at least worthCritical of
+// critical utilization, or a cut of worthUnavailability in the
+// unavailability during the faults: seed by seed (the same arrivals and
+// faults under both), the 95% interval of its margins past that gain
+// above 0 (pairedMargin). Where a key keeps no figures by seed, its mean
+// above theirs by the gain, its interval clear of theirs. The
 // ordinary-day gate holds a candidate to the same figure the other way.
 // A change of policy costs a rollout and carries its own risk: a gain the
 // seed noise barely shows, which the next seed set may not, is not one an
@@ -65,6 +70,8 @@ func standings(policies []string, vs []Verdict) []standing {
 		s := standing{policy: p, critical: 1}
 		n := 0.0
 		var seeds []float64 // per seed, the lowest over the degradations
+		var avail []float64 // per seed, the sum over the degradations
+		paired := true
 		for _, v := range vs {
 			if v.Policy != p {
 				continue
@@ -85,6 +92,16 @@ func standings(policies []string, vs []Verdict) []standing {
 			if v.Collapses && !s.collapses {
 				s.collapses, s.worst = true, v.Degradation
 			}
+			switch {
+			case avail == nil && paired && len(v.AvailabilityBySeed) > 0:
+				avail = slices.Clone(v.AvailabilityBySeed)
+			case len(v.AvailabilityBySeed) == len(avail) && paired:
+				for i, a := range v.AvailabilityBySeed {
+					avail[i] += a
+				}
+			default:
+				paired, avail = false, nil
+			}
 			s.avail.Mean += v.Availability.Mean
 			s.avail.Min += v.Availability.Min
 			s.avail.Max += v.Availability.Max
@@ -95,6 +112,10 @@ func standings(policies []string, vs []Verdict) []standing {
 		if n > 0 {
 			s.avail = Stat{s.avail.Mean / n, s.avail.Min / n, s.avail.Max / n}
 			s.extra = Stat{s.extra.Mean / n, s.extra.Min / n, s.extra.Max / n}
+			for i := range avail {
+				avail[i] /= n
+			}
+			s.availSeeds = avail
 		}
 		if seeds == nil {
 			seeds = []float64{1}
@@ -246,20 +267,23 @@ func topBlock(cands []standing, iv func(s standing) (lo, hi float64)) []standing
 // Candidates still tied are told apart by the least change from today's policies
 // (edges changed), then by the fewest attempts their edges allow, and
 // only then by the order they were given in. It returns the order and,
-// for the winner, the key that decided against the runner-up.
-func rank(cands []standing, given bool) ([]standing, string) {
+// for the winner, the key that decided against the runner-up, and the
+// candidates whose gain over today's policies the seeds leave undecided
+// against the least gain worth a change (best).
+func rank(cands []standing, given bool) ([]standing, string, []string) {
 	left := slices.Clone(cands)
 	var out []standing
 	decided := ""
+	var undecided []string
 	for len(left) > 0 {
-		pool, key := best(left, given)
+		pool, key, und := best(left, given)
 		if len(out) == 0 {
-			decided = key
+			decided, undecided = key, und
 		}
 		out = append(out, pool[0])
 		left = slices.DeleteFunc(left, func(s standing) bool { return s.policy == pool[0].policy })
 	}
-	return out, decided
+	return out, decided, undecided
 }
 
 // rankHeld ranks the candidates (rank) and then asks whether the choice
@@ -274,14 +298,17 @@ func rank(cands []standing, given bool) ([]standing, string) {
 // key says so, with what each seed set chose, and within names the
 // candidates the choice is within the seed noise of: the one every seed
 // chose, those the smaller sets chose instead, and today's policies (nil
-// where the choice holds). Fewer than three seeds, or one candidate, are
+// where the choice holds). Where every seed set chooses alike but a gain
+// over today's policies is left undecided against the least gain worth a
+// change (best), within names the choice, those candidates and today's,
+// for more seeds to decide. Fewer than three seeds, or one candidate, are
 // not asked.
 func rankHeld(cands []standing, vs []Verdict, given bool, base string) (order []standing, key string, within []string) {
 	cands = slices.Clone(cands)
 	for i := range cands {
 		cands[i].today = cands[i].policy == base
 	}
-	order, key = rank(cands, given)
+	order, key, undecided := rank(cands, given)
 	n := 0
 	for _, v := range vs {
 		n = max(n, v.Seeds)
@@ -289,6 +316,7 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) (order []
 	if len(order) < 2 || n < 3 {
 		return order, key, nil
 	}
+	more := fmt.Sprintf("more seeds (--seeds above %d) may decide it", n)
 	policies := make([]string, len(cands))
 	for i, s := range cands {
 		policies[i] = s.policy
@@ -300,7 +328,7 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) (order []
 		for i := range st {
 			st[i].changed, st[i].attempts, st[i].today = cands[i].changed, cands[i].attempts, cands[i].today
 		}
-		o, ok := rank(st, given)
+		o, ok, _ := rank(st, given)
 		if o[0].policy != order[0].policy {
 			other := fmt.Sprintf("%s (by %s)", o[0].policy, keyName(ok))
 			if _, ok := without[other]; !ok {
@@ -310,10 +338,20 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) (order []
 			chose = append(chose, o[0].policy)
 		}
 	}
-	if len(others) == 0 {
-		return order, key, nil
-	}
 	within = []string{order[0].policy}
+	if len(others) == 0 {
+		if len(undecided) == 0 {
+			return order, key, nil
+		}
+		// Every seed set makes the same choice, but whether a gain over
+		// today's policies is worth a change rests on the seeds' interval.
+		for _, p := range append(undecided, base) {
+			if !slices.Contains(within, p) {
+				within = append(within, p)
+			}
+		}
+		return order, key + "; " + more, within
+	}
 	for _, p := range append(slices.Clone(chose), base) {
 		if !slices.Contains(within, p) && slices.ContainsFunc(cands, func(s standing) bool { return s.policy == p }) {
 			within = append(within, p)
@@ -330,7 +368,6 @@ func rankHeld(cands []standing, vs []Verdict, given bool, base string) (order []
 		others[i] = "without " + seeds + " " + o
 	}
 	noise := fmt.Sprintf("with all %d seeds %s (by %s), %s", n, order[0].policy, keyName(key), strings.Join(others, ", "))
-	more := fmt.Sprintf("more seeds (--seeds above %d) may decide it", n)
 	at := slices.IndexFunc(order, func(s standing) bool { return s.policy == base })
 	if at <= 0 || !slices.Contains(chose, base) || given && order[at].collapses {
 		return order, key + "; the choice is within the seed noise: " + noise + "; " + more, within
@@ -389,8 +426,10 @@ func keyName(key string) string {
 
 // best narrows the candidates key by key and returns those left, in
 // order, and the key that narrowed them last; when the ranking keys leave
-// several, the tie-break says what tied and the rule that chose.
-func best(cands []standing, given bool) ([]standing, string) {
+// several, the tie-break says what tied and the rule that chose. The
+// candidates whose gain over today's policies the seeds left undecided
+// against the least gain worth a change come last (worth).
+func best(cands []standing, given bool) ([]standing, string, []string) {
 	key := ""
 	var keys []string
 	// narrow keeps kept; where that leaves some out, name (with the
@@ -409,29 +448,57 @@ func best(cands []standing, given bool) ([]standing, string) {
 	}
 	// worth is the top block of the candidates on one key (iv: each one's
 	// interval, at its mean), with today's policies back in where none of
-	// the block beats their mean by the least gain worth a change (gain:
-	// whether a mean beats another by it); where that alone keeps them,
-	// it says so.
-	var worthNotes []string
-	worth := func(name string, iv func(s standing) (lo, mean, hi float64), gain func(mean, today float64) bool, show func(s standing) string, margin string) []standing {
+	// the block surely beats them by the least gain worth a change, and
+	// taken out of it where one does. gain is how far a candidate is past
+	// that gain over today's (pairedMargin); show words a candidate's
+	// figure, by the gain itself with its interval. A candidate surely
+	// beats today's where the margins' 95% interval is above 0; where it
+	// straddles 0, today's are kept, said. Either way, a gain not sure at
+	// 99% names the candidate in undecided: more seeds confirm or undo a
+	// change, or decide the gain, where the first seeds barely do.
+	var worthNotes, undecided []string
+	worth := func(name string, iv func(s standing) (lo, mean, hi float64), gain func(s, today standing) gained,
+		show func(s standing) string, by func(s, today standing, g gained) string, margin string) []standing {
 		block := topBlock(cands, func(s standing) (float64, float64) {
 			lo, _, hi := iv(s)
 			return lo, hi
 		})
 		at := slices.IndexFunc(cands, func(s standing) bool { return s.today })
-		if at < 0 || slices.ContainsFunc(block, func(s standing) bool { return s.today }) {
+		if at < 0 {
 			return block
 		}
-		_, today, _ := iv(cands[at])
+		today := cands[at]
+		beats := func(s standing, g gained) bool {
+			if g.open() {
+				undecided = append(undecided, s.policy)
+			}
+			return g.mean-g.half > 0
+		}
+		if slices.ContainsFunc(block, func(s standing) bool { return s.today }) {
+			// Within the spreads, a candidate the seeds paired show
+			// surely beats today's by the least gain worth a change
+			// still does: the pairing sees past the noise both share.
+			for _, s := range block {
+				if g := gain(s, today); g.paired && !s.today && beats(s, g) {
+					return slices.DeleteFunc(block, func(s standing) bool { return s.today })
+				}
+			}
+			return block
+		}
 		var others []string
 		for _, s := range block {
-			if _, m, _ := iv(s); gain(m, today) {
+			g := gain(s, today)
+			if beats(s, g) {
 				return block
 			}
-			others = append(others, s.policy+" "+show(s))
+			verdict := "less than"
+			if g.mean+g.half >= 0 {
+				verdict = "not surely"
+			}
+			others = append(others, fmt.Sprintf("%s %s above today's %s %s beyond the seed spread but by %s, %s %s, the least gain worth a change",
+				s.policy, show(s), today.policy, show(today), by(s, today, g), verdict, margin))
 		}
-		worthNotes = append(worthNotes, fmt.Sprintf("on %s %s above today's %s %s beyond the seed spread but by less than %s, the least gain worth a change: keeping it",
-			name, strings.Join(others, ", "), cands[at].policy, show(cands[at]), margin))
+		worthNotes = append(worthNotes, fmt.Sprintf("on %s %s: keeping it", name, strings.Join(others, "; ")))
 		return slices.DeleteFunc(slices.Clone(cands), func(s standing) bool {
 			return !s.today && !slices.ContainsFunc(block, func(k standing) bool { return k.policy == s.policy })
 		})
@@ -444,19 +511,39 @@ func best(cands []standing, given bool) ([]standing, string) {
 		narrow(name, worth(name, func(s standing) (float64, float64, float64) {
 			m, h := s.criticalCI()
 			return m - h, m, m + h
-		}, func(mean, today float64) bool { return mean >= today+worthCritical }, func(s standing) string {
+		}, func(s, today standing) gained {
+			return pairedMargin(s.seeds, today.seeds, criticalTie/2, func(c, t float64) float64 { return c - t - worthCritical })
+		}, func(s standing) string {
 			m, h := s.criticalCI()
 			return fmt.Sprintf("%s ±%.2f", utilText(m), h)
+		}, func(_, _ standing, g gained) string {
+			d := g.mean + worthCritical
+			return fmt.Sprintf("%.3f (%.3f–%.3f, %s)", d, d-g.half, d+g.half, pairedText)
 		}, fmt.Sprintf("%.2f", worthCritical)), func(kept []standing) string { return criticalApart(kept, all) })
 	}
 	const availability = "availability during the faults"
 	narrow(availability, worth(availability, func(s standing) (float64, float64, float64) { return s.avail.Min, s.avail.Mean, s.avail.Max },
-		func(mean, today float64) bool { return 1-mean <= (1-today)*(1-worthUnavailability) }, func(s standing) string {
+		func(s, today standing) gained {
+			// Each seed's margin is how far the candidate's unavailability
+			// is under (1 − worthUnavailability) of today's, that seed's.
+			cs, ts := s.availSeeds, today.availSeeds
+			if len(cs) != len(ts) || len(cs) < 2 {
+				cs, ts = []float64{s.avail.Mean}, []float64{today.avail.Mean}
+			}
+			return pairedMargin(cs, ts, 0, func(c, t float64) float64 { return (1-worthUnavailability)*(1-t) - (1 - c) })
+		}, func(s standing) string {
 			return fmt.Sprintf("%.3f (%.3f–%.3f)", s.avail.Mean, s.avail.Min, s.avail.Max)
-		}, fmt.Sprintf("a cut of %.0f%% in its unavailability", 100*worthUnavailability)), nil)
+		}, func(_, today standing, g gained) string {
+			u := 1 - today.avail.Mean
+			if u <= 0 {
+				return "no cut in its unavailability (today's fail nothing)"
+			}
+			cut := func(e float64) float64 { return 100 * (worthUnavailability + e/u) }
+			return fmt.Sprintf("a cut of %.0f%% (%.0f–%.0f%%, %s) in its unavailability", cut(g.mean), cut(g.mean-g.half), cut(g.mean+g.half), pairedText)
+		}, fmt.Sprintf("a cut of %.0f%%", 100*worthUnavailability)), nil)
 	narrow("extra work", topBlock(cands, func(s standing) (float64, float64) { return -s.extra.Max, -s.extra.Min }), nil)
 	if len(cands) == 1 {
-		return cands, cmp.Or(key, "being the only candidate left") + worthText(worthNotes)
+		return cands, cmp.Or(key, "being the only candidate left") + worthText(worthNotes), undecided
 	}
 	var names []string
 	for _, s := range cands {
@@ -486,14 +573,54 @@ func best(cands []standing, given bool) ([]standing, string) {
 	changed := func(s standing) int { return s.changed }
 	if kept := least(changed); len(kept) < len(cands) {
 		why := "the least change from today's policies: " + tied + "; " + figures(changed, "edges changed")
-		return kept, why + worthText(worthNotes)
+		return kept, why + worthText(worthNotes), undecided
 	}
 	attempts := func(s standing) int { return s.attempts }
 	if kept := least(attempts); len(kept) < len(cands) {
 		why := "the fewest attempts allowed, the least extra work at worst: " + tied + ", and change as many edges; " + figures(attempts, "attempts over every edge at most")
-		return kept, why + worthText(worthNotes)
+		return kept, why + worthText(worthNotes), undecided
 	}
-	return cands, "the order of the candidates: " + tied + ", and change as many edges and allow as many attempts" + worthText(worthNotes)
+	return cands, "the order of the candidates: " + tied + ", and change as many edges and allow as many attempts" + worthText(worthNotes), undecided
+}
+
+// pairedText says how a gain's interval was found.
+const pairedText = "95% over the seeds paired"
+
+// gained is how far a candidate is past the least gain worth a change
+// over today's policies on one key: the mean of its margins, the
+// half-widths of their 95% and 99% intervals, and whether they were
+// paired seed by seed (without, only the means: no interval).
+type gained struct {
+	mean, half, strict float64
+	paired             bool
+}
+
+// open reports whether the gain is not sure at 99%: above 0 at 95% but
+// not at 99%, or across 0 at 95%.
+func (g gained) open() bool { return g.mean+g.half >= 0 && g.mean-g.strict <= 0 }
+
+// pairedMargin is how far candidate c is past the least gain worth a
+// change over today's t, seed by seed (margin: one seed's figures, the
+// same arrivals and faults under both): the mean of the margins and the
+// half-widths of its 95% and 99% intervals (Student's t with one degree
+// of freedom fewer than the seeds), each at least res: the figures' own
+// resolution, which margins that agree seed by seed do not narrow. (Not
+// added to the t interval: each seed's rounding is in the margins'
+// spread already.) Where the two keep different seeds, or one, only
+// their means are compared.
+func pairedMargin(c, t []float64, res float64, margin func(c, t float64) float64) gained {
+	if len(c) != len(t) || len(c) < 2 {
+		return gained{mean: margin(stat.Mean(c, nil), stat.Mean(t, nil))}
+	}
+	e := make([]float64, len(c))
+	for i := range c {
+		e[i] = margin(c[i], t[i])
+	}
+	mean, sd := stat.MeanStdDev(e, nil)
+	n := float64(len(e))
+	tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}
+	se := sd / math.Sqrt(n)
+	return gained{mean: mean, half: max(res, tq.Quantile(0.975)*se), strict: max(res, tq.Quantile(0.995)*se), paired: true}
 }
 
 // worthText is what the least gain worth a change decided, as the tail

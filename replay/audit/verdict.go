@@ -43,6 +43,10 @@ type Verdict struct {
 	Seeds          int    `json:"seeds"`
 	CollapsedSeeds int    `json:"collapsed_seeds"`
 	Availability   Stat   `json:"availability"`
+	// AvailabilityBySeed is each seed's availability, in the order of the
+	// seeds, of which Availability is the statistics: the ranking pairs
+	// two policies' figures seed by seed (the same arrivals and faults).
+	AvailabilityBySeed []float64 `json:"availability_by_seed"`
 	// ExtraWork is work amplification minus that of policy none on the
 	// same degradation and seed.
 	ExtraWork Stat `json:"extra_work"`
@@ -136,7 +140,7 @@ func (mx *matrix) verdicts(vs []variant, noneAt int, ds []replay.Degradation, se
 					peaks = append(peaks, *p)
 				}
 			}
-			vd.Availability, vd.ExtraWork, vd.P99MS = statOf(avail), statOf(extra), statOf(p99)
+			vd.Availability, vd.AvailabilityBySeed, vd.ExtraWork, vd.P99MS = statOf(avail), avail, statOf(extra), statOf(p99)
 			if len(peaks) == len(mx.seeds) {
 				x := statOf(peaks).Mean
 				vd.PeakOfferedMultiplier = &x
