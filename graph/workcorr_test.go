@@ -2,6 +2,7 @@ package graph
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 )
 
@@ -178,6 +179,35 @@ func TestWorkCorrelationInferred(t *testing.T) {
 			}
 			if wc.Verdict != c.verdict || !(wc.SlowAboveMS > 2 && wc.SlowAboveMS < 80) {
 				t.Errorf("verdict %s above %gms, want %s between 2 and 80ms (%+v)", wc.Verdict, wc.SlowAboveMS, c.verdict, wc)
+			}
+		})
+	}
+}
+
+// TestWorkCorrelationCaptures reads both sides of the rule from real
+// captures of hedgedhttp below otelhttp (samples/generator): db slow per
+// call in hedgedhttp-below (two slow requests in a row scripted for some
+// calls, none after a request that got no answer), and slow per request
+// drawn independently (chance 0.4) in hedgedhttp-per-attempt
+// (graph/testdata; its generator-truth.json is the generator's truth, not
+// held by TestHeldOutTruth, which wants a backoff decided).
+func TestWorkCorrelationCaptures(t *testing.T) {
+	for _, tc := range []struct {
+		path, verdict string
+	}{
+		{filepath.Join("..", "samples", "hedgedhttp-below", "traces.otlp.jsonl.gz"), WorkCorrelated},
+		{filepath.Join("testdata", "hedgedhttp-per-attempt", "traces.otlp.jsonl.gz"), WorkIndependent},
+	} {
+		t.Run(filepath.Base(filepath.Dir(tc.path)), func(t *testing.T) {
+			e := edge(t, inferFile(t, tc.path), "inventory", "db")
+			wc := e.WorkCorrelation
+			if wc == nil || wc.Verdict != tc.verdict {
+				t.Fatalf("work correlation %+v, want %s", wc, tc.verdict)
+			}
+			// db's slow requests take 250ms (and 40ms), its others well
+			// under a millisecond: the split lies between.
+			if wc.SlowAboveMS < 0.5 || wc.SlowAboveMS > 40 {
+				t.Errorf("slow above %gms, want between db's fast and slow times", wc.SlowAboveMS)
 			}
 		})
 	}
