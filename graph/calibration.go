@@ -1637,7 +1637,7 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 	}, func(sum, p *perEdge[workPairs]) { sum.merge(p, mergeWorkPairs) }).in(keys)
 	for i := range pairs {
 		if !math.IsNaN(above[i]) {
-			t.Edges[i].WorkCorrelation = workCorrelation(above[i], &pairs[i])
+			t.Edges[i].WorkCorrelation = workCorrelation(above[i], &pairs[i], &byKind[i])
 		}
 	}
 	for si := range t.Services {

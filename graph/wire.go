@@ -73,15 +73,14 @@ type partialWire struct {
 	AttemptWork perEdgeWire[[2]distWire]
 	// RootEvents is the attempts of the root client spans' streams.
 	RootEvents []rootEvent
-	// WorkPairs is the edges' counted attempts by what came before them,
-	// and their work times, slow and fast apart.
+	// WorkPairs is the edges' counted attempts after the first, by what
+	// came before them.
 	WorkPairs perEdgeWire[workPairsWire]
 }
 
 // workPairsWire is workPairs on the wire.
 type workPairsWire struct {
-	Tries      SlowTries
-	Slow, Fast distWire
+	Tries SlowTries
 }
 
 type partialKind uint8
@@ -165,7 +164,7 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		w.Kind, w.RootEvents = kindRootEvents, p.list
 	case *perEdge[workPairs]:
 		w.Kind, w.WorkPairs = kindWorkPairs, perEdgeToWire(p, func(x workPairs) workPairsWire {
-			return workPairsWire{x.tries, x.slow.toWire(), x.fast.toWire()}
+			return workPairsWire{x.tries}
 		})
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
@@ -1250,12 +1249,6 @@ func workPairsFromWire(w workPairsWire) (workPairs, error) {
 		if err := counts([]int{c.Slow, c.Tries - c.Slow}); err != nil {
 			return x, fmt.Errorf("decode the work pairs: %d slow of %d tries: %w", c.Slow, c.Tries, err)
 		}
-	}
-	if err := x.slow.fromWire(w.Slow); err != nil {
-		return x, fmt.Errorf("decode the work pairs' slow work: %w", err)
-	}
-	if err := x.fast.fromWire(w.Fast); err != nil {
-		return x, fmt.Errorf("decode the work pairs' fast work: %w", err)
 	}
 	return x, nil
 }

@@ -1,6 +1,9 @@
 package graph
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // WorkCorrelation says how the callee's work on the attempts of one call
 // relate: whether slowness is a property of the request (a hot key, a big
@@ -109,24 +112,24 @@ func slowSplit(q []float64) (above float64, ok bool) {
 }
 
 // workPairs is one edge's partial of WorkCorrelation: the counted
-// attempts by what came before them (SlowTries' counts, its
-// AfterFailureByAttempt standing for the attempts after a fast one), and
-// their work times, slow and fast apart.
+// attempts after the first, by what came before them (SlowTries' counts,
+// its AfterFailureByAttempt standing for the attempts after a fast one).
+// The first attempts and the work times come from the edge's attempt
+// work (attemptWork), split at the same place.
 type workPairs struct {
-	tries      SlowTries
-	slow, fast dist
+	tries SlowTries
 }
 
-// mergeWorkPairs adds p's counts and times (of other calls) to sum's.
+// mergeWorkPairs adds p's counts (of other calls) to sum's.
 func mergeWorkPairs(sum *workPairs, p workPairs) {
 	sum.tries.merge(&p.tries)
-	sum.slow.merge(&p.slow)
-	sum.fast.merge(&p.fast)
 }
 
 // workPairsOf is the map step of the edges' work correlation: for each
 // edge with a split (above, by edge; NaN for none), its selected calls'
-// counted attempts (see WorkCorrelation), each slow or not.
+// counted attempts after the first (see WorkCorrelation), each slow or
+// not, by the attempt before. A call of one attempt has none and is
+// passed over: its work is in the edge's attempt work already.
 func workPairsOf(ix *index, s sel, ecs []*edgeCalls, keys []edgeKey, above []float64, ownFailed, slowServed spanSet, instrumented map[string]bool) *perEdge[workPairs] {
 	waits := attemptWaits(ix, s, ecs)
 	out := newPerEdge[workPairs](keys, nil)
@@ -136,30 +139,17 @@ func workPairsOf(ix *index, s sel, ecs []*edgeCalls, keys []edgeKey, above []flo
 		}
 		wp := &out.of[i]
 		for _, c := range ec.calls {
-			if !s.has(c.from) {
-				continue
+			if c.more == 0 || !s.has(c.from) {
+				continue // at most one attempt
 			}
-			as := ix.attemptsOf(c)
 			prev := 0 // the latest earlier attempt that reached the callee: 0 none, 1 fast, 2 slow
-			for k := range as {
-				a := &as[k]
+			for k, a := range ix.attemptsOf(c) {
 				if a.synthetic || a.server < 0 {
 					continue
 				}
-				w := float64(workTime(ix, a.server, waits[a.server])) / 1e6
-				slow := w > above[i]
-				if !ownFailed.has(a.server) || slowServed.has(a.server) {
-					switch {
-					case k == 0:
-						wp.tries.count(0, false, slow)
-					case prev != 0:
-						wp.tries.count(k, prev == 2, slow)
-					}
-					if slow {
-						wp.slow.add(w)
-					} else {
-						wp.fast.add(w)
-					}
+				slow := float64(workTime(ix, a.server, waits[a.server]))/1e6 > above[i]
+				if k > 0 && prev != 0 && (!ownFailed.has(a.server) || slowServed.has(a.server)) {
+					wp.tries.count(k, prev == 2, slow)
 				}
 				prev = 1
 				if slow {
@@ -172,26 +162,25 @@ func workPairsOf(ix *index, s sel, ecs []*edgeCalls, keys []edgeKey, above []flo
 }
 
 // workCorrelation is the reduce of one edge's work pairs with its split
-// above: nil when no attempt after the first was counted.
-func workCorrelation(above float64, wp *workPairs) *WorkCorrelation {
+// above and its attempt work w (first attempts and later ones): nil when
+// no attempt after the first was counted.
+func workCorrelation(above float64, wp *workPairs, w *attemptWork) *WorkCorrelation {
 	st := &wp.tries
 	if len(st.AfterSlowByAttempt) == 0 {
 		return nil
 	}
-	wc := &WorkCorrelation{SlowAboveMS: round3(above), First: st.First,
-		AfterSlowByAttempt: st.AfterSlowByAttempt, AfterFastByAttempt: st.AfterFailureByAttempt,
-		SlowWorkQuantilesMS: []float64{}, FastWorkQuantilesMS: []float64{}}
+	wc := &WorkCorrelation{SlowAboveMS: round3(above),
+		AfterSlowByAttempt: st.AfterSlowByAttempt, AfterFastByAttempt: st.AfterFailureByAttempt}
 	for k := range st.AfterSlowByAttempt {
 		wc.AfterSlow.add(st.AfterSlowByAttempt[k])
 		wc.AfterFast.add(st.AfterFailureByAttempt[k])
 	}
-	wc.Attempts, wc.SlowAttempts = wp.slow.n()+wp.fast.n(), wp.slow.n()
-	if wp.slow.n() > 0 {
-		wc.SlowWorkQuantilesMS = wp.slow.quantiles(WorkLevels)
-	}
-	if wp.fast.n() > 0 {
-		wc.FastWorkQuantilesMS = wp.fast.quantiles(WorkLevels)
-	}
+	wc.First.Tries = w[0].n()
+	wc.First.Slow, _, _ = w[0].above(above, nil)
+	pooled := w[0].clone()
+	pooled.merge(&w[1])
+	wc.Attempts = pooled.n()
+	wc.SlowAttempts, wc.SlowWorkQuantilesMS, wc.FastWorkQuantilesMS = pooled.above(above, WorkLevels)
 	s, f := wc.AfterSlow, wc.AfterFast
 	p := HypergeometricTail(s.Tries+f.Tries, s.Slow+f.Slow, s.Tries, s.Slow)
 	wc.P = round6(p)
@@ -204,6 +193,86 @@ func workCorrelation(above float64, wp *workPairs) *WorkCorrelation {
 		wc.Verdict = WorkIndependent
 	}
 	return wc
+}
+
+// above is how many of d's values exceed x, and, at levels (none: nil),
+// the quantiles of those values (slow) and of the others (fast), each
+// empty for none. Exact values are split as they are; a sketch's by the
+// share of its values up to x (its quantile at that level is the largest
+// at or below x), read from its quantiles.
+func (d *dist) above(x float64, levels []float64) (n int, slow, fast []float64) {
+	slow, fast = []float64{}, []float64{}
+	if d.sk == nil {
+		if !d.sorted {
+			slices.Sort(d.exact)
+			d.sorted = true
+		}
+		i, _ := slices.BinarySearchFunc(d.exact, x, func(v, x float64) int {
+			if v > x {
+				return 1
+			}
+			return -1
+		})
+		if levels != nil {
+			if i < len(d.exact) {
+				slow = quantilesOf(d.exact[i:], levels)
+			}
+			if i > 0 {
+				fast = quantilesOf(d.exact[:i], levels)
+			}
+		}
+		return len(d.exact) - i, slow, fast
+	}
+	lo, hi := 0.0, 1.0 // the level of the last value up to x lies in [lo, hi]
+	switch {
+	case d.quantile(0) > x:
+		hi = 0
+	case d.quantile(1) <= x:
+		lo = 1
+	}
+	for range 40 {
+		if hi-lo < 1e-9 {
+			break
+		}
+		if mid := (lo + hi) / 2; d.quantile(mid) <= x {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	total := d.n()
+	// The value at rank r is fast for every r below the fast values'
+	// count: the largest level at or below x reaches it from below.
+	n = total - min(int(math.Ceil(lo*float64(total-1)-1e-6)), total)
+	switch {
+	case hi == 0:
+		n = total
+	case lo == 1:
+		n = 0
+	}
+	// The sketch reads the value at rank p·(total−1): the fast values are
+	// ranks 0 to total−n−1, the slow ones the rest.
+	rank := func(r float64) float64 { return round3(d.quantile(r / float64(max(total-1, 1)))) }
+	if levels != nil {
+		for _, l := range levels {
+			if n > 0 {
+				slow = append(slow, rank(float64(total-n)+l*float64(n-1)))
+			}
+			if n < total {
+				fast = append(fast, rank(l*float64(total-n-1)))
+			}
+		}
+	}
+	return n, slow, fast
+}
+
+// quantilesOf is sorted's quantiles at levels, rounded.
+func quantilesOf(sorted []float64, levels []float64) []float64 {
+	out := make([]float64, len(levels))
+	for i, p := range levels {
+		out[i] = round3(quantile(sorted, p))
+	}
+	return out
 }
 
 // add adds c's tries and slow ones to t.

@@ -56,30 +56,32 @@ func TestWorkCorrelationVerdict(t *testing.T) {
 		firstSlow, secondSlow bool
 		second                bool
 	}
-	pairs := func(shapes ...shape) *workPairs {
-		wp := &workPairs{}
+	type counted struct {
+		wp *workPairs
+		w  *attemptWork
+	}
+	pairs := func(shapes ...shape) counted {
+		c := counted{&workPairs{}, &attemptWork{}}
+		work := func(slow bool) float64 {
+			if slow {
+				return 50
+			}
+			return 1
+		}
 		for _, s := range shapes {
 			for range s.n {
-				wp.tries.count(0, false, s.firstSlow)
-				add := func(slow bool) {
-					if slow {
-						wp.slow.add(50)
-					} else {
-						wp.fast.add(1)
-					}
-				}
-				add(s.firstSlow)
+				c.w[0].add(work(s.firstSlow))
 				if s.second {
-					wp.tries.count(1, s.firstSlow, s.secondSlow)
-					add(s.secondSlow)
+					c.wp.tries.count(1, s.firstSlow, s.secondSlow)
+					c.w[1].add(work(s.secondSlow))
 				}
 			}
 		}
-		return wp
+		return c
 	}
 	cases := []struct {
 		name    string
-		wp      *workPairs
+		c       counted
 		verdict string // "" for nil
 		pBelow  float64
 	}{
@@ -98,7 +100,7 @@ func TestWorkCorrelationVerdict(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			wc := workCorrelation(10, c.wp)
+			wc := workCorrelation(10, c.c.wp, c.c.w)
 			if c.verdict == "" {
 				if wc != nil {
 					t.Fatalf("got %+v, want none", wc)
@@ -112,8 +114,17 @@ func TestWorkCorrelationVerdict(t *testing.T) {
 				t.Errorf("verdict %s P %g, want %s and P below %g (%+v)", wc.Verdict, wc.P, c.verdict, c.pBelow, wc)
 			}
 			s, f := wc.AfterSlow, wc.AfterFast
-			if s.Tries+f.Tries+wc.First.Tries != wc.Attempts || len(wc.SlowWorkQuantilesMS) != len(WorkLevels) && wc.SlowAttempts > 0 {
+			if s.Tries+f.Tries+wc.First.Tries != wc.Attempts || s.Slow+f.Slow+wc.First.Slow != wc.SlowAttempts {
 				t.Errorf("counts do not add up: %+v", wc)
+			}
+			// The slow attempts work 50ms, the others 1ms.
+			for _, q := range [][]float64{wc.SlowWorkQuantilesMS, wc.FastWorkQuantilesMS} {
+				if len(q) != len(WorkLevels) {
+					t.Fatalf("%d quantiles, want %d", len(q), len(WorkLevels))
+				}
+			}
+			if wc.SlowWorkQuantilesMS[0] != 50 || wc.FastWorkQuantilesMS[100] != 1 {
+				t.Errorf("slow work from %gms, fast up to %gms: want 50 and 1", wc.SlowWorkQuantilesMS[0], wc.FastWorkQuantilesMS[100])
 			}
 		})
 	}
@@ -210,5 +221,47 @@ func TestWorkCorrelationCaptures(t *testing.T) {
 				t.Errorf("slow above %gms, want between db's fast and slow times", wc.SlowAboveMS)
 			}
 		})
+	}
+}
+
+// TestDistAbove splits work times at a value, exact and from a sketch:
+// 700 fast times (1–7ms) and 300 slow ones (100–400ms), split at 20ms.
+func TestDistAbove(t *testing.T) {
+	for _, sketch := range []bool{false, true} {
+		d := &dist{}
+		for i := range 700 {
+			d.add(1 + float64(i%7))
+		}
+		for i := range 300 {
+			d.add(100 + float64(i))
+		}
+		if sketch {
+			d.toSketch()
+		}
+		n, slow, fast := d.above(20, WorkLevels)
+		tol := 0.0
+		if sketch {
+			tol = 2 * SketchAccuracy // a sketch's quantile is within its relative accuracy
+		}
+		for _, c := range []struct {
+			what      string
+			got, want float64
+		}{
+			{"slow count", float64(n), 300},
+			{"slowest fast time", fast[len(fast)-1], 7},
+			{"fastest fast time", fast[0], 1},
+			{"fastest slow time", slow[0], 100},
+			{"slowest slow time", slow[len(slow)-1], 399},
+		} {
+			if math.Abs(c.got-c.want) > tol*c.want+1e-9 && !(sketch && c.what == "slow count" && math.Abs(c.got-c.want) <= 3) {
+				t.Errorf("sketch %v: %s %g, want %g", sketch, c.what, c.got, c.want)
+			}
+		}
+		if n, _, _ := d.above(1000, nil); n != 0 {
+			t.Errorf("sketch %v: %d above the longest time", sketch, n)
+		}
+		if n, _, fast := d.above(0.5, WorkLevels); n != 1000 || len(fast) != 0 {
+			t.Errorf("sketch %v: %d above the shortest time (want all), %d fast quantiles (want none)", sketch, n, len(fast))
+		}
 	}
 }
