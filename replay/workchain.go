@@ -108,10 +108,18 @@ func workCorrelationNote(e graph.Edge, c *graph.WorkCorrelation, how string) str
 		}
 		by += fmt.Sprintf("%d of %d", t.Slow, t.Tries)
 	}
+	verdict := c.Verdict
+	if c.Verdict == graph.WorkUnknown {
+		// Say why the traces cannot decide.
+		verdict = "unknown (too few attempts followed a slow one for even all of them slow to tell it from chance)"
+		if c.AfterFast.Tries == 0 {
+			verdict = "unknown (no attempt followed a fast one to compare with)"
+		}
+	}
 	return fmt.Sprintf("%s → %s %s: the callee's work on one call's attempts is %s: of the attempts that reached it, %d of %d slow (above %.3gms, "+
 		"the split of its work times), first attempts %s; after a slow attempt %s (by attempt from the second: %s), after a fast one %s "+
 		"(P = %.2g if an attempt's slowness did not depend on the one before, %s 0.00135): %s",
-		e.Caller, e.Callee, e.Operation, c.Verdict, c.SlowAttempts, c.Attempts, c.SlowAboveMS, rate(c.First),
+		e.Caller, e.Callee, e.Operation, verdict, c.SlowAttempts, c.Attempts, c.SlowAboveMS, rate(c.First),
 		rate(c.AfterSlow), by, rate(c.AfterFast), c.P, map[bool]string{true: "below", false: "not below"}[c.P < graph.CorrelationAlpha], how)
 }
 
