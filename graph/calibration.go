@@ -1611,8 +1611,17 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 	byKind := mapShards(ix, func(s sel) *perEdge[attemptWork] {
 		return attemptWorkOf(ix, s, ecs, keys, ownFailed, slowServed, instrumented)
 	}, func(sum, p *perEdge[attemptWork]) { sum.merge(p, mergeAttemptWork) }).in(keys)
+	above := make([]float64, len(byKind))
 	for i := range byKind {
 		e, w := &t.Edges[i], &byKind[i]
+		above[i] = math.NaN()
+		pooled := w[0].clone()
+		pooled.merge(&w[1])
+		if pooled.n() > 0 {
+			if a, ok := slowSplit(pooled.quantiles(WorkLevels)); ok {
+				above[i] = a
+			}
+		}
 		if la := laterAttempts(&w[0], &w[1]); la != nil {
 			e.RetryWork = la
 			if la.Split {
@@ -1621,6 +1630,14 @@ func workSelfTimes(ix *index, ecs []*edgeCalls, ownFailed, slowServed spanSet, t
 				summarized(&e.Summarized, "first_work", w[0].summary())
 				summarized(&e.Summarized, "retry_work", w[1].summary())
 			}
+		}
+	}
+	pairs := mapShards(ix, func(s sel) *perEdge[workPairs] {
+		return workPairsOf(ix, s, ecs, keys, above, ownFailed, slowServed, instrumented)
+	}, func(sum, p *perEdge[workPairs]) { sum.merge(p, mergeWorkPairs) }).in(keys)
+	for i := range pairs {
+		if !math.IsNaN(above[i]) {
+			t.Edges[i].WorkCorrelation = workCorrelation(above[i], &pairs[i], &byKind[i])
 		}
 	}
 	for si := range t.Services {

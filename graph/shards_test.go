@@ -129,6 +129,7 @@ func TestShardedInfer(t *testing.T) {
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.attemptWork]",
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.overlaps]",
 		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.rootOutcomes]",
+		"*graph.perEdge[github.com/retryaudit/retryaudit/graph.workPairs]",
 		"*graph.perEdge[int]",
 		"*graph.perEdge[map[github.com/retryaudit/retryaudit/ingest.TraceID]int64]",
 		"*graph.requestsHeld", "*graph.rootEvents", "*graph.rootSet", "graph.origins", "map[graph.node]*graph.workTimes", "map[graph.node][2]int",

@@ -294,6 +294,11 @@ type Edge struct {
 	// place of the callee operation's WorkQuantilesMS.
 	FirstWorkQuantilesMS []float64 `json:"first_work_quantiles_ms,omitempty"`
 	RetryWorkQuantilesMS []float64 `json:"retry_work_quantiles_ms,omitempty"`
+	// WorkCorrelation says whether the callee's work on a call's later
+	// attempts follows its work on the earlier ones (slowness of the
+	// request) or not (of the attempt); nil when no attempt after the
+	// first reached an instrumented callee after one that did.
+	WorkCorrelation *WorkCorrelation `json:"work_correlation,omitempty"`
 	// NotReached counts executions of the caller's operation that did not
 	// make this call after an earlier call had failed; CallOffsetMS is the
 	// median time from the execution's start to the call: the order of

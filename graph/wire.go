@@ -73,6 +73,14 @@ type partialWire struct {
 	AttemptWork perEdgeWire[[2]distWire]
 	// RootEvents is the attempts of the root client spans' streams.
 	RootEvents []rootEvent
+	// WorkPairs is the edges' counted attempts after the first, by what
+	// came before them.
+	WorkPairs perEdgeWire[workPairsWire]
+}
+
+// workPairsWire is workPairs on the wire.
+type workPairsWire struct {
+	Tries SlowTries
 }
 
 type partialKind uint8
@@ -99,6 +107,7 @@ const (
 	kindRequests
 	kindAttemptWork
 	kindRootEvents
+	kindWorkPairs
 )
 
 // encodePartial is p's wire form. Names a partial holds as symbols of set
@@ -153,6 +162,10 @@ func encodePartial(set *ingest.Set, p any) ([]byte, error) {
 		})
 	case *rootEvents:
 		w.Kind, w.RootEvents = kindRootEvents, p.list
+	case *perEdge[workPairs]:
+		w.Kind, w.WorkPairs = kindWorkPairs, perEdgeToWire(p, func(x workPairs) workPairsWire {
+			return workPairsWire{x.tries}
+		})
 	default:
 		return nil, fmt.Errorf("encode a %T: %w", p, errNoWireForm)
 	}
@@ -229,6 +242,8 @@ func decodePartial(set *ingest.Set, data []byte) (any, error) {
 		})
 	case kindRootEvents:
 		return &rootEvents{w.RootEvents}, nil
+	case kindWorkPairs:
+		return perEdgeFromWire(&w.WorkPairs, workPairsFromWire)
 	}
 	return nil, fmt.Errorf("decode a partial: of kind %d, which there is not", w.Kind)
 }
@@ -1219,4 +1234,21 @@ func rootSetFromWire(w *rootSetWire) (*rootSet, error) {
 		rs.ops[n] = o
 	}
 	return rs, nil
+}
+
+// workPairsFromWire reads one edge's work pairs: counts of tries no fewer
+// than their slow ones, as many after a slow attempt as after a fast one.
+func workPairsFromWire(w workPairsWire) (workPairs, error) {
+	x := workPairs{tries: w.Tries}
+	st := &x.tries
+	if len(st.AfterSlowByAttempt) != len(st.AfterFailureByAttempt) {
+		return x, fmt.Errorf("decode the work pairs: %d counts after a slow attempt and %d after a fast one",
+			len(st.AfterSlowByAttempt), len(st.AfterFailureByAttempt))
+	}
+	for _, c := range append(append([]TryCount{st.First}, st.AfterSlowByAttempt...), st.AfterFailureByAttempt...) {
+		if err := counts([]int{c.Slow, c.Tries - c.Slow}); err != nil {
+			return x, fmt.Errorf("decode the work pairs: %d slow of %d tries: %w", c.Slow, c.Tries, err)
+		}
+	}
+	return x, nil
 }

@@ -195,29 +195,7 @@ const RunsAlpha = 0.00135
 // the exact test 0.00098). 1 when no call followed a failure.
 func runsP(r graph.Runs) float64 {
 	n, k := r.AfterFailure.Calls, r.AfterFailure.Failed
-	return hypergeometricTail(n+r.AfterSuccess.Calls, k+r.AfterSuccess.Failed, n, k)
-}
-
-// hypergeometricTail is P(X ≥ k) for X the marked items among n drawn
-// without replacement from total of which marked are marked; 1 when k is
-// 0 or nothing is drawn.
-func hypergeometricTail(total, marked, n, k int) float64 {
-	if n == 0 || k <= 0 {
-		return 1
-	}
-	lc := func(a, b int) float64 {
-		x, _ := math.Lgamma(float64(a) + 1)
-		y, _ := math.Lgamma(float64(b) + 1)
-		z, _ := math.Lgamma(float64(a-b) + 1)
-		return x - y - z
-	}
-	tail := 0.0
-	for x := k; x <= min(n, marked); x++ {
-		if n-x <= total-marked {
-			tail += math.Exp(lc(marked, x) + lc(total-marked, n-x) - lc(total, n))
-		}
-	}
-	return min(tail, 1)
+	return graph.HypergeometricTail(n+r.AfterSuccess.Calls, k+r.AfterSuccess.Failed, n, k)
 }
 
 // binomialTail is P(X ≥ k) for X ~ Binomial(n, p); 1 when k is 0 or p is

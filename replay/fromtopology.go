@@ -373,6 +373,23 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 					e.FirstWorkQuantilesMS, e.RetryWorkQuantilesMS, drawnApart))
 			}
 		}
+		if c := e.WorkCorrelation; c != nil {
+			switch {
+			case c.Verdict != graph.WorkCorrelated:
+				m.Assumed = append(m.Assumed, workCorrelationNote(e, c,
+					"the replay draws each attempt's work independently of the attempts before it, as it draws any other"))
+			case ed.Fail != nil && ed.Fail.Slow != nil:
+				m.Assumed = append(m.Assumed, workCorrelationNote(e, c,
+					"not drawn so: the edge's slow tries draw each try slow or not by the try before, and its work from their own times"))
+			default:
+				w, err := workChainOf(&e, c)
+				if err != nil {
+					return nil, err
+				}
+				ed.Slowness = w
+				m.Assumed = append(m.Assumed, workCorrelationNote(e, c, workChainHow(w)))
+			}
+		}
 		if e.RetriesUnknown {
 			m.Assumed = append(m.Assumed, unknownRetriesNote(e))
 		}
@@ -678,9 +695,9 @@ func giveUpSplit(rs []graph.StatusRetries) (split bool, p float64) {
 	case nn == 0 || nf == 0:
 		p = 1
 	case gn*nf > gf*nn:
-		p = hypergeometricTail(total, given, nn, gn)
+		p = graph.HypergeometricTail(total, given, nn, gn)
 	case gn*nf < gf*nn:
-		p = hypergeometricTail(total, given, nf, gf)
+		p = graph.HypergeometricTail(total, given, nf, gf)
 	default:
 		p = 1
 	}

@@ -46,6 +46,25 @@ type Mechanics struct {
 	// attempts left, with the chance it does by the failure's class
 	// (Policy.GiveUp); the model notes give the traces' counts.
 	GiveUp []EdgeGiveUp `json:"give_up,omitempty"`
+	// WorkSlowness are the edges whose callee's work on a call's later
+	// attempts is drawn by the attempt before (Edge.Slowness: the traces
+	// show slowness that comes with the request), with the chances drawn;
+	// the model notes give the traces' counts.
+	WorkSlowness []EdgeWorkSlowness `json:"work_slowness,omitempty"`
+}
+
+// EdgeWorkSlowness is one edge's WorkChain: the split between slow and
+// fast work, the chance a first attempt is slow, and a later one's after
+// a slow and after a fast attempt, by attempt number from the second,
+// and beyond those the traces show.
+type EdgeWorkSlowness struct {
+	Edge               string    `json:"edge"`
+	SlowAboveMS        float64   `json:"slow_above_ms"`
+	First              float64   `json:"first"`
+	AfterSlowByAttempt []float64 `json:"after_slow_by_attempt"`
+	AfterFastByAttempt []float64 `json:"after_fast_by_attempt"`
+	AfterSlow          float64   `json:"after_slow"`
+	AfterFast          float64   `json:"after_fast"`
 }
 
 // EdgeRequestLimit is one edge's limit on attempts out: one more fails
@@ -135,6 +154,10 @@ func mechanicsOf(m *Model, faults degrade.Schedule, cfg RunConfig) Mechanics {
 				eg.NoAnswer = new(g[GiveUpNoAnswer])
 			}
 			mc.GiveUp = append(mc.GiveUp, eg)
+		}
+		if w := e.Slowness; w != nil {
+			mc.WorkSlowness = append(mc.WorkSlowness, EdgeWorkSlowness{Edge: name, SlowAboveMS: 1000 * w.Above, First: w.First,
+				AfterSlowByAttempt: w.AfterSlowBy, AfterFastByAttempt: w.AfterFastBy, AfterSlow: w.AfterSlow, AfterFast: w.AfterFast})
 		}
 		if e.Fail == nil || e.Fail.Slow == nil {
 			continue

@@ -153,6 +153,12 @@ type Edge struct {
 	// tries' own times): set together, where the traces tell the two
 	// apart.
 	Work, RetryWork Dist
+	// Slowness, when set, draws the callee's work on each attempt of a
+	// call slow or fast by the attempt before it (the traces show
+	// slowness that comes with the request), in place of Work, RetryWork
+	// and the operation's Time (not of its FailTime, nor of the slow
+	// tries' own times).
+	Slowness *WorkChain
 	// CalleeP95 is the callee's observed p95 latency (seconds), for hedging.
 	CalleeP95 float64
 	Policy    Policy

@@ -132,6 +132,9 @@ type call struct {
 	direct, directBack, propagate bool
 	// slow: the latest attempt sent was drawn slow at the callee.
 	slow bool
+	// worked is what the latest of its attempts that the callee began
+	// work on was (prevNone, prevFast, prevSlow by the edge's Slowness).
+	worked int8
 	// inst is the caller's instance that makes the call (its job's), whose
 	// breaker on the edge it goes through.
 	inst int32
@@ -1019,21 +1022,27 @@ func (s *sim) begin(ji int32, j *job, p *pool) {
 	op := &sv.Ops[j.op]
 	j.leaf = len(op.Calls) == 0
 	dist := op.Time
+	var chain *WorkChain
+	var a *attempt
 	if j.att >= 0 {
 		// An edge whose later attempts meet other work at the callee than
 		// its first attempts: each kind's own.
-		a := &s.atts[j.att]
+		a = &s.atts[j.att]
 		if e := s.calls[a.call].edge; e >= 0 && s.m.Edges[e].Work != nil {
 			dist = s.m.Edges[e].Work
 			if a.n > 1 {
 				dist = s.m.Edges[e].RetryWork
 			}
 		}
+		if e := s.calls[a.call].edge; e >= 0 {
+			chain = s.m.Edges[e].Slowness
+		}
 	}
 	var slow *SlowTries
 	if j.fail != 0 {
 		slow = s.fails[j.fail].Slow
 	}
+	failWork := false
 	if j.fail != 0 && (op.FailTime != nil || op.FailFast > 0) {
 		// The job's own outcome decides how long it works (an error is
 		// often answered fast) and whether it calls anything; a slow
@@ -1041,14 +1050,30 @@ func (s *sim) begin(ji int32, j *job, p *pool) {
 		j.own, j.ownRA = s.drawOwn(j)
 		j.drawn = true
 		if j.own != outOK && op.FailTime != nil && !j.slow {
-			dist, slow = op.FailTime, nil
+			dist, slow, failWork = op.FailTime, nil, true
 		}
 	}
 	var t float64
-	if slow != nil {
+	switch {
+	case slow != nil:
 		t = slow.work(dist, j.slow, s.rngService)
-	} else {
+	case chain != nil && !failWork:
+		// Slowness that comes with the request: drawn by the attempt
+		// before, while the call still waits for this one (a call
+		// that ended, or gave the attempt up, has no attempt after it).
+		prev := prevNone
+		if a.open {
+			prev = s.calls[a.call].worked
+		}
+		t = chain.work(a.n, prev, s.rngService)
+	default:
 		t = sample(dist, s.rngService)
+	}
+	if chain != nil && a.open {
+		s.calls[a.call].worked = prevFast
+		if t > chain.Above {
+			s.calls[a.call].worked = prevSlow
+		}
 	}
 	add := 0.0
 	if j.faulty {

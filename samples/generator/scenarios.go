@@ -94,7 +94,7 @@ const ms = time.Millisecond
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), breakerConcurrent(), breakerInstances(), hedging(), otherServiceName(),
 		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota(),
-		linearJitter(), fibonacci(), hedgedHTTPAbove(), hedgedHTTPBelow(), retryAroundBreaker()}
+		linearJitter(), fibonacci(), hedgedHTTPAbove(), hedgedHTTPBelow(), hedgedHTTPPerAttempt(), retryAroundBreaker()}
 }
 
 // hedgedHTTPCases are the root requests of the hedgedhttp scenarios, by
@@ -162,6 +162,47 @@ func hedgedHTTPBelow() Scenario {
 		"db's SERVER spans of its requests overlapping under it. db is sometimes slow (250ms), sometimes aborts the connection, sometimes answers 503."
 	sc.Edges[3].Policy = sc.Edges[3].Policy.withRetriesBelowInstrumentation()
 	return sc
+}
+
+// hedgedHTTPPerAttempt is hedgedhttp-below with db slow per attempt, not
+// per call: each request of a call is slow (250ms) with chance 0.4 and
+// otherwise aborted with chance 0.15, each drawn on its own (PCG seeded
+// by the scenario's Seed), so that a hedge after a slow request is as
+// likely slow as any request. hedgedHTTPCases script slowness per call
+// (two slow requests in a row); this is the other side of the rule that
+// tells the two apart (graph.WorkCorrelation). Kept in graph/testdata.
+func hedgedHTTPPerAttempt() Scenario {
+	sc := hedgedHTTPBelow()
+	sc.Name, sc.OnlyByName, sc.Seed = "hedgedhttp-per-attempt", true, 37
+	sc.Description = "inventory hedges GET /db/stock to db with cristalhq/hedgedhttp (upto 3 requests, each 25ms after the one before " +
+		"or at once after one got no answer; the first answer ends the call) below otelhttp: one CLIENT span per call. " +
+		"Each request db serves is slow (250ms) with chance 0.4, else aborted with chance 0.15, independently of the call's other requests."
+	sc.Cases = perAttemptCases(sc.Seed, 100, 0.4, 0.15)
+	return sc
+}
+
+// perAttemptCases are n root requests whose calls to db draw each of their
+// (up to 3) requests slow with chance slowP, else aborted with chance
+// abortP, else answered at once, every draw independent. net/http's
+// Transport writes an aborted GET again on a new connection (truth's
+// transport_resends) while hedgedhttp's timer runs on, so a call can make
+// a fourth request (the truth's path counts it).
+func perAttemptCases(seed uint64, n int, slowP, abortP float64) []Case {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	cases := make([]Case, n)
+	for i := range cases {
+		script := make([]Fault, 3)
+		for k := range script {
+			switch u := rng.Float64(); {
+			case u < slowP:
+				script[k] = slow
+			case u < slowP+(1-slowP)*abortP:
+				script[k] = aborted
+			}
+		}
+		cases[i] = Case{Count: 1, Target: dbStock, Script: script}
+	}
+	return cases
 }
 
 // linearJitter has inventory retry db with go-retryablehttp's

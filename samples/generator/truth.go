@@ -194,9 +194,10 @@ func httpRoute(pattern string) string {
 
 // truthPath is one chain of calls from an entry operation of edge down to an
 // operation that calls nothing, following the calls the handlers actually
-// made. WorstCaseAmplification is the product of max_attempts along it: the
-// most calls one root request can make to the last service through retries
-// alone (fan-out loops not counted).
+// made. WorstCaseAmplification is the product of max_attempts along it (or,
+// on a hedged edge, of the most requests one call was seen making, where
+// that is more): the most calls one root request can make to the last
+// service through retries alone (fan-out loops not counted).
 type truthPath struct {
 	Services []string `json:"services"`
 	// Operations[i] is the http.route served by Services[i].
@@ -257,12 +258,11 @@ func truthOf(c *caller) (truthEdge, error) {
 			// What the callee received, not what the caller sent (one
 			// request sent again after another got no answer is a resend,
 			// not a hedge).
-			te.Hedge.HedgedCalls, te.Hedge.MostRequests, te.Attempts = 0, 0, 0
+			te.Hedge.HedgedCalls, te.Hedge.MostRequests, te.Attempts = 0, st.mostRequestsSeen(), 0
 			for _, vs := range st.received {
 				if hedgedAtCallee(vs) {
 					te.Hedge.HedgedCalls++
 				}
-				te.Hedge.MostRequests = max(te.Hedge.MostRequests, len(vs))
 				te.Attempts += len(vs)
 			}
 		}
@@ -420,7 +420,10 @@ func paths(callers []*caller) []truthPath {
 		for _, c := range prefix {
 			p.Services = append(p.Services, c.edge.Callee)
 			p.Operations = append(p.Operations, httpRoute(c.edge.Route))
-			p.WorstCaseAmplification *= c.edge.Policy.requests()
+			// A hedged call's requests can outnumber its policy's: net/http's
+			// Transport writes an aborted GET again on a new connection while
+			// the hedge timer runs on (transport_resends).
+			p.WorstCaseAmplification *= max(c.edge.Policy.requests(), c.stats.mostRequestsSeen())
 		}
 		out = append(out, p)
 	}
@@ -438,4 +441,18 @@ func writeTruth(path string, t any) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(t)
 	}})
+}
+
+// mostRequestsSeen is the most requests one call of the edge made: as the
+// callee received them where the scenario counts them there (a request
+// net/http sent again is one more), else as the caller sent them.
+func (s *edgeStats) mostRequestsSeen() int {
+	if s.received == nil {
+		return s.mostRequests
+	}
+	most := 0
+	for _, vs := range s.received {
+		most = max(most, len(vs))
+	}
+	return most
 }
