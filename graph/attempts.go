@@ -758,9 +758,17 @@ func (ix *index) sentAgainOnResult(prev, a *attempt) bool {
 	if p < 0 || ix.parent[prev.span] != p {
 		return false
 	}
+	// The parent's children are in start order: look only at those that
+	// started from prev's start to a's, so that a long poll costs no
+	// more than its length.
 	from, to := ix.spans[prev.span].Start, ix.spans[a.span].Start
-	for _, k := range ix.kids(p) {
-		if t := ix.spans[k].Start; k != prev.span && k != a.span && t >= from && t <= to && (isAttempt(&ix.spans[k]) || isServer(&ix.spans[k])) {
+	kids := ix.kids(p)
+	i, _ := slices.BinarySearchFunc(kids, from, func(k int32, t int64) int { return cmp.Compare(ix.spans[k].Start, t) })
+	for _, k := range kids[i:] {
+		if ix.spans[k].Start > to {
+			break
+		}
+		if k != prev.span && k != a.span && (isAttempt(&ix.spans[k]) || isServer(&ix.spans[k])) {
 			return false // the parent called something else in between
 		}
 	}

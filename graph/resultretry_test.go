@@ -135,10 +135,14 @@ func TestResultRetriesBelow(t *testing.T) {
 		unknown int       // calls whose late request may be either
 		hedged  int
 		waits   int
+		// replayed is how many attempts the replay's outcome mixes draw
+		// as retryable failures (server_error): the answers retried on
+		// their result, sent again as the caller did.
+		replayed int
 	}{
 		{name: "late by far more than the edge's transit: retries on the result",
 			calls: [][]attemptSpec{polled, polled, {{0, 1, 200}}}, back: []float64{0.5, 0.5, 0.5},
-			results: 2, retries: 4, waits: 4},
+			results: 2, retries: 4, waits: 4, replayed: 4},
 		{name: "late by less than the edge's transit: a hedge or a retry, unknown",
 			calls: [][]attemptSpec{soon, soon, {{0, 1, 200}}}, back: []float64{0.5, 0.5, 0.5},
 			unknown: 2, hedged: 2},
@@ -170,6 +174,11 @@ func TestResultRetriesBelow(t *testing.T) {
 			wantEq(t, "waits read", e.Backoff.Samples, tc.waits)
 			warned := slices.ContainsFunc(tp.Warnings, func(w string) bool { return strings.Contains(w, "hedge or retry on the result unknown") })
 			wantEq(t, "warned that it is unknown", warned, tc.unknown > 0)
+			replayed := 0
+			if o := e.Outcomes; o != nil {
+				replayed = o.First.ServerError + o.Retry.ServerError
+			}
+			wantEq(t, "attempts replayed as retryable failures", replayed, tc.replayed)
 		})
 	}
 }
