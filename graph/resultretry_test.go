@@ -27,10 +27,15 @@ func pollAbove(b *builder, root int, at float64, url string, atts []attemptSpec)
 // the last attempt's answer (it waited for it: no earlier answer ended
 // the call).
 func pollBelow(b *builder, root int, at, back float64, atts []attemptSpec) {
+	pollBelowAs(b, root, "GET", at, back, atts)
+}
+
+// pollBelowAs is pollBelow with HTTP method m.
+func pollBelowAs(b *builder, root int, m string, at, back float64, atts []attemptSpec) {
 	last := atts[len(atts)-1]
-	c := b.client(root, "stock", at, 0.5+last.start+last.dur+back, method("GET"), target("http://stock/stock/7"))
+	c := b.client(root, "stock", at, 0.5+last.start+last.dur+back, method(m), target("http://stock/stock/7"))
 	for _, a := range atts {
-		b.server(c, "stock", "GET /stock/{sku}", at+0.5+a.start, a.dur, httpStatus(a.status), method("GET"))
+		b.server(c, "stock", m+" /stock/{sku}", at+0.5+a.start, a.dur, httpStatus(a.status), method(m))
 	}
 }
 
@@ -179,6 +184,40 @@ func TestResultRetriesBelow(t *testing.T) {
 				replayed = o.First.ServerError + o.Retry.ServerError
 			}
 			wantEq(t, "attempts replayed as retryable failures", replayed, tc.replayed)
+		})
+	}
+}
+
+// TestResultRetryUnknownWrite: a write whose requests under one client
+// span may be hedges or retries on the result repeats the request either
+// way: the hedged-non-idempotent finding stands and says how many of the
+// calls may be retries on the result; an edge whose hedges are not in
+// doubt says nothing of it.
+func TestResultRetryUnknownWrite(t *testing.T) {
+	soon := []attemptSpec{{0, 1, 200}, {2, 1, 200}}
+	overlapping := []attemptSpec{{0, 30, 200}, {10, 1, 200}}
+	for _, tc := range []struct {
+		name  string
+		calls [][]attemptSpec
+		note  bool
+	}{
+		{"late within the transit: maybe retries on the result", [][]attemptSpec{soon, soon}, true},
+		{"overlapping: hedges", [][]attemptSpec{overlapping, overlapping}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			sequential(b, len(tc.calls), "front", func(root, i int) { pollBelowAs(b, root, "POST", 1, 0.5, tc.calls[i]) })
+			tp := b.infer()
+			var msg string
+			for _, f := range tp.Findings {
+				if f.ID == FindingHedgeWrite {
+					msg = f.Message
+				}
+			}
+			if msg == "" {
+				t.Fatalf("no %s finding in %+v", FindingHedgeWrite, tp.Findings)
+			}
+			wantEq(t, "says the calls may be retries on the result", strings.Contains(msg, "2 of the edge's hedged calls may be retries on the result instead"), tc.note)
 		})
 	}
 }
