@@ -26,9 +26,19 @@ const (
 	// outcomeChallenge: a redirect or an authentication challenge, which
 	// clients answer with a new request that is not a retry.
 	outcomeChallenge
+	// outcomeResult: answered OK, and the caller sent the same request
+	// again after reading the answer: its retry condition looked at the
+	// result (a body that says "pending", a field that says not ready),
+	// as go-retryablehttp's CheckRetry, failsafe-go's HandleIf or a poll
+	// loop do. Not a failure of the callee; a retry of the caller's.
+	outcomeResult
 )
 
 func (o outcome) failed() bool { return o == outcomeRetryable || o == outcomeClientError }
+
+// retried reports whether a call went on from an attempt that ended so:
+// one that failed, or one its caller retried on the result.
+func (o outcome) retried() bool { return o.failed() || o == outcomeResult }
 
 var grpcNames = [...]string{"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
 	"ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
@@ -246,8 +256,15 @@ type call struct {
 	// attempt count); limit: the sidecar said it ran out of retries (URX).
 	proxy, limit bool
 	held         bool
-	hedgeGap     int64 // delay from the first attempt to the hedge; -1 unknown
-	inline       [1]attempt
+	// lateOK: read below the instrumentation, the call was taken as
+	// hedged only because a request reached the callee after an earlier
+	// one had answered OK there (lateConcurrent), with no two requests
+	// overlapping and no answer the client took while a later request
+	// still ran: a hedge delayed in transit, or a retry on the result
+	// (resolveLateOK decides by the edge).
+	lateOK   bool
+	hedgeGap int64 // delay from the first attempt to the hedge; -1 unknown
+	inline   [1]attempt
 }
 
 // callName is what names a call and how its retries were seen. Calls
@@ -684,6 +701,10 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 		// A different request identity after a failure is a loop moving
 		// on to its next argument, not a retry; the same request sent to
 		// another replica (another host or port, so another URL) is.
+		if prev.outcome == outcomeOK && !cur.hedged && ix.sentAgainOnResult(prev, &a) {
+			prev.outcome = outcomeResult
+			break
+		}
 		if !prev.outcome.failed() || !sameRequest(prevTarget, target, prevPeer, peer, prevRoute, route) {
 			return start()
 		}
@@ -710,6 +731,50 @@ func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall f
 	return calls
 }
 
+// sentAgainOnResult reports whether attempt a, a client span that starts
+// after attempt prev's ended with an OK answer, is prev's request sent
+// again on its result: both are HTTP client spans of one parent with the
+// same request (the full URL, the destination and the operation that
+// served it: repeatKeyOf, what markRepeats keeps as the parent's own
+// poll), and the parent sent nothing else between them. A client that
+// had the answer and sent the very same request again at once, with
+// nothing in between, did not like the answer: its retry condition read
+// the result (a 200 whose body says "pending", a poll until ready). Two
+// calls of the same request with other work between them are two calls,
+// and gRPC or database requests, whose identity does not hold their
+// arguments, are never read so.
+func (ix *index) sentAgainOnResult(prev, a *attempt) bool {
+	if prev.server == prev.span || a.server == a.span {
+		return false // a server span sent without a client span: no request identity of the client's
+	}
+	pk, ok := ix.repeatKeyOf(prev.span)
+	if !ok {
+		return false
+	}
+	if k, ok := ix.repeatKeyOf(a.span); !ok || k != pk {
+		return false
+	}
+	p := ix.parent[a.span]
+	if p < 0 || ix.parent[prev.span] != p {
+		return false
+	}
+	// The parent's children are in start order: look only at those that
+	// started from prev's start to a's, so that a long poll costs no
+	// more than its length.
+	from, to := ix.spans[prev.span].Start, ix.spans[a.span].Start
+	kids := ix.kids(p)
+	i, _ := slices.BinarySearchFunc(kids, from, func(k int32, t int64) int { return cmp.Compare(ix.spans[k].Start, t) })
+	for _, k := range kids[i:] {
+		if ix.spans[k].Start > to {
+			break
+		}
+		if k != prev.span && k != a.span && (isAttempt(&ix.spans[k]) || isServer(&ix.spans[k])) {
+			return false // the parent called something else in between
+		}
+	}
+	return true
+}
+
 // joinBelow adds bc, a call whose requests a library below the
 // instrumentation sent under one client span, to the calls of its group.
 // A layer above may send the same request again through that library:
@@ -733,12 +798,14 @@ func joinBelow(ix *index, calls []*call, bc *call) []*call {
 	prevTarget, prevPeer, prevRoute := ix.request(prev)
 	target, peer, route := ix.request(first)
 	sent := ix.spans[first.req].Start
+	joinedAsHedge := false
 	switch {
 	case ix.spans[prev.span].End <= sent+overlapTolerance:
 		if !prev.outcome.failed() || !sameRequest(prevTarget, target, prevPeer, peer, prevRoute, route) {
 			return append(calls, bc)
 		}
 	case prevTarget != 0 && prevTarget == target && (prev.outcome != outcomeOK || slices.ContainsFunc(as, func(a attempt) bool { return a.outcome != outcomeOK })):
+		joinedAsHedge = true
 		cur.hedged = true
 		if cur.hedgeGap == 0 {
 			cur.hedgeGap = sent - ix.spans[ix.attemptsOf(cur)[0].req].Start
@@ -746,6 +813,9 @@ func joinBelow(ix *index, calls []*call, bc *call) []*call {
 	default:
 		return append(calls, bc)
 	}
+	// The joined call is hedged only by a late request (lateOK) while
+	// neither part, nor the join, shows requests that overlapped.
+	cur.lateOK = (cur.lateOK || bc.lateOK) && !overlapped(cur) && !overlapped(bc) && !joinedAsHedge
 	if bc.hedged {
 		cur.hedged = true
 		if cur.hedgeGap == 0 {
@@ -758,6 +828,11 @@ func joinBelow(ix *index, calls []*call, bc *call) []*call {
 	}
 	return calls
 }
+
+// overlapped reports whether c is hedged by requests that overlapped (or
+// an answer taken while a later request ran), not only by a request that
+// reached the callee after an OK answer (call.lateOK).
+func overlapped(c *call) bool { return c.hedged && !c.lateOK }
 
 // waitOf is the wait between consecutive attempts prev and next of a
 // call, from when prev ended to when next was sent: between the callee's
@@ -1192,7 +1267,11 @@ func (ix *index) belowCall(names *naming, p, c int32, servers []int32) *call {
 		if ix.lateConcurrent(as, k) {
 			// An attempt sent before the call was answered reached the
 			// callee after: the call was hedged, and its arrivals do not
-			// show when its attempts were sent, nor the hedge delay.
+			// show when its attempts were sent, nor the hedge delay. Or
+			// the client retried on the answer's result: unless requests
+			// overlapped, or the client took an earlier answer while a
+			// later request still ran, the edge decides (resolveLateOK).
+			cl.lateOK = !cl.hedged && !ix.answeredByEarlier(as)
 			cl.hedged, cl.hedgeGap = true, -1
 			break
 		}

@@ -430,6 +430,10 @@ func classOf(a *attempt) mixClass {
 		return classTimeout
 	case a.outcome == outcomeClientError:
 		return classClientError
+	case a.outcome == outcomeResult:
+		// Answered, but not to its caller's liking: retried as a
+		// failure is, and so replayed (extra work for the callee).
+		return classServerError
 	case !a.outcome.failed():
 		return classOK
 	case a.retryAfter >= 0:
@@ -525,6 +529,25 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node]*rootOp, t *Topology)
 				o, _ := classify(ix, int32(i), int32(i))
 				if o.failed() {
 					own.set(int32(i))
+				}
+			}
+		}
+		// An execution whose answer its caller retried on the result
+		// (outcomeResult) failed as its caller sees it, and replay draws
+		// it as a failure of the edge: its work and whether it called
+		// anything are a failed execution's, or the replay would skip
+		// the calls of those it draws failed on top of the ones the
+		// traces already left out.
+		for _, ec := range ecs {
+			for _, c := range ec.calls {
+				if !s.has(c.from) {
+					continue
+				}
+				as := ix.attemptsOf(c)
+				for k := range as {
+					if a := &as[k]; a.outcome == outcomeResult && a.server >= 0 && !downFailed.has(a.server) && !breakerFast.has(a.server) {
+						own.set(a.server)
+					}
 				}
 			}
 		}
@@ -1130,7 +1153,10 @@ func firstFailures(ix *index, s sel, ec *edgeCalls) map[ingest.TraceID]int64 {
 			continue
 		}
 		for _, a := range ix.attemptsOf(c) {
-			if a.outcome.failed() {
+			// An answer retried on its result is a failure the replay
+			// draws (classOf): what follows it in the trace follows a
+			// failure there too.
+			if a.outcome.retried() {
 				earliest(out, ix.spans[a.span].TraceID, ix.spans[a.span].End)
 			}
 		}

@@ -43,7 +43,11 @@
 //     (joinRootRetries): the only calls whose attempts span traces.
 //  2. Map: the calls the spans made, read with the naming table
 //     (extractIn); reduce: the calls in span order, grouped into edges.
-//     Map again, with the edges: per edge its statistics (edgeStats: counts,
+//     Per edge, whether its calls overlap their requests (hedge) and the
+//     longest transit its calls show decide the calls read below the
+//     instrumentation whose only sign of a hedge was a request that
+//     reached the callee after an OK answer: a hedge, a retry on the
+//     result, or unknown (resolveLateOK). Map again, with the edges: per edge its statistics (edgeStats: counts,
 //     histograms, waits, durations, examples), per operation its executions
 //     (serverStats), the root requests by value and the spans' time
 //     (rootsOf), the calls that overlap another of their request and each

@@ -36,14 +36,17 @@ type edgeStats struct {
 	methods                  map[string]int
 	idem                     Idempotency
 	hedged                   *Hedging
-	hedgeDelays              sample[float64]
-	outlived                 int
-	proxyShed                int // attempts the sidecar's circuit breaker refused (UO)
-	raHonored, raIgnored     int
-	waits                    sample[pendingWait]
-	legs                     sample[float64]
-	serverDur                dist
-	abandoned                sample[abandonedAttempt]
+	// result counts the calls retried on an OK answer (its TransitMS is
+	// the reduce's: resolveLateOK's).
+	result               *ResultRetries
+	hedgeDelays          sample[float64]
+	outlived             int
+	proxyShed            int // attempts the sidecar's circuit breaker refused (UO)
+	raHonored, raIgnored int
+	waits                sample[pendingWait]
+	legs                 sample[float64]
+	serverDur            dist
+	abandoned            sample[abandonedAttempt]
 	// longestOK is the longest successful attempt, -1 when none.
 	longestOK float64
 	examples  exampleSet
@@ -87,6 +90,9 @@ func (st *edgeStats) add(ix *index, c *call) {
 	st.missing += int(c.missing)
 	st.methods[name.method]++
 	st.examples.add(ix, c)
+	if c.lateOK {
+		st.resultsOf().Unknown++
+	}
 	if c.hedged {
 		if st.hedged == nil {
 			st.hedged = &Hedging{}
@@ -151,6 +157,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 			}
 		}
 	}
+	st.countResultRetries(as)
 	callerAttempt := ix.callerAttempt(c.from)
 	for k := range as {
 		a := &as[k]
@@ -215,6 +222,50 @@ func (st *edgeStats) add(ix *index, c *call) {
 		ends.failed[status] = true
 		if m, ok := st.gaveUp[status]; !ok || n < m {
 			st.gaveUp[status] = n
+		}
+	}
+}
+
+// resultsOf returns st's count of retries on the result, made on first use.
+func (st *edgeStats) resultsOf() *ResultRetries {
+	if st.result == nil {
+		st.result = &ResultRetries{Statuses: []string{}}
+	}
+	return st.result
+}
+
+// countResultRetries counts a call's requests sent again after an OK
+// answer (as, its attempts), and the statuses of those answers.
+func (st *edgeStats) countResultRetries(as []attempt) {
+	n := 0
+	for k := range as {
+		if as[k].outcome != outcomeResult {
+			continue
+		}
+		n++
+		r := st.resultsOf()
+		if s := as[k].status.String(); !slices.Contains(r.Statuses, s) {
+			r.Statuses = append(r.Statuses, s)
+		}
+	}
+	if n > 0 {
+		st.result.Calls++
+		st.result.Retries += n
+	}
+}
+
+// mergeResults adds o's counts of retries on the result to st's.
+func (st *edgeStats) mergeResults(o *ResultRetries) {
+	if o == nil {
+		return
+	}
+	r := st.resultsOf()
+	r.Calls += o.Calls
+	r.Retries += o.Retries
+	r.Unknown += o.Unknown
+	for _, s := range o.Statuses {
+		if !slices.Contains(r.Statuses, s) {
+			r.Statuses = append(r.Statuses, s)
 		}
 	}
 }
@@ -296,6 +347,7 @@ func (st *edgeStats) merge(o *edgeStats) {
 		st.hedged.FailedWhileOut.SentNext += h.FailedWhileOut.SentNext
 		st.hedged.FailedWhileOut.Waited += h.FailedWhileOut.Waited
 	}
+	st.mergeResults(o.result)
 	st.hedgeDelays.merge(&o.hedgeDelays)
 	st.outlived += o.outlived
 	st.proxyShed += o.proxyShed
@@ -438,6 +490,12 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 		h.DelayMS = round3(quantile(delays, 0.5))
 		h.OnFailure = h.FailedWhileOut.onFailure()
 		e.Hedging = &h
+	}
+	if r := st.result; r != nil {
+		rr := *r
+		rr.Statuses = slices.Clone(r.Statuses)
+		sortStatuses(rr.Statuses)
+		e.ResultRetries = &rr
 	}
 	if st.idem.RetriedCalls > 0 {
 		idem := st.idem

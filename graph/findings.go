@@ -119,14 +119,20 @@ func findings(edges []Edge, paths []Path, shows findingExamples) []Finding {
 		}
 	}
 	for i, e := range edges {
+		// Hedged calls that may be retries on the result instead repeat
+		// the request all the same: the finding stands, and says so.
+		maybe := ""
+		if r := e.ResultRetries; r != nil && r.Unknown > 0 {
+			maybe = fmt.Sprintf(" (%d of the edge's hedged calls may be retries on the result instead, which repeat it as well)", r.Unknown)
+		}
 		if h := e.Hedging; h != nil && h.NonIdempotent > 0 {
-			add(FindingHedgeWrite, SeverityHigh, edgeLocation(e), shows.of(i, e, FindingHedgeWrite), "%d hedged calls of %s, which is not idempotent: both requests may apply the write",
-				h.NonIdempotent, e.Method)
+			add(FindingHedgeWrite, SeverityHigh, edgeLocation(e), shows.of(i, e, FindingHedgeWrite), "%d hedged calls of %s, which is not idempotent: both requests may apply the write%s",
+				h.NonIdempotent, e.Method, maybe)
 		}
 		if h := e.Hedging; h != nil && h.IdempotencyUnknown > 0 {
 			add(FindingHedgeUnknown, SeverityMedium, edgeLocation(e), shows.of(i, e, FindingHedgeUnknown),
-				"%d hedged calls of %s, whose idempotency no span shows: each hedge repeats the request, safe only if the operation is idempotent (a gRPC method declared idempotency_level IDEMPOTENT or NO_SIDE_EFFECTS)",
-				h.IdempotencyUnknown, e.Operation)
+				"%d hedged calls of %s, whose idempotency no span shows: each hedge repeats the request, safe only if the operation is idempotent (a gRPC method declared idempotency_level IDEMPOTENT or NO_SIDE_EFFECTS)%s",
+				h.IdempotencyUnknown, e.Operation, maybe)
 		}
 		if b := e.Breaker; b != nil && !b.Detected && !b.Unknown && b.LongestFailureRun >= hammerRun {
 			add(FindingNoBreaker, SeverityMedium, edgeLocation(e), e.Examples, "%d calls in a row failed and every next request called again: no circuit breaker sheds load from a dead dependency",

@@ -77,6 +77,7 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 	joinRootRetries(ix, names, calls)
 	ix.joinedEnds = clientEnds(ix, calls)
 	ecs := groupEdges(ix, calls)
+	lateTransit := resolveLateOK(ix, ecs)
 	<-statsDone
 	// Before anything else is built from the calls: what the operations'
 	// statistics hold is freed as they are read.
@@ -89,6 +90,9 @@ func infer(ctx context.Context, ix *index) (*Topology, error) {
 			return nil, err
 		}
 		e, shows := inferEdge(ix, ec)
+		if e.ResultRetries != nil {
+			e.ResultRetries.TransitMS = lateTransit[i]
+		}
 		t.Edges = append(t.Edges, e)
 		byFinding = append(byFinding, shows)
 	}
@@ -544,7 +548,8 @@ func warningsOf(ix *index, t *Topology) []string {
 	}
 	if ix.polls > 0 {
 		w = append(w, fmt.Sprintf("%d client spans repeated a request their parent had already had answered, with nothing to show another request sent them "+
-			"(none failed and was sent again, none outlived its parent, no trace misses that request's retry): kept as the parent's own polls", ix.polls))
+			"(none failed and was sent again, none outlived its parent, no trace misses that request's retry): kept as the parent's own polls, "+
+			"and read as retries on the result (result_retries) where one followed the answer with nothing else sent between", ix.polls))
 	}
 	if ix.orphans > 0 {
 		w = append(w, fmt.Sprintf("%d spans name a parent that is not in the input: their calls cannot be attributed to a caller", ix.orphans))
@@ -557,6 +562,11 @@ func warningsOf(ix *index, t *Topology) []string {
 		}
 	}
 	for _, e := range t.Edges {
+		if r := e.ResultRetries; r != nil && r.Unknown > 0 {
+			w = append(w, fmt.Sprintf("%s: hedge or retry on the result unknown: in %d calls read below the instrumentation a request reached the callee after an earlier one "+
+				"had answered OK there, within %gms (the edge's longest transit): sent before that answer came back (a hedge) or after it (a retry on the result), "+
+				"the spans cannot tell; counted as hedged calls", edgeLocation(e), r.Unknown, r.TransitMS))
+		}
 		if h := e.Hedging; h != nil && h.DelayUnknown == h.Calls {
 			w = append(w, fmt.Sprintf("%s: hedge delay unknown: in each of the %d hedged calls an attempt reached the callee after another had answered OK, "+
 				"so the order the attempts arrived in is not the order they were sent in", edgeLocation(e), h.Calls))

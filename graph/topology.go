@@ -221,6 +221,13 @@ type Edge struct {
 
 	Hedging *Hedging `json:"hedging"`
 
+	// ResultRetries, where the caller sent requests again after answers
+	// that succeeded (its retry condition read the result: a body that
+	// says "pending", a poll until ready), counts them; their statuses
+	// are in RetriedStatus too. Absent when no call did, and none may
+	// have (ResultRetries.Unknown).
+	ResultRetries *ResultRetries `json:"result_retries,omitempty"`
+
 	// Breaker is the circuit breaker the traces show on this edge; null
 	// when they cannot tell (a breaker neither seen nor ruled out by 5
 	// failed calls in a row, all sent).

@@ -115,6 +115,12 @@ type truth struct {
 		NotRetriedCodes    []string `json:"not_retried_codes"`
 		AttemptsInOwnTrace *int     `json:"attempts_in_own_trace"`
 		AfterCallerGaveUp  *int     `json:"retries_after_caller_gave_up"`
+		// Written by the result-retry scenarios: the caller retries a
+		// 200 whose body says "pending"; how many calls did, and how
+		// many requests they sent after such an answer.
+		RetriesOnResult    bool `json:"retries_on_result"`
+		ResultRetriedCalls int  `json:"result_retried_calls"`
+		ResultRetries      int  `json:"result_retries"`
 		// Layer, written by the proxy scenarios: "proxy" where the
 		// caller is a proxy forwarding the request it received (its
 		// retries are the proxy's), "application" where it is not.
@@ -397,6 +403,7 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					t.Errorf("%s: hedging %+v where the caller sends no request while another runs", loc, *e.Hedging)
 				}
 				checkStatuses(t, loc, e, te.RetriedStatus, te.NotRetriedStatus, te.RetriedCodes, te.NotRetriedCodes)
+				checkResultRetries(t, loc, e, te.RetriesOnResult, te.ResultRetriedCalls, te.ResultRetries)
 				if q := te.RetryQuota; q != nil {
 					// No span says a quota refused a retry: inference must
 					// count the calls given up with attempts left, every
@@ -683,6 +690,25 @@ func checkStatuses(t *testing.T, loc string, e Edge, retried, notRetried []int, 
 		if !slices.Contains(e.NotRetriedStatus, s) {
 			t.Errorf("%s: statuses not retried %v leave out %s, which the caller does not retry", loc, e.NotRetriedStatus, s)
 		}
+	}
+}
+
+// checkResultRetries holds an edge's retries on the result to the truth:
+// where the caller retried 200s whose body said "pending" (on), every
+// call that did and every request sent after one, the 200 among the
+// statuses retried, and none unknown; none on an edge whose caller reads
+// no result, however its requests arrived.
+func checkResultRetries(t *testing.T, loc string, e Edge, on bool, calls, retries int) {
+	t.Helper()
+	r := e.ResultRetries
+	switch {
+	case !on && r != nil:
+		t.Errorf("%s: result retries %+v where the caller retries on no result", loc, *r)
+	case !on || calls == 0:
+	case r == nil:
+		t.Errorf("%s: no result retries, want %d in %d calls", loc, retries, calls)
+	case r.Calls != calls || r.Retries != retries || r.Unknown != 0 || !slices.Equal(r.Statuses, []string{"200"}) || !slices.Contains(e.RetriedStatus, "200"):
+		t.Errorf("%s: result retries %+v, retried %v; want %d in %d calls of 200, none unknown, 200 retried", loc, *r, e.RetriedStatus, retries, calls)
 	}
 }
 

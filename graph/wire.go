@@ -260,6 +260,7 @@ type edgeStatsWire struct {
 	ProxyRetried, AppRetried, ProxyMost   int
 	Idem                                  Idempotency
 	Hedged                                *Hedging
+	Result                                *ResultRetries
 	Outlived, ProxyShed, RAHonored, RAIgn int
 	LongestOK                             float64
 	HedgeDelays, Legs                     sampleWire[float64]
@@ -456,7 +457,7 @@ func edgeStatsToWire(st *edgeStats) edgeStatsWire {
 		ByLength: pairsOf(st.byLength, func(e *callEnds) callEndsWire { return callEndsWire{e.limit, e.retryable, setOf(e.failed)} }),
 		GaveUp:   pairsOf(st.gaveUp, same[int]), Retried: setOf(st.retried),
 		Evidence: pairsOf(st.evidence, same[int]), Methods: pairsOf(st.methods, same[int]),
-		ProxyRetried: st.proxyRetried, AppRetried: st.appRetried, ProxyMost: st.proxyMostTries, Idem: st.idem, Hedged: st.hedged,
+		ProxyRetried: st.proxyRetried, AppRetried: st.appRetried, ProxyMost: st.proxyMostTries, Idem: st.idem, Hedged: st.hedged, Result: st.result,
 		Outlived: st.outlived, ProxyShed: st.proxyShed, RAHonored: st.raHonored, RAIgn: st.raIgnored, LongestOK: st.longestOK,
 		HedgeDelays: sampleToWire(&st.hedgeDelays, same[float64]), Legs: sampleToWire(&st.legs, same[float64]),
 		Waits: sampleToWire(&st.waits, func(p pendingWait) waitWire { return waitWire{p.nth, p.ms, p.pushback, p.call} }),
@@ -473,6 +474,12 @@ func edgeStatsFromWire(w *edgeStatsWire) (*edgeStats, error) {
 	st.proxyRetried, st.appRetried, st.proxyMostTries, st.idem, st.hedged = w.ProxyRetried, w.AppRetried, w.ProxyMost, w.Idem, w.Hedged
 	st.outlived, st.proxyShed, st.raHonored, st.raIgnored, st.longestOK = w.Outlived, w.ProxyShed, w.RAHonored, w.RAIgn, w.LongestOK
 	st.examples = *examplesFromWire(w.Examples)
+	if r := w.Result; r != nil {
+		if err := counts([]int{r.Calls, r.Retries, r.Unknown}); err != nil {
+			return nil, fmt.Errorf("decode the statistics of %s → %s %s: %w", w.Caller, w.Callee, w.Op, err)
+		}
+		st.mergeResults(r)
+	}
 	retried := make([]pair[string, bool], len(w.Retried))
 	for i, s := range w.Retried {
 		retried[i] = pair[string, bool]{s, true}

@@ -287,7 +287,7 @@ func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions)
 			continue
 		}
 		ec := EdgeCalibration{Caller: e.Caller, Callee: e.Callee, Operation: e.Operation,
-			Traced: EdgeFigures{Calls: float64(e.Calls), Attempts: float64(e.Attempts), FailureRate: e.FailureRate}}
+			Traced: EdgeFigures{Calls: float64(e.Calls), Attempts: float64(e.Attempts), FailureRate: tracedFailureRate(e)}}
 		if e.Calls > 0 {
 			ec.Traced.AttemptsPerCall = float64(e.Attempts) / float64(e.Calls)
 		}
@@ -323,4 +323,16 @@ func compareRuns(t *graph.Topology, m *Model, runs []Result, o CalibrateOptions)
 	}
 	c.Pass = len(c.Misses) == 0
 	return c
+}
+
+// tracedFailureRate is the share of edge e's attempts the replay draws
+// failed: those that failed, and the answers its caller retried on their
+// result, which the replay draws as retryable failures (graph.Edge.FailureRate
+// counts only the callee's failures).
+func tracedFailureRate(e graph.Edge) float64 {
+	r := e.ResultRetries
+	if r == nil || e.Attempts == 0 {
+		return e.FailureRate
+	}
+	return math.Round((e.FailureRate+float64(r.Retries)/float64(e.Attempts))*1000) / 1000
 }

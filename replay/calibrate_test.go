@@ -376,3 +376,25 @@ func TestRateBand(t *testing.T) {
 		}
 	}
 }
+
+// TestTracedFailureRate: the failure rate calibrate holds an edge's replay
+// to counts the answers its caller retried on their result, which the
+// replay draws as retryable failures, beside the callee's own failures;
+// an edge without them keeps the topology's rate.
+func TestTracedFailureRate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    graph.Edge
+		want float64
+	}{
+		{"no result retries", graph.Edge{Attempts: 100, FailureRate: 0.1}, 0.1},
+		{"49 of 109 answers retried on the result", graph.Edge{Attempts: 109, FailureRate: 0.11,
+			ResultRetries: &graph.ResultRetries{Calls: 28, Retries: 49, Statuses: []string{"200"}}}, 0.56},
+		{"only unknown ones: nothing replayed as failed", graph.Edge{Attempts: 20, FailureRate: 0,
+			ResultRetries: &graph.ResultRetries{Statuses: []string{}, Unknown: 3}}, 0},
+	} {
+		if got := tracedFailureRate(tc.e); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

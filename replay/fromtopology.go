@@ -317,6 +317,11 @@ func FromTopology(t *graph.Topology, o BuildOptions) (*Model, error) {
 			}
 			m.Assumed = append(m.Assumed, note)
 		}
+		if r := e.ResultRetries; r != nil && r.Retries > 0 {
+			m.Assumed = append(m.Assumed, fmt.Sprintf("%s → %s %s: %d answers of %s that the caller retried on their result (in %d calls) are replayed as retryable failures (server_error): "+
+				"the replay sends them again as the caller did, extra work for %s, and the failure rate it is held to counts them",
+				e.Caller, e.Callee, e.Operation, r.Retries, strings.Join(r.Statuses, ", "), r.Calls, e.Callee))
+		}
 		if f := ed.Fail; f != nil && len(f.Incidents) > 0 {
 			m.Assumed = append(m.Assumed, episodesNote(e))
 		}

@@ -1079,7 +1079,7 @@ func placeCallGraph(g callGraph, back []bool, layers [][]int, label []string, wi
 		}
 		for _, e := range l.edges {
 			if h := e.Hedging; h != nil && h.Calls > 0 && sl.Hedge == "" {
-				sl.Hedge = hedgingText(h)
+				sl.Hedge = hedgingText(h, e.ResultRetries)
 				sl.Title += "; hedges " + sl.Hedge
 			}
 			switch b := e.Breaker; {

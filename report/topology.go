@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -57,7 +58,7 @@ func newTopologyView(t *graph.Topology) topologyView {
 		v.edges.rows = append(v.edges.rows, []string{
 			display(e.Caller), display(e.Callee), display(e.Operation),
 			strconv.Itoa(e.Calls), strconv.Itoa(e.Attempts), retriesText(e), maxAttempts(e),
-			backoffText(e), jitterText(e), timeoutText(e), hedgingText(e.Hedging), breakerText(e.Breaker), listText(e.RetriedStatus), ms(e.CalleeP99MS),
+			backoffText(e), jitterText(e), timeoutText(e), hedgingText(e.Hedging, e.ResultRetries), breakerText(e.Breaker), retriedText(e), ms(e.CalleeP99MS),
 		})
 	}
 	v.waits = waitsGrid(t.Edges)
@@ -371,11 +372,32 @@ func jitterText(e graph.Edge) string {
 
 // hedgingText is "after 20ms, ≤3" (the median delay before a
 // hedge and the most requests one call sent), or "-".
-func hedgingText(h *graph.Hedging) string {
+func hedgingText(h *graph.Hedging, r *graph.ResultRetries) string {
 	if h == nil {
 		return "-"
 	}
-	return fmt.Sprintf("after %s, ≤%d", ms(h.DelayMS), h.MaxRequests)
+	s := fmt.Sprintf("after %s, ≤%d", ms(h.DelayMS), h.MaxRequests)
+	if r != nil && r.Unknown > 0 {
+		s += fmt.Sprintf(" (%d of %d calls may be retries on the result)", r.Unknown, h.Calls)
+	}
+	return s
+}
+
+// retriedText lists the statuses the caller sent again, "200 (result
+// predicate), 503": an OK status marked where the caller retried it on
+// the answer's content (graph.Edge.ResultRetries), not on its status.
+func retriedText(e graph.Edge) string {
+	if len(e.RetriedStatus) == 0 {
+		return "-"
+	}
+	names := make([]string, len(e.RetriedStatus))
+	for i, s := range e.RetriedStatus {
+		names[i] = display(s)
+		if r := e.ResultRetries; r != nil && slices.Contains(r.Statuses, s) {
+			names[i] += " (result predicate)"
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // breakerText is "opened 3×, 13 fast-failed" (" on 2 of 3 instances"

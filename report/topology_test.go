@@ -652,3 +652,60 @@ func TestBreakerUnknownRendered(t *testing.T) {
 		t.Error("html draws a breaker bar for an unknown breaker")
 	}
 }
+
+// TestResultRetriesRendered: an edge whose caller retried OK answers on
+// their result marks that status in the retried statuses of the text
+// table, the Markdown and the HTML report ("200 (result predicate)"), and
+// one whose hedged calls may be retries on the result says how many in
+// its hedging cell; an edge with neither shows its statuses plain.
+func TestResultRetriesRendered(t *testing.T) {
+	top := &graph.Topology{Schema: graph.Schema, Edges: []graph.Edge{
+		{Caller: "inventory", Callee: "db", Operation: "GET /db", Calls: 50, Attempts: 109, Retries: true, MaxAttempts: 4,
+			Backoff: graph.Backoff{Kind: "constant", BaseMS: 10, Jitter: "none"}, RetriedStatus: []string{"200", "503"},
+			ResultRetries: &graph.ResultRetries{Calls: 28, Retries: 49, Statuses: []string{"200"}}},
+		{Caller: "front", Callee: "stock", Operation: "GET /stock", Calls: 10, Attempts: 14, MaxAttempts: 1,
+			Backoff: graph.Backoff{Kind: "none", Jitter: "none"}, RetriedStatus: []string{},
+			Hedging:       &graph.Hedging{Calls: 4, DelayMS: 20, MaxRequests: 2},
+			ResultRetries: &graph.ResultRetries{Statuses: []string{}, Unknown: 3, TransitMS: 2.5}},
+		{Caller: "api", Callee: "cache", Operation: "GET /c", Calls: 8, Attempts: 10, Retries: true, MaxAttempts: 2,
+			Backoff: graph.Backoff{Kind: "constant", BaseMS: 10, Jitter: "none"}, RetriedStatus: []string{"503"}},
+	}}
+	var table, md bytes.Buffer
+	if err := TopologyTable(&table, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := TopologyMarkdown(&md, top); err != nil {
+		t.Fatal(err)
+	}
+	html := renderAudit(t, &AuditReport{Topology: top})
+	row := func(out, key string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, key) {
+				return l
+			}
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		format, out, row string
+		want, not        string
+	}{
+		{"table", table.String(), "db", "200 (result predicate), 503", ""},
+		{"table", table.String(), "stock", "after 20ms, ≤2 (3 of 4 calls may be retries on the result)", ""},
+		{"table", table.String(), "cache", "503", "result predicate"},
+		{"markdown", md.String(), "db", "| 200 (result predicate), 503 |", ""},
+		{"markdown", md.String(), "stock", "3 of 4 calls may be retries on the result", ""},
+		{"html", html, "", "<td>200 (result predicate), 503</td>", ""},
+	} {
+		got := c.out
+		if c.row != "" {
+			got = row(c.out, c.row)
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s, %s row: %q lacks %q", c.format, c.row, got, c.want)
+		}
+		if c.not != "" && strings.Contains(got, c.not) {
+			t.Errorf("%s, %s row: %q holds %q", c.format, c.row, got, c.not)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/go-retryablehttp"
 	goretry "github.com/sethvargo/go-retry"
@@ -166,6 +167,10 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 		})
 		c.send = c.sendAWS
 	case libFailsafe:
+		if p.RetryOnResult {
+			c.send = c.sendFailsafeResult
+			break
+		}
 		if p.breakerInside() {
 			c.fcb = c.failsafeBreaker()
 			c.send = c.sendFailsafeRetry
@@ -195,6 +200,15 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 			CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 				if ctx.Err() != nil {
 					return false, ctx.Err()
+				}
+				if err == nil && p.RetryOnResult && resp.StatusCode == http.StatusOK {
+					// The result predicate: a 200 that says the result
+					// is not ready is retried. The body read here is
+					// put back for the caller.
+					b, rerr := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					resp.Body = io.NopCloser(bytes.NewReader(b))
+					return rerr != nil || pendingBody(b), nil
 				}
 				return err != nil || retryableStatus(resp.StatusCode), nil
 			},
@@ -275,6 +289,27 @@ func (c *caller) sendFailsafeRetry(ctx context.Context, r request) (result, erro
 	return readResult(resp)
 }
 
+// sendFailsafeResult retries r with failsafe-go's generic retry policy,
+// whose HandleIf predicate sees each attempt's result and error: a
+// failure the shared predicate retries, or a 200 whose body says the
+// result is not ready yet. Each attempt is a request of its own through
+// otelhttp, so a CLIENT span of its own.
+func (c *caller) sendFailsafeResult(ctx context.Context, r request) (result, error) {
+	p := c.edge.Policy
+	rp := retrypolicy.NewBuilder[result]().
+		HandleIf(func(res result, err error) bool {
+			if err != nil {
+				return retryable(ctx, err)
+			}
+			return pendingBody(res.body)
+		}).
+		WithMaxAttempts(p.MaxAttempts).
+		WithDelay(p.Backoff.Base).
+		ReturnLastFailure().
+		Build()
+	return failsafe.With[result](rp).Get(func() (result, error) { return c.attempt(ctx, r) })
+}
+
 // hedgedTransport is hedgedhttp's round tripper over rt, sending up to
 // MaxHedges+1 requests a call, Delay apart. hedgedhttp refuses only
 // negative figures, which no scenario's policy holds.
@@ -338,7 +373,7 @@ func (c *caller) call(ctx context.Context, path string, body []byte) (result, er
 	if c.edge.Policy.IdempotencyKey {
 		r.header.Set("Idempotency-Key", rand.Text())
 	}
-	log := &attemptLog{hideRetryAfter: c.edge.Policy.HideRetryAfter}
+	log := &attemptLog{hideRetryAfter: c.edge.Policy.HideRetryAfter, results: c.edge.Policy.RetryOnResult}
 	send := c.send
 	if c.cb != nil {
 		send = c.sendThroughBreaker
@@ -575,6 +610,10 @@ type attemptLog struct {
 	statuses       []int  // HTTP status per attempt, 0 for a transport error
 	retryAfter     []bool // per attempt: the response carried Retry-After
 	hideRetryAfter bool   // leave Retry-After out of the spans
+	// results: the caller retries on the result, so each answer's body
+	// is read for whether it said "pending" (pending, per attempt).
+	results bool
+	pending []bool
 	// started counts requests sent: hedges the winner cancelled may log
 	// their outcome only after the call was recorded.
 	started int
@@ -603,11 +642,13 @@ func (l *attemptLog) try(refused bool, delay time.Duration) {
 	l.delay = append(l.delay, delay)
 }
 
-// add logs one attempt.
-func (l *attemptLog) add(status int, retryAfter bool, start, end time.Time) {
+// add logs one attempt: its status, whether its answer carried
+// Retry-After and said "pending", when it was sent and answered.
+func (l *attemptLog) add(status int, retryAfter, pending bool, start, end time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.statuses = append(l.statuses, status)
+	l.pending = append(l.pending, pending)
 	l.retryAfter = append(l.retryAfter, retryAfter)
 	l.start, l.end = append(l.start, start), append(l.end, end)
 }
@@ -644,7 +685,7 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
 	end := time.Now()
-	status, retryAfter := 0, false
+	status, retryAfter, pending := 0, false, false
 	if log != nil {
 		log.mu.Lock()
 		if err == nil && log.wonBy == 0 {
@@ -661,9 +702,17 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			retryAfter = true
 		}
+		if log != nil && log.results && status == http.StatusOK {
+			// Read the answer for the truth: did it say "pending"? The
+			// body read is put back for the caller.
+			b, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			pending = rerr == nil && pendingBody(b)
+		}
 	}
 	if log != nil {
-		log.add(status, retryAfter, start, end)
+		log.add(status, retryAfter, pending, start, end)
 	}
 	return resp, err
 }
@@ -725,6 +774,11 @@ type edgeStats struct {
 	// quotaRefused counts calls that ended with attempts left because
 	// the retry quota refused their retry.
 	quotaRefused int
+	// resultRetries counts the attempts sent after a 200 that said
+	// "pending" (retried on the result), resultRetriedCalls the calls
+	// that sent one, exhaustedOnResult the calls that ran out of attempts
+	// on one (the traces show them ending on a success).
+	resultRetries, resultRetriedCalls, exhaustedOnResult int
 }
 
 // refused counts a call whose retry the retry quota refused.
@@ -806,6 +860,9 @@ func (s *edgeStats) add(o *edgeStats, inst string, breaker bool) {
 	s.received = append(s.received, o.received...)
 	s.transportResends += o.transportResends
 	s.quotaRefused += o.quotaRefused
+	s.resultRetries += o.resultRetries
+	s.resultRetriedCalls += o.resultRetriedCalls
+	s.exhaustedOnResult += o.exhaustedOnResult
 	if breaker {
 		s.instances = append(s.instances, truthInstanceBreaker{Instance: inst, Opened: o.breakerOpened,
 			OpenPeriods: o.breakerOpenPeriods, FastFailedCalls: o.breakerFastFails})
@@ -850,7 +907,12 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 		}
 		return // hedges overlap: there are no waits between them
 	}
+	retriedResult := false
 	for i := 1; i < n; i++ {
+		if log.pending[i-1] {
+			s.resultRetries++
+			retriedResult = true
+		}
 		if p.HonoursRetryAfter && log.retryAfter[i-1] {
 			s.retryAfterWaits++
 			continue
@@ -864,9 +926,15 @@ func (s *edgeStats) record(ctx context.Context, p Policy, log *attemptLog) {
 			s.lateMS = max(s.lateMS, late)
 		}
 	}
+	if retriedResult {
+		s.resultRetriedCalls++
+	}
 	if n == p.MaxAttempts && ctx.Err() == nil {
-		if last := log.statuses[n-1]; last == 0 || retryableStatus(last) {
+		switch last := log.statuses[n-1]; {
+		case last == 0 || retryableStatus(last):
 			s.exhausted++
+		case p.RetryOnResult && log.pending[n-1]:
+			s.exhaustedOnResult++
 		}
 	}
 }

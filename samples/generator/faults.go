@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"maps"
 	"net/http"
 	"slices"
@@ -30,6 +31,10 @@ type Fault struct {
 	// as a crashed worker does. The client's request fails in transport
 	// and the callee's SERVER span ends without a status code.
 	Abort bool
+	// Pending answers 200 OK with a body that says the result is not
+	// ready yet ({"status":"pending"}): a success to every status check,
+	// which only a caller's result predicate (pendingBody) retries.
+	Pending bool
 }
 
 // The faults the scenarios inject.
@@ -43,7 +48,15 @@ var (
 	slowUnavailable = Fault{Status: http.StatusServiceUnavailable, Delay: 30 * time.Millisecond}
 	// aborted is a connection closed without an answer.
 	aborted = Fault{Abort: true}
+	// notReady is a 200 whose body says "pending": polled again by a
+	// caller that retries on the result.
+	notReady = Fault{Pending: true}
 )
+
+// pendingBody reports whether an answer's body says its result is not
+// ready yet: what a notReady fault answers, and what the result
+// predicates of the callers that retry on the result look for.
+func pendingBody(b []byte) bool { return bytes.Contains(b, []byte(`"status":"pending"`)) }
 
 // times returns a script of n copies of f.
 func times(n int, f Fault) []Fault {
@@ -186,6 +199,10 @@ func (f Fault) apply(w http.ResponseWriter) bool {
 	}
 	if f.Abort {
 		panic(http.ErrAbortHandler) // net/http closes the connection and logs nothing
+	}
+	if f.Pending {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "pending"})
+		return true
 	}
 	if f.Status == 0 {
 		return false

@@ -37,6 +37,27 @@ func TestShortRetryBelowOtelhttp(t *testing.T) {
 	checkShortRun(t, retryBelowOtelhttp())
 }
 
+// TestShortResultRetry runs the result-retry scenarios with one root
+// request per case: a 200 that says "pending" is retried by
+// go-retryablehttp's CheckRetry (below otelhttp and above it) and by
+// failsafe-go's HandleIf as the simulation predicts, and the truth counts
+// those retries on the result.
+func TestShortResultRetry(t *testing.T) {
+	for _, sc := range []Scenario{resultRetryBelow(), resultRetryAbove()} {
+		t.Run(sc.Name, func(t *testing.T) {
+			_, tr := checkShortRun(t, sc)
+			for _, e := range tr.Edges {
+				if e.RetriesOnResult && (e.ResultRetriedCalls == 0 || e.ResultRetries < e.ResultRetriedCalls) {
+					t.Errorf("%s → %s: retries on the result, %d calls retried %d times", e.Caller, e.Callee, e.ResultRetriedCalls, e.ResultRetries)
+				}
+				if !e.RetriesOnResult && e.ResultRetries > 0 {
+					t.Errorf("%s → %s: %d retries on the result by a caller that has no result predicate", e.Caller, e.Callee, e.ResultRetries)
+				}
+			}
+		})
+	}
+}
+
 // TestShortGoResiliency does the same for go-resiliency: its retrier's
 // attempts, per-try timeouts included, are the simulation's.
 func TestShortGoResiliency(t *testing.T) {

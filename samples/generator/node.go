@@ -39,6 +39,10 @@ var nodeScenarios = []nodeScenario{
 	// axios-retry's exponentialDelay: [d, 1.2·d), a one-sided
 	// proportional jitter; Retry-After captured on the CLIENT spans.
 	{Name: "axios-retry", Dir: "axios-retry"},
+	// axios-retry whose retryCondition also retries a 200 whose body
+	// says "pending" (a result predicate): a CLIENT span per attempt, a
+	// retry after an OK answer.
+	{Name: "axios-retry-pending", Dir: "axios-retry-pending"},
 	// opossum's CircuitBreaker: trips on a failure rate over a rolling
 	// window, not on failures in a row.
 	{Name: "opossum", Dir: "opossum"},

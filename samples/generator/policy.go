@@ -77,6 +77,29 @@ type Policy struct {
 	// Quota, when set, is a retry budget shared by all the edge's calls:
 	// a token bucket every retry draws from (the AWS SDK's retry quota).
 	Quota *QuotaPolicy
+	// RetryOnResult adds a result predicate to the retry condition: a
+	// 200 OK whose body says the result is not ready yet (pendingBody) is
+	// retried like a failure, after the same backoff (polling until
+	// ready).
+	RetryOnResult bool
+}
+
+// withResultPredicate returns p also retrying a 200 whose body says
+// "pending" (go-retryablehttp's CheckRetry reading the body).
+func (p Policy) withResultPredicate() Policy {
+	p.RetryOnResult = true
+	return p
+}
+
+// failsafeResultRetry retries with failsafe-go's retry policy (generic,
+// not failsafehttp's) whose one HandleIf predicate reads the result as
+// well as the error: a retryable failure (the shared predicate) or a 200
+// whose body says "pending"; at most attempts, delay apart (WithDelay:
+// constant, no jitter), the last answer returned when they run out
+// (ReturnLastFailure).
+func failsafeResultRetry(attempts int, delay time.Duration) Policy {
+	return Policy{Library: libFailsafe, MaxAttempts: attempts, RetryOnResult: true,
+		Backoff: Backoff{Kind: "constant", Base: delay, Jitter: "none"}}
 }
 
 // QuotaPolicy is the AWS SDK for Go v2 standard retryer's retry quota

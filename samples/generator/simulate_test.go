@@ -59,6 +59,7 @@ type simResult struct {
 	status     int // 0 for a transport error
 	timeout    bool
 	retryAfter bool
+	pending    bool // a 200 whose body says "pending" (notReady)
 }
 
 func (r simResult) failed() bool { return r.status == 0 || r.status >= 400 }
@@ -73,7 +74,7 @@ func (s *simMesh) call(route string, serve func(Policy) simResult) simResult {
 	var held uint // the retry token the attempt under way holds
 	for attempt := 1; attempt <= p.MaxAttempts; attempt++ {
 		r = serve(p)
-		log.add(r.status, r.retryAfter, time.Time{}, time.Time{})
+		log.add(r.status, r.retryAfter, r.pending, time.Time{}, time.Time{})
 		if q := p.Quota; q != nil && !r.failed() {
 			// A success refunds its retry's token, or adds the no-retry
 			// increment after a first attempt (never above capacity).
@@ -82,7 +83,8 @@ func (s *simMesh) call(route string, serve func(Policy) simResult) simResult {
 			}
 			s.tokens[route] = min(s.tokens[route]+held, q.Capacity)
 		}
-		if !r.failed() || (r.status != 0 && !retryableStatus(r.status)) || attempt == p.MaxAttempts {
+		retried := r.failed() && (r.status == 0 || retryableStatus(r.status)) || r.pending && p.RetryOnResult
+		if !retried || attempt == p.MaxAttempts {
 			break
 		}
 		if q := p.Quota; q != nil {
@@ -109,6 +111,8 @@ func (s *simMesh) serveFault(p Policy, t target, key string, next func() simResu
 		return simResult{timeout: true}
 	case f.Status != 0:
 		return simResult{status: f.Status, retryAfter: f.RetryAfter > 0}
+	case f.Pending:
+		return simResult{status: http.StatusOK, pending: true}
 	}
 	return next()
 }
@@ -125,7 +129,7 @@ func relayed(r simResult) simResult {
 	case r.status >= 400:
 		return simResult{status: http.StatusServiceUnavailable}
 	}
-	return simResult{status: r.status}
+	return simResult{status: r.status, pending: r.pending} // a success's body is relayed as it came
 }
 
 func ok() simResult { return simResult{status: http.StatusOK} }
@@ -220,6 +224,6 @@ func statsOf(c *caller) string {
 		statuses = append(statuses, s)
 	}
 	slices.Sort(statuses)
-	return fmt.Sprintf("calls %d, exhausted %d, statuses %v, waits %v, Retry-After waits %d, refused by the quota %d",
-		st.calls, st.exhausted, statuses, st.waits, st.retryAfterWaits, st.quotaRefused)
+	return fmt.Sprintf("calls %d, exhausted %d, statuses %v, waits %v, Retry-After waits %d, refused by the quota %d, retried on the result %d in %d calls",
+		st.calls, st.exhausted, statuses, st.waits, st.retryAfterWaits, st.quotaRefused, st.resultRetries, st.resultRetriedCalls)
 }

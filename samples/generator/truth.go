@@ -69,6 +69,17 @@ type truthEdge struct {
 	// codes the caller received, split by whether its policy retries them.
 	RetriedCodes    []string `json:"retried_codes,omitempty"`
 	NotRetriedCodes []string `json:"not_retried_codes,omitempty"`
+	// RetriesOnResult: the caller's retry condition reads the answer's
+	// body too, retrying a 200 that says the result is not ready;
+	// ResultRetriedCalls counts the calls that did, ResultRetries the
+	// attempts they sent after such an answer, ExhaustedOnResult the
+	// calls that ran out of attempts on one (returning that 200: the
+	// traces show a success; exhausted_in_traces counts only calls that
+	// ran out on failures).
+	RetriesOnResult    bool `json:"retries_on_result,omitempty"`
+	ResultRetriedCalls int  `json:"result_retried_calls,omitempty"`
+	ResultRetries      int  `json:"result_retries,omitempty"`
+	ExhaustedOnResult  int  `json:"exhausted_on_result,omitempty"`
 }
 
 // truthBreaker is a circuit breaker's configuration and how many calls it
@@ -241,6 +252,8 @@ func truthOf(c *caller) (truthEdge, error) {
 		IdempotencyKey:     p.IdempotencyKey,
 		RetryAfterCaptured: !p.HideRetryAfter, RetryAfterWaits: st.retryAfterWaits,
 		Attempts: st.attempts, BelowInstrumentation: p.BelowInstrumentation,
+		RetriesOnResult: p.RetryOnResult, ResultRetriedCalls: st.resultRetriedCalls, ResultRetries: st.resultRetries,
+		ExhaustedOnResult: st.exhaustedOnResult,
 	}
 	te.configure(p)
 	if h := p.Hedge; h != nil {

@@ -27,7 +27,7 @@ function callStats(fronts, stocks, limit, retryable) {
     e.calls++;
     e.attempts += as.length;
     e.most = Math.max(e.most, as.length);
-    for (const a of as) if (a.step !== 'ok') e.statuses.add(Number(a.step));
+    for (const a of as) if (a.step !== 'ok' && a.step !== 'pending') e.statuses.add(Number(a.step));
     const last = as.at(-1);
     if (as.length === limit(rec.method) && last.step !== 'ok' && retryable(Number(last.step))) e.exhausted++;
     calls.push({ rec, attempts: as });

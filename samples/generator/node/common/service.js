@@ -70,7 +70,8 @@ function serve(server, provider, records) {
 // stockServer is the stock service the retry scenarios call: GET
 // /stock/:sku and POST /reservations/:sku answer from a fault script per
 // sku (faultScripts), one entry per request: "503"; "429" with
-// Retry-After: 1; "400"; past the end of the script 200. Each request is
+// Retry-After: 1; "400"; "pending", a 200 whose body says the result is
+// not ready ({"status":"pending"}); past the end of the script 200. Each request is
 // pushed to records with its x-call-id, method, time and step. It must be
 // called after instrument, since it loads node:http.
 function stockServer(records) {
@@ -83,10 +84,11 @@ function stockServer(records) {
     req.resume();
     const step = nextStep(m[1]);
     records.push({ call: String(req.headers['x-call-id'] || ''), method: req.method, at: now(), step });
-    const status = step === 'ok' ? 200 : Number(step);
+    const status = step === 'ok' || step === 'pending' ? 200 : Number(step);
     const headers = { 'content-type': 'application/json' };
     if (status === 429) headers['retry-after'] = '1';
-    res.writeHead(status, headers).end(status === 200 ? JSON.stringify({ sku: m[1], available: 7 }) : '');
+    const body = step === 'pending' ? { sku: m[1], status: 'pending' } : { sku: m[1], available: 7 };
+    res.writeHead(status, headers).end(status === 200 ? JSON.stringify(body) : '');
   });
 }
 
