@@ -57,6 +57,12 @@ var nodeScenarios = []nodeScenario{
 	// nice-grpc's retry middleware: a gRPC retry above grpc-js, a CLIENT
 	// span per attempt, equal jitter.
 	{Name: "nice-grpc-retry", Dir: "nice-grpc"},
+	// retry-axios: ((2^c − 1)/2)·retryDelay before retry c, no POST
+	// retried, a 429's Retry-After honoured with the header on no span.
+	{Name: "retry-axios", Dir: "retry-axios"},
+	// async-retry: each wait ×U[1, 2) (the retry package's randomize),
+	// ×3 a retry, Retry-After recorded and ignored, keyed POSTs retried.
+	{Name: "async-retry", Dir: "async-retry"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO
