@@ -100,7 +100,9 @@ function buildTruth(fronts, stocks, answers) {
     edges: [{
       ...base, operation: '/stock/:sku', method: 'GET', library: `retry-axios@4.0.3 (${JSON.stringify(RAX)})`,
       retries: true, max_attempts: maxAttempts, exhausted_in_traces: g.exhausted > 0,
-      backoff: { kind: 'exponential', base_ms: raxDelay(1), multiplier: null, cap_ms: null, jitter: 'none', jitter_fraction: null },
+      // ((2^c − 1)/2)·d = d·2^(c−1) − d/2 = offset + (base − offset)·2^(c−1)
+      // with base d/2 and offset −d/2: ×2 growth from an offset.
+      backoff: { kind: 'exponential', base_ms: raxDelay(1), multiplier: 2, offset_ms: -RAX.retryDelay / 2, cap_ms: null, jitter: 'none', jitter_fraction: null },
       retried_status: gs.retried, not_retried_status: gs.notRetried,
       honours_retry_after: true, retry_after_waits: retryAfterWaits,
       attempts: g.attempts, calls: g.calls,
