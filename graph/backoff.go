@@ -561,10 +561,15 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		seLo[k], seHi[k] = min(seLo[k], se[k]), min(seHi[k], se[k])
 	}
 	b.Kind, b.KindCandidates, b.KindEvidence = scheduleKind(b.Schedule, legacy, capAt, seLo, seHi, oMax)
-	if b.Kind == BackoffUnknown && len(b.KindCandidates) == 0 {
-		// No kind fits: the steps may still grow exponentially from an
-		// offset.
+	// No kind fits, or exponential growth fits only the steps' ranges,
+	// wide on a busy host, and not the steps jointly: the steps may
+	// still grow exponentially from an offset, which reads them better
+	// where it fits them jointly.
+	_, _, ms := stepRanges(b.Schedule)
+	if b.Kind == BackoffUnknown && len(b.KindCandidates) == 0 ||
+		b.Kind == BackoffExponential && capAt < 0 && b.KindEvidence == nil && !jointKind(BackoffExponential, ms, seLo, seHi, -1, oMax).ok {
 		if f, ok := offsetGrowth(b.Schedule, seLo, seHi); ok {
+			b.KindCandidates = nil
 			b.Kind, b.OffsetMS = BackoffExponential, ptr(round3(f.offset))
 			b.MultiplierFit, b.MultiplierRange = ptr(f.m), &[2]float64{math.Round(100*f.lo) / 100, math.Round(100*f.hi) / 100}
 			if f.stated {

@@ -464,7 +464,7 @@ func TestCapAbove(t *testing.T) {
 func TestOffsetGrowth(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		retries int
+		retries int                 // negative: as many on a busy host
 		wait    func(k int) float64 // before retry k+1, ms, before timer noise
 		kind    BackoffKind
 		mult    float64 // 0: none stated
@@ -476,11 +476,21 @@ func TestOffsetGrowth(t *testing.T) {
 		{"plain exponential: no offset", 4, func(k int) float64 { return 100 * math.Pow(2, float64(k)) }, BackoffExponential, 2, nil},
 		{"differences that do not grow by one multiplier", 4, func(k int) float64 { return []float64{100, 300, 350, 1500}[k] }, BackoffUnknown, 0, nil},
 		{"three steps: too few to test an offset", 3, func(k int) float64 { return (math.Pow(2, float64(k+1)) - 1) / 2 * 200 }, BackoffUnknown, 0, nil},
+		// On a busy host the steps' ranges are wide enough for plain
+		// exponential growth, which fits them jointly no better than by
+		// chance: growth from the offset fits, its multiplier too
+		// uncertain to state.
+		{"retry-axios on a busy host", -4, func(k int) float64 { return (math.Pow(2, float64(k+1)) - 1) / 2 * 200 }, BackoffExponential, 0, ptr(-100.0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder()
-			// Timer noise: up to 2ms late, never early.
-			chainOf(b, 20, 5, tc.retries, func(rng *rand.Rand, k int) float64 { return tc.wait(k) + 2*rng.Float64() })
+			if tc.retries < 0 {
+				// A busy host: legs and waits late by busyLate.
+				busyRetries(b, 30, 7, -tc.retries, func(rng *rand.Rand, _, k int) float64 { return tc.wait(k) + busyLate(rng) }, nil)
+			} else {
+				// Timer noise: up to 2ms late, never early.
+				chainOf(b, 20, 5, tc.retries, func(rng *rand.Rand, k int) float64 { return tc.wait(k) + 2*rng.Float64() })
+			}
 			bo := edge(t, b.infer(), "api", "backend").Backoff
 			wantEq(t, "kind", bo.Kind, tc.kind)
 			switch {

@@ -670,27 +670,33 @@ func lagger(rng *rand.Rand, small, lo, hi float64) func() float64 {
 // two, a fifth by 40-150ms.
 func busyLate(rng *rand.Rand) float64 { return lagger(rng, 2, 40, 150)() }
 
-// busyChains builds n calls of three attempts on a busy host: each
-// attempt's client span outlives its server span by busyLate, the first
-// two fail with status(call) (a 503 unless given) and wait wait(rng,
-// call, k) before the next.
+// busyChains builds n calls of three attempts on a busy host (busyRetries
+// with two retries).
 func busyChains(b *builder, n int, seed uint64, wait func(rng *rand.Rand, call, k int) float64, status func(call int) int) {
+	busyRetries(b, n, seed, 2, wait, status)
+}
+
+// busyRetries builds n calls of retries+1 attempts on a busy host: each
+// attempt's client span outlives its server span by busyLate, all but
+// the last fail with status(call) (a 503 unless given) and wait
+// wait(rng, call, k) before the next.
+func busyRetries(b *builder, n int, seed uint64, retries int, wait func(rng *rand.Rand, call, k int) float64, status func(call int) int) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	sequential(b, n, "api", func(root, call int) {
 		at := 10.0
-		for k := 0; k < 3; k++ {
+		for k := 0; k <= retries; k++ {
 			leg := busyLate(rng)
 			st := 503
 			if status != nil {
 				st = status(call)
 			}
-			if k == 2 {
+			if k == retries {
 				st = 200
 			}
 			c := b.client(root, "backend", at, 2+leg, httpStatus(st))
 			b.server(c, "backend", "GET /x", at+leg/2, 2, httpStatus(st))
 			at += 2 + leg
-			if k < 2 {
+			if k < retries {
 				at += wait(rng, call, k)
 			}
 		}

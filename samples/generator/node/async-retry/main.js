@@ -63,7 +63,7 @@ function buildTruth(fronts, stocks, answers) {
   const maxAttempts = OPTS.retries + 1;
   const { edges, calls, problems } = callStats(fronts, stocks, () => maxAttempts, retryable);
   const waits = { GET: Array(maxAttempts).fill(0), POST: Array(maxAttempts).fill(0) };
-  const late = [];
+  const late = { GET: [], POST: [] };
   let ignored = 0; // 429s waited on the schedule, Retry-After: 1 unread
   for (const { rec, attempts: as } of calls) {
     if (rec.waits.length !== OPTS.retries) problems.push(`${rec.call}: ${rec.waits.length} waits computed`);
@@ -74,7 +74,7 @@ function buildTruth(fronts, stocks, answers) {
       if (!retryable(Number(as[i - 1].step)) || w < floorOf(i) || w >= 2 * floorOf(i) + 0.5 || gap < w) problems.push(`${rec.call}: retry ${i} after ${as[i - 1].step} came ${gap.toFixed(1)} ms after the try before, the wait computed ${w} ms`);
       if (as[i - 1].step === '429') ignored++;
       waits[rec.method][i]++;
-      late.push(gap - w);
+      late[rec.method].push(gap - w);
     }
   }
   const g = edges.GET, p = edges.POST;
@@ -90,7 +90,7 @@ function buildTruth(fronts, stocks, answers) {
       ...base, operation, method, idempotency_key: key, library: `async-retry@1.3.3 (${JSON.stringify(OPTS)}, randomize)`,
       exhausted_in_traces: e.exhausted > 0, retried_status: s.retried, not_retried_status: s.notRetried,
       attempts: e.attempts, calls: e.calls, waits_by_attempt_index: waits[method],
-      wait_late_median_ms: round1(median(late)),
+      wait_late_median_ms: round1(median(late[method])),
     };
   };
   return {
