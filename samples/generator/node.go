@@ -63,6 +63,9 @@ var nodeScenarios = []nodeScenario{
 	// async-retry: each wait ×U[1, 2) (the retry package's randomize),
 	// ×3 a retry, Retry-After recorded and ignored, keyed POSTs retried.
 	{Name: "async-retry", Dir: "async-retry"},
+	// fetch-retry: retryDelay a linear function, retryOn [503] (a 429
+	// passed through unretried), POST retried without a key.
+	{Name: "fetch-retry", Dir: "fetch-retry"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO
