@@ -66,6 +66,8 @@ var nodeScenarios = []nodeScenario{
 	// fetch-retry: retryDelay a linear function, retryOn [503] (a 429
 	// passed through unretried), POST retried without a key.
 	{Name: "fetch-retry", Dir: "fetch-retry"},
+	// exponential-backoff: full jitter under ceilings ×3, POST unretried.
+	{Name: "exponential-backoff", Dir: "exponential-backoff"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO
