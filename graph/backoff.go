@@ -449,7 +449,11 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 			slo[k], shi[k] = min(slo[k], v-z99*se), max(shi[k], v+z99*se)
 		}
 	}
-	if kind == JitterUnknown && jittered {
+	// Jittered by a formula the traces cannot name, or, where too few
+	// waits tell whether they are jittered at all, spread beyond the
+	// edge's noise as a jitter would spread them: the configured figure
+	// may be any of the readings.
+	if kind == JitterUnknown && (jittered || b.JitterPresent == nil && wide) {
 		widenUnknownJitter(gaps, rawTop, slo, shi)
 	}
 	b.BaseMS = round3(sched[0])
@@ -557,6 +561,24 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		seLo[k], seHi[k] = min(seLo[k], se[k]), min(seHi[k], se[k])
 	}
 	b.Kind, b.KindCandidates, b.KindEvidence = scheduleKind(b.Schedule, legacy, capAt, seLo, seHi, oMax)
+	// No kind fits, or exponential growth fits only the steps' ranges,
+	// wide on a busy host, and not the steps jointly: the steps may
+	// still grow exponentially from an offset, which reads them better
+	// where it fits them jointly.
+	_, _, ms := stepRanges(b.Schedule)
+	if b.Kind == BackoffUnknown && len(b.KindCandidates) == 0 ||
+		b.Kind == BackoffExponential && capAt < 0 && b.KindEvidence == nil && !jointKind(BackoffExponential, ms, seLo, seHi, -1, oMax).ok {
+		if f, ok := offsetGrowth(b.Schedule, seLo, seHi); ok {
+			b.KindCandidates = nil
+			b.Kind, b.OffsetMS = BackoffExponential, ptr(round3(f.offset))
+			b.MultiplierFit, b.MultiplierRange = ptr(f.m), &[2]float64{math.Round(100*f.lo) / 100, math.Round(100*f.hi) / 100}
+			if f.stated {
+				b.Multiplier = ptr(f.m)
+			}
+			b.CapAboveMS = capAbove(b.Schedule)
+			return b
+		}
+	}
 	switch b.Kind {
 	case BackoffExponential:
 		if n == 0 {

@@ -469,3 +469,89 @@ func evidenceOf(fits []kindFit) *KindEvidence {
 	r := math.Exp(min((fits[1].aic()-fits[0].aic())/2, math.Log(maxEvidenceRatio)))
 	return &KindEvidence{Best: fits[0].kind, Over: fits[1].kind, Ratio: math.Round(10*r) / 10}
 }
+
+// minOffsetSteps is how many steps growth from an offset needs to be
+// read: it has three parameters (the offset, the scale, the
+// multiplier), so four steps test it once.
+const minOffsetSteps = 4
+
+// offsetFit is exponential growth from an offset read from a schedule's
+// steps (offsetGrowth): step k waits offset + scale·mᵏ; lo and hi are the
+// multiplier's range, stated whether it is narrow enough to state
+// (maxMultiplierSpread).
+type offsetFit struct {
+	m, lo, hi, offset, scale float64
+	stated                   bool
+}
+
+// offsetGrowth reads steps that no kind fits as exponential growth from
+// an offset, step k waiting offset + scale·mᵏ (scale > 0, m > 1): a
+// fixed time added to or taken off every wait of an exponential
+// schedule, as retry-axios's ((2ᵏ⁺¹ − 1)/2)·d = d·2ᵏ − d/2 takes d/2 off
+// (100, 300, 700, 1500ms: ×3, ×2.33, ×2.14, which no one multiplier
+// fits). The offset drops out of the differences between consecutive
+// steps, which grow by m alone: each difference's range, [lo[k+1] −
+// hi[k], hi[k+1] − lo[k]], must admit one geometric growth
+// (exponentialFits); the multiplier is read from the first and last
+// differences, its range from theirs, and rounded to a quarter where the
+// range holds one (roundMultiplier). For that multiplier the offset and
+// scale are the weighted least-squares fit of the steps (each step
+// weighted by the inverse square of its standard error, seLo and seHi on
+// either side as jointChi reads them), which must fit them within chance
+// (jointChi, the multiplier one parameter more) and pass through every
+// step's range. Four steps or more (minOffsetSteps); ok false otherwise.
+func offsetGrowth(steps []WaitStep, seLo, seHi []float64) (offsetFit, bool) {
+	n := len(steps)
+	if n < minOffsetSteps {
+		return offsetFit{}, false
+	}
+	lo, hi, ms := stepRanges(steps)
+	dlo, dhi := make([]float64, n-1), make([]float64, n-1)
+	for k := range n - 1 {
+		if ms[k+1] <= ms[k] {
+			return offsetFit{}, false
+		}
+		dlo[k], dhi[k] = lo[k+1]-hi[k], hi[k+1]-lo[k]
+	}
+	if !exponentialFits(dlo, dhi, -1) {
+		return offsetFit{}, false
+	}
+	last := n - 2
+	root := 1 / float64(last)
+	f := offsetFit{
+		m:  math.Pow((ms[last+1]-ms[last])/(ms[1]-ms[0]), root),
+		lo: math.Pow(max(dlo[last], 0)/dhi[0], root),
+		hi: math.Pow(dhi[last]/max(dlo[0], immediateMS), root),
+	}
+	if f.m <= 1 {
+		return offsetFit{}, false
+	}
+	f.m = roundMultiplier(f.m, f.lo, f.hi)
+	f.stated = f.hi <= maxMultiplierSpread*f.lo
+	ones, pow := make([]float64, n), make([]float64, n)
+	var sw, sp, spp, ss, sps float64
+	for k := range n {
+		ones[k], pow[k] = 1, math.Pow(f.m, float64(k))
+		se := (seLo[k] + seHi[k]) / 2
+		w := 1 / (se * se)
+		sw, sp, spp, ss, sps = sw+w, sp+w*pow[k], spp+w*pow[k]*pow[k], ss+w*ms[k], sps+w*pow[k]*ms[k]
+	}
+	det := sw*spp - sp*sp
+	if det <= 0 {
+		return offsetFit{}, false
+	}
+	f.scale, f.offset = (sw*sps-sp*ss)/det, (spp*ss-sp*sps)/det
+	if f.scale <= 0 {
+		return offsetFit{}, false
+	}
+	chi, dof := jointChi(ms, seLo, seHi, ones, pow)
+	if !chiPasses(chi, dof-1) {
+		return offsetFit{}, false
+	}
+	for k := range n {
+		if v := f.offset + f.scale*pow[k]; v < lo[k]-fitTol*(1+v) || v > hi[k]+fitTol*(1+v) {
+			return offsetFit{}, false
+		}
+	}
+	return f, true
+}

@@ -453,3 +453,69 @@ func TestCapAbove(t *testing.T) {
 		})
 	}
 }
+
+// TestOffsetGrowth: waits that grow exponentially only once a fixed time
+// is added to or taken off every one (retry-axios's ((2ⁿ − 1)/2)·d, no
+// one multiplier through its steps) are read as exponential with that
+// offset, the multiplier from the differences between steps; a plain
+// exponential schedule has no offset, and steps whose differences do not
+// grow geometrically, or too few steps to test the three parameters, stay
+// unknown.
+func TestOffsetGrowth(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		retries int                 // negative: as many on a busy host
+		wait    func(k int) float64 // before retry k+1, ms, before timer noise
+		kind    BackoffKind
+		mult    float64 // 0: none stated
+		offset  *float64
+	}{
+		{"retry-axios: ((2ⁿ − 1)/2)·200ms", 4, func(k int) float64 { return (math.Pow(2, float64(k+1)) - 1) / 2 * 200 }, BackoffExponential, 2, ptr(-100.0)},
+		{"a fixed 50ms on every wait of 20ms ×2", 4, func(k int) float64 { return 50 + 20*math.Pow(2, float64(k)) }, BackoffExponential, 2, ptr(50.0)},
+		{"×3 less 30ms", 4, func(k int) float64 { return 60*math.Pow(3, float64(k)) - 30 }, BackoffExponential, 3, ptr(-30.0)},
+		{"plain exponential: no offset", 4, func(k int) float64 { return 100 * math.Pow(2, float64(k)) }, BackoffExponential, 2, nil},
+		{"differences that do not grow by one multiplier", 4, func(k int) float64 { return []float64{100, 300, 350, 1500}[k] }, BackoffUnknown, 0, nil},
+		{"three steps: too few to test an offset", 3, func(k int) float64 { return (math.Pow(2, float64(k+1)) - 1) / 2 * 200 }, BackoffUnknown, 0, nil},
+		// On a busy host the steps' ranges are wide enough for plain
+		// exponential growth, which fits them jointly no better than by
+		// chance: growth from the offset fits, its multiplier too
+		// uncertain to state.
+		{"retry-axios on a busy host", -4, func(k int) float64 { return (math.Pow(2, float64(k+1)) - 1) / 2 * 200 }, BackoffExponential, 0, ptr(-100.0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			if tc.retries < 0 {
+				// A busy host: legs and waits late by busyLate.
+				busyRetries(b, 30, 7, -tc.retries, func(rng *rand.Rand, _, k int) float64 { return tc.wait(k) + busyLate(rng) }, nil)
+			} else {
+				// Timer noise: up to 2ms late, never early.
+				chainOf(b, 20, 5, tc.retries, func(rng *rand.Rand, k int) float64 { return tc.wait(k) + 2*rng.Float64() })
+			}
+			bo := edge(t, b.infer(), "api", "backend").Backoff
+			wantEq(t, "kind", bo.Kind, tc.kind)
+			switch {
+			case tc.mult == 0 && bo.Multiplier != nil:
+				t.Errorf("multiplier %v, want none", *bo.Multiplier)
+			case tc.mult != 0 && (bo.Multiplier == nil || *bo.Multiplier != tc.mult):
+				t.Errorf("multiplier %v, want %v", bo.Multiplier, tc.mult)
+			}
+			switch o := bo.OffsetMS; {
+			case tc.offset == nil && o != nil:
+				t.Errorf("offset %vms, want none", *o)
+			case tc.offset != nil && (o == nil || math.Abs(*o-*tc.offset) > 5):
+				t.Errorf("offset %v, want %vms ±5ms", o, *tc.offset)
+			}
+			if tc.offset != nil {
+				// The steps stand as read, the first the base.
+				for k, s := range bo.Schedule {
+					if want := tc.wait(k); s.RangeMS[0] > want || s.RangeMS[1] < want {
+						t.Errorf("step %d: %+v, want its range to hold %vms", k+1, s, want)
+					}
+				}
+				if bo.BaseMS != bo.Schedule[0].MS {
+					t.Errorf("base %vms, want the first step's %vms", bo.BaseMS, bo.Schedule[0].MS)
+				}
+			}
+		})
+	}
+}

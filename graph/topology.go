@@ -413,6 +413,14 @@ type Backoff struct {
 	// the waits share at every attempt while they grow, and taken off
 	// before the fit; absent when none was seen.
 	OverheadMS *float64 `json:"overhead_ms,omitempty"`
+	// OffsetMS, for an exponential schedule whose waits grow by the
+	// multiplier only once a fixed time is added to or taken off every
+	// one (offsetGrowth), is that time: retry n waits offset_ms +
+	// (base_ms − offset_ms)·multiplierⁿ⁻¹ (retry-axios's
+	// ((2ⁿ − 1)/2)·d is d·2ⁿ⁻¹ − d/2: base d/2, ×2, offset −d/2). The
+	// steps stand as read, and the replay waits them. Absent where the
+	// schedule is base_ms·multiplierⁿ⁻¹ itself.
+	OffsetMS *float64 `json:"offset_ms,omitempty"`
 	// CapMS is the cap the waits stop growing at: claimed where a step
 	// falls short of the growth before it (a ratio below 1.15, or below
 	// 0.7 of the growth's) and one cap fits every step from there on.

@@ -670,27 +670,33 @@ func lagger(rng *rand.Rand, small, lo, hi float64) func() float64 {
 // two, a fifth by 40-150ms.
 func busyLate(rng *rand.Rand) float64 { return lagger(rng, 2, 40, 150)() }
 
-// busyChains builds n calls of three attempts on a busy host: each
-// attempt's client span outlives its server span by busyLate, the first
-// two fail with status(call) (a 503 unless given) and wait wait(rng,
-// call, k) before the next.
+// busyChains builds n calls of three attempts on a busy host (busyRetries
+// with two retries).
 func busyChains(b *builder, n int, seed uint64, wait func(rng *rand.Rand, call, k int) float64, status func(call int) int) {
+	busyRetries(b, n, seed, 2, wait, status)
+}
+
+// busyRetries builds n calls of retries+1 attempts on a busy host: each
+// attempt's client span outlives its server span by busyLate, all but
+// the last fail with status(call) (a 503 unless given) and wait
+// wait(rng, call, k) before the next.
+func busyRetries(b *builder, n int, seed uint64, retries int, wait func(rng *rand.Rand, call, k int) float64, status func(call int) int) {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	sequential(b, n, "api", func(root, call int) {
 		at := 10.0
-		for k := 0; k < 3; k++ {
+		for k := 0; k <= retries; k++ {
 			leg := busyLate(rng)
 			st := 503
 			if status != nil {
 				st = status(call)
 			}
-			if k == 2 {
+			if k == retries {
 				st = 200
 			}
 			c := b.client(root, "backend", at, 2+leg, httpStatus(st))
 			b.server(c, "backend", "GET /x", at+leg/2, 2, httpStatus(st))
 			at += 2 + leg
-			if k < 2 {
+			if k < retries {
 				at += wait(rng, call, k)
 			}
 		}
@@ -1046,6 +1052,51 @@ func TestBestQuarter(t *testing.T) {
 				sched, lo, hi = append(sched, s[0]), append(lo, s[1]), append(hi, s[2])
 			}
 			wantEq(t, "multiplier", bestQuarter(tc.fit, tc.lo, tc.hi, sched, lo, hi, 0), tc.want)
+		})
+	}
+}
+
+// TestUndecidedJitterRanges: six calls on a busy host (a late tail in the
+// edge's timings) are too few to tell whether their waits are jittered.
+// Where they spread beyond the edge's noise, as async-retry's keyed POSTs
+// did (U[1,2) times 50·3ⁿ ms: equal jitter under ceilings of 100 and
+// 300ms), the steps are read at the waits' median and each range must
+// hold the ceiling too, as an unnamed jitter's does (reaching
+// 100^(1/6) = 2.15 times past the longest wait; those POSTs read
+// 129–191ms for 300); unjittered waits that agree are not read as
+// jittered, and their ranges hold the schedule.
+func TestUndecidedJitterRanges(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		waits   [2][6]float64 // by retry, dealt to the calls in order
+		want    [2]float64    // the configured figure at each step
+		widened bool
+	}{
+		{"equal jitter under 100, 300ms", [2][6]float64{{56.1, 88.3, 64.1, 98.0, 73.0, 55.9}, {245.1, 161.4, 201.4, 170.2, 288.0, 166.3}}, [2]float64{100, 300}, true},
+		{"unjittered 100, 300ms", [2][6]float64{{100.4, 100.1, 100.9, 100.3, 100.6, 100.2}, {300.2, 300.8, 300.1, 300.5, 300.3, 300.9}}, [2]float64{100, 300}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			busyChains(b, 6, 3, func(_ *rand.Rand, call, k int) float64 { return tc.waits[k][call] }, nil)
+			bo := edge(t, b.infer(), "api", "backend").Backoff
+			switch {
+			case tc.widened && bo.JitterPresent != nil:
+				t.Errorf("jitter present %v, want it undecided on six waits a busy host's tail could spread (%s)", *bo.JitterPresent, fmtBackoff(bo))
+			case !tc.widened && bo.JitterPresent != nil && *bo.JitterPresent:
+				t.Errorf("unjittered waits read as jittered (%s)", fmtBackoff(bo))
+			}
+			if len(bo.Schedule) != 2 {
+				t.Fatalf("schedule %+v, want two steps", bo.Schedule)
+			}
+			for k, s := range bo.Schedule {
+				top := slices.Max(tc.waits[k][:])
+				switch {
+				case s.RangeMS[0] > tc.want[k] || s.RangeMS[1] < tc.want[k]:
+					t.Errorf("step %d range %v excludes %vms (%s)", k+1, s.RangeMS, tc.want[k], fmtBackoff(bo))
+				case tc.widened && s.RangeMS[1] < 2*top:
+					t.Errorf("step %d range %v: want it widened past twice the longest wait %vms", k+1, s.RangeMS, top)
+				}
+			}
 		})
 	}
 }

@@ -777,11 +777,14 @@ func giveUpNote(e graph.Edge) string {
 // any other edge.
 func stepsNote(e graph.Edge, observed bool) string {
 	b := e.Backoff
-	if !e.Retries || b.Kind != graph.BackoffUnknown || len(b.Schedule) < 2 {
+	if !e.Retries || !replaysSteps(b) {
 		return ""
 	}
 	fits := "no one kind (constant, linear, exponential, fibonacci) fits every step"
-	if len(b.KindCandidates) > 0 {
+	switch {
+	case b.OffsetMS != nil:
+		fits = fmt.Sprintf("the steps grow exponentially from an offset of %.3gms, which no backoff of the replay has", *b.OffsetMS)
+	case len(b.KindCandidates) > 0:
 		var c []string
 		for _, k := range b.KindCandidates {
 			c = append(c, string(k))
@@ -796,7 +799,19 @@ func stepsNote(e graph.Edge, observed bool) string {
 	if observed {
 		how = "the replay waits the traces' own waits before each retry, as on every edge that has them (without them, the steps as read: " + strings.Join(steps, ", ") + ", the last for later retries)"
 	}
-	return fmt.Sprintf("%s → %s %s: the backoff kind is unknown, %s: %s", e.Caller, e.Callee, e.Operation, fits, how)
+	kind := "the backoff kind is unknown"
+	if b.OffsetMS != nil {
+		kind = "the backoff is exponential"
+	}
+	return fmt.Sprintf("%s → %s %s: %s, %s: %s", e.Caller, e.Callee, e.Operation, kind, fits, how)
+}
+
+// replaysSteps reports whether the replay waits backoff b's steps as
+// read rather than a formula: where its kind is unknown, or its waits
+// grow exponentially from an offset (OffsetMS), and it has two steps or
+// more.
+func replaysSteps(b graph.Backoff) bool {
+	return (b.Kind == graph.BackoffUnknown || b.OffsetMS != nil) && len(b.Schedule) > 1
 }
 
 // jitterNote says, for a retrying edge whose proportional fraction or
@@ -877,30 +892,30 @@ func observedPolicy(e graph.Edge) Policy {
 	}
 	b := e.Backoff
 	p.Backoff = Backoff{Kind: BackoffImmediate, Jitter: JitterNone}
-	switch b.Kind {
-	case graph.BackoffUnknown:
+	switch {
+	case replaysSteps(b):
+		// No one kind fits, or growth from an offset no backoff of the
+		// replay has: the schedule's steps as read, the last for later
+		// retries (stepsNote).
+		st := &Steps{}
+		for _, w := range b.Schedule {
+			st.ByRetry = append(st.ByRetry, w.MS/1000)
+		}
+		p.Backoff = Backoff{Kind: BackoffConstant, Base: b.BaseMS / 1000, Jitter: JitterNone, Steps: st}
+	case b.Kind == graph.BackoffUnknown:
 		if b.BaseMS > 0 {
 			p.Backoff = Backoff{Kind: BackoffConstant, Base: b.BaseMS / 1000, Jitter: JitterNone}
 		}
-		if len(b.Schedule) > 1 {
-			// No one kind fits: the schedule's steps as read, the last
-			// for later retries (stepsNote).
-			st := &Steps{}
-			for _, w := range b.Schedule {
-				st.ByRetry = append(st.ByRetry, w.MS/1000)
-			}
-			p.Backoff.Kind, p.Backoff.Steps = BackoffConstant, st
-		}
-	case BackoffConstant:
+	case b.Kind == BackoffConstant:
 		if b.BaseMS > 0 {
 			p.Backoff = Backoff{Kind: BackoffConstant, Base: b.BaseMS / 1000, Jitter: JitterNone}
 		}
-	case BackoffLinear, BackoffFibonacci:
+	case b.Kind == BackoffLinear || b.Kind == BackoffFibonacci:
 		p.Backoff = Backoff{Kind: b.Kind, Base: b.BaseMS / 1000, Jitter: JitterNone}
 		if b.IncrementMS != nil {
 			p.Backoff.Increment = *b.IncrementMS / 1000
 		}
-	case BackoffExponential:
+	case b.Kind == BackoffExponential:
 		p.Backoff = Backoff{Kind: BackoffExponential, Base: b.BaseMS / 1000, Multiplier: 2, Jitter: JitterNone}
 		// A multiplier the waits cannot pin down (null, with its range) is
 		// replayed at the fit the range was read around.

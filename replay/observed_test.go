@@ -204,11 +204,15 @@ func TestRetriedRefusalsAreNoted(t *testing.T) {
 
 // TestObservedScheduleKinds: a linear or Fibonacci backoff the traces
 // show replays as that formula with its increment, jitter on top; a
-// schedule no one kind fits replays its steps as read (the last for
-// later retries), and a note says so and why.
+// schedule no one kind fits, or that grows exponentially from an offset,
+// replays its steps as read (the last for later retries), and a note
+// says so and why.
 func TestObservedScheduleKinds(t *testing.T) {
 	inc, frac := 20.0, 0.2
 	steps := []graph.WaitStep{{Retry: 1, MS: 10}, {Retry: 2, MS: 40}, {Retry: 3, MS: 20}}
+	// retry-axios's ((2ⁿ − 1)/2)·200ms: 100·2ⁿ⁻¹ from an offset of −100ms.
+	two, offset := 2.0, -100.0
+	grown := []graph.WaitStep{{Retry: 1, MS: 100}, {Retry: 2, MS: 300}, {Retry: 3, MS: 700}, {Retry: 4, MS: 1500}}
 	for _, tc := range []struct {
 		name  string
 		b     graph.Backoff
@@ -228,6 +232,9 @@ func TestObservedScheduleKinds(t *testing.T) {
 			graph.Backoff{Kind: graph.BackoffUnknown, BaseMS: 10, Jitter: graph.JitterNone, Schedule: steps,
 				KindCandidates: []graph.BackoffKind{graph.BackoffFibonacci, graph.BackoffLinear}},
 			[]float64{0.01, 0.04, 0.02, 0.02, 0.02}, "its steps fit fibonacci, linear alike"},
+		{"exponential from an offset: the steps as read",
+			graph.Backoff{Kind: graph.BackoffExponential, BaseMS: 100, Multiplier: &two, OffsetMS: &offset, Jitter: graph.JitterNone, Schedule: grown},
+			[]float64{0.1, 0.3, 0.7, 1.5, 1.5}, "the backoff is exponential, the steps grow exponentially from an offset of -100ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := graph.Edge{Caller: "a", Callee: "b", Operation: "GET /x", MaxAttempts: 6, Retries: true, Backoff: tc.b}

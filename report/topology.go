@@ -212,7 +212,9 @@ const wideBase = 0.2
 // "exponential 20ms ×2 (1.9–2.1) cap 160ms" (the multiplier with the
 // range the waits allow; "no cap up to 158ms" where no step showed a
 // cap), "exponential 20ms ×? (1.14–2.47)" when that
-// range is too wide to state one, "constant 25ms", "none", "unknown (2
+// range is too wide to state one, " offset -98.9ms" after the
+// multiplier where the waits grow by it from an offset (graph's
+// Backoff.OffsetMS), "constant 25ms", "none", "unknown (2
 // waits)", the base with its range "20ms (17.8–22.2ms)" when that spans
 // more than a fifth of it, each followed by "+4ms overhead" when every wait carried a
 // fixed overhead the fit took off; "-" on an edge that does not retry.
@@ -247,6 +249,11 @@ func backoffText(e graph.Edge) string {
 		}
 		if r := b.MultiplierRange; r != nil {
 			s += " (" + decimal(r[0], 2) + "–" + decimal(r[1], 2) + ")"
+		}
+		if o := b.OffsetMS; o != nil {
+			// Growth from an offset: "exponential 100.8ms ×2 (1.86–2.17)
+			// offset -98.9ms".
+			s += " offset " + ms(*o)
 		}
 		return s + capText(b) + overhead
 	case graph.BackoffLinear, graph.BackoffFibonacci:

@@ -472,7 +472,8 @@ func TestJitterText(t *testing.T) {
 
 // TestBackoffCap: a growing backoff shows the cap its waits showed, or,
 // where none showed, how high any cap is where that is above the base; a
-// constant one neither.
+// constant one neither. Growth from an offset shows the offset after
+// the multiplier.
 func TestBackoffCap(t *testing.T) {
 	two, inc := 2.0, 20.0
 	for _, tc := range []struct {
@@ -486,6 +487,8 @@ func TestBackoffCap(t *testing.T) {
 		{"no cap seen, up to a level below the base", graph.Backoff{Kind: "exponential", BaseMS: 20.6, Multiplier: &two, CapAboveMS: ptr(13.1)}, "exponential 20.6ms ×2"},
 		{"linear, no cap seen", graph.Backoff{Kind: graph.BackoffLinear, BaseMS: 20, IncrementMS: &inc, CapAboveMS: ptr(73.3)}, "linear 20ms +20ms no cap up to 73.3ms"},
 		{"constant", graph.Backoff{Kind: "constant", BaseMS: 25}, "constant 25ms"},
+		{"growth from an offset", graph.Backoff{Kind: "exponential", BaseMS: 100.8, Multiplier: &two, MultiplierRange: &[2]float64{1.86, 2.17}, OffsetMS: ptr(-98.948), CapAboveMS: ptr(1479.9)},
+			"exponential 100.8ms ×2 (1.86–2.17) offset -98.9ms no cap up to 1479.9ms"},
 	} {
 		if got := backoffText(graph.Edge{Retries: true, Backoff: tc.b}); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)

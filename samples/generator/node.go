@@ -61,6 +61,17 @@ var nodeScenarios = []nodeScenario{
 	// nice-grpc's retry middleware: a gRPC retry above grpc-js, a CLIENT
 	// span per attempt, equal jitter.
 	{Name: "nice-grpc-retry", Dir: "nice-grpc"},
+	// retry-axios: ((2^c − 1)/2)·retryDelay before retry c, no POST
+	// retried, a 429's Retry-After honoured with the header on no span.
+	{Name: "retry-axios", Dir: "retry-axios"},
+	// async-retry: each wait ×U[1, 2) (the retry package's randomize),
+	// ×3 a retry, Retry-After recorded and ignored, keyed POSTs retried.
+	{Name: "async-retry", Dir: "async-retry"},
+	// fetch-retry: retryDelay a linear function, retryOn [503] (a 429
+	// passed through unretried), POST retried without a key.
+	{Name: "fetch-retry", Dir: "fetch-retry"},
+	// exponential-backoff: full jitter under ceilings ×3, POST unretried.
+	{Name: "exponential-backoff", Dir: "exponential-backoff"},
 }
 
 // nodeScenario is a Node program (node/<Dir>/main.js) run with $SCENARIO

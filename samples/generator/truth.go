@@ -195,6 +195,12 @@ type truthBackoff struct {
 	// JitterAdditiveMS is a, for additive jitter (+U[0, a) ms on every
 	// wait); written by the scenarios that have it.
 	JitterAdditiveMS *float64 `json:"jitter_additive_ms,omitempty"`
+	// OffsetMS, for exponential growth from an offset, is the time added
+	// to (or, negative, taken off) every wait of base·multiplierⁿ⁻¹'s
+	// shape: retry n waits offset + (base − offset)·multiplierⁿ⁻¹
+	// (retry-axios's ((2ⁿ − 1)/2)·d: base d/2, ×2, offset −d/2); written
+	// by the scenarios that have it.
+	OffsetMS *int64 `json:"offset_ms,omitempty"`
 }
 
 // httpRoute is the http.route otelhttp records for a ServeMux pattern.
