@@ -164,21 +164,28 @@ type traefikCase struct {
 	down   bool
 }
 
-// traefikCases are the root requests in the order they are sent; root i
-// goes to route i mod len(Routes).
+// traefikCases are the root requests in the order they are sent. Each
+// root with a fault script is followed by plain ones (per-item faults
+// among healthy traffic, not blocks of failing requests; the replica's
+// outage is the one stretch of correlated failures), and the routes take
+// turns, the scripted roots and the plain ones each on their own turn, so
+// that both routes meet every fault.
 var traefikCases = []traefikCase{
-	{n: 6},
+	{n: 4},
 	{n: 6, script: []traefikFault{fault503}},
 	{n: 8, script: []traefikFault{fault503, fault503}},
 	{n: 8, script: []traefikFault{fault503, fault503, fault503}},
-	{n: 4, script: []traefikFault{fault500}},
-	{n: 4, script: []traefikFault{faultRst}},
-	{n: 4, script: []traefikFault{faultSlow}},
-	{n: 12, down: true},
+	{n: 2, script: []traefikFault{fault500}},
+	{n: 2, script: []traefikFault{faultRst}},
+	{n: 2, script: []traefikFault{faultSlow}},
+	{n: 8, down: true},
 	{n: 6, script: []traefikFault{fault503}, down: true},
 	{n: 6, script: []traefikFault{fault503, fault503}, down: true},
-	{n: 6},
+	{n: 4},
 }
+
+// plainAfterScripted is how many plain roots follow each scripted one.
+const plainAfterScripted = 2
 
 // traefikTry is one try the proxy's round tripper made: the server it
 // dialled, whether the request was written to it, and the status (the
@@ -738,8 +745,9 @@ func (s *traefikStatusRecorder) WriteHeader(status int) {
 	s.ResponseWriter.WriteHeader(status)
 }
 
-// traefikShop is shop: GET /shop/{id} calls the proxy once (never
-// retrying) on the route the id picks and answers with its status.
+// traefikShop is shop: GET /shop/items/{id} calls the proxy's
+// /items/{id} once (never retrying) and answers with its status; so for
+// each route (shopPath).
 type traefikShop struct {
 	url string
 	srv *http.Server
@@ -755,21 +763,21 @@ func startTraefikShop(ctx context.Context, otlp, proxy string, cfg traefikConfig
 	client := &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(prop)),
 		Timeout: 5 * time.Second}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /shop/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		route := cfg.Routes[traefikRouteOf(id, cfg)]
-		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, proxy+route.Prefix+id, nil)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		w.WriteHeader(drain(resp))
-	})
+	for _, rt := range cfg.Routes {
+		mux.HandleFunc("GET "+rt.shopPath(), func(w http.ResponseWriter, r *http.Request) {
+			req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, proxy+rt.Prefix+r.PathValue("id"), nil)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			w.WriteHeader(drain(resp))
+		})
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tp.Shutdown(ctx)
@@ -787,11 +795,9 @@ func (s *traefikShop) stop(ctx context.Context) error {
 	return s.tp.Shutdown(ctx)
 }
 
-// traefikRouteOf is the route item id goes to: ids alternate.
-func traefikRouteOf(id string, cfg traefikConfig) int {
-	n, _ := strconv.Atoi(id)
-	return n % len(cfg.Routes)
-}
+// shopPath is shop's route that calls rt: /shop/items/{id} for
+// /items/{id}.
+func (rt traefikRoute) shopPath() string { return "/shop" + rt.Operation }
 
 // driveTraefik sends the root requests one at a time, item ids 1001 up,
 // with the last replica down for the cases that say so.
@@ -800,6 +806,21 @@ func driveTraefik(shop string, cfg traefikConfig, last *traefikReplica, scripts 
 	var roots []traefikRoot
 	isDown := false
 	item := 1001
+	turn := map[bool]int{} // by whether the root has a fault script
+	send := func(script []traefikFault) error {
+		time.Sleep(15 * time.Millisecond)
+		scripted := len(script) > 0
+		id, route := strconv.Itoa(item), turn[scripted]%len(cfg.Routes)
+		item++
+		turn[scripted]++
+		scripts.plan(id, script)
+		resp, err := client.Get(shop + "/shop" + cfg.Routes[route].Prefix + id)
+		if err != nil {
+			return err
+		}
+		roots = append(roots, traefikRoot{Item: id, Route: route, Answer: drain(resp)})
+		return nil
+	}
 	for _, c := range traefikCases {
 		if c.down != isDown {
 			if c.down {
@@ -811,15 +832,14 @@ func driveTraefik(shop string, cfg traefikConfig, last *traefikReplica, scripts 
 			time.Sleep(50 * time.Millisecond)
 		}
 		for range c.n {
-			time.Sleep(15 * time.Millisecond)
-			id := strconv.Itoa(item)
-			item++
-			scripts.plan(id, c.script)
-			resp, err := client.Get(shop + "/shop/" + id)
-			if err != nil {
+			if err := send(c.script); err != nil {
 				return nil, err
 			}
-			roots = append(roots, traefikRoot{Item: id, Route: traefikRouteOf(id, cfg), Answer: drain(resp)})
+			for k := 0; len(c.script) > 0 && k < plainAfterScripted; k++ {
+				if err := send(nil); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	if isDown {
@@ -1000,7 +1020,7 @@ func traefikTruth(run traefikRun) (traefikTruthFile, error) {
 			Resets: st.resets, ExhaustedCalls: st.exhausted}
 		edges = append(edges, shop, proxied)
 		paths = append(paths, truthPath{Services: []string{"shop", cfg.Service, "catalog"},
-			Operations: []string{"/shop/{id}", rt.Operation, rt.Operation}, WorstCaseAmplification: cfg.Attempts})
+			Operations: []string{rt.shopPath(), rt.Operation, rt.Operation}, WorstCaseAmplification: cfg.Attempts})
 	}
 	return traefikTruthFile{
 		Scenario: traefikName,
