@@ -437,11 +437,7 @@ type traefikProxy struct {
 	log     map[string][]traefikTry
 }
 
-// traefikCtxKey carries a request's try state from the retry middleware
-// to the round tripper.
-type traefikCtxKey struct{}
-
-// traefikTryState is what the round tripper tells the retry middleware
+// traefikTryState is what the proxy layer tells the retry middleware
 // about one try: whether the request reached the proxy layer and whether
 // it was written to the backend.
 type traefikTryState struct {
@@ -603,7 +599,7 @@ func (p *traefikProxy) retry(w http.ResponseWriter, r *http.Request, rt traefikR
 			break
 		}
 		tw := &traefikTryWriter{out: w, header: http.Header{}, retried: retried, state: &traefikTryState{}}
-		p.service(tw, r.WithContext(context.WithValue(ctx, traefikCtxKey{}, tw.state)), rt, tw.state)
+		p.service(tw, r.WithContext(ctx), rt, tw.state)
 		if tw.written {
 			break
 		}
