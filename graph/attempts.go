@@ -408,6 +408,9 @@ func (m *opNames) id(set *ingest.Set, k nameKey) uint32 {
 func (ix *index) newAttempt(client, server int32) attempt {
 	sp := &ix.spans[client]
 	o, status := classify(ix, client, server)
+	if server < 0 && o == outcomeRetryable && ix.unreached(client) {
+		status = labelTransport // the status is the proxy's own: the callee never answered
+	}
 	a := attempt{span: client, server: server, outcome: o, status: status,
 		retryAfter: ix.set.Extra(sp).RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), req: client}
 	a.transport = o == outcomeRetryable && (sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent || status == labelTransport)

@@ -281,7 +281,9 @@ func TestProxyClientSpans(t *testing.T) {
 	}
 	items := func(i int) string { return "/items/" + strconv.Itoa(1000+i) }
 	calls := [][]try{{{1, 503}, {2, 503}, {3, 503}}, {{1, 503}, {2, 200}}, {{3, 0}, {1, 200}}, {{2, 200}}, {{3, 0}, {1, 503}, {2, 200}}, {{1, 500}}}
-	proxied := shape{Calls: 6, Attempts: 12, Hist: []int{2, 2, 2}, Retries: true, Max: 3, Exact: true, Retried: []string{"502", "503"}, NotRetry: []string{"500"}}
+	// The refused dials' 502 is the proxy's own: port 3 answered other
+	// tries with a callee span, so those got no answer (transport error).
+	proxied := shape{Calls: 6, Attempts: 12, Hist: []int{2, 2, 2}, Retries: true, Max: 3, Exact: true, Retried: []string{"503", "transport error"}, NotRetry: []string{"500"}}
 	withEvidence := func(s shape, ev string) shape { s.Evidence = ev; return s }
 	runCases(t, []inferCase{
 		{
@@ -312,9 +314,33 @@ func TestProxyClientSpans(t *testing.T) {
 				proxy(b, true, func(i int) string { return "/orders/" + strconv.Itoa(i) }, items, calls)
 			},
 			check: func(t *testing.T, tp *Topology) {
+				// Not a proxy's: its 502 with no callee span under it is
+				// not read as the proxy's own answer.
+				app := withEvidence(proxied, "markers")
+				app.Retried = []string{"502", "503"}
 				e := edge(t, tp, "proxy", "catalog")
-				wantShape(t, e, withEvidence(proxied, "markers"))
+				wantShape(t, e, app)
 				wantEq(t, "retries by", e.RetriesBy, "application")
+			},
+		},
+		{
+			name: "a 502 from a peer no callee span ever answered for stays a 502 (the callee may be uninstrumented)",
+			build: func(b *builder) {
+				proxy(b, false, items, items, [][]try{{{4, 0}, {1, 200}}, {{4, 0}, {2, 200}}, {{1, 200}}})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantShape(t, edge(t, tp, "proxy", "catalog"), shape{Calls: 3, Attempts: 5, Hist: []int{1, 2}, Retries: true, Max: 2,
+					Evidence: "timing", Retried: []string{"502"}, NotRetry: none})
+			},
+		},
+		{
+			name: "a 502 with the callee's span under it (the request arrived, the answer was lost) stays a 502",
+			build: func(b *builder) {
+				proxy(b, false, items, items, [][]try{{{1, 502}}, {{2, 502}}, {{3, 200}}})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantShape(t, edge(t, tp, "proxy", "catalog"), shape{Calls: 3, Attempts: 3, Hist: []int{3}, Max: 1, Exact: true,
+					Retried: none, NotRetry: []string{"502"}})
 			},
 		},
 		{
