@@ -5,7 +5,7 @@ FUZZTIME ?= 4s
 FUZZLONG ?= 3m
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples samples-node samples-hotrod samples-caddy golden clean
+.PHONY: help build demo test test-live record-live lint vet fmt-check fuzz fuzz-long bench bench-scale seed-stability samples samples-node samples-hotrod samples-caddy samples-traefik golden clean
 
 ## help: list the targets
 help:
@@ -83,6 +83,10 @@ samples-hotrod:
 samples-caddy:
 	cd samples/generator/caddy && $(GO) build -o $(CURDIR)/.cache/caddymesh .
 	cd samples/generator && $(GO) run . -out .. -caddy $(CURDIR)/.cache/caddymesh
+
+## samples-traefik: regenerate samples/traefik-replicas: a proxy that retries, balances and traces as Traefik v3.7.13 does (samples/generator/traefik.go; Traefik itself does not build here) across 3 replicas
+samples-traefik:
+	cd samples/generator && $(GO) run . -out .. -traefik
 
 ## samples-node: regenerate the Node.js samples (needs node >= 20.6 and npm; npm ci in each samples/generator/node/*)
 samples-node:

@@ -425,6 +425,9 @@ func (m *opNames) id(set *ingest.Set, k nameKey) uint32 {
 func (ix *index) newAttempt(client, server int32) attempt {
 	sp := &ix.spans[client]
 	o, status := classify(ix, client, server)
+	if server < 0 && o == outcomeRetryable && ix.unreached(client) {
+		status = labelTransport // the status is the proxy's own: the callee never answered
+	}
 	a := attempt{span: client, server: server, outcome: o, status: status,
 		retryAfter: ix.set.Extra(sp).RetryAfterMS, idemKey: sp.Has(ingest.FlagIdempotencyKey), req: client}
 	a.transport = o == outcomeRetryable && (sp.HTTPStatus == 0 && sp.GRPCStatus == ingest.Absent || status == labelTransport)
@@ -465,7 +468,7 @@ func extractIn(ctx context.Context, ix *index, s sel, names *naming) *extracted 
 		if err := canceled(ctx, p); err != nil {
 			return &extracted{err: err}
 		}
-		if !ix.keep[p] || ix.leaked[p] || !s.has(int32(p)) {
+		if !ix.keep[p] || ix.leaked[p] || !s.has(int32(p)) || ix.wrapper(int32(p)) {
 			continue
 		}
 		calls = append(calls, callsUnder(ix, names, int32(p), ix.kids(int32(p)))...)
@@ -526,13 +529,22 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		return g
 	}
 	for _, c := range kids {
+		// resend is the attempt's resend count, or its wrapper's.
+		resend := int16(ingest.Absent)
+		if w := ix.wrappedAttempt(c); w >= 0 && ix.spans[c].Service == ix.spans[p].Service {
+			resend = ix.wrapperResend(c, w)
+			c = w
+		}
 		sp := &ix.spans[c]
+		if r := ix.set.Extra(sp).ResendCount; r != ingest.Absent {
+			resend = r
+		}
 		if served, ok := ix.uninstrumentedRequest(p, c); ok {
 			a := ix.serverAttempt(c)
 			callee, op := ix.str(sp.Service), ix.opName(c)
 			forwarded := ix.forwards(served, c)
 			g := groupOf(groupKey{callee, op, true})
-			g.calls = joinAttempt(ix, g.calls, a, sp, func() *call {
+			g.calls = joinAttempt(ix, g.calls, a, resend, func() *call {
 				return ix.newCall(call{from: p, proxy: forwarded,
 					name: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: op, evidence: EvidenceBelow})})
 			})
@@ -590,8 +602,9 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		}
 		callee, op := names.resolve(ix, c, server)
 		g := groupOf(groupKey{callee, ix.clientOpName(c), false})
-		g.calls = joinAttempt(ix, g.calls, a, sp, func() *call {
-			return ix.newCall(call{from: p, name: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})})
+		g.calls = joinAttempt(ix, g.calls, a, resend, func() *call {
+			return ix.newCall(call{from: p, proxy: ix.forwardsClient(p, c),
+				name: ix.name(callName{callee: callee, op: op, method: ix.str(sp.Method), clientOp: ix.clientOpName(c), evidence: "timing"})})
 		})
 		if last := g.calls[len(g.calls)-1]; ix.nameOf(last).op == "" || (server >= 0 && ix.nameOf(last).op != op) {
 			if server >= 0 {
@@ -600,11 +613,12 @@ func callsUnder(ix *index, names *naming, p int32, kids []int32) []*call {
 		}
 	}
 	for _, g := range groups {
-		if g.direct {
-			for _, cl := range g.calls {
-				if cl.proxy {
-					cl.proxyMost = int32(len(ix.attemptsOf(cl))) + cl.missing
-				}
+		for _, cl := range g.calls {
+			// A proxy's own tries (it forwards the request it serves):
+			// every attempt of the call is one. A sidecar's call
+			// (proxyCall) has counted its tries already.
+			if cl.proxy && (g.direct || cl.proxyMost == 0) {
+				cl.proxyMost = int32(len(ix.attemptsOf(cl))) + cl.missing
 			}
 		}
 		out = append(out, g.calls...)
@@ -661,12 +675,82 @@ func (ix *index) forwards(served, c int32) bool {
 	return srv.Kind == ingest.KindServer && srv.Target != 0 && srv.Target == sp.Target && srv.Method == sp.Method
 }
 
-// joinAttempt adds attempt a (span sp) to the calls of its group: it
-// continues the latest call when markers say so, or when it starts after
-// that call's last attempt failed; it hedges that call when it overlaps an
-// attempt for the same request; otherwise it starts a new call.
-func joinAttempt(ix *index, calls []*call, a attempt, sp *ingest.Span, newCall func() *call) []*call {
-	resend := ix.set.Extra(sp).ResendCount
+// forwardsClient reports whether client span c, made by span p, is the
+// request p's service serves passed on: the SERVER span p works for has
+// the same method and the same route (http.route, or the path with its
+// ids templated) as c's URL. The caller is then a reverse proxy or
+// gateway, and its retries are the proxy layer's. The SERVER span's own
+// route must be a path (a gateway forwards a path; a handler named by
+// its span name alone says nothing).
+func (ix *index) forwardsClient(p, c int32) bool {
+	s, sp := &ix.spans[ix.serverOf(p)], &ix.spans[c]
+	if s.Kind != ingest.KindServer {
+		return false
+	}
+	return sp.Kind == ingest.KindClient && s.Route != 0 && s.Route == sp.Route && s.Method != 0 && s.Method == sp.Method &&
+		strings.HasPrefix(ix.str(s.Route), "/")
+}
+
+// wrappedAttempt returns the attempt span that span w wraps, or -1: w is
+// neither an attempt nor a server span, and each span down from it has
+// exactly one child, of w's service, until an attempt. Such a span is an
+// in-process layer around one request: a proxy's per-try middleware
+// spans (one "Retry" span per try, a "Service" span under it, the client
+// span under that). Several of them under one span are tries of one call
+// as sibling client spans would be (callsUnder looks through them).
+func (ix *index) wrappedAttempt(w int32) int32 {
+	svc := ix.spans[w].Service
+	if sp := &ix.spans[w]; isAttempt(sp) || isServer(sp) {
+		return -1
+	}
+	for range maxWrapperDepth {
+		kids := ix.kids(w)
+		if len(kids) != 1 {
+			return -1
+		}
+		w = kids[0]
+		switch sp := &ix.spans[w]; {
+		case sp.Service != svc || isServer(sp):
+			return -1
+		case isAttempt(sp):
+			return w
+		}
+	}
+	return -1
+}
+
+// maxWrapperDepth bounds how many in-process spans wrappedAttempt looks
+// through.
+const maxWrapperDepth = 4
+
+// wrapper reports whether span w is a wrapper (wrappedAttempt) whose
+// parent, of its service, counts its attempt: w makes no calls of its own.
+func (ix *index) wrapper(w int32) bool {
+	p := ix.parent[w]
+	return p >= 0 && ix.spans[p].Service == ix.spans[w].Service && ix.wrappedAttempt(w) >= 0
+}
+
+// wrapperResend is the resend count (http.request.resend_count) a span
+// from w down to its attempt a carries, the nearest to a first; Absent
+// where none does.
+func (ix *index) wrapperResend(w, a int32) int16 {
+	for q := ix.parent[a]; q >= 0; q = ix.parent[q] {
+		if r := ix.set.Extra(&ix.spans[q]).ResendCount; r != ingest.Absent {
+			return r
+		}
+		if q == w {
+			break
+		}
+	}
+	return ingest.Absent
+}
+
+// joinAttempt adds attempt a to the calls of its group: it continues the
+// latest call when markers say so (resend, the attempt's resend count or
+// Absent), or when it starts after that call's last attempt failed; it
+// hedges that call when it overlaps an attempt for the same request;
+// otherwise it starts a new call.
+func joinAttempt(ix *index, calls []*call, a attempt, resend int16, newCall func() *call) []*call {
 	// start begins a new call with a; a resend count says how many
 	// attempts before it were not exported.
 	start := func() []*call {

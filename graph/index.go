@@ -37,6 +37,9 @@ type index struct {
 	leaks, repeats, leakedSpans int
 	// leakRoots are the client spans that start a leaked subtree.
 	leakRoots []int32
+	// answered holds the peers some client span reached: one with a
+	// callee's SERVER span under it (markAnswered).
+	answered map[ingest.Sym]bool
 	// roots holds what the streams of root client spans say of each
 	// (markRootStreams), lostOrigins the failed calls that lost-context
 	// roots retried; both nil when there is no root client span.
@@ -294,6 +297,7 @@ func shardedIndex(ctx context.Context, set *ingest.Set, sh shards) (*index, erro
 		})
 	}
 	ix.nameUnnamed(set)
+	ix.markAnswered()
 	ix.markLeaks()
 	ix.markRootStreams()
 	if err := canceled(ctx, 0); err != nil {
@@ -378,3 +382,36 @@ func (ix *index) breakCycles() int {
 func (ix *index) kids(i int32) []int32 { return ix.children[ix.childOff[i]:ix.childOff[i+1]] }
 
 func (ix *index) str(s ingest.Sym) string { return ix.set.Str(s) }
+
+// markAnswered records the peers whose callee is instrumented: some client
+// span to the peer has a SERVER span of another service under it.
+func (ix *index) markAnswered() {
+	ix.answered = map[ingest.Sym]bool{}
+	for i := range ix.spans {
+		sp := &ix.spans[i]
+		if sp.Kind != ingest.KindClient || sp.Peer == 0 || !ix.keep[i] || ix.answered[sp.Peer] {
+			continue
+		}
+		for _, c := range ix.kids(int32(i)) {
+			if k := &ix.spans[c]; isServer(k) && k.Service != sp.Service {
+				ix.answered[sp.Peer] = true
+				break
+			}
+		}
+	}
+}
+
+// unreached reports whether client span c, with no callee span under it,
+// is a request that never reached its callee although the callee is
+// instrumented (its peer answered other requests with spans), sent by a
+// proxy layer forwarding the request it serves (forwardsClient): the 502
+// or 503 on it is the proxy's own answer, for a dial refused or no
+// upstream to send to (Traefik's ReverseProxy span, a gateway without
+// Envoy's response flags). An application's client span is left alone
+// (a callee span missing under it is more likely lost than never made),
+// and so is a 504: the request may have been sent and timed out.
+func (ix *index) unreached(c int32) bool {
+	sp := &ix.spans[c]
+	return sp.Kind == ingest.KindClient && (sp.HTTPStatus == 502 || sp.HTTPStatus == 503) && sp.Peer != 0 &&
+		ix.answered[sp.Peer] && len(ix.kids(c)) == 0 && ix.parent[c] >= 0 && ix.forwardsClient(ix.parent[c], c)
+}

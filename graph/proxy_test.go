@@ -225,3 +225,170 @@ func TestProxyWithoutClientSpans(t *testing.T) {
 		},
 	})
 }
+
+// route sets the span's route (http.route, or its path templated).
+func route(r string) opt { return func(s *ingest.Set, sp *ingest.Record) { sp.Route = s.Intern(r) } }
+
+// TestProxyClientSpans: a reverse proxy that makes a client span per try
+// (Traefik's "ReverseProxy" spans). Its tries are one call however deep
+// the per-try spans it wraps them in; they are the proxy's retries when
+// the client spans forward the request its SERVER span serves (same
+// method and route), the application's otherwise.
+func TestProxyClientSpans(t *testing.T) {
+	// try is one try: the replica (its port) and the status; 0 for a
+	// refused dial (502, an error, no replica span).
+	type try struct {
+		port   int
+		status int
+	}
+	// proxy builds one trace per call: shop's root calls the proxy, whose
+	// SERVER span serves GET path(i); under it (or, detailed, under a
+	// "Router" span and per try a "Retry" span, resend count from the
+	// second, with a "Service" span inside) a CLIENT span per try to
+	// catalog at 127.0.0.1:port, 2ms each, 10ms apart.
+	proxy := func(b *builder, detailed bool, served, sent func(i int) string, calls [][]try) {
+		sequential(b, len(calls), "shop", func(root, i int) {
+			c := b.client(root, "proxy:80", 1, 200)
+			srv := b.server(c, "proxy", "GET", 1.5, 199, method("GET"), route(templated(served(i))), target(served(i)))
+			under := srv
+			if detailed {
+				under = b.add(srv, ingest.KindInternal, "proxy", "Router", 1.6, 198, nil)
+			}
+			at := 2.0
+			for k, tr := range calls[i] {
+				parent := under
+				if detailed {
+					var opts []opt
+					if k > 0 {
+						opts = append(opts, resend(k))
+					}
+					parent = b.add(under, ingest.KindInternal, "proxy", "Retry", at-0.2, 12, opts)
+					parent = b.add(parent, ingest.KindInternal, "proxy", "Service", at-0.1, 2.2, nil)
+				}
+				url := "http://127.0.0.1:" + strconv.Itoa(tr.port) + sent(i)
+				opts := []opt{method("GET"), route(templated(sent(i))), target(url), func(s *ingest.Set, sp *ingest.Record) {
+					sp.Peer = s.Intern("127.0.0.1:" + strconv.Itoa(tr.port))
+				}}
+				if tr.status == 0 {
+					b.client(parent, "", at, 2, append(opts, httpStatus(502), failed("dial tcp: connection refused"))...)
+				} else {
+					cl := b.client(parent, "", at, 2, append(opts, httpStatus(tr.status))...)
+					b.server(cl, "catalog", "GET "+templated(sent(i)), at+0.5, 1, httpStatus(tr.status), method("GET"), route(templated(sent(i))))
+				}
+				at += 12
+			}
+		})
+	}
+	items := func(i int) string { return "/items/" + strconv.Itoa(1000+i) }
+	calls := [][]try{{{1, 503}, {2, 503}, {3, 503}}, {{1, 503}, {2, 200}}, {{3, 0}, {1, 200}}, {{2, 200}}, {{3, 0}, {1, 503}, {2, 200}}, {{1, 500}}}
+	// The refused dials' 502 is the proxy's own: port 3 answered other
+	// tries with a callee span, so those got no answer (transport error).
+	proxied := shape{Calls: 6, Attempts: 12, Hist: []int{2, 2, 2}, Retries: true, Max: 3, Exact: true, Retried: []string{"503", "transport error"}, NotRetry: []string{"500"}}
+	withEvidence := func(s shape, ev string) shape { s.Evidence = ev; return s }
+	runCases(t, []inferCase{
+		{
+			name:  "a CLIENT span per try under the SERVER span, forwarding its request: one call each, the proxy's retries",
+			build: func(b *builder) { proxy(b, false, items, items, calls) },
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "proxy", "catalog")
+				wantShape(t, e, withEvidence(proxied, "timing"))
+				wantEq(t, "retries by", e.RetriesBy, "proxy")
+				wantEq(t, "proxy most tries", e.ProxyMostTries, 3)
+			},
+		},
+		{
+			name:  "each try under its own per-try spans (Retry, Service), resend count on the Retry span: one call, read from the markers",
+			build: func(b *builder) { proxy(b, true, items, items, calls) },
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "proxy", "catalog")
+				wantShape(t, e, withEvidence(proxied, "markers"))
+				wantEq(t, "retries by", e.RetriesBy, "proxy")
+				if g := edge(t, tp, "shop", "proxy"); g.Retries || g.Calls != 6 {
+					t.Errorf("shop → proxy: %d calls, retries %v; want 6 calls, none retried", g.Calls, g.Retries)
+				}
+			},
+		},
+		{
+			name: "a service that retries a request of its own (another path than it serves): the application's",
+			build: func(b *builder) {
+				proxy(b, true, func(i int) string { return "/orders/" + strconv.Itoa(i) }, items, calls)
+			},
+			check: func(t *testing.T, tp *Topology) {
+				// Not a proxy's: its 502 with no callee span under it is
+				// not read as the proxy's own answer.
+				app := withEvidence(proxied, "markers")
+				app.Retried = []string{"502", "503"}
+				e := edge(t, tp, "proxy", "catalog")
+				wantShape(t, e, app)
+				wantEq(t, "retries by", e.RetriesBy, "application")
+			},
+		},
+		{
+			name: "a 502 from a peer no callee span ever answered for stays a 502 (the callee may be uninstrumented)",
+			build: func(b *builder) {
+				proxy(b, false, items, items, [][]try{{{4, 0}, {1, 200}}, {{4, 0}, {2, 200}}, {{1, 200}}})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantShape(t, edge(t, tp, "proxy", "catalog"), shape{Calls: 3, Attempts: 5, Hist: []int{1, 2}, Retries: true, Max: 2,
+					Evidence: "timing", Retried: []string{"502"}, NotRetry: none})
+			},
+		},
+		{
+			name: "a 502 with the callee's span under it (the request arrived, the answer was lost) stays a 502",
+			build: func(b *builder) {
+				proxy(b, false, items, items, [][]try{{{1, 502}}, {{2, 502}}, {{3, 200}}})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				wantShape(t, edge(t, tp, "proxy", "catalog"), shape{Calls: 3, Attempts: 3, Hist: []int{3}, Max: 1, Exact: true,
+					Retried: none, NotRetry: []string{"502"}})
+			},
+		},
+		{
+			name: "a loop that wraps each item's call in a span of its own: another item after a failure is not a retry",
+			build: func(b *builder) {
+				sequential(b, 3, "orders", func(root, i int) {
+					for k, status := range []int{200, 503, 200} {
+						w := b.add(root, ingest.KindInternal, "orders", "load item", float64(1+10*k), 3, nil)
+						path := "/items/" + strconv.Itoa(10*i+k)
+						c := b.client(w, "catalog", float64(1+10*k), 2, httpStatus(status), method("GET"), target("http://catalog"+path))
+						b.server(c, "catalog", "GET /items/{id}", float64(1+10*k)+0.5, 1, httpStatus(status))
+					}
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "orders", "catalog")
+				wantShape(t, e, shape{Calls: 9, Attempts: 9, Hist: []int{9}, Max: 1, Exact: true, Retried: none, NotRetry: s503})
+			},
+		},
+		{
+			name: "a span that wraps two calls is not looked through: its tries are still one call under it",
+			build: func(b *builder) {
+				sequential(b, 3, "orders", func(root, i int) {
+					w := b.add(root, ingest.KindInternal, "orders", "load", 1, 40, nil)
+					url := "http://catalog/items/" + strconv.Itoa(i)
+					for k, status := range []int{503, 200} {
+						c := b.client(w, "catalog", float64(2+12*k), 2, httpStatus(status), method("GET"), target(url))
+						b.server(c, "catalog", "GET /items/{id}", float64(2+12*k)+0.5, 1, httpStatus(status))
+					}
+				})
+			},
+			check: func(t *testing.T, tp *Topology) {
+				e := edge(t, tp, "orders", "catalog")
+				wantShape(t, e, shape{Calls: 3, Attempts: 6, Hist: []int{0, 3}, Retries: true, Max: 2, Evidence: "timing", Retried: s503, NotRetry: none})
+				wantEq(t, "retries by", e.RetriesBy, "application")
+			},
+		},
+	})
+}
+
+// templated is path with its numeric segments as {id}, as ingest
+// templates a route from a path.
+func templated(path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if _, err := strconv.Atoi(p); err == nil && p != "" {
+			parts[i] = "{id}"
+		}
+	}
+	return strings.Join(parts, "/")
+}

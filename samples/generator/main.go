@@ -12,6 +12,7 @@
 //	go run . -out .. -node all           # the Node.js scenarios (node.go)
 //	go run . -out .. -hotrod BIN         # Jaeger's HotROD demo itself (hotrod.go)
 //	go run . -out .. -caddy BIN          # Caddy retrying across replicas (caddy.go)
+//	go run . -out .. -traefik            # a proxy retrying as Traefik v3 does, across replicas (traefik.go)
 //	go run . -scenario root-clients      # client spans that start their own trace (roots.go), into ../../graph/testdata
 package main
 
@@ -40,6 +41,7 @@ func main() {
 	nodeOnly := flag.String("node", "", "run the Node.js scenario of this `NAME` under node/ instead (\"all\": every one; needs node and `npm ci` in node/)")
 	hotrod := flag.String("hotrod", "", "run Jaeger's HotROD demo, the binary at `PATH` (make samples-hotrod builds it), and write the hotrod scenario instead")
 	caddyBin := flag.String("caddy", "", "run the caddymesh program at `PATH` (module caddy/; make samples-caddy builds it), and write the caddy-replicas scenario instead")
+	traefik := flag.Bool("traefik", false, "run a proxy that retries and traces as Traefik v3 does (traefik.go) over 3 replicas, and write the traefik-replicas scenario instead")
 	testdata := flag.String("testdata", filepath.Join("..", "..", "graph", "testdata"), "directory that receives the root-clients scenario, which -scenario root-clients alone writes")
 	flag.Parse()
 	ctx := context.Background()
@@ -60,6 +62,15 @@ func main() {
 		fmt.Printf("%s (%s)\n%s", caddyName, time.Since(start).Round(time.Millisecond), sum)
 		if err != nil {
 			log.Fatalf("%s: %v", caddyName, err)
+		}
+		return
+	}
+	if *traefik {
+		start := time.Now()
+		sum, err := runTraefik(ctx, *out)
+		fmt.Printf("%s (%s)\n%s", traefikName, time.Since(start).Round(time.Millisecond), sum)
+		if err != nil {
+			log.Fatalf("%s: %v", traefikName, err)
 		}
 		return
 	}
