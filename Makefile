@@ -84,9 +84,9 @@ samples-caddy:
 	cd samples/generator/caddy && $(GO) build -o $(CURDIR)/.cache/caddymesh .
 	cd samples/generator && $(GO) run . -out .. -caddy $(CURDIR)/.cache/caddymesh
 
-## samples-traefik: regenerate samples/traefik-replicas: a proxy that retries, balances and traces as Traefik v3.7.13 does (samples/generator/traefik.go; Traefik itself does not build here) across 3 replicas
+## samples-traefik: regenerate graph/testdata/traefik-replicas: a proxy that retries, balances and traces as Traefik v3.7.13 does (samples/generator/traefik.go; Traefik itself does not build here) across 3 replicas
 samples-traefik:
-	cd samples/generator && $(GO) run . -out .. -traefik
+	cd samples/generator && $(GO) run . -out ../../graph/testdata -traefik
 
 ## samples-node: regenerate the Node.js samples (needs node >= 20.6 and npm; npm ci in each samples/generator/node/*)
 samples-node:

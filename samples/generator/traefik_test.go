@@ -22,7 +22,7 @@ import (
 // first.
 func TestTraefikSample(t *testing.T) {
 	var tr traefikTruthFile
-	jsonl := readProgramSample(t, filepath.Join("..", traefikName), &tr)
+	jsonl := readProgramSample(t, filepath.Join("..", "..", "graph", "testdata", traefikName), &tr)
 	type spanOf struct {
 		service, instance, name, path string
 		kind                          ptrace.SpanKind
