@@ -597,22 +597,15 @@ func TestBreakerUnknownRendered(t *testing.T) {
 			Breaker: &graph.Breaker{Unknown: true, FastFailedCalls: 2, OpenPeriods: 1, LongestFailureRun: 3, Evidence: "requests failed fast …"}},
 		{Caller: "api", Callee: "cache", Operation: "get", Calls: 8, Attempts: 8, MaxAttempts: 1, Backoff: graph.Backoff{Kind: "none", Jitter: "none"}},
 	}}
-	var table, md bytes.Buffer
-	if err := TopologyTable(&table, top); err != nil {
-		t.Fatal(err)
-	}
-	if err := TopologyMarkdown(&md, top); err != nil {
-		t.Fatal(err)
-	}
-	html := renderAudit(t, &AuditReport{Topology: top})
+	table, md, html := renderTopology(t, top)
 	for _, c := range []struct {
 		format, out, row string
 		want, not        []string
 	}{
-		{"table", table.String(), "db", []string{"unknown (2 fast failures)"}, nil},
-		{"table", table.String(), "cache", nil, []string{"unknown"}},
-		{"markdown", md.String(), "db", []string{"| unknown (2 fast failures) |"}, nil},
-		{"markdown", md.String(), "cache", []string{"| -                         |"}, []string{"unknown"}},
+		{"table", table, "db", []string{"unknown (2 fast failures)"}, nil},
+		{"table", table, "cache", nil, []string{"unknown"}},
+		{"markdown", md, "db", []string{"| unknown (2 fast failures) |"}, nil},
+		{"markdown", md, "cache", []string{"| -                         |"}, []string{"unknown"}},
 		{"html", html, "", []string{"<td>unknown (2 fast failures)</td>"}, nil},
 	} {
 		got := c.out
@@ -673,14 +666,7 @@ func TestResultRetriesRendered(t *testing.T) {
 		{Caller: "api", Callee: "cache", Operation: "GET /c", Calls: 8, Attempts: 10, Retries: true, MaxAttempts: 2,
 			Backoff: graph.Backoff{Kind: "constant", BaseMS: 10, Jitter: "none"}, RetriedStatus: []string{"503"}},
 	}}
-	var table, md bytes.Buffer
-	if err := TopologyTable(&table, top); err != nil {
-		t.Fatal(err)
-	}
-	if err := TopologyMarkdown(&md, top); err != nil {
-		t.Fatal(err)
-	}
-	html := renderAudit(t, &AuditReport{Topology: top})
+	table, md, html := renderTopology(t, top)
 	row := func(out, key string) string {
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, key) {
@@ -693,11 +679,11 @@ func TestResultRetriesRendered(t *testing.T) {
 		format, out, row string
 		want, not        string
 	}{
-		{"table", table.String(), "db", "200 (result predicate), 503", ""},
-		{"table", table.String(), "stock", "after 20ms, ≤2 (3 of 4 calls may be retries on the result)", ""},
-		{"table", table.String(), "cache", "503", "result predicate"},
-		{"markdown", md.String(), "db", "| 200 (result predicate), 503 |", ""},
-		{"markdown", md.String(), "stock", "3 of 4 calls may be retries on the result", ""},
+		{"table", table, "db", "200 (result predicate), 503", ""},
+		{"table", table, "stock", "after 20ms, ≤2 (3 of 4 calls may be retries on the result)", ""},
+		{"table", table, "cache", "503", "result predicate"},
+		{"markdown", md, "db", "| 200 (result predicate), 503 |", ""},
+		{"markdown", md, "stock", "3 of 4 calls may be retries on the result", ""},
 		{"html", html, "", "<td>200 (result predicate), 503</td>", ""},
 	} {
 		got := c.out
@@ -711,4 +697,18 @@ func TestResultRetriesRendered(t *testing.T) {
 			t.Errorf("%s, %s row: %q holds %q", c.format, c.row, got, c.not)
 		}
 	}
+}
+
+// renderTopology is top as the text table, the Markdown and the HTML
+// audit report render it.
+func renderTopology(t *testing.T, top *graph.Topology) (table, md, html string) {
+	t.Helper()
+	var tb, mb bytes.Buffer
+	if err := TopologyTable(&tb, top); err != nil {
+		t.Fatal(err)
+	}
+	if err := TopologyMarkdown(&mb, top); err != nil {
+		t.Fatal(err)
+	}
+	return tb.String(), mb.String(), renderAudit(t, &AuditReport{Topology: top})
 }
