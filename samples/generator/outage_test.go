@@ -187,3 +187,30 @@ func runBreakerScenario(t *testing.T, sc Scenario) (string, *truthBreaker) {
 	}
 	return dir, b
 }
+
+// TestHystrixRun runs hystrix end to end: the hystrix-go circuit opened
+// (by errors and by timeouts), failed calls fast that sent nothing, and
+// timed out commands whose requests the callee still served to the end;
+// every root request's call either went out (a traced inventory call) or
+// was refused, and the truth's counts agree with each other.
+func TestHystrixRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the mesh for about 2s")
+	}
+	sc := hystrixBreaker()
+	dir, b := runBreakerScenario(t, sc)
+	if b == nil || b.Library != libHystrix || b.Opened < 2 || b.Closed == 0 || b.FastFailedCalls == 0 || b.TimedOutCalls == 0 {
+		t.Fatalf("breaker truth %+v, want a hystrix-go circuit that opened at least twice, closed, failed calls fast and timed some out", b)
+	}
+	if b.OpenPeriods < b.Opened || b.OpenPeriods > b.Opened+b.ProbesFailed {
+		t.Errorf("%d open periods, want from the %d opens to those plus the %d failed probes", b.OpenPeriods, b.Opened, b.ProbesFailed)
+	}
+	if b.CalleeServedPastTimeout != b.TimedOutCalls {
+		t.Errorf("the callee served %d requests past the %dms timeout, want the %d calls timed out", b.CalleeServedPastTimeout, b.TimeoutMS, b.TimedOutCalls)
+	}
+	traced := callsInTraces(readJSONL(t, filepath.Join(dir, fileOTLPJSON)))["api inventory GET /inventory/{sku}"]
+	if len(traced)+b.FastFailedCalls+b.RejectedCalls != sc.rootRequests() || b.CalleeReceived != len(traced) {
+		t.Errorf("%d inventory calls traced (%d received), %d failed fast and %d rejected, want %d root requests",
+			len(traced), b.CalleeReceived, b.FastFailedCalls, b.RejectedCalls, sc.rootRequests())
+	}
+}
