@@ -181,6 +181,8 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 		}
 		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
 		c.send = c.sendHedged
+	case libHeimdall:
+		c.send = c.sendHeimdall
 	case libHedgedhttp:
 		// Above the instrumentation: each request hedgedhttp sends goes
 		// through otelhttp (transport), a CLIENT span of its own.
@@ -383,7 +385,7 @@ func (c *caller) call(ctx context.Context, path string, body []byte) (result, er
 	switch {
 	case c.cb != nil:
 		send = c.sendThroughBreaker
-	case c.hystrix != "":
+	case c.hystrix != "" && !c.edge.Policy.breakerInside():
 		send = c.sendThroughHystrix
 	}
 	res, err := send(context.WithValue(ctx, attemptLogKey{}, log), r)

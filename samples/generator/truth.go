@@ -314,7 +314,7 @@ func truthOf(c *caller) (truthEdge, error) {
 		te.RetryQuota = &truthQuota{Library: p.Library, Capacity: q.Capacity, RetryCost: q.RetryCost,
 			ThrottlingRetryCost: q.ThrottlingRetryCost, NoRetryIncrement: q.NoRetryIncrement, RefusedCalls: st.quotaRefused}
 	}
-	if b := p.Breaker; b != nil && b.InsideRetries {
+	if b := p.Breaker; b != nil && b.InsideRetries && b.Hystrix == nil {
 		te.Breaker = &truthBreaker{Library: libFailsafe, ConsecutiveFailures: b.ConsecutiveFailures,
 			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails,
 			OpenPeriods: st.breakerOpenPeriods, InsideRetries: true, OpenJitterMS: b.OpenJitter.Milliseconds(), SuccessThreshold: b.SuccessThreshold,
@@ -326,6 +326,12 @@ func truthOf(c *caller) (truthEdge, error) {
 			RollingWindowMS: hystrixWindow.Milliseconds(), OpenForMS: h.SleepWindow.Milliseconds(), FastFailedCalls: st.breakerFastFails,
 			OpenPeriods: st.breakerOpenPeriods, Opened: st.breakerOpened, Closed: st.hystrixClosed, Probes: st.hystrixProbes, ProbesFailed: st.hystrixProbesFailed,
 			TimeoutMS: h.Timeout.Milliseconds(), TimedOutCalls: st.hystrixTimeouts, MaxConcurrent: h.MaxConcurrent, RejectedCalls: st.hystrixRejects}
+		if b.InsideRetries {
+			// heimdall's retry loop around the commands: the circuit
+			// refuses tries, and the loop retries them.
+			te.Breaker.InsideRetries, te.Breaker.RefusedTries, te.Breaker.PartlyRefusedCalls = true, st.refusedTries, st.partlyRefused
+			te.Breaker.JoinedWaits, te.Breaker.TriesPerCall = st.joinedWaits, slices.Clone(st.triesPerCall)
+		}
 		for _, vs := range st.received {
 			for _, v := range vs {
 				te.Breaker.CalleeReceived++
