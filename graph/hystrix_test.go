@@ -119,3 +119,82 @@ func TestTimeoutAroundTheCall(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitsInSpans: a client that holds each failed answer open through
+// its backoff (gojek/heimdall closes a failed try's response body, which
+// ends otelhttp's CLIENT span, only when its next try goes out) shows
+// its waits inside the failed attempts' spans, the next attempt starting
+// as the last one ends: the backoff is unknown, not immediate, and no
+// retry-without-jitter finding is made. Where the successes' spans
+// outlast their callee's as long (the network), or the failed spans end
+// with their callee's, the gaps are the waits as before.
+func TestWaitsInSpans(t *testing.T) {
+	// calls builds 12 calls from api to inventory: a failed attempt
+	// whose client span ends hold ms after the callee's (2ms long), the
+	// next attempt gap ms after it, answered OK with okHold ms after the
+	// callee's; waits[i%3] is the wait the caller slept.
+	calls := func(hold func(wait float64) float64, gap func(wait float64) float64, okHold float64) func(b *builder) {
+		return func(b *builder) {
+			waits := []float64{10, 11.5, 13}
+			sequential(b, 12, "api", func(root, i int) {
+				w := waits[i%3]
+				c := b.client(root, "inventory", 1, 2.5+hold(w), httpStatus(503))
+				b.server(c, "inventory", "GET /inventory/{sku}", 1.25, 2, httpStatus(503))
+				at := 1 + 2.5 + hold(w) + gap(w)
+				c2 := b.client(root, "inventory", at, 2.5+okHold, httpStatus(200))
+				b.server(c2, "inventory", "GET /inventory/{sku}", at+0.25, 2, httpStatus(200))
+			})
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		build   func(b *builder)
+		kind    BackoffKind
+		inSpans int
+		noJit   bool // a retry-without-jitter finding
+	}{
+		{"failed answers held through the wait, the next try 0.2ms after: waits inside the spans",
+			calls(func(w float64) float64 { return w }, func(float64) float64 { return 0.2 }, 0.2), BackoffUnknown, 12, false},
+		{"every answer 10ms late (the network) and retries at once: immediate, as before",
+			calls(func(float64) float64 { return 10 }, func(float64) float64 { return 0.2 }, 10), BackoffImmediate, 0, true},
+		// Two attempts a call: one wait index, which tells no kind; the
+		// waits are read, and found unjittered.
+		{"failed answers taken at once, a constant 10ms between the spans: as before",
+			calls(func(float64) float64 { return 0.2 }, func(float64) float64 { return 10 }, 0.2), BackoffUnknown, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder()
+			tc.build(b)
+			tp := b.infer()
+			e := edge(t, tp, "api", "inventory")
+			wantEq(t, "backoff kind", e.Backoff.Kind, tc.kind)
+			wantEq(t, "waits in spans", e.Backoff.WaitsInSpans, tc.inSpans)
+			has := false
+			for _, f := range tp.Findings {
+				has = has || f.ID == FindingNoJitter
+			}
+			wantEq(t, "retry-without-jitter finding", has, tc.noJit)
+		})
+	}
+}
+
+// TestHeldAnswersDecision pins when an edge's waits are read as inside
+// its failed attempts' spans.
+func TestHeldAnswersDecision(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    heldAnswers
+		want bool
+	}{
+		{"every failed answer held, no success", heldAnswers{12, 12, 12, 0}, true},
+		{"three in four held, one in ten successes", heldAnswers{8, 6, 10, 1}, true},
+		{"fewer than three in four held", heldAnswers{8, 5, 10, 0}, false},
+		{"successes held as often (the network)", heldAnswers{8, 8, 10, 2}, false},
+		{"too few failed attempts before a retry", heldAnswers{2, 2, 10, 0}, false},
+		{"too few successes to compare with", heldAnswers{8, 8, 2, 0}, false},
+	} {
+		if got := tc.h.waitsInSpans(); got != tc.want {
+			t.Errorf("%s: waitsInSpans(%+v) = %v, want %v", tc.name, tc.h, got, tc.want)
+		}
+	}
+}
