@@ -266,14 +266,18 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 			return keyOf(&ix.spans[a], a).cmpID(keyOf(&ix.spans[b], b))
 		})
 	}
-	// Per caller operation, the edges it may normally call (at least half
-	// as many calls as requests). Only those are walked, which keeps the
-	// work linear: together they have at least half as many calls as the
-	// requests they visit.
+	// Per caller operation, the edges it may normally call
+	// (normallyCalls). Only those are walked, which keeps the work
+	// linear: each has at least an eighth as many calls as the requests
+	// it visits.
 	edgesOf := map[node][]int{}
+	okOf := map[node]int{}
+	for n, spans := range bySrc {
+		okOf[n] = answeredOK(ix, spans)
+	}
 	for ei, ec := range ecs {
 		n := node{ec.key.caller, ec.key.callerOp}
-		if len(ec.calls)*2 >= len(bySrc[n]) {
+		if normallyCalls(len(ec.calls), len(bySrc[n]), okOf[n]) {
 			edgesOf[n] = append(edgesOf[n], ei)
 		}
 	}
@@ -325,6 +329,33 @@ func breakers(ix *index, ecs []*edgeCalls, byServer *serverCalls, tails []float6
 		}
 	}
 	return out
+}
+
+// normallyCalls reports whether a caller operation with requests
+// requests, ok of them answered OK, normally calls a callee it called
+// calls times: at least half its requests did, or, where a breaker open
+// most of the time failed most of them fast without the call, at least
+// half of those it answered OK did (an operation that needs the callee
+// calls it whenever it succeeds) and at least an eighth of all of them
+// (minCalledShare: so that a breaker's walk over the requests stays
+// within eight times the calls).
+func normallyCalls(calls, requests, ok int) bool {
+	return calls*2 >= requests || calls*2 >= ok && calls*minCalledShare >= requests
+}
+
+// minCalledShare: an operation whose requests call a callee less than
+// once in minCalledShare is not read for a breaker on it.
+const minCalledShare = 8
+
+// answeredOK counts the requests (SERVER spans) that answered OK.
+func answeredOK(ix *index, spans []int32) int {
+	n := 0
+	for _, s := range spans {
+		if o, _ := classify(ix, s, s); o == outcomeOK {
+			n++
+		}
+	}
+	return n
 }
 
 // requestsByOp is breakers' map step: the selected SERVER spans (that ran
@@ -416,7 +447,7 @@ func breakerOf(ix *index, spans []int32, bc *brCalls, tail float64, w retryWaits
 			called = append(called, float64(ix.spans[s].Duration()))
 		}
 	}
-	if len(called)*2 < len(spans) || len(called) == 0 {
+	if len(called) == 0 || !normallyCalls(len(called), len(spans), answeredOK(ix, spans)) {
 		return nil // the operation does not normally call this callee
 	}
 	slices.Sort(called)

@@ -52,6 +52,13 @@ type FailureRateFit struct {
 	// (1-fitBucket) of the shortest grid window that fits (the least a
 	// window counted in buckets covers) to the longest.
 	WindowMSRange []float64 `json:"window_ms_range,omitempty"`
+	// WindowUnbounded is true where the longest window tested fits: any
+	// longer one fits the traces as well (a window that outlasts the
+	// time between the breaker's resets, as Hystrix's ten seconds
+	// emptied whenever it closes, counts the same calls), so
+	// WindowMSRange's top is only the longest the traces could test,
+	// not a bound.
+	WindowUnbounded bool `json:"window_unbounded,omitempty"`
 	// MinCallsRange: the fewest and most calls the window may need
 	// before the breaker opens.
 	MinCallsRange []int `json:"min_calls_range,omitempty"`
@@ -262,11 +269,12 @@ func fitFailureRate(groups [][]brEvent, openMS float64) *FailureRateFit {
 		f.MinCallsRange[0] = min(f.MinCallsRange[0], x.minCalls)
 		f.MinCallsRange[1] = max(f.MinCallsRange[1], x.maxMin)
 	}
+	f.WindowUnbounded = f.WindowMSRange[1] == grid[len(grid)-1]
 	// Rounded outwards, so that the ranges never leave out what fits.
 	f.ShareRange[0], f.ShareRange[1] = math.Floor(f.ShareRange[0]*1000)/1000, math.Ceil(f.ShareRange[1]*1000)/1000
 	f.WindowMSRange[0] = math.Floor(f.WindowMSRange[0]*(1-fitBucket)/1e3) / 1000
 	f.WindowMSRange[1] = math.Ceil(f.WindowMSRange[1]/1e3) / 1000
-	f.Estimate = f.WindowMSRange[1] <= 1.5*f.WindowMSRange[0] && f.ShareRange[1]-f.ShareRange[0] <= 0.1 && f.MinCallsRange[1]-f.MinCallsRange[0] <= 2
+	f.Estimate = !f.WindowUnbounded && f.WindowMSRange[1] <= 1.5*f.WindowMSRange[0] && f.ShareRange[1]-f.ShareRange[0] <= 0.1 && f.MinCallsRange[1]-f.MinCallsRange[0] <= 2
 	// The representative: a window whose slices were all read (bounded
 	// ones allow more than the traces do) where there is one; the fewest
 	// minimum calls that fit (a breaker's minimum guards sparse windows;

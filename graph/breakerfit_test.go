@@ -125,6 +125,9 @@ func TestFailureRateFit(t *testing.T) {
 		fails   []bool
 		script  string // or a script of breakerTraffic's, for no breaker of the kind
 		unknown string // the Why of an unknown fit; "" for sized
+		// unbounded: the breaker's window outlasts the longest the
+		// traces can test, so the fit must say its top is no bound.
+		unbounded bool
 	}{
 		{name: "opossum: a rolling window of 400ms counting refusals, above half, 6 calls",
 			br:    rateBreaker{reading: ReadingRollingRejected, share: 0.501, window: 400, minCalls: 6, openMS: 60},
@@ -135,6 +138,10 @@ func TestFailureRateFit(t *testing.T) {
 		{name: "a rolling window not counting refusals, 60% of 250ms, 4 calls",
 			br:    rateBreaker{reading: ReadingRolling, share: 0.6, window: 250, minCalls: 4, openMS: 50},
 			fails: calleeFails(3, flaky...)},
+		{name: "hystrix-go: a 10s window emptied when it closes, outlasting the 4.5s of traces, half of 5 calls",
+			br:        rateBreaker{reading: ReadingCleared, share: 0.5, window: 10000, minCalls: 5, openMS: 80},
+			fails:     calleeFails(4, phase{10, 0.02}, phase{40, 1}, phase{30, 0.02}, phase{60, 0.6}, phase{30, 1}, phase{40, 0.02}, phase{80, 0.7}, phase{30, 0.02}, phase{40, 1}, phase{60, 0.5}, phase{30, 0.02}),
+			unbounded: true},
 		{name: "one trip: too few to size",
 			script:  "ooooo" + "xxoo" + "oooooo" + "xoxx" + "fff" + "oooo",
 			unknown: "1 trips and 4 calls let through after a failure: too few to size it"},
@@ -171,7 +178,12 @@ func TestFailureRateFit(t *testing.T) {
 			if s := f.ShareRange; !(s[0] <= truth.share && truth.share <= s[1]) {
 				t.Errorf("share range %v, want it to hold %v", s, truth.share)
 			}
-			if w := f.WindowMSRange; !(w[0] <= truth.window && truth.window <= w[1]) {
+			w := f.WindowMSRange
+			switch {
+			case tc.unbounded && (!f.WindowUnbounded || f.Estimate || w[0] > truth.window):
+				t.Errorf("window range %v ms, unbounded %v, estimate %v: want a top that is no bound, below the %vms that ran, and no estimate",
+					w, f.WindowUnbounded, f.Estimate, truth.window)
+			case !tc.unbounded && !(w[0] <= truth.window && truth.window <= w[1]):
 				t.Errorf("window range %v ms, want it to hold %v", w, truth.window)
 			}
 			if m := f.MinCallsRange; !(m[0] <= truth.minCalls && truth.minCalls <= m[1]) {
@@ -186,7 +198,7 @@ func TestFailureRateFit(t *testing.T) {
 			}
 			// Ranges that held anything would hold the truth too: the
 			// breaker replayed must be near it.
-			if r != nil && (math.Abs(r.Share-truth.share) > 0.1 || r.WindowMS > 1.5*truth.window || r.WindowMS < truth.window/1.5) {
+			if r != nil && (math.Abs(r.Share-truth.share) > 0.1 || !tc.unbounded && (r.WindowMS > 1.5*truth.window || r.WindowMS < truth.window/1.5)) {
 				t.Errorf("replay %+v, want within 0.1 of share %v and a factor 1.5 of window %vms", *r, truth.share, truth.window)
 			}
 		})

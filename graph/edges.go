@@ -183,10 +183,21 @@ func timedOut(status label) bool {
 
 // endsWithCaller reports whether an attempt made from span from ended when
 // the upstream attempt that caused from's work did: cut by the caller's
-// deadline, propagated, rather than by a timeout of its own.
+// deadline, propagated, rather than by a timeout of its own. Not where
+// the caller answered that upstream attempt (it recorded an HTTP status)
+// before the attempt ended: the caller stopped waiting for its call and
+// answered on its own (a timeout around the call that does not cancel
+// the request, as Hystrix's, resilience4j's TimeLimiter or Polly's
+// pessimistic timeout do), and the attempt ended only after, when the
+// request it had abandoned was cancelled with the answered request or
+// answered late. A deadline from upstream ends the upstream attempt
+// without an answer, or ends the call before the caller answers.
 func (ix *index) endsWithCaller(from int32, end int64) bool {
 	ca := ix.callerAttempt(from)
 	if ca < 0 {
+		return false
+	}
+	if s := ix.serverOf(from); ix.spans[ca].HTTPStatus != 0 && ix.spans[s].End < end {
 		return false
 	}
 	up := ix.spans[ca].End

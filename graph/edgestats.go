@@ -42,6 +42,7 @@ type edgeStats struct {
 	hedgeDelays          sample[float64]
 	outlived             int
 	proxyShed            int // attempts the sidecar's circuit breaker refused (UO)
+	holds                heldAnswers
 	raHonored, raIgnored int
 	waits                sample[pendingWait]
 	legs                 sample[float64]
@@ -175,6 +176,7 @@ func (st *edgeStats) add(ix *index, c *call) {
 				st.legs.add(ix.keyOfAttempt(a, k), float64(ix.spans[a.span].Duration()-ix.spans[a.server].Duration())/1e6)
 			}
 		}
+		st.holds.count(ix, a, k < len(as)-1)
 		switch {
 		case a.synthetic:
 		case a.outcome == outcomeOK:
@@ -351,6 +353,7 @@ func (st *edgeStats) merge(o *edgeStats) {
 	st.hedgeDelays.merge(&o.hedgeDelays)
 	st.outlived += o.outlived
 	st.proxyShed += o.proxyShed
+	st.holds.merge(o.holds)
 	st.raHonored += o.raHonored
 	st.raIgnored += o.raIgnored
 	st.waits.merge(&o.waits)
@@ -468,6 +471,11 @@ func (st *edgeStats) fit() (Edge, map[string][]Example) {
 			roundTrip = quantile(legs, 0.5)
 		}
 		e.Backoff = inferBackoff(gaps, chains, noise, bulk, roundTrip)
+		if st.holds.waitsInSpans() {
+			// The waits lie inside the failed attempts' spans: what lies
+			// between them is no wait; neither kind nor jitter is known.
+			e.Backoff = Backoff{Kind: BackoffUnknown, Jitter: JitterUnknown, Samples: e.Backoff.Samples, WaitsInSpans: st.holds.failedHeld}
+		}
 		if after != nil {
 			ev := *after.evidence
 			ev.Waits, ev.Judged = st.waits.scale(ev.Waits), st.waits.scale(ev.Judged)
@@ -625,4 +633,70 @@ func (s *exampleSet) list() []Example {
 		}
 	}
 	return out
+}
+
+// heldAnswers counts an edge's answered attempts (an HTTP status
+// recorded, the callee's span under the client's) whose client span
+// stayed open long after the callee's ended (heldAnswer): among the
+// failed ones a retry followed, and among the successful ones.
+type heldAnswers struct {
+	failedRetried, failedHeld, okAnswered, okHeld int
+}
+
+// Held answers: a client span held its answer when it ended at least
+// minHeldMS after the callee's span and that was at least half of it.
+// An edge's waits lie inside its failed attempts' spans where at least
+// minHeldRetries failed attempts before a retry were counted, three in
+// four of them held their answer, and at most one in ten of at least
+// minHeldRetries successes did (the network's legs would hold both
+// alike).
+const (
+	minHeldMS      = 2.0
+	minHeldRetries = 3
+)
+
+// count counts attempt a, retried whether a retry followed it.
+func (h *heldAnswers) count(ix *index, a *attempt, retried bool) {
+	if a.synthetic || a.server < 0 || a.server == a.span || ix.spans[a.span].HTTPStatus == 0 {
+		return
+	}
+	held := heldAnswer(&ix.spans[a.span], &ix.spans[a.server])
+	switch {
+	case a.outcome == outcomeOK:
+		h.okAnswered++
+		if held {
+			h.okHeld++
+		}
+	case a.outcome.failed() && retried:
+		h.failedRetried++
+		if held {
+			h.failedHeld++
+		}
+	}
+}
+
+// heldAnswer reports whether client span c stayed open long after its
+// callee's span s ended: the caller held the answer (its response body
+// not closed, which otelhttp's span waits for) rather than the network
+// delaying it.
+func heldAnswer(c, s *ingest.Span) bool {
+	hold := float64(c.End-s.End) / 1e6
+	return hold >= minHeldMS && 2*hold >= float64(c.Duration())/1e6
+}
+
+func (h *heldAnswers) merge(o heldAnswers) {
+	h.failedRetried += o.failedRetried
+	h.failedHeld += o.failedHeld
+	h.okAnswered += o.okAnswered
+	h.okHeld += o.okHeld
+}
+
+// waitsInSpans reports whether the edge's failed attempts held their
+// answers through the wait before the next (gojek/heimdall closes a
+// failed try's response body only when its next try goes out, after its
+// backoff sleep): the waits are inside the spans, and the gaps between
+// them are no waits.
+func (h heldAnswers) waitsInSpans() bool {
+	return h.failedRetried >= minHeldRetries && 4*h.failedHeld >= 3*h.failedRetried &&
+		h.okAnswered >= minHeldRetries && 10*h.okHeld <= h.okAnswered
 }

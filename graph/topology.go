@@ -371,8 +371,17 @@ type KindEvidence struct {
 type Backoff struct {
 	// Kind is immediate, constant, exponential, linear, fibonacci, or
 	// unknown: too few retries to tell, or no one kind fits every step
-	// of Schedule within its range (see KindCandidates).
+	// of Schedule within its range (see KindCandidates), or the waits
+	// lie inside the attempts' spans (WaitsInSpans).
 	Kind BackoffKind `json:"kind"`
+	// WaitsInSpans counts the failed attempts before a retry whose client
+	// span stayed open long after the callee's ended, where the edge's
+	// successes' spans did not: the caller held each failed answer
+	// through its wait (gojek/heimdall closes a failed try's response
+	// body, which ends otelhttp's span, only when the next try goes out,
+	// after its backoff sleep), so the gaps between the spans are no
+	// waits. Kind and Jitter are unknown then; 0 otherwise.
+	WaitsInSpans int `json:"waits_in_spans,omitempty"`
 	// KindCandidates, where Kind is unknown, lists the kinds the steps
 	// allow (sorted): those that fit every step within its range, and
 	// those that fit the steps jointly (weighted least squares within

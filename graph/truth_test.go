@@ -84,6 +84,13 @@ type truth struct {
 			// had other tries refused.
 			InsideRetries      bool `json:"inside_retries"`
 			PartlyRefusedCalls int  `json:"partly_refused_calls"`
+			// Probes, written for hystrix-go's circuit: the single tests
+			// it let through, each SleepWindow (OpenForMS) after it
+			// opened or after the last probe failed; TimedOutCalls the
+			// calls its command timeout failed while their requests went
+			// on.
+			Probes        int `json:"probes"`
+			TimedOutCalls int `json:"timed_out_calls"`
 		} `json:"breaker"`
 		// RetryQuota: a retry budget the edge's calls share (the AWS
 		// SDK's token bucket); RefusedCalls ended failing with attempts
@@ -174,8 +181,8 @@ func TestTruth(t *testing.T) {
 	}
 	decided, undecided := 0, 0
 	for _, f := range files {
-		d, u := checkTruth(t, f)
-		decided, undecided = decided+d, undecided+u
+		c := checkTruth(t, f)
+		decided, undecided = decided+c.decided, undecided+c.undecided
 	}
 	t.Logf("backoff/jitter figures decided: %d, unknown (too few waits, or several kinds fit every step): %d", decided, undecided)
 	if decided < 2*undecided {
@@ -222,6 +229,10 @@ func checkRetriedRefusals(t *testing.T, loc string, br *Breaker, fast, periods, 
 // the configured ×2; retry-around-breaker failsafe-go's retry policy
 // around its circuit breaker (the breaker counts tries, and the loop
 // retries its refusals: calls failed whole after the loop's waits);
+// hystrix afex/hystrix-go's circuit around calls sent once each (no
+// retries: it is held by its breaker and per-try timeout instead), open
+// for most of the run, tripped by errors and by its command timeout,
+// whose abandoned requests end after api answered;
 // retry-axios-busy the retry-axios scenario captured on a loaded host
 // (waits up to 132ms late), whose steps' ranges let plain exponential
 // growth fit them one by one but not jointly, read as growth from an
@@ -232,8 +243,13 @@ func TestHeldOutTruth(t *testing.T) {
 		t.Fatal("no testdata/*/truth.json")
 	}
 	for _, f := range files {
-		if d, _ := checkTruth(t, f); d == 0 {
+		switch c := checkTruth(t, f); {
+		case c.retrying > 0 && c.decided == 0:
 			t.Errorf("%s: no backoff or jitter figure decided", f)
+		case c.retrying == 0 && c.held == 0:
+			// No edge retries: no backoff or jitter to decide. What it
+			// holds instead is a breaker or a per-try timeout.
+			t.Errorf("%s: no edge retries, and no breaker trip rule or per-try timeout decided", f)
 		}
 	}
 }
@@ -289,10 +305,17 @@ func checkRootTruth(t *testing.T, loc string, e Edge, roots string, calls, attem
 	}
 }
 
+// truthCounts is what checkTruth counted: the backoff and jitter figures
+// decided and left unknown on retrying edges, the retrying edges, and
+// the figures decided on edges that do not retry (a breaker's trip rule,
+// a per-try timeout), held to the truth like the rest.
+type truthCounts struct {
+	decided, undecided, retrying, held int
+}
+
 // checkTruth infers the traces.otlp.jsonl.gz beside truth file f and holds
-// them to it, counting the backoff and jitter figures decided and left
-// unknown.
-func checkTruth(t *testing.T, f string) (decided, undecided int) {
+// them to it, counting the figures decided and left unknown.
+func checkTruth(t *testing.T, f string) (c truthCounts) {
 	t.Helper()
 	b, err := os.ReadFile(f)
 	if err != nil {
@@ -383,6 +406,17 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 						e.Breaker.FailureRate, b.ErrorThresholdPercentage, b.RollingWindowMS, b.VolumeThreshold)
 				case b == nil && e.Breaker != nil && e.Breaker.Detected:
 					t.Errorf("%s: breaker detected where there is none: %+v", loc, *e.Breaker)
+				}
+				if b := te.Breaker; b != nil && b.Probes > 0 && e.Breaker != nil && math.Abs(e.Breaker.OpenMS-b.OpenForMS) > 0.1*b.OpenForMS {
+					// Every open period ended with a probe the sleep window
+					// after it opened: the time open is read from them.
+					t.Errorf("%s: breaker open %gms, want its %gms sleep window ±10%%", loc, e.Breaker.OpenMS, b.OpenForMS)
+				}
+				if b := te.Breaker; b != nil && b.TimedOutCalls > 0 && (e.DeadlineFromCaller > 0 || !slices.Contains(e.NotRetriedStatus, "timeout")) {
+					// The caller's own timeout around the call: its
+					// caller answered while the request went on.
+					t.Errorf("%s: %d attempts read as cut by the caller's caller, not retried %v; want the %d timed out read as the caller's own timeouts",
+						loc, e.DeadlineFromCaller, e.NotRetriedStatus, b.TimedOutCalls)
 				}
 				if b := te.Breaker; b != nil && len(b.Instances) > 0 && e.Breaker != nil {
 					checkInstanceBreakers(t, loc, e.Breaker, b.Instances, b.OpenForMS)
@@ -477,8 +511,15 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					t.Errorf("%s: %d attempts cut by the caller's deadline, want %d", loc, e.DeadlineFromCaller, n)
 				}
 				if !te.Retries {
+					if b := e.Breaker; te.Breaker != nil && b != nil && b.Detected && b.TripRule != TripUnknown {
+						c.held++
+					}
+					if te.PerTryTimeoutMS != nil && e.PerTryTimeoutMS != nil {
+						c.held++
+					}
 					continue
 				}
+				c.retrying++
 				if c := e.Backoff.KindCandidates; len(c) > 0 && !slices.Contains(c, BackoffKind(te.Backoff.Kind)) {
 					t.Errorf("%s: backoff kind candidates %v leave out the configured %s", loc, c, te.Backoff.Kind)
 				}
@@ -486,14 +527,14 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					t.Errorf("%s: backoff %s is not among its candidates %v", loc, e.Backoff.Kind, c)
 				}
 				if e.Backoff.Kind == "unknown" {
-					undecided++
+					c.undecided++
 					// Unknown with many waits only where several kinds fit
 					// every step (the configured one among them).
 					if e.Backoff.Samples >= 12 && len(e.Backoff.KindCandidates) < 2 {
 						t.Errorf("%s: backoff unknown with %d waits, candidates %v", loc, e.Backoff.Samples, e.Backoff.KindCandidates)
 					}
 				} else {
-					decided++
+					c.decided++
 					// The generator's truth says "none" for graph's immediate.
 					want := BackoffKind(te.Backoff.Kind)
 					if want == "none" {
@@ -523,9 +564,9 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 					// waits excuse no "none" for a jittered policy).
 					t.Logf("%s: waits up to %gms late in this capture: jitter not judged", loc, *w)
 				} else if e.Backoff.JitterPresent == nil {
-					undecided++
+					c.undecided++
 				} else {
-					decided++
+					c.decided++
 					if want := te.Backoff.Jitter != "none"; *e.Backoff.JitterPresent != want {
 						t.Errorf("%s: jitter present %v, want %v (%s)", loc, *e.Backoff.JitterPresent, want, te.Backoff.Jitter)
 					}
@@ -566,7 +607,7 @@ func checkTruth(t *testing.T, f string) (decided, undecided int) {
 			}
 		})
 	}
-	return decided, undecided
+	return c
 }
 
 // TestFormatsAgree infers each scenario from its three exports: OTLP JSON
@@ -887,6 +928,6 @@ func fitHolds(f *FailureRateFit, share, windowMS float64, minCalls int) bool {
 		return f.Why != ""
 	}
 	return f.Fit == FitSized && f.ShareRange[0] <= share && share <= f.ShareRange[1] &&
-		(windowMS == 0 || f.WindowMSRange[0] <= windowMS && windowMS <= f.WindowMSRange[1]) &&
+		(windowMS == 0 || f.WindowMSRange[0] <= windowMS && (windowMS <= f.WindowMSRange[1] || f.WindowUnbounded)) &&
 		(minCalls == 0 || f.MinCallsRange[0] <= minCalls && minCalls <= f.MinCallsRange[1])
 }

@@ -262,6 +262,7 @@ type edgeStatsWire struct {
 	Hedged                                *Hedging
 	Result                                *ResultRetries
 	Outlived, ProxyShed, RAHonored, RAIgn int
+	Holds                                 [4]int
 	LongestOK                             float64
 	HedgeDelays, Legs                     sampleWire[float64]
 	Waits                                 sampleWire[waitWire]
@@ -459,6 +460,7 @@ func edgeStatsToWire(st *edgeStats) edgeStatsWire {
 		Evidence: pairsOf(st.evidence, same[int]), Methods: pairsOf(st.methods, same[int]),
 		ProxyRetried: st.proxyRetried, AppRetried: st.appRetried, ProxyMost: st.proxyMostTries, Idem: st.idem, Hedged: st.hedged, Result: st.result,
 		Outlived: st.outlived, ProxyShed: st.proxyShed, RAHonored: st.raHonored, RAIgn: st.raIgnored, LongestOK: st.longestOK,
+		Holds:       [4]int{st.holds.failedRetried, st.holds.failedHeld, st.holds.okAnswered, st.holds.okHeld},
 		HedgeDelays: sampleToWire(&st.hedgeDelays, same[float64]), Legs: sampleToWire(&st.legs, same[float64]),
 		Waits: sampleToWire(&st.waits, func(p pendingWait) waitWire { return waitWire{p.nth, p.ms, p.pushback, p.call} }),
 		Abandoned: sampleToWire(&st.abandoned, func(a abandonedAttempt) abandonedWire {
@@ -473,6 +475,10 @@ func edgeStatsFromWire(w *edgeStatsWire) (*edgeStats, error) {
 	st.calls, st.attempts, st.missing, st.failed, st.hist = w.Calls, w.Attempts, w.Missing, w.Failed, w.Hist
 	st.proxyRetried, st.appRetried, st.proxyMostTries, st.idem, st.hedged = w.ProxyRetried, w.AppRetried, w.ProxyMost, w.Idem, w.Hedged
 	st.outlived, st.proxyShed, st.raHonored, st.raIgnored, st.longestOK = w.Outlived, w.ProxyShed, w.RAHonored, w.RAIgn, w.LongestOK
+	if err := counts(w.Holds[:]); err != nil {
+		return nil, fmt.Errorf("decode the statistics of %s → %s %s: %w", w.Caller, w.Callee, w.Op, err)
+	}
+	st.holds = heldAnswers{w.Holds[0], w.Holds[1], w.Holds[2], w.Holds[3]}
 	st.examples = *examplesFromWire(w.Examples)
 	if r := w.Result; r != nil {
 		if err := counts([]int{r.Calls, r.Retries, r.Unknown}); err != nil {

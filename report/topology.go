@@ -413,7 +413,9 @@ func retriedText(e graph.Edge) string {
 // loop (…)" where the loop retries its refusals (Breaker.RetriedRefusals), "…, on a failure rate" where
 // the traces show it does not count failures in a row, whose threshold a
 // reader would otherwise assume, with the shares and windows that fit,
-// "(39.6%–67.9% over 242–494ms)", or "(unsized)"), "unknown (2 fast
+// "(39.6%–67.9% over 242–494ms)", "(33.3%–80% over 144ms or more)"
+// where no window longer than those tested is ruled out, or
+// "(unsized)"), "unknown (2 fast
 // failures)" where too few requests failed fast to claim a breaker or
 // deny one (Breaker.Unknown; ", after the retry loop's waits" where they
 // lasted them), "none (12 failed in a row)" when
@@ -442,7 +444,13 @@ func breakerText(b *graph.Breaker) string {
 		if b.TripRule == graph.TripFailureRate {
 			rule += ", on a failure rate"
 			if f := b.FailureRate; f != nil && f.Fit == graph.FitSized && len(f.ShareRange) == 2 && len(f.WindowMSRange) == 2 {
-				rule += fmt.Sprintf(" (%s over %sms)", span(100*f.ShareRange[0], 100*f.ShareRange[1], "%"), span(f.WindowMSRange[0], f.WindowMSRange[1], ""))
+				window := span(f.WindowMSRange[0], f.WindowMSRange[1], "") + "ms"
+				if f.WindowUnbounded {
+					// The longest window tested fits: no longer one is
+					// ruled out.
+					window = fmt.Sprintf("%.3gms or more", f.WindowMSRange[0])
+				}
+				rule += fmt.Sprintf(" (%s over %s)", span(100*f.ShareRange[0], 100*f.ShareRange[1], "%"), window)
 			} else if f != nil && f.Fit == graph.FitUnknown {
 				rule += " (unsized)"
 			}

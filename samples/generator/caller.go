@@ -113,6 +113,9 @@ type caller struct {
 	resty   *resty.Client      // only for libResty
 	retrier *retrier.Retrier   // only for libResiliency
 	aws     *awsretry.Standard // only for libAWSRetry
+	// hystrix is the name of the hystrix-go circuit the calls run as
+	// commands of (only with a Breaker's Hystrix settings).
+	hystrix string
 }
 
 func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
@@ -178,6 +181,8 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 		}
 		c.hedge = hedgepolicy.NewBuilderWithDelay[*http.Response](p.Hedge.Delay).WithMaxHedges(p.Hedge.MaxHedges).Build()
 		c.send = c.sendHedged
+	case libHeimdall:
+		c.send = c.sendHeimdall
 	case libHedgedhttp:
 		// Above the instrumentation: each request hedgedhttp sends goes
 		// through otelhttp (transport), a CLIENT span of its own.
@@ -219,7 +224,9 @@ func newCaller(e Edge, replicas []string, transport http.RoundTripper) *caller {
 	default:
 		c.send = c.attempt
 	}
-	if b := p.Breaker; b != nil && !b.InsideRetries {
+	if b := p.Breaker; b != nil && b.Hystrix != nil {
+		c.configureHystrix(b.Hystrix)
+	} else if b != nil && !b.InsideRetries {
 		c.cb = gobreaker.NewCircuitBreaker[result](gobreaker.Settings{
 			Name:        e.Caller + "→" + e.Callee,
 			MaxRequests: 1,
@@ -375,8 +382,11 @@ func (c *caller) call(ctx context.Context, path string, body []byte) (result, er
 	}
 	log := &attemptLog{hideRetryAfter: c.edge.Policy.HideRetryAfter, results: c.edge.Policy.RetryOnResult}
 	send := c.send
-	if c.cb != nil {
+	switch {
+	case c.cb != nil:
 		send = c.sendThroughBreaker
+	case c.hystrix != "" && !c.edge.Policy.breakerInside():
+		send = c.sendThroughHystrix
 	}
 	res, err := send(context.WithValue(ctx, attemptLogKey{}, log), r)
 	c.stats.record(ctx, c.edge.Policy, log)
@@ -756,6 +766,17 @@ type edgeStats struct {
 	partlyRefused     int
 	joinedWaits       int
 	triesPerCall      []int
+	// For a hystrix-go circuit: hystrixClosed counts its closes,
+	// hystrixProbes the single tests it let through while open,
+	// hystrixTimeouts the commands it timed out (their requests still
+	// in flight), hystrixRejects those it refused for
+	// MaxConcurrentRequests.
+	hystrixClosed, hystrixProbes, hystrixTimeouts, hystrixRejects int
+	// hystrixProbesFailed counts the probes that failed;
+	// hystrixProbeNext is set between the circuit allowing a probe and
+	// that command running.
+	hystrixProbesFailed int
+	hystrixProbeNext    bool
 	// instances, on the stats merged from the callers of a caller's
 	// instances (add), is each instance's breaker.
 	instances []truthInstanceBreaker

@@ -195,11 +195,24 @@ func runScenario(ctx context.Context, sc Scenario, out string, requireInferable 
 			fmt.Fprintf(&b, ", breaker opened %d times (%d refusing), refused %d tries, failed %d calls fast, %d partly, %d joined waits",
 				c.stats.breakerOpened, c.stats.breakerOpenPeriods, c.stats.refusedTries, c.stats.breakerFastFails, c.stats.partlyRefused, c.stats.joinedWaits)
 		}
+		if c.hystrix != "" {
+			fmt.Fprintf(&b, ", circuit opened %d times (%d refusing), closed %d, probes %d, failed %d calls fast, timed out %d, rejected %d",
+				c.stats.breakerOpened, c.stats.breakerOpenPeriods, c.stats.hystrixClosed, c.stats.hystrixProbes, c.stats.breakerFastFails,
+				c.stats.hystrixTimeouts, c.stats.hystrixRejects)
+		}
 		b.WriteString("\n")
 	}
 	if requireInferable {
 		if err := checkInferable(mergeInstances(m.callers)); err != nil {
 			return nil, b.String(), fmt.Errorf("too few retries for inference, nothing written:\n%w", err)
+		}
+	}
+	for _, c := range m.callers {
+		if c.hystrix != "" {
+			// What the callee received of the calls hystrix ran (and
+			// timed out): its truth counts the requests served past the
+			// command's timeout.
+			c.stats.received = m.faults.receivedBy(c.edge.Callee, c.edge.Route)
 		}
 	}
 	if sc.CountAtCallee {

@@ -187,3 +187,69 @@ func runBreakerScenario(t *testing.T, sc Scenario) (string, *truthBreaker) {
 	}
 	return dir, b
 }
+
+// TestHystrixRun runs hystrix end to end: the hystrix-go circuit opened
+// (by errors and by timeouts), failed calls fast that sent nothing, and
+// timed out commands whose requests the callee still served to the end;
+// every root request's call either went out (a traced inventory call) or
+// was refused, and the truth's counts agree with each other.
+func TestHystrixRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the mesh for about 2s")
+	}
+	sc := hystrixBreaker()
+	dir, b := runBreakerScenario(t, sc)
+	if b == nil || b.Library != libHystrix || b.Opened < 2 || b.Closed == 0 || b.FastFailedCalls == 0 || b.TimedOutCalls == 0 {
+		t.Fatalf("breaker truth %+v, want a hystrix-go circuit that opened at least twice, closed, failed calls fast and timed some out", b)
+	}
+	if b.OpenPeriods < b.Opened || b.OpenPeriods > b.Opened+b.ProbesFailed {
+		t.Errorf("%d open periods, want from the %d opens to those plus the %d failed probes", b.OpenPeriods, b.Opened, b.ProbesFailed)
+	}
+	if b.CalleeServedPastTimeout != b.TimedOutCalls {
+		t.Errorf("the callee served %d requests past the %dms timeout, want the %d calls timed out", b.CalleeServedPastTimeout, b.TimeoutMS, b.TimedOutCalls)
+	}
+	traced := callsInTraces(readJSONL(t, filepath.Join(dir, fileOTLPJSON)))["api inventory GET /inventory/{sku}"]
+	if len(traced)+b.FastFailedCalls+b.RejectedCalls != sc.rootRequests() || b.CalleeReceived != len(traced) {
+		t.Errorf("%d inventory calls traced (%d received), %d failed fast and %d rejected, want %d root requests",
+			len(traced), b.CalleeReceived, b.FastFailedCalls, b.RejectedCalls, sc.rootRequests())
+	}
+}
+
+// TestHeimdallHystrixRun runs heimdall-hystrix end to end: heimdall's
+// retry loop ran every try as a hystrix-go command, the circuit opened
+// and refused tries, failing some calls whole (no request traced) and
+// others in part; every try is a request sent or one refused, and the
+// open periods are the openings plus the failed probes.
+func TestHeimdallHystrixRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the mesh for about 2s")
+	}
+	sc := heimdallHystrix()
+	dir, b := runBreakerScenario(t, sc)
+	if b == nil || b.Library != libHystrix || !b.InsideRetries || b.Opened < 2 || b.RefusedTries == 0 || b.FastFailedCalls == 0 || b.PartlyRefusedCalls == 0 {
+		t.Fatalf("breaker truth %+v, want a hystrix-go circuit inside heimdall's retry loop that opened at least twice, failing calls whole and in part", b)
+	}
+	var tr truth
+	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	var te truthEdge
+	for _, e := range tr.Edges {
+		if e.Breaker != nil {
+			te = e
+		}
+	}
+	tries, calls := 0, 0
+	for n, k := range b.TriesPerCall {
+		tries, calls = tries+n*k, calls+k
+	}
+	if tries != te.Attempts+b.RefusedTries || calls != sc.rootRequests() || b.CalleeReceived != te.Attempts {
+		t.Errorf("%d tries in %d calls, the callee received %d; want the %d requests sent and %d refused in %d calls",
+			tries, calls, b.CalleeReceived, te.Attempts, b.RefusedTries, sc.rootRequests())
+	}
+	if b.OpenPeriods < b.Opened || b.OpenPeriods > b.Opened+b.ProbesFailed {
+		t.Errorf("%d open periods, want from the %d opens to those plus the %d failed probes", b.OpenPeriods, b.Opened, b.ProbesFailed)
+	}
+	traced := callsInTraces(readJSONL(t, filepath.Join(dir, fileOTLPJSON)))["api inventory GET /inventory/{sku}"]
+	if len(traced)+b.FastFailedCalls != sc.rootRequests() {
+		t.Errorf("%d inventory calls traced and %d failed whole, want %d root requests", len(traced), b.FastFailedCalls, sc.rootRequests())
+	}
+}

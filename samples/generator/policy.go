@@ -170,7 +170,8 @@ func (p Policy) requests() int {
 }
 
 // BreakerPolicy configures a circuit breaker: gobreaker's around the
-// retrying call, or failsafe-go's inside the retry loop (InsideRetries).
+// retrying call, failsafe-go's inside the retry loop (InsideRetries), or
+// a hystrix-go circuit around each call (Hystrix).
 type BreakerPolicy struct {
 	// ConsecutiveFailures failed calls in a row open it (failed attempts,
 	// where it is InsideRetries).
@@ -189,6 +190,11 @@ type BreakerPolicy struct {
 	// is half-open to close it (failsafe-go's WithSuccessThreshold; it
 	// lets that many through at once); 0 for gobreaker's one probe.
 	SuccessThreshold int
+	// Hystrix, when set, makes the breaker a hystrix-go circuit around
+	// each call (hystrix.go): it trips on an error percentage over a
+	// rolling window, not on failures in a row, and OpenFor is its
+	// SleepWindow.
+	Hystrix *HystrixPolicy
 }
 
 // failsafeRetryAroundBreaker retries with failsafe-go's HTTP retry policy

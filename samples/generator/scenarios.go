@@ -94,7 +94,8 @@ const ms = time.Millisecond
 func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), breakerConcurrent(), breakerInstances(), hedging(), otherServiceName(),
 		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota(),
-		linearJitter(), fibonacci(), hedgedHTTPAbove(), hedgedHTTPBelow(), hedgedHTTPPerAttempt(), retryAroundBreaker(), resultRetryBelow(), resultRetryAbove(), resultRetryImmediate()}
+		linearJitter(), fibonacci(), hedgedHTTPAbove(), hedgedHTTPBelow(), hedgedHTTPPerAttempt(), retryAroundBreaker(), resultRetryBelow(), resultRetryAbove(), resultRetryImmediate(),
+		hystrixBreaker(), heimdallHystrix()}
 }
 
 // resultRetryCases are the root requests of the result-retry scenarios:
@@ -687,6 +688,88 @@ func retryAroundBreaker() Scenario {
 			{Target: inventoryStock, From: 650 * ms, For: 60 * ms, Fault: down},
 			{Target: inventoryStock, From: 850 * ms, For: 120 * ms, Fault: down},
 			{Target: inventoryStock, From: 1100 * ms, For: 40 * ms, Fault: down},
+		},
+	}
+}
+
+// hystrixBreaker runs api's calls to inventory as afex/hystrix-go
+// commands, one request each, with small settings so that a run is
+// short: the circuit opens when at least 5 commands ran since it last
+// closed (its ten-second rolling window outlasts the run, and closing
+// empties it) and at least 50% of them were errors, stays open 200ms
+// (SleepWindow), then lets one probe through, and a command fails after
+// 100ms (Timeout) while its request goes on until api's handler has
+// answered. Root requests leave every 10ms whatever is in flight;
+// inventory goes down (503 after 2ms) twice and is slow once (250ms, so
+// every command times out): the slow patch trips the circuit by
+// timeouts alone, the callee serving each request to the end.
+func hystrixBreaker() Scenario {
+	down := Fault{Status: http.StatusServiceUnavailable, Delay: 2 * ms}
+	slowPatch := Fault{Delay: 250 * ms}
+	return Scenario{
+		Name: "hystrix",
+		Description: "api calls inventory once per order as an afex/hystrix-go command (RequestVolumeThreshold 5, ErrorPercentThreshold 50, " +
+			"SleepWindow 200ms, Timeout 100ms, MaxConcurrentRequests 40; its 10s rolling window, emptied when the circuit closes, outlasts the run); " +
+			"root requests leave every 10ms; inventory answers 503 after 2ms from 80ms to 400ms and from 1150ms to 1500ms, and answers after " +
+			"250ms from 650ms to 1000ms (every command times out at 100ms while its request goes on until api has answered 502).",
+		Seed:     13,
+		Pace:     10 * ms,
+		OpenLoop: true,
+		// Kept in graph/testdata (its OTLP JSON and truth), not samples/.
+		OnlyByName: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, hystrixCommand(HystrixPolicy{ErrorPercent: 50, RequestVolume: 5, MaxConcurrent: 40,
+				SleepWindow: 200 * ms, Timeout: 100 * ms})},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{{Count: 175}},
+		Outages: []Outage{
+			{Target: inventoryStock, From: 80 * ms, For: 320 * ms, Fault: down},
+			{Target: inventoryStock, From: 650 * ms, For: 350 * ms, Fault: slowPatch},
+			{Target: inventoryStock, From: 1150 * ms, For: 350 * ms, Fault: down},
+		},
+	}
+}
+
+// heimdallHystrix has api call inventory through gojek/heimdall v7's
+// hystrix client: its retry loop (3 tries, exponential backoff from 10ms,
+// ×2, capped at 80ms, plus 0–4ms drawn per wait, and a wait after the
+// last failed try too) runs each try as a hystrix-go command, so the
+// circuit (5 commands, 50% errors, SleepWindow 100ms) counts and refuses
+// tries, which the loop retries like any failure. Root requests go one
+// at a time, 4ms apart, through inventory outages (503 after 2ms).
+func heimdallHystrix() Scenario {
+	down := Fault{Status: http.StatusServiceUnavailable, Delay: 2 * ms}
+	return Scenario{
+		Name: "heimdall-hystrix",
+		Description: "api calls inventory through gojek/heimdall v7's hystrix client: a retry loop (3 tries; NewExponentialBackoff 10ms ×2 " +
+			"capped at 80ms plus 0–4ms per wait; it also waits after the last failed try) whose every try is an afex/hystrix-go command " +
+			"(RequestVolumeThreshold 5, ErrorPercentThreshold 50, SleepWindow 100ms, Timeout 100ms): the circuit counts and refuses tries, " +
+			"and the loop retries its refusals, which send nothing; root requests go one at a time, 4ms apart, and inventory answers 503 " +
+			"after 2ms from 30ms to 530ms, then for 350ms from 650ms, 1100ms and 1550ms; some requests fail once or twice on their own.",
+		Seed: 17,
+		Pace: 4 * ms,
+		// Run only by name, like retry-around-breaker: not under samples/.
+		OnlyByName: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, heimdallExponential(3, 10*ms, 80*ms, 4*ms, HystrixPolicy{ErrorPercent: 50, RequestVolume: 5,
+				MaxConcurrent: 10, SleepWindow: 100 * ms, Timeout: 100 * ms})},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, single()},
+		},
+		Cases: []Case{
+			{Count: 130},
+			{Count: 14, Target: inventoryStock, Script: times(1, unavailable)},
+			{Count: 8, Target: inventoryStock, Script: times(2, unavailable)},
+		},
+		Outages: []Outage{
+			{Target: inventoryStock, From: 30 * ms, For: 500 * ms, Fault: down},
+			{Target: inventoryStock, From: 650 * ms, For: 350 * ms, Fault: down},
+			{Target: inventoryStock, From: 1100 * ms, For: 350 * ms, Fault: down},
+			{Target: inventoryStock, From: 1550 * ms, For: 350 * ms, Fault: down},
 		},
 	}
 }

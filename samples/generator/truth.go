@@ -129,6 +129,30 @@ type truthBreaker struct {
 	PartlyRefusedCalls int   `json:"partly_refused_calls,omitempty"`
 	JoinedWaits        int   `json:"joined_waits,omitempty"`
 	TriesPerCall       []int `json:"tries_per_call,omitempty"`
+	// For a hystrix-go circuit (ErrorThresholdPercentage, VolumeThreshold
+	// and its ten-second RollingWindowMS, emptied when it closes; OpenForMS
+	// its SleepWindow): Opened, Closed and Probes are its own log's
+	// "opening circuit", "closing circuit" and "allowing single test"
+	// events, ProbesFailed the probes whose command failed (the circuit
+	// stays open: OpenPeriods counts the refusals after one as a period
+	// of their own, as a failed half-open probe reopens other breakers); TimeoutMS is the command's Timeout and TimedOutCalls the
+	// calls it failed at that moment while their request went on (an
+	// error hystrix counts; the callee still received and served the
+	// request); MaxConcurrent its MaxConcurrentRequests and RejectedCalls
+	// the calls it refused for them (failed fast, sending nothing, while
+	// the circuit was closed).
+	Closed        int   `json:"closed,omitempty"`
+	Probes        int   `json:"probes,omitempty"`
+	ProbesFailed  int   `json:"probes_failed,omitempty"`
+	TimeoutMS     int64 `json:"timeout_ms,omitempty"`
+	TimedOutCalls int   `json:"timed_out_calls,omitempty"`
+	MaxConcurrent int   `json:"max_concurrent,omitempty"`
+	RejectedCalls int   `json:"rejected_calls,omitempty"`
+	// CalleeReceived counts the requests the callee received on the
+	// edge, CalleeServedPastTimeout those it was still serving when the
+	// command's Timeout had passed (work the caller no longer waited for).
+	CalleeReceived          int `json:"callee_received,omitempty"`
+	CalleeServedPastTimeout int `json:"callee_served_past_timeout,omitempty"`
 }
 
 // truthInstanceBreaker is what one caller instance's breaker did, from its
@@ -290,12 +314,32 @@ func truthOf(c *caller) (truthEdge, error) {
 		te.RetryQuota = &truthQuota{Library: p.Library, Capacity: q.Capacity, RetryCost: q.RetryCost,
 			ThrottlingRetryCost: q.ThrottlingRetryCost, NoRetryIncrement: q.NoRetryIncrement, RefusedCalls: st.quotaRefused}
 	}
-	if b := p.Breaker; b != nil && b.InsideRetries {
+	if b := p.Breaker; b != nil && b.InsideRetries && b.Hystrix == nil {
 		te.Breaker = &truthBreaker{Library: libFailsafe, ConsecutiveFailures: b.ConsecutiveFailures,
 			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails,
 			OpenPeriods: st.breakerOpenPeriods, InsideRetries: true, OpenJitterMS: b.OpenJitter.Milliseconds(), SuccessThreshold: b.SuccessThreshold,
 			Opened: st.breakerOpened, HalfOpened: st.breakerHalfOpened, RefusedTries: st.refusedTries,
 			PartlyRefusedCalls: st.partlyRefused, JoinedWaits: st.joinedWaits, TriesPerCall: slices.Clone(st.triesPerCall)}
+	} else if b != nil && b.Hystrix != nil {
+		h := b.Hystrix
+		te.Breaker = &truthBreaker{Library: libHystrix, ErrorThresholdPercentage: h.ErrorPercent, VolumeThreshold: h.RequestVolume,
+			RollingWindowMS: hystrixWindow.Milliseconds(), OpenForMS: h.SleepWindow.Milliseconds(), FastFailedCalls: st.breakerFastFails,
+			OpenPeriods: st.breakerOpenPeriods, Opened: st.breakerOpened, Closed: st.hystrixClosed, Probes: st.hystrixProbes, ProbesFailed: st.hystrixProbesFailed,
+			TimeoutMS: h.Timeout.Milliseconds(), TimedOutCalls: st.hystrixTimeouts, MaxConcurrent: h.MaxConcurrent, RejectedCalls: st.hystrixRejects}
+		if b.InsideRetries {
+			// heimdall's retry loop around the commands: the circuit
+			// refuses tries, and the loop retries them.
+			te.Breaker.InsideRetries, te.Breaker.RefusedTries, te.Breaker.PartlyRefusedCalls = true, st.refusedTries, st.partlyRefused
+			te.Breaker.JoinedWaits, te.Breaker.TriesPerCall = st.joinedWaits, slices.Clone(st.triesPerCall)
+		}
+		for _, vs := range st.received {
+			for _, v := range vs {
+				te.Breaker.CalleeReceived++
+				if v.to.Sub(v.from) >= h.Timeout {
+					te.Breaker.CalleeServedPastTimeout++
+				}
+			}
+		}
 	} else if b != nil {
 		te.Breaker = &truthBreaker{Library: libGobreaker, ConsecutiveFailures: b.ConsecutiveFailures,
 			OpenForMS: b.OpenFor.Milliseconds(), FastFailedCalls: st.breakerFastFails,
@@ -350,6 +394,11 @@ func (te *truthEdge) configure(p Policy) {
 	}
 	if p.PerTryTimeout > 0 {
 		te.PerTryTimeoutMS = millis(p.PerTryTimeout)
+	}
+	if b := p.Breaker; b != nil && b.Hystrix != nil && b.Hystrix.Timeout > 0 {
+		// The command's Timeout bounds the call's one request: the
+		// caller stops waiting for it then (its request goes on).
+		te.PerTryTimeoutMS = millis(b.Hystrix.Timeout)
 	}
 	if p.Backoff.Kind != "none" {
 		te.Backoff.BaseMS = millis(p.Backoff.Base)
