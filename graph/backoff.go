@@ -219,8 +219,13 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		// within the whole noise, tail included, unless they spread as
 		// jitter does, or, once jitter shows at some index, unless they
 		// also agree within the bulk's noise.
+		// Nor where they spread unlike timers (within false): a uniform
+		// jitter narrower than 1.25 times the noise puts four waits in
+		// five within it of their median (async-retry's U[1,2)·50ms,
+		// 57-101ms, on an edge whose noise was 24ms read as a fixed
+		// 61ms).
 		tshare, tfloor := agreeing(tol)
-		steadyAt[k] = w.n >= minNoJitter && (tshare >= 0.8 || floored(tfloor)) && !spreadHere
+		steadyAt[k] = w.n >= minNoJitter && (tshare >= 0.8 || floored(tfloor)) && !spreadHere && within
 		closeAt[k] = w.n >= minNoJitter && (share >= 0.8 || floored(floor))
 	}
 	steady = steady && !spreadBeyond
@@ -493,9 +498,9 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		// at its base whatever the attempt.
 		b.Kind = BackoffConstant
 		return b
-	case first < 1.3 && first > 0.77:
+	case first < minGrowth && first > 1/minGrowth:
 		legacy = BackoffConstant
-	case first >= 1.3:
+	case first >= minGrowth:
 		legacy = BackoffExponential
 	default:
 		return b
@@ -715,6 +720,13 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, seLo, seHi []
 		return fits[k] && (k != BackoffFibonacci || len(steps) >= minFibonacciSteps)
 	}
 	switch {
+	case fits[legacy] && len(steps) < 3 && legacy == BackoffConstant && growthAllowed(ms, seLo, seHi):
+		// Two steps read alike that chance lets grow as much as the
+		// first steps must to be read as growth (wide jitter over few
+		// waits: Traefik's ×√2 ±50%, 100 and 141ms, read 104 and 133ms
+		// from 17 and 14 waits): a constant schedule is not told from a
+		// growing one.
+		return BackoffUnknown, []BackoffKind{BackoffConstant, BackoffExponential, BackoffLinear}, nil
 	case fits[legacy] && len(steps) < 3:
 		// Two steps fit any growth of two parameters: the first steps'
 		// reading stands.
@@ -739,6 +751,19 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, seLo, seHi []
 	}
 	slices.Sort(c)
 	return BackoffUnknown, c, ev
+}
+
+// growthAllowed reports whether the first two steps ms[0] and ms[1],
+// with standard errors seLo below and seHi above each, may grow by
+// minGrowth or more: the logarithm of their ratio lies within z99 of
+// its standard error (the first step's below it, the second's above it,
+// each relative to its step) of log minGrowth or above.
+func growthAllowed(ms, seLo, seHi []float64) bool {
+	if ms[0] <= 0 || ms[1] <= 0 {
+		return true
+	}
+	se := math.Hypot(seLo[0]/ms[0], seHi[1]/ms[1])
+	return math.Log(ms[1]/ms[0])+z99*se >= math.Log(minGrowth)
 }
 
 // minSpreadWaits is how many waits a step needs for their spread to
@@ -871,10 +896,16 @@ func commonFloor(gaps [][]float64, idx []waitIndex, steady []bool, tol float64) 
 	}
 	// Agreeing with a fixed floor is not enough when few waits leave
 	// their shortest far above it: the last index's floor must also sit
-	// clearly below where a floor growing with the waits would put it.
-	// Else the waits cannot tell, and none is claimed.
+	// clearly below where a floor growing with the waits would put it,
+	// even where the first index's floor lies as far below its shortest
+	// wait as chance allows (tail99/n of its spread, 99%): a ±50%
+	// schedule of 100 and 141ms (Traefik's ×√2) whose 17 and 14 shortest
+	// waits were 61 and 71ms grows its floor from 50 to 71ms, which a
+	// floor read from 61ms alone would call fixed. Else the waits cannot
+	// tell, and none is claimed.
 	grown := first.lo * last.med / first.med
-	if last.lo > grown-max(tol, (grown-floor)/4) {
+	lowest := max(first.lo-tail99*(first.hi-first.lo)/float64(first.n), 0) * last.med / first.med
+	if last.lo > grown-max(tol, (grown-floor)/4) || last.lo > lowest-tol {
 		return 0
 	}
 	return floor
@@ -991,6 +1022,10 @@ func ceilingFromMedian(c, med, a, n float64) (float64, bool) {
 	se := (1 - a) * cm / (2 * math.Sqrt(n)) / ((a + 1) / 2)
 	return cm, c > cm+z99*se
 }
+
+// minGrowth is the least ratio between the first two steps read as
+// growth (below it and above its inverse, as alike).
+const minGrowth = 1.3
 
 // capShortfall: a ratio between consecutive waits below this share of
 // the growth before it is the cap cutting the schedule short.
