@@ -566,6 +566,16 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		seLo[k], seHi[k] = min(seLo[k], se[k]), min(seHi[k], se[k])
 	}
 	b.Kind, b.KindCandidates, b.KindEvidence = scheduleKind(b.Schedule, legacy, capAt, seLo, seHi, oMax)
+	if b.Kind == BackoffConstant && len(sched) == 2 && jittered && growthAllowed(sched, seLo, seHi) {
+		// Two jittered steps read alike that chance lets grow as much
+		// as the first steps must to be read as growth (wide jitter
+		// over few waits: Traefik's ×√2 ±50%, 100 and 141ms, read 104
+		// and 133ms from 17 and 14 waits): a constant schedule is not
+		// told from a growing one. (Unjittered waits agree within the
+		// timers' noise, which the steps' errors hold whole.)
+		b.Kind, b.KindCandidates = BackoffUnknown, []BackoffKind{BackoffConstant, BackoffExponential, BackoffLinear}
+		return b
+	}
 	// No kind fits, or exponential growth fits only the steps' ranges,
 	// wide on a busy host, and not the steps jointly: the steps may
 	// still grow exponentially from an offset, which reads them better
@@ -720,13 +730,6 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, seLo, seHi []
 		return fits[k] && (k != BackoffFibonacci || len(steps) >= minFibonacciSteps)
 	}
 	switch {
-	case fits[legacy] && len(steps) < 3 && legacy == BackoffConstant && growthAllowed(ms, seLo, seHi):
-		// Two steps read alike that chance lets grow as much as the
-		// first steps must to be read as growth (wide jitter over few
-		// waits: Traefik's ×√2 ±50%, 100 and 141ms, read 104 and 133ms
-		// from 17 and 14 waits): a constant schedule is not told from a
-		// growing one.
-		return BackoffUnknown, []BackoffKind{BackoffConstant, BackoffExponential, BackoffLinear}, nil
 	case fits[legacy] && len(steps) < 3:
 		// Two steps fit any growth of two parameters: the first steps'
 		// reading stands.
@@ -1149,14 +1152,20 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (ki
 	// (waits 20ms ×2 plus U[0,30ms) pool into the shape of equal jitter).
 	// Only where the medians of two indices differ at least 1.8-fold.
 	verdict, a := widthGrowth(gaps, idx, noise, late)
-	if verdict == growthNone {
-		return JitterAdditive, proportionalFraction{}, a, nil
-	}
 	slices.Sort(z)
 	mean, sd := stat.MeanStdDev(z, nil)
 	lo, hi := mean-math.Sqrt(3)*sd, mean+math.Sqrt(3)*sd
+	fromZero := lo/hi < 0.12 && z[0] < 0.2
+	// Waits that spread from near zero (fromZero) are full jitter's
+	// even where their widths did not show growing (few waits at two
+	// indices whose schedules differ little: full jitter under ×1.5
+	// read as +U[0,a] over a schedule of 0): an additive jitter over no
+	// schedule is full jitter of a constant one, and read as that.
+	if verdict == growthNone && !fromZero {
+		return JitterAdditive, proportionalFraction{}, a, nil
+	}
 	switch r := lo / hi; {
-	case r < 0.12 && z[0] < 0.2:
+	case fromZero:
 		kind = JitterFull
 	case math.Abs(r-0.5) < 0.05:
 		kind = JitterEqual
