@@ -264,6 +264,12 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 	// out of the fit; rawTop is the longest of them (less the overhead),
 	// which the schedule's range must still allow.
 	rawTop := make([]float64, len(idx))
+	// longest[k]: the longest wait at index k as read (less the
+	// overhead), late or not.
+	longest := make([]float64, len(idx))
+	for k := range idx {
+		longest[k] = gaps[k][len(gaps[k])-1]
+	}
 	overhead := 0.0
 	switch {
 	case b.JitterPresent == nil:
@@ -315,6 +321,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 				if rawTop[k] > 0 {
 					rawTop[k] = max(rawTop[k]-o, 0)
 				}
+				longest[k] = max(longest[k]-o, 0)
 			}
 			b.OverheadMS = ptr(round3(o))
 		}
@@ -396,6 +403,18 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 				c, lo = cm, min(lo, cm)
 			}
 			sched[k], slo[k], shi[k] = c, lo, max(hi, rawTop[k])
+			if t := longest[k]; t-shi[k] > tol+roundTrip {
+				// A wait past the ceiling's range by more than the
+				// edge's timers are late (its noise, tail included)
+				// may be no late timer but a draw (async-retry's third
+				// step, 8 waits of 507 to 612ms and one of 896 under a
+				// ceiling of 900, on an edge whose noise was 2.2ms):
+				// the range holds the ceiling that draw allows, n
+				// waits uniform over [floor·C, C] all lying below t
+				// one time in a hundred when C = t/(floor + (1 −
+				// floor)·0.01^(1/n)).
+				shi[k] = t / (floor + (1-floor)*math.Pow(0.01, 1/float64(counts[k])))
+			}
 		case kind == JitterAdditive:
 			sched[k], slo[k], shi[k] = max(g[0]-additive.ms/(n+1), 0), max(g[0]-tail99*additive.ms/n, 0), g[0]
 		case kind == JitterDecorrelated && b.DecorrelatedForm == DecorrelatedTimeline:

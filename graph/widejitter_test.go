@@ -55,7 +55,9 @@ var wideJitters = []struct {
 // (within 0.05). Before the rules of this test (main at b884e87), right /
 // wrong / unknown: kind 183/10/95, jitter 232/6/50, multiplier 120/1/167,
 // fraction 105/0/39; when written: kind 185/1/102, jitter 237/0/51,
-// multiplier 120/1/167, fraction 105/0/39. The wrong kind left is ×√2
+// multiplier 120/1/167, fraction 105/0/39; since a ceiling's range holds
+// a draw past it (TestCeilingHoldsFarDraw): kind 186/1/101, multiplier
+// 121/1/166. The wrong kind left is ×√2
 // full jitter read Fibonacci from 10 calls whose ceilings' ranges reach
 // 0; the wrong multiplier ×√2 equal jitter over two steps read ×1.35 and
 // stated as the quarter ×1.25 its range [1.14, 1.45] allows. No figure
@@ -68,7 +70,7 @@ func TestWideJitterTallies(t *testing.T) {
 	// most: the most wrong readings allowed per figure, least the fewest
 	// right ones, over every edge.
 	most := map[string]int{"kind": 1, "jitter": 0, "multiplier": 1, "fraction": 0}
-	least := map[string]int{"kind": 185, "jitter": 237, "multiplier": 120, "fraction": 105}
+	least := map[string]int{"kind": 186, "jitter": 237, "multiplier": 121, "fraction": 105}
 	var all wideJitterTally
 	for _, mc := range multipliers {
 		for _, j := range wideJitters {
@@ -318,5 +320,40 @@ func TestEqualJitterTally(t *testing.T) {
 	}
 	if wrong > 9 {
 		t.Errorf("%d fractions stated more than 0.05 from equal jitter's ±1/3, want at most 9", wrong)
+	}
+}
+
+// TestCeilingHoldsFarDraw: a full or equal jitter's ceiling range holds
+// a wait that lies past it by more than the edge's timers are late, as a
+// draw may (async-retry's third step captured: 8 waits of 507-612ms and
+// one of 896ms under a ceiling of 900, on an edge whose noise was
+// 2.2ms, read 566-871ms before); a late tail within the noise does not
+// widen it.
+func TestCeilingHoldsFarDraw(t *testing.T) {
+	asyncRetry := [][]float64{
+		{52.590, 53.893, 54.237, 55.191, 57.866, 62.571, 62.928, 64.318, 64.383, 66.598, 68.251, 70.397, 73.040, 74.468, 77.926, 79.854, 80.181, 80.900, 80.903, 80.951, 83.844, 84.128, 87.116, 89.036, 90.335, 91.445, 92.192, 92.228, 96.979, 99.707},
+		{153.175, 157.986, 173.924, 179.787, 189.015, 205.590, 218.243, 221.251, 231.009, 251.255, 252.213, 254.779, 257.535, 266.414, 274.348, 277.030, 284.184},
+		{507.182, 511.661, 512.245, 520.802, 564.036, 572.505, 586.495, 612.135, 896.020},
+	}
+	for _, tc := range []struct {
+		name        string
+		gaps        [][]float64
+		noise, bulk float64
+		step        int
+		holds       float64 // the step's range must hold this
+		below       float64 // and end below this
+	}{
+		{"async-retry's 896ms draw under 900", asyncRetry, 2.21, 1.04, 2, 900, 1200},
+		{"the same on an edge whose noise (9ms) holds the lag", asyncRetry, 9, 4, 2, 612, 900},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := inferBackoff(tc.gaps, nil, tc.noise, tc.bulk, 0)
+			if b.Jitter != JitterEqual || len(b.Schedule) <= tc.step {
+				t.Fatalf("jitter %s, %d steps; want equal (%s)", b.Jitter, len(b.Schedule), fmtBackoff(b))
+			}
+			if r := b.Schedule[tc.step].RangeMS; r[0] > tc.holds || r[1] < tc.holds || r[1] >= tc.below {
+				t.Errorf("step %d range %v, want it to hold %v and end below %v", tc.step+1, r, tc.holds, tc.below)
+			}
+		})
 	}
 }
