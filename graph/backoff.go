@@ -219,8 +219,13 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		// within the whole noise, tail included, unless they spread as
 		// jitter does, or, once jitter shows at some index, unless they
 		// also agree within the bulk's noise.
+		// Nor where they spread unlike timers (within false): a uniform
+		// jitter narrower than 1.25 times the noise puts four waits in
+		// five within it of their median (async-retry's U[1,2)·50ms,
+		// 57-101ms, on an edge whose noise was 24ms read as a fixed
+		// 61ms).
 		tshare, tfloor := agreeing(tol)
-		steadyAt[k] = w.n >= minNoJitter && (tshare >= 0.8 || floored(tfloor)) && !spreadHere
+		steadyAt[k] = w.n >= minNoJitter && (tshare >= 0.8 || floored(tfloor)) && !spreadHere && within
 		closeAt[k] = w.n >= minNoJitter && (share >= 0.8 || floored(floor))
 	}
 	steady = steady && !spreadBeyond
@@ -259,6 +264,12 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 	// out of the fit; rawTop is the longest of them (less the overhead),
 	// which the schedule's range must still allow.
 	rawTop := make([]float64, len(idx))
+	// longest[k]: the longest wait at index k as read (less the
+	// overhead), late or not.
+	longest := make([]float64, len(idx))
+	for k := range idx {
+		longest[k] = gaps[k][len(gaps[k])-1]
+	}
 	overhead := 0.0
 	switch {
 	case b.JitterPresent == nil:
@@ -310,6 +321,7 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 				if rawTop[k] > 0 {
 					rawTop[k] = max(rawTop[k]-o, 0)
 				}
+				longest[k] = max(longest[k]-o, 0)
 			}
 			b.OverheadMS = ptr(round3(o))
 		}
@@ -391,6 +403,18 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 				c, lo = cm, min(lo, cm)
 			}
 			sched[k], slo[k], shi[k] = c, lo, max(hi, rawTop[k])
+			if t := longest[k]; t-shi[k] > tol+roundTrip {
+				// A wait past the ceiling's range by more than the
+				// edge's timers are late (its noise, tail included)
+				// may be no late timer but a draw (async-retry's third
+				// step, 8 waits of 507 to 612ms and one of 896 under a
+				// ceiling of 900, on an edge whose noise was 2.2ms):
+				// the range holds the ceiling that draw allows, n
+				// waits uniform over [floor·C, C] all lying below t
+				// one time in a hundred when C = t/(floor + (1 −
+				// floor)·0.01^(1/n)).
+				shi[k] = t / (floor + (1-floor)*math.Pow(0.01, 1/float64(counts[k])))
+			}
 		case kind == JitterAdditive:
 			sched[k], slo[k], shi[k] = max(g[0]-additive.ms/(n+1), 0), max(g[0]-tail99*additive.ms/n, 0), g[0]
 		case kind == JitterDecorrelated && b.DecorrelatedForm == DecorrelatedTimeline:
@@ -493,9 +517,9 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		// at its base whatever the attempt.
 		b.Kind = BackoffConstant
 		return b
-	case first < 1.3 && first > 0.77:
+	case first < minGrowth && first > 1/minGrowth:
 		legacy = BackoffConstant
-	case first >= 1.3:
+	case first >= minGrowth:
 		legacy = BackoffExponential
 	default:
 		return b
@@ -561,6 +585,16 @@ func inferBackoff(gaps [][]float64, chains [][]float64, noise, bulk, roundTrip f
 		seLo[k], seHi[k] = min(seLo[k], se[k]), min(seHi[k], se[k])
 	}
 	b.Kind, b.KindCandidates, b.KindEvidence = scheduleKind(b.Schedule, legacy, capAt, seLo, seHi, oMax)
+	if b.Kind == BackoffConstant && len(sched) == 2 && jittered && growthAllowed(sched, seLo, seHi) {
+		// Two jittered steps read alike that chance lets grow as much
+		// as the first steps must to be read as growth (wide jitter
+		// over few waits: Traefik's ×√2 ±50%, 100 and 141ms, read 104
+		// and 133ms from 17 and 14 waits): a constant schedule is not
+		// told from a growing one. (Unjittered waits agree within the
+		// timers' noise, which the steps' errors hold whole.)
+		b.Kind, b.KindCandidates = BackoffUnknown, []BackoffKind{BackoffConstant, BackoffExponential, BackoffLinear}
+		return b
+	}
 	// No kind fits, or exponential growth fits only the steps' ranges,
 	// wide on a busy host, and not the steps jointly: the steps may
 	// still grow exponentially from an offset, which reads them better
@@ -741,6 +775,19 @@ func scheduleKind(steps []WaitStep, legacy BackoffKind, capAt int, seLo, seHi []
 	return BackoffUnknown, c, ev
 }
 
+// growthAllowed reports whether the first two steps ms[0] and ms[1],
+// with standard errors seLo below and seHi above each, may grow by
+// minGrowth or more: the logarithm of their ratio lies within z99 of
+// its standard error (the first step's below it, the second's above it,
+// each relative to its step) of log minGrowth or above.
+func growthAllowed(ms, seLo, seHi []float64) bool {
+	if ms[0] <= 0 || ms[1] <= 0 {
+		return true
+	}
+	se := math.Hypot(seLo[0]/ms[0], seHi[1]/ms[1])
+	return math.Log(ms[1]/ms[0])+z99*se >= math.Log(minGrowth)
+}
+
 // minSpreadWaits is how many waits a step needs for their spread to
 // give its standard error in the joint fit (the middle half of fewer
 // strays too far from the spread's).
@@ -871,10 +918,16 @@ func commonFloor(gaps [][]float64, idx []waitIndex, steady []bool, tol float64) 
 	}
 	// Agreeing with a fixed floor is not enough when few waits leave
 	// their shortest far above it: the last index's floor must also sit
-	// clearly below where a floor growing with the waits would put it.
-	// Else the waits cannot tell, and none is claimed.
+	// clearly below where a floor growing with the waits would put it,
+	// even where the first index's floor lies as far below its shortest
+	// wait as chance allows (tail99/n of its spread, 99%): a ±50%
+	// schedule of 100 and 141ms (Traefik's ×√2) whose 17 and 14 shortest
+	// waits were 61 and 71ms grows its floor from 50 to 71ms, which a
+	// floor read from 61ms alone would call fixed. Else the waits cannot
+	// tell, and none is claimed.
 	grown := first.lo * last.med / first.med
-	if last.lo > grown-max(tol, (grown-floor)/4) {
+	lowest := max(first.lo-tail99*(first.hi-first.lo)/float64(first.n), 0) * last.med / first.med
+	if last.lo > grown-max(tol, (grown-floor)/4) || last.lo > lowest-tol {
 		return 0
 	}
 	return floor
@@ -991,6 +1044,10 @@ func ceilingFromMedian(c, med, a, n float64) (float64, bool) {
 	se := (1 - a) * cm / (2 * math.Sqrt(n)) / ((a + 1) / 2)
 	return cm, c > cm+z99*se
 }
+
+// minGrowth is the least ratio between the first two steps read as
+// growth (below it and above its inverse, as alike).
+const minGrowth = 1.3
 
 // capShortfall: a ratio between consecutive waits below this share of
 // the growth before it is the cap cutting the schedule short.
@@ -1114,14 +1171,20 @@ func jitterKind(gaps [][]float64, idx []waitIndex, noise float64, late bool) (ki
 	// (waits 20ms ×2 plus U[0,30ms) pool into the shape of equal jitter).
 	// Only where the medians of two indices differ at least 1.8-fold.
 	verdict, a := widthGrowth(gaps, idx, noise, late)
-	if verdict == growthNone {
-		return JitterAdditive, proportionalFraction{}, a, nil
-	}
 	slices.Sort(z)
 	mean, sd := stat.MeanStdDev(z, nil)
 	lo, hi := mean-math.Sqrt(3)*sd, mean+math.Sqrt(3)*sd
+	fromZero := lo/hi < 0.12 && z[0] < 0.2
+	// Waits that spread from near zero (fromZero) are full jitter's
+	// even where their widths did not show growing (few waits at two
+	// indices whose schedules differ little: full jitter under ×1.5
+	// read as +U[0,a] over a schedule of 0): an additive jitter over no
+	// schedule is full jitter of a constant one, and read as that.
+	if verdict == growthNone && !fromZero {
+		return JitterAdditive, proportionalFraction{}, a, nil
+	}
 	switch r := lo / hi; {
-	case r < 0.12 && z[0] < 0.2:
+	case fromZero:
 		kind = JitterFull
 	case math.Abs(r-0.5) < 0.05:
 		kind = JitterEqual

@@ -216,12 +216,20 @@ var heldOutJitters = []struct {
 // +U[0, 15ms); 3 to 5 retries; 10 or 30 calls; six seeds each: 1080
 // edges. A wrong kind may be claimed only where the jitter's own reading
 // went wrong first (few waits): at most 2% of the edges (19 when
-// written); and the rule must decide: the right kind on at least 55% of
+// written); and the rule must decide: the right kind on at least 54% of
 // them (604 when written, 603 since the proportional centre and width
-// resist late waits; the rest unknown, with candidates), which it
-// reaches only by claiming the kind that fits best by 30:1 where several
-// fit (586 without: kindEvidenceRatio). The first ratio alone claimed a
-// wrong kind on 705.
+// resist late waits, 602 at b884e87; the rest unknown, with
+// candidates), which it reaches only by claiming the kind that fits
+// best by 30:1 where several fit (586 without: kindEvidenceRatio). The
+// first ratio alone claimed a wrong kind on 705. 591 right and 20 wrong
+// since an index whose waits spread wider than the noise is no longer
+// read as a fixed wait at its 10th percentile (±20% of 10-20ms: a step
+// below its schedule with a range that excludes it, on which 12 right
+// kinds rested; the jitter is named there instead), and a floor two
+// indices share is an overhead only where a floor growing with the
+// schedule is ruled out (an equal-jitter linear schedule no longer read
+// over an invented overhead: one wrong kind more, while
+// TestKindWithOverhead's wrong kinds fell from 62 to 36).
 func TestKindAcrossSchedules(t *testing.T) {
 	var tally kindTally
 	for _, j := range heldOutJitters {
@@ -244,8 +252,8 @@ func TestKindAcrossSchedules(t *testing.T) {
 	}
 	edges, right, wrong := tally.edges, tally.right, tally.wrong
 	t.Logf("%d edges: %d the right kind, %d a wrong one, %d unknown", edges, right, wrong, edges-right-wrong)
-	if wrong*50 > edges || right*100 < 55*edges {
-		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 2%% wrong and at least 55%% right", edges, right, wrong)
+	if wrong*50 > edges || right*100 < 54*edges {
+		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 2%% wrong and at least 54%% right", edges, right, wrong)
 	}
 }
 
@@ -347,6 +355,10 @@ func TestJointKindOverhead(t *testing.T) {
 // wrong ones (62 when written, 12.9%: on 39 of them the jitter itself is
 // left unknown, the legs widening the noise the waits are judged
 // against) and still the right kind on a quarter (129 when written).
+// Since a floor is an overhead only where a floor growing with the
+// schedule is ruled out and jittered waits are never read as a fixed
+// wait: 36 wrong (7.5%) and 162 right; at most 8% wrong and a third
+// right.
 func TestKindWithOverhead(t *testing.T) {
 	var tally kindTally
 	for ji, j := range heldOutJitters {
@@ -380,8 +392,8 @@ func TestKindWithOverhead(t *testing.T) {
 	}
 	edges, right, wrong := tally.edges, tally.right, tally.wrong
 	t.Logf("%d edges: %d the right kind, %d a wrong one, %d unknown", edges, right, wrong, edges-right-wrong)
-	if wrong*100 > 13*edges || right*4 < edges {
-		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 13%% wrong and at least 25%% right", edges, right, wrong)
+	if wrong*100 > 8*edges || right*3 < edges {
+		t.Errorf("%d edges: %d the right kind, %d a wrong one: want at most 8%% wrong and at least a third right", edges, right, wrong)
 	}
 }
 

@@ -236,7 +236,8 @@ func checkRetriedRefusals(t *testing.T, loc string, br *Breaker, fast, periods, 
 // retry-axios-busy the retry-axios scenario captured on a loaded host
 // (waits up to 132ms late), whose steps' ranges let plain exponential
 // growth fit them one by one but not jointly, read as growth from an
-// offset with its multiplier unknown.
+// offset with its multiplier unknown; cenkalti-defaults cenkalti/backoff's
+// default ×1.5 ±50% (from 40ms), whose neighbouring steps' waits overlap.
 func TestHeldOutTruth(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*", "truth.json"))
 	if len(files) == 0 {

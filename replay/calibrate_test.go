@@ -46,9 +46,10 @@ var knownMisses = map[string]string{
 // holds to calibrate: root-clients, whose clients have no span around
 // their calls (root CLIENT spans), so its entries are the clients;
 // traefik-replicas, a proxy with a client span per try in front of three
-// replicas (kept there for the samples' size limit); hystrix, afex/hystrix-go's
+// replicas, and cenkalti-defaults, cenkalti/backoff's default ×1.5 ±50%
+// (both kept there for the samples' size limit); hystrix, afex/hystrix-go's
 // circuit around single-request calls (a known miss: knownMisses).
-var graphScenarios = []string{"root-clients", "traefik-replicas", "hystrix"}
+var graphScenarios = []string{"root-clients", "traefik-replicas", "cenkalti-defaults", "hystrix"}
 
 // TestCalibrateSamples holds every committed scenario to the default
 // tolerances, with default settings: the model built from the traces must

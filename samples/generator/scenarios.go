@@ -95,7 +95,7 @@ func scenarios() []Scenario {
 	return []Scenario{retryEverywhere(), edgeOnly(), mixed(), retryAfterUncaptured(), breakerOverRetries(), breakerConcurrent(), breakerInstances(), hedging(), otherServiceName(),
 		replicas(), retryBelowOtelhttp(), additiveJitter(), fullJitter(), goResiliency(), awsStandardQuota(),
 		linearJitter(), fibonacci(), hedgedHTTPAbove(), hedgedHTTPBelow(), hedgedHTTPPerAttempt(), retryAroundBreaker(), resultRetryBelow(), resultRetryAbove(), resultRetryImmediate(),
-		hystrixBreaker(), heimdallHystrix()}
+		hystrixBreaker(), heimdallHystrix(), cenkaltiDefaults()}
 }
 
 // resultRetryCases are the root requests of the result-retry scenarios:
@@ -377,6 +377,41 @@ func fullJitter() Scenario {
 			{Count: 8, Target: inventoryStock, Script: times(2, unavailable)},
 			{Count: 6, Target: inventoryStock, Script: times(3, unavailable)},
 			{Count: 2, Target: inventoryStock, Script: times(4, unavailable)},
+		},
+	}
+}
+
+// cenkaltiDefaults has inventory retry db with cenkalti/backoff/v5's
+// ExponentialBackOff at its default multiplier and randomization factor
+// (×1.5, ±50%: the defaults Traefik's and the OpenTelemetry exporters'
+// retries inherit), from an InitialInterval of 40ms instead of the
+// default 500ms to keep the run short: before retry n a wait drawn
+// uniformly from 40ms·1.5^(n-1)·[0.5, 1.5], so neighbouring steps'
+// ranges overlap (20-60ms, 30-90ms, 45-135ms, 67.5-202.5ms), 5 attempts,
+// MaxInterval 1s (never reached). Enough calls fail four times for
+// every step to have 30 waits or more.
+func cenkaltiDefaults() Scenario {
+	return Scenario{
+		Name: "cenkalti-defaults",
+		Description: "inventory retries db with cenkalti/backoff/v5's ExponentialBackOff at its default Multiplier 1.5 and " +
+			"RandomizationFactor 0.5 (InitialInterval 40ms, MaxInterval 1s, never reached): 5 attempts, before retry n " +
+			"40ms·1.5^(n-1)·U[0.5, 1.5), waits whose ranges overlap from one step to the next.",
+		Seed: 37,
+		// Kept in graph/testdata (its OTLP JSON and truth), not samples/.
+		OnlyByName: true,
+		Edges: []Edge{
+			{"edge", "api", routeOrder, single()},
+			{"api", "inventory", routeStock, single()},
+			{"api", "pricing", routePrice, single()},
+			{"inventory", "db", routeDBStock, backoffExponential(5, 40*ms, 1.5, time.Second, 0.5)},
+		},
+		Cases: []Case{
+			{Count: 12},
+			{Count: 6, Target: dbStock, Script: times(1, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(2, unavailable)},
+			{Count: 6, Target: dbStock, Script: times(3, unavailable)},
+			{Count: 24, Target: dbStock, Script: times(4, unavailable)},
+			{Count: 4, Target: dbStock, Script: times(5, unavailable)},
 		},
 	}
 }
