@@ -139,14 +139,7 @@ func TestRetryAroundBreakerRun(t *testing.T) {
 	if b == nil || !b.InsideRetries || b.Opened < 3 || b.FastFailedCalls == 0 || b.PartlyRefusedCalls == 0 {
 		t.Fatalf("breaker truth %+v, want one inside the retry loop that opened at least 3 times, failing calls whole and in part", b)
 	}
-	var tr truth
-	readJSON(t, filepath.Join(dir, fileTruth), &tr)
-	var te truthEdge
-	for _, e := range tr.Edges {
-		if e.Breaker != nil {
-			te = e
-		}
-	}
+	te := breakerEdge(t, dir)
 	tries, calls := 0, 0
 	for n, k := range b.TriesPerCall {
 		tries, calls = tries+n*k, calls+k
@@ -229,14 +222,7 @@ func TestHeimdallHystrixRun(t *testing.T) {
 	if b == nil || b.Library != libHystrix || !b.InsideRetries || b.Opened < 2 || b.RefusedTries == 0 || b.FastFailedCalls == 0 || b.PartlyRefusedCalls == 0 {
 		t.Fatalf("breaker truth %+v, want a hystrix-go circuit inside heimdall's retry loop that opened at least twice, failing calls whole and in part", b)
 	}
-	var tr truth
-	readJSON(t, filepath.Join(dir, fileTruth), &tr)
-	var te truthEdge
-	for _, e := range tr.Edges {
-		if e.Breaker != nil {
-			te = e
-		}
-	}
+	te := breakerEdge(t, dir)
 	tries, calls := 0, 0
 	for n, k := range b.TriesPerCall {
 		tries, calls = tries+n*k, calls+k
@@ -252,4 +238,19 @@ func TestHeimdallHystrixRun(t *testing.T) {
 	if len(traced)+b.FastFailedCalls != sc.rootRequests() {
 		t.Errorf("%d inventory calls traced and %d failed whole, want %d root requests", len(traced), b.FastFailedCalls, sc.rootRequests())
 	}
+}
+
+// breakerEdge is the edge of the truth written in dir that carries a
+// breaker (the last, where several do).
+func breakerEdge(t *testing.T, dir string) truthEdge {
+	t.Helper()
+	var tr truth
+	readJSON(t, filepath.Join(dir, fileTruth), &tr)
+	var te truthEdge
+	for _, e := range tr.Edges {
+		if e.Breaker != nil {
+			te = e
+		}
+	}
+	return te
 }
