@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -286,14 +287,15 @@ func shardedIndex(ctx context.Context, set *ingest.Set, sh shards) (*index, erro
 		if len(c) < 2 {
 			continue
 		}
+		// By start, then end, then span id: siblings that start together
+		// (a microsecond clock, a retry sent at once) keep one order
+		// whatever order the spans came in (a backend's API returns a
+		// trace's spans in no fixed order); the input's order only for
+		// spans alike in all three.
 		slices.SortFunc(c, func(a, b int32) int {
-			if d := spans[a].Start - spans[b].Start; d != 0 {
-				if d < 0 {
-					return -1
-				}
-				return 1
-			}
-			return int(a - b)
+			sa, sb := &spans[a], &spans[b]
+			return cmp.Or(cmp.Compare(sa.Start, sb.Start), cmp.Compare(sa.End, sb.End),
+				bytes.Compare(sa.SpanID[:], sb.SpanID[:]), cmp.Compare(a, b))
 		})
 	}
 	ix.nameUnnamed(set)
