@@ -32,7 +32,7 @@ func TestSpanOrderInvariant(t *testing.T) {
 				shuffled := filepath.Join(t.TempDir(), "traces.jaeger.json.gz")
 				shuffleJaeger(t, f, shuffled, seed)
 				if got := topologyJSON(t, shuffled); !bytes.Equal(got, want) {
-					t.Errorf("seed %d: the topology of the shuffled spans differs:\n%s", seed, firstLineDiff(got, want))
+					t.Errorf("seed %d: the topology of the shuffled spans differs:\n%s", seed, firstDiff(got, want))
 				}
 			}
 		})
@@ -101,15 +101,4 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// firstLineDiff is where two JSON documents first differ, with a little
-// context.
-func firstLineDiff(got, want []byte) string {
-	i := 0
-	for i < len(got) && i < len(want) && got[i] == want[i] {
-		i++
-	}
-	lo := max(0, i-120)
-	return "got  …" + string(got[lo:min(len(got), i+120)]) + "\nwant …" + string(want[lo:min(len(want), i+120)])
 }
