@@ -538,37 +538,15 @@ func calibrate(ix *index, ecs []*edgeCalls, roots map[node]*rootOp, t *Topology)
 		// anything are a failed execution's, or the replay would skip
 		// the calls of those it draws failed on top of the ones the
 		// traces already left out.
-		for _, ec := range ecs {
-			for _, c := range ec.calls {
-				if !s.has(c.from) {
-					continue
-				}
-				as := ix.attemptsOf(c)
-				for k := range as {
-					if a := &as[k]; a.outcome == outcomeResult && a.server >= 0 && !downFailed.has(a.server) && !breakerFast.has(a.server) {
-						own.set(a.server)
-					}
-				}
-			}
-		}
+		markAttempts(ix, ecs, s, own, func(a *attempt, _ int32) bool {
+			return a.outcome == outcomeResult && a.server >= 0 && !downFailed.has(a.server) && !breakerFast.has(a.server)
+		})
 		return own
 	}, spanSet.or)
 	// The executions whose caller gave up on them while they worked.
 	slowServed := mapShards(ix, func(s sel) spanSet {
 		slow := newSpanSet(len(ix.spans))
-		for _, ec := range ecs {
-			for _, c := range ec.calls {
-				if !s.has(c.from) {
-					continue
-				}
-				as := ix.attemptsOf(c)
-				for k := range as {
-					if a := &as[k]; ix.slowTry(a, c.from) {
-						slow.set(a.server)
-					}
-				}
-			}
-		}
+		markAttempts(ix, ecs, s, slow, ix.slowTry)
 		return slow
 	}, spanSet.or)
 	workSelfTimes(ix, ecs, ownFailed, slowServed, t)
@@ -1184,6 +1162,24 @@ func earliest(m map[ingest.TraceID]int64, id ingest.TraceID, t int64) {
 // spanSet marks spans by index, a bit each (a byte each would be 10 MB
 // a set at 10M spans).
 type spanSet []uint64
+
+// markAttempts sets in set the callee span of every attempt, of the calls
+// made from shard s's spans, that mark holds for (from: the calling span).
+func markAttempts(ix *index, ecs []*edgeCalls, s sel, set spanSet, mark func(a *attempt, from int32) bool) {
+	for _, ec := range ecs {
+		for _, c := range ec.calls {
+			if !s.has(c.from) {
+				continue
+			}
+			as := ix.attemptsOf(c)
+			for k := range as {
+				if a := &as[k]; mark(a, c.from) {
+					set.set(a.server)
+				}
+			}
+		}
+	}
+}
 
 func newSpanSet(n int) spanSet { return make(spanSet, (n+63)/64) }
 

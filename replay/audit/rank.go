@@ -34,7 +34,7 @@ type standing struct {
 	worst     string
 	avail     Stat // mean over degradations of each seed statistic
 	// availSeeds is each seed's availability, the mean over the
-	// degradations; nil where a verdict keeps none by seed.
+	// degradations; avail.Mean alone where a verdict keeps none by seed.
 	availSeeds []float64
 	extra      Stat
 	// changed counts the edges and services whose policy differs from
@@ -115,8 +115,11 @@ func standings(policies []string, vs []Verdict) []standing {
 			for i := range avail {
 				avail[i] /= n
 			}
-			s.availSeeds = avail
 		}
+		if avail == nil {
+			avail = []float64{s.avail.Mean}
+		}
+		s.availSeeds = avail
 		if seeds == nil {
 			seeds = []float64{1}
 		}
@@ -526,11 +529,7 @@ func best(cands []standing, given bool) ([]standing, string, []string) {
 		func(s, today standing) gained {
 			// Each seed's margin is how far the candidate's unavailability
 			// is under (1 − worthUnavailability) of today's, that seed's.
-			cs, ts := s.availSeeds, today.availSeeds
-			if len(cs) != len(ts) || len(cs) < 2 {
-				cs, ts = []float64{s.avail.Mean}, []float64{today.avail.Mean}
-			}
-			return pairedMargin(cs, ts, 0, func(c, t float64) float64 { return (1-worthUnavailability)*(1-t) - (1 - c) })
+			return pairedMargin(s.availSeeds, today.availSeeds, 0, func(c, t float64) float64 { return (1-worthUnavailability)*(1-t) - (1 - c) })
 		}, func(s standing) string {
 			return fmt.Sprintf("%.3f (%.3f–%.3f)", s.avail.Mean, s.avail.Min, s.avail.Max)
 		}, func(_, today standing, g gained) string {
